@@ -1,0 +1,51 @@
+"""Pure naming and tagging rules, shared by every component.
+
+Logical names are derived from the component's own name, so two components (or two stacks in one
+account) never collide; physical names that AWS requires to be unique per account or region carry the
+stack's base name. Tags: the global set goes on the AWS provider's `default_tags`; `instance_tags` is what
+launch templates add to instances, volumes and network interfaces, which default tags do not reach.
+"""
+
+from __future__ import annotations
+
+import re
+
+PROJECT_TAG = "project"
+ENV_TAG = "env"
+COST_CENTER_TAG = "cost-center"
+OWNER_TAG = "owner"
+REQUIRED_TAGS = (PROJECT_TAG, ENV_TAG, COST_CENTER_TAG, OWNER_TAG)
+
+_INVALID = re.compile(r"[^a-z0-9-]+")
+
+
+def child_name(parent: str, *parts: str | int) -> str:
+    """The logical name of a component's child: the parent's name and the parts, joined by dashes."""
+    return "-".join([parent, *(str(p) for p in parts if str(p) != "")])
+
+
+def physical_name(base: str, *parts: str | int, max_length: int = 63) -> str:
+    """A lower-case, dash-separated AWS name, cut to `max_length` without a trailing dash.
+
+    >>> physical_name("trainstack-prod", "p5-train", "lt")
+    'trainstack-prod-p5-train-lt'
+    """
+    name = _INVALID.sub("-", "-".join([base, *(str(p) for p in parts)]).lower()).strip("-")
+    name = re.sub("-{2,}", "-", name)
+    return name[:max_length].rstrip("-")
+
+
+def default_tags(project: str, environment: str, cost_center: str, owner: str, extra: dict[str, str]) -> dict[str, str]:
+    """Tags for the AWS provider's default_tags: every taggable resource gets them."""
+    return {
+        **extra,
+        PROJECT_TAG: project,
+        ENV_TAG: environment,
+        COST_CENTER_TAG: cost_center,
+        OWNER_TAG: owner,
+    }
+
+
+def resource_tags(default: dict[str, str], name: str, **more: str) -> dict[str, str]:
+    """Tags for things default_tags do not reach (launch-template instances, volumes, interfaces)."""
+    return {**default, "Name": name, **more}

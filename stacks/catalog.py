@@ -1,0 +1,242 @@
+"""The accelerator catalog: the instance types trainstack can build GPU node groups from.
+
+One row per instance type, with the facts the rest of the project derives from: how many EFA interfaces a
+launch template configures, how many GPUs count against a budget, what the plan prints as bandwidth, and
+what the cost model charges. The EC2 API (`DescribeInstanceTypes`: `EfaInfo.MaximumEfaInterfaces`,
+`NetworkInfo.MaximumNetworkCards`, `GpuInfo`) is the source of truth; this table is its offline copy, checked
+against `../shared/reference/gpu-instances.md` and the sources named per row.
+
+Prices are AWS list prices for On-Demand Linux in us-east-1 (`PRICE_REGION`), read on `PRICE_DATE`; they are
+estimates for planning, not a bill. The June 2025 price cut for P4/P5 is included.
+
+Pure data and pure functions: no Pulumi import, so the config schema can use it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from types import MappingProxyType
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PRICE_REGION = "us-east-1"
+PRICE_DATE = "2025-11-01"
+
+# Sources cited by rows below (short keys keep the table readable).
+SOURCES: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "ec2-efa": "AWS EC2 User Guide, 'Supported instance types for EFA' and 'Maximize network bandwidth on "
+        "accelerated instances' (network cards and EFA interfaces per type)",
+        "ec2-p4": "aws.amazon.com/ec2/instance-types/p4/ (P4d/P4de specifications)",
+        "ec2-p5": "aws.amazon.com/ec2/instance-types/p5/ (P5, P5e, P5en specifications)",
+        "ec2-p6": "aws.amazon.com/ec2/instance-types/p6/ (P6-B200, P6-B300, P6e-GB200 specifications)",
+        "ec2-trn": "aws.amazon.com/ec2/instance-types/trn1/ and /trn2/; AWS Neuron docs trn1-arch, trainium2-arch",
+        "ec2-g5": "aws.amazon.com/ec2/instance-types/g5/ and /g6e/",
+        "price": f"aws.amazon.com/ec2/pricing/on-demand/, Linux, {PRICE_REGION}, read {PRICE_DATE}",
+        "ref": "../shared/reference/gpu-instances.md (trainstack's checked facts)",
+    }
+)
+
+
+class Accelerator(StrEnum):
+    """The accelerator family, which decides the device resource name and the software stack."""
+
+    NVIDIA = "nvidia"
+    NEURON = "neuron"
+
+
+class InstanceType(BaseModel):
+    """Facts about one accelerated EC2 instance type."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="EC2 instance type, for example p5.48xlarge.")
+    accelerator: Accelerator = Field(description="Accelerator vendor family.")
+    accelerator_model: str = Field(description="Accelerator model, for example H100.")
+    accelerator_count: int = Field(gt=0, description="Accelerators per instance.")
+    accelerator_memory_gib: int = Field(gt=0, description="Memory per accelerator in GiB (GB as AWS lists it).")
+    vcpus: int = Field(gt=0, description="vCPUs per instance.")
+    memory_gib: int = Field(gt=0, description="Host memory per instance in GiB.")
+    instance_store_gib: int = Field(ge=0, description="Local NVMe instance store in GiB (0 when none).")
+    network_cards: int = Field(gt=0, description="EC2 MaximumNetworkCards.")
+    max_efa_interfaces: int = Field(ge=0, description="EC2 EfaInfo.MaximumEfaInterfaces (0: no EFA).")
+    efa_card_indices: tuple[int, ...] | None = Field(
+        default=None,
+        description="Network card indices that accept EFA, when they are not simply 0..max_efa_interfaces-1.",
+    )
+    network_gbps: int = Field(gt=0, description="Aggregate network bandwidth in Gbit/s.")
+    intra_node_link: str = Field(description="Accelerator-to-accelerator link inside the node.")
+    nccl_busbw_floor_gb_s: float = Field(
+        ge=0,
+        description="Expected minimum NCCL all-reduce bus bandwidth across nodes, GB/s, for large messages "
+        "over EFA (about 80 percent of the fabric's line rate in bytes); the validation job fails below it.",
+    )
+    on_demand_usd_per_hour: float = Field(gt=0, description=f"On-Demand list price, {PRICE_REGION}.")
+    sources: tuple[str, ...] = Field(description="Keys into SOURCES that back this row.")
+    verify: str | None = Field(default=None, description="What public sources disagree on, if anything.")
+
+    @property
+    def supports_efa(self) -> bool:
+        return self.max_efa_interfaces > 0
+
+    @property
+    def efa_cards(self) -> tuple[int, ...]:
+        """The network card indices an EFA layout uses, one interface per card."""
+        if self.efa_card_indices is not None:
+            return self.efa_card_indices
+        return tuple(range(self.max_efa_interfaces))
+
+    @property
+    def total_accelerator_memory_gib(self) -> int:
+        return self.accelerator_count * self.accelerator_memory_gib
+
+    @property
+    def device_resource(self) -> str:
+        """The Kubernetes extended resource that counts this type's accelerators."""
+        return "nvidia.com/gpu" if self.accelerator is Accelerator.NVIDIA else "aws.amazon.com/neuron"
+
+
+def _busbw_floor(network_gbps: int) -> float:
+    # NCCL all-reduce bus bandwidth over EFA typically reaches 80-90 percent of line rate for 1-8 GiB
+    # messages (aws-samples/awsome-distributed-training nccl-tests results); 80 percent is the floor.
+    return round(network_gbps / 8 * 0.8, 1)
+
+
+def _row(**fields: object) -> InstanceType:
+    fields.setdefault("nccl_busbw_floor_gb_s", _busbw_floor(fields["network_gbps"]))  # type: ignore[arg-type]
+    return InstanceType.model_validate(fields)
+
+
+CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
+    {
+        row.name: row
+        for row in (
+            _row(
+                name="p4d.24xlarge", accelerator="nvidia", accelerator_model="A100", accelerator_count=8,
+                accelerator_memory_gib=40, vcpus=96, memory_gib=1152, instance_store_gib=8000,
+                network_cards=4, max_efa_interfaces=4, network_gbps=400,
+                intra_node_link="NVLink 3 / NVSwitch, 600 GB/s per GPU",
+                on_demand_usd_per_hour=21.96, sources=("ec2-p4", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="p4de.24xlarge", accelerator="nvidia", accelerator_model="A100", accelerator_count=8,
+                accelerator_memory_gib=80, vcpus=96, memory_gib=1152, instance_store_gib=8000,
+                network_cards=4, max_efa_interfaces=4, network_gbps=400,
+                intra_node_link="NVLink 3 / NVSwitch, 600 GB/s per GPU",
+                on_demand_usd_per_hour=27.45, sources=("ec2-p4", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="p5.48xlarge", accelerator="nvidia", accelerator_model="H100", accelerator_count=8,
+                accelerator_memory_gib=80, vcpus=192, memory_gib=2048, instance_store_gib=30720,
+                network_cards=32, max_efa_interfaces=32, network_gbps=3200,
+                intra_node_link="NVLink 4 / NVSwitch, 900 GB/s per GPU",
+                on_demand_usd_per_hour=55.04, sources=("ec2-p5", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="p5e.48xlarge", accelerator="nvidia", accelerator_model="H200", accelerator_count=8,
+                accelerator_memory_gib=141, vcpus=192, memory_gib=2048, instance_store_gib=30720,
+                network_cards=32, max_efa_interfaces=32, network_gbps=3200,
+                intra_node_link="NVLink 4 / NVSwitch, 900 GB/s per GPU",
+                on_demand_usd_per_hour=60.20, sources=("ec2-p5", "ec2-efa", "price", "ref"),
+                verify="p5e is sold mainly through Capacity Blocks; the On-Demand rate is a list estimate.",
+            ),
+            _row(
+                name="p5en.48xlarge", accelerator="nvidia", accelerator_model="H200", accelerator_count=8,
+                accelerator_memory_gib=141, vcpus=192, memory_gib=2048, instance_store_gib=30720,
+                network_cards=16, max_efa_interfaces=16, network_gbps=3200,
+                intra_node_link="NVLink 4 / NVSwitch, 900 GB/s per GPU (EFAv3, PCIe Gen5 to the NICs)",
+                on_demand_usd_per_hour=63.30, sources=("ec2-p5", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="p6-b200.48xlarge", accelerator="nvidia", accelerator_model="B200", accelerator_count=8,
+                accelerator_memory_gib=179, vcpus=192, memory_gib=2048, instance_store_gib=30720,
+                network_cards=8, max_efa_interfaces=8, network_gbps=3200,
+                intra_node_link="NVLink 5 / NVSwitch, 1800 GB/s per GPU",
+                on_demand_usd_per_hour=113.93, sources=("ec2-p6", "ec2-efa", "price", "ref"),
+                verify="Reference lists 3200 Gbps EFAv4 as (verify); AWS's P6 page says 8 x 400 Gbps EFAv4.",
+            ),
+            _row(
+                name="p6-b300.48xlarge", accelerator="nvidia", accelerator_model="B300", accelerator_count=8,
+                accelerator_memory_gib=268, vcpus=192, memory_gib=4096, instance_store_gib=30720,
+                network_cards=17, max_efa_interfaces=16, network_gbps=6400,
+                intra_node_link="NVLink 5 / NVSwitch, 1800 GB/s per GPU",
+                on_demand_usd_per_hour=142.42, sources=("ec2-p6", "ec2-efa", "price", "ref"),
+                verify="GPU memory, bandwidth and price are marked (verify) in the reference; "
+                "MaximumNetworkCards exceeds MaximumEfaInterfaces on this type (eksctl PR #8692).",
+            ),
+            _row(
+                name="p6e-gb200.36xlarge", accelerator="nvidia", accelerator_model="B200 (GB200)",
+                accelerator_count=4, accelerator_memory_gib=185, vcpus=144, memory_gib=960,
+                instance_store_gib=22500, network_cards=17, max_efa_interfaces=4,
+                efa_card_indices=(1, 5, 9, 13), network_gbps=1600,
+                intra_node_link="NVLink 5 across a 36/72-GPU UltraServer (needs IMEX)",
+                on_demand_usd_per_hour=57.0, sources=("ec2-p6", "ec2-efa", "ref"),
+                verify="Sold only as UltraServer Capacity Blocks; the hourly rate is an estimate. AWS lists "
+                "an ENA primary on card 0 and EFA on cards 1, 5, 9, 13 (reference marks it verify).",
+            ),
+            _row(
+                name="trn1.32xlarge", accelerator="neuron", accelerator_model="Trainium", accelerator_count=16,
+                accelerator_memory_gib=32, vcpus=128, memory_gib=512, instance_store_gib=7600,
+                network_cards=8, max_efa_interfaces=8, network_gbps=800,
+                intra_node_link="NeuronLink v2",
+                on_demand_usd_per_hour=21.50, sources=("ec2-trn", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="trn1n.32xlarge", accelerator="neuron", accelerator_model="Trainium", accelerator_count=16,
+                accelerator_memory_gib=32, vcpus=128, memory_gib=512, instance_store_gib=7600,
+                network_cards=16, max_efa_interfaces=16, network_gbps=1600,
+                intra_node_link="NeuronLink v2",
+                on_demand_usd_per_hour=24.78, sources=("ec2-trn", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="trn2.48xlarge", accelerator="neuron", accelerator_model="Trainium2", accelerator_count=16,
+                accelerator_memory_gib=96, vcpus=192, memory_gib=2048, instance_store_gib=7600,
+                network_cards=16, max_efa_interfaces=16, network_gbps=3200,
+                intra_node_link="NeuronLink v3",
+                on_demand_usd_per_hour=44.70, sources=("ec2-trn", "ec2-efa", "ref"),
+                verify="EFA count and bandwidth are marked (verify) in the reference; trn2 is sold mainly "
+                "through Capacity Blocks, so the hourly rate is an estimate.",
+            ),
+            _row(
+                name="g5.48xlarge", accelerator="nvidia", accelerator_model="A10G", accelerator_count=8,
+                accelerator_memory_gib=24, vcpus=192, memory_gib=768, instance_store_gib=7600,
+                network_cards=1, max_efa_interfaces=1, network_gbps=100, intra_node_link="PCIe only",
+                on_demand_usd_per_hour=16.288, sources=("ec2-g5", "ec2-efa", "price", "ref"),
+            ),
+            _row(
+                name="g6e.48xlarge", accelerator="nvidia", accelerator_model="L40S", accelerator_count=8,
+                accelerator_memory_gib=48, vcpus=192, memory_gib=1536, instance_store_gib=7600,
+                network_cards=4, max_efa_interfaces=4, network_gbps=400, intra_node_link="PCIe only",
+                on_demand_usd_per_hour=30.131, sources=("ec2-g5", "ec2-efa", "price", "ref"),
+                verify="The EFA count is marked (verify) in the reference.",
+            ),
+            _row(
+                name="g5.2xlarge", accelerator="nvidia", accelerator_model="A10G", accelerator_count=1,
+                accelerator_memory_gib=24, vcpus=8, memory_gib=32, instance_store_gib=450,
+                network_cards=1, max_efa_interfaces=0, network_gbps=10, intra_node_link="single GPU",
+                nccl_busbw_floor_gb_s=0.0,
+                on_demand_usd_per_hour=1.212, sources=("ec2-g5", "price"),
+            ),
+            _row(
+                name="g6e.xlarge", accelerator="nvidia", accelerator_model="L40S", accelerator_count=1,
+                accelerator_memory_gib=48, vcpus=4, memory_gib=32, instance_store_gib=250,
+                network_cards=1, max_efa_interfaces=0, network_gbps=20, intra_node_link="single GPU",
+                nccl_busbw_floor_gb_s=0.0,
+                on_demand_usd_per_hour=1.861, sources=("ec2-g5", "price"),
+            ),
+        )
+    }
+)
+
+
+def lookup(instance_type: str) -> InstanceType:
+    """The catalog row for an instance type; KeyError names the valid choices."""
+    try:
+        return CATALOG[instance_type]
+    except KeyError:
+        raise KeyError(f"unknown instance type {instance_type!r}; valid: {', '.join(sorted(CATALOG))}") from None
+
+
+def efa_capable() -> list[str]:
+    """Instance types with at least one EFA interface, sorted."""
+    return sorted(name for name, row in CATALOG.items() if row.supports_efa)

@@ -1,0 +1,165 @@
+"""Loading a stack file (or the Pulumi config object) into a validated `ClusterConfig`.
+
+Every way a file can be wrong ends in one `ConfigError` that lists each problem with its key path, the value
+given and what would be valid, so the plan command and `__main__.py` can print it and stop cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
+
+STACKS_DIR = Path(__file__).resolve().parent
+FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
+# Other keys a stack file may carry beside ours: Pulumi's own and provider settings.
+ALLOWED_OTHER_NAMESPACES = ("pulumi:", "aws:", "aws-native:", "kubernetes:")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a stack file."""
+
+    key: str  # dotted key path, for example trainstack:cluster.gpu_node_groups.0.max_size
+    value: Any  # what the file gave (or None when the key is missing)
+    message: str  # what is wrong and what would be valid
+
+    def __str__(self) -> str:
+        shown = "" if self.value is _MISSING else f" (got {_short(self.value)})"
+        return f"{self.key}{shown}: {self.message}"
+
+
+_MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class ConfigError(Exception):
+    """A stack file that cannot be used; `problems` lists every reason at once."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"invalid stack config {self.source}: {len(self.problems)} problem(s)"]
+        lines += [f"  - {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
+    """The file of a named stack; ConfigError lists the stacks that exist when it does not."""
+    path = stacks_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml"))
+        raise ConfigError(str(path), [Problem("--stack", stack, f"no such stack; valid: {', '.join(known)}")])
+    return path
+
+
+def load_file(path: Path) -> ClusterConfig:
+    """Read and validate a `Pulumi.<env>.yaml` stack file."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(source, [Problem("--config", source, "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(source, [Problem("--config", source, f"cannot read: {error}")]) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        reason = getattr(error, "problem", None) or str(error)
+        raise ConfigError(source, [Problem("<yaml>", _MISSING, f"YAML syntax error at {where}: {reason}")]) from None
+    return validate_document(document, source)
+
+
+def validate_document(document: Any, source: str) -> ClusterConfig:
+    """Validate a parsed stack file: a mapping with a `config` mapping holding `trainstack:cluster`."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("config"), Mapping):
+        raise ConfigError(source, [Problem("config", _MISSING, "a stack file is a mapping with a `config:` mapping")])
+    config = document["config"]
+    problems = [
+        Problem(str(key), _MISSING, f"unknown config key; trainstack reads `{FULL_KEY}` (plus pulumi:/aws: settings)")
+        for key in config
+        if key != FULL_KEY and not str(key).startswith(ALLOWED_OTHER_NAMESPACES)
+    ]
+    if FULL_KEY not in config:
+        problems.append(Problem(FULL_KEY, _MISSING, "missing: the stack's settings live under this one key"))
+        raise ConfigError(source, problems)
+    try:
+        cluster = validate_object(config[FULL_KEY], source)
+    except ConfigError as error:
+        raise ConfigError(source, problems + error.problems) from None
+    if problems:
+        raise ConfigError(source, problems)
+    return cluster
+
+
+def validate_object(value: Any, source: str) -> ClusterConfig:
+    """Validate the `trainstack:cluster` object itself (as YAML, or as the JSON string Pulumi gives)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ConfigError(source, [Problem(FULL_KEY, value, f"not a JSON object: {error}")]) from None
+    try:
+        return ClusterConfig.model_validate(value)
+    except ValidationError as error:
+        raise ConfigError(source, _problems(error)) from None
+
+
+def _problems(error: ValidationError) -> list[Problem]:
+    problems: list[Problem] = []
+    for item in error.errors(include_url=False):
+        loc = tuple(item["loc"])
+        key = ".".join([FULL_KEY, *map(str, loc)])
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            valid = _valid_keys(loc[:-1])
+            message = f"unknown key; valid keys here: {', '.join(valid)}" if valid else "unknown key"
+        elif item["type"] == "missing":
+            problems.append(Problem(key, _MISSING, "required key is missing"))
+            continue
+        # A cross-field validator reports several problems, one per line.
+        problems += [Problem(key, _value_at(item), line) for line in message.splitlines() if line]
+    return problems
+
+
+def _value_at(item: Mapping[str, Any]) -> Any:
+    value = item.get("input", _MISSING)
+    # For a model-level rule the input is the whole sub-object; do not echo it back.
+    return _MISSING if isinstance(value, Mapping) else value
+
+
+def _valid_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the model at `loc` (list indices skipped), for 'unknown key' messages."""
+    model: type[BaseModel] | None = ClusterConfig
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(str(part))
+        model = _model_of(field.annotation) if field else None
+    return sorted(model.model_fields) if model else []
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found:
+            return found
+    return None

@@ -1,0 +1,168 @@
+"""The offline engine: runs the real program under the Pulumi SDK's mock runtime and records what it registers.
+
+Nothing here reimplements Pulumi. `pulumi.runtime.set_mocks` runs the program exactly as `pulumi up` would
+up to the provider boundary; the `Recorder` (a `MockMonitor`) keeps every `RegisterResource` request with
+its engine-named inputs, dependencies, property dependencies, protect flag and provider reference, and
+`TrainstackMocks` answers in place of AWS. Each run gets fresh mocks, fresh config and a fresh event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import runpy
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf.json_format import MessageToDict
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from stacks.load import FULL_KEY
+from stacks.schema import ClusterConfig
+from trainstack.mocks import TrainstackMocks
+
+PROJECT = "trainstack"
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ROOT / "__main__.py"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # Pulumi's wire sentinel for a value unknown in preview
+
+
+@dataclass(frozen=True)
+class RecordedResource:
+    """One `RegisterResource` call, as the engine saw it."""
+
+    type: str
+    name: str
+    urn: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]  # engine (camelCase) names, JSON-compatible; unknowns are UNKNOWN
+    dependencies: tuple[str, ...]
+    property_dependencies: dict[str, tuple[str, ...]]
+    protect: bool
+    retain_on_delete: bool
+    provider: str  # "<provider urn>::<provider id>", empty for components and providers
+    id: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def provider_urn(self) -> str:
+        return self.provider.rsplit("::", 1)[0] if self.provider else ""
+
+
+@dataclass
+class Recording:
+    """Everything one run of the program registered, in registration order, and its stack outputs."""
+
+    stack: str
+    preview: bool
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+
+    def by_type(self, type_token: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str) -> RecordedResource:
+        found = self.by_type(type_token)
+        if len(found) != 1:
+            raise LookupError(f"expected one {type_token}, found {len(found)}")
+        return found[0]
+
+    def by_urn(self) -> dict[str, RecordedResource]:
+        return {r.urn: r for r in self.resources}
+
+    def children(self, urn: str) -> Iterator[RecordedResource]:
+        return (r for r in self.resources if r.parent == urn)
+
+
+class Recorder(MockMonitor):
+    """A mock monitor that also keeps the full registration request of every resource."""
+
+    def __init__(self, mocks: TrainstackMocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[RecordedResource] = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # The engine leaves the root Stack out of its children's URNs; the SDK's mock does not.
+        if parent.split("::")[2:3] == ["pulumi:pulumi:Stack"]:
+            parent = ""
+        return super().make_urn(parent, type_, name)
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        registration = self.resources.get(response.urn)
+        self.recorded.append(
+            RecordedResource(
+                type=request.type,
+                name=request.name,
+                urn=response.urn,
+                parent=request.parent,
+                custom=request.custom,
+                inputs=MessageToDict(request.object),
+                dependencies=tuple(request.dependencies),
+                property_dependencies={k: tuple(v.urns) for k, v in request.propertyDependencies.items()},
+                protect=request.protect,
+                retain_on_delete=request.retainOnDelete,
+                provider=request.provider,
+                id=registration.id if registration and registration.id else "",
+                outputs=MessageToDict(response.object) if response.object else {},
+            )
+        )
+        return response
+
+
+def pulumi_config(cluster: ClusterConfig) -> dict[str, str]:
+    """The Pulumi config the CLI would hand the program for this stack: one JSON object under our key."""
+    return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
+
+
+def run(
+    program: Callable[[], Any],
+    *,
+    stack: str,
+    region: str,
+    config: dict[str, str] | None = None,
+    preview: bool = False,
+) -> Recording:
+    """Run `program` under fresh mocks and return what it registered.
+
+    Tests pass a function that builds one component; `run_program` passes the real `__main__.py`.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
+        set_all_config(dict(config or {}), [])
+        recorder = Recorder(TrainstackMocks(region=region, preview=preview))
+        pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
+        root = pulumi_settings.get_root_resource()
+        _sync_await(run_pulumi_func(program))
+        exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
+        outputs = _sync_await(pulumi.Output.from_input(exported).future())
+        return Recording(stack=stack, preview=preview, resources=recorder.recorded, outputs=outputs or {})
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def run_program(cluster: ClusterConfig, *, stack: str, preview: bool = False, program: Path = PROGRAM) -> Recording:
+    """Run the real `__main__.py` for one validated stack config."""
+    if str(program.parent) not in sys.path:
+        sys.path.insert(0, str(program.parent))
+    return run(
+        lambda: runpy.run_path(str(program), run_name="__main__"),
+        stack=stack,
+        region=cluster.region,
+        config=pulumi_config(cluster),
+        preview=preview,
+    )

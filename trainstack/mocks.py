@@ -1,0 +1,207 @@
+"""What the offline engine answers in place of AWS and Kubernetes.
+
+`new_resource` returns a resource's inputs plus the outputs the real provider would compute (ids, ARNs,
+endpoints, auto-names), shaped like the providers' own, and deterministic: the same program gives the same
+ids on every run, so two plans can be compared. `call` answers the data sources the program reads
+(availability zones, caller identity, partition, region, SSM AMI parameters, instance-type data from the
+catalog). In preview mode only the inputs come back, so computed outputs stay unknown, as in
+`pulumi preview`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pulumi
+
+from stacks.catalog import CATALOG
+
+ACCOUNT_ID = "123456789012"
+PARTITION = "aws"
+
+# Physical id prefixes EC2 and friends use, by resource type token.
+_ID_PREFIX: dict[str, str] = {
+    "aws:ec2/vpc:Vpc": "vpc-",
+    "aws:ec2/subnet:Subnet": "subnet-",
+    "aws:ec2/securityGroup:SecurityGroup": "sg-",
+    "aws:ec2/internetGateway:InternetGateway": "igw-",
+    "aws:ec2/natGateway:NatGateway": "nat-",
+    "aws:ec2/eip:Eip": "eipalloc-",
+    "aws:ec2/routeTable:RouteTable": "rtb-",
+    "aws:ec2/launchTemplate:LaunchTemplate": "lt-",
+    "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce-",
+    "aws:ec2/flowLog:FlowLog": "fl-",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr-",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "sgr-",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs-",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra-",
+    "aws:ec2/placementGroup:PlacementGroup": "pg-",
+}
+
+
+def _digest(*parts: str, length: int = 17) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
+
+
+def _service(type_token: str) -> str:
+    package, module_and_type = type_token.split(":", 1)[0], type_token.split(":")[1]
+    return package if package != "aws" else module_and_type.split("/")[0]
+
+
+class TrainstackMocks(pulumi.runtime.Mocks):
+    """Deterministic, realistic answers for every resource and data source the program uses."""
+
+    def __init__(self, region: str, preview: bool = False) -> None:
+        self.region = region
+        self.preview = preview
+
+    # ----------------------------------------------------------------------------------------- resources
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        inputs = dict(args.inputs)
+        if self.preview and args.typ.startswith(("aws:", "aws-native:", "kubernetes:")):
+            return None, inputs  # computed outputs stay unknown, as in a preview
+        physical_id = _ID_PREFIX.get(args.typ, "") + _digest(args.typ, args.name)
+        if args.typ == "aws:kms/key:Key":  # KMS key ids are UUIDs
+            physical_id = "-".join(_digest(args.name, part, length=n) for part, n in zip("abcde", (8, 4, 4, 4, 12)))
+        return physical_id, {**inputs, **self._computed(args.typ, args.name, inputs, physical_id)}
+
+    def _computed(self, typ: str, name: str, inputs: dict[str, Any], physical_id: str) -> dict[str, Any]:
+        auto_name = inputs.get("name") or f"{name}-{_digest(typ, name, length=7)}"
+        arn = f"arn:{PARTITION}:{_service(typ)}:{self.region}:{ACCOUNT_ID}:{auto_name}"
+        out: dict[str, Any] = {"arn": arn, "name": auto_name, "tagsAll": inputs.get("tags", {})}
+        if typ == "aws:eks/cluster:Cluster":
+            out |= {
+                "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+                "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="},
+                "identities": [
+                    {"oidcs": [{"issuer": f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"}]}
+                ],
+                "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name)},
+                "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
+                "platformVersion": "eks.9",
+                "status": "ACTIVE",
+            }
+        elif typ == "aws:iam/role:Role":
+            out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{auto_name}"
+            out["uniqueId"] = "AROA" + _digest(name, length=16).upper()
+        elif typ == "aws:iam/policy:Policy":
+            out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:policy/{auto_name}"
+        elif typ == "aws:iam/instanceProfile:InstanceProfile":
+            out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:instance-profile/{auto_name}"
+        elif typ == "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
+            issuer = str(inputs.get("url", "")).removeprefix("https://")
+            out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:oidc-provider/{issuer}"
+        elif typ == "aws:kms/key:Key":
+            out |= {"keyId": physical_id, "arn": f"arn:{PARTITION}:kms:{self.region}:{ACCOUNT_ID}:key/{physical_id}"}
+        elif typ == "aws:s3/bucket:Bucket" or typ == "aws:s3/bucketV2:BucketV2":
+            bucket = inputs.get("bucket") or auto_name
+            out |= {
+                "bucket": bucket,
+                "arn": f"arn:{PARTITION}:s3:::{bucket}",
+                "bucketDomainName": f"{bucket}.s3.amazonaws.com",
+                "bucketRegionalDomainName": f"{bucket}.s3.{self.region}.amazonaws.com",
+            }
+        elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            out |= {
+                "dnsName": f"{physical_id}.fsx.{self.region}.amazonaws.com",
+                "mountName": _digest(name, "mount", length=8),
+                "arn": f"arn:{PARTITION}:fsx:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}",
+                "networkInterfaceIds": ["eni-" + _digest(name, "eni")],
+            }
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            out |= {"latestVersion": 1, "defaultVersion": 1}
+        elif typ == "aws:ec2/subnet:Subnet":
+            out["availabilityZoneId"] = "use1-az" + str(sum(map(ord, str(inputs.get("availabilityZone", "")))) % 6 + 1)
+        elif typ == "aws:eks/nodeGroup:NodeGroup":
+            out["status"] = "ACTIVE"
+        elif typ == "aws:ec2/placementGroup:PlacementGroup":
+            out["placementGroupId"] = physical_id
+        elif typ == "aws:cloudwatch/logGroup:LogGroup":
+            out["arn"] = f"arn:{PARTITION}:logs:{self.region}:{ACCOUNT_ID}:log-group:{auto_name}"
+        elif typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
+            metadata = dict(inputs.get("metadata") or {})
+            metadata.setdefault("name", auto_name)
+            out = {"metadata": metadata}
+        elif typ == "kubernetes:helm.sh/v3:Release":
+            out = {"status": {"status": "deployed", "namespace": inputs.get("namespace", "default")}, "name": auto_name}
+        return out
+
+    # ------------------------------------------------------------------------------------------- calls
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        token, a = args.token, args.args
+        if token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": ACCOUNT_ID,
+                "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:user/offline-plan",
+                "userId": "AIDAOFFLINEPLAN",
+                "id": ACCOUNT_ID,
+            }, None
+        if token == "aws:index/getPartition:getPartition":
+            return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, None
+        if token == "aws:index/getRegion:getRegion":
+            return {"name": self.region, "region": self.region, "id": self.region,
+                    "description": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, None
+        if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            names = [f"{self.region}{letter}" for letter in "abcdef"]
+            return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)], "id": self.region,
+                    "groupNames": [self.region] * 6, "state": "available"}, None
+        if token == "aws:ssm/getParameter:getParameter":
+            name = str(a.get("name", ""))
+            return {"name": name, "value": "ami-" + _digest(name), "type": "String", "id": name,
+                    "arn": f"arn:{PARTITION}:ssm:{self.region}::parameter{name}", "version": 1,
+                    "insecureValue": "ami-" + _digest(name)}, None
+        if token == "aws:ec2/getInstanceType:getInstanceType":
+            return self._instance_type(str(a.get("instanceType", ""))), None
+        if token == "aws:iam/getPolicyDocument:getPolicyDocument":
+            return {"json": json.dumps(_policy_document(a)), "id": _digest(json.dumps(a, sort_keys=True, default=str))}, None
+        raise NotImplementedError(
+            f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
+        )
+
+    @staticmethod
+    def _instance_type(name: str) -> dict[str, Any]:
+        row = CATALOG.get(name)
+        if row is None:
+            raise ValueError(f"instance type {name} is not in the catalog; valid: {', '.join(sorted(CATALOG))}")
+        return {
+            "instanceType": name,
+            "id": name,
+            "defaultVcpus": row.vcpus,
+            "memorySize": row.memory_gib * 1024,
+            "efaSupported": row.supports_efa,
+            "efaMaximumInterfaces": row.max_efa_interfaces,
+            "maximumNetworkCards": row.network_cards,
+            "networkPerformance": f"{row.network_gbps} Gigabit",
+            "gpuses": [{"count": row.accelerator_count, "manufacturer": "NVIDIA", "name": row.accelerator_model,
+                        "memorySize": row.accelerator_memory_gib * 1024}]
+            if row.accelerator.value == "nvidia" else [],
+            "totalInstanceStorage": row.instance_store_gib,
+        }
+
+
+def _policy_document(args: dict[str, Any]) -> dict[str, Any]:
+    """IAM JSON from getPolicyDocument's statements, as the provider renders it."""
+    statements = []
+    for s in args.get("statements") or []:
+        out: dict[str, Any] = {"Effect": s.get("effect", "Allow")}
+        if s.get("sid"):
+            out["Sid"] = s["sid"]
+        for key, field in (("actions", "Action"), ("notActions", "NotAction"),
+                           ("resources", "Resource"), ("notResources", "NotResource")):
+            if s.get(key):
+                values = list(s[key])
+                out[field] = values[0] if len(values) == 1 else values
+        for principal in s.get("principals") or []:
+            ids = list(principal.get("identifiers", []))
+            out.setdefault("Principal", {})[principal["type"]] = ids[0] if len(ids) == 1 else ids
+        for condition in s.get("conditions") or []:
+            values = list(condition.get("values", []))
+            out.setdefault("Condition", {}).setdefault(condition["test"], {})[condition["variable"]] = (
+                values[0] if len(values) == 1 else values
+            )
+        statements.append(out)
+    return {"Version": "2012-10-17", "Statement": statements}
