@@ -23,5 +23,13 @@ tags = default_tags(
 )
 aws = aws_provider(f"{cluster.name}-aws", cluster.region, tags)
 
+# [network-eks-gpu]
+
+# [data-layer]
+
+# [kubernetes-platform]
+
+# [sagemaker]
+
 pulumi.export("environment", cluster.environment.value)
 pulumi.export("region", cluster.region)

@@ -131,7 +131,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
 
     # ------------------------------------------------------------------------------------------- calls
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token, a = args.token, args.args
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
@@ -139,25 +139,25 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:user/offline-plan",
                 "userId": "AIDAOFFLINEPLAN",
                 "id": ACCOUNT_ID,
-            }, None
+            }, []
         if token == "aws:index/getPartition:getPartition":
-            return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, None
+            return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, []
         if token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region,
-                    "description": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, None
+                    "description": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, []
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             names = [f"{self.region}{letter}" for letter in "abcdef"]
             return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)], "id": self.region,
-                    "groupNames": [self.region] * 6, "state": "available"}, None
+                    "groupNames": [self.region] * 6, "state": "available"}, []
         if token == "aws:ssm/getParameter:getParameter":
             name = str(a.get("name", ""))
             return {"name": name, "value": "ami-" + _digest(name), "type": "String", "id": name,
                     "arn": f"arn:{PARTITION}:ssm:{self.region}::parameter{name}", "version": 1,
-                    "insecureValue": "ami-" + _digest(name)}, None
+                    "insecureValue": "ami-" + _digest(name)}, []
         if token == "aws:ec2/getInstanceType:getInstanceType":
-            return self._instance_type(str(a.get("instanceType", ""))), None
+            return self._instance_type(str(a.get("instanceType", ""))), []
         if token == "aws:iam/getPolicyDocument:getPolicyDocument":
-            return {"json": json.dumps(_policy_document(a)), "id": _digest(json.dumps(a, sort_keys=True, default=str))}, None
+            return {"json": json.dumps(_policy_document(a)), "id": _digest(json.dumps(a, sort_keys=True, default=str))}, []
         raise NotImplementedError(
             f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
         )
