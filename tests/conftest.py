@@ -48,7 +48,9 @@ def recording(name: str, preview: bool = False) -> Recording:
     return run_program(stack_config(name), stack=name, preview=preview)
 
 
-def run_component(build: Callable[[], Any], *, stack: str = "test", region: str = "us-east-1", preview: bool = False) -> Recording:
+def run_component(
+    build: Callable[[], Any], *, stack: str = "test", region: str = "us-east-1", preview: bool = False
+) -> Recording:
     return run(build, stack=stack, region=region, preview=preview)
 
 

@@ -96,7 +96,7 @@ class Recorder(MockMonitor):
             parent = ""
         return super().make_urn(parent, type_, name)
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response

@@ -65,7 +65,8 @@ class TrainstackMocks(pulumi.runtime.Mocks):
             return None, inputs  # computed outputs stay unknown, as in a preview
         physical_id = _ID_PREFIX.get(args.typ, "") + _digest(args.typ, args.name)
         if args.typ == "aws:kms/key:Key":  # KMS key ids are UUIDs
-            physical_id = "-".join(_digest(args.name, part, length=n) for part, n in zip("abcde", (8, 4, 4, 4, 12)))
+            lengths = zip("abcde", (8, 4, 4, 4, 12), strict=True)
+            physical_id = "-".join(_digest(args.name, part, length=n) for part, n in lengths)
         return physical_id, {**inputs, **self._computed(args.typ, args.name, inputs, physical_id)}
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], physical_id: str) -> dict[str, Any]:
@@ -73,13 +74,15 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         arn = f"arn:{PARTITION}:{_service(typ)}:{self.region}:{ACCOUNT_ID}:{auto_name}"
         out: dict[str, Any] = {"arn": arn, "name": auto_name, "tagsAll": inputs.get("tags", {})}
         if typ == "aws:eks/cluster:Cluster":
+            issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
             out |= {
                 "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
                 "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="},
-                "identities": [
-                    {"oidcs": [{"issuer": f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"}]}
-                ],
-                "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name)},
+                "identities": [{"oidcs": [{"issuer": issuer}]}],
+                "vpcConfig": {
+                    **inputs.get("vpcConfig", {}),
+                    "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
+                },
                 "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
                 "platformVersion": "eks.9",
                 "status": "ACTIVE",
@@ -143,21 +146,40 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         if token == "aws:index/getPartition:getPartition":
             return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, []
         if token == "aws:index/getRegion:getRegion":
-            return {"name": self.region, "region": self.region, "id": self.region,
-                    "description": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, []
+            return {
+                "name": self.region,
+                "region": self.region,
+                "id": self.region,
+                "description": self.region,
+                "endpoint": f"ec2.{self.region}.amazonaws.com",
+            }, []
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             names = [f"{self.region}{letter}" for letter in "abcdef"]
-            return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)], "id": self.region,
-                    "groupNames": [self.region] * 6, "state": "available"}, []
+            return {
+                "names": names,
+                "zoneIds": [f"use1-az{i}" for i in range(1, 7)],
+                "id": self.region,
+                "groupNames": [self.region] * 6,
+                "state": "available",
+            }, []
         if token == "aws:ssm/getParameter:getParameter":
             name = str(a.get("name", ""))
-            return {"name": name, "value": "ami-" + _digest(name), "type": "String", "id": name,
-                    "arn": f"arn:{PARTITION}:ssm:{self.region}::parameter{name}", "version": 1,
-                    "insecureValue": "ami-" + _digest(name)}, []
+            return {
+                "name": name,
+                "value": "ami-" + _digest(name),
+                "type": "String",
+                "id": name,
+                "arn": f"arn:{PARTITION}:ssm:{self.region}::parameter{name}",
+                "version": 1,
+                "insecureValue": "ami-" + _digest(name),
+            }, []
         if token == "aws:ec2/getInstanceType:getInstanceType":
             return self._instance_type(str(a.get("instanceType", ""))), []
         if token == "aws:iam/getPolicyDocument:getPolicyDocument":
-            return {"json": json.dumps(_policy_document(a)), "id": _digest(json.dumps(a, sort_keys=True, default=str))}, []
+            return {
+                "json": json.dumps(_policy_document(a)),
+                "id": _digest(json.dumps(a, sort_keys=True, default=str)),
+            }, []
         raise NotImplementedError(
             f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
         )
@@ -176,9 +198,16 @@ class TrainstackMocks(pulumi.runtime.Mocks):
             "efaMaximumInterfaces": row.max_efa_interfaces,
             "maximumNetworkCards": row.network_cards,
             "networkPerformance": f"{row.network_gbps} Gigabit",
-            "gpuses": [{"count": row.accelerator_count, "manufacturer": "NVIDIA", "name": row.accelerator_model,
-                        "memorySize": row.accelerator_memory_gib * 1024}]
-            if row.accelerator.value == "nvidia" else [],
+            "gpuses": [
+                {
+                    "count": row.accelerator_count,
+                    "manufacturer": "NVIDIA",
+                    "name": row.accelerator_model,
+                    "memorySize": row.accelerator_memory_gib * 1024,
+                }
+            ]
+            if row.accelerator.value == "nvidia"
+            else [],
             "totalInstanceStorage": row.instance_store_gib,
         }
 
@@ -190,8 +219,12 @@ def _policy_document(args: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"Effect": s.get("effect", "Allow")}
         if s.get("sid"):
             out["Sid"] = s["sid"]
-        for key, field in (("actions", "Action"), ("notActions", "NotAction"),
-                           ("resources", "Resource"), ("notResources", "NotResource")):
+        for key, field in (
+            ("actions", "Action"),
+            ("notActions", "NotAction"),
+            ("resources", "Resource"),
+            ("notResources", "NotResource"),
+        ):
             if s.get(key):
                 values = list(s[key])
                 out[field] = values[0] if len(values) == 1 else values

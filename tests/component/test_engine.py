@@ -1,0 +1,102 @@
+"""The offline engine records what the real SDK registers, and its mocks answer like AWS would."""
+
+import json
+import runpy
+
+import pulumi
+import pulumi_aws as aws
+import pytest
+
+from tests.component.helpers import aws_opts
+from tests.conftest import run_component, stack_config
+from trainstack.engine import PROGRAM, UNKNOWN, pulumi_config, run, run_program
+
+
+def vpc_and_subnet(protect: bool = False) -> None:
+    opts = aws_opts(protect=protect)
+    vpc = aws.ec2.Vpc("vpc", aws.ec2.VpcArgs(cidr_block="10.0.0.0/16", enable_dns_hostnames=True), opts=opts)
+    aws.ec2.Subnet(
+        "subnet", aws.ec2.SubnetArgs(vpc_id=vpc.id, cidr_block="10.0.0.0/20", availability_zone="us-east-1a"), opts=opts
+    )
+
+
+def test_records_inputs_with_engine_names_dependencies_and_provider() -> None:
+    recording = run_component(vpc_and_subnet)
+    vpc = recording.one("aws:ec2/vpc:Vpc")
+    subnet = recording.one("aws:ec2/subnet:Subnet")
+    assert vpc.inputs == {"cidrBlock": "10.0.0.0/16", "enableDnsHostnames": True}
+    assert subnet.inputs["vpcId"] == vpc.id and vpc.id.startswith("vpc-")
+    assert subnet.property_dependencies["vpcId"] == (vpc.urn,)
+    assert vpc.urn in subnet.dependencies
+    assert subnet.provider_urn == recording.one("pulumi:providers:aws").urn
+    assert vpc.urn == "urn:pulumi:test::trainstack::aws:ec2/vpc:Vpc::vpc"
+
+
+def test_protect_is_recorded() -> None:
+    assert run_component(lambda: vpc_and_subnet(protect=True)).one("aws:ec2/vpc:Vpc").protect
+    assert not run_component(vpc_and_subnet).one("aws:ec2/vpc:Vpc").protect
+
+
+def test_preview_leaves_computed_outputs_unknown() -> None:
+    subnet = run_component(vpc_and_subnet, preview=True).one("aws:ec2/subnet:Subnet")
+    assert subnet.inputs["vpcId"] == UNKNOWN
+
+
+def test_each_run_starts_from_nothing_and_ids_are_deterministic() -> None:
+    first, second = run_component(vpc_and_subnet), run_component(vpc_and_subnet)
+    assert len(first.resources) == len(second.resources) == 3
+    assert [r.id for r in first.resources] == [r.id for r in second.resources]
+
+
+def test_data_sources_answer_realistically() -> None:
+    def program() -> None:
+        opts = pulumi.InvokeOutputOptions(provider=aws.Provider("aws", region="eu-west-1"))
+        pulumi.export("azs", aws.get_availability_zones_output(opts=opts).names)
+        pulumi.export("account", aws.get_caller_identity_output(opts=opts).account_id)
+        pulumi.export(
+            "efa", aws.ec2.get_instance_type_output(instance_type="p5.48xlarge", opts=opts).efa_maximum_interfaces
+        )
+        pulumi.export(
+            "ami",
+            aws.ssm.get_parameter_output(
+                name="/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+                opts=opts,
+            ).value,
+        )
+
+    outputs = run(program, stack="test", region="eu-west-1").outputs
+    assert outputs["azs"][:2] == ["eu-west-1a", "eu-west-1b"]
+    assert outputs["account"] == "123456789012"
+    assert outputs["efa"] == 32
+    assert outputs["ami"].startswith("ami-")
+
+
+def test_an_unanswered_data_source_fails_loudly() -> None:
+    def program() -> None:
+        opts = pulumi.InvokeOptions(provider=aws.Provider("aws", region="us-east-1"))
+        aws.ec2.get_vpc(default=True, opts=opts)
+
+    with pytest.raises(Exception, match=r"no answer for data source aws:ec2/getVpc:getVpc"):
+        run(program, stack="test", region="us-east-1")
+
+
+def test_the_program_refuses_a_bad_config_with_a_run_error() -> None:
+    config = pulumi_config(stack_config("dev"))
+    raw = json.loads(config["trainstack:cluster"])
+    raw["gpu_node_groups"][0]["instance_type"] = "p9.fake"
+    with pytest.raises(pulumi.RunError, match=r"gpu_node_groups\.0\.instance_type"):
+        run(
+            lambda: runpy.run_path(str(PROGRAM), run_name="__main__"),
+            stack="dev",
+            region="us-east-1",
+            config={"trainstack:cluster": json.dumps(raw)},
+        )
+
+
+def test_the_program_registers_an_explicit_aws_provider_with_default_tags() -> None:
+    recording = run_program(stack_config("dev"), stack="dev")
+    providers = [r for r in recording.resources if r.type == "pulumi:providers:aws"]
+    assert len(providers) == 1
+    tags = json.loads(providers[0].inputs["defaultTags"])["tags"]
+    assert tags["env"] == "dev" and tags["project"] == "trainstack" and tags["cost-center"] and tags["owner"]
+    assert all(r.provider for r in recording.resources if r.custom and r.type.startswith("aws:"))

@@ -1,0 +1,73 @@
+"""The accelerator catalog: its rows agree with the checked reference and with themselves."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from stacks.catalog import CATALOG, PRICE_DATE, SOURCES, efa_capable, lookup
+
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "gpu-instances.md"
+
+
+def reference_rows() -> dict[str, dict[str, str]]:
+    """instance -> {accelerators, efa} from ../shared/reference/gpu-instances.md."""
+    rows = {}
+    for line in REFERENCE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.match(r"^[a-z0-9-]+\.\d*x?large$", cells[0]):
+            rows[cells[0]] = {"accelerators": cells[1], "efa": cells[3]}
+    return rows
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is beside the checkout in CI and dev")
+def test_every_reference_instance_is_in_the_catalog_with_the_same_efa_and_gpu_counts() -> None:
+    rows = reference_rows()
+    assert len(rows) >= 13
+    for name, row in rows.items():
+        entry = lookup(name)
+        assert row["accelerators"].startswith(f"{entry.accelerator_count} x"), name
+        assert int(re.match(r"\d+", row["efa"]).group()) == entry.max_efa_interfaces, name
+
+
+def test_efa_cards_are_unique_and_within_the_network_cards() -> None:
+    for row in CATALOG.values():
+        cards = row.efa_cards
+        assert len(cards) == row.max_efa_interfaces == len(set(cards))
+        assert all(0 <= card < row.network_cards for card in cards), row.name
+
+
+def test_new_types_take_the_efa_count_from_efa_info_not_network_cards() -> None:
+    # p6-b300 and p6e-gb200 have more network cards than EFA interfaces (eksctl PR #8692).
+    assert lookup("p6-b300.48xlarge").network_cards > lookup("p6-b300.48xlarge").max_efa_interfaces
+    assert lookup("p6e-gb200.36xlarge").efa_cards == (1, 5, 9, 13)
+
+
+@pytest.mark.parametrize(
+    ("name", "efa"),
+    [("p4d.24xlarge", 4), ("p5.48xlarge", 32), ("p5en.48xlarge", 16), ("p6-b200.48xlarge", 8), ("trn1n.32xlarge", 16)],
+)
+def test_efa_counts_users_get_wrong(name: str, efa: int) -> None:
+    assert lookup(name).max_efa_interfaces == efa
+
+
+def test_every_row_is_sourced_and_priced() -> None:
+    for row in CATALOG.values():
+        assert row.sources and all(key in SOURCES for key in row.sources), row.name
+        assert row.on_demand_usd_per_hour > 0
+    assert re.match(r"^\d{4}-\d{2}-\d{2}$", PRICE_DATE)
+
+
+def test_unknown_type_lists_the_valid_choices() -> None:
+    with pytest.raises(KeyError, match=r"p5\.48xlarge"):
+        lookup("p5.96xlarge")
+
+
+def test_efa_capable_excludes_types_without_efa() -> None:
+    assert "g5.2xlarge" not in efa_capable()
+    assert "p5.48xlarge" in efa_capable()
+
+
+def test_device_resource_follows_the_accelerator() -> None:
+    assert lookup("p5.48xlarge").device_resource == "nvidia.com/gpu"
+    assert lookup("trn1.32xlarge").device_resource == "aws.amazon.com/neuron"

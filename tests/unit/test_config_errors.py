@@ -1,0 +1,137 @@
+"""Every way a stack file can be wrong ends in one ConfigError listing each problem with key, value and fix."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stacks.load import FULL_KEY, ConfigError, load_file, stack_file
+from tests.conftest import stack_document
+
+
+def write(tmp_path: Path, document: Any) -> Path:
+    path = tmp_path / "Pulumi.proposed.yaml"
+    path.write_text(document if isinstance(document, str) else yaml.safe_dump(document))
+    return path
+
+
+def problems_of(path: Path) -> list:
+    with pytest.raises(ConfigError) as caught:
+        load_file(path)
+    return caught.value.problems
+
+
+def edited(edit) -> dict:
+    document = stack_document("prod")
+    edit(document["config"][FULL_KEY])
+    return document
+
+
+def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
+    [problem] = problems_of(write(tmp_path, "config:\n  trainstack:cluster: {environment: dev\n  bad: ]\n"))
+    assert "YAML syntax error at line" in problem.message
+
+
+def test_unknown_key_lists_the_valid_keys(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0]["max_nodes"] = 3
+
+    [problem] = problems_of(write(tmp_path, edited(edit)))
+    assert problem.key == f"{FULL_KEY}.gpu_node_groups.0.max_nodes"
+    assert "valid keys here" in problem.message and "max_size" in problem.message
+
+
+def test_wrong_type_names_key_and_value(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0]["min_size"] = "sixteen"
+
+    [problem] = problems_of(write(tmp_path, edited(edit)))
+    assert problem.key == f"{FULL_KEY}.gpu_node_groups.0.min_size"
+    assert problem.value == "sixteen"
+    assert "integer" in problem.message
+
+
+def test_min_above_max_is_refused(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0].update(min_size=20, desired_size=20, max_size=16)
+
+    problems = problems_of(write(tmp_path, edited(edit)))
+    assert any(
+        p.key == f"{FULL_KEY}.gpu_node_groups.0" and "min_size <= desired_size <= max_size" in p.message
+        for p in problems
+    )
+
+
+def test_unknown_instance_type_lists_valid_choices(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0]["instance_type"] = "p5.96xlarge"
+
+    [problem] = problems_of(write(tmp_path, edited(edit)))
+    assert problem.key == f"{FULL_KEY}.gpu_node_groups.0.instance_type"
+    assert problem.value == "p5.96xlarge"
+    assert "p5.48xlarge" in problem.message and "p4d.24xlarge" in problem.message
+
+
+def test_efa_on_a_type_without_it_lists_efa_capable_types(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0]["instance_type"] = "g5.2xlarge"
+
+    problems = problems_of(write(tmp_path, edited(edit)))
+    assert any("has no EFA" in p.message and "p5.48xlarge" in p.message for p in problems)
+
+
+def test_wrong_namespace_is_named(tmp_path: Path) -> None:
+    document = stack_document("dev")
+    document["config"]["trainstak:cluster"] = document["config"].pop(FULL_KEY)
+    problems = problems_of(write(tmp_path, document))
+    keys = {p.key for p in problems}
+    assert "trainstak:cluster" in keys and FULL_KEY in keys
+
+
+def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["region"] = "moon-1"
+        cluster["environment"] = "qa"
+        cluster["gpu_node_groups"][0]["instance_type"] = "x1.fake"
+
+    problems = problems_of(write(tmp_path, edited(edit)))
+    keys = {p.key for p in problems}
+    assert {f"{FULL_KEY}.region", f"{FULL_KEY}.environment", f"{FULL_KEY}.gpu_node_groups.0.instance_type"} <= keys
+    env = next(p for p in problems if p.key == f"{FULL_KEY}.environment")
+    assert "'dev', 'staging' or 'prod'" in env.message
+
+
+def test_reservation_az_mismatch_is_refused(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0]["availability_zone"] = "us-east-1b"
+
+    problems = problems_of(write(tmp_path, edited(edit)))
+    assert any("a reservation fixes the AZ" in p.message for p in problems)
+
+
+def test_gpu_budget_is_enforced(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["cost"]["max_gpus"] = 64
+
+    problems = problems_of(write(tmp_path, edited(edit)))
+    assert any(p.key == FULL_KEY and "over cost.max_gpus 64" in p.message for p in problems)
+
+
+def test_missing_file_and_missing_stack(tmp_path: Path) -> None:
+    [problem] = problems_of(tmp_path / "nope.yaml")
+    assert problem.message == "file not found"
+    with pytest.raises(ConfigError, match="no such stack; valid: dev, prod, staging"):
+        stack_file("qa")
+
+
+def test_render_is_one_line_per_problem(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["region"] = "moon-1"
+        cluster["name"] = "Not A Label"
+
+    with pytest.raises(ConfigError) as caught:
+        load_file(write(tmp_path, edited(edit)))
+    lines = caught.value.render().splitlines()
+    assert lines[0].endswith("2 problem(s)")
+    assert all(line.startswith("  - trainstack:cluster.") for line in lines[1:])
