@@ -1,0 +1,496 @@
+"""The EKS control plane, its core add-ons, the system node group and the node IAM role.
+
+- Cluster: access entries only (`authentication_mode` from config, no implicit creator admin), secrets
+  envelope-encrypted with a customer KMS key (rotation on, explicit key policy), control-plane logs into a
+  log group created first (so its retention is ours), private endpoint always on, public endpoint per
+  config and restricted to listed CIDRs, upgrade policy, no self-managed bootstrap add-ons.
+- Add-ons pinned from config. vpc-cni and aws-ebs-csi-driver get their AWS permissions through EKS Pod
+  Identity, never through the node role. vpc-cni, kube-proxy and the Pod Identity agent are created before
+  any node group (nodes need them to become Ready); CoreDNS and the EBS CSI controller (Deployments) after
+  the system node group, so they have somewhere to run.
+- The node IAM role carries only AmazonEKSWorkerNodePolicy, AmazonEC2ContainerRegistryPullOnly and
+  AmazonSSMManagedInstanceCore; GPU node groups use it too.
+- A Kubernetes provider built from the cluster's endpoint and CA with an `aws eks get-token` exec config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.naming import child_name, physical_name, resource_tags
+from components.pod_identity import PodIdentityRole, aws_partition, managed_policy_arn, pod_identity_role
+from stacks.schema import EksSpec
+
+# Managed policies. Sources: EKS User Guide "Amazon EKS node IAM role" (worker node, ECR pull-only, SSM),
+# "Amazon EKS cluster IAM role", "Configure the VPC CNI to use Pod Identity" and "Amazon EBS CSI driver".
+CLUSTER_POLICY = "AmazonEKSClusterPolicy"
+NODE_POLICIES: tuple[str, ...] = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonSSMManagedInstanceCore",
+)
+CNI_POLICY = "AmazonEKS_CNI_Policy"
+EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
+CLUSTER_ADMIN_ACCESS_POLICY = "AmazonEKSClusterAdminPolicy"
+
+# Service accounts the add-ons run as (kube-system): aws-node (vpc-cni), ebs-csi-controller-sa (EBS CSI).
+KUBE_SYSTEM = "kube-system"
+CNI_SERVICE_ACCOUNT = "aws-node"
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+ROOT_DEVICE = "/dev/xvda"  # root device of the EKS-optimized AL2023 AMIs
+NODE_ROLE_LABEL = "trainstack.io/node-role"
+
+
+@dataclass(frozen=True)
+class AddonPlan:
+    """One EKS managed add-on: its name, pinned version, and whether nodes need it before they join."""
+
+    name: str
+    version: str
+    before_compute: bool
+
+
+def addon_plan(spec: EksSpec) -> list[AddonPlan]:
+    """The core add-ons in creation order, with versions from config.
+
+    Nodes become Ready only with a CNI and kube-proxy, and vpc-cni gets its credentials from the Pod Identity
+    agent, so those three come before compute. CoreDNS and the EBS CSI controller are Deployments: after it.
+    (terraform-aws-eks calls the first group `before_compute`.)
+    """
+    versions = spec.addons
+    return [
+        AddonPlan("eks-pod-identity-agent", versions.pod_identity_agent, before_compute=True),
+        AddonPlan("kube-proxy", versions.kube_proxy, before_compute=True),
+        AddonPlan("vpc-cni", versions.vpc_cni, before_compute=True),
+        AddonPlan("coredns", versions.coredns, before_compute=False),
+        AddonPlan("aws-ebs-csi-driver", versions.ebs_csi_driver, before_compute=False),
+    ]
+
+
+def access_entry_keys(role_arns: Sequence[str]) -> list[str]:
+    """Stable, unique name parts for the admin access entries: the role name, or account-role on a clash.
+
+    >>> access_entry_keys(["arn:aws:iam::111122223333:role/admin", "arn:aws:iam::444455556666:role/ops/admin"])
+    ['admin', 'ops-admin']
+    """
+
+    def short(arn: str) -> str:
+        return arn.split(":role/", 1)[1].replace("/", "-").lower()
+
+    def long(arn: str) -> str:
+        return f"{arn.split(':')[4]}-{short(arn)}"
+
+    shorts = [short(a) for a in role_arns]
+    keys = [long(a) if shorts.count(short(a)) > 1 else short(a) for a in role_arns]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"admin_role_arns has duplicates: {list(role_arns)}")
+    return keys
+
+
+def kubeconfig(cluster_name: str, endpoint: str, certificate_authority: str, region: str) -> dict[str, Any]:
+    """A kubeconfig that authenticates with `aws eks get-token` (no credentials inside)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority}}
+        ],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "current-context": cluster_name,
+        "users": [
+            {
+                "name": cluster_name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": [
+                            "eks",
+                            "get-token",
+                            "--cluster-name",
+                            cluster_name,
+                            "--region",
+                            region,
+                            "--output",
+                            "json",
+                        ],
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+    }
+
+
+def kms_key_policy(partition: str, account_id: str, cluster_role_arn: str) -> dict[str, Any]:
+    """The secrets key's policy: the account administers it through IAM; the cluster role may use it.
+
+    Sources: KMS Developer Guide "Default key policy" (the account-root statement) and EKS User Guide
+    "Encrypt Kubernetes secrets with KMS" (the cluster role needs Encrypt, Decrypt, DescribeKey, ListGrants,
+    CreateGrant on the key).
+    """
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministersKeyThroughIam",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "EksClusterRoleEnvelopeEncryption",
+                "Effect": "Allow",
+                "Principal": {"AWS": cluster_role_arn},
+                "Action": ["kms:Encrypt", "kms:Decrypt", "kms:DescribeKey", "kms:ListGrants", "kms:CreateGrant"],
+                "Resource": "*",
+            },
+        ],
+    }
+
+
+def _trust(service: str, *actions: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}],
+        }
+    )
+
+
+@dataclass
+class EksClusterArgs:
+    """Spec (what exists) and wiring of an `EksCluster`."""
+
+    spec: EksSpec
+    """The validated `eks` block of the stack config."""
+    name: str
+    """The cluster's physical name (the stack's base name, for example `trainstack-prod`)."""
+    region: str
+    """AWS region, for the kubeconfig and ARNs."""
+    vpc_id: pulumi.Input[str]
+    """The VPC (from `Network.vpc_id`)."""
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    """Private subnets for control-plane ENIs and the system node group, one per AZ."""
+    protect: bool = False
+    """Protect the KMS key and the cluster against deletion (prod)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    """Global tags, repeated on launch-template instances, volumes and interfaces (default_tags miss them)."""
+
+
+class EksCluster(pulumi.ComponentResource):
+    """An EKS cluster with access entries, KMS secrets encryption, logging, core add-ons and system nodes."""
+
+    cluster_name: pulumi.Output[str]
+    """Name of the cluster."""
+    cluster_arn: pulumi.Output[str]
+    """ARN of the cluster."""
+    cluster_endpoint: pulumi.Output[str]
+    """HTTPS endpoint of the Kubernetes API."""
+    cluster_certificate_authority: pulumi.Output[str]
+    """Base64 CA bundle of the API server."""
+    cluster_security_group_id: pulumi.Output[str]
+    """The EKS-managed cluster security group (control plane <-> nodes)."""
+    oidc_provider_arn: pulumi.Output[str]
+    """ARN of the IAM OIDC provider (IRSA, for tools that do not support Pod Identity)."""
+    oidc_issuer_url: pulumi.Output[str]
+    """The cluster's OIDC issuer URL."""
+    kms_key_arn: pulumi.Output[str]
+    """ARN of the customer KMS key that encrypts Kubernetes secrets."""
+    node_role_arn: pulumi.Output[str]
+    """ARN of the node IAM role (system and GPU node groups)."""
+    node_role_name: pulumi.Output[str]
+    """Name of the node IAM role."""
+    system_node_group_name: pulumi.Output[str]
+    """Name of the system managed node group."""
+    system_node_group: aws.eks.NodeGroup
+    """The system node group: add-ons and charts that run Deployments should depend on it."""
+    node_dependencies: list[pulumi.Resource]
+    """Add-ons every node group must wait for (vpc-cni, kube-proxy, Pod Identity agent)."""
+    k8s_provider: k8s.Provider
+    """Kubernetes provider for this cluster (exec auth through `aws eks get-token`)."""
+    kubeconfig: pulumi.Output[str]
+    """The kubeconfig (JSON) the provider uses; it carries no credentials."""
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:eks:EksCluster", name, None, opts)
+        spec = args.spec
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws_partition(args.region)
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+
+        # ------------------------------------------------------------------------------ control-plane role
+        cluster_role = aws.iam.Role(
+            child_name(name, "cluster-role"),
+            aws.iam.RoleArgs(
+                assume_role_policy=_trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
+                description=f"EKS control plane of {args.name}",
+            ),
+            opts=child,
+        )
+        cluster_policy = aws.iam.RolePolicyAttachment(
+            child_name(name, "cluster-policy"),
+            aws.iam.RolePolicyAttachmentArgs(
+                role=cluster_role.name, policy_arn=managed_policy_arn(CLUSTER_POLICY, partition)
+            ),
+            opts=child,
+        )
+
+        # ---------------------------------------------------------------------------- secrets KMS key
+        key = aws.kms.Key(
+            child_name(name, "secrets-key"),
+            aws.kms.KeyArgs(
+                description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.name}",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,  # the maximum: a deleted key makes every secret unreadable
+                policy=pulumi.Output.json_dumps(
+                    pulumi.Output.all(account_id, cluster_role.arn).apply(
+                        lambda v: kms_key_policy(partition, v[0], v[1])
+                    )
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+        )
+        aws.kms.Alias(
+            child_name(name, "secrets-key-alias"),
+            aws.kms.AliasArgs(name=f"alias/{physical_name(args.name, 'eks-secrets')}", target_key_id=key.key_id),
+            opts=child,
+        )
+        self.kms_key_arn = key.arn
+
+        # EKS writes control-plane logs to this exact name; creating it first sets retention (EKS User Guide,
+        # "Send control plane logs to CloudWatch Logs").
+        log_group = aws.cloudwatch.LogGroup(
+            child_name(name, "cluster-logs"),
+            aws.cloudwatch.LogGroupArgs(
+                name=f"/aws/eks/{args.name}/cluster", retention_in_days=spec.log_retention_days
+            ),
+            opts=child,
+        )
+
+        # ---------------------------------------------------------------------------------- cluster
+        cluster = aws.eks.Cluster(
+            child_name(name, "cluster"),
+            aws.eks.ClusterArgs(
+                name=args.name,
+                version=spec.version,
+                role_arn=cluster_role.arn,
+                vpc_config=aws.eks.ClusterVpcConfigArgs(
+                    subnet_ids=list(args.private_subnet_ids),
+                    endpoint_private_access=True,
+                    endpoint_public_access=spec.endpoint_public_access,
+                    public_access_cidrs=list(spec.public_access_cidrs) if spec.endpoint_public_access else None,
+                ),
+                access_config=aws.eks.ClusterAccessConfigArgs(
+                    authentication_mode=spec.authentication_mode.value,
+                    bootstrap_cluster_creator_admin_permissions=False,  # admins come from access entries only
+                ),
+                encryption_config=aws.eks.ClusterEncryptionConfigArgs(
+                    provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn),
+                    resources=["secrets"],
+                ),
+                enabled_cluster_log_types=[t.value for t in spec.control_plane_log_types],
+                upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=spec.support_type),
+                # The core add-ons are EKS managed add-ons below; no self-managed copies to adopt or clash with.
+                bootstrap_self_managed_addons=False,
+                deletion_protection=args.protect,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=[log_group, cluster_policy]),
+        )
+        self.cluster_name = cluster.name
+        self.cluster_arn = cluster.arn
+        self.cluster_endpoint = cluster.endpoint
+        self.cluster_certificate_authority = cluster.certificate_authority.data
+        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+
+        # --------------------------------------------------------------------------- admin access
+        admin_policy_arn = f"arn:{partition}:eks::aws:cluster-access-policy/{CLUSTER_ADMIN_ACCESS_POLICY}"
+        for key_part, role_arn in zip(access_entry_keys(spec.admin_role_arns), spec.admin_role_arns, strict=True):
+            entry = aws.eks.AccessEntry(
+                child_name(name, "admin", key_part),
+                aws.eks.AccessEntryArgs(cluster_name=cluster.name, principal_arn=role_arn, type="STANDARD"),
+                opts=child,
+            )
+            aws.eks.AccessPolicyAssociation(
+                child_name(name, "admin", key_part, "policy"),
+                aws.eks.AccessPolicyAssociationArgs(
+                    cluster_name=cluster.name,
+                    principal_arn=entry.principal_arn,
+                    policy_arn=admin_policy_arn,
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                ),
+                opts=child,
+            )
+
+        # -------------------------------------------------------------------------------- OIDC
+        self.oidc_issuer_url = cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
+        oidc = aws.iam.OpenIdConnectProvider(
+            child_name(name, "oidc"),
+            aws.iam.OpenIdConnectProviderArgs(url=self.oidc_issuer_url, client_id_lists=["sts.amazonaws.com"]),
+            opts=child,
+        )
+        self.oidc_provider_arn = oidc.arn
+
+        # ------------------------------------------------------------------------------- node role
+        node_role = aws.iam.Role(
+            child_name(name, "node-role"),
+            aws.iam.RoleArgs(
+                assume_role_policy=_trust("ec2.amazonaws.com", "sts:AssumeRole"),
+                description=f"EKS nodes of {args.name}",
+            ),
+            opts=child,
+        )
+        node_policies = [
+            aws.iam.RolePolicyAttachment(
+                child_name(name, "node", policy.lower()),
+                aws.iam.RolePolicyAttachmentArgs(role=node_role.name, policy_arn=managed_policy_arn(policy, partition)),
+                opts=child,
+            )
+            for policy in NODE_POLICIES
+        ]
+        self.node_role_arn = node_role.arn
+        self.node_role_name = node_role.name
+
+        # ------------------------------------------------------------------------- add-ons, phase 1
+        identity_roles: dict[str, PodIdentityRole] = {
+            "vpc-cni": pod_identity_role(
+                child_name(name, "vpc-cni-pod-identity"),
+                cluster_name=cluster.name,
+                namespace=KUBE_SYSTEM,
+                service_account=CNI_SERVICE_ACCOUNT,
+                policy_arns=[managed_policy_arn(CNI_POLICY, partition)],
+                opts=child,
+            ),
+            "aws-ebs-csi-driver": pod_identity_role(
+                child_name(name, "ebs-csi-pod-identity"),
+                cluster_name=cluster.name,
+                namespace=KUBE_SYSTEM,
+                service_account=EBS_CSI_SERVICE_ACCOUNT,
+                policy_arns=[managed_policy_arn(EBS_CSI_POLICY, partition)],
+                opts=child,
+            ),
+        }
+        plans = addon_plan(spec)
+        addons: dict[str, aws.eks.Addon] = {}
+        for plan in (p for p in plans if p.before_compute):
+            waits: list[pulumi.Resource] = []
+            if plan.name == "vpc-cni":
+                waits = [addons["eks-pod-identity-agent"], identity_roles["vpc-cni"]]
+            addons[plan.name] = self._addon(name, cluster, plan, waits)
+        self.node_dependencies = [addons[p.name] for p in plans if p.before_compute]
+
+        # ------------------------------------------------------------------------- system node group
+        system = spec.system_node_group
+        template = aws.ec2.LaunchTemplate(
+            child_name(name, "system-lt"),
+            aws.ec2.LaunchTemplateArgs(
+                description=f"System nodes of {args.name}",
+                update_default_version=True,
+                metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                    http_endpoint="enabled",
+                    http_tokens="required",  # IMDSv2 only
+                    http_put_response_hop_limit=1,  # pods off the host network cannot reach the node role
+                ),
+                block_device_mappings=[
+                    aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                        device_name=ROOT_DEVICE,
+                        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                            volume_size=system.disk_size_gib,
+                            volume_type="gp3",
+                            encrypted="true",
+                            delete_on_termination="true",
+                        ),
+                    )
+                ],
+                tag_specifications=[
+                    aws.ec2.LaunchTemplateTagSpecificationArgs(
+                        resource_type=kind, tags=resource_tags(dict(args.tags), physical_name(args.name, "system"))
+                    )
+                    for kind in ("instance", "volume", "network-interface")
+                ],
+            ),
+            opts=child,
+        )
+        node_group = aws.eks.NodeGroup(
+            child_name(name, "system"),
+            aws.eks.NodeGroupArgs(
+                cluster_name=cluster.name,
+                version=cluster.version,
+                node_role_arn=node_role.arn,
+                subnet_ids=list(args.private_subnet_ids),
+                ami_type=SYSTEM_AMI_TYPE,
+                capacity_type="ON_DEMAND",
+                instance_types=[system.instance_type],
+                scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                    min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
+                ),
+                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+                launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                    id=template.id, version=template.latest_version.apply(str)
+                ),
+                labels={NODE_ROLE_LABEL: "system"},
+                node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.node_dependencies, *node_policies]),
+        )
+        self.system_node_group = node_group
+        self.system_node_group_name = node_group.node_group_name
+
+        # ------------------------------------------------------------------------- add-ons, phase 2
+        for plan in (p for p in plans if not p.before_compute):
+            waits = [node_group]
+            if plan.name in identity_roles:
+                waits.append(identity_roles[plan.name])
+            addons[plan.name] = self._addon(name, cluster, plan, waits)
+
+        # ------------------------------------------------------------------------- Kubernetes provider
+        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, self.cluster_certificate_authority).apply(
+            lambda v: json.dumps(kubeconfig(v[0], v[1], v[2], args.region))
+        )
+        self.k8s_provider = k8s.Provider(
+            child_name(name, "k8s"),
+            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
+            opts=child,
+        )
+
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "cluster_arn": self.cluster_arn,
+                "cluster_endpoint": self.cluster_endpoint,
+                "cluster_security_group_id": self.cluster_security_group_id,
+                "oidc_provider_arn": self.oidc_provider_arn,
+                "oidc_issuer_url": self.oidc_issuer_url,
+                "kms_key_arn": self.kms_key_arn,
+                "node_role_arn": self.node_role_arn,
+                "node_role_name": self.node_role_name,
+                "system_node_group_name": self.system_node_group_name,
+                "kubeconfig": self.kubeconfig,
+            }
+        )
+
+    def _addon(
+        self, name: str, cluster: aws.eks.Cluster, plan: AddonPlan, waits: Sequence[pulumi.Resource]
+    ) -> aws.eks.Addon:
+        return aws.eks.Addon(
+            child_name(name, plan.name),
+            aws.eks.AddonArgs(
+                cluster_name=cluster.name,
+                addon_name=plan.name,
+                addon_version=plan.version,
+                # The add-on's settings are ours: overwrite drift on create and update.
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(waits)),
+        )

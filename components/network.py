@@ -1,0 +1,428 @@
+"""The VPC for a training cluster: private subnets per AZ for nodes, pods and EFA, public subnets for NAT only.
+
+Builds the VPC (DNS support and hostnames on), one private and one public subnet per AZ carved from the VPC
+CIDR by `carve_subnets`, an internet gateway, NAT gateways (one, or one per AZ), route tables, an S3 gateway
+endpoint on the private route tables, optional interface endpoints for private clusters, VPC flow logs to
+CloudWatch, and the EFA security group that allows all traffic to and from itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pulumi
+import pulumi_aws as aws
+
+from components.naming import child_name, physical_name
+from components.pod_identity import aws_partition
+from stacks.schema import NatGateways, NetworkSpec
+
+Tier = Literal["private", "public"]
+
+# Interface endpoints private nodes need to pull images (ECR api + dkr; layers come through the S3 gateway
+# endpoint), get tokens (STS), call EC2 (vpc-cni), ship logs (CloudWatch Logs) and register with SSM.
+# Source: EKS User Guide, "Deploy private clusters with limited internet access" (private-clusters.html).
+INTERFACE_ENDPOINT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "ec2", "logs", "ssm")
+HTTPS_PORT = 443  # interface endpoints answer on HTTPS only
+
+# Subnet role tags the AWS Load Balancer Controller uses to pick subnets (EKS User Guide, network-load-balancing).
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+PUBLIC_ELB_TAG = "kubernetes.io/role/elb"
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    """One subnet to create: its AZ, tier and CIDR."""
+
+    availability_zone: str
+    tier: Tier
+    cidr: str
+
+
+def carve_subnets(
+    vpc_cidr: str, availability_zones: Sequence[str], private_prefix_length: int, public_prefix_length: int
+) -> list[SubnetPlan]:
+    """Carve one private and one public subnet per AZ from the VPC CIDR: private subnets first, in AZ order,
+    then public ones right after them.
+
+    Blocks are aligned to their own size, so with private subnets at least as large as public ones (the
+    schema's rule) the layout has no gaps. Raises ValueError when the subnets do not fit.
+    """
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    plans: list[SubnetPlan] = []
+    cursor = int(vpc.network_address)
+    end = int(vpc.broadcast_address) + 1
+    for tier, prefix in (("private", private_prefix_length), ("public", public_prefix_length)):
+        if prefix < vpc.prefixlen:
+            raise ValueError(f"a /{prefix} {tier} subnet does not fit in VPC {vpc_cidr}")
+        size = 2 ** (32 - prefix)
+        for az in availability_zones:
+            cursor = -(-cursor // size) * size  # align up to the block size
+            if cursor + size > end:
+                raise ValueError(
+                    f"{len(availability_zones)} private /{private_prefix_length} and public /{public_prefix_length} "
+                    f"subnets do not fit in VPC {vpc_cidr}"
+                )
+            plans.append(SubnetPlan(az, tier, str(ipaddress.IPv4Network((cursor, prefix)))))
+            cursor += size
+    return plans
+
+
+def nat_gateway_azs(spec: NetworkSpec) -> list[str]:
+    """The AZs that get a NAT gateway (in their public subnet): the first AZ, or every AZ."""
+    if spec.nat_gateways is NatGateways.PER_AZ:
+        return list(spec.availability_zones)
+    return [spec.availability_zones[0]]
+
+
+def nat_gateway_for(spec: NetworkSpec, availability_zone: str) -> str:
+    """The AZ of the NAT gateway that the private route table of `availability_zone` sends internet traffic to."""
+    return availability_zone if spec.nat_gateways is NatGateways.PER_AZ else spec.availability_zones[0]
+
+
+def endpoint_service_name(region: str, service: str) -> str:
+    """The VPC endpoint service name, for example `com.amazonaws.us-east-1.ecr.api`."""
+    return f"com.amazonaws.{region}.{service}"
+
+
+def subnet_tags(base_name: str, plan: SubnetPlan) -> dict[str, str]:
+    """Name and load-balancer role tags of a subnet."""
+    role_tag = INTERNAL_ELB_TAG if plan.tier == "private" else PUBLIC_ELB_TAG
+    return {"Name": physical_name(base_name, plan.tier, plan.availability_zone), role_tag: "1"}
+
+
+def _key(text: str) -> str:
+    """A name part from a service or AZ name: `ecr.api` -> `ecr-api`."""
+    return text.replace(".", "-")
+
+
+@dataclass
+class NetworkArgs:
+    """Spec (what exists) and wiring of a `Network`."""
+
+    spec: NetworkSpec
+    """The validated `network` block of the stack config."""
+    name: str
+    """The stack's base name (for example `trainstack-prod`): physical names and Name tags carry it."""
+    region: str
+    """The AWS region, for endpoint service names and flow-log trust conditions."""
+
+
+class Network(pulumi.ComponentResource):
+    """VPC, subnets, NAT, endpoints, flow logs and the EFA security group."""
+
+    vpc_id: pulumi.Output[str]
+    """ID of the VPC."""
+    vpc_cidr: str
+    """CIDR of the VPC (from the spec, so it is known while the program runs)."""
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    """Private subnet IDs keyed by AZ: nodes, pods, EFA interfaces, interface endpoints."""
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+    """Public subnet IDs keyed by AZ: NAT gateways and internet-facing load balancers."""
+    private_subnet_cidrs: dict[str, str]
+    """Private subnet CIDRs keyed by AZ."""
+    private_route_table_ids: dict[str, pulumi.Output[str]]
+    """Private route table IDs keyed by AZ."""
+    nat_gateway_ids: dict[str, pulumi.Output[str]]
+    """NAT gateway IDs keyed by the AZ they live in."""
+    efa_security_group_id: pulumi.Output[str]
+    """The security group that allows all traffic to and from itself (EFA needs both directions)."""
+    endpoint_security_group_id: pulumi.Output[str] | None
+    """Security group of the interface endpoints (HTTPS from the VPC), when they exist."""
+    flow_log_group_name: pulumi.Output[str]
+    """CloudWatch log group of the VPC flow logs."""
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:network:Network", name, None, opts)
+        spec = args.spec
+        child = pulumi.ResourceOptions(parent=self)
+        self.vpc_cidr = spec.vpc_cidr
+
+        vpc = aws.ec2.Vpc(
+            child_name(name, "vpc"),
+            aws.ec2.VpcArgs(
+                cidr_block=spec.vpc_cidr,
+                enable_dns_support=True,  # both are required for EKS and for private DNS on interface endpoints
+                enable_dns_hostnames=True,
+                tags={"Name": physical_name(args.name, "vpc")},
+            ),
+            opts=child,
+        )
+        self.vpc_id = vpc.id
+
+        plans = carve_subnets(
+            spec.vpc_cidr, spec.availability_zones, spec.private_subnet_prefix_length, spec.public_subnet_prefix_length
+        )
+        subnets: dict[tuple[Tier, str], aws.ec2.Subnet] = {}
+        for plan in plans:
+            subnets[(plan.tier, plan.availability_zone)] = aws.ec2.Subnet(
+                child_name(name, plan.tier, plan.availability_zone),
+                aws.ec2.SubnetArgs(
+                    vpc_id=vpc.id,
+                    cidr_block=plan.cidr,
+                    availability_zone=plan.availability_zone,
+                    map_public_ip_on_launch=False,  # public subnets host NAT gateways only
+                    tags=subnet_tags(args.name, plan),
+                ),
+                opts=child,
+            )
+        azs = list(spec.availability_zones)
+        self.private_subnet_ids = {az: subnets[("private", az)].id for az in azs}
+        self.public_subnet_ids = {az: subnets[("public", az)].id for az in azs}
+        self.private_subnet_cidrs = {p.availability_zone: p.cidr for p in plans if p.tier == "private"}
+
+        # Public side: internet gateway and one public route table for every public subnet.
+        igw = aws.ec2.InternetGateway(
+            child_name(name, "igw"),
+            aws.ec2.InternetGatewayArgs(vpc_id=vpc.id, tags={"Name": physical_name(args.name, "igw")}),
+            opts=child,
+        )
+        public_rt = aws.ec2.RouteTable(
+            child_name(name, "public-rt"),
+            aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": physical_name(args.name, "public")}),
+            opts=child,
+        )
+        aws.ec2.Route(
+            child_name(name, "public-default"),
+            aws.ec2.RouteArgs(route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id),
+            opts=child,
+        )
+        for az in azs:
+            aws.ec2.RouteTableAssociation(
+                child_name(name, "public-rta", az),
+                aws.ec2.RouteTableAssociationArgs(route_table_id=public_rt.id, subnet_id=subnets[("public", az)].id),
+                opts=child,
+            )
+
+        # NAT gateways with their Elastic IPs, in the public subnets.
+        nat_gateways: dict[str, aws.ec2.NatGateway] = {}
+        for az in nat_gateway_azs(spec):
+            eip = aws.ec2.Eip(
+                child_name(name, "nat-eip", az),
+                aws.ec2.EipArgs(domain="vpc", tags={"Name": physical_name(args.name, "nat", az)}),
+                opts=child,
+            )
+            nat_gateways[az] = aws.ec2.NatGateway(
+                child_name(name, "nat", az),
+                aws.ec2.NatGatewayArgs(
+                    allocation_id=eip.id,
+                    subnet_id=subnets[("public", az)].id,
+                    connectivity_type="public",
+                    tags={"Name": physical_name(args.name, "nat", az)},
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+            )
+        self.nat_gateway_ids = {az: nat.id for az, nat in nat_gateways.items()}
+
+        # Private side: a route table per AZ, so switching to per-AZ NAT never re-associates subnets.
+        private_rts: dict[str, aws.ec2.RouteTable] = {}
+        for az in azs:
+            rt = aws.ec2.RouteTable(
+                child_name(name, "private-rt", az),
+                aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": physical_name(args.name, "private", az)}),
+                opts=child,
+            )
+            aws.ec2.Route(
+                child_name(name, "private-default", az),
+                aws.ec2.RouteArgs(
+                    route_table_id=rt.id,
+                    destination_cidr_block="0.0.0.0/0",
+                    nat_gateway_id=nat_gateways[nat_gateway_for(spec, az)].id,
+                ),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                child_name(name, "private-rta", az),
+                aws.ec2.RouteTableAssociationArgs(route_table_id=rt.id, subnet_id=subnets[("private", az)].id),
+                opts=child,
+            )
+            private_rts[az] = rt
+        self.private_route_table_ids = {az: rt.id for az, rt in private_rts.items()}
+
+        # S3 gateway endpoint: free, and keeps dataset, checkpoint and ECR layer traffic off the NAT gateways.
+        aws.ec2.VpcEndpoint(
+            child_name(name, "s3"),
+            aws.ec2.VpcEndpointArgs(
+                vpc_id=vpc.id,
+                service_name=endpoint_service_name(args.region, "s3"),
+                vpc_endpoint_type="Gateway",
+                route_table_ids=[rt.id for rt in private_rts.values()],
+                tags={"Name": physical_name(args.name, "s3")},
+            ),
+            opts=child,
+        )
+
+        self.endpoint_security_group_id = None
+        if spec.interface_endpoints:
+            endpoint_sg = aws.ec2.SecurityGroup(
+                child_name(name, "endpoints-sg"),
+                aws.ec2.SecurityGroupArgs(
+                    vpc_id=vpc.id,
+                    description="Interface VPC endpoints: HTTPS from inside the VPC",
+                    tags={"Name": physical_name(args.name, "endpoints")},
+                ),
+                opts=child,
+            )
+            aws.vpc.SecurityGroupIngressRule(
+                child_name(name, "endpoints-https"),
+                aws.vpc.SecurityGroupIngressRuleArgs(
+                    security_group_id=endpoint_sg.id,
+                    ip_protocol="tcp",
+                    from_port=HTTPS_PORT,
+                    to_port=HTTPS_PORT,
+                    cidr_ipv4=spec.vpc_cidr,
+                    description="HTTPS from the VPC",
+                ),
+                opts=child,
+            )
+            for service in INTERFACE_ENDPOINT_SERVICES:
+                aws.ec2.VpcEndpoint(
+                    child_name(name, _key(service)),
+                    aws.ec2.VpcEndpointArgs(
+                        vpc_id=vpc.id,
+                        service_name=endpoint_service_name(args.region, service),
+                        vpc_endpoint_type="Interface",
+                        private_dns_enabled=True,
+                        subnet_ids=list(self.private_subnet_ids.values()),
+                        security_group_ids=[endpoint_sg.id],
+                        tags={"Name": physical_name(args.name, _key(service))},
+                    ),
+                    opts=child,
+                )
+            self.endpoint_security_group_id = endpoint_sg.id
+
+        self.flow_log_group_name = self._flow_logs(name, args, vpc)
+
+        # EFA: all traffic to and from the group itself, ingress AND egress (EC2 User Guide, "Get started
+        # with EFA and NCCL", step "Prepare an EFA-enabled security group"). GPU launch templates attach it.
+        efa_sg = aws.ec2.SecurityGroup(
+            child_name(name, "efa-sg"),
+            aws.ec2.SecurityGroupArgs(
+                vpc_id=vpc.id,
+                description="EFA: all traffic to and from members of this group",
+                tags={"Name": physical_name(args.name, "efa")},
+            ),
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            child_name(name, "efa-self-ingress"),
+            aws.vpc.SecurityGroupIngressRuleArgs(
+                security_group_id=efa_sg.id,
+                referenced_security_group_id=efa_sg.id,
+                ip_protocol="-1",
+                description="EFA: all traffic from members of this group",
+            ),
+            opts=child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            child_name(name, "efa-self-egress"),
+            aws.vpc.SecurityGroupEgressRuleArgs(
+                security_group_id=efa_sg.id,
+                referenced_security_group_id=efa_sg.id,
+                ip_protocol="-1",
+                description="EFA: all traffic to members of this group",
+            ),
+            opts=child,
+        )
+        self.efa_security_group_id = efa_sg.id
+
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "vpc_cidr": self.vpc_cidr,
+                "private_subnet_ids": self.private_subnet_ids,
+                "public_subnet_ids": self.public_subnet_ids,
+                "private_route_table_ids": self.private_route_table_ids,
+                "nat_gateway_ids": self.nat_gateway_ids,
+                "efa_security_group_id": self.efa_security_group_id,
+                "endpoint_security_group_id": self.endpoint_security_group_id,
+                "flow_log_group_name": self.flow_log_group_name,
+            }
+        )
+
+    def _flow_logs(self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc) -> pulumi.Output[str]:
+        """VPC flow logs to a CloudWatch log group, delivered through a role only the flow-logs service of
+        this account may assume."""
+        spec = args.spec
+        child = pulumi.ResourceOptions(parent=self)
+        log_group = aws.cloudwatch.LogGroup(
+            child_name(name, "flow-logs"),
+            aws.cloudwatch.LogGroupArgs(
+                name=f"/aws/vpc-flow-logs/{args.name}", retention_in_days=spec.flow_logs_retention_days
+            ),
+            opts=child,
+        )
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        # Confused-deputy guard (VPC User Guide, "IAM role for publishing flow logs to CloudWatch Logs").
+        trust = pulumi.Output.json_dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                        "Condition": {
+                            "StringEquals": {"aws:SourceAccount": account_id},
+                            "ArnLike": {
+                                "aws:SourceArn": pulumi.Output.concat(
+                                    "arn:",
+                                    aws_partition(args.region),
+                                    ":ec2:",
+                                    args.region,
+                                    ":",
+                                    account_id,
+                                    ":vpc-flow-log/*",
+                                )
+                            },
+                        },
+                    }
+                ],
+            }
+        )
+        role = aws.iam.Role(
+            child_name(name, "flow-logs-role"),
+            aws.iam.RoleArgs(assume_role_policy=trust, description=f"VPC flow logs of {args.name} to CloudWatch"),
+            opts=child,
+        )
+        delivery = aws.iam.RolePolicy(
+            child_name(name, "flow-logs-delivery"),
+            aws.iam.RolePolicyArgs(
+                role=role.id,
+                policy=pulumi.Output.json_dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Action": [
+                                    "logs:CreateLogStream",
+                                    "logs:PutLogEvents",
+                                    "logs:DescribeLogGroups",
+                                    "logs:DescribeLogStreams",
+                                ],
+                                "Resource": [log_group.arn, pulumi.Output.concat(log_group.arn, ":*")],
+                            }
+                        ],
+                    }
+                ),
+            ),
+            opts=child,
+        )
+        aws.ec2.FlowLog(
+            child_name(name, "flow-log"),
+            aws.ec2.FlowLogArgs(
+                vpc_id=vpc.id,
+                traffic_type=spec.flow_logs_traffic_type,
+                log_destination_type="cloud-watch-logs",
+                log_destination=log_group.arn,
+                iam_role_arn=role.arn,
+                max_aggregation_interval=60,  # one-minute records; the default is ten
+                tags={"Name": physical_name(args.name, "flow-log")},
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[delivery]),
+        )
+        return log_group.name
