@@ -1,0 +1,297 @@
+"""`GpuNodeGroup`: an EKS managed node group of accelerated instances with its own launch template.
+
+Per group: a cluster placement group (created, referenced from the reservation, or none), a launch template
+(every EFA interface the type supports, IMDSv2, encrypted gp3, tags on instances, volumes and interfaces,
+capacity reservation / Capacity Block targeting, nodeadm or Bottlerocket user data) and the node group (one
+subnet, labels, the accelerator taint, a rolling update config).
+
+Decisions a reader may look for:
+- Desired size is in `ignore_changes`: after creation the cluster autoscaler, an operator scaling a Capacity
+  Block group to zero, or `aws eks update-nodegroup-config` own it; re-applying the config must never
+  terminate GPU nodes mid-job. min and max stay managed, and bound it. Change desired size outside Pulumi.
+- The node group is replaced delete-first: a replacement built alongside the old group would need twice the
+  GPUs, which a reservation sized to the group does not have (and On-Demand p5 capacity rarely does).
+- Reserved groups update with EKS's MINIMAL strategy (terminate, then launch) for the same reason; the
+  DEFAULT strategy launches first (EKS API reference, NodegroupUpdateConfig.updateStrategy).
+- The launch template names no AMI, so EKS picks the accelerated AMI from `ami_type` and merges its bootstrap
+  with ours; it names no instance type either (the node group does: EKS refuses both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interfaces
+from components.naming import child_name, physical_name, resource_tags
+from components.userdata import bottlerocket_user_data, encode, nodeadm_user_data
+from stacks.catalog import CATALOG, Accelerator, InstanceType
+from stacks.schema import RESERVED_NODE_LABELS, AmiFamily, CapacityType, GpuNodeGroupSpec
+
+NODE_GROUP_LABEL = "trainstack.io/node-group"
+ACCELERATOR_LABEL = "trainstack.io/accelerator"
+NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on
+EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"  # what the EFA device plugin selects on
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # well-known label; kubelet sets the same value
+OWN_LABELS = (NODE_GROUP_LABEL, ACCELERATOR_LABEL, NVIDIA_GPU_PRESENT_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL)
+assert set(OWN_LABELS) == set(RESERVED_NODE_LABELS), "stacks/schema.py RESERVED_NODE_LABELS must list OWN_LABELS"
+
+# EKS node group capacityType values (EKS API reference, Nodegroup.capacityType). An ODCR is On-Demand
+# capacity, targeted through the launch template.
+_EKS_CAPACITY_TYPE: dict[CapacityType, str] = {
+    CapacityType.ON_DEMAND: "ON_DEMAND",
+    CapacityType.SPOT: "SPOT",
+    CapacityType.RESERVATION: "ON_DEMAND",
+    CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
+}
+
+# Root (AL2023) or data (Bottlerocket) volume device: Bottlerocket keeps its read-only OS on /dev/xvda and
+# images, containers and kubelet state on the data volume /dev/xvdb, so that is the one to size.
+_VOLUME_DEVICE: dict[AmiFamily, str] = {
+    AmiFamily.AL2023_NVIDIA: "/dev/xvda",
+    AmiFamily.AL2023_NEURON: "/dev/xvda",
+    AmiFamily.BOTTLEROCKET_NVIDIA: "/dev/xvdb",
+}
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # EKS API value: NO_SCHEDULE, NO_EXECUTE or PREFER_NO_SCHEDULE
+
+
+# ----------------------------------------------------------------------------------------- pure rules
+
+
+def eks_capacity_type(spec: GpuNodeGroupSpec) -> str:
+    """The node group's EKS capacityType for the spec's purchase option."""
+    return _EKS_CAPACITY_TYPE[spec.capacity.type]
+
+
+def volume_device(ami_family: AmiFamily) -> str:
+    return _VOLUME_DEVICE[ami_family]
+
+
+def node_labels(spec: GpuNodeGroupSpec) -> dict[str, str]:
+    """Kubernetes labels of the group's nodes; the schema keeps spec.labels off the keys set here."""
+    row = CATALOG[spec.instance_type]
+    labels = {
+        **spec.labels,
+        NODE_GROUP_LABEL: spec.name,
+        ACCELERATOR_LABEL: row.accelerator.value,
+        INSTANCE_TYPE_LABEL: spec.instance_type,
+    }
+    if row.accelerator is Accelerator.NVIDIA:
+        labels[NVIDIA_GPU_PRESENT_LABEL] = "true"
+    if spec.efa_enabled:
+        labels[EFA_PRESENT_LABEL] = "true"
+    return labels
+
+
+def node_taint(row: InstanceType) -> Taint:
+    """The taint that keeps everything but accelerator workloads (and their tolerating daemons) off the node."""
+    return Taint(key=row.device_resource, value="true", effect="NO_SCHEDULE")
+
+
+def interface_layout(spec: GpuNodeGroupSpec) -> list[NetworkInterfaceSlot]:
+    """The launch template's explicit network interfaces: the EFA layout, or none for a non-EFA group."""
+    if not spec.efa_enabled:
+        return []
+    return efa_interfaces(CATALOG[spec.instance_type], spec.efa_layout)
+
+
+def user_data(spec: GpuNodeGroupSpec) -> str:
+    """The group's user data, un-encoded: Bottlerocket TOML or an AL2023 nodeadm MIME document."""
+    instance_store = CATALOG[spec.instance_type].instance_store_gib > 0
+    if spec.ami_family is AmiFamily.BOTTLEROCKET_NVIDIA:
+        return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
+    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
+
+
+def update_strategy(spec: GpuNodeGroupSpec) -> str:
+    return "MINIMAL" if spec.capacity.reserved else "DEFAULT"
+
+
+# ------------------------------------------------------------------------------------------ component
+
+
+@dataclass
+class GpuNodeGroupArgs:
+    """Spec (what the group is) plus wiring (ids from the network and EKS components)."""
+
+    spec: GpuNodeGroupSpec
+    name: str  # physical base name, for example the stack's cluster name
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]  # the one private subnet of spec.availability_zone
+    security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]]  # cluster SG + EFA SG
+    default_tags: dict[str, str]
+    kubernetes_version: str
+    node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join (vpc-cni, kube-proxy)
+
+
+class GpuNodeGroup(pulumi.ComponentResource):
+    """A managed node group of one accelerated instance type in one subnet, with its own launch template."""
+
+    node_group: aws.eks.NodeGroup
+    """The node group resource itself, for `depends_on` (workloads that need the nodes to exist)."""
+    node_group_name: pulumi.Output[str]
+    """The EKS node group name."""
+    node_group_arn: pulumi.Output[str]
+    """The EKS node group ARN."""
+    launch_template_id: pulumi.Output[str]
+    """The launch template id (lt-...)."""
+    placement_group_name: pulumi.Output[str] | None
+    """The cluster placement group the nodes launch in (created here or the reservation's), or None."""
+    efa_interface_count: int
+    """EFA devices per node: the catalog maximum for the type when EFA is on, else 0."""
+    gpu_count_max: int
+    """Accelerators at max size: max nodes x accelerators per node."""
+    labels: dict[str, str]
+    """Kubernetes labels every node of the group carries."""
+    taint: Taint
+    """The accelerator taint on every node (tolerate it in daemons that must run there)."""
+
+    def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gpu:GpuNodeGroup", name, None, opts)
+        spec = args.spec
+        row = CATALOG[spec.instance_type]
+        physical = physical_name(args.name, spec.name)
+        child = pulumi.ResourceOptions(parent=self)
+
+        # Placement: none, the reservation's own group (referenced, never created), or a new cluster group.
+        placement_group: pulumi.Output[str] | None = None
+        if spec.uses_placement_group:
+            if spec.capacity.reservation_placement_group is not None:
+                placement_group = pulumi.Output.from_input(spec.capacity.reservation_placement_group)
+            else:
+                created = aws.ec2.PlacementGroup(
+                    child_name(name, "pg"),
+                    aws.ec2.PlacementGroupArgs(
+                        name=physical_name(physical, "pg"),
+                        strategy="cluster",
+                        tags=resource_tags(args.default_tags, physical_name(physical, "pg")),
+                    ),
+                    opts=child,
+                )
+                placement_group = created.name
+
+        slots = interface_layout(spec)
+        tags = resource_tags(args.default_tags, physical, **{NODE_GROUP_LABEL: spec.name})
+        launch_template = aws.ec2.LaunchTemplate(
+            child_name(name, "lt"),
+            aws.ec2.LaunchTemplateArgs(
+                name=physical_name(physical, "lt"),
+                description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
+                f"{efa_interface_count(slots)} EFA interfaces",
+                update_default_version=True,
+                user_data=encode(user_data(spec)),
+                metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                    http_endpoint="enabled",
+                    http_tokens="required",  # IMDSv2 only
+                    http_put_response_hop_limit=spec.imds_hop_limit,
+                    instance_metadata_tags="disabled",
+                ),
+                block_device_mappings=[
+                    aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                        device_name=volume_device(spec.ami_family),
+                        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                            volume_size=spec.root_volume_size_gib,
+                            volume_type="gp3",
+                            encrypted="true",
+                            delete_on_termination="true",
+                        ),
+                    )
+                ],
+                # With explicit interfaces the security groups go on each interface (EC2 refuses both).
+                network_interfaces=[
+                    aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                        network_card_index=slot.network_card_index,
+                        device_index=slot.device_index,
+                        interface_type=slot.interface_type.value,
+                        delete_on_termination=str(slot.delete_on_termination).lower(),
+                        security_groups=args.security_group_ids,
+                    )
+                    for slot in slots
+                ]
+                or None,
+                vpc_security_group_ids=None if slots else args.security_group_ids,
+                placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group)
+                if placement_group is not None
+                else None,
+                capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                    capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                        capacity_reservation_id=spec.capacity.reservation_id,
+                    )
+                )
+                if spec.capacity.reserved
+                else None,
+                instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+                if spec.capacity.type is CapacityType.CAPACITY_BLOCK
+                else None,
+                tag_specifications=[
+                    aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+                    for kind in ("instance", "volume", "network-interface")
+                ],
+                tags=resource_tags(args.default_tags, physical_name(physical, "lt")),
+            ),
+            opts=child,
+        )
+
+        labels = node_labels(spec)
+        taint = node_taint(row)
+        node_group = aws.eks.NodeGroup(
+            child_name(name, "ng"),
+            aws.eks.NodeGroupArgs(
+                cluster_name=args.cluster_name,
+                node_group_name=physical,
+                node_role_arn=args.node_role_arn,
+                subnet_ids=[args.subnet_id],
+                version=args.kubernetes_version,
+                ami_type=spec.ami_family.value,
+                capacity_type=eks_capacity_type(spec),
+                instance_types=[spec.instance_type],
+                scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                    min_size=spec.min_size, desired_size=spec.desired_size, max_size=spec.max_size
+                ),
+                update_config=aws.eks.NodeGroupUpdateConfigArgs(
+                    max_unavailable=spec.max_unavailable, update_strategy=update_strategy(spec)
+                ),
+                launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                    id=launch_template.id, version=launch_template.latest_version.apply(str)
+                ),
+                labels=labels,
+                taints=[aws.eks.NodeGroupTaintArgs(key=taint.key, value=taint.value, effect=taint.effect)],
+                tags=resource_tags(args.default_tags, physical),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=["scalingConfig.desiredSize"],
+                delete_before_replace=True,
+                depends_on=list(args.node_dependencies),
+            ),
+        )
+
+        self.node_group = node_group
+        self.node_group_name = node_group.node_group_name
+        self.node_group_arn = node_group.arn
+        self.launch_template_id = launch_template.id
+        self.placement_group_name = placement_group
+        self.efa_interface_count = efa_interface_count(slots)
+        self.gpu_count_max = spec.max_gpus
+        self.labels = labels
+        self.taint = taint
+        self.register_outputs(
+            {
+                "node_group_name": self.node_group_name,
+                "node_group_arn": self.node_group_arn,
+                "launch_template_id": self.launch_template_id,
+                "placement_group_name": self.placement_group_name,
+                "efa_interface_count": self.efa_interface_count,
+                "gpu_count_max": self.gpu_count_max,
+            }
+        )

@@ -1,0 +1,106 @@
+"""Pure user data for GPU nodes: nodeadm (AL2023) and Bottlerocket, both merged by EKS managed node groups.
+
+The launch template names no AMI, so EKS picks the accelerated AMI from the node group's `ami_type` and merges
+its own cluster bootstrap (cluster name, endpoint, CA) with what is here. Ours only adds the node-local parts:
+
+- containerd, kubelet and pod logs on the instance-store NVMe as one RAID0 array (p5: 8 x 3.84 TB), instead of
+  the EBS root volume that model images and checkpoints would fill. AL2023: nodeadm `NodeConfig`
+  `spec.instance.localStorage.strategy: RAID0` (awslabs/amazon-eks-ami `nodeadm/api/v1alpha1`
+  `LocalStorageOptions`; strategies RAID0, RAID10, Mount). Bottlerocket: bootstrap commands
+  `apiclient ephemeral-storage init` (RAID0 over all instance-store disks) and `... bind --dirs ...`
+  (bottlerocket.dev, "Bootstrap Commands"; `apiclient ephemeral-storage`).
+- 2 MiB hugepages pre-allocated for libfabric's EFA buffers; pods that request `hugepages-2Mi` stay Pending on
+  nodes without them. AL2023: a shell part sets `vm.nr_hugepages`; cloud-init runs it before kubelet starts,
+  because `nodeadm-run.service` is ordered `After=cloud-final.service` (amazon-eks-ami
+  `templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service`), so kubelet reports the pages as
+  allocatable. Bottlerocket: `settings.kernel.sysctl."vm.nr_hugepages"`.
+
+Bottlerocket's `settings.kubernetes.*` (cluster name, API server, CA, labels, taints) are filled in by the
+managed node group from the cluster and the node group's own labels and taints, so none are repeated here.
+
+The output is deterministic (fixed MIME boundary, fixed key order), so a re-run plans no diff.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import yaml
+
+MIME_BOUNDARY = "//trainstack//"
+NODEADM_API_VERSION = "node.eks.aws/v1alpha1"
+NODEADM_CONTENT_TYPE = "application/node.eks.aws"  # nodeadm's MIME part type (awslabs.github.io/amazon-eks-ami/nodeadm)
+LOCAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+HUGEPAGES_SYSCTL_FILE = "/etc/sysctl.d/90-trainstack-hugepages.conf"
+
+
+def nodeadm_config(*, instance_store: bool) -> dict[str, object]:
+    """The nodeadm NodeConfig trainstack adds; EKS merges in the cluster details."""
+    spec: dict[str, object] = {}
+    if instance_store:
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": NODEADM_API_VERSION, "kind": "NodeConfig", "spec": spec}
+
+
+def hugepages_script(hugepages_2mi: int) -> str:
+    """A boot script that reserves `hugepages_2mi` 2 MiB pages now and on every later boot."""
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            "set -o errexit -o nounset -o pipefail",
+            "# 2 MiB hugepages for libfabric/EFA buffers; set before nodeadm starts kubelet.",
+            f"echo 'vm.nr_hugepages = {hugepages_2mi}' > {HUGEPAGES_SYSCTL_FILE}",
+            f"sysctl -p {HUGEPAGES_SYSCTL_FILE}",
+            "allocated=$(cat /proc/sys/vm/nr_hugepages)",
+            f'if [ "$allocated" -lt {hugepages_2mi} ]; then',
+            f'  echo "trainstack: only $allocated of {hugepages_2mi} 2MiB hugepages allocated" >&2',
+            "fi",
+            "",
+        ]
+    )
+
+
+def nodeadm_user_data(*, hugepages_2mi: int, instance_store: bool) -> str:
+    """AL2023 user data: a MIME multi-part document with a NodeConfig part and, if asked, a hugepages script."""
+    node_config = yaml.safe_dump(nodeadm_config(instance_store=instance_store), sort_keys=False)
+    parts = [(NODEADM_CONTENT_TYPE, "---\n" + node_config)]
+    if hugepages_2mi > 0:
+        parts.append(('text/x-shellscript; charset="us-ascii"', hugepages_script(hugepages_2mi)))
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]
+    for content_type, body in parts:
+        lines += [f"--{MIME_BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n"), ""]
+    lines += [f"--{MIME_BOUNDARY}--", ""]
+    return "\n".join(lines)
+
+
+def _toml_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_array(values: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+
+
+def bottlerocket_user_data(*, hugepages_2mi: int, instance_store: bool) -> str:
+    """Bottlerocket user data (TOML settings) with the same effect as `nodeadm_user_data`."""
+    lines: list[str] = []
+    if hugepages_2mi > 0:
+        lines += ["[settings.kernel.sysctl]", f'"vm.nr_hugepages" = {_toml_string(str(hugepages_2mi))}', ""]
+    if instance_store:
+        commands = [
+            ("apiclient", "ephemeral-storage", "init"),
+            ("apiclient", "ephemeral-storage", "bind", "--dirs", *LOCAL_STORAGE_DIRS),
+        ]
+        lines += [
+            "[settings.bootstrap-commands.trainstack-local-storage]",
+            "commands = [" + ", ".join(_toml_array(c) for c in commands) + "]",
+            "essential = true",  # a node without its RAID0 would fill the EBS data volume: do not let it join
+            'mode = "always"',  # instance store is blank after every stop/start
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def encode(user_data: str) -> str:
+    """Launch templates take user data base64-encoded."""
+    return base64.b64encode(user_data.encode()).decode()

@@ -1,0 +1,86 @@
+"""The whole program on the prod stack, and on copies of it with only the GPU instance type swapped."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from components.efa import efa_interfaces
+from stacks.catalog import CATALOG
+from tests.conftest import edited_config, recording, stack_config
+from trainstack.engine import Recording, run_program
+
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+NG = "aws:eks/nodeGroup:NodeGroup"
+PG = "aws:ec2/placementGroup:PlacementGroup"
+SUBNET = "aws:ec2/subnet:Subnet"
+
+# Issue 3, "Done when": the interface count each swap must plan.
+SWAPS = {"p4d.24xlarge": 4, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "trn1n.32xlarge": 16}
+
+
+@functools.cache
+def swapped(instance_type: str) -> Recording:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["gpu_node_groups"][0]["instance_type"] = instance_type  # the only edit
+
+    return run_program(edited_config("prod", edit), stack="prod")
+
+
+def gpu_launch_template(rec: Recording) -> dict[str, Any]:
+    (template,) = [r for r in rec.by_type(LT) if "-gpu-" in r.name]
+    return template.inputs
+
+
+def gpu_node_group(rec: Recording) -> dict[str, Any]:
+    (node_group,) = [r for r in rec.by_type(NG) if "-gpu-" in r.name]
+    return node_group.inputs
+
+
+def efa_count(template: dict[str, Any]) -> int:
+    return sum(i["interfaceType"] in ("efa", "efa-only") for i in template["networkInterfaces"])
+
+
+def test_prod_plans_every_p5_interface_in_one_subnet_with_the_gpu_taint() -> None:
+    rec = recording("prod")
+    group = stack_config("prod").gpu_node_groups[0]
+    template = gpu_launch_template(rec)
+    assert efa_count(template) == 32
+    assert template["networkInterfaces"][0]["interfaceType"] == "interface"
+    node_group = gpu_node_group(rec)
+    (subnet_id,) = node_group["subnetIds"]
+    (subnet,) = [s for s in rec.by_type(SUBNET) if s.id == subnet_id]
+    assert subnet.inputs["availabilityZone"] == group.availability_zone
+    assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in node_group["taints"]
+    # The prod ODCR was made without a placement group: none is created or referenced.
+    assert rec.by_type(PG) == [] and "placement" not in template
+    assert template["capacityReservationSpecification"]["capacityReservationTarget"] == {
+        "capacityReservationId": group.capacity.reservation_id
+    }
+    assert rec.outputs["gpu_node_groups"][group.name]["efa_interfaces_per_node"] == 32
+
+
+def test_staging_on_demand_efa_group_gets_a_cluster_placement_group() -> None:
+    rec = recording("staging")
+    (group,) = rec.by_type(PG)
+    assert group.inputs["strategy"] == "cluster"
+    assert gpu_launch_template(rec)["placement"] == {"groupName": group.inputs["name"]}
+
+
+@pytest.mark.parametrize(("instance_type", "expected"), sorted(SWAPS.items()))
+def test_swapping_only_the_instance_type_plans_its_full_interface_count(instance_type: str, expected: int) -> None:
+    rec = swapped(instance_type)
+    template = gpu_launch_template(rec)
+    assert efa_count(template) == expected == CATALOG[instance_type].max_efa_interfaces
+    cards = [i["networkCardIndex"] for i in template["networkInterfaces"] if i["interfaceType"] == "efa-only"]
+    assert len(set(cards)) == len(cards) == expected
+    layout = efa_interfaces(CATALOG[instance_type], stack_config("prod").gpu_node_groups[0].efa_layout)
+    assert [i["networkCardIndex"] for i in template["networkInterfaces"]] == [s.network_card_index for s in layout]
+    node_group = gpu_node_group(rec)
+    assert node_group["instanceTypes"] == [instance_type]
+    assert len(node_group["subnetIds"]) == 1
+    neuron = CATALOG[instance_type].accelerator.value == "neuron"
+    assert node_group["amiType"] == ("AL2023_x86_64_NEURON" if neuron else "AL2023_x86_64_NVIDIA")
+    assert node_group["taints"][0]["key"] == ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu")

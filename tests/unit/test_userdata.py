@@ -1,0 +1,75 @@
+"""User data for GPU nodes: the nodeadm MIME document and the Bottlerocket TOML."""
+
+from __future__ import annotations
+
+import base64
+import email
+import tomllib
+
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.userdata import (
+    HUGEPAGES_SYSCTL_FILE,
+    LOCAL_STORAGE_DIRS,
+    NODEADM_API_VERSION,
+    bottlerocket_user_data,
+    encode,
+    nodeadm_user_data,
+)
+
+
+def _parts(document: str) -> dict[str, str]:
+    message = email.message_from_string(document)
+    assert message.is_multipart()
+    assert message.get_content_type() == "multipart/mixed"
+    return {part.get_content_type(): part.get_payload() for part in message.get_payload()}
+
+
+def test_nodeadm_document_puts_kubelet_and_containerd_on_raid0() -> None:
+    parts = _parts(nodeadm_user_data(hugepages_2mi=5128, instance_store=True))
+    config = yaml.safe_load(parts["application/node.eks.aws"])
+    assert config["apiVersion"] == NODEADM_API_VERSION
+    assert config["kind"] == "NodeConfig"
+    assert config["spec"]["instance"]["localStorage"] == {"strategy": "RAID0"}
+    # Cluster details are EKS's to merge in: repeating them would pin a stale endpoint.
+    assert "cluster" not in config["spec"]
+
+
+def test_nodeadm_document_allocates_hugepages_before_kubelet() -> None:
+    script = _parts(nodeadm_user_data(hugepages_2mi=5128, instance_store=True))["text/x-shellscript"]
+    assert script.startswith("#!/bin/bash")
+    assert f"echo 'vm.nr_hugepages = 5128' > {HUGEPAGES_SYSCTL_FILE}" in script
+    assert f"sysctl -p {HUGEPAGES_SYSCTL_FILE}" in script
+
+
+def test_no_hugepages_no_script_and_no_instance_store_no_raid() -> None:
+    parts = _parts(nodeadm_user_data(hugepages_2mi=0, instance_store=False))
+    assert set(parts) == {"application/node.eks.aws"}
+    assert yaml.safe_load(parts["application/node.eks.aws"])["spec"] == {}
+
+
+@given(hugepages=st.integers(min_value=1, max_value=500_000), instance_store=st.booleans())
+def test_both_formats_carry_the_hugepages_count(hugepages: int, instance_store: bool) -> None:
+    script = _parts(nodeadm_user_data(hugepages_2mi=hugepages, instance_store=instance_store))["text/x-shellscript"]
+    assert f"vm.nr_hugepages = {hugepages}'" in script
+    settings = tomllib.loads(bottlerocket_user_data(hugepages_2mi=hugepages, instance_store=instance_store))
+    assert settings["settings"]["kernel"]["sysctl"]["vm.nr_hugepages"] == str(hugepages)
+    assert ("bootstrap-commands" in settings["settings"]) is instance_store
+
+
+def test_bottlerocket_binds_runtime_dirs_to_ephemeral_raid() -> None:
+    settings = tomllib.loads(bottlerocket_user_data(hugepages_2mi=5128, instance_store=True))["settings"]
+    command = settings["bootstrap-commands"]["trainstack-local-storage"]
+    assert command["commands"][0] == ["apiclient", "ephemeral-storage", "init"]
+    assert command["commands"][1] == ["apiclient", "ephemeral-storage", "bind", "--dirs", *LOCAL_STORAGE_DIRS]
+    assert {"/var/lib/containerd", "/var/lib/kubelet"} <= set(LOCAL_STORAGE_DIRS)
+    assert command["essential"] is True
+    assert command["mode"] == "always"
+
+
+def test_output_is_deterministic_and_encodes_round_trip() -> None:
+    first = nodeadm_user_data(hugepages_2mi=5128, instance_store=True)
+    assert first == nodeadm_user_data(hugepages_2mi=5128, instance_store=True)
+    assert base64.b64decode(encode(first)).decode() == first
