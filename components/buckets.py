@@ -1,0 +1,231 @@
+"""S3 buckets for training data (datasets, checkpoints) and the customer-managed KMS key that encrypts them.
+
+Each bucket is an `aws.s3.Bucket` (pulumi-aws 7 name; `BucketV2` and the `*V2` configuration resources are
+deprecated aliases) with its own configuration resources (args classes `*InitArgs` in v7, as `*Args` names the
+inline blocks): SSE-KMS with an S3 Bucket Key (fewer KMS requests,
+lower cost: S3 User Guide, "Reducing the cost of SSE-KMS with Amazon S3 Bucket Keys"), versioning, all four
+public access blocks, a TLS-only bucket policy (S3 User Guide, "Security best practices": deny when
+`aws:SecureTransport` is false), and lifecycle rules for noncurrent versions and stale multipart uploads.
+
+The KMS key also encrypts FSx for Lustre (passed to `LustreFileSystem`). Its policy is explicit: the account
+root administers it (so IAM policies govern use, the KMS default), and FSx's S3 service-linked role may use
+it to read and write the SSE-KMS datasets bucket through a data repository association (FSx for Lustre User
+Guide, "Working with server-side encrypted Amazon S3 buckets").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.naming import child_name
+from stacks.schema import BucketsSpec
+
+BUCKET_ROLES = ("datasets", "checkpoints")
+# The service-linked role FSx creates per file system for S3 access (one per file system id).
+FSX_S3_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+KEY_DELETION_WINDOW_DAYS = 30  # KMS maximum (7-30): the longest chance to cancel a mistaken deletion
+
+
+def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
+    """A bucket policy that refuses every request not made over TLS."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }
+
+
+def data_key_policy(account_id: str, partition: str, region: str) -> dict[str, Any]:
+    """The data key's policy: account administration through IAM, and FSx's S3 role through S3 only."""
+    root = f"arn:{partition}:iam::{account_id}:root"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                # Without this statement no IAM policy can grant use of the key (KMS default key policy).
+                "Sid": "EnableIamPolicies",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "AllowFsxDataRepositoryThroughS3",
+                "Effect": "Allow",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {"kms:CallerAccount": account_id, "kms:ViaService": f"s3.{region}.amazonaws.com"},
+                    "ArnLike": {"aws:PrincipalArn": f"arn:{partition}:iam::{account_id}:{FSX_S3_ROLE_PATH}"},
+                },
+            },
+        ],
+    }
+
+
+def lifecycle_rules(spec: BucketsSpec) -> list[aws.s3.BucketLifecycleConfigurationRuleArgs]:
+    """Expire old versions (keeping the newest few), drop expired delete markers, abort stale uploads."""
+    return [
+        aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="expire-noncurrent-versions",
+            status="Enabled",
+            filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+            noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                noncurrent_days=spec.noncurrent_version_expiration_days,
+                newer_noncurrent_versions=spec.noncurrent_versions_kept or None,  # S3 refuses 0
+            ),
+            # Delete markers with no versions left behind them only slow down listings.
+            expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(expired_object_delete_marker=True),
+        ),
+        aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="abort-incomplete-multipart-uploads",
+            status="Enabled",
+            filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+            abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                days_after_initiation=spec.abort_incomplete_multipart_days,
+            ),
+        ),
+    ]
+
+
+@dataclass
+class DataBucketsArgs:
+    """Spec (from the validated config) and wiring for `DataBuckets`."""
+
+    spec: BucketsSpec
+    protect: bool = False
+    """Protect the buckets and the key against deletion (prod)."""
+
+
+class DataBuckets(pulumi.ComponentResource):
+    """The datasets and checkpoints buckets and the KMS key for training data.
+
+    Children: `<name>-key` (+ `<name>-key-alias`), and per bucket role `<name>-<role>` with
+    `-encryption`, `-versioning`, `-public-access-block`, `-policy` and `-lifecycle`.
+    """
+
+    kms_key_arn: pulumi.Output[str]
+    """ARN of the customer-managed KMS key (for FSx `kms_key_id` and the buckets' SSE-KMS)."""
+    datasets_bucket_name: pulumi.Output[str]
+    """Name of the datasets bucket (linked to Lustre)."""
+    datasets_bucket_arn: pulumi.Output[str]
+    """ARN of the datasets bucket."""
+    checkpoints_bucket_name: pulumi.Output[str]
+    """Name of the checkpoints bucket."""
+    checkpoints_bucket_arn: pulumi.Output[str]
+    """ARN of the checkpoints bucket."""
+
+    def __init__(self, name: str, args: DataBucketsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:storage:DataBuckets", name, None, opts)
+        data = pulumi.ResourceOptions(parent=self, protect=args.protect)
+
+        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        key_policy = pulumi.Output.all(identity.account_id, partition.partition, region.region).apply(
+            lambda values: json.dumps(data_key_policy(*values))
+        )
+        self.key = aws.kms.Key(
+            child_name(name, "key"),
+            aws.kms.KeyArgs(
+                description=f"{name}: training datasets, checkpoints and FSx for Lustre",
+                enable_key_rotation=True,
+                deletion_window_in_days=KEY_DELETION_WINDOW_DAYS,
+                policy=key_policy,
+            ),
+            opts=data,
+        )
+        aws.kms.Alias(
+            child_name(name, "key-alias"),
+            aws.kms.AliasArgs(name=f"alias/{name}", target_key_id=self.key.key_id),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.buckets: dict[str, aws.s3.Bucket] = {
+            role: self._bucket(child_name(name, role), args, data) for role in BUCKET_ROLES
+        }
+
+        self.kms_key_arn = self.key.arn
+        self.datasets_bucket_name = self.buckets["datasets"].bucket
+        self.datasets_bucket_arn = self.buckets["datasets"].arn
+        self.checkpoints_bucket_name = self.buckets["checkpoints"].bucket
+        self.checkpoints_bucket_arn = self.buckets["checkpoints"].arn
+        self.register_outputs(
+            {
+                "kms_key_arn": self.kms_key_arn,
+                "datasets_bucket_name": self.datasets_bucket_name,
+                "datasets_bucket_arn": self.datasets_bucket_arn,
+                "checkpoints_bucket_name": self.checkpoints_bucket_name,
+                "checkpoints_bucket_arn": self.checkpoints_bucket_arn,
+            }
+        )
+
+    def _bucket(self, name: str, args: DataBucketsArgs, data: pulumi.ResourceOptions) -> aws.s3.Bucket:
+        # Auto-named (logical name + random suffix): bucket names are global, so no fixed name can collide.
+        bucket = aws.s3.Bucket(name, aws.s3.BucketArgs(force_destroy=False), opts=data)
+        child = pulumi.ResourceOptions(parent=self)
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            child_name(name, "encryption"),
+            aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
+                bucket=bucket.id,
+                rules=[
+                    aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                        apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                            sse_algorithm="aws:kms",
+                            kms_master_key_id=self.key.arn,
+                        ),
+                        bucket_key_enabled=True,
+                    )
+                ],
+            ),
+            opts=child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            child_name(name, "versioning"),
+            aws.s3.BucketVersioningInitArgs(
+                bucket=bucket.id,
+                versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            ),
+            opts=child,
+        )
+        public_access = aws.s3.BucketPublicAccessBlock(
+            child_name(name, "public-access-block"),
+            aws.s3.BucketPublicAccessBlockArgs(
+                bucket=bucket.id,
+                block_public_acls=True,
+                block_public_policy=True,
+                ignore_public_acls=True,
+                restrict_public_buckets=True,
+            ),
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            child_name(name, "policy"),
+            aws.s3.BucketPolicyArgs(
+                bucket=bucket.id,
+                policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn))),
+            ),
+            # S3 refuses policy writes racing the public access block update on the same bucket.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            child_name(name, "lifecycle"),
+            aws.s3.BucketLifecycleConfigurationArgs(bucket=bucket.id, rules=lifecycle_rules(args.spec)),
+            # Noncurrent-version rules need versioning in place first (provider docs).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+        return bucket

@@ -1,0 +1,197 @@
+"""Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, supply versus GPU demand.
+
+Used by the schema validators (stacks/schema.py), the plan report and the storage policy, so it imports no
+Pulumi. Sources (AWS, checked for this module):
+
+- Capacity at creation: FSx API Reference, CreateFileSystem `StorageCapacity`: "For SCRATCH_2, PERSISTENT_2,
+  and PERSISTENT_1 deployment types using SSD storage type, the valid values are 1200 GiB, 2400 GiB, and
+  increments of 2400 GiB" -- the same steps for every PERSISTENT_2 throughput tier (125/250/500/1000).
+- EFA-enabled file systems: FSx for Lustre User Guide, "Increasing storage capacity": multiples of 38400 GiB
+  at 125 MB/s/TiB, 19200 at 250, 9600 at 500, 4800 at 1000 (one EFA file-server unit, 4800 MB/s, per step).
+  The guide states these for increases; the API reference has no separate EFA creation rule, so we apply
+  the same steps at creation (the FSx CSI driver's EFA example creates 4800 GiB at 1000 MB/s/TiB).
+- Per-unit throughput: User Guide, "Managing provisioned throughput capacity": PERSISTENT_2 SSD takes 125,
+  250, 500 or 1000 MB/s/TiB; SCRATCH_2 takes none (it has a fixed baseline).
+- SCRATCH_2 baseline: User Guide, "Performance characteristics of SSD and HDD storage classes": 200 MB/s
+  per TiB baseline (1300 burst, credit-based; we size on the baseline, never on burst).
+- Metadata IOPS (PERSISTENT_2, USER_PROVISIONED): API Reference, CreateFileSystemLustreMetadataConfiguration:
+  1500, 3000, 6000, 12000 and multiples of 12000 up to 192000 (SSD file systems).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the schema imports this module for its validators: no import cycle at run time
+    from stacks.schema import ClusterConfig, FsxSpec
+
+# Deployment types by value (stacks.schema.FsxDeploymentType is a StrEnum, so its members compare equal).
+SCRATCH_2 = "SCRATCH_2"
+PERSISTENT_2 = "PERSISTENT_2"
+
+GIB_PER_TIB = 1024
+
+SSD_FIRST_STEPS_GIB = (1200, 2400)  # CreateFileSystem StorageCapacity, SSD types
+SSD_INCREMENT_GIB = 2400
+PERSISTENT_2_THROUGHPUTS_MB_S_PER_TIB = (125, 250, 500, 1000)  # managing-throughput-capacity
+SCRATCH_2_BASELINE_MB_S_PER_TIB = 200  # ssd-storage performance table; burst 1300 is not sized on
+# EFA-enabled increments by throughput tier (User Guide, increase-storage-capacity).
+EFA_INCREMENT_GIB: dict[int, int] = {125: 38400, 250: 19200, 500: 9600, 1000: 4800}
+METADATA_IOPS_STEPS = (1500, 3000, 6000, 12000)  # then multiples of 12000 up to 192000
+METADATA_IOPS_INCREMENT = 12000
+METADATA_IOPS_MAX = 192000
+
+
+def valid_throughputs(deployment_type: str) -> tuple[int, ...]:
+    """The per-unit storage throughputs (MB/s/TiB) a deployment type accepts; empty when it takes none."""
+    if deployment_type == PERSISTENT_2:
+        return PERSISTENT_2_THROUGHPUTS_MB_S_PER_TIB
+    return ()
+
+
+def capacity_increment_gib(efa_enabled: bool = False, throughput_mb_s_per_tib: int | None = None) -> int:
+    """The step (GiB) valid capacities grow by, past the SSD first steps for non-EFA file systems."""
+    if efa_enabled:
+        if throughput_mb_s_per_tib not in EFA_INCREMENT_GIB:
+            raise ValueError(f"EFA file systems need a throughput tier in {sorted(EFA_INCREMENT_GIB)}")
+        return EFA_INCREMENT_GIB[throughput_mb_s_per_tib]
+    return SSD_INCREMENT_GIB
+
+
+def is_valid_capacity(
+    capacity_gib: int, *, efa_enabled: bool = False, throughput_mb_s_per_tib: int | None = None
+) -> bool:
+    """Whether AWS accepts `capacity_gib` at creation (SCRATCH_2 and PERSISTENT_2 SSD share the rule)."""
+    if capacity_gib <= 0:
+        return False
+    step = capacity_increment_gib(efa_enabled, throughput_mb_s_per_tib)
+    if efa_enabled:
+        return capacity_gib % step == 0
+    return capacity_gib in SSD_FIRST_STEPS_GIB or capacity_gib % step == 0
+
+
+def valid_capacities_near(
+    capacity_gib: int, *, efa_enabled: bool = False, throughput_mb_s_per_tib: int | None = None
+) -> tuple[int | None, int]:
+    """The nearest valid capacities (below or equal, above or equal); below is None under the minimum."""
+    step = capacity_increment_gib(efa_enabled, throughput_mb_s_per_tib)
+    first = () if efa_enabled else SSD_FIRST_STEPS_GIB
+    floor_multiple = (capacity_gib // step) * step
+    below_candidates = [c for c in (*first, floor_multiple) if 0 < c <= capacity_gib]
+    above_candidates = [c for c in (*first, -(-capacity_gib // step) * step, step) if c >= capacity_gib]
+    return (max(below_candidates) if below_candidates else None, min(above_candidates))
+
+
+def capacity_rule(efa_enabled: bool = False, throughput_mb_s_per_tib: int | None = None) -> str:
+    """The capacity rule in words, for error messages and the README."""
+    if efa_enabled:
+        step = capacity_increment_gib(True, throughput_mb_s_per_tib)
+        return f"a multiple of {step} GiB (EFA-enabled at {throughput_mb_s_per_tib} MB/s/TiB)"
+    return "1200, 2400 or a multiple of 2400 GiB"
+
+
+def capacity_problem(
+    capacity_gib: int, *, efa_enabled: bool = False, throughput_mb_s_per_tib: int | None = None
+) -> str | None:
+    """None when the capacity is valid, else what is wrong and the nearest valid values."""
+    if efa_enabled and throughput_mb_s_per_tib not in EFA_INCREMENT_GIB:
+        return None  # the throughput rule reports this; no capacity rule applies without a tier
+    if is_valid_capacity(capacity_gib, efa_enabled=efa_enabled, throughput_mb_s_per_tib=throughput_mb_s_per_tib):
+        return None
+    below, above = valid_capacities_near(
+        capacity_gib, efa_enabled=efa_enabled, throughput_mb_s_per_tib=throughput_mb_s_per_tib
+    )
+    nearest = f"{below} or {above}" if below else str(above)
+    rule = capacity_rule(efa_enabled, throughput_mb_s_per_tib)
+    return f"{capacity_gib} GiB is not a valid FSx for Lustre capacity: use {rule}; nearest valid: {nearest}"
+
+
+def valid_metadata_iops() -> tuple[int, ...]:
+    """Every metadata IOPS value a USER_PROVISIONED SSD file system accepts."""
+    multiples = range(2 * METADATA_IOPS_INCREMENT, METADATA_IOPS_MAX + 1, METADATA_IOPS_INCREMENT)
+    return (*METADATA_IOPS_STEPS, *multiples)
+
+
+def is_valid_metadata_iops(iops: int) -> bool:
+    return iops in METADATA_IOPS_STEPS or (
+        iops % METADATA_IOPS_INCREMENT == 0 and METADATA_IOPS_INCREMENT <= iops <= METADATA_IOPS_MAX
+    )
+
+
+def per_unit_throughput(spec: FsxSpec) -> int:
+    """The throughput (MB/s per TiB) sizing counts on: the provisioned tier, or SCRATCH_2's baseline."""
+    if spec.deployment_type == SCRATCH_2:
+        return SCRATCH_2_BASELINE_MB_S_PER_TIB
+    if spec.throughput_mb_s_per_tib is None:
+        raise ValueError("PERSISTENT_2 needs throughput_mb_s_per_tib")
+    return spec.throughput_mb_s_per_tib
+
+
+def aggregate_throughput_mb_s(capacity_gib: int, per_unit_mb_s_per_tib: int) -> float:
+    """Baseline aggregate throughput: capacity in TiB x per-unit throughput (MB/s)."""
+    return capacity_gib / GIB_PER_TIB * per_unit_mb_s_per_tib
+
+
+def demand_mb_s(gpus: int, per_gpu_read_mb_s: float) -> float:
+    """What the GPUs read when all train at once: GPUs x per-GPU read rate (MB/s)."""
+    return gpus * per_gpu_read_mb_s
+
+
+@dataclass(frozen=True)
+class StorageSizing:
+    """Storage supply against GPU demand for one stack."""
+
+    deployment_type: str
+    capacity_gib: int
+    per_unit_mb_s_per_tib: int
+    supply_mb_s: float
+    gpus: int
+    per_gpu_read_mb_s: float
+    demand_mb_s: float
+
+    @property
+    def ratio(self) -> float | None:
+        """Supply divided by demand; None when there is no demand (no GPUs)."""
+        return None if self.demand_mb_s == 0 else self.supply_mb_s / self.demand_mb_s
+
+    @property
+    def sufficient(self) -> bool:
+        return self.supply_mb_s >= self.demand_mb_s
+
+    @property
+    def warning(self) -> str | None:
+        """A plain-language warning when the file system cannot feed the GPUs, else None."""
+        if self.sufficient:
+            return None
+        needed_tib = self.demand_mb_s / self.per_unit_mb_s_per_tib
+        return (
+            f"FSx for Lustre delivers {self.supply_mb_s:,.0f} MB/s ({self.capacity_gib} GiB x "
+            f"{self.per_unit_mb_s_per_tib} MB/s/TiB) but {self.gpus} GPUs reading {self.per_gpu_read_mb_s:,.0f} MB/s "
+            f"each need {self.demand_mb_s:,.0f} MB/s (ratio {self.ratio:.2f}): GPUs will wait on storage. Raise "
+            f"storage.fsx.storage_capacity_gib to about {needed_tib * GIB_PER_TIB:,.0f} GiB or a higher "
+            "throughput_mb_s_per_tib tier."
+        )
+
+
+def cluster_gpus(cluster: ClusterConfig) -> int:
+    """GPUs (accelerators) the stack can run at once: every GPU node group at its maximum size."""
+    return sum(group.max_gpus for group in cluster.gpu_node_groups)
+
+
+def sizing(cluster: ClusterConfig) -> StorageSizing | None:
+    """The stack's storage supply versus demand; None when the stack has no file system."""
+    fsx = cluster.storage.fsx
+    if not fsx.enabled:
+        return None
+    per_unit = per_unit_throughput(fsx)
+    gpus = cluster_gpus(cluster)
+    return StorageSizing(
+        deployment_type=str(fsx.deployment_type),
+        capacity_gib=fsx.storage_capacity_gib,
+        per_unit_mb_s_per_tib=per_unit,
+        supply_mb_s=aggregate_throughput_mb_s(fsx.storage_capacity_gib, per_unit),
+        gpus=gpus,
+        per_gpu_read_mb_s=fsx.per_gpu_read_mb_s,
+        demand_mb_s=demand_mb_s(gpus, fsx.per_gpu_read_mb_s),
+    )

@@ -1,0 +1,176 @@
+"""The Kubernetes side of FSx for Lustre: the FSx CSI driver add-on with its Pod Identity role, and a statically
+provisioned PersistentVolume + PersistentVolumeClaim in each team namespace.
+
+One PV per namespace: a PersistentVolume binds to exactly one PersistentVolumeClaim, and a claim lives in
+one namespace, so one PV cannot serve several teams. Each team gets its own PV (cluster-scoped, named after
+the team) with the same `volumeHandle`, DNS name and mount name -- every team mounts the same file system --
+pre-bound to that team's claim through `claimRef`, so no other claim can take it. The FSx CSI driver is not
+attachable (no VolumeAttachment), so several PVs naming one file system mount independently. Reclaim policy
+Retain: deleting a claim or a PV never touches the data.
+
+Facts: driver name `fsx.csi.aws.com`, volume attributes `dnsname` and `mountname`, mount option `flock`
+(kubernetes-sigs/aws-fsx-csi-driver, examples/kubernetes/static_provisioning). EKS add-on name
+`aws-fsx-csi-driver`; its controller runs as `kube-system/fsx-csi-controller-sa` and AWS documents the
+`AmazonFSxFullAccess` managed policy for it; the add-on authenticates with EKS Pod Identity (EKS User Guide,
+"Deploy the FSx for Lustre driver"). Static volumes need no AWS call; the role serves dynamic provisioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.naming import child_name
+from components.pod_identity import managed_policy_arn, pod_identity_role
+
+ADDON_NAME = "aws-fsx-csi-driver"
+CSI_DRIVER = "fsx.csi.aws.com"
+CONTROLLER_NAMESPACE = "kube-system"
+CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+CONTROLLER_POLICY = "AmazonFSxFullAccess"
+MOUNT_OPTIONS = ("flock",)  # POSIX locks across clients (training frameworks lock checkpoint files)
+CLAIM_NAME = "fsx-lustre"  # the same claim name in every team namespace, so job specs are portable
+
+
+def volume_name(team_namespace: str) -> str:
+    """The cluster-scoped PV name for one team's view of the file system."""
+    return f"fsx-lustre-{team_namespace}"
+
+
+def capacity_quantity(capacity_gib: int) -> str:
+    """A Kubernetes quantity for a capacity in GiB."""
+    return f"{capacity_gib}Gi"
+
+
+def persistent_volume_spec(
+    *,
+    namespace: str,
+    file_system_id: pulumi.Input[str],
+    dns_name: pulumi.Input[str],
+    mount_name: pulumi.Input[str],
+    capacity_gib: int,
+) -> k8s.core.v1.PersistentVolumeSpecArgs:
+    """A static FSx for Lustre PV pre-bound to `namespace/fsx-lustre`."""
+    return k8s.core.v1.PersistentVolumeSpecArgs(
+        capacity={"storage": capacity_quantity(capacity_gib)},
+        volume_mode="Filesystem",
+        access_modes=["ReadWriteMany"],
+        persistent_volume_reclaim_policy="Retain",
+        storage_class_name="",  # static: no StorageClass, no dynamic provisioner
+        mount_options=list(MOUNT_OPTIONS),
+        claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=namespace, name=CLAIM_NAME),
+        csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
+            driver=CSI_DRIVER,
+            volume_handle=file_system_id,
+            volume_attributes={"dnsname": dns_name, "mountname": mount_name},
+        ),
+    )
+
+
+@dataclass
+class LustreVolumeArgs:
+    """Spec (plain values from the config) and wiring (cluster and file system outputs)."""
+
+    cluster_name: pulumi.Input[str]
+    addon_version: str
+    """The pinned `aws-fsx-csi-driver` add-on version (cluster.eks.addons.fsx_csi_driver)."""
+    namespaces: Sequence[str]
+    """Team namespaces (cluster.kubernetes.teams), created by the Kubernetes platform component."""
+    file_system_id: pulumi.Input[str]
+    dns_name: pulumi.Input[str]
+    mount_name: pulumi.Input[str]
+    capacity_gib: int
+    depends_on: Sequence[pulumi.Input[pulumi.Resource]] = field(default_factory=tuple)
+    """Resources the claims wait for (the team namespaces)."""
+
+
+class LustreVolume(pulumi.ComponentResource):
+    """The FSx CSI driver add-on (with its Pod Identity role) and one PV + PVC per team namespace.
+
+    Children: `<name>-csi-identity` (PodIdentityRole), `<name>-csi-addon`, and per namespace
+    `<name>-pv-<namespace>` and `<name>-pvc-<namespace>`. Pass `providers=` with the AWS and the Kubernetes
+    providers; children inherit them.
+    """
+
+    addon_arn: pulumi.Output[str]
+    """ARN of the EKS add-on."""
+    claims: dict[str, str]
+    """Team namespace -> name of its claim on the file system."""
+    volume_names: dict[str, str]
+    """Team namespace -> name of its PersistentVolume."""
+
+    def __init__(self, name: str, args: LustreVolumeArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:storage:LustreVolume", name, None, opts)
+        if not args.namespaces:
+            raise ValueError(f"{name}: at least one team namespace is needed for the claims")
+        if len(set(args.namespaces)) != len(args.namespaces):
+            raise ValueError(f"{name}: namespaces has duplicates: {list(args.namespaces)}")
+
+        identity = pod_identity_role(
+            child_name(name, "csi-identity"),
+            cluster_name=args.cluster_name,
+            namespace=CONTROLLER_NAMESPACE,
+            service_account=CONTROLLER_SERVICE_ACCOUNT,
+            policy_arns=[managed_policy_arn(CONTROLLER_POLICY)],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.addon = aws.eks.Addon(
+            child_name(name, "csi-addon"),
+            aws.eks.AddonArgs(
+                cluster_name=args.cluster_name,
+                addon_name=ADDON_NAME,
+                addon_version=args.addon_version,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+            ),
+            # The controller starts with working credentials (the association exists first) and on nodes
+            # (callers pass the system node group in depends_on: an add-on without nodes never turns ACTIVE).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity, *args.depends_on]),
+        )
+
+        self.claims = {}
+        self.volume_names = {}
+        for namespace in args.namespaces:
+            pv_name = volume_name(namespace)
+            volume = k8s.core.v1.PersistentVolume(
+                child_name(name, "pv", namespace),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=pv_name, labels=self._labels(namespace)),
+                spec=persistent_volume_spec(
+                    namespace=namespace,
+                    file_system_id=args.file_system_id,
+                    dns_name=args.dns_name,
+                    mount_name=args.mount_name,
+                    capacity_gib=args.capacity_gib,
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.addon]),
+            )
+            k8s.core.v1.PersistentVolumeClaim(
+                child_name(name, "pvc", namespace),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=CLAIM_NAME, namespace=namespace, labels=self._labels(namespace)
+                ),
+                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                    access_modes=["ReadWriteMany"],
+                    storage_class_name="",
+                    volume_name=volume.metadata.name,
+                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(
+                        requests={"storage": capacity_quantity(args.capacity_gib)}
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[volume, *args.depends_on]),
+            )
+            self.claims[namespace] = CLAIM_NAME
+            self.volume_names[namespace] = pv_name
+
+        self.addon_arn = self.addon.arn
+        self.register_outputs({"addon_arn": self.addon_arn, "claims": self.claims, "volume_names": self.volume_names})
+
+    @staticmethod
+    def _labels(namespace: str) -> dict[str, Any]:
+        return {"app.kubernetes.io/part-of": "trainstack", "trainstack.io/storage": "fsx-lustre",
+                "trainstack.io/team": namespace}

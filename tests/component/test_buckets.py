@@ -1,0 +1,85 @@
+"""DataBuckets under the recording mocks: encryption, versioning, public access, TLS, lifecycle, protection."""
+
+import json
+
+import pytest
+
+from components.buckets import DataBuckets, DataBucketsArgs, tls_only_policy
+from stacks.schema import BucketsSpec
+from tests.component.helpers import aws_opts
+from tests.conftest import run_component
+
+SPEC = BucketsSpec(noncurrent_version_expiration_days=45, noncurrent_versions_kept=2, abort_incomplete_multipart_days=3)
+
+
+def record(protect: bool = False):
+    return run_component(lambda: DataBuckets("data", DataBucketsArgs(spec=SPEC, protect=protect), opts=aws_opts()))
+
+
+@pytest.fixture(scope="module")
+def protected():
+    return record(protect=True)
+
+
+def test_two_buckets_each_fully_configured(protected) -> None:
+    buckets = protected.by_type("aws:s3/bucket:Bucket")
+    assert sorted(b.name for b in buckets) == ["data-checkpoints", "data-datasets"]
+    for kind in ("bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+                 "bucketVersioning:BucketVersioning", "bucketPublicAccessBlock:BucketPublicAccessBlock",
+                 "bucketPolicy:BucketPolicy", "bucketLifecycleConfiguration:BucketLifecycleConfiguration"):
+        assert len(protected.by_type(f"aws:s3/{kind}")) == 2, kind
+
+
+def test_sse_kms_with_the_customer_key_and_bucket_key(protected) -> None:
+    key_arn = protected.one("aws:kms/key:Key").outputs["arn"]
+    sse_type = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    for sse in protected.by_type(sse_type):
+        [rule] = sse.inputs["rules"]
+        assert rule["bucketKeyEnabled"] is True
+        assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key_arn}
+
+
+def test_versioning_and_public_access_block(protected) -> None:
+    for v in protected.by_type("aws:s3/bucketVersioning:BucketVersioning"):
+        assert v.inputs["versioningConfiguration"]["status"] == "Enabled"
+    for block in protected.by_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"):
+        flags = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+        assert all(block.inputs[f] is True for f in flags)
+
+
+def test_bucket_policy_denies_plain_http(protected) -> None:
+    for policy in protected.by_type("aws:s3/bucketPolicy:BucketPolicy"):
+        [statement] = json.loads(policy.inputs["policy"])["Statement"]
+        assert statement["Effect"] == "Deny" and statement["Action"] == "s3:*"
+        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        assert statement["Resource"][1] == statement["Resource"][0] + "/*"
+
+
+def test_lifecycle_rules_from_spec(protected) -> None:
+    for lifecycle in protected.by_type("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"):
+        rules = {r["id"]: r for r in lifecycle.inputs["rules"]}
+        expire = rules["expire-noncurrent-versions"]["noncurrentVersionExpiration"]
+        assert expire == {"noncurrentDays": 45, "newerNoncurrentVersions": 2}
+        abort = rules["abort-incomplete-multipart-uploads"]["abortIncompleteMultipartUpload"]
+        assert abort == {"daysAfterInitiation": 3}
+        assert all(r["status"] == "Enabled" for r in rules.values())
+
+
+def test_key_rotates_with_an_explicit_policy(protected) -> None:
+    key = protected.one("aws:kms/key:Key")
+    assert key.inputs["enableKeyRotation"] is True
+    statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
+    assert statements["EnableIamPolicies"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+    fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
+    assert fsx["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
+
+
+def test_prod_protects_key_and_buckets_only_when_asked(protected) -> None:
+    data_types = ("aws:s3/bucket:Bucket", "aws:kms/key:Key")
+    assert all(r.protect for t in data_types for r in protected.by_type(t))
+    unprotected = record(protect=False)
+    assert not any(r.protect for r in unprotected.resources)
+
+
+def test_tls_policy_is_pure() -> None:
+    assert tls_only_policy("arn:aws:s3:::b")["Statement"][0]["Resource"] == ["arn:aws:s3:::b", "arn:aws:s3:::b/*"]

@@ -1,0 +1,82 @@
+"""FSx for Lustre sizing rules: capacity steps, throughput tiers, metadata IOPS, supply versus demand."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components import fsx_sizing as fs
+from tests.conftest import stack_config
+
+
+@given(st.integers(min_value=1, max_value=400))
+def test_every_multiple_of_2400_is_valid(k: int) -> None:
+    assert fs.is_valid_capacity(2400 * k)
+
+
+@given(st.integers(min_value=1, max_value=1_000_000))
+def test_ssd_capacity_rule(capacity: int) -> None:
+    expected = capacity in (1200, 2400) or capacity % 2400 == 0
+    assert fs.is_valid_capacity(capacity) is expected
+
+
+@given(st.integers(min_value=1, max_value=1_000_000))
+def test_nearest_valid_capacities_bracket_the_value(capacity: int) -> None:
+    below, above = fs.valid_capacities_near(capacity)
+    assert fs.is_valid_capacity(above) and above >= capacity
+    assert below is None or (fs.is_valid_capacity(below) and below <= capacity)
+    assert above - capacity < 2400
+
+
+@pytest.mark.parametrize(("tier", "step"), [(125, 38400), (250, 19200), (500, 9600), (1000, 4800)])
+def test_efa_capacity_steps_per_tier(tier: int, step: int) -> None:
+    assert fs.is_valid_capacity(step * 3, efa_enabled=True, throughput_mb_s_per_tib=tier)
+    assert not fs.is_valid_capacity(step + 2400, efa_enabled=True, throughput_mb_s_per_tib=tier)
+    assert not fs.is_valid_capacity(1200, efa_enabled=True, throughput_mb_s_per_tib=tier)
+
+
+def test_capacity_problem_names_the_rule_and_neighbours() -> None:
+    message = fs.capacity_problem(122880)
+    assert message is not None and "122400 or 124800" in message and "multiple of 2400" in message
+    assert fs.capacity_problem(124800) is None
+
+
+def test_throughput_tiers() -> None:
+    assert fs.valid_throughputs("PERSISTENT_2") == (125, 250, 500, 1000)
+    assert fs.valid_throughputs("SCRATCH_2") == ()
+
+
+@given(st.integers(min_value=0, max_value=250_000))
+def test_metadata_iops_rule(iops: int) -> None:
+    expected = iops in (1500, 3000, 6000) or (iops % 12000 == 0 and 12000 <= iops <= 192000)
+    assert fs.is_valid_metadata_iops(iops) is expected
+    assert (iops in fs.valid_metadata_iops()) is expected
+
+
+@given(st.integers(min_value=1, max_value=500) , st.sampled_from([125, 250, 500, 1000]))
+def test_aggregate_throughput_is_linear_in_capacity(k: int, tier: int) -> None:
+    assert fs.aggregate_throughput_mb_s(2400 * k, tier) == pytest.approx(2400 * k / 1024 * tier)
+
+
+def test_prod_storage_feeds_its_gpus() -> None:
+    sizing = fs.sizing(stack_config("prod"))
+    assert sizing is not None
+    assert sizing.gpus == 128 and sizing.demand_mb_s == 128 * 200
+    assert sizing.supply_mb_s == pytest.approx(124800 / 1024 * 250)
+    assert sizing.ratio is not None and sizing.ratio > 1 and sizing.warning is None
+
+
+def test_scratch_uses_the_200_baseline() -> None:
+    sizing = fs.sizing(stack_config("dev"))
+    assert sizing is not None and sizing.per_unit_mb_s_per_tib == 200
+    assert sizing.supply_mb_s == pytest.approx(1200 / 1024 * 200)
+
+
+def test_warning_when_supply_is_below_demand() -> None:
+    starved = fs.StorageSizing("PERSISTENT_2", 4800, 125, fs.aggregate_throughput_mb_s(4800, 125), 128, 200.0, 25600.0)
+    assert not starved.sufficient and starved.ratio == pytest.approx(585.9375 / 25600)
+    assert starved.warning is not None and "storage_capacity_gib" in starved.warning and "128 GPUs" in starved.warning
+
+
+def test_no_demand_has_no_ratio() -> None:
+    idle = fs.StorageSizing("SCRATCH_2", 1200, 200, 234.375, 0, 200.0, 0.0)
+    assert idle.ratio is None and idle.warning is None

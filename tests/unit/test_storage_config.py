@@ -1,0 +1,99 @@
+"""Invalid storage settings fail validation with the key, the value and what is valid."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from stacks.load import FULL_KEY, ConfigError
+from tests.conftest import edited_config
+
+FSX = f"{FULL_KEY}.storage.fsx"
+
+
+def problems(stack: str, edit: Callable[[dict[str, Any]], None]) -> list:
+    with pytest.raises(ConfigError) as caught:
+        edited_config(stack, edit)
+    return caught.value.problems
+
+
+def fsx_edit(**values: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(cluster: dict[str, Any]) -> None:
+        fsx = cluster["storage"]["fsx"]
+        for key, value in values.items():
+            if value is None:
+                fsx.pop(key, None)
+            else:
+                fsx[key] = value
+
+    return edit
+
+
+def test_bad_capacity_step_names_key_value_and_neighbours() -> None:
+    [problem] = problems("prod", fsx_edit(storage_capacity_gib=122880))
+    assert problem.key == f"{FSX}.storage_capacity_gib"
+    assert problem.value == 122880
+    assert "122400 or 124800" in problem.message
+
+
+def test_persistent_needs_a_throughput_tier() -> None:
+    [problem] = problems("prod", fsx_edit(throughput_mb_s_per_tib=None))
+    assert problem.key == f"{FSX}.throughput_mb_s_per_tib"
+    assert "125, 250, 500, 1000" in problem.message
+
+
+def test_unknown_throughput_tier_is_refused() -> None:
+    [problem] = problems("prod", fsx_edit(throughput_mb_s_per_tib=200))
+    assert problem.key == f"{FSX}.throughput_mb_s_per_tib" and problem.value == 200
+    assert "not a PERSISTENT_2 tier" in problem.message
+
+
+def test_scratch_refuses_a_throughput_tier() -> None:
+    [problem] = problems("dev", fsx_edit(throughput_mb_s_per_tib=250))
+    assert problem.key == f"{FSX}.throughput_mb_s_per_tib" and "SCRATCH_2" in problem.message
+
+
+def test_efa_without_persistent_2_is_refused() -> None:
+    [problem] = problems("dev", fsx_edit(efa_enabled=True))
+    assert problem.key == f"{FSX}.efa_enabled"
+    assert "PERSISTENT_2" in problem.message and "SCRATCH_2" in problem.message
+
+
+def test_efa_capacity_follows_the_tier_step() -> None:
+    [problem] = problems("staging", fsx_edit(efa_enabled=True, storage_capacity_gib=7200))
+    assert problem.key == f"{FSX}.storage_capacity_gib" and "multiple of 4800" in problem.message
+    config = edited_config("staging", fsx_edit(efa_enabled=True, storage_capacity_gib=9600))
+    assert config.storage.fsx.efa_enabled
+
+
+@pytest.mark.parametrize("iops", [1000, 18000, 204000])
+def test_bad_metadata_iops(iops: int) -> None:
+    [problem] = problems("prod", fsx_edit(metadata_iops=iops))
+    assert problem.key == f"{FSX}.metadata_iops" and problem.value == iops
+    assert "multiple of 12000" in problem.message
+
+
+def test_scratch_refuses_metadata_iops_and_backups() -> None:
+    found = problems("dev", fsx_edit(metadata_iops=3000, automatic_backup_retention_days=7))
+    assert {p.key for p in found} == {f"{FSX}.metadata_iops", f"{FSX}.automatic_backup_retention_days"}
+
+
+def test_import_prefix_must_end_with_a_slash() -> None:
+    [problem] = problems("prod", fsx_edit(import_path_prefix="datasets"))
+    assert problem.key == f"{FSX}.import_path_prefix"
+
+
+def test_log_retention_must_be_a_cloudwatch_value() -> None:
+    [problem] = problems("prod", fsx_edit(log_retention_days=45))
+    assert problem.key == f"{FSX}.log_retention_days" and "365" in problem.message
+
+
+def test_several_problems_are_reported_at_once() -> None:
+    found = problems("prod", fsx_edit(throughput_mb_s_per_tib=300, metadata_iops=7))
+    assert {p.key for p in found} == {f"{FSX}.throughput_mb_s_per_tib", f"{FSX}.metadata_iops"}
+
+
+def test_scratch_outside_dev_is_refused() -> None:
+    found = problems("prod", fsx_edit(deployment_type="SCRATCH_2", throughput_mb_s_per_tib=None, metadata_iops=None,
+                                      automatic_backup_retention_days=0))
+    assert any("dev only" in p.message for p in found)
