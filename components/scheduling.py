@@ -1,0 +1,289 @@
+"""Job scheduling: Kueue, per-node-group queues, team namespaces with quotas, and the training operator.
+
+- Kueue (Helm chart oci://registry.k8s.io/kueue/charts/kueue) in `kueue-system`, configured for all-or-nothing
+  admission (`waitForPodsReady`) and the job kinds the training operator creates.
+- Per GPU node group: a ResourceFlavor (its nodes by the `trainstack.io/node-group` label, the accelerator
+  taint tolerated) and a ClusterQueue whose nominal quota is the group at its maximum size (accelerators, EFA
+  devices, CPU, memory, hugepages from the catalog), all in one cohort so idle quota can be borrowed.
+- Per team: a namespace (label `trainstack.io/team`), a ResourceQuota capping accelerator requests, and a
+  LocalQueue per ClusterQueue, named after the node group.
+- The training operator: Kubeflow Trainer v2 (Helm chart oci://ghcr.io/kubeflow/charts/kubeflow-trainer, which
+  also installs JobSet) or the MPI Operator (its release manifest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, TEAM_LABEL, taint_key, toleration
+from components.naming import child_name
+from stacks.catalog import CATALOG
+from stacks.schema import GpuNodeGroupSpec, KueueSpec, TeamSpec, TrainingOperatorSpec
+
+KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"  # Kueue installation docs (Helm, OCI registry)
+KUEUE_NAMESPACE = "kueue-system"
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"  # served by Kueue 0.14 (v1beta2 arrives in 0.15)
+
+TRAINER_CHART = "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"  # kubeflow.org Trainer installation guide
+TRAINER_NAMESPACE = "kubeflow-system"
+MPI_OPERATOR_MANIFEST = "https://raw.githubusercontent.com/kubeflow/mpi-operator/v{version}/deploy/v2beta1/mpi-operator.yaml"
+
+# Kueue integration names (Kueue Configuration API, `integrations.frameworks`).
+_FRAMEWORKS: dict[str, list[str]] = {
+    "kubeflow_trainer": ["batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"],
+    "mpi_operator": ["batch/job", "kubeflow.org/mpijob"],
+}
+
+
+# ----------------------------------------------------------------------------------------------- pure
+
+
+def kueue_frameworks(training_operator_kind: str) -> list[str]:
+    """The workload kinds Kueue manages: plain Jobs plus what the training operator creates."""
+    return list(_FRAMEWORKS[training_operator_kind])
+
+
+def kueue_values(training_operator_kind: str, wait_for_pods_ready_timeout_s: int) -> dict[str, Any]:
+    """Helm values for the Kueue chart: its controller configuration (`managerConfig.controllerManagerConfigYaml`,
+    the chart's own key) with our integrations and all-or-nothing admission."""
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {"Job.batch": 5, "Workload.kueue.x-k8s.io": 5}},
+        "clientConnection": {"qps": 50, "burst": 100},
+        # A multi-node job admitted but only partly scheduled would hold GPUs forever: evict and requeue it.
+        "waitForPodsReady": {
+            "enable": True,
+            "timeout": f"{wait_for_pods_ready_timeout_s}s",
+            "blockAdmission": False,
+            "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5},
+        },
+        "integrations": {"frameworks": kueue_frameworks(training_operator_kind)},
+    }
+    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
+
+
+def group_quota(group: GpuNodeGroupSpec) -> dict[str, str]:
+    """The nominal quota of a node group's ClusterQueue: every resource of the group at its maximum size.
+
+    Accelerators from the catalog's `device_resource`, EFA devices (`max_efa_interfaces` per node, EFA groups
+    only), CPU and memory from the catalog (node capacity: an upper bound, allocatable is a little lower), and
+    the pre-allocated 2 MiB hugepages EFA groups reserve for libfabric.
+    """
+    row = CATALOG[group.instance_type]
+    nodes = group.max_size
+    quota = {
+        row.device_resource: str(row.accelerator_count * nodes),
+        "cpu": str(row.vcpus * nodes),
+        "memory": f"{row.memory_gib * nodes}Gi",
+    }
+    if group.efa_enabled:
+        quota[EFA_RESOURCE] = str(row.max_efa_interfaces * nodes)
+        if group.hugepages_2mi:
+            quota["hugepages-2Mi"] = f"{group.hugepages_2mi * 2 * nodes}Mi"
+    return quota
+
+
+def resource_flavor_spec(group: GpuNodeGroupSpec) -> dict[str, Any]:
+    """A ResourceFlavor for one node group: Kueue pins admitted pods to its nodes and adds the toleration."""
+    return {
+        "nodeLabels": {NODE_GROUP_LABEL: group.name},
+        "tolerations": [toleration(taint_key(group.instance_type))],
+    }
+
+
+def cluster_queue_spec(group: GpuNodeGroupSpec, cohort: str) -> dict[str, Any]:
+    """A ClusterQueue for one node group, its quota from `group_quota`, in the shared cohort."""
+    quota = group_quota(group)
+    return {
+        "cohort": cohort,
+        "namespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": {
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "Never"},
+            "withinClusterQueue": "LowerPriority",
+        },
+        "resourceGroups": [
+            {
+                "coveredResources": list(quota),
+                "flavors": [
+                    {"name": group.name, "resources": [{"name": k, "nominalQuota": v} for k, v in quota.items()]}
+                ],
+            }
+        ],
+    }
+
+
+def device_resources(groups: Sequence[GpuNodeGroupSpec]) -> list[str]:
+    """The accelerator resources the cluster's node groups offer, in group order, without duplicates."""
+    return list(dict.fromkeys(CATALOG[g.instance_type].device_resource for g in groups))
+
+
+def team_quota_hard(team: TeamSpec, groups: Sequence[GpuNodeGroupSpec]) -> dict[str, str]:
+    """The team namespace's ResourceQuota: `gpu_quota` accelerators of each kind the cluster offers."""
+    return {f"requests.{resource}": str(team.gpu_quota) for resource in device_resources(groups)}
+
+
+def team_namespace_labels(team: TeamSpec) -> dict[str, str]:
+    """Labels of a team namespace: the team label the ClusterQueues select on."""
+    return {TEAM_LABEL: team.name, "pod-security.kubernetes.io/warn": "baseline"}
+
+
+# ------------------------------------------------------------------------------------------ component
+
+
+@dataclass
+class SchedulingArgs:
+    """Spec (Kueue, training operator, teams, node groups) and wiring (what must exist first)."""
+
+    kueue: KueueSpec
+    training_operator: TrainingOperatorSpec
+    teams: Sequence[TeamSpec]
+    node_groups: Sequence[GpuNodeGroupSpec]
+    cohort: str
+    """Name of the cohort all ClusterQueues share (the stack's base name)."""
+    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    """Resources to install after (the device plugins and GPU Operator), so quotas never precede devices."""
+
+
+class Scheduling(pulumi.ComponentResource):
+    """Kueue, its flavors and queues, team namespaces with quotas, and the training operator."""
+
+    kueue_release: k8s.helm.v3.Release
+    """The Kueue Helm release."""
+    training_operator: pulumi.Resource
+    """The Kubeflow Trainer Helm release or the MPI Operator manifest."""
+    resource_flavors: dict[str, k8s.apiextensions.CustomResource]
+    """ResourceFlavor per node group name."""
+    cluster_queues: dict[str, k8s.apiextensions.CustomResource]
+    """ClusterQueue per node group name."""
+    team_namespaces: dict[str, k8s.core.v1.Namespace]
+    """Namespace per team name (the storage component binds PVCs in them)."""
+    local_queues: dict[str, dict[str, k8s.apiextensions.CustomResource]]
+    """LocalQueue per team name, then per node group name."""
+    quotas: dict[str, dict[str, str]]
+    """Nominal ClusterQueue quota per node group name (plain data)."""
+
+    def __init__(self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:k8s:Scheduling", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        after = list(args.after)
+
+        self.training_operator = self._training_operator(name, args.training_operator, after)
+
+        kueue_ns = k8s.core.v1.Namespace(
+            child_name(name, "kueue-ns"), metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE), opts=child
+        )
+        # Kueue enables an integration only when its CRD exists, so the operator goes first.
+        self.kueue_release = k8s.helm.v3.Release(
+            child_name(name, "kueue"),
+            k8s.helm.v3.ReleaseArgs(
+                chart=KUEUE_CHART,
+                version=args.kueue.chart_version,
+                namespace=kueue_ns.metadata.name,
+                values=kueue_values(args.training_operator.kind, args.kueue.wait_for_pods_ready_timeout_s),
+                atomic=True,
+                cleanup_on_fail=True,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[kueue_ns, self.training_operator, *after]),
+        )
+        after_kueue = pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release])
+
+        self.quotas = {g.name: group_quota(g) for g in args.node_groups}
+        self.resource_flavors = {}
+        self.cluster_queues = {}
+        for group in args.node_groups:
+            flavor = k8s.apiextensions.CustomResource(
+                child_name(name, group.name, "flavor"),
+                api_version=KUEUE_API_VERSION,
+                kind="ResourceFlavor",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name),
+                spec=resource_flavor_spec(group),
+                opts=after_kueue,
+            )
+            self.resource_flavors[group.name] = flavor
+            self.cluster_queues[group.name] = k8s.apiextensions.CustomResource(
+                child_name(name, group.name, "cq"),
+                api_version=KUEUE_API_VERSION,
+                kind="ClusterQueue",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name),
+                spec=cluster_queue_spec(group, args.cohort),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release, flavor]),
+            )
+
+        self.team_namespaces = {}
+        self.local_queues = {}
+        for team in args.teams:
+            namespace = k8s.core.v1.Namespace(
+                child_name(name, "team", team.name),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=team.name, labels=team_namespace_labels(team)),
+                opts=child,
+            )
+            self.team_namespaces[team.name] = namespace
+            hard = team_quota_hard(team, args.node_groups)
+            if hard:
+                k8s.core.v1.ResourceQuota(
+                    child_name(name, "team", team.name, "quota"),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name="accelerators", namespace=namespace.metadata.name),
+                    spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=hard),
+                    opts=child,
+                )
+            self.local_queues[team.name] = {
+                group.name: k8s.apiextensions.CustomResource(
+                    child_name(name, "team", team.name, group.name, "lq"),
+                    api_version=KUEUE_API_VERSION,
+                    kind="LocalQueue",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name, namespace=namespace.metadata.name),
+                    spec={"clusterQueue": group.name},
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster_queues[group.name]]),
+                )
+                for group in args.node_groups
+            }
+
+        self.register_outputs(
+            {
+                "kueue_release": self.kueue_release.name,
+                "cluster_queues": {k: v.metadata["name"] for k, v in self.cluster_queues.items()},
+                "team_namespaces": {k: v.metadata.name for k, v in self.team_namespaces.items()},
+                "quotas": self.quotas,
+            }
+        )
+
+    def _training_operator(
+        self, name: str, spec: TrainingOperatorSpec, after: list[pulumi.Resource]
+    ) -> pulumi.Resource:
+        version = spec.version.removeprefix("v")
+        if spec.kind == "kubeflow_trainer":
+            namespace = k8s.core.v1.Namespace(
+                child_name(name, "trainer-ns"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=TRAINER_NAMESPACE),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            return k8s.helm.v3.Release(
+                child_name(name, "trainer"),
+                k8s.helm.v3.ReleaseArgs(
+                    chart=TRAINER_CHART,
+                    version=version,
+                    namespace=namespace.metadata.name,
+                    atomic=True,
+                    cleanup_on_fail=True,
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, *after]),
+            )
+        # The MPI Operator publishes no Helm chart; its release manifest creates the `mpi-operator` namespace.
+        return k8s.yaml.v2.ConfigFile(
+            child_name(name, "mpi-operator"),
+            file=MPI_OPERATOR_MANIFEST.format(version=version),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )

@@ -1,0 +1,452 @@
+"""Opt-in cluster validation: a multi-node NCCL all-reduce over EFA and a DCGM diagnostic per node.
+
+Both run through Kueue (the `kueue.x-k8s.io/queue-name` label: Kueue's webhook creates them suspended and
+admits them when the node group's ClusterQueue has room), in their own namespace, on the target node group.
+
+The NCCL test runs `all_reduce_perf` under Open MPI across `nodes` nodes, one rank per GPU, as the installed
+training operator runs MPI: a TrainJob on a trainstack ClusterTrainingRuntime (Kubeflow Trainer v2, MPI
+policy) or an MPIJob (MPI Operator). Each worker requests every GPU, every EFA device (catalog
+`max_efa_interfaces`), the group's hugepages and half the node's memory, which is what keeps NCCL on EFA:
+without the EFA request it silently falls back to TCP sockets (user pain points 6 and 7). The launcher fails
+the job when NCCL used sockets, when any result was wrong, or when the large-message bus bandwidth is below
+the catalog's `nccl_busbw_floor_gb_s`.
+
+The DCGM job is an Indexed Job with one pod per node (each requests all of a node's GPUs), running
+`dcgmi diag -r <level>` against a pod-local host engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.k8s_common import (
+    EFA_RESOURCE,
+    KUEUE_QUEUE_LABEL,
+    NODE_GROUP_LABEL,
+    TEAM_LABEL,
+    taint_key,
+    toleration,
+)
+from components.naming import child_name
+from stacks.catalog import CATALOG, InstanceType
+from stacks.schema import GpuNodeGroupSpec, ValidationSpec
+
+NAMESPACE = "trainstack-validation"
+NCCL_JOB_NAME = "nccl-all-reduce"
+DCGM_JOB_NAME = "dcgm-diag"
+SSH_AUTH_MOUNT_PATH = "/root/.ssh"  # the nccl-tests image runs as root
+MPIRUN = "/opt/amazon/openmpi/bin/mpirun"  # Open MPI from the EFA installer, as the nccl-tests image ships it
+ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
+# Tell pulumi-kubernetes not to wait for these to finish: Kueue decides when they start.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+# EFA RDMA read/write (GPUDirect RDMA) exists on p4d/p4de, p5*, p6* and Trainium; not on g5/g6e
+# (AWS EC2 user guide, "Elastic Fabric Adapter" supported instance types, RDMA column).
+_RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "trn1", "trn1n", "trn2")
+
+
+# ----------------------------------------------------------------------------------------------- pure
+
+
+@dataclass(frozen=True)
+class NcclPlan:
+    """What the NCCL test asks for, derived from the target group and the catalog."""
+
+    group: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    efa_per_node: int
+    hugepages_2mi_mi: int
+    memory_gi: int
+    cpu: int
+    busbw_floor_gb_s: float
+    device_rdma: bool
+    max_message_size: str
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def validation_target(validation: ValidationSpec, groups: Sequence[GpuNodeGroupSpec]) -> GpuNodeGroupSpec:
+    """The node group the validation jobs run on: the named one or the first EFA group."""
+    efa_groups = [g for g in groups if g.efa_enabled]
+    name = validation.node_group or (efa_groups[0].name if efa_groups else None)
+    group = next((g for g in efa_groups if g.name == name), None)
+    if group is None:
+        raise ValueError(f"validation.node_group {name!r} must name an EFA GPU group: {[g.name for g in efa_groups]}")
+    if validation.nodes > group.max_size:
+        raise ValueError(f"validation.nodes {validation.nodes} exceeds {group.name}'s max_size {group.max_size}")
+    return group
+
+
+def supports_device_rdma(row: InstanceType) -> bool:
+    """Whether EFA on this type does RDMA (FI_EFA_USE_DEVICE_RDMA=1 is valid there)."""
+    return row.name.split(".")[0] in _RDMA_FAMILIES
+
+
+def nccl_plan(validation: ValidationSpec, group: GpuNodeGroupSpec) -> NcclPlan:
+    row = CATALOG[group.instance_type]
+    return NcclPlan(
+        group=group.name,
+        instance_type=group.instance_type,
+        nodes=validation.nodes,
+        gpus_per_node=row.accelerator_count,
+        efa_per_node=row.max_efa_interfaces,
+        hugepages_2mi_mi=group.hugepages_2mi * 2,
+        # Half the node: NCCL buffers plus EFA registrations; a tight limit shows up as bogus EFA QPN errors
+        # that are really OOM kills (user pain point 7).
+        memory_gi=row.memory_gib // 2,
+        cpu=row.vcpus // 2,
+        busbw_floor_gb_s=row.nccl_busbw_floor_gb_s,
+        device_rdma=supports_device_rdma(row),
+        max_message_size=validation.nccl_max_message_size,
+    )
+
+
+def nccl_env(plan: NcclPlan) -> dict[str, str]:
+    """The EFA/NCCL environment every rank gets."""
+    env = {
+        "FI_PROVIDER": "efa",
+        "FI_EFA_FORK_SAFE": "1",
+        "NCCL_DEBUG": "INFO",
+        # Socket bootstrap must not pick loopback, docker bridges or the Pod Identity link-local NIC, which
+        # hangs (aws-samples/aws-do-eks PR #54).
+        "NCCL_SOCKET_IFNAME": "^lo,docker,pod-id-link0",
+    }
+    if plan.device_rdma:
+        env["FI_EFA_USE_DEVICE_RDMA"] = "1"
+    return env
+
+
+def _k8s_env(env: dict[str, str]) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def nccl_worker_resources(plan: NcclPlan) -> dict[str, dict[str, str]]:
+    """Requests = limits for a worker: every GPU and EFA device of the node, hugepages, memory, CPU."""
+    row = CATALOG[plan.instance_type]
+    amounts = {
+        row.device_resource: str(plan.gpus_per_node),
+        EFA_RESOURCE: str(plan.efa_per_node),
+        "hugepages-2Mi": f"{plan.hugepages_2mi_mi}Mi",
+        "memory": f"{plan.memory_gi}Gi",
+        "cpu": str(plan.cpu),
+    }
+    if not plan.hugepages_2mi_mi:
+        del amounts["hugepages-2Mi"]
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def nccl_launcher_script(plan: NcclPlan) -> str:
+    """The launcher's shell script: run all_reduce_perf over every rank, then judge the result.
+
+    Fails when NCCL fell back to sockets ("NET/Socket", "Using network Socket"), when the OFI plugin did not
+    select the EFA provider, when any rank reported wrong results, or when the out-of-place or in-place bus
+    bandwidth of the largest message is below the floor. ("Avg bus bandwidth" averages every message size
+    from 8 bytes up, so it sits far below the fabric's rate; it is printed, not judged.)
+    """
+    env_flags = " ".join(f"-x {name}" for name in [*nccl_env(plan), "PATH", "LD_LIBRARY_PATH"])
+    mpirun = (
+        f"{MPIRUN} --allow-run-as-root -np {plan.ranks} --map-by ppr:{plan.gpus_per_node}:node --bind-to none "
+        f"{env_flags} --mca pml ^ucx --mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0,pod-id-link0 "
+        f"{ALL_REDUCE_PERF} -b 8 -e {plan.max_message_size} -f 2 -g 1 -c 1 -n 50"
+    )
+    floor = f"{plan.busbw_floor_gb_s:.1f}"
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            f"{mpirun} 2>&1 | tee /tmp/nccl.log",
+            "if grep -Eq 'NET/Socket|Using network Socket' /tmp/nccl.log; then",
+            "  echo 'trainstack-nccl: FAIL NCCL fell back to TCP sockets (EFA not used)'; exit 1",
+            "fi",
+            "if ! grep -Eqi 'selected provider is efa|Using network (AWS Libfabric|Libfabric)' /tmp/nccl.log; then",
+            "  echo 'trainstack-nccl: FAIL the OFI plugin did not select the efa provider'; exit 1",
+            "fi",
+            "grep 'Avg bus bandwidth' /tmp/nccl.log || true",
+            # Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
+            "read -r size busbw wrong < <(awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 13 "
+            "{s=$1; b=($8>$12)?$8:$12; w=$9+$13} END {print s, b, w}' /tmp/nccl.log)",
+            'if [ -z "${busbw:-}" ]; then echo "trainstack-nccl: FAIL no results parsed"; exit 1; fi',
+            'if [ "${wrong}" != "0" ]; then echo "trainstack-nccl: FAIL ${wrong} wrong results"; exit 1; fi',
+            f"if awk -v b=\"$busbw\" -v f={floor} 'BEGIN {{exit !(b + 0 >= f + 0)}}'; then",
+            f'  echo "trainstack-nccl: PASS busbw ${{busbw}} GB/s >= floor {floor} GB/s at ${{size}} bytes"',
+            "else",
+            f'  echo "trainstack-nccl: FAIL busbw ${{busbw}} GB/s < floor {floor} GB/s at ${{size}} bytes"; exit 1',
+            "fi",
+        ]
+    )
+
+
+def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
+    return {
+        "nodeSelector": {NODE_GROUP_LABEL: group.name},
+        "tolerations": [toleration(taint_key(group.instance_type))],
+    }
+
+
+def nccl_worker_pod_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str, container: str) -> dict[str, Any]:
+    """A worker: sshd for the launcher, all of one node's GPUs and EFA devices, /dev/shm for NCCL."""
+    return {
+        **_scheduling(group),
+        "containers": [
+            {
+                "name": container,
+                "image": image,
+                "command": ["/bin/bash", "-c", "mkdir -p /run/sshd && exec /usr/sbin/sshd -De"],
+                "env": _k8s_env(nccl_env(plan)),
+                "resources": nccl_worker_resources(plan),
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+            }
+        ],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    }
+
+
+def nccl_launcher_pod_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str, container: str) -> dict[str, Any]:
+    """The launcher: runs mpirun and the pass/fail check; small, no accelerators."""
+    return {
+        **_scheduling(group),
+        "containers": [
+            {
+                "name": container,
+                "image": image,
+                "command": ["/bin/bash", "-c", nccl_launcher_script(plan)],
+                "env": _k8s_env(nccl_env(plan)),
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "2Gi"},
+                    "limits": {"cpu": "2", "memory": "4Gi"},
+                },
+            }
+        ],
+    }
+
+
+def mpijob_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str) -> dict[str, Any]:
+    """MPIJob (kubeflow.org/v2beta1) spec for the MPI Operator."""
+    return {
+        "slotsPerWorker": plan.gpus_per_node,
+        "mpiImplementation": "OpenMPI",
+        "sshAuthMountPath": SSH_AUTH_MOUNT_PATH,
+        "launcherCreationPolicy": "WaitForWorkersReady",
+        "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0, "suspend": True},
+        "mpiReplicaSpecs": {
+            "Launcher": {
+                "replicas": 1,
+                "restartPolicy": "Never",
+                "template": {"spec": nccl_launcher_pod_spec(plan, group, image, "launcher")},
+            },
+            "Worker": {
+                "replicas": plan.nodes,
+                "restartPolicy": "Never",
+                "template": {"spec": nccl_worker_pod_spec(plan, group, image, "worker")},
+            },
+        },
+    }
+
+
+def training_runtime_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str) -> dict[str, Any]:
+    """ClusterTrainingRuntime (trainer.kubeflow.org/v1alpha1) spec: MPI policy, launcher + node jobs.
+
+    Shaped like Kubeflow Trainer's own MPI runtimes (`manifests/base/runtimes/deepspeed_distributed.yaml`):
+    Trainer generates the SSH keys and the hostfile; container and replicated-job names are Trainer's.
+    """
+    return {
+        "mlPolicy": {
+            "numNodes": plan.nodes,
+            "mpi": {
+                "numProcPerNode": plan.gpus_per_node,
+                "mpiImplementation": "OpenMPI",
+                "sshAuthMountPath": SSH_AUTH_MOUNT_PATH,
+                "runLauncherAsNode": False,
+            },
+        },
+        "template": {
+            "spec": {
+                "network": {"publishNotReadyAddresses": True},
+                "successPolicy": {"operator": "All", "targetReplicatedJobs": ["launcher"]},
+                "replicatedJobs": [
+                    {
+                        "name": "launcher",
+                        "template": {
+                            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                            "spec": {
+                                "backoffLimit": 0,
+                                "template": {"spec": nccl_launcher_pod_spec(plan, group, image, "node")},
+                            },
+                        },
+                    },
+                    {
+                        "name": "node",
+                        "template": {
+                            "spec": {
+                                "backoffLimit": 0,
+                                "template": {"spec": nccl_worker_pod_spec(plan, group, image, "node")},
+                            }
+                        },
+                    },
+                ],
+            }
+        },
+    }
+
+
+def trainjob_spec(plan: NcclPlan, runtime_name: str) -> dict[str, Any]:
+    """TrainJob (trainer.kubeflow.org/v1alpha1) spec referencing the validation runtime."""
+    return {
+        "runtimeRef": {"name": runtime_name, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
+        "trainer": {"numNodes": plan.nodes},
+        "suspend": True,
+    }
+
+
+def dcgm_script(level: int) -> str:
+    """Start a pod-local DCGM host engine, run the diagnostic, fail on any failed test."""
+    return "\n".join(
+        [
+            "set -uo pipefail",
+            "nv-hostengine",
+            "sleep 5",
+            f"dcgmi diag -r {int(level)} 2>&1 | tee /tmp/diag.log",
+            "status=${PIPESTATUS[0]}",
+            "if [ \"$status\" -ne 0 ] || grep -Eq '\\bFail\\b' /tmp/diag.log; then",
+            f'  echo "trainstack-dcgm: FAIL on $(hostname) (level {int(level)})"; exit 1',
+            "fi",
+            f'echo "trainstack-dcgm: PASS on $(hostname) (level {int(level)})"',
+        ]
+    )
+
+
+def dcgm_job_spec(validation: ValidationSpec, group: GpuNodeGroupSpec) -> dict[str, Any]:
+    """An Indexed Job with one pod per node (each takes all the node's GPUs), run by Kueue."""
+    row = CATALOG[group.instance_type]
+    gpus = {row.device_resource: str(row.accelerator_count)}
+    return {
+        "completionMode": "Indexed",
+        "completions": validation.nodes,
+        "parallelism": validation.nodes,
+        "backoffLimit": 0,
+        "suspend": True,
+        "ttlSecondsAfterFinished": 7 * 24 * 3600,  # keep the logs a week
+        "template": {
+            "spec": {
+                **_scheduling(group),
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "dcgm",
+                        "image": validation.dcgm_image,
+                        "command": ["/bin/bash", "-c", dcgm_script(validation.dcgm_diag_level)],
+                        # DCGM's diagnostics need SYS_ADMIN (NVIDIA DCGM container docs: --cap-add SYS_ADMIN).
+                        "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}},
+                        "resources": {
+                            "requests": {**gpus, "cpu": "2", "memory": "8Gi"},
+                            "limits": {**gpus, "cpu": "4", "memory": "16Gi"},
+                        },
+                    }
+                ],
+            }
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------------ component
+
+
+@dataclass
+class ValidationJobsArgs:
+    """Spec (the validation settings, the target group, the operator kind) and what must exist first."""
+
+    spec: ValidationSpec
+    node_group: GpuNodeGroupSpec
+    training_operator_kind: str
+    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The GPU Operator, EFA plugin, training operator and Kueue queues: nothing requests GPUs before them."""
+
+
+class ValidationJobs(pulumi.ComponentResource):
+    """The NCCL all-reduce job and the DCGM diagnostic job, queued through Kueue."""
+
+    namespace: k8s.core.v1.Namespace
+    """The validation namespace."""
+    nccl_job: k8s.apiextensions.CustomResource
+    """The TrainJob or MPIJob running all_reduce_perf."""
+    dcgm_job: k8s.batch.v1.Job
+    """The Indexed Job running dcgmi diag on every node."""
+    plan: NcclPlan
+    """What the NCCL job requests and its bandwidth floor (plain data)."""
+
+    def __init__(self, name: str, args: ValidationJobsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:k8s:ValidationJobs", name, None, opts)
+        group = args.node_group
+        self.plan = nccl_plan(args.spec, group)
+        after = list(args.after)
+        self.namespace = k8s.core.v1.Namespace(
+            child_name(name, "ns"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels={TEAM_LABEL: "platform-validation"}),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        queue = k8s.apiextensions.CustomResource(
+            child_name(name, "lq"),
+            api_version="kueue.x-k8s.io/v1beta1",
+            kind="LocalQueue",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name, namespace=self.namespace.metadata.name),
+            spec={"clusterQueue": group.name},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
+        queued = {KUEUE_QUEUE_LABEL: group.name}
+        ordered = pulumi.ResourceOptions(parent=self, depends_on=[*after, queue])
+        image = args.spec.nccl_tests_image
+        if args.training_operator_kind == "kubeflow_trainer":
+            runtime_name = f"trainstack-{NCCL_JOB_NAME}-{group.name}"
+            runtime = k8s.apiextensions.CustomResource(
+                child_name(name, "nccl-runtime"),
+                api_version="trainer.kubeflow.org/v1alpha1",
+                kind="ClusterTrainingRuntime",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=runtime_name),
+                spec=training_runtime_spec(self.plan, group, image),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+            self.nccl_job = k8s.apiextensions.CustomResource(
+                child_name(name, "nccl"),
+                api_version="trainer.kubeflow.org/v1alpha1",
+                kind="TrainJob",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
+                ),
+                spec=trainjob_spec(self.plan, runtime_name),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, queue, runtime]),
+            )
+        else:
+            self.nccl_job = k8s.apiextensions.CustomResource(
+                child_name(name, "nccl"),
+                api_version="kubeflow.org/v2beta1",
+                kind="MPIJob",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
+                ),
+                spec=mpijob_spec(self.plan, group, image),
+                opts=ordered,
+            )
+        self.dcgm_job = k8s.batch.v1.Job(
+            child_name(name, "dcgm"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=DCGM_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
+            ),
+            spec=dcgm_job_spec(args.spec, group),
+            opts=ordered,
+        )
+        self.register_outputs(
+            {
+                "namespace": self.namespace.metadata.name,
+                "nccl_job": self.nccl_job.metadata["name"],
+                "dcgm_job": self.dcgm_job.metadata.name,
+                "busbw_floor_gb_s": self.plan.busbw_floor_gb_s,
+            }
+        )

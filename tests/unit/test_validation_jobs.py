@@ -1,0 +1,163 @@
+"""The NCCL and DCGM validation jobs' pure parts: target choice, requests, environment, pass criterion."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL
+from components.validation_jobs import (
+    dcgm_job_spec,
+    mpijob_spec,
+    nccl_env,
+    nccl_launcher_script,
+    nccl_plan,
+    nccl_worker_resources,
+    training_runtime_spec,
+    validation_target,
+)
+from stacks.catalog import CATALOG
+from stacks.schema import GpuNodeGroupSpec, ValidationSpec
+
+IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+
+
+def spec(**overrides: object) -> ValidationSpec:
+    return ValidationSpec.model_validate({"enabled": True, "nccl_tests_image": IMAGE, **overrides})
+
+
+def group(
+    name: str = "p5", instance_type: str = "p5.48xlarge", max_size: int = 4, efa: bool = True
+) -> GpuNodeGroupSpec:
+    return GpuNodeGroupSpec(
+        name=name, instance_type=instance_type, availability_zone="us-east-1a", min_size=0, desired_size=0,
+        max_size=max_size, efa_enabled=efa,
+    )
+
+
+@pytest.mark.parametrize("image", ["repo/nccl:latest", "repo/nccl:latest-efa1.43.1", "repo/nccl"])
+def test_images_must_be_pinned(image: str) -> None:
+    with pytest.raises(ValidationError, match="image"):
+        spec(nccl_tests_image=image)
+
+
+def test_digest_pinned_image_is_accepted() -> None:
+    assert spec(nccl_tests_image="repo/nccl@sha256:" + "a" * 64).nccl_tests_image.endswith("a" * 64)
+
+
+def test_target_is_the_first_efa_group_unless_named() -> None:
+    groups = [group("small", "g5.2xlarge", efa=False), group("p5a"), group("p5b")]
+    assert validation_target(spec(), groups).name == "p5a"
+    assert validation_target(spec(node_group="p5b"), groups).name == "p5b"
+    with pytest.raises(ValueError, match="EFA GPU group"):
+        validation_target(spec(node_group="small"), groups)
+    with pytest.raises(ValueError, match="max_size"):
+        validation_target(spec(nodes=5), groups)
+
+
+@pytest.mark.parametrize("instance_type", ["p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"])
+def test_workers_request_every_efa_device_and_gpu_of_a_node(instance_type: str) -> None:
+    row = CATALOG[instance_type]
+    plan = nccl_plan(spec(), group(instance_type=instance_type))
+    resources = nccl_worker_resources(plan)
+    assert resources["requests"] == resources["limits"]  # hugepages need requests == limits
+    assert resources["limits"][EFA_RESOURCE] == str(row.max_efa_interfaces)
+    assert resources["limits"]["nvidia.com/gpu"] == str(row.accelerator_count)
+    assert resources["limits"]["hugepages-2Mi"] == "10256Mi"  # 5128 pages of 2 MiB, the group default
+    assert resources["limits"]["memory"] == f"{row.memory_gib // 2}Gi"
+
+
+def test_environment_keeps_nccl_on_efa_and_off_pod_identity_link() -> None:
+    env = nccl_env(nccl_plan(spec(), group()))
+    assert env["FI_PROVIDER"] == "efa"
+    assert env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert env["NCCL_DEBUG"] == "INFO"
+    excluded = env["NCCL_SOCKET_IFNAME"].removeprefix("^").split(",")
+    assert env["NCCL_SOCKET_IFNAME"].startswith("^") and {"lo", "docker", "pod-id-link0"} <= set(excluded)
+    # g6e has EFA but no RDMA read: the flag must not be set there.
+    assert "FI_EFA_USE_DEVICE_RDMA" not in nccl_env(nccl_plan(spec(), group(instance_type="g6e.48xlarge")))
+
+
+def test_mpijob_and_runtime_place_one_worker_per_node_on_the_group() -> None:
+    plan = nccl_plan(spec(nodes=3), group())
+    mpijob = mpijob_spec(plan, group(), IMAGE)
+    assert mpijob["slotsPerWorker"] == 8 and mpijob["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
+    worker = mpijob["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["nodeSelector"] == {NODE_GROUP_LABEL: "p5"}
+    assert worker["tolerations"][0]["key"] == "nvidia.com/gpu"
+    runtime = training_runtime_spec(plan, group(), IMAGE)
+    assert runtime["mlPolicy"] == {
+        "numNodes": 3,
+        "mpi": {"numProcPerNode": 8, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/root/.ssh",
+                "runLauncherAsNode": False},
+    }
+    jobs = {j["name"]: j for j in runtime["template"]["spec"]["replicatedJobs"]}
+    node = jobs["node"]["template"]["spec"]["template"]["spec"]["containers"][0]
+    assert node["resources"]["limits"][EFA_RESOURCE] == "32"
+    assert "-np 24" in nccl_launcher_script(plan) and "ppr:8:node" in nccl_launcher_script(plan)
+
+
+def test_dcgm_job_runs_one_pod_per_node_at_the_configured_level() -> None:
+    job = dcgm_job_spec(spec(nodes=4, dcgm_diag_level=3), group())
+    assert (job["completionMode"], job["completions"], job["parallelism"]) == ("Indexed", 4, 4)
+    container = job["template"]["spec"]["containers"][0]
+    assert "dcgmi diag -r 3" in container["command"][-1]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"  # all GPUs: one pod per node
+
+
+# ---- the launcher's pass/fail logic, run for real against canned all_reduce_perf output --------------
+
+_HEADER = """# nThread 1 nGpus 1 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5 iters: 50
+NCCL INFO NET/OFI Selected Provider is efa (found 32 nics)
+NCCL INFO Using network AWS Libfabric
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+"""
+
+
+def _log(busbw_large: float, wrong: int = 0, extra: str = "") -> str:
+    small = "           8             2     float     sum      -1    40.10    0.00    0.00      0    39.80    0.00"
+    large = f" 17179869184    4294967296     float     sum      -1   70000    245.4  {busbw_large:.2f}  {wrong}   70100"
+    rows = [small + "    0.00      0", large + f"   245.0  {busbw_large - 1:.2f}      0"]
+    return _HEADER + "\n".join(rows) + "\n# Avg bus bandwidth    : 180.51\n" + extra
+
+
+@pytest.fixture
+def run_launcher(tmp_path: Path):
+    if shutil.which("bash") is None or shutil.which("awk") is None:
+        pytest.skip("bash and awk are needed to run the launcher script")
+
+    def run(log: str) -> subprocess.CompletedProcess[str]:
+        plan = nccl_plan(spec(), group())  # p5: floor 320.0 GB/s
+        fake_mpirun = tmp_path / "mpirun"
+        fake_mpirun.write_text("#!/bin/bash\ncat " + str(tmp_path / "out.log") + "\n")
+        fake_mpirun.chmod(0o755)
+        (tmp_path / "out.log").write_text(log)
+        script = nccl_launcher_script(plan).replace("/opt/amazon/openmpi/bin/mpirun", str(fake_mpirun))
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+
+    return run
+
+
+def test_launcher_passes_at_or_above_the_floor(run_launcher) -> None:
+    result = run_launcher(_log(350.0))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "trainstack-nccl: PASS busbw 350.00 GB/s >= floor 320.0 GB/s" in result.stdout
+
+
+def test_launcher_fails_below_the_floor(run_launcher) -> None:
+    result = run_launcher(_log(300.0))
+    assert result.returncode != 0 and "FAIL busbw 300.00 GB/s < floor 320.0" in result.stdout
+
+
+def test_launcher_fails_on_wrong_results(run_launcher) -> None:
+    result = run_launcher(_log(350.0, wrong=3))
+    assert result.returncode != 0 and "wrong results" in result.stdout
+
+
+def test_launcher_fails_when_nccl_fell_back_to_sockets(run_launcher) -> None:
+    result = run_launcher(_log(350.0).replace("Using network AWS Libfabric", "Using network Socket"))
+    assert result.returncode != 0 and "fell back to TCP sockets" in result.stdout
