@@ -1,0 +1,434 @@
+"""SageMaker HyperPod on trainstack's network and storage, orchestrated by the EKS cluster or by Slurm.
+
+`HyperPodCluster` builds, as children:
+- a lifecycle bucket (`sagemaker-` name prefix: SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri,
+  "make sure the S3 bucket path starts with s3://sagemaker-"), encrypted with the data key, versioned, all
+  public access blocked, TLS only;
+- the lifecycle scripts shipped in `components/lifecycle/<orchestrator>/`, uploaded under a content-hashed
+  prefix (`hyperpod/lifecycle/<cluster>/<digest>/`): any changed script gives a new prefix, so the cluster's
+  SourceS3Uri changes and HyperPod runs the new scripts on the nodes it creates next, while the objects
+  under the old prefix stay immutable until Pulumi deletes them after the update;
+- for Slurm, `provisioning_parameters.json` (controller, login and worker groups, FSx DNS and mount names)
+  next to the scripts: its content comes from the FSx outputs, its key does not;
+- the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py);
+- the `aws-native:sagemaker:Cluster`: one instance group per configured group, threads per core 1, an extra
+  EBS volume, the lifecycle config, deep health checks on start for accelerated groups, automatic node
+  recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as orchestrator
+  (Slurm when absent: the API's default), and the training plan on the groups that use it.
+
+The cluster is registered with the explicit `aws-native` provider; IAM and S3 children use the explicit
+`aws` provider. Pass both as `providers=[aws, aws_native]` on the component.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_aws_native as aws_native
+from pulumi_aws_native import sagemaker
+
+from components.buckets import tls_only_policy
+from components.naming import child_name, physical_name
+from components.sagemaker_roles import LIFECYCLE_KEY_ROOT, HyperPodExecutionRole, HyperPodExecutionRoleArgs
+from stacks.catalog import CATALOG
+from stacks.schema import (
+    HyperPodCapacity,
+    HyperPodGroupRole,
+    HyperPodInstanceGroupSpec,
+    HyperPodOrchestrator,
+    HyperPodSpec,
+)
+
+LIFECYCLE_ROOT = Path(__file__).resolve().parent / "lifecycle"
+ON_CREATE = "on_create.sh"
+PROVISIONING_PARAMETERS = "provisioning_parameters.json"
+# Hyperthreading off: one thread per physical core, the setting HyperPod and AWS's distributed-training
+# guidance use for GPU training (CreateCluster ThreadsPerCore: 1 disables multithreading).
+THREADS_PER_CORE = 1
+INSTANCE_STRESS = sagemaker.ClusterDeepHealthCheckType.INSTANCE_STRESS
+INSTANCE_CONNECTIVITY = sagemaker.ClusterDeepHealthCheckType.INSTANCE_CONNECTIVITY
+LIFECYCLE_NONCURRENT_DAYS = 7  # old bundle versions are never read again once the cluster moved on
+DIGEST_LENGTH = 16  # hex characters of the bundle digest in the key (64 bits: no practical collision)
+
+
+# --------------------------------------------------------------------------------------------- pure
+
+
+def script_digest(body: bytes) -> str:
+    """SHA-256 of one script's bytes, hex."""
+    return hashlib.sha256(body).hexdigest()
+
+
+def bundle_digest(files: Mapping[str, bytes]) -> str:
+    """A digest over every file name and content of a lifecycle bundle: changes when any file changes,
+    is added, removed or renamed; independent of the order the files were read in."""
+    outer = hashlib.sha256()
+    for name in sorted(files):
+        outer.update(f"{name}\0{script_digest(files[name])}\n".encode())
+    return outer.hexdigest()[:DIGEST_LENGTH]
+
+
+def lifecycle_prefix(cluster_name: str, files: Mapping[str, bytes]) -> str:
+    """The S3 prefix (no trailing slash) a bundle is uploaded under."""
+    return f"{LIFECYCLE_KEY_ROOT}/{cluster_name}/{bundle_digest(files)}"
+
+
+def read_bundle(directory: Path) -> dict[str, bytes]:
+    """Every regular file of a lifecycle directory by name. The entry point must be there."""
+    files = {path.name: path.read_bytes() for path in sorted(directory.iterdir()) if path.is_file()}
+    if ON_CREATE not in files:
+        raise ValueError(f"lifecycle directory {directory} has no {ON_CREATE}")
+    return files
+
+
+def provisioning_parameters(
+    spec: HyperPodSpec, fsx_dns_name: str | None = None, fsx_mount_name: str | None = None
+) -> dict[str, Any]:
+    """`provisioning_parameters.json` for the Slurm lifecycle scripts (the format of AWS's HyperPod
+    base-config: controller_group, login_group, worker_groups with partition names, fsx_dns_name,
+    fsx_mountname). Each compute group is its own Slurm partition, named after the group."""
+    controller = spec.groups(HyperPodGroupRole.CONTROLLER)
+    login = spec.groups(HyperPodGroupRole.LOGIN)
+    params: dict[str, Any] = {
+        "version": "1.0.0",
+        "workload_manager": "slurm",
+        "controller_group": controller[0].name if controller else None,
+        "worker_groups": [
+            {"instance_group_name": g.name, "partition_name": g.name} for g in spec.groups(HyperPodGroupRole.COMPUTE)
+        ],
+    }
+    if login:
+        params["login_group"] = login[0].name
+    if fsx_dns_name and fsx_mount_name:
+        params["fsx_dns_name"] = fsx_dns_name
+        params["fsx_mountname"] = fsx_mount_name
+    return params
+
+
+def deep_health_checks(group: HyperPodInstanceGroupSpec) -> list[sagemaker.ClusterDeepHealthCheckType]:
+    """On-start deep health checks for a group. Both run on GPU and Trainium types (SageMaker Developer
+    Guide, HyperPod "Deep health checks": DCGM level 4, NCCL/NCCOM, EFA); the connectivity check needs EFA.
+    Controller and login groups are CPU instances outside the catalog and get none."""
+    row = CATALOG.get(group.ec2_instance_type)
+    if group.role is not HyperPodGroupRole.COMPUTE or row is None:
+        return []
+    return [INSTANCE_STRESS, INSTANCE_CONNECTIVITY] if row.supports_efa else [INSTANCE_STRESS]
+
+
+@dataclass(frozen=True)
+class HyperPodGroupSummary:
+    """One instance group, for the plan's compute and cost tables."""
+
+    name: str
+    role: str
+    instance_type: str  # ml.* type, as SageMaker bills it
+    ec2_instance_type: str  # the catalog row behind it
+    instance_count: int
+    accelerators: int  # in the whole group
+    capacity: str
+
+
+@dataclass(frozen=True)
+class HyperPodSummary:
+    """What a HyperPod cluster adds to the plan: its groups, instance and accelerator totals."""
+
+    cluster_name: str
+    orchestrator: str
+    groups: tuple[HyperPodGroupSummary, ...]
+
+    @property
+    def instances(self) -> int:
+        return sum(g.instance_count for g in self.groups)
+
+    @property
+    def accelerators(self) -> int:
+        return sum(g.accelerators for g in self.groups)
+
+
+def summarize(cluster_name: str, spec: HyperPodSpec) -> HyperPodSummary:
+    return HyperPodSummary(
+        cluster_name=cluster_name,
+        orchestrator=spec.orchestrator.value,
+        groups=tuple(
+            HyperPodGroupSummary(
+                name=g.name,
+                role=g.role.value,
+                instance_type=g.instance_type,
+                ec2_instance_type=g.ec2_instance_type,
+                instance_count=g.instance_count,
+                accelerators=g.accelerators,
+                capacity=g.capacity.value,
+            )
+            for g in spec.instance_groups
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------- component
+
+
+@dataclass
+class HyperPodClusterArgs:
+    """Spec (validated config) and wiring (outputs of the network, EKS and storage components)."""
+
+    spec: HyperPodSpec
+    name: str
+    """Physical base name of the stack, for example trainstack-staging."""
+    region: str
+    subnet_ids: Sequence[pulumi.Input[str]]
+    """Private subnet(s) of the GPU AZ: EFA and FSx work within one AZ."""
+    security_group_ids: Sequence[pulumi.Input[str]]
+    """The EFA security group (all traffic to and from itself, admitted by FSx); with the EKS orchestrator
+    also the EKS cluster security group."""
+    eks_cluster_arn: pulumi.Input[str] | None = None
+    """Required for the EKS orchestrator."""
+    kms_key_arn: pulumi.Input[str] | None = None
+    """The data key: encrypts the lifecycle bucket (the execution role may decrypt with it)."""
+    fsx_dns_name: pulumi.Input[str] | None = None
+    fsx_mount_name: pulumi.Input[str] | None = None
+    """FSx for Lustre the Slurm nodes mount at /fsx."""
+    lifecycle_dir: Path | None = None
+    """Lifecycle scripts to upload; defaults to components/lifecycle/<orchestrator>."""
+    protect: bool = False
+    """Protect the cluster and its lifecycle bucket against deletion (prod)."""
+
+
+class HyperPodCluster(pulumi.ComponentResource):
+    """A SageMaker HyperPod cluster (EKS or Slurm) with its lifecycle scripts and execution role."""
+
+    cluster_name: str
+    """The HyperPod cluster name (physical, known at plan time)."""
+    cluster_arn: pulumi.Output[str]
+    """ARN of the HyperPod cluster."""
+    execution_role_arn: pulumi.Output[str]
+    """ARN of the role every instance group runs as."""
+    lifecycle_bucket_name: pulumi.Output[str]
+    """Bucket holding the lifecycle scripts."""
+    lifecycle_source_s3_uri: pulumi.Output[str]
+    """The content-hashed S3 prefix of the lifecycle scripts (the instance groups' SourceS3Uri)."""
+    orchestrator: str
+    """eks or slurm."""
+    summary: HyperPodSummary
+    """Instance groups with type and count, for the plan's compute and cost views."""
+
+    def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:sagemaker:HyperPodCluster", name, None, opts)
+        spec = args.spec
+        if not spec.enabled:
+            raise ValueError("HyperPodCluster needs an enabled HyperPod spec; do not construct it otherwise")
+        eks = spec.orchestrator is HyperPodOrchestrator.EKS
+        if eks and args.eks_cluster_arn is None:
+            raise ValueError("the EKS orchestrator needs eks_cluster_arn")
+        if not args.subnet_ids or not args.security_group_ids:
+            raise ValueError("HyperPod needs at least one subnet and one security group")
+
+        self.orchestrator = spec.orchestrator.value
+        self.cluster_name = physical_name(args.name, "hyperpod")
+        self.summary = summarize(self.cluster_name, spec)
+        child = pulumi.ResourceOptions(parent=self)
+
+        files = read_bundle(args.lifecycle_dir or LIFECYCLE_ROOT / spec.orchestrator.value)
+        static = dict(files)
+        if not eks:
+            # The group names are known now: put them in the digest so a changed layout changes the prefix.
+            static[PROVISIONING_PARAMETERS] = json.dumps(provisioning_parameters(spec), sort_keys=True).encode()
+        prefix = lifecycle_prefix(self.cluster_name, static)
+
+        bucket = self._lifecycle_bucket(name, args)
+        objects = [
+            aws.s3.BucketObjectv2(
+                child_name(name, "lifecycle", file_name.replace(".", "-").replace("_", "-")),
+                aws.s3.BucketObjectv2Args(
+                    bucket=bucket.id,
+                    key=f"{prefix}/{file_name}",
+                    content=body.decode("utf-8"),
+                    content_type="text/x-shellscript" if file_name.endswith(".sh") else "text/plain",
+                    checksum_algorithm="SHA256",
+                ),
+                child,
+            )
+            for file_name, body in files.items()
+        ]
+        if not eks:
+            params = pulumi.Output.all(
+                pulumi.Output.from_input(args.fsx_dns_name), pulumi.Output.from_input(args.fsx_mount_name)
+            ).apply(lambda fsx: json.dumps(provisioning_parameters(spec, fsx[0], fsx[1]), indent=2, sort_keys=True))
+            objects.append(
+                aws.s3.BucketObjectv2(
+                    child_name(name, "lifecycle", "provisioning-parameters"),
+                    aws.s3.BucketObjectv2Args(
+                        bucket=bucket.id,
+                        key=f"{prefix}/{PROVISIONING_PARAMETERS}",
+                        content=params,
+                        content_type="application/json",
+                        checksum_algorithm="SHA256",
+                    ),
+                    child,
+                )
+            )
+
+        self.role = HyperPodExecutionRole(
+            child_name(name, "execution"),
+            HyperPodExecutionRoleArgs(
+                name=args.name,
+                region=args.region,
+                lifecycle_bucket_arn=bucket.arn,
+                lifecycle_prefix=prefix,
+                eks_cluster_arn=args.eks_cluster_arn,
+                kms_key_arn=args.kms_key_arn,
+            ),
+            child,
+        )
+
+        self.lifecycle_source_s3_uri = bucket.bucket.apply(lambda b: f"s3://{b}/{prefix}/")
+        groups = [self._group(g, spec, self.role.role_arn, self.lifecycle_source_s3_uri) for g in spec.instance_groups]
+        self.cluster = sagemaker.Cluster(
+            child_name(name, "cluster"),
+            sagemaker.ClusterArgs(
+                cluster_name=self.cluster_name,
+                instance_groups=groups,
+                node_recovery=sagemaker.ClusterNodeRecovery.AUTOMATIC,
+                vpc_config=sagemaker.ClusterVpcConfigArgs(
+                    subnets=list(args.subnet_ids), security_group_ids=list(args.security_group_ids)
+                ),
+                orchestrator=sagemaker.ClusterOrchestratorArgs(
+                    eks=sagemaker.ClusterOrchestratorEksConfigArgs(cluster_arn=args.eks_cluster_arn)
+                )
+                if eks
+                else None,
+            ),
+            pulumi.ResourceOptions(
+                parent=self,
+                protect=args.protect,
+                # Scripts and role policies must exist before HyperPod provisions the first node; the fixed
+                # cluster name cannot exist twice, so a replacement deletes first.
+                depends_on=[*objects, self.role],
+                delete_before_replace=True,
+            ),
+        )
+
+        self.cluster_arn = self.cluster.cluster_arn
+        self.execution_role_arn = self.role.role_arn
+        self.lifecycle_bucket_name = bucket.bucket
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "cluster_arn": self.cluster_arn,
+                "execution_role_arn": self.execution_role_arn,
+                "lifecycle_bucket_name": self.lifecycle_bucket_name,
+                "lifecycle_source_s3_uri": self.lifecycle_source_s3_uri,
+                "orchestrator": self.orchestrator,
+            }
+        )
+
+    @staticmethod
+    def _group(
+        group: HyperPodInstanceGroupSpec,
+        spec: HyperPodSpec,
+        role_arn: pulumi.Input[str],
+        source_s3_uri: pulumi.Input[str],
+    ) -> sagemaker.ClusterInstanceGroupArgs:
+        checks = deep_health_checks(group)
+        return sagemaker.ClusterInstanceGroupArgs(
+            instance_group_name=group.name,
+            instance_type=group.instance_type,
+            instance_count=group.instance_count,
+            execution_role=role_arn,
+            threads_per_core=THREADS_PER_CORE,
+            instance_storage_configs=[
+                sagemaker.ClusterInstanceStorageConfigArgs(
+                    ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(volume_size_in_gb=group.ebs_volume_size_gib)
+                )
+            ],
+            life_cycle_config=sagemaker.ClusterLifeCycleConfigArgs(source_s3_uri=source_s3_uri, on_create=ON_CREATE),
+            on_start_deep_health_checks=checks or None,
+            training_plan_arn=spec.training_plan_arn if group.capacity is HyperPodCapacity.TRAINING_PLAN else None,
+        )
+
+    def _lifecycle_bucket(self, name: str, args: HyperPodClusterArgs) -> aws.s3.Bucket:
+        bucket_name = child_name(name, "lifecycle-bucket")
+        bucket = aws.s3.Bucket(
+            bucket_name,
+            aws.s3.BucketArgs(
+                # Globally unique by the provider's random suffix; "sagemaker-" first, as HyperPod requires.
+                bucket_prefix=physical_name("sagemaker", args.name, "lc", max_length=36) + "-",
+                force_destroy=True,  # only generated copies of files in this repository live here
+            ),
+            pulumi.ResourceOptions(parent=self, protect=args.protect),
+        )
+        child = pulumi.ResourceOptions(parent=self)
+        encryption = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+            sse_algorithm="aws:kms", kms_master_key_id=args.kms_key_arn
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            child_name(bucket_name, "encryption"),
+            aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
+                bucket=bucket.id,
+                rules=[
+                    aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                        apply_server_side_encryption_by_default=encryption, bucket_key_enabled=True
+                    )
+                ],
+            ),
+            child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            child_name(bucket_name, "versioning"),
+            aws.s3.BucketVersioningInitArgs(
+                bucket=bucket.id,
+                versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            ),
+            child,
+        )
+        public_access = aws.s3.BucketPublicAccessBlock(
+            child_name(bucket_name, "public-access-block"),
+            aws.s3.BucketPublicAccessBlockArgs(
+                bucket=bucket.id,
+                block_public_acls=True,
+                block_public_policy=True,
+                ignore_public_acls=True,
+                restrict_public_buckets=True,
+            ),
+            child,
+        )
+        aws.s3.BucketPolicy(
+            child_name(bucket_name, "policy"),
+            aws.s3.BucketPolicyArgs(
+                bucket=bucket.id, policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn)))
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            child_name(bucket_name, "lifecycle"),
+            aws.s3.BucketLifecycleConfigurationArgs(
+                bucket=bucket.id,
+                rules=[
+                    aws.s3.BucketLifecycleConfigurationRuleArgs(
+                        id="expire-old-bundles",
+                        status="Enabled",
+                        filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                        noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                            noncurrent_days=LIFECYCLE_NONCURRENT_DAYS
+                        ),
+                    )
+                ],
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+        return bucket
+
+
+def aws_native_provider(name: str, region: str, tags: Mapping[str, str]) -> aws_native.Provider:
+    """The explicit aws-native provider (SageMaker HyperPod), with the stack's tags as default tags."""
+    return aws_native.Provider(
+        name,
+        region=region,
+        default_tags=aws_native.ProviderDefaultTagsArgs(tags=dict(tags)),
+    )

@@ -1,0 +1,331 @@
+"""IAM for SageMaker: the HyperPod execution role and the training-job execution role.
+
+The policy documents are pure functions of plain strings (tested in tests/unit/test_sagemaker_policies.py);
+the components render them with `pulumi.Output.all(...).apply(json.dumps)`, which only fills in the
+content of a policy, never decides what exists.
+
+Sources:
+- HyperPod execution role: SageMaker Developer Guide, "IAM role for SageMaker HyperPod" (managed policy
+  AmazonSageMakerClusterInstanceRolePolicy, plus the EC2 network-interface actions a cluster in your own
+  VPC needs, plus ECR pull and eks-auth:AssumeRoleForPodIdentity for the EKS orchestrator); the same set is
+  in aws-samples/awsome-distributed-training `7.sagemaker-hyperpod-eks/.../sagemaker-iam-role-stack.yaml`.
+- HyperPod creates the EKS access entries for the execution role and its service-linked role itself
+  (SageMaker API reference, ClusterMetadata.EksRoleAccessEntries / SlrAccessEntry: "created by HyperPod on
+  your behalf"), so trainstack creates none; the cluster only needs authentication mode API or
+  API_AND_CONFIG_MAP ("Getting started with Amazon EKS support in SageMaker HyperPod").
+- Training jobs: SageMaker Developer Guide, "How to use SageMaker AI execution roles" (CreateTrainingJob
+  permissions: S3, ECR, CloudWatch Logs, the VPC ENI actions, KMS) and "Give SageMaker training jobs access
+  to resources in your Amazon VPC"; FSx input needs fsx:DescribeFileSystems.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.naming import child_name, physical_name
+from components.pod_identity import aws_partition, managed_policy_arn
+
+SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
+HYPERPOD_MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+LIFECYCLE_KEY_ROOT = "hyperpod/lifecycle"  # every lifecycle bundle lives under this prefix of its bucket
+
+# EC2 actions a SageMaker cluster or job in a customer VPC uses to attach its network interfaces.
+# Describe* calls support no resource-level permissions (Service Authorization Reference, Amazon EC2).
+ENI_DESCRIBE_ACTIONS = (
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeVpcs",
+)
+ENI_MUTATE_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+)
+# HyperPod EKS nodes also run the VPC CNI under the execution role (pod IPs on the node's interfaces).
+HYPERPOD_ENI_EXTRA_ACTIONS = (
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:DetachNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:UnassignPrivateIpAddresses",
+)
+ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+
+
+def _statement(sid: str, actions: Sequence[str], resources: Sequence[str], **extra: Any) -> dict[str, Any]:
+    return {"Sid": sid, "Effect": "Allow", "Action": sorted(actions), "Resource": list(resources), **extra}
+
+
+def _document(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+def sagemaker_trust_policy(account_id: str | None = None) -> dict[str, Any]:
+    """Trust for roles SageMaker assumes. With `account_id`, only on behalf of resources in that account
+    (confused-deputy guard, SageMaker Developer Guide "Cross-service confused deputy prevention")."""
+    statement: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"Service": SAGEMAKER_PRINCIPAL},
+        "Action": "sts:AssumeRole",
+    }
+    if account_id is not None:
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+    return _document(statement)
+
+
+def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+    regional = f"arn:{partition}:ec2:{region}:{account_id}"
+    return [
+        _statement("VpcDescribe", ENI_DESCRIBE_ACTIONS, ["*"]),
+        _statement(
+            "VpcNetworkInterfaces",
+            (*ENI_MUTATE_ACTIONS, *extra),
+            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"],
+        ),
+        # Not limited to ec2:CreateAction: the VPC CNI on HyperPod EKS nodes tags interfaces after creating them.
+        _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [f"{regional}:network-interface/*"]),
+    ]
+
+
+def _ecr_statements(partition: str, region: str) -> list[dict[str, Any]]:
+    # Images come from this account and from AWS-owned registries (EKS add-ons, SageMaker DLCs), hence any
+    # account in the region. GetAuthorizationToken has no resource-level permissions.
+    return [
+        _statement("EcrToken", ["ecr:GetAuthorizationToken"], ["*"]),
+        _statement("EcrPull", ECR_PULL_ACTIONS, [f"arn:{partition}:ecr:{region}:*:repository/*"]),
+    ]
+
+
+def hyperpod_execution_policy(
+    *,
+    partition: str,
+    region: str,
+    account_id: str,
+    lifecycle_bucket_arn: str,
+    lifecycle_prefix: str,
+    eks_cluster_arn: str | None = None,
+    kms_key_arn: str | None = None,
+) -> dict[str, Any]:
+    """The inline policy of the HyperPod execution role, next to AmazonSageMakerClusterInstanceRolePolicy.
+
+    Read-only on the lifecycle prefix, the VPC network-interface actions, and for the EKS orchestrator ECR
+    pull, Pod Identity and describe on the one cluster.
+    """
+    prefix = lifecycle_prefix.strip("/")
+    statements = [
+        _statement("LifecycleRead", ["s3:GetObject"], [f"{lifecycle_bucket_arn}/{prefix}/*"]),
+        _statement(
+            "LifecycleList",
+            ["s3:ListBucket"],
+            [lifecycle_bucket_arn],
+            Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
+        ),
+        *_vpc_statements(
+            partition, region, account_id, HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else ()
+        ),
+    ]
+    if kms_key_arn is not None:
+        statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn]))
+    if eks_cluster_arn is not None:
+        statements += [
+            _statement("EksDescribe", ["eks:DescribeCluster"], [eks_cluster_arn]),
+            _statement("EksPodIdentity", ["eks-auth:AssumeRoleForPodIdentity"], [eks_cluster_arn]),
+            *_ecr_statements(partition, region),
+        ]
+    return _document(*statements)
+
+
+def training_job_policy(
+    *,
+    partition: str,
+    region: str,
+    account_id: str,
+    datasets_bucket_arn: str,
+    checkpoints_bucket_arn: str,
+    fsx_arn: str | None = None,
+    kms_key_arn: str | None = None,
+) -> dict[str, Any]:
+    """The policy of the SageMaker training-job execution role: read datasets, read and write checkpoints
+    and model output, FSx input, ECR pull, KMS on the data key, VPC interfaces, and its own log group."""
+    log_group = f"arn:{partition}:logs:{region}:{account_id}:log-group:/aws/sagemaker/TrainingJobs"
+    statements = [
+        _statement(
+            "ListDataBuckets", ["s3:GetBucketLocation", "s3:ListBucket"], [datasets_bucket_arn, checkpoints_bucket_arn]
+        ),
+        _statement("ReadDatasets", ["s3:GetObject"], [f"{datasets_bucket_arn}/*"]),
+        _statement(
+            "ReadWriteCheckpoints",
+            ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+            [f"{checkpoints_bucket_arn}/*"],
+        ),
+        *_ecr_statements(partition, region),
+        *_vpc_statements(partition, region, account_id),
+        _statement("LogGroup", ["logs:CreateLogGroup", "logs:DescribeLogStreams"], [f"{log_group}:*"]),
+        _statement("LogStreams", ["logs:CreateLogStream", "logs:PutLogEvents"], [f"{log_group}:log-stream:*"]),
+    ]
+    if fsx_arn is not None:
+        statements.append(_statement("FsxInput", ["fsx:DescribeFileSystems"], [fsx_arn]))
+    if kms_key_arn is not None:
+        statements.append(
+            _statement("DataKey", ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"], [kms_key_arn])
+        )
+    return _document(*statements)
+
+
+def _account_id(parent: pulumi.Resource) -> pulumi.Output[str]:
+    return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=parent)).account_id
+
+
+# ----------------------------------------------------------------------------------------- components
+
+
+@dataclass
+class HyperPodExecutionRoleArgs:
+    """Wiring for the HyperPod execution role (the spec lives with the cluster)."""
+
+    name: str  # physical base name, for example trainstack-staging
+    region: str
+    lifecycle_bucket_arn: pulumi.Input[str]
+    lifecycle_prefix: str
+    eks_cluster_arn: pulumi.Input[str] | None = None
+    kms_key_arn: pulumi.Input[str] | None = None
+
+
+class HyperPodExecutionRole(pulumi.ComponentResource):
+    """The IAM role HyperPod instances run as: the AWS managed instance policy plus a scoped inline policy."""
+
+    role_arn: pulumi.Output[str]
+    """ARN of the execution role, for every instance group's ExecutionRole."""
+    role_name: pulumi.Output[str]
+    """Name of the execution role."""
+
+    def __init__(self, name: str, args: HyperPodExecutionRoleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:sagemaker:HyperPodExecutionRole", name, None, opts)
+        partition = aws_partition(args.region)
+        child = pulumi.ResourceOptions(parent=self)
+        self.role = aws.iam.Role(
+            child_name(name, "role"),
+            aws.iam.RoleArgs(
+                name=physical_name(args.name, "hyperpod-exec", max_length=64),
+                description="SageMaker HyperPod execution role (trainstack)",
+                assume_role_policy=json.dumps(sagemaker_trust_policy()),
+                max_session_duration=3600,
+            ),
+            child,
+        )
+        self.managed = aws.iam.RolePolicyAttachment(
+            child_name(name, "instance-policy"),
+            aws.iam.RolePolicyAttachmentArgs(
+                role=self.role.name, policy_arn=managed_policy_arn(HYPERPOD_MANAGED_POLICY, partition)
+            ),
+            child,
+        )
+        document = pulumi.Output.all(
+            _account_id(self),
+            pulumi.Output.from_input(args.lifecycle_bucket_arn),
+            pulumi.Output.from_input(args.eks_cluster_arn),
+            pulumi.Output.from_input(args.kms_key_arn),
+        ).apply(
+            lambda v: json.dumps(
+                hyperpod_execution_policy(
+                    partition=partition,
+                    region=args.region,
+                    account_id=v[0],
+                    lifecycle_bucket_arn=v[1],
+                    lifecycle_prefix=args.lifecycle_prefix,
+                    eks_cluster_arn=v[2],
+                    kms_key_arn=v[3],
+                )
+            )
+        )
+        self.inline = aws.iam.RolePolicy(
+            child_name(name, "inline"),
+            aws.iam.RolePolicyArgs(role=self.role.name, name="trainstack-hyperpod", policy=document),
+            child,
+        )
+        self.role_arn = self.role.arn
+        self.role_name = self.role.name
+        self.register_outputs({"role_arn": self.role_arn, "role_name": self.role_name})
+
+
+@dataclass
+class TrainingJobRoleArgs:
+    """Wiring for the SageMaker training-job role and the VPC settings jobs launch with."""
+
+    name: str  # physical base name
+    region: str
+    datasets_bucket_arn: pulumi.Input[str]
+    checkpoints_bucket_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
+    security_group_ids: Sequence[pulumi.Input[str]]
+    fsx_arn: pulumi.Input[str] | None = None
+    kms_key_arn: pulumi.Input[str] | None = None
+
+
+class TrainingJobRole(pulumi.ComponentResource):
+    """An execution role for SageMaker training jobs on trainstack's data, and the VPC settings to use.
+
+    Jobs pass `role_arn` as RoleArn and `subnet_ids` / `security_group_ids` as VpcConfig, so they reach FSx
+    and the buckets through the same private subnet and EFA security group as the GPU nodes.
+    """
+
+    role_arn: pulumi.Output[str]
+    """ARN of the training-job execution role."""
+    subnet_ids: pulumi.Output[list[str]]
+    """Private subnet ids for a training job's VpcConfig.Subnets."""
+    security_group_ids: pulumi.Output[list[str]]
+    """Security group ids for a training job's VpcConfig.SecurityGroupIds."""
+
+    def __init__(self, name: str, args: TrainingJobRoleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:sagemaker:TrainingJobRole", name, None, opts)
+        partition = aws_partition(args.region)
+        child = pulumi.ResourceOptions(parent=self)
+        account = _account_id(self)
+        self.role = aws.iam.Role(
+            child_name(name, "role"),
+            aws.iam.RoleArgs(
+                name=physical_name(args.name, "sagemaker-training", max_length=64),
+                description="SageMaker training-job execution role (trainstack)",
+                assume_role_policy=account.apply(lambda a: json.dumps(sagemaker_trust_policy(a))),
+                max_session_duration=3600,
+            ),
+            child,
+        )
+        document = pulumi.Output.all(
+            account,
+            pulumi.Output.from_input(args.datasets_bucket_arn),
+            pulumi.Output.from_input(args.checkpoints_bucket_arn),
+            pulumi.Output.from_input(args.fsx_arn),
+            pulumi.Output.from_input(args.kms_key_arn),
+        ).apply(
+            lambda v: json.dumps(
+                training_job_policy(
+                    partition=partition,
+                    region=args.region,
+                    account_id=v[0],
+                    datasets_bucket_arn=v[1],
+                    checkpoints_bucket_arn=v[2],
+                    fsx_arn=v[3],
+                    kms_key_arn=v[4],
+                )
+            )
+        )
+        self.inline = aws.iam.RolePolicy(
+            child_name(name, "inline"),
+            aws.iam.RolePolicyArgs(role=self.role.name, name="trainstack-training-job", policy=document),
+            child,
+        )
+        self.role_arn = self.role.arn
+        self.subnet_ids = pulumi.Output.all(*args.subnet_ids).apply(list)
+        self.security_group_ids = pulumi.Output.all(*args.security_group_ids).apply(list)
+        self.register_outputs(
+            {"role_arn": self.role_arn, "subnet_ids": self.subnet_ids, "security_group_ids": self.security_group_ids}
+        )

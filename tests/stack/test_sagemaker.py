@@ -1,0 +1,142 @@
+"""SageMaker in the whole program: staging's HyperPod on the shared network, dev and prod without it, a Slurm
+variation of staging, and the config errors for combinations HyperPod cannot run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from stacks.load import FULL_KEY, ConfigError
+from tests.conftest import edited_config, recording, stack_config
+from trainstack.engine import Recording, run_program
+
+CLUSTER = "aws-native:sagemaker:Cluster"
+
+
+def test_staging_plans_hyperpod_on_eks_with_the_shared_network() -> None:
+    run = recording("staging")
+    config = stack_config("staging")
+    cluster = run.one(CLUSTER)
+    eks = run.one("aws:eks/cluster:Cluster")
+    assert cluster.inputs["orchestrator"] == {"eks": {"clusterArn": eks.outputs["arn"]}}
+    assert cluster.inputs["nodeRecovery"] == "Automatic"
+    gpu_subnet = run.outputs["private_subnet_ids"][config.gpu_availability_zone]
+    assert cluster.inputs["vpcConfig"] == {
+        "subnets": [gpu_subnet],
+        "securityGroupIds": [eks.outputs["vpcConfig"]["clusterSecurityGroupId"], run.outputs["efa_security_group_id"]],
+    }
+    for group in cluster.inputs["instanceGroups"]:
+        assert group["onStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+        assert group["threadsPerCore"] == 1
+    assert run.outputs["hyperpod_orchestrator"] == "eks"
+    assert run.outputs["hyperpod_cluster_arn"] == cluster.outputs["clusterArn"]
+
+
+def test_staging_eks_uses_access_entries() -> None:
+    # HyperPod creates its own access entries, which needs authentication mode API or API_AND_CONFIG_MAP.
+    eks = recording("staging").one("aws:eks/cluster:Cluster")
+    assert eks.inputs["accessConfig"]["authenticationMode"] in ("API", "API_AND_CONFIG_MAP")
+
+
+def test_staging_exports_training_job_role_and_vpc_settings() -> None:
+    run = recording("staging")
+    config = stack_config("staging")
+    assert run.outputs["sagemaker_training_role_arn"].startswith("arn:aws:iam::")
+    assert run.outputs["sagemaker_training_subnet_ids"] == [
+        run.outputs["private_subnet_ids"][config.gpu_availability_zone]
+    ]
+    assert run.outputs["sagemaker_training_security_group_ids"] == [run.outputs["efa_security_group_id"]]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_stacks_without_hyperpod_register_no_sagemaker(stack: str) -> None:
+    run = recording(stack)
+    assert not run.by_type(CLUSTER)
+    assert not run.by_type("pulumi:providers:aws-native")
+    assert not [name for name in run.outputs if name.startswith("hyperpod_")]
+
+
+def slurm(cluster: dict[str, Any]) -> None:
+    cluster["sagemaker"]["hyperpod"] = {
+        "enabled": True,
+        "orchestrator": "slurm",
+        "instance_groups": [
+            {"name": "controller", "instance_type": "ml.m5.2xlarge", "instance_count": 1, "role": "controller"},
+            {"name": "login", "instance_type": "ml.m5.xlarge", "instance_count": 1, "role": "login"},
+            {"name": "p5", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
+        ],
+    }
+
+
+def test_slurm_variation_mounts_the_stacks_fsx() -> None:
+    run: Recording = run_program(edited_config("staging", slurm), stack="staging")
+    cluster = run.one(CLUSTER)
+    assert "orchestrator" not in cluster.inputs
+    assert cluster.inputs["vpcConfig"]["securityGroupIds"] == [run.outputs["efa_security_group_id"]]
+    assert {g["instanceGroupName"] for g in cluster.inputs["instanceGroups"]} == {"controller", "login", "p5"}
+    [params] = [
+        o
+        for o in run.by_type("aws:s3/bucketObjectv2:BucketObjectv2")
+        if o.inputs["key"].endswith("provisioning_parameters.json")
+    ]
+    content = json.loads(params.inputs["content"])
+    assert content["fsx_dns_name"] == run.outputs["fsx_dns_name"]
+    assert content["fsx_mountname"] == run.outputs["fsx_mount_name"]
+    assert run.outputs["hyperpod_orchestrator"] == "slurm"
+
+
+def problems(edit: Any) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        edited_config("staging", edit)
+    return [f"{p.key}: {p.message}" for p in caught.value.problems]
+
+
+def groups_edit(*groups: dict[str, Any], **hyperpod: Any) -> Any:
+    def edit(cluster: dict[str, Any]) -> None:
+        cluster["sagemaker"]["hyperpod"] = {"enabled": True, "instance_groups": list(groups), **hyperpod}
+
+    return edit
+
+
+P5 = {"name": "p5", "instance_type": "ml.p5.48xlarge", "instance_count": 2}
+CONTROLLER = {"name": "ctl", "instance_type": "ml.m5.2xlarge", "instance_count": 1, "role": "controller"}
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-plan"
+HYPERPOD = f"{FULL_KEY}.sagemaker.hyperpod"
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "fragment"),
+    [
+        (groups_edit(P5, CONTROLLER, orchestrator="eks"), HYPERPOD, "EKS HyperPod cluster takes compute"),
+        (groups_edit(P5, orchestrator="slurm"), HYPERPOD, "exactly one controller"),
+        (groups_edit(P5, dict(P5), orchestrator="eks"), HYPERPOD, "names must be unique"),
+        (groups_edit(CONTROLLER, orchestrator="slurm"), HYPERPOD, "at least one compute"),
+        (groups_edit({**P5, "capacity": "training_plan"}), HYPERPOD, "training_plan_arn is unset"),
+        (groups_edit(P5, training_plan_arn=PLAN), HYPERPOD, "every instance group is on_demand"),
+        (
+            groups_edit(P5, {**CONTROLLER, "capacity": "training_plan"}, orchestrator="slurm", training_plan_arn=PLAN),
+            f"{HYPERPOD}.instance_groups.1",
+            "run controller and login groups on_demand",
+        ),
+        (
+            groups_edit(P5, {**CONTROLLER, "instance_count": 2}, orchestrator="slurm"),
+            f"{HYPERPOD}.instance_groups.1",
+            "one slurmctld",
+        ),
+        (
+            groups_edit({**P5, "instance_type": "ml.p3.16xlarge"}),
+            f"{HYPERPOD}.instance_groups.0",
+            "not in the catalog",
+        ),
+        (
+            groups_edit(P5, training_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/abc"),
+            f"{HYPERPOD}.training_plan_arn",
+            "pattern",
+        ),
+    ],
+)
+def test_impossible_hyperpod_combinations_are_config_errors(edit: Any, key: str, fragment: str) -> None:
+    found = problems(edit)
+    assert any(p.startswith(f"{key}:") and fragment in p for p in found), found

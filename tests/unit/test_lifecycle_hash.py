@@ -1,0 +1,167 @@
+"""Lifecycle bundles: content-hashed prefixes, the shipped scripts, and the Slurm provisioning parameters."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import json
+import subprocess
+from contextlib import redirect_stdout
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.hyperpod import (
+    INSTANCE_CONNECTIVITY,
+    INSTANCE_STRESS,
+    LIFECYCLE_ROOT,
+    ON_CREATE,
+    PROVISIONING_PARAMETERS,
+    bundle_digest,
+    deep_health_checks,
+    lifecycle_prefix,
+    provisioning_parameters,
+    read_bundle,
+    script_digest,
+)
+from stacks.schema import HyperPodInstanceGroupSpec, HyperPodSpec
+
+names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_.", min_size=1, max_size=12)
+bundles = st.dictionaries(names, st.binary(max_size=256), min_size=1, max_size=6)
+
+
+def slurm_spec(login: bool = True) -> HyperPodSpec:
+    groups = [
+        {"name": "controller", "instance_type": "ml.m5.2xlarge", "instance_count": 1, "role": "controller"},
+        {"name": "p5", "instance_type": "ml.p5.48xlarge", "instance_count": 4},
+        {"name": "g5", "instance_type": "ml.g5.48xlarge", "instance_count": 2},
+    ]
+    if login:
+        groups.append({"name": "login", "instance_type": "ml.m5.xlarge", "instance_count": 1, "role": "login"})
+    return HyperPodSpec.model_validate({"enabled": True, "orchestrator": "slurm", "instance_groups": groups})
+
+
+def test_script_digest_is_sha256_of_the_bytes() -> None:
+    assert script_digest(b"#!/bin/bash\n") == hashlib.sha256(b"#!/bin/bash\n").hexdigest()
+
+
+@given(bundles, st.data())
+def test_a_changed_script_changes_the_prefix(files: dict[str, bytes], data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(files)))
+    changed = {**files, name: files[name] + b"\n# changed"}
+    assert lifecycle_prefix("c", changed) != lifecycle_prefix("c", files)
+
+
+@given(bundles)
+def test_the_digest_ignores_read_order(files: dict[str, bytes]) -> None:
+    assert bundle_digest(dict(reversed(list(files.items())))) == bundle_digest(files)
+
+
+@given(bundles, names)
+def test_adding_or_renaming_a_file_changes_the_digest(files: dict[str, bytes], extra: str) -> None:
+    if extra in files:
+        return
+    assert bundle_digest({**files, extra: b""}) != bundle_digest(files)
+    first = sorted(files)[0]
+    renamed = {(extra if k == first else k): v for k, v in files.items()}
+    assert bundle_digest(renamed) != bundle_digest(files)
+
+
+def test_prefix_is_per_cluster_under_the_lifecycle_root() -> None:
+    files = {ON_CREATE: b"x"}
+    assert lifecycle_prefix("a", files).startswith("hyperpod/lifecycle/a/")
+    assert lifecycle_prefix("a", files).rsplit("/", 1)[1] == lifecycle_prefix("b", files).rsplit("/", 1)[1]
+
+
+def test_read_bundle_requires_the_entry_point(tmp_path: Path) -> None:
+    (tmp_path / "other.sh").write_text("#!/bin/bash\n")
+    with pytest.raises(ValueError, match=ON_CREATE):
+        read_bundle(tmp_path)
+
+
+@pytest.mark.parametrize("orchestrator", ["eks", "slurm"])
+def test_shipped_scripts_are_strict_bash_that_parses(orchestrator: str) -> None:
+    files = read_bundle(LIFECYCLE_ROOT / orchestrator)
+    scripts = {name: body.decode() for name, body in files.items() if name.endswith(".sh")}
+    assert ON_CREATE in scripts
+    for name, text in scripts.items():
+        assert text.startswith("#!/bin/bash\n"), name
+        assert "set -euo pipefail" in text, name
+        subprocess.run(["bash", "-n", str(LIFECYCLE_ROOT / orchestrator / name)], check=True)
+
+
+def test_slurm_entry_point_uses_only_files_of_its_bundle() -> None:
+    files = read_bundle(LIFECYCLE_ROOT / "slurm")
+    on_create = files[ON_CREATE].decode()
+    for helper in ("node_role.py", "mount_fsx.sh", "start_slurm.sh"):
+        assert helper in on_create and helper in files
+    assert PROVISIONING_PARAMETERS in on_create  # written next to the scripts by the component
+
+
+def test_provisioning_parameters_name_groups_and_fsx() -> None:
+    params = provisioning_parameters(slurm_spec(), "fs-1.fsx.us-east-1.amazonaws.com", "abcdefgh")
+    assert params["workload_manager"] == "slurm"
+    assert params["controller_group"] == "controller"
+    assert params["login_group"] == "login"
+    assert params["worker_groups"] == [
+        {"instance_group_name": "p5", "partition_name": "p5"},
+        {"instance_group_name": "g5", "partition_name": "g5"},
+    ]
+    assert (params["fsx_dns_name"], params["fsx_mountname"]) == ("fs-1.fsx.us-east-1.amazonaws.com", "abcdefgh")
+
+
+def test_provisioning_parameters_without_fsx_or_login_leave_the_keys_out() -> None:
+    params = provisioning_parameters(slurm_spec(login=False))
+    assert "fsx_dns_name" not in params and "fsx_mountname" not in params and "login_group" not in params
+
+
+def _node_role_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("node_role", LIFECYCLE_ROOT / "slurm" / "node_role.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("address", "role"), [("10.0.0.10", "controller"), ("10.0.0.20", "login"), ("10.0.0.31", "compute")]
+)
+def test_node_role_finds_this_node_by_address(tmp_path: Path, address: str, role: str) -> None:
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt")))
+    resources = tmp_path / "resource_config.json"
+    resources.write_text(
+        json.dumps(
+            {
+                "InstanceGroups": [
+                    {"Name": "controller", "Instances": [{"CustomerIpAddress": "10.0.0.10"}]},
+                    {"Name": "login", "Instances": [{"CustomerIpAddress": "10.0.0.20"}]},
+                    {
+                        "Name": "p5",
+                        "Instances": [{"CustomerIpAddress": "10.0.0.30"}, {"CustomerIpAddress": "10.0.0.31"}],
+                    },
+                ]
+            }
+        )
+    )
+    module = _node_role_module()
+    module.primary_address = lambda: address
+    out = io.StringIO()
+    with redirect_stdout(out):
+        module.main(str(params), str(resources))
+    assert out.getvalue().split() == [role, "10.0.0.10", "fs-1.fsx", "mnt"]
+
+
+def test_deep_health_checks_follow_accelerator_and_efa() -> None:
+    p5 = HyperPodInstanceGroupSpec(name="p5", instance_type="ml.p5.48xlarge", instance_count=2)
+    single = HyperPodInstanceGroupSpec(name="g5", instance_type="ml.g5.2xlarge", instance_count=1)
+    controller = HyperPodInstanceGroupSpec(
+        name="ctl", instance_type="ml.m5.2xlarge", instance_count=1, role="controller"
+    )
+    assert deep_health_checks(p5) == [INSTANCE_STRESS, INSTANCE_CONNECTIVITY]
+    assert deep_health_checks(single) == [INSTANCE_STRESS]  # no EFA: nothing to test between nodes
+    assert deep_health_checks(controller) == []

@@ -1,0 +1,160 @@
+"""The SageMaker policy documents: what each statement allows, on what, and nothing broader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components.sagemaker_roles import (
+    ENI_MUTATE_ACTIONS,
+    SAGEMAKER_PRINCIPAL,
+    hyperpod_execution_policy,
+    sagemaker_trust_policy,
+    training_job_policy,
+)
+
+ACCOUNT = "123456789012"
+EKS_ARN = f"arn:aws:eks:us-east-1:{ACCOUNT}:cluster/trainstack-staging"
+KEY_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/0c6f0e4e-1111-2222-3333-444455556666"
+LIFECYCLE = "arn:aws:s3:::sagemaker-trainstack-staging-lc-abc"
+DATASETS = "arn:aws:s3:::trainstack-staging-datasets-1"
+CHECKPOINTS = "arn:aws:s3:::trainstack-staging-checkpoints-1"
+FSX = f"arn:aws:fsx:us-east-1:{ACCOUNT}:file-system/fs-0123456789abcdef0"
+# The only actions that may name Resource "*": they support no resource-level permissions.
+UNSCOPABLE = {
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeVpcs",
+    "ecr:GetAuthorizationToken",
+}
+
+
+def hyperpod(**overrides: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "partition": "aws",
+        "region": "us-east-1",
+        "account_id": ACCOUNT,
+        "lifecycle_bucket_arn": LIFECYCLE,
+        "lifecycle_prefix": "hyperpod/lifecycle/trainstack-staging-hyperpod/0123456789abcdef",
+        "eks_cluster_arn": EKS_ARN,
+        "kms_key_arn": KEY_ARN,
+    }
+    return hyperpod_execution_policy(**(kwargs | overrides))
+
+
+def training(**overrides: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "partition": "aws",
+        "region": "us-east-1",
+        "account_id": ACCOUNT,
+        "datasets_bucket_arn": DATASETS,
+        "checkpoints_bucket_arn": CHECKPOINTS,
+        "fsx_arn": FSX,
+        "kms_key_arn": KEY_ARN,
+    }
+    return training_job_policy(**(kwargs | overrides))
+
+
+def grants(document: dict[str, Any]) -> dict[str, set[str]]:
+    """action -> every resource it is allowed on."""
+    out: dict[str, set[str]] = {}
+    for statement in document["Statement"]:
+        assert statement["Effect"] == "Allow"
+        for action in statement["Action"]:
+            out.setdefault(action, set()).update(statement["Resource"])
+    return out
+
+
+def assert_least_privilege(document: dict[str, Any]) -> None:
+    for statement in document["Statement"]:
+        for action in statement["Action"]:
+            assert "*" not in action, f"wildcard action {action}"
+            if "*" in statement["Resource"]:
+                assert action in UNSCOPABLE, f"{action} on every resource"
+    sids = [s["Sid"] for s in document["Statement"]]
+    assert len(sids) == len(set(sids))
+
+
+def test_hyperpod_policy_is_least_privilege() -> None:
+    assert_least_privilege(hyperpod())
+    assert_least_privilege(hyperpod(eks_cluster_arn=None, kms_key_arn=None))
+
+
+def test_hyperpod_reads_only_its_lifecycle_prefix() -> None:
+    document = hyperpod()
+    allowed = grants(document)
+    prefix = "hyperpod/lifecycle/trainstack-staging-hyperpod/0123456789abcdef"
+    assert allowed["s3:GetObject"] == {f"{LIFECYCLE}/{prefix}/*"}
+    assert allowed["s3:ListBucket"] == {LIFECYCLE}
+    [listing] = [s for s in document["Statement"] if s["Sid"] == "LifecycleList"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
+    assert not {a for a in allowed if a.startswith("s3:") and a not in ("s3:GetObject", "s3:ListBucket")}
+
+
+def test_hyperpod_eks_statements_name_the_one_cluster() -> None:
+    allowed = grants(hyperpod())
+    assert allowed["eks:DescribeCluster"] == {EKS_ARN}
+    assert allowed["eks-auth:AssumeRoleForPodIdentity"] == {EKS_ARN}
+    assert allowed["ecr:BatchGetImage"] == {"arn:aws:ecr:us-east-1:*:repository/*"}
+    assert "ec2:AssignPrivateIpAddresses" in allowed  # the VPC CNI on the nodes
+
+
+def test_hyperpod_on_slurm_gets_no_eks_ecr_or_cni_actions() -> None:
+    allowed = grants(hyperpod(eks_cluster_arn=None))
+    assert not {a for a in allowed if a.startswith(("eks", "ecr:"))}
+    assert "ec2:AssignPrivateIpAddresses" not in allowed
+    assert set(ENI_MUTATE_ACTIONS) <= set(allowed)
+
+
+def test_kms_decrypt_only_on_the_given_key() -> None:
+    assert grants(hyperpod())["kms:Decrypt"] == {KEY_ARN}
+    assert "kms:Decrypt" not in grants(hyperpod(kms_key_arn=None))
+
+
+def test_network_interface_actions_stay_in_account_and_region() -> None:
+    for document in (hyperpod(), training()):
+        allowed = grants(document)
+        for action in ENI_MUTATE_ACTIONS:
+            assert all(r.startswith(f"arn:aws:ec2:us-east-1:{ACCOUNT}:") for r in allowed[action]), action
+
+
+def test_training_job_reads_datasets_and_writes_checkpoints_only() -> None:
+    document = training()
+    assert_least_privilege(document)
+    allowed = grants(document)
+    assert allowed["s3:PutObject"] == {f"{CHECKPOINTS}/*"}
+    assert allowed["s3:DeleteObject"] == {f"{CHECKPOINTS}/*"}
+    assert allowed["s3:GetObject"] == {f"{DATASETS}/*", f"{CHECKPOINTS}/*"}
+    assert allowed["s3:ListBucket"] == {DATASETS, CHECKPOINTS}
+    assert allowed["fsx:DescribeFileSystems"] == {FSX}
+    assert allowed["kms:GenerateDataKey"] == allowed["kms:Decrypt"] == {KEY_ARN}
+    log_group = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs"
+    assert allowed["logs:PutLogEvents"] == {f"{log_group}:log-stream:*"}
+    assert {"ecr:BatchGetImage", "ecr:GetAuthorizationToken", "ec2:CreateNetworkInterface"} <= set(allowed)
+
+
+def test_training_job_without_fsx_or_key_drops_those_statements() -> None:
+    allowed = grants(training(fsx_arn=None, kms_key_arn=None))
+    assert not {a for a in allowed if a.startswith(("fsx:", "kms:"))}
+
+
+@given(
+    st.from_regex(r"[a-z0-9][a-z0-9-]{2,40}[a-z0-9]", fullmatch=True),
+    st.from_regex(r"[a-z0-9-]{1,20}(/[a-z0-9-]{1,20}){0,3}", fullmatch=True),
+)
+def test_lifecycle_read_never_escapes_the_prefix(bucket: str, prefix: str) -> None:
+    document = hyperpod(lifecycle_bucket_arn=f"arn:aws:s3:::{bucket}", lifecycle_prefix=f"/{prefix}/")
+    [resource] = grants(document)["s3:GetObject"]
+    assert resource == f"arn:aws:s3:::{bucket}/{prefix}/*"
+    assert_least_privilege(document)
+
+
+def test_trust_policies() -> None:
+    [plain] = sagemaker_trust_policy()["Statement"]
+    assert plain == {"Effect": "Allow", "Principal": {"Service": SAGEMAKER_PRINCIPAL}, "Action": "sts:AssumeRole"}
+    [guarded] = sagemaker_trust_policy(ACCOUNT)["Statement"]
+    assert guarded["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT}}
