@@ -4,10 +4,23 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 
 import pulumi
 
+from components.buckets import DataBuckets, DataBucketsArgs
+from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from components.eks import EksCluster, EksClusterArgs
+from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+from components.lustre import LustreFileSystem, LustreFileSystemArgs
+from components.lustre_volume import LustreVolume, LustreVolumeArgs
 from components.naming import default_tags
+from components.network import Network, NetworkArgs
 from components.providers import aws_provider
+from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
+from components.scheduling import Scheduling, SchedulingArgs
+from components.validation_jobs import ValidationJobs, ValidationJobsArgs, validation_target
+from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, HyperPodOrchestrator
 
 try:
     cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
@@ -23,13 +36,213 @@ tags = default_tags(
 )
 aws = aws_provider(f"{cluster.name}-aws", cluster.region, tags)
 
-# [network-eks-gpu]
+network = Network(
+    f"{cluster.name}-network",
+    NetworkArgs(spec=cluster.network, name=cluster.name, region=cluster.region),
+    opts=pulumi.ResourceOptions(provider=aws),
+)
+eks = EksCluster(
+    f"{cluster.name}-eks",
+    EksClusterArgs(
+        spec=cluster.eks,
+        name=cluster.name,
+        region=cluster.region,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=list(network.private_subnet_ids.values()),
+        protect=cluster.protect_data,
+        tags=tags,
+    ),
+    opts=pulumi.ResourceOptions(provider=aws),
+)
+pulumi.export("vpc_id", network.vpc_id)
+pulumi.export("private_subnet_ids", network.private_subnet_ids)
+pulumi.export("efa_security_group_id", network.efa_security_group_id)
+pulumi.export("cluster_name", eks.cluster_name)
+pulumi.export("cluster_endpoint", eks.cluster_endpoint)
+pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
+pulumi.export("node_role_arn", eks.node_role_arn)
+pulumi.export("kubeconfig", eks.kubeconfig)
+
+gpu_groups: dict[str, GpuNodeGroup] = {
+    group.name: GpuNodeGroup(
+        f"{cluster.name}-gpu-{group.name}",
+        GpuNodeGroupArgs(
+            spec=group,
+            name=cluster.name,
+            cluster_name=eks.cluster_name,
+            node_role_arn=eks.node_role_arn,
+            subnet_id=network.private_subnet_ids[group.availability_zone],
+            security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
+            default_tags=tags,
+            kubernetes_version=cluster.eks.version,
+            node_dependencies=eks.node_dependencies,
+        ),
+        opts=pulumi.ResourceOptions(provider=aws),
+    )
+    for group in cluster.gpu_node_groups
+}
+pulumi.export(
+    "gpu_node_groups",
+    {
+        name: {
+            "node_group_name": group.node_group_name,
+            "launch_template_id": group.launch_template_id,
+            "placement_group_name": group.placement_group_name,
+            "efa_interfaces_per_node": group.efa_interface_count,
+            "gpus_at_max_size": group.gpu_count_max,
+        }
+        for name, group in gpu_groups.items()
+    },
+)
 
 # [data-layer]
+data = DataBuckets(
+    f"{cluster.name}-data",
+    DataBucketsArgs(spec=cluster.storage.buckets, protect=cluster.protect_data),
+    opts=pulumi.ResourceOptions(provider=aws),
+)
+pulumi.export("datasets_bucket", data.datasets_bucket_name)
+pulumi.export("checkpoints_bucket", data.checkpoints_bucket_name)
+lustre: LustreFileSystem | None = None
+if cluster.storage.fsx.enabled:
+    lustre = LustreFileSystem(
+        f"{cluster.name}-lustre",
+        LustreFileSystemArgs(
+            spec=cluster.storage.fsx,
+            base_name=cluster.name,
+            vpc_id=network.vpc_id,
+            subnet_id=network.private_subnet_ids[cluster.gpu_availability_zone],
+            client_security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
+            efa_security_group_id=network.efa_security_group_id,
+            kms_key_arn=data.kms_key_arn,
+            datasets_bucket_name=data.datasets_bucket_name,
+            protect=cluster.protect_data,
+        ),
+        opts=pulumi.ResourceOptions(provider=aws),
+    )
+    pulumi.export("fsx_file_system_id", lustre.file_system_id)
+    pulumi.export("fsx_dns_name", lustre.dns_name)
+    pulumi.export("fsx_mount_name", lustre.mount_name)
 
 # [kubernetes-platform]
+k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider)
+k8s_spec = cluster.kubernetes
+device_plugins: list[pulumi.Resource] = []
+if any(CATALOG[g.instance_type].accelerator is Accelerator.NVIDIA for g in cluster.gpu_node_groups):
+    gpu_operator = GpuOperator(
+        f"{cluster.name}-gpu-operator",
+        GpuOperatorArgs(
+            spec=k8s_spec.gpu_operator, ami_families=[g.ami_family for g in cluster.gpu_node_groups], after=[eks]
+        ),
+        opts=k8s_opts,
+    )
+    device_plugins.append(gpu_operator.release)
+    pulumi.export("gpu_operator_values", gpu_operator.values)
+if any(g.efa_enabled for g in cluster.gpu_node_groups):
+    efa_plugin = EfaDevicePlugin(
+        f"{cluster.name}-efa-plugin", EfaDevicePluginArgs(spec=k8s_spec.efa_device_plugin, after=[eks]), opts=k8s_opts
+    )
+    device_plugins.append(efa_plugin.release)
+scheduling = Scheduling(
+    f"{cluster.name}-scheduling",
+    SchedulingArgs(
+        kueue=k8s_spec.kueue,
+        training_operator=k8s_spec.training_operator,
+        teams=k8s_spec.teams,
+        node_groups=cluster.gpu_node_groups,
+        cohort=cluster.name,
+        after=[eks, *device_plugins],
+    ),
+    opts=k8s_opts,
+)
+pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
+pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
+if lustre is not None:
+    # The FSx CSI driver and one static PV + PVC per team namespace, all on the same file system.
+    lustre_volume = LustreVolume(
+        f"{cluster.name}-lustre-volume",
+        LustreVolumeArgs(
+            cluster_name=eks.cluster_name,
+            addon_version=cluster.eks.addons.fsx_csi_driver,
+            namespaces=[team.name for team in k8s_spec.teams],
+            file_system_id=lustre.file_system_id,
+            dns_name=lustre.dns_name,
+            mount_name=lustre.mount_name,
+            capacity_gib=lustre.storage_capacity_gib,
+            depends_on=[eks.system_node_group, *scheduling.team_namespaces.values()],
+        ),
+        opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+    )
+    pulumi.export("fsx_claims", lustre_volume.claims)
+if k8s_spec.validation and k8s_spec.validation.enabled:
+    target = validation_target(k8s_spec.validation, cluster.gpu_node_groups)
+    validation = ValidationJobs(
+        f"{cluster.name}-validation",
+        ValidationJobsArgs(
+            spec=k8s_spec.validation,
+            node_group=target,
+            training_operator_kind=k8s_spec.training_operator.kind,
+            after=[
+                *device_plugins,
+                scheduling.training_operator,
+                scheduling.kueue_release,
+                scheduling.cluster_queues[target.name],
+            ],
+        ),
+        opts=k8s_opts,
+    )
+    pulumi.export("validation_namespace", validation.namespace.metadata.name)
+    pulumi.export("nccl_busbw_floor_gb_s", validation.plan.busbw_floor_gb_s)
 
 # [sagemaker]
+sagemaker_spec = cluster.sagemaker
+hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.EKS
+gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
+if sagemaker_spec.hyperpod.enabled:
+    aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)
+    hyperpod = HyperPodCluster(
+        f"{cluster.name}-hyperpod",
+        HyperPodClusterArgs(
+            spec=sagemaker_spec.hyperpod,
+            name=cluster.name,
+            region=cluster.region,
+            subnet_ids=[gpu_subnet_id],
+            # EKS-orchestrated nodes are cluster nodes: the cluster security group lets them reach the API
+            # endpoint and the control plane reach their kubelets, as for the GPU node groups.
+            security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id]
+            if hyperpod_on_eks
+            else [network.efa_security_group_id],
+            eks_cluster_arn=eks.cluster_arn if hyperpod_on_eks else None,
+            kms_key_arn=data.kms_key_arn,
+            fsx_dns_name=lustre.dns_name if lustre else None,
+            fsx_mount_name=lustre.mount_name if lustre else None,
+            protect=cluster.protect_data,
+        ),
+        opts=pulumi.ResourceOptions(providers=[aws, aws_native]),
+    )
+    pulumi.export("hyperpod_cluster_name", hyperpod.cluster_name)
+    pulumi.export("hyperpod_cluster_arn", hyperpod.cluster_arn)
+    pulumi.export("hyperpod_orchestrator", hyperpod.orchestrator)
+    pulumi.export("hyperpod_execution_role_arn", hyperpod.execution_role_arn)
+    pulumi.export("hyperpod_lifecycle_s3_uri", hyperpod.lifecycle_source_s3_uri)
+if sagemaker_spec.training_job_role:
+    training = TrainingJobRole(
+        f"{cluster.name}-sagemaker-training",
+        TrainingJobRoleArgs(
+            name=cluster.name,
+            region=cluster.region,
+            datasets_bucket_arn=data.datasets_bucket_arn,
+            checkpoints_bucket_arn=data.checkpoints_bucket_arn,
+            subnet_ids=[gpu_subnet_id],
+            security_group_ids=[network.efa_security_group_id],
+            fsx_arn=lustre.arn if lustre else None,
+            kms_key_arn=data.kms_key_arn,
+        ),
+        opts=pulumi.ResourceOptions(provider=aws),
+    )
+    pulumi.export("sagemaker_training_role_arn", training.role_arn)
+    pulumi.export("sagemaker_training_subnet_ids", training.subnet_ids)
+    pulumi.export("sagemaker_training_security_group_ids", training.security_group_ids)
 
 pulumi.export("environment", cluster.environment.value)
 pulumi.export("region", cluster.region)

@@ -14,8 +14,9 @@ import ipaddress
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from components import fsx_sizing  # pure: no Pulumi import
 from stacks.catalog import CATALOG, efa_capable
 
 CONFIG_NAMESPACE = "trainstack"
@@ -122,6 +123,13 @@ class NetworkSpec(Spec):
             raise ValueError(f"vpc_cidr {self.vpc_cidr} must be /16 to /20")
         if len(set(self.availability_zones)) != len(self.availability_zones):
             raise ValueError(f"availability_zones has duplicates: {self.availability_zones}")
+        if self.private_subnet_prefix_length > self.public_subnet_prefix_length:
+            # Private subnets hold nodes, pods and EFA IPs; carving the larger blocks first packs without gaps.
+            raise ValueError(
+                f"private_subnet_prefix_length /{self.private_subnet_prefix_length} is smaller than "
+                f"public_subnet_prefix_length /{self.public_subnet_prefix_length}: private subnets must be at least "
+                "as large as public ones"
+            )
         count = len(self.availability_zones)
         needed = count * 2 ** (32 - self.private_subnet_prefix_length) + count * 2 ** (
             32 - self.public_subnet_prefix_length
@@ -267,8 +275,13 @@ class CapacitySpec(Spec):
         reserved = self.type in (CapacityType.RESERVATION, CapacityType.CAPACITY_BLOCK)
         if reserved and (self.reservation_id is None or self.reservation_availability_zone is None):
             raise ValueError(f"capacity type {self.type.value} needs reservation_id and reservation_availability_zone")
-        if not reserved and (self.reservation_id or self.reservation_availability_zone or self.reservation_placement_group):
+        settings = (self.reservation_id, self.reservation_availability_zone, self.reservation_placement_group)
+        if not reserved and any(setting is not None for setting in settings):
             raise ValueError(f"capacity type {self.type.value} takes no reservation_* settings")
+        if self.type is CapacityType.CAPACITY_BLOCK and self.reservation_placement_group is not None:
+            # EC2 places Capacity Block instances close together in an UltraCluster itself; a block is never
+            # made in a placement group (EC2 API reference, CapacityBlock).
+            raise ValueError("capacity_block takes no reservation_placement_group: EC2 co-locates a block itself")
         return self
 
     @property
@@ -287,13 +300,27 @@ class PlacementMode(StrEnum):
     NONE = "none"
 
 
+# Node labels trainstack sets on every GPU node itself (components/gpu_nodes.py); spec.labels may not set them.
+RESERVED_NODE_LABELS = (
+    "trainstack.io/node-group",
+    "trainstack.io/accelerator",
+    "nvidia.com/gpu.present",
+    "vpc.amazonaws.com/efa.present",
+    "node.kubernetes.io/instance-type",
+)
+
+
 class GpuNodeGroupSpec(Spec):
     """A managed node group of accelerated instances with its own launch template."""
 
     name: str = Field(pattern=_DNS_LABEL, description="Short name, unique in the stack (DNS label).")
     instance_type: CatalogInstanceType = Field(description="An instance type from the accelerator catalog.")
     availability_zone: str = Field(pattern=_AZ, description="The one AZ (and subnet) of the group.")
-    ami_family: AmiFamily = Field(default=AmiFamily.AL2023_NVIDIA, description="EKS accelerated AMI family.")
+    ami_family: AmiFamily = Field(
+        default=AmiFamily.AL2023_NVIDIA,
+        description="EKS accelerated AMI family. Left out, it follows the instance type: AL2023 NVIDIA for GPUs, "
+        "AL2023 Neuron for Trainium, so swapping the instance type alone is enough.",
+    )
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option and reservation.")
     min_size: int = Field(ge=0, description="Minimum nodes (0 lets the group scale to zero).")
     desired_size: int = Field(ge=0, description="Nodes at creation.")
@@ -308,8 +335,20 @@ class GpuNodeGroupSpec(Spec):
     hugepages_2mi: int = Field(
         default=5128, ge=0, description="2 MiB hugepages pre-allocated per node for EFA (libfabric) buffers."
     )
-    max_unavailable: int = Field(default=1, ge=1, description="Nodes replaced at a time during updates.")
+    max_unavailable: int = Field(
+        default=1, ge=1, le=100, description="Nodes replaced at a time during updates (EKS allows 1 to 100)."
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ami_follows_instance_type(cls, data: object) -> object:
+        # Only when the key is absent: an explicit ami_family is kept and checked by `_group`.
+        if isinstance(data, dict) and "ami_family" not in data:
+            row = CATALOG.get(str(data.get("instance_type")))
+            if row is not None and row.accelerator.value == "neuron":
+                return {**data, "ami_family": AmiFamily.AL2023_NEURON}
+        return data
 
     @model_validator(mode="after")
     def _group(self) -> Self:
@@ -337,7 +376,31 @@ class GpuNodeGroupSpec(Spec):
                 f"{self.capacity.reservation_availability_zone}: a reservation fixes the AZ"
             )
         if self.capacity.type is CapacityType.SPOT and self.efa_enabled:
-            problems.append("spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation")
+            problems.append(
+                "spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation"
+            )
+        if (
+            self.efa_enabled
+            and row.supports_efa
+            and self.efa_layout is EfaLayout.EFA_PRIMARY
+            and row.efa_cards[0] != 0
+        ):
+            problems.append(
+                f"efa_layout efa_primary needs EFA on network card 0, but {self.instance_type} has EFA on cards "
+                f"{list(row.efa_cards)}; use ena_primary"
+            )
+        reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
+        if reserved_labels:
+            problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")
+        if (
+            self.placement is PlacementMode.CLUSTER
+            and self.capacity.reserved
+            and self.capacity.reservation_placement_group is None
+        ):
+            problems.append(
+                f"placement cluster on a {self.capacity.type.value} made without a placement group: forcing one "
+                "onto the reservation breaks launches; set capacity.reservation_placement_group or use auto"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -362,51 +425,170 @@ class GpuNodeGroupSpec(Spec):
 
 
 class FsxDeploymentType(StrEnum):
-    SCRATCH_2 = "SCRATCH_2"
+    SCRATCH_2 = "SCRATCH_2"  # not replicated; dev only (ClusterConfig refuses it elsewhere)
     PERSISTENT_2 = "PERSISTENT_2"
 
 
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy `retentionInDays`).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
+                      2922, 3288, 3653)
+
+
+def _deployment(info: ValidationInfo) -> FsxDeploymentType | None:
+    """The already-validated deployment type, or None when it was itself invalid (reported there)."""
+    value = info.data.get("deployment_type")
+    return value if isinstance(value, FsxDeploymentType) else None
+
+
 class FsxSpec(Spec):
-    """FSx for Lustre in the GPU node groups' AZ, linked to the datasets bucket."""
+    """FSx for Lustre in the GPU node groups' AZ, linked to the datasets bucket.
+
+    Rules that span fields are field validators reading the fields declared before them, so each problem is
+    reported at its own key (storage.fsx.storage_capacity_gib, ...) with the value given. Field order matters.
+    """
 
     enabled: bool = Field(default=True, description="Create the file system.")
     deployment_type: FsxDeploymentType = Field(description="SCRATCH_2 (dev only) or PERSISTENT_2.")
-    storage_capacity_gib: int = Field(gt=0, description="Capacity in GiB, in AWS's increments for the type.")
     throughput_mb_s_per_tib: int | None = Field(
-        default=None, description="Per-unit storage throughput (PERSISTENT_2: 125, 250, 500 or 1000)."
+        default=None,
+        validate_default=True,
+        description="Per-unit storage throughput in MB/s/TiB: PERSISTENT_2 needs 125, 250, 500 or 1000; "
+        "SCRATCH_2 takes none (fixed 200 MB/s/TiB baseline).",
     )
     efa_enabled: bool = Field(
-        default=False, description="EFA-enabled file system (GPUDirect Storage); PERSISTENT_2 with metadata config."
+        default=False,
+        description="EFA-enabled file system (GPUDirect Storage): PERSISTENT_2 only; trainstack then adds the "
+        "metadata configuration and the EFA security group. Set at creation, cannot change later.",
     )
     metadata_iops: int | None = Field(
-        default=None, description="User-provisioned metadata IOPS (PERSISTENT_2); automatic when unset."
+        default=None,
+        description="PERSISTENT_2 metadata IOPS (USER_PROVISIONED): 1500, 3000, 6000, 12000 or a multiple of "
+        "12000 up to 192000. Unset: AUTOMATIC mode (scales with capacity).",
+    )
+    storage_capacity_gib: int = Field(
+        gt=0,
+        description="Capacity in GiB: 1200, 2400 or a multiple of 2400; EFA-enabled: a multiple of 38400/19200/"
+        "9600/4800 at 125/250/500/1000 MB/s/TiB.",
     )
     data_compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Lustre data compression.")
     import_path_prefix: str = Field(
-        default="datasets/", pattern=r"^[A-Za-z0-9._/-]*$", description="Prefix in the datasets bucket linked to Lustre."
+        default="datasets/",
+        pattern=r"^([A-Za-z0-9._-]+/)*$",
+        description="Prefix in the datasets bucket linked to Lustre: empty (whole bucket) or ending in `/`.",
     )
     file_system_path: str = Field(
-        default="/datasets", pattern=r"^/[A-Za-z0-9._/-]*$", description="Lustre path the bucket prefix appears at."
+        default="/datasets",
+        pattern=r"^/[A-Za-z0-9._/-]*$",
+        description="Lustre directory the bucket prefix appears at (the data repository association's path).",
     )
     automatic_backup_retention_days: int = Field(
-        default=0, ge=0, le=90, description="Daily automatic backups kept (persistent types; 0 is off)."
+        default=0, ge=0, le=90, description="Daily automatic backups kept, PERSISTENT_2 only (0 is off)."
     )
     weekly_maintenance_start_time: str = Field(
         default="7:03:00", pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$", description="d:HH:MM in UTC (1 is Monday)."
+    )
+    log_retention_days: int = Field(
+        default=90, description="CloudWatch retention of the file system's data-repository event log."
     )
     per_gpu_read_mb_s: float = Field(
         default=200.0, gt=0, description="Read throughput each GPU needs from storage in MB/s (sizing demand)."
     )
 
+    @field_validator("throughput_mb_s_per_tib")
+    @classmethod
+    def _throughput_tier(cls, value: int | None, info: ValidationInfo) -> int | None:
+        deployment = _deployment(info)
+        if deployment is FsxDeploymentType.SCRATCH_2 and value is not None:
+            raise ValueError(
+                "SCRATCH_2 takes no throughput_mb_s_per_tib (its baseline is fixed at 200 MB/s/TiB): remove it"
+            )
+        if deployment is FsxDeploymentType.PERSISTENT_2:
+            valid = fsx_sizing.valid_throughputs(deployment)
+            if value is None:
+                raise ValueError(f"PERSISTENT_2 needs throughput_mb_s_per_tib: one of {', '.join(map(str, valid))}")
+            if value not in valid:
+                raise ValueError(
+                    f"throughput_mb_s_per_tib {value} is not a PERSISTENT_2 tier: use {', '.join(map(str, valid))}"
+                )
+        return value
+
+    @field_validator("efa_enabled")
+    @classmethod
+    def _efa_prerequisites(cls, value: bool, info: ValidationInfo) -> bool:
+        deployment = _deployment(info)
+        if value and deployment is not None and deployment is not FsxDeploymentType.PERSISTENT_2:
+            raise ValueError(
+                f"efa_enabled needs deployment_type PERSISTENT_2 (with a metadata configuration and an EFA "
+                f"security group, which trainstack adds), not {deployment.value}"
+            )
+        return value
+
+    @field_validator("metadata_iops")
+    @classmethod
+    def _metadata_iops(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None:
+            return value
+        deployment = _deployment(info)
+        if deployment is FsxDeploymentType.SCRATCH_2:
+            raise ValueError("metadata_iops is for PERSISTENT_2 only; SCRATCH_2 has no metadata configuration")
+        if not fsx_sizing.is_valid_metadata_iops(value):
+            raise ValueError(
+                f"metadata_iops {value} is not valid: use 1500, 3000, 6000, 12000 or a multiple of 12000 up to "
+                "192000 (or leave it unset for AUTOMATIC)"
+            )
+        return value
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity_step(cls, value: int, info: ValidationInfo) -> int:
+        if _deployment(info) is None or "throughput_mb_s_per_tib" not in info.data or "efa_enabled" not in info.data:
+            return value  # an earlier field is invalid and reported; the step depends on it
+        problem = fsx_sizing.capacity_problem(
+            value,
+            efa_enabled=info.data["efa_enabled"],
+            throughput_mb_s_per_tib=info.data["throughput_mb_s_per_tib"],
+        )
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("automatic_backup_retention_days")
+    @classmethod
+    def _backups(cls, value: int, info: ValidationInfo) -> int:
+        if value and _deployment(info) is FsxDeploymentType.SCRATCH_2:
+            raise ValueError("SCRATCH_2 has no automatic backups: set automatic_backup_retention_days to 0")
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _log_retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value} is not a CloudWatch retention period: use one of {list(LOG_RETENTION_DAYS)}")
+        return value
+
+    @property
+    def persistent(self) -> bool:
+        return self.deployment_type is FsxDeploymentType.PERSISTENT_2
+
 
 class BucketsSpec(Spec):
-    """S3 buckets for datasets and checkpoints."""
+    """S3 buckets for datasets and checkpoints: SSE-KMS with a bucket key, versioning, public access blocked,
+    TLS only, lifecycle rules for old versions and stale multipart uploads."""
 
-    noncurrent_version_expiration_days: int = Field(default=30, ge=1, description="Expire old object versions.")
-    abort_incomplete_multipart_days: int = Field(default=7, ge=1, description="Abort stale multipart uploads.")
+    noncurrent_version_expiration_days: int = Field(
+        default=30, ge=1, description="Days after which an object version that is no longer current is deleted."
+    )
+    noncurrent_versions_kept: int = Field(
+        default=3, ge=0, le=100, description="Newest noncurrent versions kept regardless of age (S3 allows 100)."
+    )
+    abort_incomplete_multipart_days: int = Field(
+        default=7, ge=1, description="Days after which an unfinished multipart upload is aborted and its parts freed."
+    )
 
 
 class StorageSpec(Spec):
+    """Training data: the S3 buckets and the FSx for Lustre file system in front of the datasets bucket."""
+
     buckets: BucketsSpec = Field(default_factory=BucketsSpec, description="S3 datasets and checkpoints buckets.")
     fsx: FsxSpec = Field(description="FSx for Lustre.")
 
@@ -423,30 +605,67 @@ class MigStrategy(StrEnum):
 _CHART_VERSION = r"^v?\d+\.\d+\.\d+$"
 
 
+def _pinned_image(value: str) -> str:
+    """A container image pinned by digest or by a tag that is not `latest` (or a `latest-*` alias)."""
+    if "@sha256:" in value:
+        return value
+    name, _, tag = value.rpartition(":")
+    if not name or "/" in tag or not tag:
+        raise ValueError(f"image {value!r} has no tag: pin it by tag or digest")
+    if tag == "latest" or tag.startswith("latest-"):
+        raise ValueError(f"image {value!r} uses a moving `latest` tag: pin a versioned tag or a digest")
+    return value
+
+
+PinnedImage = Annotated[str, AfterValidator(_pinned_image)]
+
+
 class GpuOperatorSpec(Spec):
+    """NVIDIA GPU Operator (Helm chart `gpu-operator` from https://helm.ngc.nvidia.com/nvidia)."""
+
     chart_version: str = Field(pattern=_CHART_VERSION, description="NVIDIA gpu-operator Helm chart version.")
     mig_strategy: MigStrategy = Field(default=MigStrategy.NONE, description="MIG strategy for the device plugin.")
     dcgm_exporter: bool = Field(default=True, description="Run the DCGM exporter for GPU metrics.")
 
 
 class EfaDevicePluginSpec(Spec):
-    chart_version: str = Field(pattern=_CHART_VERSION, description="aws-efa-k8s-device-plugin chart version.")
+    """AWS EFA Kubernetes device plugin (chart `aws-efa-k8s-device-plugin` from https://aws.github.io/eks-charts)."""
+
+    chart_version: str = Field(
+        pattern=_CHART_VERSION,
+        description="aws-efa-k8s-device-plugin chart version; v0.5.18 or newer ships plugin v0.5.10+, the first "
+        "that counts p6-b200 EFA devices correctly.",
+    )
 
 
 class KueueSpec(Spec):
-    chart_version: str = Field(pattern=_CHART_VERSION, description="Kueue Helm chart version.")
+    """Kueue job queueing (chart oci://registry.k8s.io/kueue/charts/kueue)."""
+
+    chart_version: str = Field(pattern=_CHART_VERSION, description="Kueue Helm chart version (no leading v).")
+    wait_for_pods_ready_timeout_s: int = Field(
+        default=600,
+        ge=60,
+        description="All-or-nothing admission: a workload whose pods are not all ready within this many seconds "
+        "is evicted and requeued, so a half-scheduled multi-node job never holds GPUs.",
+    )
 
 
 class TrainingOperatorSpec(Spec):
+    """The distributed-training operator for multi-node jobs."""
+
     kind: Literal["kubeflow_trainer", "mpi_operator"] = Field(
-        default="kubeflow_trainer", description="Distributed-training operator for multi-node jobs."
+        default="kubeflow_trainer",
+        description="kubeflow_trainer: Kubeflow Trainer v2 (TrainJob, Helm chart oci://ghcr.io/kubeflow/charts/"
+        "kubeflow-trainer); mpi_operator: Kubeflow MPI Operator (MPIJob v2beta1, release manifest).",
     )
-    version: str = Field(pattern=_CHART_VERSION, description="Operator release version.")
+    version: str = Field(pattern=_CHART_VERSION, description="Operator release (chart) version.")
 
 
 class TeamSpec(Spec):
+    """A team namespace with a LocalQueue per ClusterQueue and a GPU ResourceQuota."""
+
     name: str = Field(pattern=_DNS_LABEL, description="Team namespace name.")
-    gpu_quota: int = Field(ge=0, description="GPUs the team namespace may request at once.")
+    gpu_quota: int = Field(ge=0, description="Accelerators (GPUs or Neuron devices) the namespace may request at once.")
 
 
 class ValidationSpec(Spec):
@@ -455,8 +674,18 @@ class ValidationSpec(Spec):
     enabled: bool = Field(default=False, description="Create the validation jobs.")
     node_group: str | None = Field(default=None, description="GPU group to test; the first EFA group if unset.")
     nodes: int = Field(default=2, ge=2, description="Nodes the NCCL test spans.")
-    nccl_tests_image: str = Field(
-        description="Container image with nccl-tests, aws-ofi-nccl and libfabric, pinned by tag or digest."
+    nccl_tests_image: PinnedImage = Field(
+        description="Container image with nccl-tests, aws-ofi-nccl, libfabric and Open MPI, pinned by tag or digest."
+    )
+    nccl_max_message_size: str = Field(
+        default="16G",
+        pattern=r"^\d+[KMG]?$",
+        description="Largest all-reduce message (all_reduce_perf -e); bus bandwidth is measured up to it.",
+    )
+    dcgm_image: PinnedImage = Field(
+        # DCGM 4.2.3 is the standalone DCGM that GPU Operator v25.3 pairs with; NVIDIA NGC cloud-native/dcgm tags.
+        default="nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04",
+        description="NVIDIA DCGM image for the `dcgmi diag` job, pinned by tag or digest.",
     )
     dcgm_diag_level: Literal[1, 2, 3, 4] = Field(default=2, description="dcgmi diag run level.")
 
@@ -481,60 +710,144 @@ class KubernetesSpec(Spec):
 
 
 class HyperPodOrchestrator(StrEnum):
+    """Who schedules work on the HyperPod nodes: the trainstack EKS cluster, or Slurm run by HyperPod."""
+
     EKS = "eks"
     SLURM = "slurm"
 
 
+class HyperPodGroupRole(StrEnum):
+    """The Slurm role of an instance group; EKS-orchestrated clusters have compute groups only."""
+
+    COMPUTE = "compute"
+    CONTROLLER = "controller"  # runs slurmctld
+    LOGIN = "login"  # where users ssh in and submit jobs
+
+
+class HyperPodCapacity(StrEnum):
+    ON_DEMAND = "on_demand"
+    TRAINING_PLAN = "training_plan"  # reserved capacity from a SageMaker training plan (hyperpod-cluster target)
+
+
+# HyperPod instance group names: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker API, ClusterInstanceGroupSpecification);
+# trainstack keeps them DNS labels so they double as Slurm partition and Kubernetes label values.
+_HYPERPOD_GROUP = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+
+
 class HyperPodInstanceGroupSpec(Spec):
-    name: str = Field(pattern=_DNS_LABEL, description="Instance group name.")
+    """One HyperPod instance group: a set of identical ml.* instances with one role and lifecycle."""
+
+    name: str = Field(pattern=_HYPERPOD_GROUP, description="Instance group name, unique in the cluster.")
     instance_type: str = Field(
         pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="SageMaker instance type, for example ml.p5.48xlarge."
     )
     instance_count: int = Field(ge=1, description="Instances in the group.")
-    role: Literal["compute", "controller", "login"] = Field(
-        default="compute", description="Slurm role of the group (EKS uses compute only)."
+    role: HyperPodGroupRole = Field(
+        default=HyperPodGroupRole.COMPUTE, description="Slurm role of the group (EKS takes compute groups only)."
     )
-    ebs_volume_size_gib: int = Field(default=500, ge=1, le=16384, description="Extra EBS volume per instance.")
+    capacity: HyperPodCapacity = Field(
+        default=HyperPodCapacity.ON_DEMAND,
+        description="on_demand, or training_plan to run on the reserved capacity of hyperpod.training_plan_arn.",
+    )
+    # HyperPod mounts the extra volume at /opt/sagemaker; VolumeSizeInGB is 1-16384 (ClusterEbsVolumeConfig).
+    ebs_volume_size_gib: int = Field(
+        default=500, ge=1, le=16384, description="Extra EBS volume per instance in GiB, mounted at /opt/sagemaker."
+    )
 
     @model_validator(mode="after")
     def _known(self) -> Self:
-        ec2_type = self.instance_type.removeprefix("ml.")
-        if self.role == "compute" and ec2_type not in CATALOG:
-            raise ValueError(
+        problems: list[str] = []
+        ec2_type = self.ec2_instance_type
+        if self.role is HyperPodGroupRole.COMPUTE and ec2_type not in CATALOG:
+            problems.append(
                 f"compute instance_type {self.instance_type} is not in the catalog; valid: "
                 + ", ".join(f"ml.{name}" for name in sorted(CATALOG))
             )
+        if self.role is not HyperPodGroupRole.COMPUTE and self.capacity is HyperPodCapacity.TRAINING_PLAN:
+            problems.append(
+                f"{self.role.value} group {self.name} with capacity training_plan: training plans reserve "
+                "accelerated compute; run controller and login groups on_demand"
+            )
+        if self.role is HyperPodGroupRole.CONTROLLER and self.instance_count != 1:
+            problems.append(f"controller group {self.name} has instance_count {self.instance_count}: HyperPod "
+                            "Slurm runs one slurmctld node, use 1")
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
+
+    @property
+    def ec2_instance_type(self) -> str:
+        """The EC2 type behind the ml.* type (ml.p5.48xlarge -> p5.48xlarge), for catalog lookups."""
+        return self.instance_type.removeprefix("ml.")
+
+    @property
+    def accelerators(self) -> int:
+        """Accelerators in the whole group (0 for CPU controller and login groups outside the catalog)."""
+        row = CATALOG.get(self.ec2_instance_type)
+        return self.instance_count * row.accelerator_count if row else 0
 
 
 class HyperPodSpec(Spec):
+    """An optional SageMaker HyperPod cluster on trainstack's VPC, EFA security group, FSx and S3."""
+
     enabled: bool = Field(default=False, description="Create a SageMaker HyperPod cluster.")
-    orchestrator: HyperPodOrchestrator = Field(default=HyperPodOrchestrator.EKS, description="EKS or Slurm.")
+    orchestrator: HyperPodOrchestrator = Field(default=HyperPodOrchestrator.EKS, description="eks or slurm.")
     instance_groups: list[HyperPodInstanceGroupSpec] = Field(
         default_factory=list, description="HyperPod instance groups."
     )
     training_plan_arn: str | None = Field(
-        default=None, pattern=r"^arn:aws[a-z-]*:sagemaker:", description="SageMaker training plan to run on."
+        default=None,
+        pattern=r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$",
+        description="SageMaker training plan (target resource hyperpod-cluster) for training_plan groups.",
     )
 
     @model_validator(mode="after")
     def _groups(self) -> Self:
-        if not self.enabled:
-            return self
-        roles = [g.role for g in self.instance_groups]
-        if "compute" not in roles:
-            raise ValueError("an enabled HyperPod cluster needs at least one compute instance group")
-        if self.orchestrator is HyperPodOrchestrator.SLURM and roles.count("controller") != 1:
-            raise ValueError("a Slurm HyperPod cluster needs exactly one controller instance group")
-        if self.orchestrator is HyperPodOrchestrator.EKS and set(roles) != {"compute"}:
-            raise ValueError("an EKS HyperPod cluster takes compute instance groups only")
+        problems: list[str] = []
         names = [g.name for g in self.instance_groups]
         if len(set(names)) != len(names):
-            raise ValueError(f"instance group names must be unique, got {names}")
+            problems.append(f"instance group names must be unique, got {names}")
+        planned = [g.name for g in self.instance_groups if g.capacity is HyperPodCapacity.TRAINING_PLAN]
+        if planned and self.training_plan_arn is None:
+            problems.append(f"instance groups {planned} use capacity training_plan but training_plan_arn is unset")
+        if self.training_plan_arn is not None and not planned:
+            problems.append(
+                "training_plan_arn is set but every instance group is on_demand: set capacity training_plan on "
+                "the compute groups the plan reserves, or remove training_plan_arn"
+            )
+        if self.enabled:
+            roles = [g.role for g in self.instance_groups]
+            if HyperPodGroupRole.COMPUTE not in roles:
+                problems.append("an enabled HyperPod cluster needs at least one compute instance group")
+            if self.orchestrator is HyperPodOrchestrator.SLURM:
+                if roles.count(HyperPodGroupRole.CONTROLLER) != 1:
+                    problems.append(
+                        f"a Slurm HyperPod cluster needs exactly one controller instance group, got "
+                        f"{roles.count(HyperPodGroupRole.CONTROLLER)}"
+                    )
+                if roles.count(HyperPodGroupRole.LOGIN) > 1:
+                    problems.append("a Slurm HyperPod cluster takes at most one login instance group")
+            elif set(roles) - {HyperPodGroupRole.COMPUTE}:
+                problems.append(
+                    "an EKS HyperPod cluster takes compute instance groups only: the EKS control plane schedules; "
+                    "remove the controller and login groups or use orchestrator slurm"
+                )
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
+
+    def groups(self, role: HyperPodGroupRole) -> list[HyperPodInstanceGroupSpec]:
+        return [g for g in self.instance_groups if g.role is role]
+
+    @property
+    def accelerators(self) -> int:
+        """Accelerators over all instance groups."""
+        return sum(g.accelerators for g in self.instance_groups)
 
 
 class SageMakerSpec(Spec):
+    """Optional SageMaker: a HyperPod cluster, and an execution role plus VPC settings for training jobs."""
+
     hyperpod: HyperPodSpec = Field(default_factory=HyperPodSpec, description="SageMaker HyperPod cluster.")
     training_job_role: bool = Field(
         default=False, description="Create an execution role and VPC settings for SageMaker training jobs."
@@ -572,17 +885,24 @@ class ClusterConfig(Spec):
                     f"gpu_node_groups.{i}.availability_zone {group.availability_zone} is not in "
                     f"network.availability_zones {azs}"
                 )
-            if not group.availability_zone.startswith(self.region):
-                problems.append(f"gpu_node_groups.{i}.availability_zone {group.availability_zone} is not in {self.region}")
-        for az in azs:
-            if not az.startswith(self.region):
-                problems.append(f"network.availability_zones entry {az} is not in region {self.region}")
-        gpus = sum(g.max_gpus for g in self.gpu_node_groups)
-        if gpus > self.cost.max_gpus:
-            problems.append(f"gpu_node_groups can reach {gpus} GPUs at max size, over cost.max_gpus {self.cost.max_gpus}")
-        gpu_azs = {g.availability_zone for g in self.gpu_node_groups if g.efa_enabled}
-        if self.storage.fsx.enabled and len(gpu_azs) > 1:
-            problems.append(f"EFA GPU groups span {sorted(gpu_azs)}: FSx serves one AZ, keep the EFA groups in one")
+        problems += [
+            f"network.availability_zones entry {az} is not in region {self.region}"
+            for az in azs
+            if not az.startswith(self.region)
+        ]
+        # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
+        node_group_gpus = sum(g.max_gpus for g in self.gpu_node_groups)
+        hyperpod_gpus = self.sagemaker.hyperpod.accelerators if self.sagemaker.hyperpod.enabled else 0
+        if node_group_gpus + hyperpod_gpus > self.cost.max_gpus:
+            problems.append(
+                f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({hyperpod_gpus}) reach "
+                f"{node_group_gpus + hyperpod_gpus} accelerators, over cost.max_gpus {self.cost.max_gpus}"
+            )
+        efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
+        if self.storage.fsx.enabled and len(efa_azs) > 1:
+            problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
+        if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
+            problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
         if not self.eks.endpoint_public_access and not self.network.interface_endpoints:
             problems.append("eks.endpoint_public_access is false: set network.interface_endpoints true")
         validation = self.kubernetes.validation
@@ -593,13 +913,8 @@ class ClusterConfig(Spec):
                 problems.append(
                     f"kubernetes.validation.node_group {target!r} must name an EFA GPU group: {efa_groups}"
                 )
-        hyperpod = self.sagemaker.hyperpod
-        if (
-            hyperpod.enabled
-            and hyperpod.orchestrator is HyperPodOrchestrator.EKS
-            and self.eks.authentication_mode not in (AuthenticationMode.API, AuthenticationMode.API_AND_CONFIG_MAP)
-        ):
-            problems.append("HyperPod with the EKS orchestrator needs eks.authentication_mode API or API_AND_CONFIG_MAP")
+        # HyperPod on EKS needs access entries (API or API_AND_CONFIG_MAP): AuthenticationMode offers only
+        # those two, so a CONFIG_MAP cluster cannot be configured at all.
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         if problems:

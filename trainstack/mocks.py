@@ -100,7 +100,9 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         elif typ == "aws:kms/key:Key":
             out |= {"keyId": physical_id, "arn": f"arn:{PARTITION}:kms:{self.region}:{ACCOUNT_ID}:key/{physical_id}"}
         elif typ == "aws:s3/bucket:Bucket" or typ == "aws:s3/bucketV2:BucketV2":
-            bucket = inputs.get("bucket") or auto_name
+            # bucketPrefix: the provider appends a 26-character unique suffix.
+            prefix = inputs.get("bucketPrefix")
+            bucket = inputs.get("bucket") or (f"{prefix}{_digest(typ, name, length=26)}" if prefix else auto_name)
             out |= {
                 "bucket": bucket,
                 "arn": f"arn:{PARTITION}:s3:::{bucket}",
@@ -113,6 +115,14 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "mountName": _digest(name, "mount", length=8),
                 "arn": f"arn:{PARTITION}:fsx:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}",
                 "networkInterfaceIds": ["eni-" + _digest(name, "eni")],
+            }
+        elif typ == "aws-native:sagemaker:Cluster":
+            # HyperPod cluster ARNs end in a 12-character lower-case id (SageMaker API reference, ClusterArn).
+            out |= {
+                "clusterArn": f"arn:{PARTITION}:sagemaker:{self.region}:{ACCOUNT_ID}:cluster/"
+                + _digest(name, length=12),
+                "clusterStatus": "InService",
+                "creationTime": "2026-01-01T00:00:00Z",
             }
         elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
             out |= {"latestVersion": 1, "defaultVersion": 1}
