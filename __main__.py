@@ -8,16 +8,17 @@ from components.buckets import DataBuckets, DataBucketsArgs
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
 from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import LustreVolume, LustreVolumeArgs
 from components.naming import default_tags
 from components.network import Network, NetworkArgs
+from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
-from components.validation_jobs import ValidationJobs, ValidationJobsArgs, validation_target
+from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, HyperPodOrchestrator
@@ -63,6 +64,8 @@ pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
+# One GPU Operator release serves every NVIDIA group; groups whose image differs opt out per node.
+operator_ami_family = effective_ami_family(g.ami_family for g in cluster.gpu_node_groups)
 gpu_groups: dict[str, GpuNodeGroup] = {
     group.name: GpuNodeGroup(
         f"{cluster.name}-gpu-{group.name}",
@@ -76,6 +79,7 @@ gpu_groups: dict[str, GpuNodeGroup] = {
             default_tags=tags,
             kubernetes_version=cluster.eks.version,
             node_dependencies=eks.node_dependencies,
+            extra_labels=operand_opt_out_labels(group.ami_family, operator_ami_family),
         ),
         opts=pulumi.ResourceOptions(provider=aws),
     )
@@ -143,6 +147,14 @@ if any(g.efa_enabled for g in cluster.gpu_node_groups):
         f"{cluster.name}-efa-plugin", EfaDevicePluginArgs(spec=k8s_spec.efa_device_plugin, after=[eks]), opts=k8s_opts
     )
     device_plugins.append(efa_plugin.release)
+neuron_groups = [g for g in cluster.gpu_node_groups if CATALOG[g.instance_type].accelerator is Accelerator.NEURON]
+if neuron_groups and k8s_spec.neuron_device_plugin:  # the schema requires the spec when a Neuron group exists
+    neuron_plugin = NeuronDevicePlugin(
+        f"{cluster.name}-neuron-plugin",
+        NeuronDevicePluginArgs(spec=k8s_spec.neuron_device_plugin, after=[eks]),
+        opts=k8s_opts,
+    )
+    device_plugins.append(neuron_plugin.release)
 scheduling = Scheduling(
     f"{cluster.name}-scheduling",
     SchedulingArgs(
@@ -174,8 +186,10 @@ if lustre is not None:
         opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
     )
     pulumi.export("fsx_claims", lustre_volume.claims)
-if k8s_spec.validation and k8s_spec.validation.enabled:
-    target = validation_target(k8s_spec.validation, cluster.gpu_node_groups)
+target = cluster.validation_node_group
+if k8s_spec.validation and k8s_spec.validation.enabled and target is None:
+    pulumi.log.warn("kubernetes.validation is on but no NVIDIA EFA GPU group exists: no NCCL/DCGM jobs planned")
+if k8s_spec.validation and target is not None:
     validation = ValidationJobs(
         f"{cluster.name}-validation",
         ValidationJobsArgs(

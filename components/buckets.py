@@ -16,6 +16,7 @@ Guide, "Working with server-side encrypted Amazon S3 buckets").
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,56 +177,77 @@ class DataBuckets(pulumi.ComponentResource):
 
     def _bucket(self, name: str, args: DataBucketsArgs, data: pulumi.ResourceOptions) -> aws.s3.Bucket:
         # Auto-named (logical name + random suffix): bucket names are global, so no fixed name can collide.
-        bucket = aws.s3.Bucket(name, aws.s3.BucketArgs(force_destroy=False), opts=data)
-        child = pulumi.ResourceOptions(parent=self)
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            child_name(name, "encryption"),
-            aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
-                bucket=bucket.id,
-                rules=[
-                    aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                        apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                            sse_algorithm="aws:kms",
-                            kms_master_key_id=self.key.arn,
-                        ),
-                        bucket_key_enabled=True,
-                    )
-                ],
-            ),
-            opts=child,
+        return secure_bucket(
+            name,
+            aws.s3.BucketArgs(force_destroy=False),
+            kms_key_arn=self.key.arn,
+            rules=lifecycle_rules(args.spec),
+            parent=self,
+            protect=data.protect or False,
         )
-        versioning = aws.s3.BucketVersioning(
-            child_name(name, "versioning"),
-            aws.s3.BucketVersioningInitArgs(
-                bucket=bucket.id,
-                versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            ),
-            opts=child,
-        )
-        public_access = aws.s3.BucketPublicAccessBlock(
-            child_name(name, "public-access-block"),
-            aws.s3.BucketPublicAccessBlockArgs(
-                bucket=bucket.id,
-                block_public_acls=True,
-                block_public_policy=True,
-                ignore_public_acls=True,
-                restrict_public_buckets=True,
-            ),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            child_name(name, "policy"),
-            aws.s3.BucketPolicyArgs(
-                bucket=bucket.id,
-                policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn))),
-            ),
-            # S3 refuses policy writes racing the public access block update on the same bucket.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
-        )
-        aws.s3.BucketLifecycleConfiguration(
-            child_name(name, "lifecycle"),
-            aws.s3.BucketLifecycleConfigurationArgs(bucket=bucket.id, rules=lifecycle_rules(args.spec)),
-            # Noncurrent-version rules need versioning in place first (provider docs).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
-        )
-        return bucket
+
+
+def secure_bucket(
+    name: str,
+    bucket_args: aws.s3.BucketArgs,
+    *,
+    kms_key_arn: pulumi.Input[str],
+    rules: Sequence[aws.s3.BucketLifecycleConfigurationRuleArgs],
+    parent: pulumi.Resource,
+    protect: bool,
+) -> aws.s3.Bucket:
+    """A bucket with trainstack's baseline: SSE-KMS with a bucket key, versioning, all four public access
+    blocks, a TLS-only policy and lifecycle `rules`. Every bucket in the stack is made here."""
+    bucket = aws.s3.Bucket(name, bucket_args, opts=pulumi.ResourceOptions(parent=parent, protect=protect))
+    child = pulumi.ResourceOptions(parent=parent)
+    aws.s3.BucketServerSideEncryptionConfiguration(
+        child_name(name, "encryption"),
+        aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="aws:kms",
+                        kms_master_key_id=kms_key_arn,
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+        ),
+        opts=child,
+    )
+    versioning = aws.s3.BucketVersioning(
+        child_name(name, "versioning"),
+        aws.s3.BucketVersioningInitArgs(
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+        ),
+        opts=child,
+    )
+    public_access = aws.s3.BucketPublicAccessBlock(
+        child_name(name, "public-access-block"),
+        aws.s3.BucketPublicAccessBlockArgs(
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+        ),
+        opts=child,
+    )
+    aws.s3.BucketPolicy(
+        child_name(name, "policy"),
+        aws.s3.BucketPolicyArgs(
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn))),
+        ),
+        # S3 refuses policy writes racing the public access block update on the same bucket.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[public_access]),
+    )
+    aws.s3.BucketLifecycleConfiguration(
+        child_name(name, "lifecycle"),
+        aws.s3.BucketLifecycleConfigurationArgs(bucket=bucket.id, rules=list(rules)),
+        # Noncurrent-version rules need versioning in place first (provider docs).
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[versioning]),
+    )
+    return bucket

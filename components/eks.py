@@ -9,7 +9,7 @@
   any node group (nodes need them to become Ready); CoreDNS and the EBS CSI controller (Deployments) after
   the system node group, so they have somewhere to run.
 - The node IAM role carries only AmazonEKSWorkerNodePolicy, AmazonEC2ContainerRegistryPullOnly and
-  AmazonSSMManagedInstanceCore; GPU node groups use it too.
+  AmazonSSMManagedInstanceCore; GPU node groups use it too, and wait for its attachments (`node_dependencies`).
 - A Kubernetes provider built from the cluster's endpoint and CA with an `aws eks get-token` exec config.
 """
 
@@ -216,7 +216,8 @@ class EksCluster(pulumi.ComponentResource):
     system_node_group: aws.eks.NodeGroup
     """The system node group: add-ons and charts that run Deployments should depend on it."""
     node_dependencies: list[pulumi.Resource]
-    """Add-ons every node group must wait for (vpc-cni, kube-proxy, Pod Identity agent)."""
+    """What every node group must wait for: the vpc-cni, kube-proxy and Pod Identity agent add-ons and the node
+    role's policy attachments."""
     k8s_provider: k8s.Provider
     """Kubernetes provider for this cluster (exec auth through `aws eks get-token`)."""
     kubeconfig: pulumi.Output[str]
@@ -387,7 +388,10 @@ class EksCluster(pulumi.ComponentResource):
             if plan.name == "vpc-cni":
                 waits = [addons["eks-pod-identity-agent"], identity_roles["vpc-cni"]]
             addons[plan.name] = self._addon(name, cluster, plan, waits)
-        self.node_dependencies = [addons[p.name] for p in plans if p.before_compute]
+        # Nodes join only with a CNI, kube-proxy and Pod Identity (vpc-cni's credentials), and only once the
+        # node role can register (AmazonEKSWorkerNodePolicy) and pull images (ECR pull-only): a node group
+        # created before its role's attachments fails to join. Every node group waits on all of these.
+        self.node_dependencies = [*(addons[p.name] for p in plans if p.before_compute), *node_policies]
 
         # ------------------------------------------------------------------------- system node group
         system = spec.system_node_group
@@ -441,7 +445,7 @@ class EksCluster(pulumi.ComponentResource):
                 labels={NODE_ROLE_LABEL: "system"},
                 node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*self.node_dependencies, *node_policies]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_dependencies),
         )
         self.system_node_group = node_group
         self.system_node_group_name = node_group.node_group_name

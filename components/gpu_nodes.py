@@ -14,13 +14,14 @@ Decisions a reader may look for:
 - Reserved groups update with EKS's MINIMAL strategy (terminate, then launch) for the same reason; the
   DEFAULT strategy launches first (EKS API reference, NodegroupUpdateConfig.updateStrategy).
 - The launch template names no AMI, so EKS picks the accelerated AMI from `ami_type` and merges its bootstrap
-  with ours; it names no instance type either (the node group does: EKS refuses both).
+  with ours; it names no instance type either (the node group does: EKS refuses both). The schema makes
+  `ami_type` fit the type's CPU: p6e-gb200 (NVIDIA Grace, arm64) gets AL2023_ARM_64_NVIDIA, not the x86_64 AMI.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -48,13 +49,11 @@ _EKS_CAPACITY_TYPE: dict[CapacityType, str] = {
     CapacityType.CAPACITY_BLOCK: "CAPACITY_BLOCK",
 }
 
-# Root (AL2023) or data (Bottlerocket) volume device: Bottlerocket keeps its read-only OS on /dev/xvda and
-# images, containers and kubelet state on the data volume /dev/xvdb, so that is the one to size.
-_VOLUME_DEVICE: dict[AmiFamily, str] = {
-    AmiFamily.AL2023_NVIDIA: "/dev/xvda",
-    AmiFamily.AL2023_NEURON: "/dev/xvda",
-    AmiFamily.BOTTLEROCKET_NVIDIA: "/dev/xvdb",
-}
+# Root (AL2023) or data (Bottlerocket) volume device, the same on x86_64 and arm64: Bottlerocket keeps its
+# read-only OS on /dev/xvda and images, containers and kubelet state on the data volume /dev/xvdb, so that is
+# the one to size.
+AL2023_ROOT_DEVICE = "/dev/xvda"
+BOTTLEROCKET_DATA_DEVICE = "/dev/xvdb"
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ def eks_capacity_type(spec: GpuNodeGroupSpec) -> str:
 
 
 def volume_device(ami_family: AmiFamily) -> str:
-    return _VOLUME_DEVICE[ami_family]
+    return BOTTLEROCKET_DATA_DEVICE if ami_family.bottlerocket else AL2023_ROOT_DEVICE
 
 
 def node_labels(spec: GpuNodeGroupSpec) -> dict[str, str]:
@@ -107,7 +106,7 @@ def interface_layout(spec: GpuNodeGroupSpec) -> list[NetworkInterfaceSlot]:
 def user_data(spec: GpuNodeGroupSpec) -> str:
     """The group's user data, un-encoded: Bottlerocket TOML or an AL2023 nodeadm MIME document."""
     instance_store = CATALOG[spec.instance_type].instance_store_gib > 0
-    if spec.ami_family is AmiFamily.BOTTLEROCKET_NVIDIA:
+    if spec.ami_family.bottlerocket:
         return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
     return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
 
@@ -131,7 +130,9 @@ class GpuNodeGroupArgs:
     security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]]  # cluster SG + EFA SG
     default_tags: dict[str, str]
     kubernetes_version: str
-    node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join (vpc-cni, kube-proxy)
+    node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join: add-ons, role policies
+    extra_labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -242,7 +243,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             opts=child,
         )
 
-        labels = node_labels(spec)
+        labels = {**node_labels(spec), **args.extra_labels}
         taint = node_taint(row)
         node_group = aws.eks.NodeGroup(
             child_name(name, "ng"),

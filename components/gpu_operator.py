@@ -2,10 +2,11 @@
 
 What the operator may own depends on the node image (EKS user guide; awsdocs/amazon-eks-user-guide PR #1143;
 NVIDIA/gpu-operator #686, #2060):
-- EKS AL2023 NVIDIA AMI: the AMI ships the driver and the container toolkit, so the operator's driver and
-  toolkit are off; the operator runs the device plugin, GFD, DCGM exporter and (with MIG) the MIG manager.
-- EKS Bottlerocket NVIDIA AMI: the image also runs its own device plugin, so driver, toolkit AND device plugin
-  are off.
+- EKS AL2023 NVIDIA AMI (x86_64 or ARM_64): the AMI ships the driver and the container toolkit, so the
+  operator's driver and toolkit are off; the operator runs the device plugin, GFD, DCGM exporter and (with MIG)
+  the MIG manager.
+- EKS Bottlerocket NVIDIA AMI (x86_64 or ARM_64): the image also runs its own device plugin, so driver, toolkit
+  AND device plugin are off.
 - Any other (custom) image: the operator owns the driver and the toolkit too.
 
 A cluster mixing families gets one release (`effective_ami_family`): the operator's driver and toolkit stay
@@ -26,6 +27,7 @@ import pulumi_kubernetes as k8s
 
 from components.k8s_common import GPU_TAINT_KEY, toleration
 from components.naming import child_name
+from stacks.catalog import Accelerator
 from stacks.schema import AmiFamily, GpuOperatorSpec, MigStrategy
 
 CHART = "gpu-operator"
@@ -34,7 +36,12 @@ NAMESPACE = "gpu-operator"
 
 CUSTOM_AMI = "CUSTOM"  # any image that does not ship the NVIDIA driver: the operator owns the driver
 
-_EKS_NVIDIA_AMIS = (AmiFamily.AL2023_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA)
+# Every EKS NVIDIA AMI, x86_64 and ARM_64 (Grace) alike, ships the driver and the container toolkit.
+_EKS_NVIDIA_AMIS = frozenset(f for f in AmiFamily if f.accelerator is Accelerator.NVIDIA)
+
+
+def _bottlerocket(family: AmiFamily | str | None) -> bool:
+    return family in _EKS_NVIDIA_AMIS and AmiFamily(family).bottlerocket
 
 
 def gpu_operator_values(ami_family: AmiFamily | str, mig_strategy: MigStrategy, dcgm_exporter: bool) -> dict[str, Any]:
@@ -47,7 +54,7 @@ def gpu_operator_values(ami_family: AmiFamily | str, mig_strategy: MigStrategy, 
     if ami_family == AmiFamily.AL2023_NEURON:
         raise ValueError("the NVIDIA GPU Operator does not serve Neuron (Trainium) nodes")
     eks_ami = ami_family in _EKS_NVIDIA_AMIS
-    bottlerocket = ami_family == AmiFamily.BOTTLEROCKET_NVIDIA
+    bottlerocket = _bottlerocket(ami_family)
     gpu_taint = [toleration(GPU_TAINT_KEY)]
     return {
         "operator": {"defaultRuntime": "containerd"},  # EKS AMIs run containerd
@@ -67,11 +74,17 @@ def gpu_operator_values(ami_family: AmiFamily | str, mig_strategy: MigStrategy, 
 
 
 def effective_ami_family(families: Iterable[AmiFamily | str]) -> AmiFamily | str | None:
-    """The one AMI family the cluster-wide release is configured for, or None without NVIDIA groups."""
+    """The one AMI family the cluster-wide release is configured for, or None without NVIDIA groups.
+
+    The values depend on the image (EKS NVIDIA or custom, Bottlerocket or not), never on the CPU architecture:
+    the operator's images are multi-arch, so x86_64 and Grace (ARM_64) groups share one release.
+    """
     nvidia = [f for f in families if f != AmiFamily.AL2023_NEURON]
     if not nvidia:
         return None
-    if all(f == AmiFamily.BOTTLEROCKET_NVIDIA for f in nvidia):
+    if len(set(nvidia)) == 1:
+        return nvidia[0]
+    if all(_bottlerocket(f) for f in nvidia):
         return AmiFamily.BOTTLEROCKET_NVIDIA
     if any(f in _EKS_NVIDIA_AMIS for f in nvidia):
         return AmiFamily.AL2023_NVIDIA
@@ -84,7 +97,7 @@ def operand_opt_out_labels(ami_family: AmiFamily | str, cluster_family: AmiFamil
     Only needed where the cluster-wide release enables an operand the node's image ships itself: a
     Bottlerocket group in a cluster configured for AL2023 opts out of the device plugin.
     """
-    if ami_family == AmiFamily.BOTTLEROCKET_NVIDIA and cluster_family != AmiFamily.BOTTLEROCKET_NVIDIA:
+    if _bottlerocket(ami_family) and not _bottlerocket(cluster_family):
         return {"nvidia.com/gpu.deploy.device-plugin": "false"}
     return {}
 

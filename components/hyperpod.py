@@ -34,7 +34,7 @@ import pulumi_aws as aws
 import pulumi_aws_native as aws_native
 from pulumi_aws_native import sagemaker
 
-from components.buckets import tls_only_policy
+from components.buckets import secure_bucket
 from components.naming import child_name, physical_name
 from components.sagemaker_roles import LIFECYCLE_KEY_ROOT, HyperPodExecutionRole, HyperPodExecutionRoleArgs
 from stacks.catalog import CATALOG
@@ -353,76 +353,26 @@ class HyperPodCluster(pulumi.ComponentResource):
         )
 
     def _lifecycle_bucket(self, name: str, args: HyperPodClusterArgs) -> aws.s3.Bucket:
-        bucket_name = child_name(name, "lifecycle-bucket")
-        bucket = aws.s3.Bucket(
-            bucket_name,
+        expire_old_bundles = aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="expire-old-bundles",
+            status="Enabled",
+            filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+            noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                noncurrent_days=LIFECYCLE_NONCURRENT_DAYS
+            ),
+        )
+        return secure_bucket(
+            child_name(name, "lifecycle-bucket"),
             aws.s3.BucketArgs(
                 # Globally unique by the provider's random suffix; "sagemaker-" first, as HyperPod requires.
                 bucket_prefix=physical_name("sagemaker", args.name, "lc", max_length=36) + "-",
                 force_destroy=True,  # only generated copies of files in this repository live here
             ),
-            pulumi.ResourceOptions(parent=self, protect=args.protect),
+            kms_key_arn=args.kms_key_arn,
+            rules=[expire_old_bundles],
+            parent=self,
+            protect=args.protect,
         )
-        child = pulumi.ResourceOptions(parent=self)
-        encryption = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-            sse_algorithm="aws:kms", kms_master_key_id=args.kms_key_arn
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            child_name(bucket_name, "encryption"),
-            aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
-                bucket=bucket.id,
-                rules=[
-                    aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                        apply_server_side_encryption_by_default=encryption, bucket_key_enabled=True
-                    )
-                ],
-            ),
-            child,
-        )
-        versioning = aws.s3.BucketVersioning(
-            child_name(bucket_name, "versioning"),
-            aws.s3.BucketVersioningInitArgs(
-                bucket=bucket.id,
-                versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            ),
-            child,
-        )
-        public_access = aws.s3.BucketPublicAccessBlock(
-            child_name(bucket_name, "public-access-block"),
-            aws.s3.BucketPublicAccessBlockArgs(
-                bucket=bucket.id,
-                block_public_acls=True,
-                block_public_policy=True,
-                ignore_public_acls=True,
-                restrict_public_buckets=True,
-            ),
-            child,
-        )
-        aws.s3.BucketPolicy(
-            child_name(bucket_name, "policy"),
-            aws.s3.BucketPolicyArgs(
-                bucket=bucket.id, policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn)))
-            ),
-            pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
-        )
-        aws.s3.BucketLifecycleConfiguration(
-            child_name(bucket_name, "lifecycle"),
-            aws.s3.BucketLifecycleConfigurationArgs(
-                bucket=bucket.id,
-                rules=[
-                    aws.s3.BucketLifecycleConfigurationRuleArgs(
-                        id="expire-old-bundles",
-                        status="Enabled",
-                        filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                        noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
-                            noncurrent_days=LIFECYCLE_NONCURRENT_DAYS
-                        ),
-                    )
-                ],
-            ),
-            pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
-        )
-        return bucket
 
 
 def aws_native_provider(name: str, region: str, tags: Mapping[str, str]) -> aws_native.Provider:

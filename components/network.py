@@ -23,9 +23,12 @@ from stacks.schema import NatGateways, NetworkSpec
 Tier = Literal["private", "public"]
 
 # Interface endpoints private nodes need to pull images (ECR api + dkr; layers come through the S3 gateway
-# endpoint), get tokens (STS), call EC2 (vpc-cni), ship logs (CloudWatch Logs) and register with SSM.
-# Source: EKS User Guide, "Deploy private clusters with limited internet access" (private-clusters.html).
-INTERFACE_ENDPOINT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "ec2", "logs", "ssm")
+# endpoint), get tokens (STS), call EC2 (vpc-cni), ship logs (CloudWatch Logs), register with SSM, and get
+# EKS Pod Identity credentials (eks-auth: the Pod Identity agent calls AssumeRoleForPodIdentity there; vpc-cni
+# and the EBS/FSx CSI drivers get their AWS permissions that way).
+# Sources: EKS User Guide, "Deploy private clusters with limited internet access" (private-clusters.html) and
+# "Set up the Amazon EKS Pod Identity Agent" (com.amazonaws.<region>.eks-auth for nodes in private subnets).
+INTERFACE_ENDPOINT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "ec2", "logs", "ssm", "eks-auth")
 HTTPS_PORT = 443  # interface endpoints answer on HTTPS only
 
 # Subnet role tags the AWS Load Balancer Controller uses to pick subnets (EKS User Guide, network-load-balancing).

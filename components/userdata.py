@@ -15,6 +15,10 @@ its own cluster bootstrap (cluster name, endpoint, CA) with what is here. Ours o
   `templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service`), so kubelet reports the pages as
   allocatable. Bottlerocket: `settings.kernel.sysctl."vm.nr_hugepages"`.
 
+Both formats are the same on x86_64 and arm64 (NVIDIA Grace, p6e-gb200): the AL2023 ARM_64 NVIDIA AMI runs
+nodeadm too, and Bottlerocket's aarch64 variants take the same settings. Both EKS images run 4 KiB base pages on
+arm64, so the default hugepage size is 2 MiB there as well; the AL2023 script checks it before reserving pages.
+
 Bottlerocket's `settings.kubernetes.*` (cluster name, API server, CA, labels, taints) are filled in by the
 managed node group from the cluster and the node group's own labels and taints, so none are repeated here.
 
@@ -32,6 +36,7 @@ NODEADM_API_VERSION = "node.eks.aws/v1alpha1"
 NODEADM_CONTENT_TYPE = "application/node.eks.aws"  # nodeadm's MIME part type (awslabs.github.io/amazon-eks-ami/nodeadm)
 LOCAL_STORAGE_DIRS = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 HUGEPAGES_SYSCTL_FILE = "/etc/sysctl.d/90-trainstack-hugepages.conf"
+HUGEPAGE_SIZE_KB = 2048  # the `hugepages-2Mi` size pods request
 
 
 def nodeadm_config(*, instance_store: bool) -> dict[str, object]:
@@ -49,6 +54,13 @@ def hugepages_script(hugepages_2mi: int) -> str:
             "#!/bin/bash",
             "set -o errexit -o nounset -o pipefail",
             "# 2 MiB hugepages for libfabric/EFA buffers; set before nodeadm starts kubelet.",
+            "# vm.nr_hugepages counts default-size pages: 2 MiB on x86_64 and on arm64 with 4 KiB base pages.",
+            "# A 64 KiB-page arm64 kernel would make them 512 MiB each; refuse rather than reserve those.",
+            "size_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)",
+            f'if [ "$size_kb" != "{HUGEPAGE_SIZE_KB}" ]; then',
+            f'  echo "trainstack: default hugepage size is $size_kb kB, not {HUGEPAGE_SIZE_KB}; none reserved" >&2',
+            "  exit 1",
+            "fi",
             f"echo 'vm.nr_hugepages = {hugepages_2mi}' > {HUGEPAGES_SYSCTL_FILE}",
             f"sysctl -p {HUGEPAGES_SYSCTL_FILE}",
             "allocated=$(cat /proc/sys/vm/nr_hugepages)",

@@ -74,18 +74,6 @@ class NcclPlan:
         return self.nodes * self.gpus_per_node
 
 
-def validation_target(validation: ValidationSpec, groups: Sequence[GpuNodeGroupSpec]) -> GpuNodeGroupSpec:
-    """The node group the validation jobs run on: the named one or the first EFA group."""
-    efa_groups = [g for g in groups if g.efa_enabled]
-    name = validation.node_group or (efa_groups[0].name if efa_groups else None)
-    group = next((g for g in efa_groups if g.name == name), None)
-    if group is None:
-        raise ValueError(f"validation.node_group {name!r} must name an EFA GPU group: {[g.name for g in efa_groups]}")
-    if validation.nodes > group.max_size:
-        raise ValueError(f"validation.nodes {validation.nodes} exceeds {group.name}'s max_size {group.max_size}")
-    return group
-
-
 def supports_device_rdma(row: InstanceType) -> bool:
     """Whether EFA on this type does RDMA (FI_EFA_USE_DEVICE_RDMA=1 is valid there)."""
     return row.name.split(".")[0] in _RDMA_FAMILIES

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +30,8 @@ SOURCES: MappingProxyType[str, str] = MappingProxyType(
         "accelerated instances' (network cards and EFA interfaces per type)",
         "ec2-p4": "aws.amazon.com/ec2/instance-types/p4/ (P4d/P4de specifications)",
         "ec2-p5": "aws.amazon.com/ec2/instance-types/p5/ (P5, P5e, P5en specifications)",
-        "ec2-p6": "aws.amazon.com/ec2/instance-types/p6/ (P6-B200, P6-B300, P6e-GB200 specifications)",
+        "ec2-p6": "aws.amazon.com/ec2/instance-types/p6/ (P6-B200, P6-B300, P6e-GB200 specifications; P6e-GB200 "
+        "runs on NVIDIA Grace, Arm Neoverse V2, CPUs)",
         "ec2-trn": "aws.amazon.com/ec2/instance-types/trn1/ and /trn2/; AWS Neuron docs trn1-arch, trainium2-arch",
         "ec2-g5": "aws.amazon.com/ec2/instance-types/g5/ and /g6e/",
         "price": f"aws.amazon.com/ec2/pricing/on-demand/, Linux, {PRICE_REGION}, read {PRICE_DATE}",
@@ -45,6 +47,10 @@ class Accelerator(StrEnum):
     NEURON = "neuron"
 
 
+# EC2 ProcessorInfo.SupportedArchitectures spelling; the EKS AMI types spell arm64 as ARM_64.
+Architecture = Literal["x86_64", "arm64"]
+
+
 class InstanceType(BaseModel):
     """Facts about one accelerated EC2 instance type."""
 
@@ -55,6 +61,10 @@ class InstanceType(BaseModel):
     accelerator_model: str = Field(description="Accelerator model, for example H100.")
     accelerator_count: int = Field(gt=0, description="Accelerators per instance.")
     accelerator_memory_gib: int = Field(gt=0, description="Memory per accelerator in GiB (GB as AWS lists it).")
+    architecture: Architecture = Field(
+        default="x86_64",
+        description="CPU architecture (EC2 ProcessorInfo.SupportedArchitectures); decides the AMI's architecture.",
+    )
     vcpus: int = Field(gt=0, description="vCPUs per instance.")
     memory_gib: int = Field(gt=0, description="Host memory per instance in GiB.")
     instance_store_gib: int = Field(ge=0, description="Local NVMe instance store in GiB (0 when none).")
@@ -166,7 +176,8 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
             ),
             _row(
                 name="p6e-gb200.36xlarge", accelerator="nvidia", accelerator_model="B200 (GB200)",
-                accelerator_count=4, accelerator_memory_gib=185, vcpus=144, memory_gib=960,
+                accelerator_count=4, accelerator_memory_gib=185, architecture="arm64",  # 2 NVIDIA Grace CPUs
+                vcpus=144, memory_gib=960,
                 instance_store_gib=22500, network_cards=17, max_efa_interfaces=4,
                 efa_card_indices=(1, 5, 9, 13), network_gbps=1600,
                 intra_node_link="NVLink 5 across a 36/72-GPU UltraServer (needs IMEX)",

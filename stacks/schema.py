@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from components import fsx_sizing  # pure: no Pulumi import
-from stacks.catalog import CATALOG, efa_capable
+from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
 
 CONFIG_NAMESPACE = "trainstack"
 CONFIG_KEY = "cluster"
@@ -110,8 +110,8 @@ class NetworkSpec(Spec):
     )
     interface_endpoints: bool = Field(
         default=False,
-        description="Create interface endpoints (ECR api/dkr, STS, EC2, CloudWatch Logs, SSM) so private nodes "
-        "reach AWS without NAT; required when the EKS endpoint is private only.",
+        description="Create interface endpoints (ECR api/dkr, STS, EC2, CloudWatch Logs, SSM, EKS Auth for Pod "
+        "Identity) so private nodes reach AWS without NAT; required when the EKS endpoint is private only.",
     )
     flow_logs_traffic_type: Literal["ALL", "REJECT"] = Field(default="ALL", description="VPC flow log filter.")
     flow_logs_retention_days: int = Field(default=30, ge=1, description="CloudWatch retention for flow logs.")
@@ -240,11 +240,39 @@ class EksSpec(Spec):
 
 
 class AmiFamily(StrEnum):
-    """EKS-optimized accelerated AMIs. Both ship the NVIDIA driver and container toolkit."""
+    """EKS-optimized accelerated AMIs (EKS API Nodegroup.amiType values). The NVIDIA ones ship the NVIDIA driver
+    and container toolkit; the ARM_64 ones are for Grace (arm64) hosts such as p6e-gb200. EKS offers no
+    arm64 Neuron AMI (Trainium hosts are x86_64)."""
 
     AL2023_NVIDIA = "AL2023_x86_64_NVIDIA"
+    AL2023_ARM_NVIDIA = "AL2023_ARM_64_NVIDIA"
     BOTTLEROCKET_NVIDIA = "BOTTLEROCKET_x86_64_NVIDIA"
+    BOTTLEROCKET_ARM_NVIDIA = "BOTTLEROCKET_ARM_64_NVIDIA"
     AL2023_NEURON = "AL2023_x86_64_NEURON"
+
+    @property
+    def architecture(self) -> Architecture:
+        return "arm64" if "_ARM_64_" in self.value else "x86_64"
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return Accelerator.NEURON if self.value.endswith("_NEURON") else Accelerator.NVIDIA
+
+    @property
+    def bottlerocket(self) -> bool:
+        """Bottlerocket takes TOML settings as user data and keeps its data on a second volume."""
+        return self.value.startswith("BOTTLEROCKET_")
+
+
+def ami_families_for(row: InstanceType) -> list[AmiFamily]:
+    """The AMI families whose accelerator and architecture fit the instance type, the default first."""
+    fitting = [f for f in AmiFamily if f.accelerator is row.accelerator and f.architecture == row.architecture]
+    return sorted(fitting, key=lambda f: f.bottlerocket)
+
+
+def default_ami_family(row: InstanceType) -> AmiFamily:
+    """The family a group gets when `ami_family` is left out: AL2023 for the type's accelerator and CPU."""
+    return ami_families_for(row)[0]
 
 
 class CapacityType(StrEnum):
@@ -318,8 +346,9 @@ class GpuNodeGroupSpec(Spec):
     availability_zone: str = Field(pattern=_AZ, description="The one AZ (and subnet) of the group.")
     ami_family: AmiFamily = Field(
         default=AmiFamily.AL2023_NVIDIA,
-        description="EKS accelerated AMI family. Left out, it follows the instance type: AL2023 NVIDIA for GPUs, "
-        "AL2023 Neuron for Trainium, so swapping the instance type alone is enough.",
+        description="EKS accelerated AMI family. Left out, it follows the instance type's accelerator and CPU "
+        "architecture: AL2023 NVIDIA (x86_64 or ARM_64) for GPUs, AL2023 Neuron for Trainium, so swapping the "
+        "instance type alone is enough.",
     )
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option and reservation.")
     min_size: int = Field(ge=0, description="Minimum nodes (0 lets the group scale to zero).")
@@ -343,12 +372,25 @@ class GpuNodeGroupSpec(Spec):
     @model_validator(mode="before")
     @classmethod
     def _ami_follows_instance_type(cls, data: object) -> object:
-        # Only when the key is absent: an explicit ami_family is kept and checked by `_group`.
+        # Only when the key is absent: an explicit ami_family is kept and checked by `_ami_fits_instance_type`.
         if isinstance(data, dict) and "ami_family" not in data:
             row = CATALOG.get(str(data.get("instance_type")))
-            if row is not None and row.accelerator.value == "neuron":
-                return {**data, "ami_family": AmiFamily.AL2023_NEURON}
+            if row is not None:
+                return {**data, "ami_family": default_ami_family(row)}
         return data
+
+    @field_validator("ami_family")
+    @classmethod
+    def _ami_fits_instance_type(cls, value: AmiFamily, info: ValidationInfo) -> AmiFamily:
+        # A field rule (not in `_group`) so the problem is reported at gpu_node_groups.N.ami_family.
+        row = CATALOG.get(str(info.data.get("instance_type")))
+        if row is not None and value not in ami_families_for(row):
+            raise ValueError(
+                f"ami_family {value.value} ({value.accelerator.value}, {value.architecture}) does not fit "
+                f"{row.name} ({row.accelerator.value}, {row.architecture}); valid: "
+                + ", ".join(f.value for f in ami_families_for(row))
+            )
+        return value
 
     @model_validator(mode="after")
     def _group(self) -> Self:
@@ -364,12 +406,6 @@ class GpuNodeGroupSpec(Spec):
             )
         if self.efa_enabled and self.max_size < 2:
             problems.append(f"efa_enabled with max_size {self.max_size}: EFA is for multi-node jobs, use at least 2")
-        neuron = row.accelerator.value == "neuron"
-        if neuron != (self.ami_family is AmiFamily.AL2023_NEURON):
-            problems.append(
-                f"ami_family {self.ami_family.value} does not fit {self.instance_type} ({row.accelerator.value}); "
-                f"use {AmiFamily.AL2023_NEURON.value if neuron else 'an NVIDIA AMI family'}"
-            )
         if self.capacity.reserved and self.capacity.reservation_availability_zone != self.availability_zone:
             problems.append(
                 f"availability_zone {self.availability_zone} differs from the reservation's "
@@ -638,6 +674,25 @@ class EfaDevicePluginSpec(Spec):
     )
 
 
+# neuron-helm-chart 1.9.0 (Neuron SDK 2.31.0, device plugin image 2.31.0.0): the newest release whose notes and
+# values.yaml we checked (github.com/aws-neuron/neuron-helm-charts releases/tag/1.9.0). The chart has no
+# leading v in its tags.
+NEURON_HELM_CHART_VERSION = "1.9.0"
+
+
+class NeuronDevicePluginSpec(Spec):
+    """AWS Neuron device plugin for Trainium nodes (chart oci://public.ecr.aws/neuron/neuron-helm-chart).
+
+    Installed only when a GPU node group is Neuron; the default pins a checked chart release, so swapping a
+    group to a Trainium type needs no other edit."""
+
+    chart_version: str = Field(
+        default=NEURON_HELM_CHART_VERSION,
+        pattern=_CHART_VERSION,
+        description="neuron-helm-chart version (no leading v); its device plugin advertises aws.amazon.com/neuron.",
+    )
+
+
 class KueueSpec(Spec):
     """Kueue job queueing (chart oci://registry.k8s.io/kueue/charts/kueue)."""
 
@@ -693,6 +748,11 @@ class ValidationSpec(Spec):
 class KubernetesSpec(Spec):
     gpu_operator: GpuOperatorSpec = Field(description="NVIDIA GPU Operator.")
     efa_device_plugin: EfaDevicePluginSpec = Field(description="AWS EFA Kubernetes device plugin.")
+    neuron_device_plugin: NeuronDevicePluginSpec | None = Field(
+        default_factory=NeuronDevicePluginSpec,
+        description="AWS Neuron device plugin, installed when a GPU node group is Neuron (Trainium); null only "
+        "in a stack without Neuron groups.",
+    )
     kueue: KueueSpec = Field(description="Kueue job queueing.")
     training_operator: TrainingOperatorSpec = Field(description="Distributed-training operator.")
     teams: list[TeamSpec] = Field(min_length=1, description="Team namespaces with queues and GPU quotas.")
@@ -907,19 +967,52 @@ class ClusterConfig(Spec):
             problems.append("eks.endpoint_public_access is false: set network.interface_endpoints true")
         validation = self.kubernetes.validation
         if validation and validation.enabled:
-            efa_groups = [g.name for g in self.gpu_node_groups if g.efa_enabled]
-            target = validation.node_group or (efa_groups[0] if efa_groups else None)
-            if target is None or target not in efa_groups:
+            candidates = [g.name for g in self.validation_candidates]
+            target = self.validation_node_group
+            if validation.node_group is not None and validation.node_group not in candidates:
                 problems.append(
-                    f"kubernetes.validation.node_group {target!r} must name an EFA GPU group: {efa_groups}"
+                    f"kubernetes.validation.node_group {validation.node_group!r} must name an NVIDIA EFA GPU "
+                    f"group (the NCCL and DCGM jobs are NVIDIA-only); valid: {candidates}"
+                )
+            elif target is not None and validation.nodes > target.max_size:
+                # The NCCL job would wait forever for nodes the group can never have.
+                problems.append(
+                    f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
+                    f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
         # HyperPod on EKS needs access entries (API or API_AND_CONFIG_MAP): AuthenticationMode offers only
         # those two, so a CONFIG_MAP cluster cannot be configured at all.
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
+        # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.
+        neuron_groups = [g.name for g in self.gpu_node_groups if CATALOG[g.instance_type].accelerator.value == "neuron"]
+        if neuron_groups and self.kubernetes.neuron_device_plugin is None:
+            problems.append(
+                f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
+                "(remove the null to use the pinned default chart_version)"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    @property
+    def validation_candidates(self) -> list[GpuNodeGroupSpec]:
+        """GPU groups the validation jobs can test: NVIDIA groups with EFA (NCCL over EFA, DCGM)."""
+        return [
+            g for g in self.gpu_node_groups if g.efa_enabled and CATALOG[g.instance_type].accelerator.value == "nvidia"
+        ]
+
+    @property
+    def validation_node_group(self) -> GpuNodeGroupSpec | None:
+        """The group the validation jobs run on: the named one, else the first candidate. None when validation
+        is off or no NVIDIA EFA group exists (a Trainium-only cluster), in which case no jobs are planned."""
+        validation = self.kubernetes.validation
+        if validation is None or not validation.enabled:
+            return None
+        candidates = self.validation_candidates
+        if validation.node_group is not None:
+            return next((g for g in candidates if g.name == validation.node_group), None)
+        return next(iter(candidates), None)
 
     @property
     def gpu_availability_zone(self) -> str:

@@ -121,6 +121,14 @@ class Recorder(MockMonitor):
         return response
 
 
+def _resolve(value: Any) -> Any:
+    """A stack output's value; UNKNOWN where a preview cannot know it yet (as `pulumi preview` shows)."""
+    output = pulumi.Output.from_input(value)
+    if not _sync_await(output.is_known()):
+        return UNKNOWN
+    return _sync_await(output.future())
+
+
 def pulumi_config(cluster: ClusterConfig) -> dict[str, str]:
     """The Pulumi config the CLI would hand the program for this stack: one JSON object under our key."""
     return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
@@ -148,8 +156,8 @@ def run(
         root = pulumi_settings.get_root_resource()
         _sync_await(run_pulumi_func(program))
         exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
-        outputs = _sync_await(pulumi.Output.from_input(exported).future())
-        return Recording(stack=stack, preview=preview, resources=recorder.recorded, outputs=outputs or {})
+        outputs = {name: _resolve(value) for name, value in exported.items()}
+        return Recording(stack=stack, preview=preview, resources=recorder.recorded, outputs=outputs)
     finally:
         asyncio.set_event_loop(None)
         loop.close()

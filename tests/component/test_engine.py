@@ -100,3 +100,9 @@ def test_the_program_registers_an_explicit_aws_provider_with_default_tags() -> N
     tags = json.loads(providers[0].inputs["defaultTags"])["tags"]
     assert tags["env"] == "dev" and tags["project"] == "trainstack" and tags["cost-center"] and tags["owner"]
     assert all(r.provider for r in recording.resources if r.custom and r.type.startswith("aws:"))
+
+
+def test_preview_outputs_are_known_where_the_config_decides_them() -> None:
+    recording = run_program(stack_config("dev"), stack="dev", preview=True)
+    assert recording.outputs["environment"] == "dev"
+    assert recording.outputs["vpc_id"] == UNKNOWN

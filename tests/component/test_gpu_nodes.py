@@ -281,6 +281,14 @@ def test_desired_size_is_ignored_and_the_group_is_replaced_delete_first(monkeypa
         ({"labels": {"nvidia.com/gpu.present": "false"}}, "labels may not set"),
         ({"instance_type": "p6e-gb200.36xlarge", "efa_layout": "efa_primary"}, "needs EFA on network card 0"),
         ({"instance_type": "trn1n.32xlarge", "ami_family": "AL2023_x86_64_NVIDIA"}, "does not fit trn1n"),
+        (
+            {"instance_type": "p6e-gb200.36xlarge", "ami_family": "AL2023_x86_64_NVIDIA"},
+            r"does not fit p6e-gb200.36xlarge \(nvidia, arm64\); "
+            r"valid: AL2023_ARM_64_NVIDIA, BOTTLEROCKET_ARM_64_NVIDIA",
+        ),
+        ({"instance_type": "p6e-gb200.36xlarge", "ami_family": "BOTTLEROCKET_x86_64_NVIDIA"}, "does not fit p6e"),
+        ({"ami_family": "AL2023_ARM_64_NVIDIA"}, r"valid: AL2023_x86_64_NVIDIA, BOTTLEROCKET_x86_64_NVIDIA"),
+        ({"instance_type": "trn2.48xlarge", "ami_family": "BOTTLEROCKET_ARM_64_NVIDIA"}, "valid: AL2023_x86_64_NEURON"),
         ({"max_unavailable": 101}, "less than or equal to 100"),
     ],
 )
@@ -292,4 +300,29 @@ def test_config_errors_name_the_problem(overrides: dict[str, Any], message: str)
 def test_ami_family_follows_the_instance_type_when_left_out() -> None:
     assert spec(instance_type="trn1n.32xlarge").ami_family.value == "AL2023_x86_64_NEURON"
     assert spec().ami_family.value == "AL2023_x86_64_NVIDIA"
+    assert spec(instance_type="p6e-gb200.36xlarge").ami_family.value == "AL2023_ARM_64_NVIDIA"
     assert spec(ami_family="BOTTLEROCKET_x86_64_NVIDIA").ami_family.value == "BOTTLEROCKET_x86_64_NVIDIA"
+    arm_bottlerocket = spec(instance_type="p6e-gb200.36xlarge", ami_family="BOTTLEROCKET_ARM_64_NVIDIA")
+    assert arm_bottlerocket.ami_family.value == "BOTTLEROCKET_ARM_64_NVIDIA"
+
+
+@pytest.mark.parametrize("instance_type", sorted(CATALOG))
+def test_default_ami_matches_the_accelerator_and_cpu_of_every_catalog_type(instance_type: str) -> None:
+    row = CATALOG[instance_type]
+    family = spec(instance_type=instance_type, efa_enabled=row.supports_efa).ami_family
+    assert (family.accelerator, family.architecture, family.bottlerocket) == (row.accelerator, row.architecture, False)
+    arch = "ARM_64" if row.architecture == "arm64" else "x86_64"
+    assert family.value == f"AL2023_{arch}_{row.accelerator.value.upper()}"
+
+
+def test_grace_group_plans_the_arm_ami_with_the_same_node_setup() -> None:
+    gb200 = {"instance_type": "p6e-gb200.36xlarge"}
+    al2023 = build(spec(**gb200))
+    assert al2023.one(NG).inputs["amiType"] == "AL2023_ARM_64_NVIDIA"
+    user_data = base64.b64decode(lt_of(al2023)["userData"]).decode()
+    assert "application/node.eks.aws" in user_data and "vm.nr_hugepages = 5128" in user_data
+    assert [i["networkCardIndex"] for i in lt_of(al2023)["networkInterfaces"]] == [0, 1, 5, 9, 13]
+    bottlerocket = build(spec(**gb200, ami_family="BOTTLEROCKET_ARM_64_NVIDIA"))
+    assert bottlerocket.one(NG).inputs["amiType"] == "BOTTLEROCKET_ARM_64_NVIDIA"
+    assert lt_of(bottlerocket)["blockDeviceMappings"][0]["deviceName"] == "/dev/xvdb"
+    assert base64.b64decode(lt_of(bottlerocket)["userData"]).decode().startswith("[settings.kernel.sysctl]")

@@ -136,3 +136,19 @@ def test_four_azs_with_per_az_nat():
     rec = _build(spec)
     assert len(rec.by_type("aws:ec2/subnet:Subnet")) == 8
     assert len(rec.by_type("aws:ec2/natGateway:NatGateway")) == 4
+
+
+def test_private_nodes_get_the_eks_auth_endpoint_for_pod_identity():
+    # The Pod Identity agent fetches credentials from EKS Auth; without this endpoint vpc-cni and the CSI
+    # drivers on private nodes have no AWS credentials.
+    prod = recorded("prod")
+    (eks_auth,) = [e for e in prod.by_type(ENDPOINT) if e.inputs["serviceName"].endswith(".eks-auth")]
+    assert eks_auth.inputs["serviceName"] == "com.amazonaws.us-east-1.eks-auth"
+    assert eks_auth.inputs["vpcEndpointType"] == "Interface"
+    assert eks_auth.inputs["privateDnsEnabled"] is True
+    assert set(eks_auth.inputs["subnetIds"]) == {
+        s.id for s in prod.by_type("aws:ec2/subnet:Subnet") if "kubernetes.io/role/internal-elb" in s.inputs["tags"]
+    }
+    sg = next(r for r in prod.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("endpoints-sg"))
+    assert eks_auth.inputs["securityGroupIds"] == [sg.id]
+    assert not [e for e in recorded("dev").by_type(ENDPOINT) if e.inputs["serviceName"].endswith(".eks-auth")]

@@ -16,6 +16,7 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 NG = "aws:eks/nodeGroup:NodeGroup"
 PG = "aws:ec2/placementGroup:PlacementGroup"
 SUBNET = "aws:ec2/subnet:Subnet"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 # Issue 3, "Done when": the interface count each swap must plan.
 SWAPS = {"p4d.24xlarge": 4, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "trn1n.32xlarge": 16}
@@ -84,3 +85,25 @@ def test_swapping_only_the_instance_type_plans_its_full_interface_count(instance
     neuron = CATALOG[instance_type].accelerator.value == "neuron"
     assert node_group["amiType"] == ("AL2023_x86_64_NEURON" if neuron else "AL2023_x86_64_NVIDIA")
     assert node_group["taints"][0]["key"] == ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu")
+
+
+def test_swapping_to_grace_p6e_gb200_plans_the_arm_nvidia_ami_and_four_efa_cards() -> None:
+    # p6e-gb200 runs on NVIDIA Grace (arm64): the x86_64 AMI would never boot it. The instance type is the
+    # only edit, so the AMI must follow from the catalog's architecture.
+    assert CATALOG["p6e-gb200.36xlarge"].architecture == "arm64"
+    rec = swapped("p6e-gb200.36xlarge")
+    node_group = gpu_node_group(rec)
+    assert node_group["amiType"] == "AL2023_ARM_64_NVIDIA"
+    assert node_group["instanceTypes"] == ["p6e-gb200.36xlarge"]
+    template = gpu_launch_template(rec)
+    assert efa_count(template) == 4
+    efa_cards = [i["networkCardIndex"] for i in template["networkInterfaces"] if i["interfaceType"] == "efa-only"]
+    assert efa_cards == [1, 5, 9, 13]
+    primary = template["networkInterfaces"][0]
+    assert (primary["interfaceType"], primary["networkCardIndex"]) == ("interface", 0)  # ENA primary on card 0
+    assert template["blockDeviceMappings"][0]["deviceName"] == "/dev/xvda"
+    # The ARM NVIDIA AMI ships the driver and toolkit too: the GPU Operator must not install its own.
+    (release,) = [r for r in rec.by_type(HELM_RELEASE) if r.inputs["chart"] == "gpu-operator"]
+    assert release.inputs["values"]["driver"]["enabled"] is False
+    assert release.inputs["values"]["toolkit"]["enabled"] is False
+    assert rec.outputs["gpu_node_groups"]["p5-train"]["efa_interfaces_per_node"] == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.eks import NODE_POLICIES
 from tests.conftest import recording, stack_config
 
 
@@ -53,3 +54,25 @@ def test_aws_resources_all_use_the_stack_provider(stack_name: str):
         if r.custom and r.type.startswith("aws:") and ("-network-" in r.name or "-eks-" in r.name)
     ]
     assert mine and all(r.provider_urn in providers for r in mine)
+
+
+def test_gpu_node_groups_wait_for_the_node_role_policies_and_the_node_add_ons():
+    # A GPU node group that starts before its role has AmazonEKSWorkerNodePolicy / ECR pull cannot join;
+    # one that starts before vpc-cni, kube-proxy and the Pod Identity agent never becomes Ready.
+    rec = recording("prod")
+    node_role = next(r for r in rec.by_type("aws:iam/role:Role") if r.name.endswith("-node-role"))
+    attachments = [
+        a
+        for a in rec.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if a.inputs["role"] == node_role.outputs["name"]
+    ]
+    assert sorted(a.inputs["policyArn"].rsplit("/", 1)[1] for a in attachments) == sorted(NODE_POLICIES)
+    addons = {a.inputs["addonName"]: a.urn for a in rec.by_type("aws:eks/addon:Addon")}
+    gpu_groups = [g for g in rec.by_type("aws:eks/nodeGroup:NodeGroup") if "-gpu-" in g.name]
+    assert gpu_groups
+    for group in gpu_groups:
+        waits = set(group.dependencies)
+        assert {a.urn for a in attachments} <= waits, group.name
+        assert {addons["vpc-cni"], addons["kube-proxy"], addons["eks-pod-identity-agent"]} <= waits, group.name
+        # Deployments-only add-ons come after the system nodes; GPU groups must not wait on them.
+        assert addons["coredns"] not in waits

@@ -145,3 +145,41 @@ def test_kueue_config_manages_the_training_operators_jobs_all_or_nothing(kind: s
     assert config["integrations"]["frameworks"] == kueue_frameworks(kind)
     assert config["waitForPodsReady"]["enable"] is True
     assert config["waitForPodsReady"]["timeout"] == "420s"
+
+
+@pytest.mark.parametrize(
+    ("arm", "x86"),
+    [
+        (AmiFamily.AL2023_ARM_NVIDIA, AmiFamily.AL2023_NVIDIA),
+        (AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA),
+    ],
+)
+def test_arm_nvidia_amis_count_as_eks_nvidia_amis(arm: AmiFamily, x86: AmiFamily) -> None:
+    # Grace (p6e-gb200) nodes run the ARM_64 EKS NVIDIA AMIs, which ship the driver and toolkit as well: the
+    # operator must not deploy a driver container on them.
+    values = gpu_operator_values(arm, MigStrategy.NONE, dcgm_exporter=True)
+    assert values == gpu_operator_values(x86, MigStrategy.NONE, dcgm_exporter=True)
+    assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
+    assert values["devicePlugin"]["enabled"] is not arm.bottlerocket
+
+
+@pytest.mark.parametrize(
+    ("families", "expected"),
+    [
+        ([AmiFamily.AL2023_ARM_NVIDIA], AmiFamily.AL2023_ARM_NVIDIA),
+        ([AmiFamily.AL2023_ARM_NVIDIA, CUSTOM_AMI], AmiFamily.AL2023_NVIDIA),
+        ([AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA], AmiFamily.BOTTLEROCKET_NVIDIA),
+        ([AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.AL2023_ARM_NVIDIA], AmiFamily.AL2023_NVIDIA),
+    ],
+)
+def test_mixed_architectures_share_one_release(families: list[AmiFamily | str], expected: AmiFamily | str) -> None:
+    family = effective_ami_family(families)
+    assert family == expected
+    assert gpu_operator_values(family, MigStrategy.NONE, dcgm_exporter=True)["driver"]["enabled"] is False
+
+
+def test_arm_bottlerocket_nodes_opt_out_of_the_device_plugin_in_a_mixed_cluster() -> None:
+    opt_out = {"nvidia.com/gpu.deploy.device-plugin": "false"}
+    assert operand_opt_out_labels(AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.AL2023_NVIDIA) == opt_out
+    assert operand_opt_out_labels(AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA) == {}
+    assert operand_opt_out_labels(AmiFamily.BOTTLEROCKET_NVIDIA, AmiFamily.BOTTLEROCKET_ARM_NVIDIA) == {}

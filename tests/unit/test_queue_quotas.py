@@ -14,15 +14,14 @@ from components.scheduling import (
     team_namespace_labels,
     team_quota_hard,
 )
-from stacks.catalog import CATALOG, Accelerator
-from stacks.schema import AmiFamily, GpuNodeGroupSpec, TeamSpec
+from stacks.catalog import CATALOG
+from stacks.schema import GpuNodeGroupSpec, TeamSpec, default_ami_family
 
 EFA_TYPES = sorted(name for name, row in CATALOG.items() if row.supports_efa)
 
 
 def group(instance_type: str, max_size: int, efa: bool, hugepages: int = 5128, name: str = "g") -> GpuNodeGroupSpec:
-    row = CATALOG[instance_type]
-    family = AmiFamily.AL2023_NEURON if row.accelerator is Accelerator.NEURON else AmiFamily.AL2023_NVIDIA
+    family = default_ami_family(CATALOG[instance_type])  # fits the type's accelerator and CPU architecture
     return GpuNodeGroupSpec(
         name=name,
         instance_type=instance_type,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import email
+import subprocess
 import tomllib
+from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +19,7 @@ from components.userdata import (
     NODEADM_API_VERSION,
     bottlerocket_user_data,
     encode,
+    hugepages_script,
     nodeadm_user_data,
 )
 
@@ -73,3 +77,28 @@ def test_output_is_deterministic_and_encodes_round_trip() -> None:
     first = nodeadm_user_data(hugepages_2mi=5128, instance_store=True)
     assert first == nodeadm_user_data(hugepages_2mi=5128, instance_store=True)
     assert base64.b64decode(encode(first)).decode() == first
+
+
+@pytest.mark.parametrize(("hugepage_kb", "reserved"), [(2048, True), (524288, False)])
+def test_hugepages_script_reserves_only_2mib_pages(tmp_path: Path, hugepage_kb: int, reserved: bool) -> None:
+    # vm.nr_hugepages counts default-size pages; on a 64 KiB-page arm64 kernel those are 512 MiB, and 5128 of
+    # them would exceed a p6e-gb200's memory. The script must write nothing there and fail visibly.
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal:       1006632960 kB\nHugepagesize:    {hugepage_kb} kB\n")
+    sysctl_file = tmp_path / "90-hugepages.conf"
+    allocated = tmp_path / "nr_hugepages"
+    allocated.write_text("5128\n")
+    script = (
+        hugepages_script(5128)
+        .replace("/proc/meminfo", str(meminfo))
+        .replace(HUGEPAGES_SYSCTL_FILE, str(sysctl_file))
+        .replace("sysctl -p", "true")
+        .replace("/proc/sys/vm/nr_hugepages", str(allocated))
+    )
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert sysctl_file.exists() is reserved
+    if reserved:
+        assert result.returncode == 0, result.stderr
+        assert sysctl_file.read_text().strip() == "vm.nr_hugepages = 5128"
+    else:
+        assert result.returncode != 0 and "not 2048" in result.stderr

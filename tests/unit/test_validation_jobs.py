@@ -18,7 +18,6 @@ from components.validation_jobs import (
     nccl_plan,
     nccl_worker_resources,
     training_runtime_spec,
-    validation_target,
 )
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
@@ -47,16 +46,6 @@ def test_images_must_be_pinned(image: str) -> None:
 
 def test_digest_pinned_image_is_accepted() -> None:
     assert spec(nccl_tests_image="repo/nccl@sha256:" + "a" * 64).nccl_tests_image.endswith("a" * 64)
-
-
-def test_target_is_the_first_efa_group_unless_named() -> None:
-    groups = [group("small", "g5.2xlarge", efa=False), group("p5a"), group("p5b")]
-    assert validation_target(spec(), groups).name == "p5a"
-    assert validation_target(spec(node_group="p5b"), groups).name == "p5b"
-    with pytest.raises(ValueError, match="EFA GPU group"):
-        validation_target(spec(node_group="small"), groups)
-    with pytest.raises(ValueError, match="max_size"):
-        validation_target(spec(nodes=5), groups)
 
 
 @pytest.mark.parametrize("instance_type", ["p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"])

@@ -1,0 +1,99 @@
+"""Rules that span several parts of a stack file: each is refused with the key, the value and what is valid."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stacks.load import FULL_KEY, ConfigError, load_file
+from tests.conftest import edited_config, stack_document
+
+
+def problems_of(tmp_path: Path, edit) -> list:
+    document = stack_document("prod")
+    edit(document["config"][FULL_KEY])
+    path = tmp_path / "Pulumi.proposed.yaml"
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(ConfigError) as caught:
+        load_file(path)
+    return caught.value.problems
+
+
+def test_validation_nodes_above_the_target_groups_max_size_is_refused(tmp_path: Path) -> None:
+    # prod's p5-train group has max_size 16: an NCCL job over 17 nodes would wait forever for a node.
+    def edit(cluster: dict) -> None:
+        cluster["kubernetes"]["validation"]["nodes"] = 17
+
+    [problem] = problems_of(tmp_path, edit)
+    assert problem.key == FULL_KEY
+    assert "kubernetes.validation.nodes 17" in problem.message
+    assert "max_size 16" in problem.message and "'p5-train'" in problem.message
+
+
+def test_validation_nodes_are_checked_against_the_named_group(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        small = {**cluster["gpu_node_groups"][0], "name": "p5-small", "min_size": 0, "desired_size": 0}
+        small.update(max_size=2, capacity={"type": "on_demand"})
+        cluster["gpu_node_groups"].append(small)
+        cluster["kubernetes"]["validation"].update(node_group="p5-small", nodes=4)
+
+    [problem] = problems_of(tmp_path, edit)
+    assert "kubernetes.validation.nodes 4" in problem.message and "max_size 2" in problem.message
+    assert "'p5-small'" in problem.message
+
+
+def test_validation_nodes_at_max_size_and_disabled_validation_are_accepted(tmp_path: Path) -> None:
+    def at_max(cluster: dict) -> None:
+        cluster["kubernetes"]["validation"]["nodes"] = cluster["gpu_node_groups"][0]["max_size"]
+
+    def disabled(cluster: dict) -> None:
+        cluster["kubernetes"]["validation"].update(enabled=False, nodes=64)
+
+    for edit in (at_max, disabled):
+        document = stack_document("prod")
+        edit(document["config"][FULL_KEY])
+        path = tmp_path / f"Pulumi.{edit.__name__}.yaml"
+        path.write_text(yaml.safe_dump(document))
+        load_file(path)  # no ConfigError
+
+
+def test_ami_family_of_the_wrong_architecture_names_key_value_and_choices(tmp_path: Path) -> None:
+    # p6e-gb200 is arm64 (NVIDIA Grace): the x86_64 NVIDIA AMI cannot boot it.
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0].update(instance_type="p6e-gb200.36xlarge", ami_family="AL2023_x86_64_NVIDIA")
+
+    [problem] = problems_of(tmp_path, edit)
+    assert problem.key == f"{FULL_KEY}.gpu_node_groups.0.ami_family"
+    assert problem.value == "AL2023_x86_64_NVIDIA"
+    assert "arm64" in problem.message
+    assert "valid: AL2023_ARM_64_NVIDIA, BOTTLEROCKET_ARM_64_NVIDIA" in problem.message
+
+
+def test_ami_family_of_the_wrong_accelerator_names_the_valid_choice(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0].update(instance_type="trn1n.32xlarge", ami_family="BOTTLEROCKET_x86_64_NVIDIA")
+
+    [problem] = problems_of(tmp_path, edit)
+    assert problem.key == f"{FULL_KEY}.gpu_node_groups.0.ami_family"
+    assert "valid: AL2023_x86_64_NEURON" in problem.message
+
+
+def test_validation_may_only_target_an_nvidia_efa_group(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        trn = {**cluster["gpu_node_groups"][0], "name": "trn", "instance_type": "trn1n.32xlarge"}
+        trn.update(min_size=0, desired_size=0, max_size=2, capacity={"type": "on_demand"})
+        cluster["cost"]["max_gpus"] = 512
+        cluster["gpu_node_groups"].append(trn)
+        cluster["kubernetes"]["validation"]["node_group"] = "trn"
+
+    [problem] = problems_of(tmp_path, edit)
+    assert "kubernetes.validation.node_group 'trn' must name an NVIDIA EFA GPU group" in problem.message
+    assert "['p5-train']" in problem.message
+
+
+def test_validation_targets_the_first_nvidia_efa_group_and_none_on_trainium_only() -> None:
+    def trainium(cluster: dict) -> None:
+        cluster["gpu_node_groups"][0]["instance_type"] = "trn1n.32xlarge"
+
+    assert edited_config("prod", lambda cluster: None).validation_node_group.name == "p5-train"
+    assert edited_config("prod", trainium).validation_node_group is None
