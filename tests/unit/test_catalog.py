@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from stacks.catalog import CATALOG, PRICE_DATE, SOURCES, efa_capable, lookup
+from stacks.schema import ami_families_for
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "gpu-instances.md"
 
@@ -71,3 +72,18 @@ def test_efa_capable_excludes_types_without_efa() -> None:
 def test_device_resource_follows_the_accelerator() -> None:
     assert lookup("p5.48xlarge").device_resource == "nvidia.com/gpu"
     assert lookup("trn1.32xlarge").device_resource == "aws.amazon.com/neuron"
+
+
+def test_only_the_grace_type_is_arm64() -> None:
+    # p6e-gb200 pairs Blackwell GPUs with NVIDIA Grace (Arm Neoverse V2) CPUs; every other row has Intel or
+    # AMD x86_64 hosts (P4/P5/P6-B200/B300 Intel Xeon, G5/G6e AMD EPYC, Trn1/Trn2 Intel Xeon).
+    assert {name for name, row in CATALOG.items() if row.architecture == "arm64"} == {"p6e-gb200.36xlarge"}
+    assert {row.architecture for row in CATALOG.values()} == {"x86_64", "arm64"}
+
+
+def test_every_row_has_an_eks_ami_for_its_accelerator_and_cpu() -> None:
+    for row in CATALOG.values():
+        families = ami_families_for(row)
+        assert families, row.name
+        assert all(f.accelerator is row.accelerator and f.architecture == row.architecture for f in families)
+        assert not families[0].bottlerocket  # AL2023 is the default
