@@ -1,0 +1,1 @@
+"""The trainstack CrossGuard policy pack (rules in `policies.rules`, facts in `policies.facts`)."""

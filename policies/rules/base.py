@@ -1,0 +1,346 @@
+"""What every rule module shares: resource type tokens, the two rule decorators, property access on the
+read-only proxies the SDK hands policies, and a dependency graph for stack rules.
+
+Stack rules join resources only through the dependency graph (`property_dependencies`, parents, URNs),
+never through computed ids or ARNs: ids are unknown during `pulumi preview`, so an id join would degrade
+to an advisory "can't run during preview", while a graph join keeps enforcing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import (
+    PolicyConfigSchema,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from ..facts import Instance, instance
+
+# ----------------------------------------------------------------------------------------- type tokens
+
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+EKS_ADDON = "aws:eks/addon:Addon"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+SUBNET = "aws:ec2/subnet:Subnet"
+VPC = "aws:ec2/vpc:Vpc"
+FLOW_LOG = "aws:ec2/flowLog:FlowLog"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+IAM_ROLE = "aws:iam/role:Role"
+IAM_POLICY = "aws:iam/policy:Policy"
+IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+IAM_ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+IAM_OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
+KMS_KEY = "aws:kms/key:Key"
+S3_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+S3_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+S3_SSE = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+)
+S3_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
+FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+HELM_CHART_V4 = "kubernetes:helm.sh/v4:Chart"
+HELM_TYPES = (HELM_RELEASE, HELM_CHART_V4)
+WORKLOAD_TYPES = (
+    "kubernetes:apps/v1:DaemonSet",
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:apps/v1:StatefulSet",
+    "kubernetes:batch/v1:Job",
+    "kubernetes:batch/v1:CronJob",
+    "kubernetes:core/v1:Pod",
+    # Training operators' custom resources carry pod templates too.
+    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    "kubernetes:kubeflow.org/v2beta1:MPIJob",
+    "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+)
+
+# The resource types each resource rule inspects, by rule id (the review and the tests use it).
+RESOURCE_TYPES: dict[str, frozenset[str]] = {}
+
+ValidateResource = Callable[[ResourceValidationArgs, ReportViolation], None]
+ValidateStack = Callable[[StackValidationArgs, ReportViolation], None]
+
+
+# ------------------------------------------------------------------------------------------- decorators
+
+
+def _schema(config: Mapping[str, Mapping[str, Any]] | None) -> PolicyConfigSchema | None:
+    """The rule's config schema; every property has a default or is optional, so `required` stays empty."""
+    if not config:
+        return None
+    return PolicyConfigSchema(properties={k: dict(v) for k, v in config.items()})
+
+
+def resource_rule(
+    *,
+    name: str,
+    description: str,
+    severity: Severity,
+    types: Iterable[str],
+    config: Mapping[str, Mapping[str, Any]] | None = None,
+    remediation: str | None = None,
+) -> Callable[[ValidateResource], ResourceValidationPolicy]:
+    """Turn `validate(args, report)` into a ResourceValidationPolicy that runs only on `types`.
+
+    Other types return quietly (the engine asks every resource policy about every resource); a matching
+    resource the rule does not cover calls `args.not_applicable(reason)`. The default enforcement level
+    is left unset: the pack is advisory and `policies/config/<env>.json` raises rules per environment.
+    """
+    wanted = frozenset(types)
+    RESOURCE_TYPES[name] = wanted
+
+    def decorate(validate: ValidateResource) -> ResourceValidationPolicy:
+        def run(args: ResourceValidationArgs, report: ReportViolation) -> None:
+            if args.resource_type in wanted:
+                validate(args, report)
+
+        run.__name__ = validate.__name__
+        run.__doc__ = validate.__doc__
+        return ResourceValidationPolicy(
+            name=name,
+            description=description,
+            validate=run,
+            severity=severity,
+            config_schema=_schema(config),
+            remediation_steps=remediation,
+            tags=sorted({t.split(":")[0] for t in wanted}),
+        )
+
+    return decorate
+
+
+def stack_rule(
+    *,
+    name: str,
+    description: str,
+    severity: Severity,
+    config: Mapping[str, Mapping[str, Any]] | None = None,
+    remediation: str | None = None,
+) -> Callable[[ValidateStack], StackValidationPolicy]:
+    """Turn `validate(args, report)` into a StackValidationPolicy."""
+
+    def decorate(validate: ValidateStack) -> StackValidationPolicy:
+        return StackValidationPolicy(
+            name=name,
+            description=description,
+            validate=validate,
+            severity=severity,
+            config_schema=_schema(config),
+            remediation_steps=remediation,
+            tags=["stack"],
+        )
+
+    return decorate
+
+
+# --------------------------------------------------------------------------------- property access
+
+
+def get(props: Any, path: str, default: Any = None) -> Any:
+    """`props["a"]["b"][0]` by dotted path ("a.b.0"); `default` when any step is missing.
+
+    Unknown values (preview) raise the SDK's UnknownValueError, which the engine reports as "can't run
+    during preview": a rule that must keep enforcing in preview reads only values known at preview time.
+    """
+    value = props
+    for step in path.split("."):
+        if isinstance(value, Mapping):
+            if step not in value:
+                return default
+            value = value[step]
+        elif isinstance(value, Sequence) and not isinstance(value, str) and step.isdigit():
+            index = int(step)
+            if index >= len(value):
+                return default
+            value = value[index]
+        else:
+            return default
+        if value is None:
+            return default
+    return value
+
+
+def has(props: Any, key: str) -> bool:
+    """Whether a mapping sets `key`, without reading its value (which may be unknown during preview)."""
+    return isinstance(props, Mapping) and key in iter(props)
+
+
+def items(value: Any) -> list[Any]:
+    """A list or read-only list proxy as a list; anything else (missing, a scalar) as []."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return []
+
+
+def truthy(value: Any) -> bool:
+    """Booleans that providers model as strings ("true") or real booleans."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True
+
+
+def number(value: Any) -> float | None:
+    """A number (the engine sends every number as a float); None when missing or not a number."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def json_document(value: Any) -> Any:
+    """A JSON policy document given as a string (IAM, provider default tags) or already as a mapping."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value
+
+
+def as_list(value: Any) -> list[Any]:
+    """IAM's "one value or a list" fields as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return items(value)
+
+
+def config(args: ResourceValidationArgs | StackValidationArgs, key: str, default: Any) -> Any:
+    """One property of the rule's config (the pack config file), with the schema default as fallback."""
+    return args.get_config().get(key, default)
+
+
+# ------------------------------------------------------------------------------------------ the graph
+
+
+class Graph:
+    """The stack's resources indexed by URN, type and reverse property dependencies."""
+
+    def __init__(self, resources: Sequence[PolicyResource]) -> None:
+        self.resources = list(resources)
+        self._by_type: dict[str, list[PolicyResource]] = {}
+        self._referrers: dict[str, list[tuple[PolicyResource, str]]] = {}
+        for resource in self.resources:
+            self._by_type.setdefault(resource.resource_type, []).append(resource)
+            for prop, deps in resource.property_dependencies.items():
+                for dep in deps:
+                    self._referrers.setdefault(dep.urn, []).append((resource, prop))
+
+    def of_type(self, *types: str) -> list[PolicyResource]:
+        return [r for t in types for r in self._by_type.get(t, [])]
+
+    @staticmethod
+    def deps(resource: PolicyResource, prop: str, *types: str) -> list[PolicyResource]:
+        """Resources the value of `prop` was computed from, optionally only of `types`."""
+        found = resource.property_dependencies.get(prop, [])
+        return [d for d in found if not types or d.resource_type in types]
+
+    def referrers(self, resource: PolicyResource, prop: str | None = None, *types: str) -> list[PolicyResource]:
+        """Resources whose `prop` (any property when None) was computed from `resource`."""
+        out: list[PolicyResource] = []
+        for other, other_prop in self._referrers.get(resource.urn, []):
+            if (
+                (prop is None or other_prop == prop)
+                and (not types or other.resource_type in types)
+                and other not in out
+            ):
+                out.append(other)
+        return out
+
+
+_GRAPH_CACHE: list[tuple[Sequence[PolicyResource], Graph]] = []
+
+
+def graph(args: StackValidationArgs) -> Graph:
+    """The graph of this stack; built once per stack analysis and shared by every stack rule."""
+    if _GRAPH_CACHE and _GRAPH_CACHE[0][0] is args.resources:
+        return _GRAPH_CACHE[0][1]
+    built = Graph(args.resources)
+    _GRAPH_CACHE[:] = [(args.resources, built)]
+    return built
+
+
+# ------------------------------------------------------------------------------ node-group joins
+
+
+def launch_template_of(node_group: PolicyResource) -> PolicyResource | None:
+    """The launch template a node group launches from, joined through `launchTemplate`'s dependencies."""
+    found = Graph.deps(node_group, "launchTemplate", LAUNCH_TEMPLATE)
+    return found[0] if found else None
+
+
+def efa_interfaces(launch_template_props: Mapping[str, Any]) -> list[Any]:
+    """The launch template's network interfaces of type `efa` or `efa-only`."""
+    return [
+        nic
+        for nic in items(get(launch_template_props, "networkInterfaces"))
+        if get(nic, "interfaceType") in ("efa", "efa-only")
+    ]
+
+
+def instance_types_of(node_group: PolicyResource) -> list[str]:
+    """The node group's instance types: its own `instanceTypes`, else its launch template's `instanceType`."""
+    own = [str(t) for t in items(get(node_group.props, "instanceTypes"))]
+    if own:
+        return own
+    template = launch_template_of(node_group)
+    if template is not None and get(template.props, "instanceType"):
+        return [str(get(template.props, "instanceType"))]
+    return []
+
+
+def accelerated_node_groups(g: Graph) -> list[tuple[PolicyResource, Instance]]:
+    """Node groups of accelerated instances (GPU or Trainium), each with its instance facts."""
+    out = []
+    for group in g.of_type(EKS_NODE_GROUP):
+        for instance_type in instance_types_of(group):
+            facts = instance(instance_type)
+            if facts is not None:
+                out.append((group, facts))
+                break
+    return out
+
+
+# The node label trainstack (and eksctl) put on EFA node groups; the EFA device plugin selects on it.
+EFA_LABEL = "vpc.amazonaws.com/efa.present"
+
+
+def efa_node_groups(g: Graph) -> list[tuple[PolicyResource, PolicyResource]]:
+    """Node groups meant for EFA, each with its launch template: the template has EFA interfaces, or the
+    group carries the EFA node label (so a template that lost its interfaces is still checked)."""
+    out = []
+    for group in g.of_type(EKS_NODE_GROUP):
+        template = launch_template_of(group)
+        labelled = label(group, EFA_LABEL) == "true"
+        if template is not None and (efa_interfaces(template.props) or labelled):
+            out.append((group, template))
+    return out
+
+
+def label(group: PolicyResource, key: str) -> Any:
+    """A node group's Kubernetes label value, or None."""
+    labels = get(group.props, "labels")
+    return labels[key] if isinstance(labels, Mapping) and key in iter(labels) else None

@@ -1,0 +1,282 @@
+"""Kubernetes rules: Helm releases (GPU Operator, EFA device plugin) and workload pod specs.
+
+Offline, a Helm release is one resource with its `values`; the objects it renders are not visible, so the
+settings these rules check are kept in `values` by the program.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy.proxy import UnknownValueError
+
+from ..facts import ACCELERATED_AMI_TYPES
+from .base import (
+    HELM_TYPES,
+    WORKLOAD_TYPES,
+    Graph,
+    accelerated_node_groups,
+    get,
+    graph,
+    items,
+    label,
+    resource_rule,
+    stack_rule,
+)
+
+_EXACT_SEMVER = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
+GPU_OPERATOR_CHART = "gpu-operator"
+EFA_PLUGIN_CHART = "aws-efa-k8s-device-plugin"
+
+
+def chart_name(props: Mapping[str, Any]) -> str:
+    """The chart's own name from `chart` ("nvidia/gpu-operator", "oci://.../gpu-operator" or a bare name)."""
+    return str(get(props, "chart", "")).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _releases(g: Graph, chart: str) -> list[PolicyResource]:
+    return [r for r in g.of_type(*HELM_TYPES) if chart_name(r.props) == chart]
+
+
+@resource_rule(
+    name="helm-chart-pinned",
+    description="Every Helm release pins an exact chart version: an unpinned chart upgrades itself on the "
+    "next `pulumi up`, and GPU Operator upgrades restart every GPU node's driver stack.",
+    severity=Severity.MEDIUM,
+    types=HELM_TYPES,
+)
+def helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    version = get(args.props, "version")
+    if version is None or not _EXACT_SEMVER.match(str(version)):
+        report(f"chart {chart_name(args.props)!r} version is {version!r}; pin an exact version (x.y.z).")
+
+
+DEVICE_PLUGIN_OPT_OUT = "nvidia.com/gpu.deploy.device-plugin"  # the operator skips nodes labelled "false"
+
+
+@stack_rule(
+    name="gpu-operator-values",
+    description="On EKS NVIDIA AMIs the GPU Operator installs neither the driver nor the container toolkit, "
+    "and on Bottlerocket not the device plugin either (off in values, or the node opts out with "
+    "nvidia.com/gpu.deploy.device-plugin=false): the AMI ships them, and a second driver or plugin breaks "
+    "every GPU node (NVIDIA GPU Operator, Amazon EKS notes; EKS accelerated AMIs).",
+    severity=Severity.HIGH,
+)
+def gpu_operator_values(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    releases = _releases(g, GPU_OPERATOR_CHART)
+    nvidia_amis = ACCELERATED_AMI_TYPES["nvidia"]
+    groups = [group for group, _ in accelerated_node_groups(g) if get(group.props, "amiType") in nvidia_amis]
+    if not releases or not groups:
+        args.not_applicable("needs a gpu-operator release and a node group on an EKS NVIDIA AMI")
+    bottlerocket = [group for group in groups if str(get(group.props, "amiType")).startswith("BOTTLEROCKET")]
+    for release in releases:
+        values = get(release.props, "values", {})
+        for key in ("driver", "toolkit"):
+            if get(values, f"{key}.enabled") is not False:
+                report(
+                    f"{release.name}: values.{key}.enabled is not false; the EKS NVIDIA AMI already provides it.",
+                    release.urn,
+                )
+        if get(values, "devicePlugin.enabled") is False:
+            continue
+        for group in bottlerocket:
+            if label(group, DEVICE_PLUGIN_OPT_OUT) != "false":
+                report(
+                    f"{release.name} runs the device plugin, and Bottlerocket node group {group.name} neither "
+                    f"turns it off nor carries {DEVICE_PLUGIN_OPT_OUT}=false.",
+                    release.urn,
+                )
+
+
+def _tolerates(toleration: Any, key: str) -> bool:
+    operator = get(toleration, "operator", "Equal")
+    effect = get(toleration, "effect")
+    if effect not in (None, "", "NoSchedule"):
+        return False
+    if operator == "Exists" and get(toleration, "key") in (None, ""):
+        return True  # tolerates every taint
+    return get(toleration, "key") == key and operator in ("Exists", "Equal")
+
+
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+@stack_rule(
+    name="efa-plugin-tolerates-gpu-taint",
+    description="The EFA device plugin tolerates the accelerator taints of the node groups: otherwise it "
+    "never runs on GPU nodes, `vpc.amazonaws.com/efa` is never advertised and NCCL falls back to TCP "
+    "(aws-efa-k8s-device-plugin chart).",
+    severity=Severity.HIGH,
+)
+def efa_plugin_tolerates_gpu_taint(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    releases = _releases(g, EFA_PLUGIN_CHART)
+    if not releases:
+        args.not_applicable("no aws-efa-k8s-device-plugin release")
+    taints = {
+        (str(get(t, "key")), _EFFECTS.get(str(get(t, "effect")), str(get(t, "effect"))))
+        for group, _ in accelerated_node_groups(g)
+        for t in items(get(group.props, "taints"))
+        if get(t, "effect") in ("NO_SCHEDULE", "NO_EXECUTE")
+    }
+    for release in releases:
+        tolerations = items(get(release.props, "values.tolerations"))
+        for key, effect in sorted(taints):
+            if not any(
+                _tolerates(t, key) or (get(t, "key") == key and get(t, "effect") == effect) for t in tolerations
+            ):
+                report(f"{release.name}: values.tolerations does not tolerate {key}:{effect}.", release.urn)
+
+
+# ------------------------------------------------------------------------------------------- pod specs
+
+
+def pod_specs(props: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Every pod spec inside a workload (Pod, Deployment, Job, CronJob, or a CRD with pod templates)."""
+    stack: list[Any] = [get(props, "spec")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if "containers" in iter(node):
+                yield node
+                continue
+            for key in node:
+                try:
+                    stack.append(node[key])
+                except UnknownValueError:
+                    continue  # a value computed later (preview) holds no pod spec of ours
+        elif isinstance(node, Sequence) and not isinstance(node, str):
+            for index in range(len(node)):
+                try:
+                    stack.append(node[index])
+                except UnknownValueError:
+                    continue
+
+
+def containers(spec: Mapping[str, Any]) -> list[Any]:
+    return items(get(spec, "initContainers")) + items(get(spec, "containers"))
+
+
+_WORKLOADS = [*WORKLOAD_TYPES]
+_DEFAULT_PRIVILEGED_NAMESPACES = ["kube-system", "gpu-operator"]
+
+
+@resource_rule(
+    name="k8s-pod-security",
+    description="Workloads outside the system namespaces run without privileged containers, host "
+    "network/PID/IPC or privilege escalation (CIS EKS 4.2, CKV_K8S_16-20); the NVIDIA and EFA device "
+    "plugins in kube-system and gpu-operator need them and are allowed.",
+    severity=Severity.HIGH,
+    types=_WORKLOADS,
+    config={
+        "privilegedNamespaces": {
+            "type": "array",
+            "items": {"type": "string"},
+            "uniqueItems": True,
+            "default": _DEFAULT_PRIVILEGED_NAMESPACES,
+            "description": "Namespaces whose workloads may be privileged.",
+        }
+    },
+)
+def k8s_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    namespace = str(get(args.props, "metadata.namespace", "default"))
+    if namespace in args.get_config().get("privilegedNamespaces", _DEFAULT_PRIVILEGED_NAMESPACES):
+        args.not_applicable(f"namespace {namespace} is allowed privileged workloads")
+    for spec in pod_specs(args.props):
+        for flag in ("hostNetwork", "hostPID", "hostIPC"):
+            if get(spec, flag) is True:
+                report(f"the pod spec sets {flag}.")
+        for container in containers(spec):
+            name = get(container, "name", "?")
+            if get(container, "securityContext.privileged") is True:
+                report(f"container {name} is privileged.")
+            if get(container, "securityContext.allowPrivilegeEscalation") is True:
+                report(f"container {name} allows privilege escalation.")
+
+
+def _image_parts(image: str) -> tuple[str | None, str | None]:
+    """(tag, digest) of an image reference."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else None
+    return tag, (digest or None)
+
+
+def _images(props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(container name, image) pairs, once each: launcher and worker templates often share both."""
+    seen: list[tuple[str, str]] = []
+    for spec in pod_specs(props):
+        for container in containers(spec):
+            pair = (str(get(container, "name", "?")), str(get(container, "image", "")))
+            if pair not in seen:
+                seen.append(pair)
+    return seen
+
+
+@resource_rule(
+    name="k8s-image-tag-pinned",
+    description="Every container image names a tag other than `latest` or `latest-*` (or a digest): a floating image "
+    "changes under a running training job's restarts (CKV_K8S_14).",
+    severity=Severity.MEDIUM,
+    types=_WORKLOADS,
+)
+def k8s_image_tag_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    for name, image in _images(args.props):
+        tag, digest = _image_parts(image)
+        if digest is None and (not tag or tag == "latest" or tag.startswith("latest-")):
+            report(f"container {name} uses {image!r}: pin a version tag or a digest.")
+
+
+@resource_rule(
+    name="k8s-image-digest",
+    description="Container images are pinned by digest, so the bytes that ran in staging are the bytes that "
+    "run in prod (CKV_K8S_43).",
+    severity=Severity.LOW,
+    types=_WORKLOADS,
+)
+def k8s_image_digest(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    for name, image in _images(args.props):
+        if _image_parts(image)[1] is None:
+            report(f"container {name} uses {image!r} without a digest (@sha256:...).")
+
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+HUGEPAGES = "hugepages-2Mi"
+ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
+
+
+@resource_rule(
+    name="k8s-efa-pod-resources",
+    description="EFA workers (pods that ask for EFA devices, or run on accelerators with FI_PROVIDER=efa) "
+    "request `vpc.amazonaws.com/efa` and 2 MiB hugepages: without the device request NCCL silently falls "
+    "back to TCP sockets, and libfabric needs hugepages for its buffers (AWS EFA on EKS docs, aws-ofi-nccl).",
+    severity=Severity.HIGH,
+    types=_WORKLOADS,
+)
+def k8s_efa_pod_resources(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    checked = False
+    for spec in pod_specs(args.props):
+        for container in containers(spec):
+            name = get(container, "name", "?")
+            env = {str(get(e, "name")): get(e, "value") for e in items(get(container, "env"))}
+            limits = get(container, "resources.limits", {})
+            requests = get(container, "resources.requests", {})
+            accelerators = any(k in limits or k in requests for k in ACCELERATOR_RESOURCES)
+            # An MPI launcher exports FI_PROVIDER to its workers without using EFA itself: only a container
+            # that asks for EFA devices or runs on accelerators with FI_PROVIDER=efa is an EFA worker.
+            wants_efa = (
+                EFA_RESOURCE in limits or EFA_RESOURCE in requests or (env.get("FI_PROVIDER") == "efa" and accelerators)
+            )
+            if not wants_efa:
+                continue
+            checked = True
+            if EFA_RESOURCE not in limits:
+                report(f"container {name} uses EFA (FI_PROVIDER=efa) but has no {EFA_RESOURCE} limit.")
+            if HUGEPAGES not in limits:
+                report(f"container {name} uses EFA but has no {HUGEPAGES} limit.")
+    if not checked:
+        args.not_applicable("no container uses EFA")

@@ -1,0 +1,185 @@
+"""Network rules: security groups and VPC flow logs, plus the security-group model other modules use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+
+from .base import (
+    FLOW_LOG,
+    SECURITY_GROUP,
+    SG_EGRESS_RULE,
+    SG_INGRESS_RULE,
+    SG_RULE,
+    VPC,
+    Graph,
+    get,
+    graph,
+    items,
+    number,
+    resource_rule,
+    stack_rule,
+    truthy,
+)
+
+WORLD = ("0.0.0.0/0", "::/0")
+_ALL_PROTOCOLS = ("-1", "all")
+_TCP = ("tcp", "6")
+
+
+@dataclass(frozen=True)
+class SgRule:
+    """One ingress or egress permission of a security group, from inline blocks or rule resources."""
+
+    direction: str  # "ingress" or "egress"
+    protocol: str
+    from_port: int
+    to_port: int
+    cidrs: tuple[str, ...]
+    to_self: bool  # the peer is the security group itself
+    source: str  # where it was declared, for messages
+
+    def covers_all(self) -> bool:
+        return self.protocol in _ALL_PROTOCOLS
+
+    def covers_tcp(self, port: int) -> bool:
+        if self.covers_all():
+            return True
+        return self.protocol in _TCP and self.from_port <= port <= self.to_port
+
+
+def _port(value: object, default: int) -> int:
+    found = number(value)
+    return int(found) if found is not None else default
+
+
+def _inline(sg: PolicyResource, direction: str) -> list[SgRule]:
+    out = []
+    for block in items(get(sg.props, direction)):
+        out.append(
+            SgRule(
+                direction=direction,
+                protocol=str(get(block, "protocol", "")).lower(),
+                from_port=_port(get(block, "fromPort"), 0),
+                to_port=_port(get(block, "toPort"), 65535),
+                cidrs=tuple(str(c) for c in items(get(block, "cidrBlocks")) + items(get(block, "ipv6CidrBlocks"))),
+                to_self=truthy(get(block, "self")),
+                source=f"{sg.name} inline {direction}",
+            )
+        )
+    return out
+
+
+def sg_rules(g: Graph, sg: PolicyResource) -> list[SgRule]:
+    """Every rule of `sg`: inline blocks and rule resources joined through their `securityGroupId`."""
+    rules = _inline(sg, "ingress") + _inline(sg, "egress")
+    for rule in g.referrers(sg, "securityGroupId", SG_INGRESS_RULE, SG_EGRESS_RULE):
+        rules.append(
+            SgRule(
+                direction="ingress" if rule.resource_type == SG_INGRESS_RULE else "egress",
+                protocol=str(get(rule.props, "ipProtocol", "")).lower(),
+                from_port=_port(get(rule.props, "fromPort"), 0),
+                to_port=_port(get(rule.props, "toPort"), 65535),
+                cidrs=tuple(str(c) for c in (get(rule.props, "cidrIpv4"), get(rule.props, "cidrIpv6")) if c),
+                to_self=sg in Graph.deps(rule, "referencedSecurityGroupId"),
+                source=rule.name,
+            )
+        )
+    for rule in g.referrers(sg, "securityGroupId", SG_RULE):
+        rules.append(
+            SgRule(
+                direction=str(get(rule.props, "type", "")),
+                protocol=str(get(rule.props, "protocol", "")).lower(),
+                from_port=_port(get(rule.props, "fromPort"), 0),
+                to_port=_port(get(rule.props, "toPort"), 65535),
+                cidrs=tuple(
+                    str(c) for c in items(get(rule.props, "cidrBlocks")) + items(get(rule.props, "ipv6CidrBlocks"))
+                ),
+                to_self=truthy(get(rule.props, "self")) or sg in Graph.deps(rule, "sourceSecurityGroupId"),
+                source=rule.name,
+            )
+        )
+    return rules
+
+
+def allows_all_self(g: Graph, sg: PolicyResource) -> tuple[bool, bool]:
+    """Whether `sg` allows all traffic from itself (ingress) and to itself (egress), as EFA needs."""
+    rules = [r for r in sg_rules(g, sg) if r.to_self and r.covers_all()]
+    return any(r.direction == "ingress" for r in rules), any(r.direction == "egress" for r in rules)
+
+
+@resource_rule(
+    name="sg-no-world-ingress",
+    description="No security group admits traffic from 0.0.0.0/0 or ::/0: nodes, file systems and "
+    "endpoints are reached from inside the VPC only (Pulumi compliance pack, CIS AWS 5.2).",
+    severity=Severity.CRITICAL,
+    types=[SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE],
+)
+def sg_no_world_ingress(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == SECURITY_GROUP:
+        for block in items(get(args.props, "ingress")):
+            cidrs = [str(c) for c in items(get(block, "cidrBlocks")) + items(get(block, "ipv6CidrBlocks"))]
+            if any(c in WORLD for c in cidrs):
+                report(
+                    f"inline ingress {get(block, 'protocol')} {get(block, 'fromPort')}-{get(block, 'toPort')} "
+                    f"is open to {cidrs}."
+                )
+        return
+    if args.resource_type == SG_RULE and get(args.props, "type") != "ingress":
+        args.not_applicable("egress rule")
+    cidrs = [str(c) for c in (get(args.props, "cidrIpv4"), get(args.props, "cidrIpv6")) if c]
+    cidrs += [str(c) for c in items(get(args.props, "cidrBlocks")) + items(get(args.props, "ipv6CidrBlocks"))]
+    if any(c in WORLD for c in cidrs):
+        report(f"ingress rule is open to {cidrs}.")
+
+
+@stack_rule(
+    name="vpc-flow-logs",
+    description="Every VPC has flow logs (ALL traffic where required), so a compromised node's "
+    "connections can be traced afterwards (CKV2_AWS_11, CIS AWS 3.7).",
+    severity=Severity.MEDIUM,
+    config={
+        "requiredTrafficType": {
+            "type": "string",
+            "enum": ["ALL", "REJECT", "ACCEPT", "ANY"],
+            "default": "ANY",
+            "description": "Traffic type the flow log must capture; ANY accepts any.",
+        }
+    },
+)
+def vpc_flow_logs(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    vpcs = g.of_type(VPC)
+    if not vpcs:
+        args.not_applicable("no VPC in the stack")
+    required = args.get_config().get("requiredTrafficType", "ANY")
+    for vpc in vpcs:
+        logs = g.referrers(vpc, "vpcId", FLOW_LOG)
+        if not logs:
+            report(f"VPC {vpc.name} has no flow log.", vpc.urn)
+        elif required != "ANY" and not any(get(f.props, "trafficType") == required for f in logs):
+            types = sorted({str(get(f.props, "trafficType")) for f in logs})
+            report(f"VPC {vpc.name} logs {types}; {required} is required here.", vpc.urn)
+
+
+@stack_rule(
+    name="sg-rule-style-consistent",
+    description="A security group is managed either by inline rules or by rule resources, never both: "
+    "mixing them makes each update delete the other's rules (pulumi-aws securityGroup docs).",
+    severity=Severity.MEDIUM,
+)
+def sg_rule_style_consistent(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    groups = g.of_type(SECURITY_GROUP)
+    if not groups:
+        args.not_applicable("no security groups")
+    for sg in groups:
+        inline = bool(items(get(sg.props, "ingress")) or items(get(sg.props, "egress")))
+        resources = g.referrers(sg, "securityGroupId", SG_INGRESS_RULE, SG_EGRESS_RULE, SG_RULE)
+        if inline and resources:
+            report(
+                f"security group {sg.name} has inline rules and rule resources "
+                f"({', '.join(r.name for r in resources)}).",
+                sg.urn,
+            )

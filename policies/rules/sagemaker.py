@@ -1,0 +1,69 @@
+"""SageMaker HyperPod rules (`aws-native:sagemaker:Cluster`; pulumi-aws has no HyperPod resource)."""
+
+from __future__ import annotations
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+
+from ..facts import instance
+from .base import HYPERPOD_CLUSTER, SECURITY_GROUP, Graph, get, graph, has, items, resource_rule, stack_rule
+from .network import allows_all_self
+
+DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+
+
+@resource_rule(
+    name="hyperpod-deep-health-checks",
+    description="Accelerated HyperPod instance groups run both deep health checks (InstanceStress, "
+    "InstanceConnectivity) when nodes start, so a bad GPU or EFA link is caught before a job lands on it "
+    "(SageMaker HyperPod 'deep health checks').",
+    severity=Severity.MEDIUM,
+    types=[HYPERPOD_CLUSTER],
+)
+def hyperpod_deep_health_checks(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    groups = [g for g in items(get(args.props, "instanceGroups")) if instance(str(get(g, "instanceType", "")))]
+    if not groups:
+        args.not_applicable("no accelerated instance group")
+    for group in groups:
+        checks = {str(c) for c in items(get(group, "onStartDeepHealthChecks"))}
+        missing = [c for c in DEEP_HEALTH_CHECKS if c not in checks]
+        if missing:
+            report(f"instance group {get(group, 'instanceGroupName')} lacks onStartDeepHealthChecks {missing}.")
+
+
+@resource_rule(
+    name="hyperpod-node-recovery",
+    description="HyperPod replaces or reboots faulty nodes automatically (nodeRecovery Automatic); with "
+    "None, a failed GPU only gets a label and the job keeps crashing on it.",
+    severity=Severity.MEDIUM,
+    types=[HYPERPOD_CLUSTER],
+)
+def hyperpod_node_recovery(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    recovery = get(args.props, "nodeRecovery")
+    if recovery != "Automatic":
+        report(f"nodeRecovery is {recovery!r}; set 'Automatic'.")
+
+
+@stack_rule(
+    name="hyperpod-vpc-efa-sg",
+    description="A HyperPod cluster runs in the stack's VPC with an EFA-enabled security group (all "
+    "traffic to and from itself): without vpcConfig it runs in a service VPC, out of reach of FSx and EKS, "
+    "and without the self rule EFA between its nodes fails.",
+    severity=Severity.HIGH,
+)
+def hyperpod_vpc_efa_sg(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    clusters = g.of_type(HYPERPOD_CLUSTER)
+    if not clusters:
+        args.not_applicable("no HyperPod cluster")
+    for cluster in clusters:
+        if not has(cluster.props, "vpcConfig"):
+            report(f"HyperPod cluster {cluster.name} has no vpcConfig.", cluster.urn)
+            continue
+        groups = Graph.deps(cluster, "vpcConfig", SECURITY_GROUP)
+        if not any(all(allows_all_self(g, sg)) for sg in groups):
+            report(
+                f"HyperPod cluster {cluster.name}: none of its security groups "
+                f"({', '.join(sg.name for sg in groups) or 'none of this stack'}) allows all traffic to and "
+                "from itself.",
+                cluster.urn,
+            )

@@ -1,0 +1,145 @@
+"""Inputs for the policy tests: the real program per stack, with config variations and single-resource edits.
+
+- `scenario(name)`: the whole program run once (cached) on a committed stack with one config edit, for rules a
+  config change can break.
+- `mutated(recording, match, edit)`: a real recording with one resource's recorded inputs (or options,
+  dependencies) changed, for rules the schema and the components never let a config break: it stands in for
+  a code regression in a component, starting from exactly what the program registers.
+- `without(recording, predicate)`: the same recording minus some resources, for not-applicable cases.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from tests.conftest import edited_config, recording
+from trainstack.engine import RecordedResource, Recording, run_program
+from trainstack.review import Review, Violation, review
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _gpu(raw: dict[str, Any], **changes: Any) -> None:
+    raw["gpu_node_groups"][0].update(changes)
+
+
+SCENARIOS: dict[str, tuple[str, Edit]] = {
+    "prod-public-endpoint": (
+        "prod",
+        lambda raw: raw["eks"].update(endpoint_public_access=True, public_access_cidrs=["203.0.113.0/24"]),
+    ),
+    "prod-three-log-types": (
+        "prod",
+        lambda raw: raw["eks"].update(control_plane_log_types=["api", "audit", "authenticator"]),
+    ),
+    "prod-extended-support": ("prod", lambda raw: raw["eks"].update(support_type="EXTENDED")),
+    "prod-config-map-auth": ("prod", lambda raw: raw["eks"].update(authentication_mode="API_AND_CONFIG_MAP")),
+    "prod-hop-limit-2": ("prod", lambda raw: _gpu(raw, imds_hop_limit=2)),
+    "prod-slow-lustre": ("prod", lambda raw: raw["storage"]["fsx"].update(throughput_mb_s_per_tib=125)),
+    "prod-over-budget": ("prod", lambda raw: (raw["cost"].update(max_gpus=512), _gpu(raw, max_size=40))),
+    "dev-min-one": ("dev", lambda raw: _gpu(raw, min_size=1, desired_size=1)),
+    "dev-second-az": (
+        "dev",
+        lambda raw: raw["gpu_node_groups"].append(
+            {
+                "name": "g6e",
+                "instance_type": "g6e.xlarge",
+                "availability_zone": "us-east-1b",
+                "efa_enabled": False,
+                "min_size": 0,
+                "desired_size": 0,
+                "max_size": 2,
+            }
+        ),
+    ),
+    "staging-no-placement": ("staging", lambda raw: _gpu(raw, placement="none")),
+    "staging-reject-flow-logs": ("staging", lambda raw: raw["network"].update(flow_logs_traffic_type="REJECT")),
+    "prod-mixed-bottlerocket": (
+        "prod",
+        lambda raw: raw["gpu_node_groups"].append(
+            {
+                "name": "g6e-br",
+                "instance_type": "g6e.xlarge",
+                "availability_zone": "us-east-1a",
+                "efa_enabled": False,
+                "ami_family": "BOTTLEROCKET_x86_64_NVIDIA",
+                "min_size": 0,
+                "desired_size": 0,
+                "max_size": 2,
+            }
+        ),
+    ),
+    "staging-fsx-efa": ("staging", lambda raw: raw["storage"]["fsx"].update(efa_enabled=True)),
+    "staging-bottlerocket": ("staging", lambda raw: _gpu(raw, ami_family="BOTTLEROCKET_x86_64_NVIDIA")),
+}
+
+
+@functools.cache
+def scenario(name: str, preview: bool = False) -> Recording:
+    stack, edit = SCENARIOS[name]
+    return run_program(edited_config(stack, edit), stack=stack, preview=preview)
+
+
+def shipped(stack: str, preview: bool = False) -> Recording:
+    return recording(stack, preview)
+
+
+def _matches(resource: RecordedResource, match: str) -> bool:
+    return resource.name == match or resource.name.endswith(match) or resource.type == match
+
+
+def mutated(
+    source: Recording,
+    match: str,
+    edit: Edit | None = None,
+    *,
+    protect: bool | None = None,
+    dependencies: Callable[[dict[str, tuple[str, ...]]], None] | None = None,
+    only_first: bool = True,
+) -> Recording:
+    """`source` with the resource(s) named (or typed) `match` changed; fails when nothing matches."""
+    resources: list[RecordedResource] = []
+    hit = 0
+    for resource in source.resources:
+        if _matches(resource, match) and (hit == 0 or not only_first):
+            hit += 1
+            inputs = copy.deepcopy(resource.inputs)
+            if edit is not None:
+                edit(inputs)
+            deps = dict(resource.property_dependencies)
+            if dependencies is not None:
+                dependencies(deps)
+            resource = replace(
+                resource,
+                inputs=inputs,
+                property_dependencies=deps,
+                protect=resource.protect if protect is None else protect,
+            )
+        resources.append(resource)
+    assert hit, f"no resource matches {match!r}"
+    return Recording(stack=source.stack, preview=source.preview, resources=resources, outputs=source.outputs)
+
+
+def without(source: Recording, drop: Callable[[RecordedResource], bool]) -> Recording:
+    kept = [r for r in source.resources if not drop(r)]
+    assert len(kept) < len(source.resources), "nothing was removed"
+    return Recording(stack=source.stack, preview=source.preview, resources=kept, outputs=source.outputs)
+
+
+def urn_of(source: Recording, match: str) -> str:
+    found = [r.urn for r in source.resources if _matches(r, match)]
+    assert found, f"no resource matches {match!r}"
+    return found[0]
+
+
+def found(result: Review, policy: str) -> list[Violation]:
+    """Real violations of `policy` (not "can't run during preview" diagnostics)."""
+    return [v for v in result.violations if v.policy == policy and "during preview" not in v.message]
+
+
+def run(source: Recording, environment: str | None = None) -> Review:
+    return review(source, environment or source.stack)

@@ -1,0 +1,232 @@
+"""The pack as the Pulumi CLI runs it: its files, its isolation from the program, and its analyzer protocol.
+
+`test_served_pack_agrees_with_offline_review` starts `policies/__main__.py` the way the CLI does (it prints
+its gRPC port and blocks), configures it with prod's resolved levels and sends it what the offline engine
+recorded, over the real Analyzer protocol: the diagnostics must equal `trainstack.review`'s violations.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from google.protobuf import struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
+
+from policies import facts
+from policies.rules import POLICIES
+from stacks.catalog import CATALOG
+from tests.conftest import ROOT, recording
+from tests.policy.helpers import mutated, scenario
+from trainstack.review import load_config, review
+
+PACK = ROOT / "policies"
+
+
+def test_facts_equal_the_catalog() -> None:
+    assert set(facts.INSTANCES) == set(CATALOG)
+    for name, row in CATALOG.items():
+        copy = facts.INSTANCES[name]
+        assert copy.accelerator == row.accelerator.value, name
+        assert copy.accelerators == row.accelerator_count, name
+        assert copy.max_efa_interfaces == row.max_efa_interfaces, name
+        assert copy.efa_cards == row.efa_cards, name
+    assert facts.instance("ml.p5.48xlarge") == facts.INSTANCES["p5.48xlarge"]
+    assert facts.instance("m7i.xlarge") is None
+
+
+def _imports(path: Path) -> Iterator[tuple[str, int]]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, 0) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or "", node.level
+
+
+def test_pack_imports_nothing_from_the_program() -> None:
+    allowed = {"pulumi_policy", "policies", "__future__"} | set(sys.stdlib_module_names)
+    for path in PACK.rglob("*.py"):
+        if ".venv" in path.parts:
+            continue
+        for module, level in _imports(path):
+            if level == 0:
+                assert module.split(".")[0] in allowed, f"{path.relative_to(ROOT)} imports {module}"
+
+
+def test_pack_main_is_imported_nowhere() -> None:
+    for path in [
+        *ROOT.glob("*.py"),
+        *(ROOT / "trainstack").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(PACK / "rules").rglob("*.py"),
+    ]:
+        for module, _ in _imports(path):
+            assert module != "policies.__main__", f"{path} imports the pack entry point (it blocks forever)"
+
+
+def test_requirements_pin_the_program_versions() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pins = dict(
+        re.match(r"([a-z0-9-]+)==(.+)", d).groups()  # type: ignore[union-attr]
+        for d in pyproject["project"]["dependencies"] + pyproject["dependency-groups"]["dev"]
+    )
+    lines = [line for line in (PACK / "requirements.txt").read_text().splitlines() if line and not line.startswith("#")]
+    required = dict(line.split("==") for line in lines)
+    assert required == {"pulumi": pins["pulumi"], "pulumi-policy": pins["pulumi-policy"]}
+
+
+def test_pack_manifest() -> None:
+    manifest = yaml.safe_load((PACK / "PulumiPolicy.yaml").read_text())
+    assert manifest["runtime"]["name"] == "python"
+    assert manifest["runtime"]["options"]["virtualenv"] == ".venv"  # ignored by git and ruff
+    assert manifest["version"] and manifest["description"]  # the pack's name comes from PolicyPack(name=...)
+
+
+def test_main_assembles_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    import pulumi_policy
+
+    built: list[dict[str, object]] = []
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda **kwargs: built.append(kwargs))
+    runpy.run_path(str(PACK / "__main__.py"), run_name="__main__")
+    assert len(built) == 1
+    assert built[0]["name"] == "trainstack"
+    assert [p.name for p in built[0]["policies"]] == [p.name for p in POLICIES]  # type: ignore[attr-defined]
+    assert built[0]["enforcement_level"] is EnforcementLevel.ADVISORY
+
+
+# --------------------------------------------------------------------------------- the served pack
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    process = subprocess.Popen(
+        [sys.executable, str(PACK / "__main__.py")], cwd=PACK, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        port = int(process.stdout.readline())  # type: ignore[union-attr]
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+_LEVELS = {
+    EnforcementLevel.ADVISORY: analyzer_pb2.ADVISORY,
+    EnforcementLevel.MANDATORY: analyzer_pb2.MANDATORY,
+    EnforcementLevel.REMEDIATE: analyzer_pb2.REMEDIATE,
+    EnforcementLevel.DISABLED: analyzer_pb2.DISABLED,
+}
+_NAMES = {analyzer_pb2.ADVISORY: "advisory", analyzer_pb2.MANDATORY: "mandatory"}
+
+
+def _struct(value: dict[str, object]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(value)
+    return struct
+
+
+def test_served_pack_lists_every_rule(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    from google.protobuf import empty_pb2
+
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == "trainstack"
+    assert [p.name for p in info.policies] == [p.name for p in POLICIES]
+    assert all(p.description and p.severity for p in info.policies)
+    kinds = {p.name: p.policy_type for p in info.policies}
+    for policy in POLICIES:
+        expected = (
+            analyzer_pb2.POLICY_TYPE_RESOURCE
+            if isinstance(policy, ResourceValidationPolicy)
+            else analyzer_pb2.POLICY_TYPE_STACK
+        )
+        assert kinds[policy.name] == expected
+
+
+SOURCES = {
+    "staging": lambda: recording("staging"),
+    "staging-no-placement-preview": lambda: scenario("staging-no-placement", preview=True),
+    "prod-gpu-taint-removed": lambda: mutated(recording("prod"), "-gpu-p5-train-ng", lambda i: i.pop("taints")),
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_served_pack_agrees_with_offline_review(analyzer: analyzer_pb2_grpc.AnalyzerStub, source: str) -> None:
+    recorded = SOURCES[source]()
+    stack = recorded.stack
+    config = load_config(stack)
+    analyzer.Configure(
+        analyzer_pb2.ConfigureAnalyzerRequest(
+            policyConfig={
+                name: analyzer_pb2.PolicyConfig(
+                    enforcementLevel=_LEVELS[level], properties=_struct(dict(config.properties[name]))
+                )
+                for name, level in config.levels.items()
+            }
+        )
+    )
+    by_urn = {r.urn: r for r in recorded.resources}
+
+    def provider(urn: str) -> analyzer_pb2.AnalyzerProviderResource | None:
+        found = by_urn.get(urn)
+        if found is None:
+            return None
+        return analyzer_pb2.AnalyzerProviderResource(
+            type=found.type, urn=found.urn, name=found.name, properties=_struct(found.inputs)
+        )
+
+    served: set[tuple[str, str, str]] = set()
+    stack_resources = []
+    for r in recorded.resources:
+        options = analyzer_pb2.AnalyzerResourceOptions(protect=r.protect, parent=r.parent)
+        request = analyzer_pb2.AnalyzeRequest(
+            type=r.type,
+            properties=_struct(r.inputs),
+            urn=r.urn,
+            name=r.name,
+            options=options,
+            provider=provider(r.provider_urn),
+        )
+        for d in analyzer.Analyze(request).diagnostics:
+            served.add((d.policyName, d.urn or r.urn, _NAMES[d.enforcementLevel]))
+        stack_resources.append(
+            analyzer_pb2.AnalyzerResource(
+                type=r.type,
+                properties=_struct(r.inputs),
+                urn=r.urn,
+                name=r.name,
+                options=options,
+                provider=provider(r.provider_urn),
+                parent=r.parent,
+                dependencies=list(r.dependencies),
+                propertyDependencies={
+                    k: analyzer_pb2.AnalyzerPropertyDependencies(urns=list(v))
+                    for k, v in r.property_dependencies.items()
+                },
+            )
+        )
+    for d in analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=stack_resources)).diagnostics:
+        served.add((d.policyName, d.urn, _NAMES[d.enforcementLevel]))
+
+    offline = review(recorded, stack)
+    assert {(v.policy, v.urn, v.level) for v in offline.violations} == served
+    if source != "staging":
+        assert offline.mandatory or offline.preview  # the comparison covers blocking results too
+
+
+def test_config_files_are_json_objects() -> None:
+    for env in ("dev", "staging", "prod"):
+        assert isinstance(json.loads((PACK / "config" / f"{env}.json").read_text()), dict)

@@ -1,0 +1,578 @@
+"""Every rule: a compliant case, a non-compliant case and a not-applicable case, all from the real program.
+
+Compliant cases are the committed stacks (or a config variation). Non-compliant cases are a config variation
+where the schema lets one through (`helpers.SCENARIOS`), otherwise the recorded program with one resource
+edited the way a component regression would (`helpers.mutated`). Not-applicable cases are stacks without the
+rule's subject. `test_every_rule_has_all_three_cases` keeps the table complete as rules are added.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from policies.rules import POLICIES
+from policies.rules.base import RESOURCE_TYPES
+from tests.policy.helpers import found, mutated, run, scenario, shipped, without
+from trainstack.engine import Recording
+from trainstack.review import load_config
+
+Source = Callable[[], Recording]
+
+
+@dataclass(frozen=True)
+class Case:
+    policy: str
+    kind: str  # "compliant" | "violated" | "not_applicable"
+    source: Source
+    environment: str | None = None  # the recording's stack unless given
+    level: str | None = None  # the level the violation must be reported at
+
+
+CASES: list[Case] = []
+
+
+def ok(policy: str, source: Source, environment: str | None = None) -> None:
+    CASES.append(Case(policy, "compliant", source, environment))
+
+
+def bad(policy: str, source: Source, level: str | None = "mandatory", environment: str | None = None) -> None:
+    CASES.append(Case(policy, "violated", source, environment, level))
+
+
+def na(policy: str, source: Source, environment: str | None = None) -> None:
+    CASES.append(Case(policy, "not_applicable", source, environment))
+
+
+def staging() -> Recording:
+    return shipped("staging")
+
+
+def prod() -> Recording:
+    return shipped("prod")
+
+
+def dev() -> Recording:
+    return shipped("dev")
+
+
+def set_path(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit that sets inputs[a][b][0]... = value (creating mappings on the way)."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = inputs
+        for step in parents:
+            node = node[int(step)] if step.isdigit() else node.setdefault(step, {})
+        if last.isdigit():
+            node[int(last)] = value
+        else:
+            node[last] = value
+
+    return edit
+
+
+def drop(path: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = inputs
+        for step in parents:
+            node = node[int(step)] if step.isdigit() else node[step]
+        del node[last]
+
+    return edit
+
+
+def of_type(*types: str) -> Callable[[Any], bool]:
+    return lambda r: r.type in types
+
+
+GPU_LT = "-gpu-p5-lt"
+GPU_NG = "-gpu-p5-ng"
+CLUSTER = "aws:eks/cluster:Cluster"
+
+# ------------------------------------------------------------------------------------------------ EKS
+ok("eks-endpoint-not-public", prod)
+ok("eks-endpoint-not-public", staging)  # public, but only to 203.0.113.0/24, which staging allows
+bad("eks-endpoint-not-public", lambda: scenario("prod-public-endpoint"))
+bad(
+    "eks-endpoint-not-public",
+    lambda: mutated(staging(), CLUSTER, set_path("vpcConfig.publicAccessCidrs", ["0.0.0.0/0"])),
+)
+na("eks-endpoint-not-public", lambda: without(prod(), of_type(CLUSTER)))
+
+ok("eks-secrets-kms", prod)
+bad("eks-secrets-kms", lambda: mutated(prod(), CLUSTER, drop("encryptionConfig")))
+bad("eks-secrets-kms", lambda: mutated(prod(), CLUSTER, set_path("encryptionConfig.resources", [])))
+na("eks-secrets-kms", lambda: without(prod(), of_type(CLUSTER)))
+
+ok("eks-control-plane-logs", prod)
+bad("eks-control-plane-logs", lambda: scenario("prod-three-log-types"))
+na("eks-control-plane-logs", lambda: without(prod(), of_type(CLUSTER)))
+
+ok("eks-access-entries", prod)
+bad("eks-access-entries", lambda: scenario("prod-config-map-auth"))
+bad(
+    "eks-access-entries",
+    lambda: mutated(prod(), CLUSTER, set_path("accessConfig.bootstrapClusterCreatorAdminPermissions", True)),
+)
+na("eks-access-entries", lambda: without(prod(), of_type(CLUSTER)))
+
+ok("eks-version-allowed", prod)
+bad("eks-version-allowed", lambda: scenario("prod-extended-support"))
+bad("eks-version-allowed", lambda: mutated(prod(), CLUSTER, set_path("version", "1.31")))
+na("eks-version-allowed", lambda: without(prod(), of_type(CLUSTER)))
+
+ok("eks-workload-identity", staging)
+bad(
+    "eks-workload-identity",
+    lambda: without(
+        staging(),
+        lambda r: (
+            r.type == "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
+            or r.inputs.get("addonName") == "eks-pod-identity-agent"
+        ),
+    ),
+)
+na("eks-workload-identity", lambda: without(staging(), of_type(CLUSTER)))
+
+# ---------------------------------------------------------------------------------------------- nodes
+ok("lt-imdsv2", staging)
+bad("lt-imdsv2", lambda: mutated(staging(), GPU_LT, set_path("metadataOptions.httpTokens", "optional")))
+bad("lt-imdsv2", lambda: mutated(staging(), GPU_LT, drop("metadataOptions")))
+na("lt-imdsv2", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
+
+ok("lt-imds-hop-limit", prod)
+bad("lt-imds-hop-limit", lambda: scenario("prod-hop-limit-2"))
+na("lt-imds-hop-limit", lambda: without(prod(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
+
+ok("lt-ebs-encrypted", prod)
+bad(
+    "lt-ebs-encrypted",
+    lambda: mutated(prod(), GPU_LT.replace("p5", "p5-train"), set_path("blockDeviceMappings.0.ebs.encrypted", "false")),
+)
+na(
+    "lt-ebs-encrypted",
+    lambda: mutated(prod(), "aws:ec2/launchTemplate:LaunchTemplate", drop("blockDeviceMappings"), only_first=False),
+)
+
+ok(
+    "lt-ebs-cmk",
+    lambda: mutated(
+        staging(),
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        set_path("blockDeviceMappings.0.ebs.kmsKeyId", "arn:aws:kms:us-east-1:1:key/x"),
+        only_first=False,
+    ),
+)
+bad("lt-ebs-cmk", staging, level="advisory")
+na(
+    "lt-ebs-cmk",
+    lambda: mutated(staging(), "aws:ec2/launchTemplate:LaunchTemplate", drop("blockDeviceMappings"), only_first=False),
+)
+
+ok("lt-no-public-ip", staging)
+bad(
+    "lt-no-public-ip",
+    lambda: mutated(staging(), GPU_LT, set_path("networkInterfaces.0.associatePublicIpAddress", "true")),
+)
+na("lt-no-public-ip", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
+
+_LEAK = base64.b64encode(b"#!/bin/bash\nexport AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n").decode()
+ok("lt-userdata-no-secrets", staging)  # the GPU launch template's nodeadm user data is clean
+bad("lt-userdata-no-secrets", lambda: mutated(staging(), GPU_LT, set_path("userData", _LEAK)))
+na("lt-userdata-no-secrets", lambda: mutated(staging(), GPU_LT, drop("userData")))
+
+ok("ng-no-ssh", staging)
+bad("ng-no-ssh", lambda: mutated(staging(), GPU_NG, set_path("remoteAccess", {"ec2SshKey": "ops"})))
+na("ng-no-ssh", lambda: without(staging(), of_type("aws:eks/nodeGroup:NodeGroup")))
+
+ok("ng-private-subnets", staging)
+bad(
+    "ng-private-subnets",
+    lambda: mutated(staging(), "-network-private-us-east-1a", set_path("mapPublicIpOnLaunch", True)),
+)
+na("ng-private-subnets", lambda: without(staging(), of_type("aws:eks/nodeGroup:NodeGroup")))
+
+ok("node-role-least-priv", prod)
+bad(
+    "node-role-least-priv",
+    lambda: mutated(
+        prod(),
+        "-eks-node-amazonssmmanagedinstancecore",
+        set_path("policyArn", "arn:aws:iam::aws:policy/AdministratorAccess"),
+    ),
+)
+na("node-role-least-priv", lambda: without(prod(), of_type("aws:eks/nodeGroup:NodeGroup")))
+
+# ------------------------------------------------------------------------------------------------ IAM
+_ADMIN = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
+ok("iam-no-star-star", staging)
+bad("iam-no-star-star", lambda: mutated(staging(), "-hyperpod-execution-inline", set_path("policy", _ADMIN)))
+na(
+    "iam-no-star-star",
+    lambda: without(staging(), of_type("aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy", "aws:iam/role:Role")),
+)
+
+_WEB_IDENTITY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Principal": {"Federated": "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/X"},
+        }
+    ],
+}
+_SCOPED = json.loads(json.dumps(_WEB_IDENTITY))
+_SCOPED["Statement"][0]["Condition"] = {
+    "StringEquals": {
+        "oidc.eks.us-east-1.amazonaws.com/id/X:sub": "system:serviceaccount:kube-system:ebs-csi-controller-sa",
+        "oidc.eks.us-east-1.amazonaws.com/id/X:aud": "sts.amazonaws.com",
+    }
+}
+ok(
+    "irsa-trust-scoped",
+    lambda: mutated(staging(), "-eks-ebs-csi-pod-identity-role", set_path("assumeRolePolicy", json.dumps(_SCOPED))),
+)
+bad(
+    "irsa-trust-scoped",
+    lambda: mutated(
+        staging(), "-eks-ebs-csi-pod-identity-role", set_path("assumeRolePolicy", json.dumps(_WEB_IDENTITY))
+    ),
+)
+na("irsa-trust-scoped", staging)  # trainstack uses EKS Pod Identity: no role trusts an OIDC provider
+
+ok("kms-rotation", prod)
+bad("kms-rotation", lambda: mutated(prod(), "-data-key", set_path("enableKeyRotation", False)))
+na("kms-rotation", lambda: without(prod(), of_type("aws:kms/key:Key")))
+
+# -------------------------------------------------------------------------------------------- network
+ok("sg-no-world-ingress", staging)
+bad("sg-no-world-ingress", lambda: mutated(staging(), "-lustre-sg-in-client0-988", set_path("cidrIpv4", "0.0.0.0/0")))
+na(
+    "sg-no-world-ingress",
+    lambda: without(
+        staging(),
+        of_type(
+            "aws:ec2/securityGroup:SecurityGroup",
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            "aws:ec2/securityGroupRule:SecurityGroupRule",
+        ),
+    ),
+)
+
+ok("vpc-flow-logs", staging)
+bad("vpc-flow-logs", lambda: scenario("staging-reject-flow-logs"))
+bad("vpc-flow-logs", lambda: without(staging(), of_type("aws:ec2/flowLog:FlowLog")))
+na("vpc-flow-logs", lambda: without(staging(), of_type("aws:ec2/vpc:Vpc")))
+
+ok("sg-rule-style-consistent", staging)
+bad(
+    "sg-rule-style-consistent",
+    lambda: mutated(
+        staging(),
+        "-network-efa-sg",
+        set_path("ingress", [{"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}]),
+    ),
+)
+na("sg-rule-style-consistent", lambda: without(staging(), of_type("aws:ec2/securityGroup:SecurityGroup")))
+
+# -------------------------------------------------------------------------------------------- storage
+S3 = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+ok("s3-public-access-block", prod)
+bad(
+    "s3-public-access-block",
+    lambda: mutated(prod(), "-data-checkpoints-public-access-block", set_path("blockPublicPolicy", False)),
+)
+na("s3-public-access-block", lambda: without(prod(), of_type(*S3)))
+
+ok("s3-sse-kms", prod)
+bad(
+    "s3-sse-kms",
+    lambda: mutated(
+        prod(),
+        "-data-datasets-encryption",
+        set_path("rules", [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}]),
+    ),
+)
+na("s3-sse-kms", lambda: without(prod(), of_type(*S3)))
+
+ok("s3-versioning", prod)
+bad(
+    "s3-versioning",
+    lambda: mutated(prod(), "-data-checkpoints-versioning", set_path("versioningConfiguration.status", "Suspended")),
+)
+na("s3-versioning", lambda: without(prod(), of_type(*S3)))
+
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+ok("fsx-persistent2-kms", prod)
+bad("fsx-persistent2-kms", lambda: mutated(prod(), FSX, set_path("deploymentType", "SCRATCH_2")))
+bad("fsx-persistent2-kms", lambda: mutated(prod(), FSX, drop("kmsKeyId")))
+na("fsx-persistent2-kms", lambda: without(prod(), of_type(FSX)))
+
+ok("fsx-efa-prereqs", lambda: scenario("staging-fsx-efa"))  # the component adds the EFA security group
+bad("fsx-efa-prereqs", lambda: mutated(scenario("staging-fsx-efa"), FSX, drop("metadataConfiguration")))
+bad("fsx-efa-prereqs", lambda: mutated(staging(), FSX, set_path("efaEnabled", True)))  # Lustre SG has no self-all
+na("fsx-efa-prereqs", staging)
+
+ok("fsx-lustre-ports", staging)
+bad(
+    "fsx-lustre-ports", lambda: without(staging(), lambda r: "lustre-sg-in-" in r.name and r.name.endswith("1018-1023"))
+)
+na("fsx-lustre-ports", lambda: without(staging(), of_type(FSX)))
+
+ok("fsx-same-az-as-gpu", staging)
+bad("fsx-same-az-as-gpu", lambda: scenario("dev-second-az"), level="advisory")
+na("fsx-same-az-as-gpu", lambda: without(staging(), of_type(FSX)))
+
+ok("storage-throughput-feeds-gpus", prod)
+bad("storage-throughput-feeds-gpus", lambda: scenario("prod-slow-lustre"), level="advisory")  # an estimate
+bad("storage-throughput-feeds-gpus", dev, level="advisory")  # SCRATCH_2 1.2 TiB: 234 MB/s for 2 GPUs
+na("storage-throughput-feeds-gpus", lambda: without(prod(), of_type(FSX)))
+
+# ------------------------------------------------------------------------------------------------ GPU
+ok("efa-cluster-placement", staging)
+ok("efa-cluster-placement", prod)  # on an ODCR made without a placement group: none is forced on it
+bad("efa-cluster-placement", lambda: scenario("staging-no-placement"))
+bad(
+    "efa-cluster-placement",
+    lambda: mutated(staging(), "aws:ec2/placementGroup:PlacementGroup", set_path("strategy", "spread")),
+)
+na("efa-cluster-placement", dev)
+
+ok("efa-single-subnet", staging)
+bad("efa-single-subnet", lambda: _two_subnets(staging()))
+na("efa-single-subnet", dev)
+
+
+def _two_subnets(source: Recording) -> Recording:
+    other = next(r.urn for r in source.resources if r.name.endswith("-network-private-us-east-1b"))
+
+    def deps(d: dict[str, tuple[str, ...]]) -> None:
+        d["subnetIds"] = (*d["subnetIds"], other)
+
+    return mutated(source, GPU_NG, lambda i: i["subnetIds"].append("subnet-other"), dependencies=deps)
+
+
+ok("efa-sg-self-all", staging)
+bad("efa-sg-self-all", lambda: without(staging(), lambda r: r.name.endswith("-network-efa-self-egress")))
+bad("efa-sg-self-all", lambda: mutated(staging(), "-network-efa-self-ingress", set_path("ipProtocol", "tcp")))
+na("efa-sg-self-all", dev)
+
+ok("efa-interface-count", staging)
+bad("efa-interface-count", lambda: mutated(staging(), GPU_LT, lambda i: i["networkInterfaces"].pop()))
+bad(
+    "efa-interface-count", lambda: mutated(staging(), GPU_LT, set_path("networkInterfaces.0.interfaceType", "efa-only"))
+)
+na("efa-interface-count", dev)
+
+ok("efa-instance-supported", staging)
+bad(
+    "efa-instance-supported",
+    lambda: mutated(staging(), GPU_NG, set_path("instanceTypes", ["p5.48xlarge", "p5en.48xlarge"])),
+)
+bad("efa-instance-supported", lambda: mutated(staging(), GPU_NG, set_path("instanceTypes", ["g5.2xlarge"])))
+na("efa-instance-supported", dev)
+
+ok("efa-no-spot", staging)
+bad("efa-no-spot", lambda: mutated(staging(), GPU_NG, set_path("capacityType", "SPOT")))
+na("efa-no-spot", dev)
+
+ok("gpu-taint", staging)
+bad("gpu-taint", lambda: mutated(staging(), GPU_NG, drop("taints")))
+na("gpu-taint", lambda: without(staging(), lambda r: r.name.endswith(GPU_NG)))
+
+ok("gpu-ami-type", lambda: scenario("staging-bottlerocket"))
+bad("gpu-ami-type", lambda: mutated(staging(), GPU_NG, set_path("amiType", "AL2023_x86_64_STANDARD")), level="advisory")
+bad("gpu-ami-type", lambda: mutated(prod(), "-gpu-p5-train-ng", set_path("amiType", "AL2023_x86_64_STANDARD")))
+na("gpu-ami-type", lambda: without(staging(), lambda r: r.name.endswith(GPU_NG)))
+
+# ----------------------------------------------------------------------------------------- Kubernetes
+HELM = "kubernetes:helm.sh/v3:Release"
+ok("helm-chart-pinned", staging)
+bad("helm-chart-pinned", lambda: mutated(staging(), "-gpu-operator-release", drop("version")))
+bad("helm-chart-pinned", lambda: mutated(staging(), "-efa-plugin-release", set_path("version", ">=0.5")))
+na("helm-chart-pinned", lambda: without(staging(), of_type(HELM, "kubernetes:helm.sh/v4:Chart")))
+
+ok("gpu-operator-values", staging)
+ok("gpu-operator-values", lambda: scenario("staging-bottlerocket"))  # device plugin off on Bottlerocket too
+bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.driver.enabled", True)))
+bad(
+    "gpu-operator-values",
+    lambda: mutated(
+        scenario("staging-bottlerocket"), "-gpu-operator-release", set_path("values.devicePlugin.enabled", True)
+    ),
+)
+ok("gpu-operator-values", lambda: scenario("prod-mixed-bottlerocket"))  # the Bottlerocket group opts out by label
+bad(
+    "gpu-operator-values",
+    lambda: mutated(
+        scenario("prod-mixed-bottlerocket"),
+        "-gpu-g6e-br-ng",
+        lambda i: i["labels"].pop("nvidia.com/gpu.deploy.device-plugin"),
+    ),
+)
+na("gpu-operator-values", lambda: without(staging(), lambda r: r.name.endswith("-gpu-operator-release")))
+
+ok("efa-plugin-tolerates-gpu-taint", staging)
+bad("efa-plugin-tolerates-gpu-taint", lambda: mutated(staging(), "-efa-plugin-release", drop("values.tolerations")))
+na("efa-plugin-tolerates-gpu-taint", dev)  # no EFA group, so no EFA device plugin
+
+NCCL = "-validation-nccl-runtime"
+_WORKER = "spec.template.spec.replicatedJobs.1.template.spec.template.spec.containers.0"
+ok("k8s-pod-security", staging)
+bad("k8s-pod-security", lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})))
+bad(
+    "k8s-pod-security", lambda: mutated(staging(), "-validation-dcgm", set_path("spec.template.spec.hostNetwork", True))
+)
+na("k8s-pod-security", dev)  # no validation jobs in dev, and no workloads outside Helm
+
+ok("k8s-image-tag-pinned", staging)
+bad(
+    "k8s-image-tag-pinned",
+    lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.image", "public.ecr.aws/hpc-cloud/nccl-tests")),
+)
+na("k8s-image-tag-pinned", dev)
+
+_DIGEST = "public.ecr.aws/hpc-cloud/nccl-tests@sha256:" + "0" * 64
+ok("k8s-image-digest", lambda: _all_images(staging(), _DIGEST))
+bad("k8s-image-digest", staging, level="advisory")
+na("k8s-image-digest", dev, environment="staging")
+
+
+def _all_images(source: Recording, image: str) -> Recording:
+    def edit(inputs: dict[str, Any]) -> None:
+        stack: list[Any] = [inputs]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if "image" in node and "name" in node:
+                    node["image"] = image
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+
+    return _edit_all_k8s(source, edit)
+
+
+def _edit_all_k8s(source: Recording, edit: Callable[[dict[str, Any]], None]) -> Recording:
+    result = source
+    for resource in source.resources:
+        if resource.type.startswith("kubernetes:") and ("Job" in resource.type or "Runtime" in resource.type):
+            result = mutated(result, resource.name, edit)
+    return result
+
+
+ok("k8s-efa-pod-resources", staging)
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, drop(f"{_WORKER}.resources.limits.hugepages-2Mi")))
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _drop_efa_limit))
+
+
+def _drop_efa_limit(inputs: dict[str, Any]) -> None:
+    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    del worker["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
+
+
+na("k8s-efa-pod-resources", dev)
+
+# ------------------------------------------------------------------------------------------ SageMaker
+HYPERPOD = "aws-native:sagemaker:Cluster"
+ok("hyperpod-deep-health-checks", staging)
+bad(
+    "hyperpod-deep-health-checks",
+    lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.onStartDeepHealthChecks", ["InstanceStress"])),
+)
+na("hyperpod-deep-health-checks", prod)
+
+ok("hyperpod-node-recovery", staging)
+bad("hyperpod-node-recovery", lambda: mutated(staging(), HYPERPOD, set_path("nodeRecovery", "None")))
+na("hyperpod-node-recovery", prod)
+
+ok("hyperpod-vpc-efa-sg", staging)
+bad("hyperpod-vpc-efa-sg", lambda: mutated(staging(), HYPERPOD, drop("vpcConfig")))
+bad("hyperpod-vpc-efa-sg", lambda: without(staging(), lambda r: r.name.endswith("-network-efa-self-egress")))
+na("hyperpod-vpc-efa-sg", prod)
+
+# ----------------------------------------------------------------------------------------------- cost
+PROVIDER = "pulumi:providers:aws"
+ok("cost-tags", prod)
+bad(
+    "cost-tags",
+    lambda: mutated(
+        prod(),
+        PROVIDER,
+        set_path(
+            "defaultTags",
+            json.dumps({"tags": {"project": "trainstack", "env": "prod", "cost-center": "ml-foundation-models"}}),
+        ),
+    ),
+)
+bad("cost-tags", prod, environment="staging")  # env=prod where staging is expected
+bad("cost-tags", lambda: mutated(staging(), "pulumi:providers:aws-native", drop("defaultTags")))  # HyperPod
+na("cost-tags", lambda: without(prod(), lambda r: r.type.startswith("aws:")))
+
+ok("lt-instance-tags", staging)
+bad("lt-instance-tags", lambda: mutated(staging(), GPU_LT, lambda i: i["tagSpecifications"].pop()))
+na("lt-instance-tags", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
+
+ok("gpu-budget", staging)  # 16 GPUs in the node group + 16 in HyperPod = the staging budget of 32
+bad("gpu-budget", lambda: scenario("prod-over-budget"))
+bad("gpu-budget", lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.instanceCount", 3)))
+na("gpu-budget", lambda: without(staging(), lambda r: r.name.endswith(GPU_NG) or r.type == HYPERPOD))
+
+ok("dev-scale-to-zero", dev)
+bad("dev-scale-to-zero", lambda: scenario("dev-min-one"), level="advisory")
+na("dev-scale-to-zero", lambda: without(dev(), of_type("aws:eks/nodeGroup:NodeGroup")))
+
+ok("prod-protect", prod)
+bad("prod-protect", staging, environment="prod")  # the staging program is not protected: prod's rule catches it
+bad("prod-protect", lambda: mutated(prod(), FSX, protect=False))
+na("prod-protect", lambda: without(prod(), of_type(FSX, "aws:kms/key:Key", CLUSTER, *S3)))
+
+
+# ---------------------------------------------------------------------------------------------- tests
+
+
+def _id(case: Case) -> str:
+    return f"{case.policy}-{case.kind}-{CASES.index(case)}"
+
+
+def _subjects(policy: str, source: Recording) -> int:
+    types = RESOURCE_TYPES.get(policy)
+    return len([r for r in source.resources if r.type in types]) if types is not None else 1
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_rule_case(case: Case) -> None:
+    source = case.source()
+    environment = case.environment or source.stack
+    assert load_config(environment).levels[case.policy].value != "disabled" or case.kind == "not_applicable"
+    result = run(source, environment)
+    violations = found(result, case.policy)
+    skipped = [(urn, reason) for name, urn, reason in result.not_applicable if name == case.policy]
+    if case.kind == "violated":
+        assert violations, f"{case.policy} reported nothing"
+        if case.level is not None:
+            assert {v.level for v in violations} == {case.level}
+    elif case.kind == "compliant":
+        assert not violations, [v.message for v in violations]
+        assert _subjects(case.policy, source) > len(skipped), f"{case.policy} had nothing to check"
+        if case.policy not in RESOURCE_TYPES:
+            assert "" not in [urn for urn, _ in skipped], f"{case.policy} was not applicable"
+    else:
+        assert not violations, [v.message for v in violations]
+        assert skipped or _subjects(case.policy, source) == 0, f"{case.policy} did apply"
+
+
+def test_every_rule_has_all_three_cases() -> None:
+    kinds: dict[str, set[str]] = {}
+    for case in CASES:
+        kinds.setdefault(case.policy, set()).add(case.kind)
+    missing = {p.name: {"compliant", "violated", "not_applicable"} - kinds.get(p.name, set()) for p in POLICIES}
+    assert not {k: v for k, v in missing.items() if v}, missing
