@@ -198,7 +198,10 @@ class SystemNodeGroupSpec(Spec):
 class EksSpec(Spec):
     """The EKS control plane and its core add-ons."""
 
-    version: Literal["1.31", "1.32", "1.33", "1.34"] = Field(description="Kubernetes minor version.")
+    # Versions EKS still creates clusters on as of 2026-11-29 (EKS release calendar; endoflife.date/amazon-eks):
+    # 1.35 and 1.36 on standard support, 1.34 until 2026-12-02, 1.32-1.33 on extended support only; 1.31 left
+    # extended support on 2026-11-26. The policy pack (eks-version-allowed) narrows this to standard support.
+    version: Literal["1.32", "1.33", "1.34", "1.35", "1.36"] = Field(description="Kubernetes minor version.")
     support_type: Literal["STANDARD", "EXTENDED"] = Field(
         default="STANDARD", description="Upgrade policy; EXTENDED support is billed extra per cluster hour."
     )

@@ -57,7 +57,7 @@ def _deps(rec: Recording, resource_name: str) -> set[str]:
 def test_cluster_access_encryption_logging_and_upgrade_policy():
     rec = recorded("prod")
     cluster = rec.one(CLUSTER).inputs
-    assert cluster["name"] == "trainstack-prod" and cluster["version"] == "1.33"
+    assert cluster["name"] == "trainstack-prod" and cluster["version"] == stack_config("prod").eks.version
     assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
     key = rec.one("aws:kms/key:Key")
     assert cluster["encryptionConfig"] == {"resources": ["secrets"], "provider": {"keyArn": key.outputs["arn"]}}

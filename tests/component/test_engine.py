@@ -59,7 +59,7 @@ def test_data_sources_answer_realistically() -> None:
         pulumi.export(
             "ami",
             aws.ssm.get_parameter_output(
-                name="/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+                name="/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
                 opts=opts,
             ).value,
         )

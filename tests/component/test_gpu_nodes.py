@@ -52,7 +52,7 @@ def build(group: GpuNodeGroupSpec) -> Recording:
                 subnet_id=SUBNET,
                 security_group_ids=SGS,
                 default_tags=TAGS,
-                kubernetes_version="1.33",
+                kubernetes_version="1.36",
             ),
             opts=aws_opts(),
         )
@@ -220,7 +220,7 @@ def test_node_group_single_subnet_scaling_labels_and_taint() -> None:
     assert node_group["subnetIds"] == [SUBNET]
     assert node_group["instanceTypes"] == ["p5.48xlarge"]
     assert node_group["amiType"] == "AL2023_x86_64_NVIDIA"
-    assert node_group["version"] == "1.33"
+    assert node_group["version"] == "1.36"
     assert node_group["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 4}
     assert node_group["updateConfig"] == {"maxUnavailable": 2, "updateStrategy": "DEFAULT"}
     assert node_group["labels"] == {

@@ -1,4 +1,5 @@
-"""Every Kubernetes object the program writes itself passes the Kubernetes 1.33 schemas in strict mode.
+"""Every Kubernetes object the program writes itself passes, in strict mode, the schemas of the Kubernetes version
+its stack pins (kubernetes-validate ships schemas up to 1.37).
 
 Manifests are rebuilt from the recorded inputs of whole-program runs: core objects (Namespaces,
 ResourceQuotas, Jobs, Services, PVs, PVCs) are validated as they are; the pod templates inside the custom
@@ -15,9 +16,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from tests.conftest import STACKS, recording
+from tests.conftest import STACKS, recording, stack_config
 
-K8S_VERSION = "1.33"
 CORE_TYPES = {
     "kubernetes:core/v1:Namespace": ("v1", "Namespace"),
     "kubernetes:core/v1:ResourceQuota": ("v1", "ResourceQuota"),
@@ -72,14 +72,21 @@ def manifests(stack: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+def k8s_version(stack: str) -> str:
+    """The Kubernetes minor version the stack's EKS cluster runs: the API server its manifests will meet."""
+    version = stack_config(stack).eks.version
+    assert f"{version}.0" in kubernetes_validate.utils.all_versions(), f"no offline schema for {version}"
+    return version
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_kubernetes_object_passes_the_strict_schema(stack: str) -> None:
-    objects = manifests(stack)
+    objects, version = manifests(stack), k8s_version(stack)
     assert objects, f"{stack} writes no Kubernetes objects"
     problems = []
     for name, manifest in objects:
         try:
-            kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
+            kubernetes_validate.validate(manifest, version, strict=True)
         except kubernetes_validate.ValidationError as error:
             problems.append(f"{name}: {str(error).splitlines()[0]}")
     assert not problems, "\n".join(problems)
@@ -95,13 +102,11 @@ def test_a_broken_manifest_is_caught() -> None:
     manifest = next(m for _, m in manifests("prod") if m["kind"] == "Job")
     broken = {**manifest, "spec": {**manifest["spec"], "completionsTypo": 1}}
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+        kubernetes_validate.validate(broken, k8s_version("prod"), strict=True)
 
 
 def test_mpijob_pod_templates_pass_the_strict_schema() -> None:
     from components.validation_jobs import mpijob_spec, nccl_plan
-    from tests.conftest import stack_config
-
     cluster = stack_config("prod")
     validation = cluster.kubernetes.validation
     assert validation is not None
@@ -111,4 +116,4 @@ def test_mpijob_pod_templates_pass_the_strict_schema() -> None:
     assert len(templates) == 2
     for _, template in templates:
         pod_template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "check"}, "template": template}
-        kubernetes_validate.validate(pod_template, K8S_VERSION, strict=True)
+        kubernetes_validate.validate(pod_template, k8s_version("prod"), strict=True)
