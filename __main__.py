@@ -78,6 +78,7 @@ gpu_groups: dict[str, GpuNodeGroup] = {
             security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
             default_tags=tags,
             kubernetes_version=cluster.eks.version,
+            node_volume_kms_key_arn=eks.node_volume_kms_key_arn,
             node_dependencies=eks.node_dependencies,
             extra_labels=operand_opt_out_labels(group.ami_family, operator_ami_family),
         ),

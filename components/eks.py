@@ -10,6 +10,12 @@
   the system node group, so they have somewhere to run.
 - The node IAM role carries only AmazonEKSWorkerNodePolicy, AmazonEC2ContainerRegistryPullOnly and
   AmazonSSMManagedInstanceCore; GPU node groups use it too, and wait for its attachments (`node_dependencies`).
+- Node root/data volumes (system and GPU launch templates) are encrypted with a second customer KMS key
+  (`node_volume_kms_key_arn`), in every environment so dev rehearses exactly what prod runs. Its policy lets
+  the EC2 Auto Scaling service-linked role, which launches managed node group instances, use the key and
+  create grants for EC2. That role must exist when the key is created (KMS refuses a policy naming a missing
+  principal): an account that never had an Auto Scaling group needs
+  `aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com` once.
 - A Kubernetes provider built from the cluster's endpoint and CA with an `aws eks get-token` exec config.
 """
 
@@ -159,6 +165,54 @@ def kms_key_policy(partition: str, account_id: str, cluster_role_arn: str) -> di
     }
 
 
+AUTOSCALING_SERVICE_LINKED_ROLE = "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+
+
+def autoscaling_service_linked_role_arn(partition: str, account_id: str) -> str:
+    """The default EC2 Auto Scaling service-linked role, which EKS managed node groups launch instances with."""
+    return f"arn:{partition}:iam::{account_id}:role/{AUTOSCALING_SERVICE_LINKED_ROLE}"
+
+
+def node_volume_key_policy(partition: str, account_id: str) -> dict[str, Any]:
+    """The node-volume key's policy: the account administers it through IAM; EC2 Auto Scaling may use it.
+
+    Source: EC2 Auto Scaling User Guide, "Required AWS KMS key policy for use with encrypted volumes"
+    (https://docs.aws.amazon.com/autoscaling/ec2/userguide/key-policy-requirements-EBS-encryption.html):
+    the service-linked role needs Encrypt, Decrypt, ReEncrypt*, GenerateDataKey* and DescribeKey, plus
+    CreateGrant limited to grants for AWS resources (EC2 attaches the volume through a grant). Its AWS managed
+    permissions cover only the AWS managed key aws/ebs. The node role needs nothing: the instance never
+    calls KMS for its own volumes.
+    """
+    service_linked_role = autoscaling_service_linked_role_arn(partition, account_id)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministersKeyThroughIam",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "AutoScalingUsesKeyForNodeVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": service_linked_role},
+                "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+                "Resource": "*",
+            },
+            {
+                "Sid": "AutoScalingGrantsForAttachedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": service_linked_role},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {"Bool": {"kms:GrantIsForAWSResource": True}},
+            },
+        ],
+    }
+
+
 def _trust(service: str, *actions: str) -> str:
     return json.dumps(
         {
@@ -183,7 +237,7 @@ class EksClusterArgs:
     private_subnet_ids: Sequence[pulumi.Input[str]]
     """Private subnets for control-plane ENIs and the system node group, one per AZ."""
     protect: bool = False
-    """Protect the KMS key and the cluster against deletion (prod)."""
+    """Protect the KMS keys and the cluster against deletion (prod)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """Global tags, repeated on launch-template instances, volumes and interfaces (default_tags miss them)."""
 
@@ -207,6 +261,8 @@ class EksCluster(pulumi.ComponentResource):
     """The cluster's OIDC issuer URL."""
     kms_key_arn: pulumi.Output[str]
     """ARN of the customer KMS key that encrypts Kubernetes secrets."""
+    node_volume_kms_key_arn: pulumi.Output[str]
+    """ARN of the customer KMS key that encrypts node root/data EBS volumes (system and GPU launch templates)."""
     node_role_arn: pulumi.Output[str]
     """ARN of the node IAM role (system and GPU node groups)."""
     node_role_name: pulumi.Output[str]
@@ -268,6 +324,28 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
         self.kms_key_arn = key.arn
+
+        # ---------------------------------------------------------------------- node-volume KMS key
+        # A separate key from the secrets key: different users (EC2 Auto Scaling vs. the EKS control plane),
+        # so each policy grants only what its service needs.
+        node_volume_key = aws.kms.Key(
+            child_name(name, "node-volume-key"),
+            aws.kms.KeyArgs(
+                description=f"EBS encryption of the node root/data volumes of EKS cluster {args.name}",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,  # the maximum: a deleted key makes every node volume unreadable
+                policy=pulumi.Output.json_dumps(account_id.apply(lambda a: node_volume_key_policy(partition, a))),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+        )
+        aws.kms.Alias(
+            child_name(name, "node-volume-key-alias"),
+            aws.kms.AliasArgs(
+                name=f"alias/{physical_name(args.name, 'eks-node-volumes')}", target_key_id=node_volume_key.key_id
+            ),
+            opts=child,
+        )
+        self.node_volume_kms_key_arn = node_volume_key.arn
 
         # EKS writes control-plane logs to this exact name; creating it first sets retention (EKS User Guide,
         # "Send control plane logs to CloudWatch Logs").
@@ -412,6 +490,7 @@ class EksCluster(pulumi.ComponentResource):
                             volume_size=system.disk_size_gib,
                             volume_type="gp3",
                             encrypted="true",
+                            kms_key_id=node_volume_key.arn,
                             delete_on_termination="true",
                         ),
                     )
@@ -476,6 +555,7 @@ class EksCluster(pulumi.ComponentResource):
                 "oidc_provider_arn": self.oidc_provider_arn,
                 "oidc_issuer_url": self.oidc_issuer_url,
                 "kms_key_arn": self.kms_key_arn,
+                "node_volume_kms_key_arn": self.node_volume_kms_key_arn,
                 "node_role_arn": self.node_role_arn,
                 "node_role_name": self.node_role_name,
                 "system_node_group_name": self.system_node_group_name,

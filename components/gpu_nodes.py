@@ -1,9 +1,9 @@
 """`GpuNodeGroup`: an EKS managed node group of accelerated instances with its own launch template.
 
 Per group: a cluster placement group (created, referenced from the reservation, or none), a launch template
-(every EFA interface the type supports, IMDSv2, encrypted gp3, tags on instances, volumes and interfaces,
-capacity reservation / Capacity Block targeting, nodeadm or Bottlerocket user data) and the node group (one
-subnet, labels, the accelerator taint, a rolling update config).
+(every EFA interface the type supports, IMDSv2, gp3 encrypted with the cluster's node-volume KMS key, tags on
+instances, volumes and interfaces, capacity reservation / Capacity Block targeting, nodeadm or Bottlerocket
+user data) and the node group (one subnet, labels, the accelerator taint, a rolling update config).
 
 Decisions a reader may look for:
 - Desired size is in `ignore_changes`: after creation the cluster autoscaler, an operator scaling a Capacity
@@ -130,6 +130,8 @@ class GpuNodeGroupArgs:
     security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]]  # cluster SG + EFA SG
     default_tags: dict[str, str]
     kubernetes_version: str
+    node_volume_kms_key_arn: pulumi.Input[str]
+    """Customer KMS key for the root/data volume (`EksCluster.node_volume_kms_key_arn`), never aws/ebs."""
     node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join: add-ons, role policies
     extra_labels: Mapping[str, str] = field(default_factory=dict)
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
@@ -204,6 +206,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                             volume_size=spec.root_volume_size_gib,
                             volume_type="gp3",
                             encrypted="true",
+                            kms_key_id=args.node_volume_kms_key_arn,
                             delete_on_termination="true",
                         ),
                     )

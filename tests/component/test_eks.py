@@ -7,16 +7,17 @@ import json
 
 import pulumi
 
-from components.eks import EksCluster, EksClusterArgs
+from components.eks import EksCluster, EksClusterArgs, node_volume_key_policy
 from components.pod_identity import pod_identity_role
 from tests.component.helpers import aws_opts
 from tests.conftest import edited_config, run_component, stack_config
-from trainstack.engine import Recording
+from trainstack.engine import RecordedResource, Recording
 
 CLUSTER = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+KEY = "aws:kms/key:Key"
 SUBNETS = ["subnet-0a", "subnet-0b", "subnet-0c"]
 
 
@@ -44,6 +45,11 @@ def recorded(stack: str) -> Recording:
     return _build(stack, protect=stack_config(stack).protect_data)
 
 
+def _key(rec: Recording, suffix: str) -> RecordedResource:
+    (key,) = [k for k in rec.by_type(KEY) if k.name.endswith(suffix)]
+    return key
+
+
 def _names(rec: Recording) -> dict[str, str]:
     return {r.urn: r.name for r in rec.resources}
 
@@ -59,7 +65,7 @@ def test_cluster_access_encryption_logging_and_upgrade_policy():
     cluster = rec.one(CLUSTER).inputs
     assert cluster["name"] == "trainstack-prod" and cluster["version"] == stack_config("prod").eks.version
     assert cluster["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
-    key = rec.one("aws:kms/key:Key")
+    key = _key(rec, "-secrets-key")
     assert cluster["encryptionConfig"] == {"resources": ["secrets"], "provider": {"keyArn": key.outputs["arn"]}}
     assert key.inputs["enableKeyRotation"] is True
     assert json.loads(key.inputs["policy"])["Statement"]  # explicit policy, not the implicit default
@@ -186,6 +192,7 @@ def test_system_node_group_is_on_demand_al2023_with_imdsv2_and_encrypted_gp3():
     assert template["metadataOptions"]["httpPutResponseHopLimit"] == 1
     ebs = template["blockDeviceMappings"][0]["ebs"]
     assert ebs["volumeType"] == "gp3" and ebs["encrypted"] == "true" and ebs["volumeSize"] == spec.disk_size_gib
+    assert ebs["kmsKeyId"] == _key(rec, "-node-volume-key").outputs["arn"]
     assert {t["resourceType"] for t in template["tagSpecifications"]} == {"instance", "volume", "network-interface"}
     assert all(t["tags"]["project"] == "trainstack" for t in template["tagSpecifications"])
 
@@ -207,9 +214,39 @@ def test_kubernetes_provider_uses_exec_auth_for_this_cluster():
     assert config["clusters"][0]["cluster"]["server"] == rec.one(CLUSTER).outputs["endpoint"]
 
 
-def test_prod_protects_kms_key_and_cluster():
+def test_node_volume_key_lets_auto_scaling_launch_encrypted_volumes_in_every_environment():
+    slr = "arn:aws:iam::123456789012:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    for stack in ("dev", "staging", "prod"):
+        rec = recorded(stack)
+        key = _key(rec, "-node-volume-key")
+        assert key.inputs["enableKeyRotation"] is True and key.inputs["deletionWindowInDays"] == 30
+        statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
+        assert statements["AccountAdministersKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+        use = statements["AutoScalingUsesKeyForNodeVolumes"]
+        assert use["Principal"] == {"AWS": slr} and "Condition" not in use
+        assert sorted(use["Action"]) == sorted(
+            ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"]
+        )
+        grant = statements["AutoScalingGrantsForAttachedVolumes"]
+        assert grant["Principal"] == {"AWS": slr} and grant["Action"] == "kms:CreateGrant"
+        assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": True}}
+        assert len(statements) == 3
+        alias = next(a for a in rec.by_type("aws:kms/alias:Alias") if a.inputs["targetKeyId"] == key.outputs["keyId"])
+        assert alias.inputs["name"] == f"alias/trainstack-{stack}-eks-node-volumes"
+
+
+def test_node_volume_key_policy_follows_the_partition():
+    policy = node_volume_key_policy("aws-cn", "111122223333")
+    principals = {s["Sid"]: s["Principal"]["AWS"] for s in policy["Statement"]}
+    assert principals["AutoScalingGrantsForAttachedVolumes"] == (
+        "arn:aws-cn:iam::111122223333:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    )
+    assert principals["AccountAdministersKeyThroughIam"] == "arn:aws-cn:iam::111122223333:root"
+
+
+def test_prod_protects_kms_keys_and_cluster():
     rec = recorded("prod")
-    assert rec.one("aws:kms/key:Key").protect is True
+    assert [k.protect for k in rec.by_type(KEY)] == [True, True]
     cluster = rec.one(CLUSTER)
     assert cluster.protect is True and cluster.inputs["deletionProtection"] is True
 

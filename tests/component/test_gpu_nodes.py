@@ -22,6 +22,7 @@ NG = "aws:eks/nodeGroup:NodeGroup"
 TAGS = {"project": "trainstack", "env": "test", "cost-center": "cc", "owner": "team"}
 SUBNET = "subnet-0123456789abcdef0"
 SGS = ["sg-cluster", "sg-efa"]
+NODE_KEY = "arn:aws:kms:us-east-1:123456789012:key/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
 
 
 def spec(**overrides: Any) -> GpuNodeGroupSpec:
@@ -53,6 +54,7 @@ def build(group: GpuNodeGroupSpec) -> Recording:
                 security_group_ids=SGS,
                 default_tags=TAGS,
                 kubernetes_version="1.36",
+                node_volume_kms_key_arn=NODE_KEY,
             ),
             opts=aws_opts(),
         )
@@ -187,11 +189,15 @@ def test_imdsv2_required_with_hop_limit(hop_limit: int) -> None:
 @pytest.mark.parametrize(
     ("family", "device"), [("AL2023_x86_64_NVIDIA", "/dev/xvda"), ("BOTTLEROCKET_x86_64_NVIDIA", "/dev/xvdb")]
 )
-def test_encrypted_gp3_volume_on_the_family_device(family: str, device: str) -> None:
+def test_gp3_volume_encrypted_with_the_node_volume_key_on_the_family_device(family: str, device: str) -> None:
     (mapping,) = lt_of(build(spec(ami_family=family, root_volume_size_gib=300)))["blockDeviceMappings"]
     assert mapping["deviceName"] == device
     assert mapping["ebs"] == {
-        "volumeSize": 300, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"
+        "volumeSize": 300,
+        "volumeType": "gp3",
+        "encrypted": "true",
+        "kmsKeyId": NODE_KEY,
+        "deleteOnTermination": "true",
     }
 
 

@@ -161,16 +161,16 @@ na(
     lambda: mutated(prod(), "aws:ec2/launchTemplate:LaunchTemplate", drop("blockDeviceMappings"), only_first=False),
 )
 
-ok(
+ok("lt-ebs-cmk", prod)  # the system and GPU launch templates name the cluster's node-volume key
+ok("lt-ebs-cmk", staging)
+ok("lt-ebs-cmk", dev)
+bad("lt-ebs-cmk", lambda: mutated(prod(), GPU_LT.replace("p5", "p5-train"), drop("blockDeviceMappings.0.ebs.kmsKeyId")))
+bad("lt-ebs-cmk", lambda: mutated(staging(), "-eks-system-lt", drop("blockDeviceMappings.0.ebs.kmsKeyId")))
+bad(
     "lt-ebs-cmk",
-    lambda: mutated(
-        staging(),
-        "aws:ec2/launchTemplate:LaunchTemplate",
-        set_path("blockDeviceMappings.0.ebs.kmsKeyId", "arn:aws:kms:us-east-1:1:key/x"),
-        only_first=False,
-    ),
+    lambda: mutated(dev(), "-eks-system-lt", drop("blockDeviceMappings.0.ebs.kmsKeyId")),
+    level="advisory",
 )
-bad("lt-ebs-cmk", staging, level="advisory")
 na(
     "lt-ebs-cmk",
     lambda: mutated(staging(), "aws:ec2/launchTemplate:LaunchTemplate", drop("blockDeviceMappings"), only_first=False),

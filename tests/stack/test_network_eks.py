@@ -24,8 +24,18 @@ def test_cluster_protection_follows_the_environment(stack_name: str):
     rec = recording(stack_name)
     protect = stack_config(stack_name).protect_data
     assert rec.one("aws:eks/cluster:Cluster").protect is protect
-    secrets_key = next(k for k in rec.by_type("aws:kms/key:Key") if k.name.endswith("-eks-secrets-key"))
-    assert secrets_key.protect is protect
+    keys = [k for k in rec.by_type("aws:kms/key:Key") if "-eks-" in k.name]
+    assert sorted(k.name.rsplit("-eks-", 1)[1] for k in keys) == ["node-volume-key", "secrets-key"]
+    assert all(k.protect is protect for k in keys)
+
+
+def test_every_node_volume_uses_the_one_node_volume_key(stack_name: str):
+    rec = recording(stack_name)
+    (key,) = [k for k in rec.by_type("aws:kms/key:Key") if k.name.endswith("-eks-node-volume-key")]
+    templates = rec.by_type("aws:ec2/launchTemplate:LaunchTemplate")
+    assert any("-gpu-" in t.name for t in templates) and any(t.name.endswith("-system-lt") for t in templates)
+    volumes = [m["ebs"] for t in templates for m in t.inputs["blockDeviceMappings"]]
+    assert volumes and all(v["encrypted"] == "true" and v["kmsKeyId"] == key.outputs["arn"] for v in volumes)
 
 
 def test_private_only_endpoint_comes_with_interface_endpoints(stack_name: str):
