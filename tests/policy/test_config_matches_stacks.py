@@ -11,7 +11,8 @@ from tests.conftest import ROOT, STACKS, stack_config
 @pytest.mark.parametrize("name", STACKS)
 def test_storage_demand_per_gpu_is_one_number(name: str) -> None:
     policy = json.loads((ROOT / "policies" / "config" / f"{name}.json").read_text())
-    assert policy["storage-throughput-feeds-gpus"]["perGpuReadMbPerS"] == stack_config(name).storage.fsx.per_gpu_read_mb_s
+    threshold = policy["storage-throughput-feeds-gpus"]["perGpuReadMbPerS"]
+    assert threshold == stack_config(name).storage.fsx.per_gpu_read_mb_s
 
 
 @pytest.mark.parametrize("name", STACKS)

@@ -333,7 +333,7 @@ na("fsx-same-az-as-gpu", lambda: without(staging(), of_type(FSX)))
 
 ok("storage-throughput-feeds-gpus", prod)
 bad("storage-throughput-feeds-gpus", lambda: scenario("prod-slow-lustre"), level="advisory")  # an estimate
-bad("storage-throughput-feeds-gpus", dev, level="advisory")  # SCRATCH_2 1.2 TiB: 234 MB/s for 2 GPUs
+ok("storage-throughput-feeds-gpus", dev)  # SCRATCH_2 1.2 TiB: 234 MB/s for 2 GPUs at 100 MB/s each
 na("storage-throughput-feeds-gpus", lambda: without(prod(), of_type(FSX)))
 
 # ------------------------------------------------------------------------------------------------ GPU

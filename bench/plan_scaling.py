@@ -1,0 +1,207 @@
+"""How the offline plan scales with the number of GPU node groups, next to the SDK's own floor.
+
+Plans copies of the prod stack with 1 to 64 GPU node groups (p5.48xlarge, all EFA interfaces, one AZ) under
+the mock engine, and the same number of bare resources (`aws.ec2.Vpc` with an explicit provider) under the
+same engine: the floor no program can beat. Reports seconds per run and per resource, checks that plan time
+grows linearly with resources (least-squares fit), and writes the table into README.md's `benchmarks`
+section with the machine it ran on. Run it once (`make bench`); it is not a test.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SIZES = (1, 2, 4, 8, 16, 32, 64)
+README = ROOT / "README.md"
+SECTION = "benchmarks"
+LINEAR_R2 = 0.98  # a straight line must explain at least this share of the variance
+
+
+@dataclass(frozen=True)
+class Row:
+    groups: int
+    resources: int
+    plan_s: float
+    floor_s: float
+
+    @property
+    def plan_ms_per_resource(self) -> float:
+        return self.plan_s / self.resources * 1000
+
+    @property
+    def floor_ms_per_resource(self) -> float:
+        return self.floor_s / self.resources * 1000
+
+
+# ---------------------------------------------------------------------------------------- pure helpers
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """Least squares y = slope * x + intercept; returns (slope, intercept, r squared)."""
+    n = len(xs)
+    if n < 2 or len(set(xs)) < 2:
+        raise ValueError("a fit needs at least two distinct x values")
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+    slope = sxy / sxx
+    intercept = mean_y - slope * mean_x
+    ss_tot = sum((y - mean_y) ** 2 for y in ys)
+    ss_res = sum((y - (slope * x + intercept)) ** 2 for x, y in zip(xs, ys, strict=True))
+    r2 = 1.0 if ss_tot == 0 else 1 - ss_res / ss_tot
+    return slope, intercept, r2
+
+
+def group_spec(index: int) -> dict[str, Any]:
+    """One GPU node group of the benchmark stacks."""
+    return {
+        "name": f"p5-{index:02d}",
+        "instance_type": "p5.48xlarge",
+        "availability_zone": "us-east-1a",
+        "capacity": {"type": "on_demand"},
+        "min_size": 0,
+        "desired_size": 2,
+        "max_size": 2,
+    }
+
+
+def scaled_cluster(prod: dict[str, Any], groups: int) -> dict[str, Any]:
+    """The prod `trainstack:cluster` object with `groups` GPU node groups and a budget that fits them."""
+    cluster = copy.deepcopy(prod)
+    cluster["gpu_node_groups"] = [group_spec(i) for i in range(groups)]
+    cluster["cost"]["max_gpus"] = groups * 2 * 8
+    validation = cluster["kubernetes"].get("validation")
+    if validation:
+        validation["nodes"] = 2
+        validation.pop("node_group", None)
+    for team in cluster["kubernetes"]["teams"]:
+        team["gpu_quota"] = min(team["gpu_quota"], groups * 2 * 8)
+    return cluster
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        model = platform.processor() or model
+    system = f"{platform.system()} {platform.machine()}"
+    return f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}, {system}"
+
+
+def _signed(value: float) -> str:
+    return f"{'-' if value < 0 else '+'} {abs(value):.2f}"
+
+
+def markdown(rows: Sequence[Row], fit: tuple[float, float, float], floor_fit: tuple[float, float, float],
+             host: str, date: str) -> str:
+    slope, intercept, r2 = fit
+    lines = [
+        f"`make bench` (bench/plan_scaling.py) on {date}: {host}. Copies of the prod stack with N p5.48xlarge "
+        "groups, run once each under the mock engine (`trainstack.engine.run_program`, no policy review); the "
+        "floor is the same number of bare `aws.ec2.Vpc` resources under the same engine.",
+        "",
+        "| GPU groups | resources | plan s | ms / resource | floor s | floor ms / resource | plan / floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.groups} | {r.resources} | {r.plan_s:.2f} | {r.plan_ms_per_resource:.2f} | {r.floor_s:.2f} | "
+            f"{r.floor_ms_per_resource:.2f} | {r.plan_s / r.floor_s:.1f}x |"
+        )
+    verdict = "linear" if r2 >= LINEAR_R2 else "NOT linear"
+    lines += [
+        "",
+        f"Fit: plan seconds = {slope * 1000:.2f} ms x resources {_signed(intercept)} s (R² {r2:.4f}: {verdict}); "
+        f"floor = {floor_fit[0] * 1000:.2f} ms x resources {_signed(floor_fit[1])} s (R² {floor_fit[2]:.4f}).",
+    ]
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- bench:begin -->\n", "<!-- bench:end -->\n"
+
+
+def replace_section(text: str, name: str, body: str) -> str:
+    """README text with the generated block inside section NAME replaced (or appended to the section).
+
+    The section is what sits between `<!-- section:NAME -->` and `<!-- /section:NAME -->`; prose there stays,
+    only the part between the bench markers is rewritten.
+    """
+    opening, closing = f"<!-- section:{name} -->\n", f"<!-- /section:{name} -->"
+    start = text.find(opening)
+    stop = text.find(closing, start + 1)
+    if start < 0 or stop < 0:
+        raise ValueError(f"README has no section {name}")
+    current = text[start + len(opening) : stop]
+    if BEGIN in current and END in current:
+        before, _, rest = current.partition(BEGIN)
+        _, _, after = rest.partition(END)
+    else:
+        before, after = current, ""
+    return text[: start + len(opening)] + f"{before}{BEGIN}{body}\n{END}{after}" + text[stop:]
+
+
+# ------------------------------------------------------------------------------------------------- runs
+
+
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
+
+
+def main() -> int:
+    import pulumi
+    import pulumi_aws as aws
+    import yaml
+
+    from stacks.load import FULL_KEY, validate_object
+    from trainstack.engine import run, run_program
+
+    prod = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())["config"][FULL_KEY]
+
+    def floor_program(count: int) -> Callable[[], None]:
+        def program() -> None:
+            provider = aws.Provider("aws", aws.ProviderArgs(region="us-east-1"))
+            opts = pulumi.ResourceOptions(provider=provider)
+            for i in range(count - 1):  # the provider is one of the `count` resources
+                aws.ec2.Vpc(f"vpc-{i}", aws.ec2.VpcArgs(cidr_block="10.0.0.0/16"), opts=opts)
+
+        return program
+
+    run_program(validate_object(scaled_cluster(prod, 1), "warm-up"), stack="bench")  # imports, caches
+    rows: list[Row] = []
+    for groups in SIZES:
+        cluster = validate_object(scaled_cluster(prod, groups), f"bench {groups}")
+        plan_s, recording = timed(lambda c=cluster: run_program(c, stack="bench"))
+        count = len(recording.resources)
+        floor_s, floor = timed(lambda n=count: run(floor_program(n), stack="bench", region="us-east-1"))
+        assert len(floor.resources) == count, (len(floor.resources), count)
+        rows.append(Row(groups, count, plan_s, floor_s))
+        print(f"{groups:3d} groups {count:5d} resources plan {plan_s:6.2f} s floor {floor_s:6.2f} s", flush=True)
+
+    fit = linear_fit([r.resources for r in rows], [r.plan_s for r in rows])
+    floor_fit = linear_fit([r.resources for r in rows], [r.floor_s for r in rows])
+    table = markdown(rows, fit, floor_fit, machine(), time.strftime("%Y-%m-%d"))
+    print(table)
+    README.write_text(replace_section(README.read_text(), SECTION, table))
+    return 0 if fit[2] >= LINEAR_R2 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The benchmark's pure helpers: the linear fit, the scaled stack configs and the README section rewrite."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stacks.load import FULL_KEY, validate_object
+from tests.conftest import ROOT, stack_document
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("plan_scaling", ROOT / "bench" / "plan_scaling.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("plan_scaling", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+
+@given(st.floats(0.0001, 10), st.floats(0, 5), st.lists(st.integers(1, 5000), min_size=2, max_size=8, unique=True))
+def test_fit_recovers_a_straight_line(slope: float, intercept: float, xs: list[int]) -> None:
+    ys = [slope * x + intercept for x in xs]
+    got_slope, got_intercept, r2 = bench.linear_fit(xs, ys)
+    assert got_slope == pytest.approx(slope, rel=1e-6)
+    assert got_intercept == pytest.approx(intercept, rel=1e-6, abs=1e-6)
+    assert r2 == pytest.approx(1.0)
+
+
+def test_fit_flags_quadratic_growth() -> None:
+    xs = [2**i for i in range(1, 8)]
+    _, _, r2 = bench.linear_fit(xs, [x * x for x in xs])
+    assert r2 < bench.LINEAR_R2
+
+
+def test_fit_needs_two_distinct_points() -> None:
+    with pytest.raises(ValueError):
+        bench.linear_fit([3, 3], [1, 2])
+
+
+@pytest.mark.parametrize("groups", [1, 64])
+def test_scaled_configs_validate_and_have_the_asked_groups(groups: int) -> None:
+    prod = stack_document("prod")["config"][FULL_KEY]
+    config = validate_object(bench.scaled_cluster(prod, groups), "bench")
+    assert len(config.gpu_node_groups) == groups
+    assert sum(g.max_gpus for g in config.gpu_node_groups) <= config.cost.max_gpus
+    assert prod["gpu_node_groups"][0]["name"] == "p5-train"  # the source is not modified
+
+
+def test_the_section_rewrite_keeps_prose_and_replaces_only_the_generated_block() -> None:
+    text = "# t\n<!-- section:benchmarks -->\nprose\n<!-- /section:benchmarks -->\ntail\n"
+    once = bench.replace_section(text, "benchmarks", "| a |")
+    twice = bench.replace_section(once, "benchmarks", "| b |")
+    assert "prose" in twice and "| a |" not in twice and twice.count("| b |") == 1
+    assert twice.endswith("<!-- /section:benchmarks -->\ntail\n")
+    with pytest.raises(ValueError):
+        bench.replace_section(text, "missing", "x")

@@ -1,0 +1,140 @@
+"""Tier 1: the cost model over hand-built summaries (no engine), and its price tables."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stacks.catalog import CATALOG
+from trainstack import cost
+from trainstack.report.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary, Summary
+
+URN = "urn:pulumi:test::trainstack::aws:eks/nodeGroup:NodeGroup::"
+
+
+def group(name: str = "p5", instance_type: str = "p5.48xlarge", desired: int = 2, maximum: int = 4,
+          capacity: str = "on-demand", root_gib: int = 200) -> NodeGroupSummary:
+    row = CATALOG.get(instance_type)
+    return NodeGroupSummary(
+        name=name, urn=URN + name, instance_type=instance_type,
+        accelerator_model=row.accelerator_model if row else None,
+        min_size=0, desired_size=desired, max_size=maximum, gpus_per_node=row.accelerator_count if row else 0,
+        gpu_memory_gib_per_node=row.total_accelerator_memory_gib if row else 0, efa_interfaces=0,
+        efa_max=row.max_efa_interfaces if row else 0, fabric_gbps_per_node=0.0, placement_group=None,
+        availability_zones=("us-east-1a",), capacity=capacity, root_volume_gib=root_gib,
+    )
+
+
+def summary(**changes: object) -> Summary:
+    base = Summary(
+        stack="test", environment="dev", region="us-east-1", name="t", preview=False, resource_count=0,
+        custom_count=0, component_count=0, node_groups=(), file_systems=(), bucket_count=0, nat_gateways=0,
+        interface_endpoints=0, interface_endpoint_azs=0, eks_clusters=(), addons=(), hyperpod=(), gpu_budget=64,
+        per_gpu_read_mb_s=200.0,
+    )
+    return replace(base, **changes)
+
+
+def test_gpu_instances_cost_nodes_times_the_catalog_price() -> None:
+    estimate = cost.estimate(summary(node_groups=(group(root_gib=0),)), 730)
+    (item,) = estimate.items
+    assert item.category == "gpu"
+    assert item.usd_per_hour_desired == pytest.approx(2 * CATALOG["p5.48xlarge"].on_demand_usd_per_hour)
+    assert item.usd_per_hour_max == pytest.approx(4 * CATALOG["p5.48xlarge"].on_demand_usd_per_hour)
+    assert estimate.usd_per_month_desired == pytest.approx(estimate.usd_per_hour_desired * 730)
+    assert estimate.gpu_share_desired == pytest.approx(1.0)
+
+
+def test_the_whole_stack_sums_every_item_and_names_each_price_date() -> None:
+    estimate = cost.estimate(
+        summary(
+            node_groups=(group(), group("system", "m7i.xlarge", 2, 3, root_gib=100)),
+            eks_clusters=(("c", "1.33", "STANDARD"),),
+            nat_gateways=3,
+            interface_endpoints=6,
+            interface_endpoint_azs=18,
+            file_systems=(FileSystemSummary("fs", "urn:x", "PERSISTENT_2", 4800, 250, False, 1171.9, 1600),),
+        ),
+        730,
+    )
+    categories = {i.category for i in estimate.items}
+    assert categories == {"gpu", "system-nodes", "eks", "nat", "endpoints", "fsx", "ebs"}
+    assert estimate.usd_per_hour_desired == pytest.approx(sum(i.usd_per_hour_desired for i in estimate.items))
+    assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", i.date) and i.source for i in estimate.items)
+    by_category = {i.category: i for i in estimate.items}
+    assert by_category["nat"].usd_per_hour_desired == pytest.approx(3 * 0.045)
+    assert by_category["endpoints"].usd_per_hour_desired == pytest.approx(18 * 0.01)
+    assert by_category["eks"].usd_per_hour_desired == pytest.approx(0.10)
+    assert by_category["fsx"].usd_per_hour_desired == pytest.approx(4800 * 0.210 / 730)
+    assert by_category["ebs"].quantity_desired == 2 * 200 + 2 * 100
+    assert 0 < estimate.gpu_share_desired < 1
+    assert estimate.top(1)[0].category == "gpu"
+
+
+def test_extended_support_costs_six_times_standard() -> None:
+    standard = cost.estimate(summary(eks_clusters=(("c", "1.31", "STANDARD"),)), 730)
+    extended = cost.estimate(summary(eks_clusters=(("c", "1.31", "EXTENDED"),)), 730)
+    assert extended.usd_per_hour_desired == pytest.approx(6 * standard.usd_per_hour_desired)
+
+
+def test_reserved_and_spot_groups_say_how_they_are_billed() -> None:
+    groups = (group(capacity="reservation cr-0abc12345"), group("s", capacity="spot"))
+    estimate = cost.estimate(summary(node_groups=groups), 730)
+    notes = [i.note for i in estimate.items if i.category == "gpu"]
+    assert "ODCR" in notes[0] and "Spot" in notes[1]
+
+
+def test_what_has_no_price_is_named_not_dropped() -> None:
+    estimate = cost.estimate(
+        summary(
+            node_groups=(group("cpu", "c7g.large", 1, 1, root_gib=0),),
+            file_systems=(FileSystemSummary("fs", "urn:x", "PERSISTENT_1", 1200, 50, False, 58.6, 0),),
+        ),
+        730,
+    )
+    assert estimate.items == ()
+    assert any("c7g.large" in n and "PERSISTENT_1" in n for n in estimate.notes)
+
+
+def test_hyperpod_without_an_ml_price_uses_the_ec2_rate_and_says_so() -> None:
+    estimate = cost.estimate(summary(hyperpod=(HyperPodGroupSummary("hp", "workers", "ml.p5.48xlarge", 2),)), 730)
+    (item,) = estimate.items
+    assert item.usd_per_hour_desired == pytest.approx(2 * CATALOG["p5.48xlarge"].on_demand_usd_per_hour)
+    assert any(("ml.p5.48xlarge" in n and "lower bound" not in n) or "EC2 rate" in n for n in estimate.notes)
+    assert "lower bound" in item.source
+
+
+def test_other_regions_are_flagged() -> None:
+    assert any("eu-west-1" in n for n in cost.estimate(summary(region="eu-west-1"), 730).notes)
+    assert not any("will differ" in n for n in cost.estimate(summary(), 730).notes)
+
+
+@given(
+    desired=st.integers(0, 64),
+    extra=st.integers(0, 64),
+    instance_type=st.sampled_from(sorted(CATALOG)),
+    hours=st.floats(672, 744),
+)
+def test_cost_is_linear_in_nodes_and_max_never_below_desired(desired: int, extra: int, instance_type: str,
+                                                             hours: float) -> None:
+    one = cost.estimate(summary(node_groups=(group("g", instance_type, 1, 1),)), hours)
+    many = cost.estimate(summary(node_groups=(group("g", instance_type, desired, desired + extra),)), hours)
+    assert many.usd_per_hour_desired == pytest.approx(desired * one.usd_per_hour_desired)
+    assert many.usd_per_hour_max >= many.usd_per_hour_desired
+    assert many.usd_per_month_max == pytest.approx(many.usd_per_hour_max * hours)
+
+
+def test_price_tables_are_dated_and_sourced() -> None:
+    prices = [
+        cost.EKS_STANDARD, cost.EKS_EXTENDED, cost.NAT_GATEWAY, cost.INTERFACE_ENDPOINT, cost.EBS_GP3,
+        *cost.SYSTEM_INSTANCES.values(), *cost.FSX_LUSTRE.values(), *cost.HYPERPOD_INSTANCES.values(),
+    ]
+    for price in prices:
+        assert price.usd > 0 and price.source and re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.date)
+    # Higher FSx throughput tiers cost more per GB-month.
+    tiers = [cost.FSX_LUSTRE[("PERSISTENT_2", t)].usd for t in (125, 250, 500, 1000)]
+    assert tiers == sorted(tiers)

@@ -1,0 +1,141 @@
+"""The summary and the diagram read what was recorded: a hand-built program of bare provider resources
+under the recording mocks (so these tests do not depend on how the components build them)."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stacks.catalog import CATALOG
+from tests.conftest import run_component, stack_config
+from trainstack.report.mermaid import check, flowchart
+from trainstack.report.summary import fabric_gbps, lustre_throughput_mb_s, summarize
+
+
+def program(efa_cards: int = 32, reservation: bool = True) -> None:
+    provider = aws.Provider("aws", aws.ProviderArgs(region="us-east-1"))
+    opts = pulumi.ResourceOptions(provider=provider)
+    vpc = aws.ec2.Vpc("vpc", aws.ec2.VpcArgs(cidr_block="10.0.0.0/16"), opts=opts)
+    subnets = [
+        aws.ec2.Subnet(f"private-{az}", aws.ec2.SubnetArgs(vpc_id=vpc.id, cidr_block=cidr, availability_zone=az),
+                       opts=opts)
+        for az, cidr in (("us-east-1a", "10.0.0.0/18"), ("us-east-1b", "10.0.64.0/18"))
+    ]
+    group = aws.ec2.PlacementGroup("pg", aws.ec2.PlacementGroupArgs(strategy="cluster", name="train-pg"), opts=opts)
+    nics = [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=i, device_index=0 if i == 0 else 1, subnet_id=subnets[0].id,
+            interface_type="efa" if i == 0 else "efa-only",
+        )
+        for i in range(efa_cards)
+    ]
+    reserved = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+        capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+            capacity_reservation_id="cr-0123456789abcdef0"
+        )
+    )
+    template = aws.ec2.LaunchTemplate(
+        "lt",
+        aws.ec2.LaunchTemplateArgs(
+            instance_type="p5.48xlarge", network_interfaces=nics,
+            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name),
+            capacity_reservation_specification=reserved if reservation else None,
+            block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name="/dev/xvda", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(volume_size=300))],
+        ),
+        opts=opts,
+    )
+    cluster = aws.eks.Cluster("eks", aws.eks.ClusterArgs(
+        role_arn="arn:aws:iam::123456789012:role/c", version="1.33",
+        vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=[s.id for s in subnets])), opts=opts)
+    aws.eks.NodeGroup(
+        "gpu",
+        aws.eks.NodeGroupArgs(
+            cluster_name=cluster.name, node_role_arn="arn:aws:iam::123456789012:role/n", subnet_ids=[subnets[0].id],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=2, desired_size=4, max_size=8),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version="1"),
+        ),
+        opts=opts,
+    )
+    bucket = aws.s3.Bucket("datasets", opts=opts)
+    # A file system and its data repository association in one component, as the storage component builds.
+    storage = pulumi.ComponentResource("test:storage:Lustre", "lustre")
+    child = pulumi.ResourceOptions(provider=provider, parent=storage)
+    fs = aws.fsx.LustreFileSystem(
+        "fs",
+        aws.fsx.LustreFileSystemArgs(deployment_type="PERSISTENT_2", storage_capacity=9600,
+                                     per_unit_storage_throughput=500, subnet_ids=subnets[0].id),
+        opts=child,
+    )
+    aws.fsx.DataRepositoryAssociation(
+        "dra", aws.fsx.DataRepositoryAssociationArgs(file_system_id=fs.id, file_system_path="/d",
+                                                     data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}")),
+        opts=child,
+    )
+    aws.ec2.NatGateway("nat", aws.ec2.NatGatewayArgs(subnet_id=subnets[1].id, allocation_id="eipalloc-1"), opts=opts)
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_a_gpu_group_is_read_from_its_launch_template_subnet_and_placement_group(preview: bool) -> None:
+    recording = run_component(program, preview=preview)
+    summary = summarize(recording, stack_config("prod"))
+    (group,) = summary.node_groups
+    assert (group.instance_type, group.min_size, group.desired_size, group.max_size) == ("p5.48xlarge", 2, 4, 8)
+    assert (group.efa_interfaces, group.efa_max) == (32, 32)
+    assert group.fabric_gbps_per_node == 3200
+    assert summary.gpus_desired == 32 and summary.gpus_max == 64
+    assert group.availability_zones == ("us-east-1a",)
+    assert group.placement_group == "train-pg"
+    assert group.capacity == "reservation cr-0123456789abcdef0"
+    assert group.root_volume_gib == 300
+    (fs,) = summary.file_systems
+    assert fs.throughput_mb_s == pytest.approx(9600 / 1024 * 500)
+    assert fs.demand_mb_s == pytest.approx(64 * stack_config("prod").storage.fsx.per_gpu_read_mb_s)
+    assert summary.nat_gateways == 1 and summary.bucket_count == 1
+    assert summary.eks_clusters == (("eks", "1.33", "STANDARD"),)
+
+
+def test_a_partial_efa_layout_gets_a_fraction_of_the_fabric() -> None:
+    summary = summarize(run_component(lambda: program(efa_cards=4, reservation=False)), stack_config("prod"))
+    (group,) = summary.node_groups
+    assert group.efa_interfaces == 4
+    assert group.fabric_gbps_per_node == pytest.approx(3200 * 4 / 32)
+    assert group.capacity == "on-demand"
+
+
+@given(st.sampled_from(sorted(CATALOG)), st.integers(0, 40))
+def test_fabric_never_exceeds_the_line_rate_and_is_zero_without_efa(instance_type: str, interfaces: int) -> None:
+    row = CATALOG[instance_type]
+    value = fabric_gbps(instance_type, interfaces)
+    assert 0 <= value <= row.network_gbps
+    if interfaces == 0 or not row.supports_efa:
+        assert value == 0
+    if row.supports_efa and interfaces >= row.max_efa_interfaces:
+        assert value == row.network_gbps
+
+
+def test_scratch_throughput_uses_its_fixed_baseline() -> None:
+    assert lustre_throughput_mb_s("SCRATCH_2", 2400, None) == pytest.approx(2400 / 1024 * 200)
+    assert lustre_throughput_mb_s("PERSISTENT_2", 2400, 1000) == pytest.approx(2400 / 1024 * 1000)
+
+
+def test_the_diagram_groups_by_az_and_links_the_file_system_to_its_bucket() -> None:
+    source = flowchart(run_component(program))
+    assert check(source) == []
+    assert 'subgraph az0_0["us-east-1a"]' in source and 'subgraph az0_1["us-east-1b"]' in source
+    ids = {label: node for node, label in _labels(source).items()}
+    fs = next(n for label, n in ids.items() if label.startswith("FSx for Lustre"))
+    bucket = next(n for label, n in ids.items() if label.startswith("S3 "))
+    group = next(n for label, n in ids.items() if label.startswith("node group"))
+    eks = next(n for label, n in ids.items() if label.startswith("EKS"))
+    assert f"{fs} --> {bucket}" in source
+    assert f"{group} --> {eks}" in source
+
+
+def _labels(source: str) -> dict[str, str]:
+    import re
+
+    return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n\d+)\W+"([^"]*)"', source, re.MULTILINE)}

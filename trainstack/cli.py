@@ -1,0 +1,224 @@
+"""`python -m trainstack`: the offline plan and the config schema.
+
+    python -m trainstack plan [--stack NAME | --config PATH] [--format text|json|markdown] [--output PATH]
+                              [--preview] [--against PATH] [--no-color] [--no-tree]
+    python -m trainstack schema [--output PATH]
+
+Exit codes: 0 ok; 1 the policy review found a mandatory violation; 2 bad input (invalid config, bad
+arguments, missing stack, unreadable path, unwritable --output); 3 the program itself failed under the mock
+engine. Errors are one clear line (or the config's list of problems) on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from stacks.load import ConfigError, load_file, stack_file
+from stacks.schema import ClusterConfig, json_schema
+from trainstack.engine import Recording, run_program
+
+EXIT_OK = 0
+EXIT_POLICY = 1
+EXIT_BAD_INPUT = 2
+EXIT_PROGRAM_FAILED = 3
+FORMATS = ("text", "json", "markdown")
+
+
+class BadInput(Exception):
+    """A problem with what the user asked for; the message is the one line we print."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        raise BadInput(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m trainstack", description="trainstack tooling: the offline plan and schema.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    plan = commands.add_parser(
+        "plan",
+        help="run the program under the mock engine and report what it would build",
+        description="Run __main__.py under the Pulumi SDK's mock engine (no AWS, no Pulumi CLI) and report "
+        "resources, GPUs, fabric, storage, cost and the policy review.",
+    )
+    source = plan.add_mutually_exclusive_group()
+    source.add_argument("--stack", metavar="NAME", help="a stack in stacks/ (Pulumi.NAME.yaml); default dev")
+    source.add_argument("--config", metavar="PATH", type=Path, help="any stack file, e.g. a proposed change")
+    plan.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    plan.add_argument("--output", metavar="PATH", type=Path, help="write the report here instead of stdout")
+    plan.add_argument("--preview", action="store_true", help="leave computed outputs unknown, as `pulumi preview`")
+    plan.add_argument("--against", metavar="PATH", type=Path, help="diff against this stack file (the baseline)")
+    plan.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR set, not a TTY)")
+    plan.add_argument("--no-tree", action="store_true", help="text format: leave out the resource tree")
+
+    schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
+    schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")
+    return parser
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def check_writable(path: Path) -> None:
+    """Fail before the (slower) plan when --output cannot be written."""
+    if path.is_dir():
+        raise BadInput(f"--output {path}: is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(f"--output {path}: directory {parent} does not exist")
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        raise BadInput(f"--output {path}: not writable")
+
+
+def write(text: str, output: Path | None, stream: TextIO) -> None:
+    if output is None:
+        stream.write(text)
+        stream.flush()
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise BadInput(f"--output {output}: cannot write: {error.strerror or error}") from None
+
+
+def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
+    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment."""
+    name = path.name
+    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
+        return name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+    return cluster.environment.value
+
+
+@contextlib.contextmanager
+def progress(enabled: bool, message: str, stream: TextIO) -> Iterator[None]:
+    """A spinner with elapsed seconds on stderr while the program runs (terminals only)."""
+    if not enabled:
+        yield
+        return
+    done = threading.Event()
+    start = time.monotonic()
+
+    def spin() -> None:
+        frames = "|/-\\"
+        i = 0
+        while not done.wait(0.1):
+            stream.write(f"\r{frames[i % 4]} {message} {time.monotonic() - start:4.1f}s")
+            stream.flush()
+            i += 1
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        stream.write("\r\033[K")
+        stream.flush()
+
+
+def run(cluster: ClusterConfig, stack: str, preview: bool, show: bool, label: str) -> Recording:
+    with progress(show, f"planning {label} under the mock engine", sys.stderr):
+        try:
+            return run_program(cluster, stack=stack, preview=preview)
+        except Exception as error:  # the program's own failure, reported in one line
+            text = str(error).strip().splitlines()
+            raise ProgramFailed(f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")) from error
+
+
+class ProgramFailed(Exception):
+    """__main__.py raised under the mock engine."""
+
+
+# ------------------------------------------------------------------------------------------------ commands
+
+
+def plan(args: argparse.Namespace) -> int:
+    from trainstack.diff import diff_reports
+    from trainstack.report import json_report, markdown, text
+    from trainstack.report.model import build_report
+    from trainstack.report.policy import run_review
+
+    if args.output is not None:
+        check_writable(args.output)
+    path = args.config if args.config is not None else stack_file(args.stack or "dev")
+    cluster = load_file(path)
+    baseline_cluster = load_file(args.against) if args.against is not None else None
+    stack = stack_name_of(args.against if args.against is not None else path, cluster)
+    if args.stack and args.against is None:
+        stack = args.stack
+
+    show = sys.stderr.isatty()
+    started = time.perf_counter()
+    recording = run(cluster, stack, args.preview, show, str(path))
+    elapsed = time.perf_counter() - started
+    report = build_report(cluster, recording, run_review(recording, cluster.environment.value), elapsed)
+
+    diff = None
+    baseline = None
+    if baseline_cluster is not None:
+        baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
+        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against))
+
+    if args.format == "json":
+        rendered = json_report.render(report, baseline, diff)
+    elif args.format == "markdown":
+        rendered = markdown.render(report, diff)
+    else:
+        color = not args.no_color and "NO_COLOR" not in os.environ and args.output is None and sys.stdout.isatty()
+        rendered = text.render(report, text.Style(color=color), diff, tree=not args.no_tree)
+    write(rendered, args.output, sys.stdout)
+    if report.policy is not None and report.policy.mandatory:
+        print(f"policy review: {report.policy.mandatory} mandatory violation(s)", file=sys.stderr)
+        return EXIT_POLICY
+    return EXIT_OK
+
+
+def schema(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        check_writable(args.output)
+    write(json.dumps(json_schema(), indent=2) + "\n", args.output, sys.stdout)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line, in-process: returns the exit code instead of exiting."""
+    try:
+        args = build_parser().parse_args(list(argv) if argv is not None else None)
+        return plan(args) if args.command == "plan" else schema(args)
+    except ConfigError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BadInput as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ProgramFailed as error:
+        print(f"error: the program failed under the mock engine: {error}", file=sys.stderr)
+        return EXIT_PROGRAM_FAILED
+    except Exception as error:  # the policy pack's config or run errors, named by type
+        from trainstack.review import PolicyConfigError, PolicyRunError
+
+        if isinstance(error, PolicyConfigError):
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if isinstance(error, PolicyRunError):
+            print(f"error: the policy review failed: {error}", file=sys.stderr)
+            return EXIT_PROGRAM_FAILED
+        raise
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0) if isinstance(exit_.code, int | None) else EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

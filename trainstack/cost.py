@@ -1,0 +1,297 @@
+"""The cost model: an hourly and monthly estimate of what a plan builds, from dated list prices.
+
+Every price lives in this file or in the accelerator catalog (`stacks/catalog.py`, GPU instances), with the
+region, the date it was read and its source. The estimate prices what the program recorded (node groups at
+desired and at max size, NAT gateways, interface endpoints, the EKS control plane, FSx for Lustre, root
+volumes, HyperPod instance groups); what it cannot price from the plan (data processed, S3, CloudWatch) is
+named in the notes, never silently left out. It is an estimate for review, not a bill.
+
+GPU On-Demand rates are the catalog's (read 2025-11-01, after AWS's June 2025 P4/P5 price cut). Cross-checked
+on 2026-11-29 against datareceipts/data-receipts `109-gpu-pricing/hyperscalers.json` (retrieved 2026-11-09:
+p4d.24xlarge $21.96, p4de.24xlarge $27.45, p5.48xlarge $55.04 in us-east-1), which agrees. Sources disagree:
+several 2026 blog posts still quote the pre-cut p5.48xlarge rate of about $98.32; we keep the list price.
+
+Pure functions over a `Summary` (trainstack.report.summary); no Pulumi import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from stacks.catalog import CATALOG
+from stacks.catalog import PRICE_DATE as GPU_PRICE_DATE
+from trainstack.report.summary import Summary
+
+PRICE_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class Price:
+    """One list price with where and when it was read."""
+
+    usd: float
+    unit: str
+    source: str
+    date: str
+
+
+# EKS: aws.amazon.com/eks/pricing/ ($0.10 per cluster-hour in standard support, $0.60 in extended support
+# since the April 2024 billing cycle; AWS Containers blog "Amazon EKS extended support for Kubernetes versions
+# pricing"). Third-party guides that say "+$0.50" describe the same total of $0.60.
+EKS_STANDARD = Price(0.10, "cluster-hour", "aws.amazon.com/eks/pricing/", "2025-11-01")
+EKS_EXTENDED = Price(0.60, "cluster-hour", "aws.amazon.com/eks/pricing/ (extended support)", "2025-11-01")
+# VPC: aws.amazon.com/vpc/pricing/ (NAT gateway $0.045 per hour plus $0.045 per GB processed) and
+# aws.amazon.com/privatelink/pricing/ (interface endpoint $0.01 per hour per AZ plus $0.01 per GB).
+NAT_GATEWAY = Price(0.045, "gateway-hour", "aws.amazon.com/vpc/pricing/", "2025-11-01")
+INTERFACE_ENDPOINT = Price(0.01, "endpoint-AZ-hour", "aws.amazon.com/privatelink/pricing/", "2025-11-01")
+# EBS gp3 storage: aws.amazon.com/ebs/pricing/ ($0.08 per GB-month; baseline 3,000 IOPS and 125 MB/s free).
+EBS_GP3 = Price(0.08, "GB-month", "aws.amazon.com/ebs/pricing/", "2025-11-01")
+
+# CPU instances for system node groups: aws.amazon.com/ec2/pricing/on-demand/, Linux, us-east-1.
+_EC2 = "aws.amazon.com/ec2/pricing/on-demand/ (Linux)"
+SYSTEM_INSTANCES: MappingProxyType[str, Price] = MappingProxyType(
+    {
+        "m7i.large": Price(0.1008, "instance-hour", _EC2, "2025-11-01"),
+        "m7i.xlarge": Price(0.2016, "instance-hour", _EC2, "2025-11-01"),
+        "m7i.2xlarge": Price(0.4032, "instance-hour", _EC2, "2025-11-01"),
+        "m7i.4xlarge": Price(0.8064, "instance-hour", _EC2, "2025-11-01"),
+        "m6i.large": Price(0.096, "instance-hour", _EC2, "2025-11-01"),
+        "m6i.xlarge": Price(0.192, "instance-hour", _EC2, "2025-11-01"),
+        "m6i.2xlarge": Price(0.384, "instance-hour", _EC2, "2025-11-01"),
+        "m5.large": Price(0.096, "instance-hour", _EC2, "2025-11-01"),
+        "m5.xlarge": Price(0.192, "instance-hour", _EC2, "2025-11-01"),
+        "m5.2xlarge": Price(0.384, "instance-hour", _EC2, "2025-11-01"),
+    }
+)
+
+# FSx for Lustre SSD storage per GB-month by deployment type and per-unit throughput (MB/s/TiB):
+# aws.amazon.com/fsx/lustre/pricing/, us-east-1. SCRATCH_2 has no throughput tier.
+_FSX = "aws.amazon.com/fsx/lustre/pricing/"
+FSX_LUSTRE: MappingProxyType[tuple[str, int | None], Price] = MappingProxyType(
+    {
+        ("SCRATCH_2", None): Price(0.140, "GB-month", _FSX, "2025-11-01"),
+        ("PERSISTENT_2", 125): Price(0.145, "GB-month", _FSX, "2025-11-01"),
+        ("PERSISTENT_2", 250): Price(0.210, "GB-month", _FSX, "2025-11-01"),
+        ("PERSISTENT_2", 500): Price(0.340, "GB-month", _FSX, "2025-11-01"),
+        ("PERSISTENT_2", 1000): Price(0.600, "GB-month", _FSX, "2025-11-01"),
+    }
+)
+
+# SageMaker HyperPod bills ml.* instances at SageMaker rates, which differ from EC2 and which we could not
+# confirm from a source reachable offline on 2025-11-01. Until a dated ml.* row is added here, HyperPod
+# groups are priced at the EC2 On-Demand rate of the same type from the catalog, as a lower bound, and the
+# estimate says so.
+HYPERPOD_INSTANCES: MappingProxyType[str, Price] = MappingProxyType({})
+HYPERPOD_FALLBACK_SOURCE = "EC2 On-Demand rate of the same type (lower bound for ml.*)"
+CATALOG_SOURCE = "stacks/catalog.py (aws.amazon.com/ec2/pricing/on-demand/)"
+
+
+@dataclass(frozen=True)
+class CostItem:
+    """One line of the estimate, in US dollars per hour at the group's desired and at its max size."""
+
+    name: str
+    category: str  # gpu, system-nodes, eks, nat, endpoints, fsx, ebs, hyperpod
+    quantity_desired: float
+    quantity_max: float
+    unit: str
+    unit_usd: float
+    usd_per_hour_desired: float
+    usd_per_hour_max: float
+    source: str
+    date: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    items: tuple[CostItem, ...]
+    hours_per_month: float
+    region: str
+    notes: tuple[str, ...]
+
+    @property
+    def usd_per_hour_desired(self) -> float:
+        return sum(i.usd_per_hour_desired for i in self.items)
+
+    @property
+    def usd_per_hour_max(self) -> float:
+        return sum(i.usd_per_hour_max for i in self.items)
+
+    @property
+    def usd_per_month_desired(self) -> float:
+        return self.usd_per_hour_desired * self.hours_per_month
+
+    @property
+    def usd_per_month_max(self) -> float:
+        return self.usd_per_hour_max * self.hours_per_month
+
+    @property
+    def gpu_share_desired(self) -> float:
+        """The GPU instances' part of the hourly total at desired size (0 when nothing costs)."""
+        total = self.usd_per_hour_desired
+        gpu = sum(i.usd_per_hour_desired for i in self.items if i.category in ("gpu", "hyperpod"))
+        return gpu / total if total else 0.0
+
+    @property
+    def gpu_share_max(self) -> float:
+        total = self.usd_per_hour_max
+        gpu = sum(i.usd_per_hour_max for i in self.items if i.category in ("gpu", "hyperpod"))
+        return gpu / total if total else 0.0
+
+    def top(self, count: int = 5) -> tuple[CostItem, ...]:
+        """The most expensive items at desired size (then max size), largest first."""
+        ranked = sorted(self.items, key=lambda i: (i.usd_per_hour_desired, i.usd_per_hour_max), reverse=True)
+        return tuple(ranked[:count])
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "region": self.region,
+            "hoursPerMonth": self.hours_per_month,
+            "usdPerHourDesired": round(self.usd_per_hour_desired, 4),
+            "usdPerHourMax": round(self.usd_per_hour_max, 4),
+            "usdPerMonthDesired": round(self.usd_per_month_desired, 2),
+            "usdPerMonthMax": round(self.usd_per_month_max, 2),
+            "gpuShareDesired": round(self.gpu_share_desired, 4),
+            "gpuShareMax": round(self.gpu_share_max, 4),
+            "items": [
+                {
+                    "name": i.name,
+                    "category": i.category,
+                    "quantityDesired": i.quantity_desired,
+                    "quantityMax": i.quantity_max,
+                    "unit": i.unit,
+                    "unitUsd": i.unit_usd,
+                    "usdPerHourDesired": round(i.usd_per_hour_desired, 4),
+                    "usdPerHourMax": round(i.usd_per_hour_max, 4),
+                    "source": i.source,
+                    "date": i.date,
+                    "note": i.note,
+                }
+                for i in self.items
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def _hourly(item_name: str, category: str, desired: float, maximum: float, price: Price, note: str = "") -> CostItem:
+    return CostItem(
+        name=item_name,
+        category=category,
+        quantity_desired=desired,
+        quantity_max=maximum,
+        unit=price.unit,
+        unit_usd=price.usd,
+        usd_per_hour_desired=desired * price.usd,
+        usd_per_hour_max=maximum * price.usd,
+        source=price.source,
+        date=price.date,
+        note=note,
+    )
+
+
+def _monthly(item_name: str, category: str, quantity: float, price: Price, hours_per_month: float) -> CostItem:
+    """A per-month price (storage) spread over the hours of the month; the same at desired and max."""
+    per_hour = quantity * price.usd / hours_per_month
+    return CostItem(
+        name=item_name, category=category, quantity_desired=quantity, quantity_max=quantity, unit=price.unit,
+        unit_usd=price.usd, usd_per_hour_desired=per_hour, usd_per_hour_max=per_hour, source=price.source,
+        date=price.date,
+    )
+
+
+def _capacity_note(capacity: str) -> str:
+    if capacity.startswith("reservation"):
+        return "ODCR: billed at the On-Demand rate for every reserved instance, running or not"
+    if capacity.startswith("capacity-block"):
+        return "Capacity Block: paid up front at the block's own rate; On-Demand shown for comparison"
+    if capacity == "spot":
+        return "Spot: the market price is usually far lower; On-Demand shown as the ceiling"
+    return ""
+
+
+def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
+    """The cost estimate of a plan's summary."""
+    items: list[CostItem] = []
+    notes: list[str] = [
+        f"Estimate from list prices in {PRICE_REGION} (GPU rows read {GPU_PRICE_DATE}, others per row); "
+        "not a bill: no Savings Plans, discounts, taxes or data transfer."
+    ]
+    if summary.region != PRICE_REGION:
+        notes.append(f"The stack is in {summary.region}; prices are {PRICE_REGION} list prices and will differ.")
+    unpriced: list[str] = []
+
+    for group in summary.node_groups:
+        row = CATALOG.get(group.instance_type or "")
+        label = f"{group.name}: {group.instance_type}"
+        if row is not None:
+            price = Price(row.on_demand_usd_per_hour, "instance-hour", CATALOG_SOURCE, GPU_PRICE_DATE)
+            note = _capacity_note(group.capacity)
+            items.append(_hourly(label, "gpu", group.desired_size, group.max_size, price, note))
+        elif (system := SYSTEM_INSTANCES.get(group.instance_type or "")) is not None:
+            items.append(_hourly(label, "system-nodes", group.desired_size, group.max_size, system))
+        else:
+            unpriced.append(f"node group {group.name} ({group.instance_type or 'unknown type'})")
+
+    ebs_gib_desired = sum(g.root_volume_gib * g.desired_size for g in summary.node_groups)
+    ebs_gib_max = sum(g.root_volume_gib * g.max_size for g in summary.node_groups)
+    if ebs_gib_max:
+        per_gib_hour = EBS_GP3.usd / hours_per_month
+        items.append(
+            CostItem(
+                name="node root volumes (gp3)", category="ebs", quantity_desired=ebs_gib_desired,
+                quantity_max=ebs_gib_max, unit=EBS_GP3.unit, unit_usd=EBS_GP3.usd,
+                usd_per_hour_desired=ebs_gib_desired * per_gib_hour, usd_per_hour_max=ebs_gib_max * per_gib_hour,
+                source=EBS_GP3.source, date=EBS_GP3.date,
+            )
+        )
+
+    for name, _version, support in summary.eks_clusters:
+        price = EKS_EXTENDED if support == "EXTENDED" else EKS_STANDARD
+        items.append(_hourly(f"EKS control plane {name} ({support.lower()} support)", "eks", 1, 1, price))
+
+    if summary.nat_gateways:
+        items.append(
+            _hourly("NAT gateways", "nat", summary.nat_gateways, summary.nat_gateways, NAT_GATEWAY,
+                    "plus $0.045 per GB processed (not estimated)")
+        )
+        notes.append("NAT data processing ($0.045/GB) is not estimated: it depends on traffic.")
+    if summary.interface_endpoint_azs:
+        items.append(
+            _hourly(f"interface endpoints ({summary.interface_endpoints})", "endpoints", summary.interface_endpoint_azs,
+                    summary.interface_endpoint_azs, INTERFACE_ENDPOINT, "per endpoint per AZ; plus $0.01 per GB")
+        )
+
+    for fs in summary.file_systems:
+        key = (fs.deployment_type or "", None if fs.deployment_type == "SCRATCH_2" else fs.throughput_mb_s_per_tib)
+        price = FSX_LUSTRE.get(key)
+        if price is None:
+            unpriced.append(f"FSx for Lustre {fs.name} ({fs.deployment_type}, {fs.throughput_mb_s_per_tib} MB/s/TiB)")
+            continue
+        tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
+        items.append(_monthly(f"FSx for Lustre {fs.deployment_type}{tier}", "fsx", fs.capacity_gib, price,
+                              hours_per_month))
+    if summary.file_systems:
+        notes.append("FSx backups, user-provisioned metadata IOPS and data transfer are not estimated.")
+
+    for group in summary.hyperpod:
+        price = HYPERPOD_INSTANCES.get(group.instance_type)
+        if price is None and (row := CATALOG.get(group.instance_type.removeprefix("ml."))) is not None:
+            price = Price(row.on_demand_usd_per_hour, "instance-hour", HYPERPOD_FALLBACK_SOURCE, GPU_PRICE_DATE)
+            notes.append(
+                f"HyperPod {group.instance_type} is priced at the EC2 rate of {row.name}: SageMaker's ml.* rate is "
+                "higher and not in the project's price table."
+            )
+        if price is None:
+            unpriced.append(f"HyperPod group {group.name} ({group.instance_type})")
+            continue
+        items.append(_hourly(f"HyperPod {group.cluster}/{group.name}: {group.instance_type}", "hyperpod",
+                             group.count, group.count, price))
+
+    if summary.bucket_count:
+        notes.append(f"S3 ({summary.bucket_count} buckets) is billed by stored GB and requests: not estimated.")
+    notes.append("CloudWatch logs and metrics (control plane, flow logs, Container Insights) are not estimated.")
+    if unpriced:
+        notes.append("Not priced (no list price in the project): " + "; ".join(unpriced) + ".")
+    return CostEstimate(items=tuple(items), hours_per_month=hours_per_month, region=PRICE_REGION, notes=tuple(notes))

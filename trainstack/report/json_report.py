@@ -1,0 +1,143 @@
+"""`--format json`: the shape of `pulumi preview --json`, plus a `trainstack` section.
+
+`steps` lists every recorded resource as a step {op, urn, type, provider, newState}, where newState carries
+{type, urn, custom, id, parent, protect, retainOnDelete, provider, inputs, outputs, dependencies,
+propertyDependencies}; tools made for Pulumi's output read it. With `--against`, ops are `create`, `update`
+(with oldState and diffReasons), `same` or `delete` (oldState only). `changeSummary` counts the ops.
+`trainstack` holds the summary, cost and policy (null when the policy evaluator is absent) and the diff.
+The fields are documented in the README (section plan) and pinned by `plan.schema.json`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from trainstack.diff import PlanDiff
+from trainstack.engine import RecordedResource, Recording
+from trainstack.report.model import Report
+
+SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
+FORMAT_VERSION = 1
+
+
+def _state(resource: RecordedResource) -> dict[str, Any]:
+    return {
+        "type": resource.type,
+        "urn": resource.urn,
+        "custom": resource.custom,
+        "id": resource.id,
+        "parent": resource.parent,
+        "protect": resource.protect,
+        "retainOnDelete": resource.retain_on_delete,
+        "provider": resource.provider,
+        "inputs": resource.inputs,
+        "outputs": resource.outputs,
+        "dependencies": list(resource.dependencies),
+        "propertyDependencies": {k: list(v) for k, v in resource.property_dependencies.items()},
+    }
+
+
+def steps(
+    recording: Recording, baseline: Recording | None = None, diff: PlanDiff | None = None
+) -> list[dict[str, Any]]:
+    """One step per resource: all `create`, or the ops of the diff against a baseline recording."""
+    old = baseline.by_urn() if baseline is not None else {}
+    changed = {c.urn: c for c in diff.changed} if diff is not None else {}
+    out: list[dict[str, Any]] = []
+    for resource in recording.resources:
+        step: dict[str, Any] = {"op": "create", "urn": resource.urn, "type": resource.type,
+                                "provider": resource.provider, "newState": _state(resource)}
+        if baseline is not None and resource.urn in old:
+            step["oldState"] = _state(old[resource.urn])
+            if resource.urn in changed:
+                step["op"] = "update"
+                paths = {c.path.split(".")[0].split("[")[0] for c in changed[resource.urn].changes}
+                step["diffReasons"] = sorted(paths)
+            else:
+                step["op"] = "same"
+        out.append(step)
+    if baseline is not None:
+        current = recording.by_urn()
+        out += [
+            {"op": "delete", "urn": r.urn, "type": r.type, "provider": r.provider, "oldState": _state(r)}
+            for r in baseline.resources
+            if r.urn not in current
+        ]
+    return out
+
+
+def _camel(values: dict[str, Any]) -> dict[str, Any]:
+    """snake_case dataclass fields as the camelCase names the rest of the document uses."""
+    out = {}
+    for key, value in values.items():
+        head, *rest = key.split("_")
+        out[head + "".join(part.title() for part in rest)] = value
+    return out
+
+
+def summary_dict(report: Report) -> dict[str, Any]:
+    s = report.summary
+    return {
+        "stack": s.stack,
+        "environment": s.environment,
+        "region": s.region,
+        "name": s.name,
+        "mode": s.mode,
+        "preview": s.preview,
+        "resourceCount": s.resource_count,
+        "customCount": s.custom_count,
+        "componentCount": s.component_count,
+        "typeCounts": s.type_counts,
+        "nodeGroups": [
+            _camel(
+                {
+                    **asdict(g),
+                    "availability_zones": list(g.availability_zones),
+                    "gpus_desired": g.gpus_desired,
+                    "gpus_max": g.gpus_max,
+                    "fabric_gbps_desired": g.fabric_gbps_desired,
+                    "fabric_gbps_max": g.fabric_gbps_max,
+                }
+            )
+            for g in s.node_groups
+        ],
+        "gpusDesired": s.gpus_desired,
+        "gpusMax": s.gpus_max,
+        "gpuBudget": s.gpu_budget,
+        "fabricGbpsDesired": s.fabric_gbps_desired,
+        "fabricGbpsMax": s.fabric_gbps_max,
+        "fileSystems": [_camel({**asdict(fs), "coverage": fs.coverage}) for fs in s.file_systems],
+        "bucketCount": s.bucket_count,
+        "natGateways": s.nat_gateways,
+        "interfaceEndpoints": s.interface_endpoints,
+        "eksClusters": [{"name": n, "version": v, "supportType": t} for n, v, t in s.eks_clusters],
+        "addons": [_camel(asdict(a)) for a in s.addons],
+        "hyperpod": [_camel(asdict(h)) for h in s.hyperpod],
+        "hyperpodGpus": s.hyperpod_gpus,
+    }
+
+
+def document(
+    report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None
+) -> dict[str, Any]:
+    all_steps = steps(report.recording, baseline, diff)
+    return {
+        "steps": all_steps,
+        "changeSummary": dict(Counter(step["op"] for step in all_steps)),
+        "trainstack": {
+            "formatVersion": FORMAT_VERSION,
+            "summary": summary_dict(report),
+            "cost": report.cost.to_dict(),
+            "policy": report.policy.to_dict() if report.policy is not None else None,
+            "diff": diff.to_dict() if diff is not None else None,
+            "elapsedSeconds": round(report.elapsed_s, 3),
+        },
+    }
+
+
+def render(report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None) -> str:
+    return json.dumps(document(report, baseline, diff), indent=2, sort_keys=False, default=str) + "\n"
