@@ -71,3 +71,12 @@ def test_trainstack_section_agrees_with_the_config(stack_name: str) -> None:
     assert section["policy"]["mandatory"] == 0  # the shipped stacks pass the pack
     protected = {s["urn"] for s in plan_json(stack_name)["steps"] if s["newState"]["protect"]}
     assert bool(protected) == config.protect_data
+
+
+def test_prod_gpu_group_reports_one_subnet_the_gpu_taint_and_full_efa() -> None:
+    report = build_report(stack_config("prod"), recording("prod"))
+    [group] = [g for g in report.summary.node_groups if g.gpu]
+    assert group.subnets == 1 and group.availability_zones == ("us-east-1a",)
+    assert group.taints == ("nvidia.com/gpu=true:NO_SCHEDULE",)
+    assert group.efa_interfaces == group.efa_max == 32
+    assert group.placement_group is None and group.capacity.startswith("reservation")

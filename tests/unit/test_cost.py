@@ -25,7 +25,7 @@ def group(name: str = "p5", instance_type: str = "p5.48xlarge", desired: int = 2
         min_size=0, desired_size=desired, max_size=maximum, gpus_per_node=row.accelerator_count if row else 0,
         gpu_memory_gib_per_node=row.total_accelerator_memory_gib if row else 0, efa_interfaces=0,
         efa_max=row.max_efa_interfaces if row else 0, fabric_gbps_per_node=0.0, placement_group=None,
-        availability_zones=("us-east-1a",), capacity=capacity, root_volume_gib=root_gib,
+        availability_zones=("us-east-1a",), subnets=1, taints=(), capacity=capacity, root_volume_gib=root_gib,
     )
 
 

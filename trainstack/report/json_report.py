@@ -97,6 +97,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
                 {
                     **asdict(g),
                     "availability_zones": list(g.availability_zones),
+                    "taints": list(g.taints),
                     "gpus_desired": g.gpus_desired,
                     "gpus_max": g.gpus_max,
                     "fabric_gbps_desired": g.fabric_gbps_desired,

@@ -42,6 +42,8 @@ class NodeGroupSummary:
     fabric_gbps_per_node: float  # EFA bandwidth the configured interfaces reach (0 without EFA)
     placement_group: str | None
     availability_zones: tuple[str, ...]
+    subnets: int  # subnets the group may launch in (EFA needs exactly one)
+    taints: tuple[str, ...]  # key=value:EFFECT, as EKS spells the effect
     capacity: str  # on-demand, spot, reservation cr-..., capacity-block cr-...
     root_volume_gib: int
 
@@ -258,6 +260,12 @@ def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupS
         fabric_gbps_per_node=fabric_gbps(instance_type, efa),
         placement_group=_placement_group(index, lt),
         availability_zones=_availability_zones(index, node_group, lt),
+        subnets=len(get(node_group.inputs, "subnetIds") or []),
+        taints=tuple(
+            f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}"
+            for t in node_group.inputs.get("taints") or []
+            if isinstance(t, dict)
+        ),
         capacity=_capacity(node_group, lt),
         root_volume_gib=_root_volume_gib(lt, node_group),
     )

@@ -94,11 +94,12 @@ COST_HEADERS = ("item", "quantity des / max", "unit $", "$/h desired", "$/h max"
 
 
 def resource_tree(resources: list[RecordedResource]) -> list[str]:
-    """The recorded resources as a tree by parent, in registration order."""
+    """The recorded resources as a tree by parent, siblings sorted by name: registration order depends on
+    when outputs resolve, and a report that reshuffles between runs is noise in a pull request."""
     urns = {r.urn for r in resources}
     children: dict[str, list[RecordedResource]] = defaultdict(list)
     roots: list[RecordedResource] = []
-    for r in resources:
+    for r in sorted(resources, key=lambda r: (r.name, r.type)):
         (children[r.parent] if r.parent in urns else roots).append(r)
     lines: list[str] = []
 
@@ -185,6 +186,14 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
             + f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired, {fmt.gbps(s.fabric_gbps_max)} at max"
         )
         for g in s.node_groups:
+            if g.gpu:
+                placement = f"placement group {g.placement_group}" if g.placement_group else "no placement group"
+                if not g.placement_group and g.capacity.startswith(("reservation", "capacity-block")):
+                    placement += " (the reservation decides placement)"
+                out.append(
+                    f"  {g.name}: {g.subnets} subnet(s) in {', '.join(g.availability_zones)}; {placement}; "
+                    f"taint {', '.join(g.taints) or 'none'}"
+                )
             if g.efa_max and 0 < g.efa_interfaces < g.efa_max:
                 out.append(style.warn(
                     f"  {g.name}: {g.efa_interfaces} of {g.efa_max} EFA interfaces configured; the fabric runs at "
