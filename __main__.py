@@ -37,6 +37,7 @@ tags = default_tags(
 )
 aws = aws_provider(f"{cluster.name}-aws", cluster.region, tags)
 
+# Network, EKS control plane and the EFA GPU node groups.
 network = Network(
     f"{cluster.name}-network",
     NetworkArgs(spec=cluster.network, name=cluster.name, region=cluster.region),
@@ -100,7 +101,7 @@ pulumi.export(
     },
 )
 
-# [data-layer]
+# Data: S3 datasets and checkpoints, FSx for Lustre in the GPU AZ.
 data = DataBuckets(
     f"{cluster.name}-data",
     DataBucketsArgs(spec=cluster.storage.buckets, protect=cluster.protect_data),
@@ -129,7 +130,7 @@ if cluster.storage.fsx.enabled:
     pulumi.export("fsx_dns_name", lustre.dns_name)
     pulumi.export("fsx_mount_name", lustre.mount_name)
 
-# [kubernetes-platform]
+# Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
 k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider)
 k8s_spec = cluster.kubernetes
 device_plugins: list[pulumi.Resource] = []
@@ -209,7 +210,7 @@ if k8s_spec.validation and target is not None:
     pulumi.export("validation_namespace", validation.namespace.metadata.name)
     pulumi.export("nccl_busbw_floor_gb_s", validation.plan.busbw_floor_gb_s)
 
-# [sagemaker]
+# Optional SageMaker: HyperPod on the same network and storage, and a training-job role.
 sagemaker_spec = cluster.sagemaker
 hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.EKS
 gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]

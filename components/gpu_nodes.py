@@ -30,15 +30,16 @@ from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interf
 from components.naming import child_name, physical_name, resource_tags
 from components.userdata import bottlerocket_user_data, encode, nodeadm_user_data
 from stacks.catalog import CATALOG, Accelerator, InstanceType
-from stacks.schema import RESERVED_NODE_LABELS, AmiFamily, CapacityType, GpuNodeGroupSpec
-
-NODE_GROUP_LABEL = "trainstack.io/node-group"
-ACCELERATOR_LABEL = "trainstack.io/accelerator"
-NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"  # what the EFA device plugin selects on
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # well-known label; kubelet sets the same value
-OWN_LABELS = (NODE_GROUP_LABEL, ACCELERATOR_LABEL, NVIDIA_GPU_PRESENT_LABEL, EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL)
-assert set(OWN_LABELS) == set(RESERVED_NODE_LABELS), "stacks/schema.py RESERVED_NODE_LABELS must list OWN_LABELS"
+from stacks.schema import (
+    ACCELERATOR_LABEL,
+    EFA_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODE_GROUP_LABEL,
+    NVIDIA_GPU_PRESENT_LABEL,
+    AmiFamily,
+    CapacityType,
+    GpuNodeGroupSpec,
+)
 
 # EKS node group capacityType values (EKS API reference, Nodegroup.capacityType). An ODCR is On-Demand
 # capacity, targeted through the launch template.

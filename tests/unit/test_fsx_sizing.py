@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components import fsx_sizing as fs
+from stacks import fsx_sizing as fs
 from tests.conftest import stack_config
 
 

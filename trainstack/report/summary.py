@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components import fsx_sizing
+from stacks import fsx_sizing
 from stacks.catalog import CATALOG
 from stacks.schema import ClusterConfig
 from trainstack.engine import RecordedResource, Recording
@@ -276,7 +276,7 @@ def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupS
 
 def lustre_throughput_mb_s(deployment_type: str | None, capacity_gib: int, per_unit_mb_s_per_tib: int | None) -> float:
     """Aggregate baseline throughput of an FSx for Lustre file system: TiB of storage x MB/s per TiB
-    (SCRATCH_2 at its fixed baseline; the sizing rules are components/fsx_sizing.py's)."""
+    (SCRATCH_2 at its fixed baseline; the sizing rules are stacks/fsx_sizing.py's)."""
     per_unit = per_unit_mb_s_per_tib
     if per_unit is None and deployment_type == fsx_sizing.SCRATCH_2:
         per_unit = fsx_sizing.SCRATCH_2_BASELINE_MB_S_PER_TIB

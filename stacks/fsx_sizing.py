@@ -1,6 +1,6 @@
 """Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, supply versus GPU demand.
 
-Used by the schema validators (stacks/schema.py), the plan report and the storage policy, so it imports no
+Used by the schema validators (stacks/schema/), the plan report and the storage policy, so it imports no
 Pulumi. Sources (AWS, checked for this module):
 
 - Capacity at creation: FSx API Reference, CreateFileSystem `StorageCapacity`: "For SCRATCH_2, PERSISTENT_2,

@@ -1,0 +1,47 @@
+"""Shared building blocks of the stack schema: the frozen base model, patterns, and constrained types."""
+
+from __future__ import annotations
+
+import ipaddress
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from stacks.catalog import CATALOG
+
+CONFIG_NAMESPACE = "trainstack"
+CONFIG_KEY = "cluster"
+
+DNS_LABEL = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
+AZ_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$"
+REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
+
+
+class Spec(BaseModel):
+    """Base of every config model: frozen, unknown keys refused, described fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=False)
+
+
+class Environment(StrEnum):
+    DEV = "dev"
+    STAGING = "staging"
+    PROD = "prod"
+
+
+def _ipv4_cidr(value: str) -> str:
+    network = ipaddress.IPv4Network(value, strict=True)  # ValueError names the problem
+    return str(network)
+
+
+Cidr = Annotated[str, AfterValidator(_ipv4_cidr)]
+
+
+def _instance_type(value: str) -> str:
+    if value not in CATALOG:
+        raise ValueError(f"unknown instance type; valid: {', '.join(sorted(CATALOG))}")
+    return value
+
+
+CatalogInstanceType = Annotated[str, AfterValidator(_instance_type)]

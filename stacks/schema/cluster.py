@@ -1,0 +1,162 @@
+"""The root `trainstack:cluster` object: tags, cost, every area, and the rules that span them."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from stacks.catalog import CATALOG
+from stacks.schema.base import DNS_LABEL, REGION_PATTERN, Environment, Spec
+from stacks.schema.eks import EksSpec
+from stacks.schema.gpu import GpuNodeGroupSpec
+from stacks.schema.kubernetes import KubernetesSpec
+from stacks.schema.network import NetworkSpec
+from stacks.schema.sagemaker import SageMakerSpec
+from stacks.schema.storage import FsxDeploymentType, StorageSpec
+
+
+class TagsSpec(Spec):
+    """Cost-allocation tags. They go on the AWS provider's default_tags (and launch templates' instances,
+    volumes and network interfaces), together with `project` and `env`, which trainstack sets itself."""
+
+    cost_center: str = Field(min_length=1, max_length=256, description="Value of the `cost-center` tag.")
+    owner: str = Field(min_length=1, max_length=256, description="Value of the `owner` tag (team or e-mail).")
+    extra: dict[str, str] = Field(default_factory=dict, description="Further tags for every resource.")
+
+    @model_validator(mode="after")
+    def _no_reserved_keys(self) -> Self:
+        reserved = {"project", "env", "cost-center", "owner"} & set(self.extra)
+        if reserved:
+            raise ValueError(f"tags.extra may not set {sorted(reserved)}: trainstack sets these itself")
+        return self
+
+
+class CostSpec(Spec):
+    """Guardrails and assumptions for the cost estimate and the GPU budget policy."""
+
+    max_gpus: int = Field(
+        ge=0, description="GPU budget: the sum over GPU node groups of max nodes x GPUs per node may not exceed it."
+    )
+    hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
+
+
+
+
+
+class ClusterConfig(Spec):
+    """The `trainstack:cluster` object of one stack."""
+
+    environment: Environment = Field(description="dev, staging or prod; decides protection and policy levels.")
+    region: str = Field(pattern=REGION_PATTERN, description="AWS region, for example us-east-1.")
+    name: str = Field(pattern=DNS_LABEL, description="Base name for every resource, for example trainstack-dev.")
+    tags: TagsSpec = Field(description="Cost-allocation tags.")
+    cost: CostSpec = Field(description="GPU budget and cost assumptions.")
+    network: NetworkSpec = Field(description="VPC, subnets, NAT, endpoints, flow logs.")
+    eks: EksSpec = Field(description="EKS control plane and add-ons.")
+    gpu_node_groups: list[GpuNodeGroupSpec] = Field(default_factory=list, description="GPU node groups.")
+    storage: StorageSpec = Field(description="S3 buckets and FSx for Lustre.")
+    kubernetes: KubernetesSpec = Field(description="GPU Operator, EFA plugin, Kueue, teams, validation.")
+    sagemaker: SageMakerSpec = Field(default_factory=SageMakerSpec, description="Optional SageMaker HyperPod.")
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Self:
+        problems: list[str] = []
+        azs = self.network.availability_zones
+        names = [g.name for g in self.gpu_node_groups]
+        if len(set(names)) != len(names):
+            problems.append(f"gpu_node_groups names must be unique, got {names}")
+        for i, group in enumerate(self.gpu_node_groups):
+            if group.availability_zone not in azs:
+                problems.append(
+                    f"gpu_node_groups.{i}.availability_zone {group.availability_zone} is not in "
+                    f"network.availability_zones {azs}"
+                )
+        problems += [
+            f"network.availability_zones entry {az} is not in region {self.region}"
+            for az in azs
+            if not az.startswith(self.region)
+        ]
+        # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
+        node_group_gpus = sum(g.max_gpus for g in self.gpu_node_groups)
+        hyperpod_gpus = self.sagemaker.hyperpod.accelerators if self.sagemaker.hyperpod.enabled else 0
+        if node_group_gpus + hyperpod_gpus > self.cost.max_gpus:
+            problems.append(
+                f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({hyperpod_gpus}) reach "
+                f"{node_group_gpus + hyperpod_gpus} accelerators, over cost.max_gpus {self.cost.max_gpus}"
+            )
+        efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
+        if self.storage.fsx.enabled and len(efa_azs) > 1:
+            problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
+        if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
+            problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
+        if not self.eks.endpoint_public_access and not self.network.interface_endpoints:
+            problems.append("eks.endpoint_public_access is false: set network.interface_endpoints true")
+        validation = self.kubernetes.validation
+        if validation and validation.enabled:
+            candidates = [g.name for g in self.validation_candidates]
+            target = self.validation_node_group
+            if validation.node_group is not None and validation.node_group not in candidates:
+                problems.append(
+                    f"kubernetes.validation.node_group {validation.node_group!r} must name an NVIDIA EFA GPU "
+                    f"group (the NCCL and DCGM jobs are NVIDIA-only); valid: {candidates}"
+                )
+            elif target is not None and validation.nodes > target.max_size:
+                # The NCCL job would wait forever for nodes the group can never have.
+                problems.append(
+                    f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
+                    f"GPU group {target.name!r}; use at most {target.max_size}"
+                )
+        # HyperPod on EKS needs access entries (API or API_AND_CONFIG_MAP): AuthenticationMode offers only
+        # those two, so a CONFIG_MAP cluster cannot be configured at all.
+        if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
+            problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
+        # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.
+        neuron_groups = [g.name for g in self.gpu_node_groups if CATALOG[g.instance_type].accelerator.value == "neuron"]
+        if neuron_groups and self.kubernetes.neuron_device_plugin is None:
+            problems.append(
+                f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
+                "(remove the null to use the pinned default chart_version)"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def validation_candidates(self) -> list[GpuNodeGroupSpec]:
+        """GPU groups the validation jobs can test: NVIDIA groups with EFA (NCCL over EFA, DCGM)."""
+        return [
+            g for g in self.gpu_node_groups if g.efa_enabled and CATALOG[g.instance_type].accelerator.value == "nvidia"
+        ]
+
+    @property
+    def validation_node_group(self) -> GpuNodeGroupSpec | None:
+        """The group the validation jobs run on: the named one, else the first candidate. None when validation
+        is off or no NVIDIA EFA group exists (a Trainium-only cluster), in which case no jobs are planned."""
+        validation = self.kubernetes.validation
+        if validation is None or not validation.enabled:
+            return None
+        candidates = self.validation_candidates
+        if validation.node_group is not None:
+            return next((g for g in candidates if g.name == validation.node_group), None)
+        return next(iter(candidates), None)
+
+    @property
+    def gpu_availability_zone(self) -> str:
+        """The AZ of the EFA GPU groups (and of FSx): the first group's, or the first network AZ."""
+        for group in self.gpu_node_groups:
+            if group.efa_enabled:
+                return group.availability_zone
+        if self.gpu_node_groups:
+            return self.gpu_node_groups[0].availability_zone
+        return self.network.availability_zones[0]
+
+    @property
+    def protect_data(self) -> bool:
+        """Prod data (FSx, S3, KMS keys, the cluster) is protected against deletion."""
+        return self.environment is Environment.PROD
+
+
+def json_schema() -> dict[str, object]:
+    """The JSON schema editors use for the `trainstack:cluster` object."""
+    return ClusterConfig.model_json_schema()

@@ -1,0 +1,103 @@
+"""`eks`: the control plane, its pinned add-ons and the system node group."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, model_validator
+
+from stacks.schema.base import Cidr, Spec
+
+
+class LogType(StrEnum):
+    API = "api"
+    AUDIT = "audit"
+    AUTHENTICATOR = "authenticator"
+    CONTROLLER_MANAGER = "controllerManager"
+    SCHEDULER = "scheduler"
+
+
+class AuthenticationMode(StrEnum):
+    API = "API"
+    API_AND_CONFIG_MAP = "API_AND_CONFIG_MAP"
+
+
+class EksAddonVersions(Spec):
+    """EKS managed add-on versions, pinned (`aws eks describe-addon-versions` lists them per cluster version)."""
+
+    vpc_cni: str = Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="vpc-cni add-on version.")
+    coredns: str = Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="coredns add-on version.")
+    kube_proxy: str = Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="kube-proxy add-on version.")
+    pod_identity_agent: str = Field(
+        pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="eks-pod-identity-agent add-on version."
+    )
+    ebs_csi_driver: str = Field(
+        pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="aws-ebs-csi-driver add-on version."
+    )
+    fsx_csi_driver: str = Field(
+        pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="aws-fsx-csi-driver add-on version."
+    )
+
+
+class SystemNodeGroupSpec(Spec):
+    """The small on-demand CPU node group for controllers (CoreDNS, Kueue, operators)."""
+
+    instance_type: str = Field(default="m7i.xlarge", pattern=r"^[a-z0-9-]+\.[a-z0-9]+$", description="CPU type.")
+    min_size: int = Field(default=2, ge=1, description="Minimum nodes.")
+    desired_size: int = Field(default=2, ge=1, description="Nodes at creation.")
+    max_size: int = Field(default=4, ge=1, description="Maximum nodes.")
+    disk_size_gib: int = Field(default=100, ge=20, le=16384, description="gp3 root volume in GiB.")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Self:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"need min_size <= desired_size <= max_size, got {self.min_size}, {self.desired_size}, "
+                f"{self.max_size}"
+            )
+        return self
+
+
+class EksSpec(Spec):
+    """The EKS control plane and its core add-ons."""
+
+    # Versions EKS still creates clusters on as of 2026-11-29 (EKS release calendar; endoflife.date/amazon-eks):
+    # 1.35 and 1.36 on standard support, 1.34 until 2026-12-02, 1.32-1.33 on extended support only; 1.31 left
+    # extended support on 2026-11-26. The policy pack (eks-version-allowed) narrows this to standard support.
+    version: Literal["1.32", "1.33", "1.34", "1.35", "1.36"] = Field(description="Kubernetes minor version.")
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD", description="Upgrade policy; EXTENDED support is billed extra per cluster hour."
+    )
+    authentication_mode: AuthenticationMode = Field(
+        default=AuthenticationMode.API, description="Cluster access: access entries only (API) or with aws-auth."
+    )
+    admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$")]] = Field(
+        default_factory=list, description="IAM roles given cluster-admin through access entries."
+    )
+    endpoint_public_access: bool = Field(description="Whether the API endpoint is reachable from the internet.")
+    public_access_cidrs: list[Cidr] = Field(
+        default_factory=list, description="CIDRs allowed to the public endpoint; required when it is public."
+    )
+    control_plane_log_types: list[LogType] = Field(
+        default_factory=lambda: [LogType.API, LogType.AUDIT, LogType.AUTHENTICATOR],
+        description="Control-plane log types sent to CloudWatch.",
+    )
+    log_retention_days: int = Field(default=90, ge=1, description="CloudWatch retention for control-plane logs.")
+    addons: EksAddonVersions = Field(description="Pinned EKS add-on versions.")
+    system_node_group: SystemNodeGroupSpec = Field(
+        default_factory=SystemNodeGroupSpec, description="CPU nodes for controllers."
+    )
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> Self:
+        if self.endpoint_public_access:
+            if not self.public_access_cidrs:
+                raise ValueError("endpoint_public_access is true but public_access_cidrs is empty: list the CIDRs")
+            if "0.0.0.0/0" in self.public_access_cidrs:
+                raise ValueError("public_access_cidrs may not contain 0.0.0.0/0: list the CIDRs that need access")
+        elif self.public_access_cidrs:
+            raise ValueError("public_access_cidrs is set but endpoint_public_access is false")
+        if len(set(self.control_plane_log_types)) != len(self.control_plane_log_types):
+            raise ValueError("control_plane_log_types has duplicates")
+        return self

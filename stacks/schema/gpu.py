@@ -1,0 +1,235 @@
+"""`gpu_node_groups`: accelerated managed node groups, their AMI family, capacity and EFA layout."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal, Self
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
+from stacks.schema.base import AZ_PATTERN, DNS_LABEL, CatalogInstanceType, Spec
+
+
+class AmiFamily(StrEnum):
+    """EKS-optimized accelerated AMIs (EKS API Nodegroup.amiType values). The NVIDIA ones ship the NVIDIA driver
+    and container toolkit; the ARM_64 ones are for Grace (arm64) hosts such as p6e-gb200. EKS offers no
+    arm64 Neuron AMI (Trainium hosts are x86_64)."""
+
+    AL2023_NVIDIA = "AL2023_x86_64_NVIDIA"
+    AL2023_ARM_NVIDIA = "AL2023_ARM_64_NVIDIA"
+    BOTTLEROCKET_NVIDIA = "BOTTLEROCKET_x86_64_NVIDIA"
+    BOTTLEROCKET_ARM_NVIDIA = "BOTTLEROCKET_ARM_64_NVIDIA"
+    AL2023_NEURON = "AL2023_x86_64_NEURON"
+
+    @property
+    def architecture(self) -> Architecture:
+        return "arm64" if "_ARM_64_" in self.value else "x86_64"
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return Accelerator.NEURON if self.value.endswith("_NEURON") else Accelerator.NVIDIA
+
+    @property
+    def bottlerocket(self) -> bool:
+        """Bottlerocket takes TOML settings as user data and keeps its data on a second volume."""
+        return self.value.startswith("BOTTLEROCKET_")
+
+
+def ami_families_for(row: InstanceType) -> list[AmiFamily]:
+    """The AMI families whose accelerator and architecture fit the instance type, the default first."""
+    fitting = [f for f in AmiFamily if f.accelerator is row.accelerator and f.architecture == row.architecture]
+    return sorted(fitting, key=lambda f: f.bottlerocket)
+
+
+def default_ami_family(row: InstanceType) -> AmiFamily:
+    """The family a group gets when `ami_family` is left out: AL2023 for the type's accelerator and CPU."""
+    return ami_families_for(row)[0]
+
+
+class CapacityType(StrEnum):
+    ON_DEMAND = "on_demand"
+    SPOT = "spot"
+    RESERVATION = "reservation"  # an On-Demand Capacity Reservation (ODCR)
+    CAPACITY_BLOCK = "capacity_block"  # a Capacity Block for ML
+
+
+class CapacitySpec(Spec):
+    """Where the instances come from. A reservation fixes the AZ."""
+
+    type: CapacityType = Field(default=CapacityType.ON_DEMAND, description="Purchase option.")
+    reservation_id: str | None = Field(
+        default=None, pattern=r"^cr-[0-9a-f]{8,17}$", description="ODCR or Capacity Block id (cr-...)."
+    )
+    reservation_availability_zone: str | None = Field(
+        default=None, pattern=AZ_PATTERN, description="The AZ the reservation was made in; must equal the group's AZ."
+    )
+    reservation_placement_group: str | None = Field(
+        default=None,
+        description="Name of the cluster placement group the reservation was made in, if any. Without it, no "
+        "placement group is used for a reserved group: forcing one onto the reservation breaks launches.",
+    )
+
+    @model_validator(mode="after")
+    def _reservation(self) -> Self:
+        reserved = self.type in (CapacityType.RESERVATION, CapacityType.CAPACITY_BLOCK)
+        if reserved and (self.reservation_id is None or self.reservation_availability_zone is None):
+            raise ValueError(f"capacity type {self.type.value} needs reservation_id and reservation_availability_zone")
+        settings = (self.reservation_id, self.reservation_availability_zone, self.reservation_placement_group)
+        if not reserved and any(setting is not None for setting in settings):
+            raise ValueError(f"capacity type {self.type.value} takes no reservation_* settings")
+        if self.type is CapacityType.CAPACITY_BLOCK and self.reservation_placement_group is not None:
+            # EC2 places Capacity Block instances close together in an UltraCluster itself; a block is never
+            # made in a placement group (EC2 API reference, CapacityBlock).
+            raise ValueError("capacity_block takes no reservation_placement_group: EC2 co-locates a block itself")
+        return self
+
+    @property
+    def reserved(self) -> bool:
+        return self.type in (CapacityType.RESERVATION, CapacityType.CAPACITY_BLOCK)
+
+
+class EfaLayout(StrEnum):
+    ENA_PRIMARY = "ena_primary"  # AWS's current guidance: ENA primary, then efa-only on every EFA card
+    EFA_PRIMARY = "efa_primary"  # legacy (pulumi-eks, terraform-aws-eks): efa primary, efa-only secondaries
+
+
+class PlacementMode(StrEnum):
+    AUTO = "auto"  # cluster placement group for EFA groups, except on a reservation made without one
+    CLUSTER = "cluster"  # always a cluster placement group
+    NONE = "none"
+
+
+# Node labels trainstack sets on every GPU node itself (components/gpu_nodes.py); spec.labels may not set them.
+# Node labels trainstack sets on every GPU node; `labels` in the config may not override them.
+NODE_GROUP_LABEL = "trainstack.io/node-group"
+ACCELERATOR_LABEL = "trainstack.io/accelerator"
+NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on
+EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"  # what the EFA device plugin selects on
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # well-known label; kubelet sets the same value
+RESERVED_NODE_LABELS = (
+    NODE_GROUP_LABEL,
+    ACCELERATOR_LABEL,
+    NVIDIA_GPU_PRESENT_LABEL,
+    EFA_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+)
+
+
+class GpuNodeGroupSpec(Spec):
+    """A managed node group of accelerated instances with its own launch template."""
+
+    name: str = Field(pattern=DNS_LABEL, description="Short name, unique in the stack (DNS label).")
+    instance_type: CatalogInstanceType = Field(description="An instance type from the accelerator catalog.")
+    availability_zone: str = Field(pattern=AZ_PATTERN, description="The one AZ (and subnet) of the group.")
+    ami_family: AmiFamily = Field(
+        default=AmiFamily.AL2023_NVIDIA,
+        description="EKS accelerated AMI family. Left out, it follows the instance type's accelerator and CPU "
+        "architecture: AL2023 NVIDIA (x86_64 or ARM_64) for GPUs, AL2023 Neuron for Trainium, so swapping the "
+        "instance type alone is enough.",
+    )
+    capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option and reservation.")
+    min_size: int = Field(ge=0, description="Minimum nodes (0 lets the group scale to zero).")
+    desired_size: int = Field(ge=0, description="Nodes at creation.")
+    max_size: int = Field(ge=1, description="Maximum nodes.")
+    efa_enabled: bool = Field(default=True, description="Attach EFA interfaces (all the type supports).")
+    efa_layout: EfaLayout = Field(default=EfaLayout.ENA_PRIMARY, description="EFA interface layout.")
+    placement: PlacementMode = Field(default=PlacementMode.AUTO, description="Cluster placement group choice.")
+    root_volume_size_gib: int = Field(default=200, ge=50, le=16384, description="Encrypted gp3 root volume.")
+    imds_hop_limit: Literal[1, 2] = Field(
+        default=1, description="IMDSv2 hop limit; 1 keeps pods without hostNetwork away from the node role."
+    )
+    hugepages_2mi: int = Field(
+        default=5128, ge=0, description="2 MiB hugepages pre-allocated per node for EFA (libfabric) buffers."
+    )
+    max_unavailable: int = Field(
+        default=1, ge=1, le=100, description="Nodes replaced at a time during updates (EKS allows 1 to 100)."
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ami_follows_instance_type(cls, data: object) -> object:
+        # Only when the key is absent: an explicit ami_family is kept and checked by `_ami_fits_instance_type`.
+        if isinstance(data, dict) and "ami_family" not in data:
+            row = CATALOG.get(str(data.get("instance_type")))
+            if row is not None:
+                return {**data, "ami_family": default_ami_family(row)}
+        return data
+
+    @field_validator("ami_family")
+    @classmethod
+    def _ami_fits_instance_type(cls, value: AmiFamily, info: ValidationInfo) -> AmiFamily:
+        # A field rule (not in `_group`) so the problem is reported at gpu_node_groups.N.ami_family.
+        row = CATALOG.get(str(info.data.get("instance_type")))
+        if row is not None and value not in ami_families_for(row):
+            raise ValueError(
+                f"ami_family {value.value} ({value.accelerator.value}, {value.architecture}) does not fit "
+                f"{row.name} ({row.accelerator.value}, {row.architecture}); valid: "
+                + ", ".join(f.value for f in ami_families_for(row))
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _group(self) -> Self:
+        row = CATALOG[self.instance_type]
+        problems: list[str] = []
+        if not self.min_size <= self.desired_size <= self.max_size:
+            problems.append(
+                f"need min_size <= desired_size <= max_size, got {self.min_size}, {self.desired_size}, {self.max_size}"
+            )
+        if self.efa_enabled and not row.supports_efa:
+            problems.append(
+                f"efa_enabled but {self.instance_type} has no EFA; EFA-capable types: {', '.join(efa_capable())}"
+            )
+        if self.efa_enabled and self.max_size < 2:
+            problems.append(f"efa_enabled with max_size {self.max_size}: EFA is for multi-node jobs, use at least 2")
+        if self.capacity.reserved and self.capacity.reservation_availability_zone != self.availability_zone:
+            problems.append(
+                f"availability_zone {self.availability_zone} differs from the reservation's "
+                f"{self.capacity.reservation_availability_zone}: a reservation fixes the AZ"
+            )
+        if self.capacity.type is CapacityType.SPOT and self.efa_enabled:
+            problems.append(
+                "spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation"
+            )
+        if (
+            self.efa_enabled
+            and row.supports_efa
+            and self.efa_layout is EfaLayout.EFA_PRIMARY
+            and row.efa_cards[0] != 0
+        ):
+            problems.append(
+                f"efa_layout efa_primary needs EFA on network card 0, but {self.instance_type} has EFA on cards "
+                f"{list(row.efa_cards)}; use ena_primary"
+            )
+        reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
+        if reserved_labels:
+            problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")
+        if (
+            self.placement is PlacementMode.CLUSTER
+            and self.capacity.reserved
+            and self.capacity.reservation_placement_group is None
+        ):
+            problems.append(
+                f"placement cluster on a {self.capacity.type.value} made without a placement group: forcing one "
+                "onto the reservation breaks launches; set capacity.reservation_placement_group or use auto"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def uses_placement_group(self) -> bool:
+        """Whether the group launches in a cluster placement group (created by trainstack or the reservation's)."""
+        if self.placement is PlacementMode.NONE:
+            return False
+        if self.placement is PlacementMode.CLUSTER:
+            return True
+        if self.capacity.reserved:
+            return self.capacity.reservation_placement_group is not None
+        return self.efa_enabled
+
+    @property
+    def max_gpus(self) -> int:
+        return self.max_size * CATALOG[self.instance_type].accelerator_count

@@ -1,0 +1,144 @@
+"""`kubernetes`: GPU Operator, device plugins, Kueue, the training operator, teams and validation jobs."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal, Self
+
+from pydantic import AfterValidator, Field, model_validator
+
+from stacks.schema.base import DNS_LABEL, Spec
+
+
+class MigStrategy(StrEnum):
+    NONE = "none"
+    SINGLE = "single"
+    MIXED = "mixed"
+
+
+CHART_VERSION = r"^v?\d+\.\d+\.\d+$"
+
+
+def _pinned_image(value: str) -> str:
+    """A container image pinned by digest or by a tag that is not `latest` (or a `latest-*` alias)."""
+    if "@sha256:" in value:
+        return value
+    name, _, tag = value.rpartition(":")
+    if not name or "/" in tag or not tag:
+        raise ValueError(f"image {value!r} has no tag: pin it by tag or digest")
+    if tag == "latest" or tag.startswith("latest-"):
+        raise ValueError(f"image {value!r} uses a moving `latest` tag: pin a versioned tag or a digest")
+    return value
+
+
+PinnedImage = Annotated[str, AfterValidator(_pinned_image)]
+
+
+class GpuOperatorSpec(Spec):
+    """NVIDIA GPU Operator (Helm chart `gpu-operator` from https://helm.ngc.nvidia.com/nvidia)."""
+
+    chart_version: str = Field(pattern=CHART_VERSION, description="NVIDIA gpu-operator Helm chart version.")
+    mig_strategy: MigStrategy = Field(default=MigStrategy.NONE, description="MIG strategy for the device plugin.")
+    dcgm_exporter: bool = Field(default=True, description="Run the DCGM exporter for GPU metrics.")
+
+
+class EfaDevicePluginSpec(Spec):
+    """AWS EFA Kubernetes device plugin (chart `aws-efa-k8s-device-plugin` from https://aws.github.io/eks-charts)."""
+
+    chart_version: str = Field(
+        pattern=CHART_VERSION,
+        description="aws-efa-k8s-device-plugin chart version; v0.5.18 or newer ships plugin v0.5.10+, the first "
+        "that counts p6-b200 EFA devices correctly.",
+    )
+
+
+# neuron-helm-chart 1.9.0 (Neuron SDK 2.31.0, device plugin image 2.31.0.0): the newest release whose notes and
+# values.yaml we checked (github.com/aws-neuron/neuron-helm-charts releases/tag/1.9.0). The chart has no
+# leading v in its tags.
+NEURON_HELM_CHART_VERSION = "1.9.0"
+
+
+class NeuronDevicePluginSpec(Spec):
+    """AWS Neuron device plugin for Trainium nodes (chart oci://public.ecr.aws/neuron/neuron-helm-chart).
+
+    Installed only when a GPU node group is Neuron; the default pins a checked chart release, so swapping a
+    group to a Trainium type needs no other edit."""
+
+    chart_version: str = Field(
+        default=NEURON_HELM_CHART_VERSION,
+        pattern=CHART_VERSION,
+        description="neuron-helm-chart version (no leading v); its device plugin advertises aws.amazon.com/neuron.",
+    )
+
+
+class KueueSpec(Spec):
+    """Kueue job queueing (chart oci://registry.k8s.io/kueue/charts/kueue)."""
+
+    chart_version: str = Field(pattern=CHART_VERSION, description="Kueue Helm chart version (no leading v).")
+    wait_for_pods_ready_timeout_s: int = Field(
+        default=600,
+        ge=60,
+        description="All-or-nothing admission: a workload whose pods are not all ready within this many seconds "
+        "is evicted and requeued, so a half-scheduled multi-node job never holds GPUs.",
+    )
+
+
+class TrainingOperatorSpec(Spec):
+    """The distributed-training operator for multi-node jobs."""
+
+    kind: Literal["kubeflow_trainer", "mpi_operator"] = Field(
+        default="kubeflow_trainer",
+        description="kubeflow_trainer: Kubeflow Trainer v2 (TrainJob, Helm chart oci://ghcr.io/kubeflow/charts/"
+        "kubeflow-trainer); mpi_operator: Kubeflow MPI Operator (MPIJob v2beta1, release manifest).",
+    )
+    version: str = Field(pattern=CHART_VERSION, description="Operator release (chart) version.")
+
+
+class TeamSpec(Spec):
+    """A team namespace with a LocalQueue per ClusterQueue and a GPU ResourceQuota."""
+
+    name: str = Field(pattern=DNS_LABEL, description="Team namespace name.")
+    gpu_quota: int = Field(ge=0, description="Accelerators (GPUs or Neuron devices) the namespace may request at once.")
+
+
+class ValidationSpec(Spec):
+    """Opt-in cluster validation jobs: multi-node NCCL all-reduce over EFA and a DCGM diagnostic."""
+
+    enabled: bool = Field(default=False, description="Create the validation jobs.")
+    node_group: str | None = Field(default=None, description="GPU group to test; the first EFA group if unset.")
+    nodes: int = Field(default=2, ge=2, description="Nodes the NCCL test spans.")
+    nccl_tests_image: PinnedImage = Field(
+        description="Container image with nccl-tests, aws-ofi-nccl, libfabric and Open MPI, pinned by tag or digest."
+    )
+    nccl_max_message_size: str = Field(
+        default="16G",
+        pattern=r"^\d+[KMG]?$",
+        description="Largest all-reduce message (all_reduce_perf -e); bus bandwidth is measured up to it.",
+    )
+    dcgm_image: PinnedImage = Field(
+        # DCGM 4.2.3 is the standalone DCGM that GPU Operator v25.3 pairs with; NVIDIA NGC cloud-native/dcgm tags.
+        default="nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04",
+        description="NVIDIA DCGM image for the `dcgmi diag` job, pinned by tag or digest.",
+    )
+    dcgm_diag_level: Literal[1, 2, 3, 4] = Field(default=2, description="dcgmi diag run level.")
+
+
+class KubernetesSpec(Spec):
+    gpu_operator: GpuOperatorSpec = Field(description="NVIDIA GPU Operator.")
+    efa_device_plugin: EfaDevicePluginSpec = Field(description="AWS EFA Kubernetes device plugin.")
+    neuron_device_plugin: NeuronDevicePluginSpec | None = Field(
+        default_factory=NeuronDevicePluginSpec,
+        description="AWS Neuron device plugin, installed when a GPU node group is Neuron (Trainium); null only "
+        "in a stack without Neuron groups.",
+    )
+    kueue: KueueSpec = Field(description="Kueue job queueing.")
+    training_operator: TrainingOperatorSpec = Field(description="Distributed-training operator.")
+    teams: list[TeamSpec] = Field(min_length=1, description="Team namespaces with queues and GPU quotas.")
+    validation: ValidationSpec | None = Field(default=None, description="Cluster validation jobs.")
+
+    @model_validator(mode="after")
+    def _unique_teams(self) -> Self:
+        names = [t.name for t in self.teams]
+        if len(set(names)) != len(names):
+            raise ValueError(f"team names must be unique, got {names}")
+        return self

@@ -1,0 +1,180 @@
+"""`storage`: the S3 buckets and FSx for Lustre, validated against AWS's capacity and throughput steps."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from stacks import fsx_sizing
+from stacks.schema.base import Spec
+
+
+class FsxDeploymentType(StrEnum):
+    SCRATCH_2 = "SCRATCH_2"  # not replicated; dev only (ClusterConfig refuses it elsewhere)
+    PERSISTENT_2 = "PERSISTENT_2"
+
+
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy `retentionInDays`).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
+                      2922, 3288, 3653)
+
+
+def _deployment(info: ValidationInfo) -> FsxDeploymentType | None:
+    """The already-validated deployment type, or None when it was itself invalid (reported there)."""
+    value = info.data.get("deployment_type")
+    return value if isinstance(value, FsxDeploymentType) else None
+
+
+class FsxSpec(Spec):
+    """FSx for Lustre in the GPU node groups' AZ, linked to the datasets bucket.
+
+    Rules that span fields are field validators reading the fields declared before them, so each problem is
+    reported at its own key (storage.fsx.storage_capacity_gib, ...) with the value given. Field order matters.
+    """
+
+    enabled: bool = Field(default=True, description="Create the file system.")
+    deployment_type: FsxDeploymentType = Field(description="SCRATCH_2 (dev only) or PERSISTENT_2.")
+    throughput_mb_s_per_tib: int | None = Field(
+        default=None,
+        validate_default=True,
+        description="Per-unit storage throughput in MB/s/TiB: PERSISTENT_2 needs 125, 250, 500 or 1000; "
+        "SCRATCH_2 takes none (fixed 200 MB/s/TiB baseline).",
+    )
+    efa_enabled: bool = Field(
+        default=False,
+        description="EFA-enabled file system (GPUDirect Storage): PERSISTENT_2 only; trainstack then adds the "
+        "metadata configuration and the EFA security group. Set at creation, cannot change later.",
+    )
+    metadata_iops: int | None = Field(
+        default=None,
+        description="PERSISTENT_2 metadata IOPS (USER_PROVISIONED): 1500, 3000, 6000, 12000 or a multiple of "
+        "12000 up to 192000. Unset: AUTOMATIC mode (scales with capacity).",
+    )
+    storage_capacity_gib: int = Field(
+        gt=0,
+        description="Capacity in GiB: 1200, 2400 or a multiple of 2400; EFA-enabled: a multiple of 38400/19200/"
+        "9600/4800 at 125/250/500/1000 MB/s/TiB.",
+    )
+    data_compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Lustre data compression.")
+    import_path_prefix: str = Field(
+        default="datasets/",
+        pattern=r"^([A-Za-z0-9._-]+/)*$",
+        description="Prefix in the datasets bucket linked to Lustre: empty (whole bucket) or ending in `/`.",
+    )
+    file_system_path: str = Field(
+        default="/datasets",
+        pattern=r"^/[A-Za-z0-9._/-]*$",
+        description="Lustre directory the bucket prefix appears at (the data repository association's path).",
+    )
+    automatic_backup_retention_days: int = Field(
+        default=0, ge=0, le=90, description="Daily automatic backups kept, PERSISTENT_2 only (0 is off)."
+    )
+    weekly_maintenance_start_time: str = Field(
+        default="7:03:00", pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$", description="d:HH:MM in UTC (1 is Monday)."
+    )
+    log_retention_days: int = Field(
+        default=90, description="CloudWatch retention of the file system's data-repository event log."
+    )
+    per_gpu_read_mb_s: float = Field(
+        default=200.0, gt=0, description="Read throughput each GPU needs from storage in MB/s (sizing demand)."
+    )
+
+    @field_validator("throughput_mb_s_per_tib")
+    @classmethod
+    def _throughput_tier(cls, value: int | None, info: ValidationInfo) -> int | None:
+        deployment = _deployment(info)
+        if deployment is FsxDeploymentType.SCRATCH_2 and value is not None:
+            raise ValueError(
+                "SCRATCH_2 takes no throughput_mb_s_per_tib (its baseline is fixed at 200 MB/s/TiB): remove it"
+            )
+        if deployment is FsxDeploymentType.PERSISTENT_2:
+            valid = fsx_sizing.valid_throughputs(deployment)
+            if value is None:
+                raise ValueError(f"PERSISTENT_2 needs throughput_mb_s_per_tib: one of {', '.join(map(str, valid))}")
+            if value not in valid:
+                raise ValueError(
+                    f"throughput_mb_s_per_tib {value} is not a PERSISTENT_2 tier: use {', '.join(map(str, valid))}"
+                )
+        return value
+
+    @field_validator("efa_enabled")
+    @classmethod
+    def _efa_prerequisites(cls, value: bool, info: ValidationInfo) -> bool:
+        deployment = _deployment(info)
+        if value and deployment is not None and deployment is not FsxDeploymentType.PERSISTENT_2:
+            raise ValueError(
+                f"efa_enabled needs deployment_type PERSISTENT_2 (with a metadata configuration and an EFA "
+                f"security group, which trainstack adds), not {deployment.value}"
+            )
+        return value
+
+    @field_validator("metadata_iops")
+    @classmethod
+    def _metadata_iops(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None:
+            return value
+        deployment = _deployment(info)
+        if deployment is FsxDeploymentType.SCRATCH_2:
+            raise ValueError("metadata_iops is for PERSISTENT_2 only; SCRATCH_2 has no metadata configuration")
+        if not fsx_sizing.is_valid_metadata_iops(value):
+            raise ValueError(
+                f"metadata_iops {value} is not valid: use 1500, 3000, 6000, 12000 or a multiple of 12000 up to "
+                "192000 (or leave it unset for AUTOMATIC)"
+            )
+        return value
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity_step(cls, value: int, info: ValidationInfo) -> int:
+        if _deployment(info) is None or "throughput_mb_s_per_tib" not in info.data or "efa_enabled" not in info.data:
+            return value  # an earlier field is invalid and reported; the step depends on it
+        problem = fsx_sizing.capacity_problem(
+            value,
+            efa_enabled=info.data["efa_enabled"],
+            throughput_mb_s_per_tib=info.data["throughput_mb_s_per_tib"],
+        )
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("automatic_backup_retention_days")
+    @classmethod
+    def _backups(cls, value: int, info: ValidationInfo) -> int:
+        if value and _deployment(info) is FsxDeploymentType.SCRATCH_2:
+            raise ValueError("SCRATCH_2 has no automatic backups: set automatic_backup_retention_days to 0")
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _log_retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value} is not a CloudWatch retention period: use one of {list(LOG_RETENTION_DAYS)}")
+        return value
+
+    @property
+    def persistent(self) -> bool:
+        return self.deployment_type is FsxDeploymentType.PERSISTENT_2
+
+
+class BucketsSpec(Spec):
+    """S3 buckets for datasets and checkpoints: SSE-KMS with a bucket key, versioning, public access blocked,
+    TLS only, lifecycle rules for old versions and stale multipart uploads."""
+
+    noncurrent_version_expiration_days: int = Field(
+        default=30, ge=1, description="Days after which an object version that is no longer current is deleted."
+    )
+    noncurrent_versions_kept: int = Field(
+        default=3, ge=0, le=100, description="Newest noncurrent versions kept regardless of age (S3 allows 100)."
+    )
+    abort_incomplete_multipart_days: int = Field(
+        default=7, ge=1, description="Days after which an unfinished multipart upload is aborted and its parts freed."
+    )
+
+
+class StorageSpec(Spec):
+    """Training data: the S3 buckets and the FSx for Lustre file system in front of the datasets bucket."""
+
+    buckets: BucketsSpec = Field(default_factory=BucketsSpec, description="S3 datasets and checkpoints buckets.")
+    fsx: FsxSpec = Field(description="FSx for Lustre.")
