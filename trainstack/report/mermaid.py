@@ -77,13 +77,16 @@ def _describe(index: Index, r: RecordedResource) -> tuple[str, str]:
     if r.type == graph.NAT_GATEWAY:
         return "NAT gateway", "stadium"
     if r.type == graph.VPC_ENDPOINT:
-        return f"endpoint {str(get(i, 'serviceName') or r.name).rsplit('.', 1)[-1]}", "stadium"
+        # com.amazonaws.<region>.ecr.api -> ecr.api
+        service = str(get(i, "serviceName") or r.name).split(".", 3)[-1]
+        return f"endpoint {service}", "stadium"
     if r.type == graph.EKS_CLUSTER:
         return f"EKS {get(i, 'name') or r.name} {get(i, 'version') or ''}".strip(), "rect"
     if r.type == graph.NODE_GROUP:
         g = node_group_summary(index, r)
         efa = f", {g.efa_interfaces} EFA" if g.efa_interfaces else ""
-        return f"node group {g.name}: {g.min_size}-{g.max_size} x {g.instance_type}{efa}", "rect"
+        sizes = f"{g.desired_size} x {g.instance_type} (min {g.min_size}, max {g.max_size})"
+        return f"node group {g.name}: {sizes}{efa}", "rect"
     if r.type == graph.FSX_LUSTRE:
         return (
             f"FSx for Lustre {get(i, 'deploymentType') or ''} {as_int(get(i, 'storageCapacity')) or 0:,} GiB",
