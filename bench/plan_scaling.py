@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import os
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -113,7 +114,8 @@ def markdown(rows: Sequence[Row], fit: tuple[float, float, float], floor_fit: tu
     slope, intercept, r2 = fit
     lines = [
         f"`make bench` (bench/plan_scaling.py) on {date}: {host}. Copies of the prod stack with N p5.48xlarge "
-        "groups, run once each under the mock engine (`trainstack.engine.run_program`, no policy review); the "
+        f"groups, median of {REPEATS} runs each under the mock engine (`trainstack.engine.run_program`, no policy "
+        "review); the "
         "floor is the same number of bare `aws.ec2.Vpc` resources under the same engine.",
         "",
         "| GPU groups | resources | plan s | ms / resource | floor s | floor ms / resource | plan / floor |",
@@ -159,10 +161,18 @@ def replace_section(text: str, name: str, body: str) -> str:
 # ------------------------------------------------------------------------------------------------- runs
 
 
+REPEATS = 5  # median of five runs per size: one run on a 2-core machine carries a few hundred ms of noise
+
+
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = action()
-    return time.perf_counter() - started, result
+    """The median wall time of REPEATS runs of `action`, and its last result."""
+    seconds: list[float] = []
+    result: Any = None
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        result = action()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), result
 
 
 def main() -> int:
