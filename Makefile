@@ -1,6 +1,6 @@
 # The README's two commands: `make plan` and `make test`. Each creates the virtualenv on first use from the
 # lock file (uv.lock), so a fresh machine needs only Python 3.11 and the package index.
-PYTHON ?= python3
+PYTHON ?= python3.11
 VENV := .venv
 UV_VERSION := 0.13.8
 STACK ?= dev
@@ -8,17 +8,21 @@ ARGS ?=
 
 .PHONY: plan test lint schema bench clean
 
+# uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
+# installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11.
 $(VENV)/.synced: pyproject.toml uv.lock
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(VENV)/bin/uv sync --frozen --inexact --quiet
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; trainstack needs Python 3.11 (make PYTHON=/path/to/python3.11)" >&2; exit 2; }
+	$(PYTHON) -m venv .tools
+	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never .tools/bin/uv sync --frozen --quiet --python $(PYTHON)
 	touch $@
 
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced ## Lint, then the whole test suite
+test: $(VENV)/.synced ## Lint and format check, then the whole test suite
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/python -m pytest -n 2
 
 lint: $(VENV)/.synced
@@ -32,4 +36,4 @@ bench: $(VENV)/.synced
 	$(VENV)/bin/python bench/plan_scaling.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) .tools

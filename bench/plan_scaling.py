@@ -109,8 +109,9 @@ def _signed(value: float) -> str:
     return f"{'-' if value < 0 else '+'} {abs(value):.2f}"
 
 
-def markdown(rows: Sequence[Row], fit: tuple[float, float, float], floor_fit: tuple[float, float, float],
-             host: str, date: str) -> str:
+def markdown(
+    rows: Sequence[Row], fit: tuple[float, float, float], floor_fit: tuple[float, float, float], host: str, date: str
+) -> str:
     slope, intercept, r2 = fit
     lines = [
         f"`make bench` (bench/plan_scaling.py) on {date}: {host}. Copies of the prod stack with N p5.48xlarge "

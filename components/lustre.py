@@ -244,7 +244,9 @@ class LustreFileSystem(pulumi.ComponentResource):
                 aws.vpc.SecurityGroupIngressRule(
                     child_name(name, "sg", "in", "self", "efa-all"),
                     aws.vpc.SecurityGroupIngressRuleArgs(
-                        security_group_id=sg, referenced_security_group_id=sg, ip_protocol="-1",
+                        security_group_id=sg,
+                        referenced_security_group_id=sg,
+                        ip_protocol="-1",
                         description="EFA: all traffic from itself",
                     ),
                     opts=child,
@@ -254,7 +256,9 @@ class LustreFileSystem(pulumi.ComponentResource):
                 aws.vpc.SecurityGroupEgressRule(
                     child_name(name, "sg", "out", "self", "efa-all"),
                     aws.vpc.SecurityGroupEgressRuleArgs(
-                        security_group_id=sg, referenced_security_group_id=sg, ip_protocol="-1",
+                        security_group_id=sg,
+                        referenced_security_group_id=sg,
+                        ip_protocol="-1",
                         description="EFA: all traffic to itself",
                     ),
                     opts=child,

@@ -172,5 +172,8 @@ class LustreVolume(pulumi.ComponentResource):
 
     @staticmethod
     def _labels(namespace: str) -> dict[str, Any]:
-        return {"app.kubernetes.io/part-of": "trainstack", "trainstack.io/storage": "fsx-lustre",
-                "trainstack.io/team": namespace}
+        return {
+            "app.kubernetes.io/part-of": "trainstack",
+            "trainstack.io/storage": "fsx-lustre",
+            "trainstack.io/team": namespace,
+        }

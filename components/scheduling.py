@@ -32,7 +32,9 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"  # served by Kueue 0.14 (v1beta2 ar
 
 TRAINER_CHART = "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"  # kubeflow.org Trainer installation guide
 TRAINER_NAMESPACE = "kubeflow-system"
-MPI_OPERATOR_MANIFEST = "https://raw.githubusercontent.com/kubeflow/mpi-operator/v{version}/deploy/v2beta1/mpi-operator.yaml"
+MPI_OPERATOR_MANIFEST = (
+    "https://raw.githubusercontent.com/kubeflow/mpi-operator/v{version}/deploy/v2beta1/mpi-operator.yaml"
+)
 
 # Kueue integration names (Kueue Configuration API, `integrations.frameworks`).
 _FRAMEWORKS: dict[str, list[str]] = {

@@ -195,8 +195,15 @@ def _monthly(item_name: str, category: str, quantity: float, price: Price, hours
     """A per-month price (storage) spread over the hours of the month; the same at desired and max."""
     per_hour = quantity * price.usd / hours_per_month
     return CostItem(
-        name=item_name, category=category, quantity_desired=quantity, quantity_max=quantity, unit=price.unit,
-        unit_usd=price.usd, usd_per_hour_desired=per_hour, usd_per_hour_max=per_hour, source=price.source,
+        name=item_name,
+        category=category,
+        quantity_desired=quantity,
+        quantity_max=quantity,
+        unit=price.unit,
+        unit_usd=price.usd,
+        usd_per_hour_desired=per_hour,
+        usd_per_hour_max=per_hour,
+        source=price.source,
         date=price.date,
     )
 
@@ -240,10 +247,16 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
         per_gib_hour = EBS_GP3.usd / hours_per_month
         items.append(
             CostItem(
-                name="node root volumes (gp3)", category="ebs", quantity_desired=ebs_gib_desired,
-                quantity_max=ebs_gib_max, unit=EBS_GP3.unit, unit_usd=EBS_GP3.usd,
-                usd_per_hour_desired=ebs_gib_desired * per_gib_hour, usd_per_hour_max=ebs_gib_max * per_gib_hour,
-                source=EBS_GP3.source, date=EBS_GP3.date,
+                name="node root volumes (gp3)",
+                category="ebs",
+                quantity_desired=ebs_gib_desired,
+                quantity_max=ebs_gib_max,
+                unit=EBS_GP3.unit,
+                unit_usd=EBS_GP3.usd,
+                usd_per_hour_desired=ebs_gib_desired * per_gib_hour,
+                usd_per_hour_max=ebs_gib_max * per_gib_hour,
+                source=EBS_GP3.source,
+                date=EBS_GP3.date,
             )
         )
 
@@ -253,14 +266,26 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
 
     if summary.nat_gateways:
         items.append(
-            _hourly("NAT gateways", "nat", summary.nat_gateways, summary.nat_gateways, NAT_GATEWAY,
-                    "plus $0.045 per GB processed (not estimated)")
+            _hourly(
+                "NAT gateways",
+                "nat",
+                summary.nat_gateways,
+                summary.nat_gateways,
+                NAT_GATEWAY,
+                "plus $0.045 per GB processed (not estimated)",
+            )
         )
         notes.append("NAT data processing ($0.045/GB) is not estimated: it depends on traffic.")
     if summary.interface_endpoint_azs:
         items.append(
-            _hourly(f"interface endpoints ({summary.interface_endpoints})", "endpoints", summary.interface_endpoint_azs,
-                    summary.interface_endpoint_azs, INTERFACE_ENDPOINT, "per endpoint per AZ; plus $0.01 per GB")
+            _hourly(
+                f"interface endpoints ({summary.interface_endpoints})",
+                "endpoints",
+                summary.interface_endpoint_azs,
+                summary.interface_endpoint_azs,
+                INTERFACE_ENDPOINT,
+                "per endpoint per AZ; plus $0.01 per GB",
+            )
         )
 
     for fs in summary.file_systems:
@@ -270,8 +295,9 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
             unpriced.append(f"FSx for Lustre {fs.name} ({fs.deployment_type}, {fs.throughput_mb_s_per_tib} MB/s/TiB)")
             continue
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
-        items.append(_monthly(f"FSx for Lustre {fs.deployment_type}{tier}", "fsx", fs.capacity_gib, price,
-                              hours_per_month))
+        items.append(
+            _monthly(f"FSx for Lustre {fs.deployment_type}{tier}", "fsx", fs.capacity_gib, price, hours_per_month)
+        )
     if summary.file_systems:
         notes.append("FSx backups, user-provisioned metadata IOPS and data transfer are not estimated.")
 
@@ -286,8 +312,15 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
         if price is None:
             unpriced.append(f"HyperPod group {group.name} ({group.instance_type})")
             continue
-        items.append(_hourly(f"HyperPod {group.cluster}/{group.name}: {group.instance_type}", "hyperpod",
-                             group.count, group.count, price))
+        items.append(
+            _hourly(
+                f"HyperPod {group.cluster}/{group.name}: {group.instance_type}",
+                "hyperpod",
+                group.count,
+                group.count,
+                price,
+            )
+        )
 
     if summary.bucket_count:
         notes.append(f"S3 ({summary.bucket_count} buckets) is billed by stored GB and requests: not estimated.")

@@ -41,9 +41,6 @@ class CostSpec(Spec):
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
 
-
-
-
 class ClusterConfig(Spec):
     """The `trainstack:cluster` object of one stack."""
 

@@ -53,8 +53,7 @@ class SystemNodeGroupSpec(Spec):
     def _sizes(self) -> Self:
         if not self.min_size <= self.desired_size <= self.max_size:
             raise ValueError(
-                f"need min_size <= desired_size <= max_size, got {self.min_size}, {self.desired_size}, "
-                f"{self.max_size}"
+                f"need min_size <= desired_size <= max_size, got {self.min_size}, {self.desired_size}, {self.max_size}"
             )
         return self
 

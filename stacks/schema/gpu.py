@@ -193,12 +193,7 @@ class GpuNodeGroupSpec(Spec):
             problems.append(
                 "spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation"
             )
-        if (
-            self.efa_enabled
-            and row.supports_efa
-            and self.efa_layout is EfaLayout.EFA_PRIMARY
-            and row.efa_cards[0] != 0
-        ):
+        if self.efa_enabled and row.supports_efa and self.efa_layout is EfaLayout.EFA_PRIMARY and row.efa_cards[0] != 0:
             problems.append(
                 f"efa_layout efa_primary needs EFA on network card 0, but {self.instance_type} has EFA on cards "
                 f"{list(row.efa_cards)}; use ena_primary"

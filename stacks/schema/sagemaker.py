@@ -71,8 +71,10 @@ class HyperPodInstanceGroupSpec(Spec):
                 "accelerated compute; run controller and login groups on_demand"
             )
         if self.role is HyperPodGroupRole.CONTROLLER and self.instance_count != 1:
-            problems.append(f"controller group {self.name} has instance_count {self.instance_count}: HyperPod "
-                            "Slurm runs one slurmctld node, use 1")
+            problems.append(
+                f"controller group {self.name} has instance_count {self.instance_count}: HyperPod "
+                "Slurm runs one slurmctld node, use 1"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

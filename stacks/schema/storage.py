@@ -17,8 +17,30 @@ class FsxDeploymentType(StrEnum):
 
 
 # CloudWatch Logs accepts only these retention periods (PutRetentionPolicy `retentionInDays`).
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
-                      2922, 3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 
 
 def _deployment(info: ValidationInfo) -> FsxDeploymentType | None:

@@ -24,9 +24,13 @@ def protected():
 def test_two_buckets_each_fully_configured(protected) -> None:
     buckets = protected.by_type("aws:s3/bucket:Bucket")
     assert sorted(b.name for b in buckets) == ["data-checkpoints", "data-datasets"]
-    for kind in ("bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-                 "bucketVersioning:BucketVersioning", "bucketPublicAccessBlock:BucketPublicAccessBlock",
-                 "bucketPolicy:BucketPolicy", "bucketLifecycleConfiguration:BucketLifecycleConfiguration"):
+    for kind in (
+        "bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "bucketVersioning:BucketVersioning",
+        "bucketPublicAccessBlock:BucketPublicAccessBlock",
+        "bucketPolicy:BucketPolicy",
+        "bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    ):
         assert len(protected.by_type(f"aws:s3/{kind}")) == 2, kind
 
 

@@ -159,8 +159,11 @@ def test_launch_template_has_every_efa_interface_with_both_security_groups() -> 
     interfaces = lt_of(recording)["networkInterfaces"]
     assert len(interfaces) == 33  # ENA primary + 32 efa-only on p5
     assert interfaces[0] == {
-        "networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface",
-        "deleteOnTermination": "true", "securityGroups": SGS,
+        "networkCardIndex": 0,
+        "deviceIndex": 0,
+        "interfaceType": "interface",
+        "deleteOnTermination": "true",
+        "securityGroups": SGS,
     }
     assert sum(i["interfaceType"] == "efa-only" for i in interfaces) == 32
     assert all(i["securityGroups"] == SGS for i in interfaces)

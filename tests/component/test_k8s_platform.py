@@ -25,10 +25,17 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 CR_KUEUE = "kubernetes:kueue.x-k8s.io/v1beta1:"
 IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 GROUPS = [
-    GpuNodeGroupSpec(name="p5", instance_type="p5.48xlarge", availability_zone="us-east-1a", min_size=0,
-                     desired_size=0, max_size=4),
-    GpuNodeGroupSpec(name="trn", instance_type="trn1.32xlarge", availability_zone="us-east-1a", min_size=0,
-                     desired_size=0, max_size=2),
+    GpuNodeGroupSpec(
+        name="p5", instance_type="p5.48xlarge", availability_zone="us-east-1a", min_size=0, desired_size=0, max_size=4
+    ),
+    GpuNodeGroupSpec(
+        name="trn",
+        instance_type="trn1.32xlarge",
+        availability_zone="us-east-1a",
+        min_size=0,
+        desired_size=0,
+        max_size=2,
+    ),
 ]
 TEAMS = [TeamSpec(name="pretraining", gpu_quota=24), TeamSpec(name="research", gpu_quota=8)]
 
@@ -37,8 +44,10 @@ def test_gpu_operator_installs_the_pinned_chart_in_its_namespace() -> None:
     rec = run_component(
         lambda: GpuOperator(
             "gpu",
-            GpuOperatorArgs(spec=GpuOperatorSpec(chart_version="v25.3.4"),
-                            ami_families=[AmiFamily.AL2023_NVIDIA, AmiFamily.AL2023_NEURON]),
+            GpuOperatorArgs(
+                spec=GpuOperatorSpec(chart_version="v25.3.4"),
+                ami_families=[AmiFamily.AL2023_NVIDIA, AmiFamily.AL2023_NEURON],
+            ),
             opts=k8s_opts(),
         )
     )
@@ -59,12 +68,16 @@ def test_gpu_operator_installs_the_pinned_chart_in_its_namespace() -> None:
 
 def test_efa_plugin_release_selects_efa_nodes_and_tolerates_the_gpu_taint() -> None:
     rec = run_component(
-        lambda: EfaDevicePlugin("efa", EfaDevicePluginArgs(spec=EfaDevicePluginSpec(chart_version="v0.5.29")),
-                                opts=k8s_opts())
+        lambda: EfaDevicePlugin(
+            "efa", EfaDevicePluginArgs(spec=EfaDevicePluginSpec(chart_version="v0.5.29")), opts=k8s_opts()
+        )
     )
     release = rec.one(RELEASE)
     assert (release.inputs["chart"], release.inputs["version"], release.inputs["namespace"]) == (
-        "aws-efa-k8s-device-plugin", "v0.5.29", "kube-system")
+        "aws-efa-k8s-device-plugin",
+        "v0.5.29",
+        "kube-system",
+    )
     assert release.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
     assert release.inputs["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     gpu_taint = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -100,7 +113,8 @@ def test_scheduling_builds_a_queue_per_group_and_a_local_queue_per_team_and_grou
     assert sorted(q.inputs["metadata"]["name"] for q in queues) == ["p5", "trn"]
     assert len(flavors) == 2 and len(local) == len(TEAMS) * len(GROUPS)
     assert {(lq.inputs["metadata"]["namespace"], lq.inputs["spec"]["clusterQueue"]) for lq in local} == {
-        (t.name, g.name) for t in TEAMS for g in GROUPS}
+        (t.name, g.name) for t in TEAMS for g in GROUPS
+    }
     p5 = next(q for q in queues if q.inputs["metadata"]["name"] == "p5")
     flavor = p5.inputs["spec"]["resourceGroups"][0]["flavors"][0]
     resources = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
@@ -129,7 +143,9 @@ def test_team_namespaces_carry_the_team_label_and_a_gpu_quota() -> None:
     assert namespaces["research"].inputs["metadata"]["labels"]["trainstack.io/team"] == "research"
     quotas = {q.inputs["metadata"]["namespace"]: q for q in rec.by_type("kubernetes:core/v1:ResourceQuota")}
     assert quotas["pretraining"].inputs["spec"]["hard"] == {
-        "requests.nvidia.com/gpu": "24", "requests.aws.amazon.com/neuron": "24"}
+        "requests.nvidia.com/gpu": "24",
+        "requests.aws.amazon.com/neuron": "24",
+    }
 
 
 def test_mpi_operator_variant_installs_the_release_manifest_and_queues_mpijobs() -> None:
@@ -158,8 +174,10 @@ def _validation(kind: str):
 
 
 def test_validation_jobs_run_through_kueue_after_the_device_plugins() -> None:
-    for kind, nccl_type in (("kubeflow_trainer", "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"),
-                            ("mpi_operator", "kubernetes:kubeflow.org/v2beta1:MPIJob")):
+    for kind, nccl_type in (
+        ("kubeflow_trainer", "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"),
+        ("mpi_operator", "kubernetes:kubeflow.org/v2beta1:MPIJob"),
+    ):
         rec = _validation(kind)
         marker = rec.one("test:index:Marker")
         nccl = rec.one(nccl_type)

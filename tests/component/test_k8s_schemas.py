@@ -66,9 +66,17 @@ def manifests(stack: str) -> list[tuple[str, dict[str, Any]]]:
             group = resource.type.split(":")[1]
             if group.startswith(("trainer.kubeflow.org", "kubeflow.org")):
                 for where, template in _pod_templates(inputs.get("spec")):
-                    found.append((f"{resource.name} {where}", {
-                        "apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "check"}, "template": template,
-                    }))
+                    found.append(
+                        (
+                            f"{resource.name} {where}",
+                            {
+                                "apiVersion": "v1",
+                                "kind": "PodTemplate",
+                                "metadata": {"name": "check"},
+                                "template": template,
+                            },
+                        )
+                    )
     return found
 
 
@@ -107,6 +115,7 @@ def test_a_broken_manifest_is_caught() -> None:
 
 def test_mpijob_pod_templates_pass_the_strict_schema() -> None:
     from components.validation_jobs import mpijob_spec, nccl_plan
+
     cluster = stack_config("prod")
     validation = cluster.kubernetes.validation
     assert validation is not None

@@ -7,11 +7,20 @@ from stacks.schema import FsxSpec
 from tests.component.helpers import aws_opts
 from tests.conftest import run_component
 
-PERSISTENT = FsxSpec(deployment_type="PERSISTENT_2", throughput_mb_s_per_tib=250, storage_capacity_gib=4800,
-                     automatic_backup_retention_days=7)
+PERSISTENT = FsxSpec(
+    deployment_type="PERSISTENT_2",
+    throughput_mb_s_per_tib=250,
+    storage_capacity_gib=4800,
+    automatic_backup_retention_days=7,
+)
 SCRATCH = FsxSpec(deployment_type="SCRATCH_2", storage_capacity_gib=1200)
-EFA = FsxSpec(deployment_type="PERSISTENT_2", throughput_mb_s_per_tib=1000, storage_capacity_gib=4800, efa_enabled=True,
-              metadata_iops=6000)
+EFA = FsxSpec(
+    deployment_type="PERSISTENT_2",
+    throughput_mb_s_per_tib=1000,
+    storage_capacity_gib=4800,
+    efa_enabled=True,
+    metadata_iops=6000,
+)
 FS = "aws:fsx/lustreFileSystem:LustreFileSystem"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 
@@ -21,9 +30,15 @@ def record(spec: FsxSpec, protect: bool = False, efa_sg: str | None = "sg-efa"):
         lambda: LustreFileSystem(
             "lustre",
             LustreFileSystemArgs(
-                spec=spec, base_name="trainstack-test", vpc_id="vpc-1", subnet_id="subnet-gpu",
-                client_security_group_ids=["sg-cluster"], kms_key_arn="arn:aws:kms:us-east-1:1:key/k",
-                datasets_bucket_name="datasets-bkt", efa_security_group_id=efa_sg, protect=protect,
+                spec=spec,
+                base_name="trainstack-test",
+                vpc_id="vpc-1",
+                subnet_id="subnet-gpu",
+                client_security_group_ids=["sg-cluster"],
+                kms_key_arn="arn:aws:kms:us-east-1:1:key/k",
+                datasets_bucket_name="datasets-bkt",
+                efa_security_group_id=efa_sg,
+                protect=protect,
             ),
             opts=aws_opts(),
         )

@@ -16,8 +16,12 @@ def build(namespaces: list[str]) -> LustreVolume:
     return LustreVolume(
         "vol",
         LustreVolumeArgs(
-            cluster_name="trainstack-test", addon_version="v1.5.0-eksbuild.1", namespaces=namespaces,
-            file_system_id="fs-0123", dns_name="fs-0123.fsx.us-east-1.amazonaws.com", mount_name="abcd1234",
+            cluster_name="trainstack-test",
+            addon_version="v1.5.0-eksbuild.1",
+            namespaces=namespaces,
+            file_system_id="fs-0123",
+            dns_name="fs-0123.fsx.us-east-1.amazonaws.com",
+            mount_name="abcd1234",
             capacity_gib=4800,
         ),
         opts=pulumi.ResourceOptions(providers=providers),
@@ -42,9 +46,11 @@ def test_one_pv_per_team_with_the_file_system(rec) -> None:
     volumes = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.by_type(PV)}
     assert set(volumes) == {"fsx-lustre-pretraining", "fsx-lustre-research"}
     for name, spec in volumes.items():
-        assert spec["csi"] == {"driver": CSI_DRIVER, "volumeHandle": "fs-0123",
-                               "volumeAttributes": {"dnsname": "fs-0123.fsx.us-east-1.amazonaws.com",
-                                                    "mountname": "abcd1234"}}
+        assert spec["csi"] == {
+            "driver": CSI_DRIVER,
+            "volumeHandle": "fs-0123",
+            "volumeAttributes": {"dnsname": "fs-0123.fsx.us-east-1.amazonaws.com", "mountname": "abcd1234"},
+        }
         assert spec["accessModes"] == ["ReadWriteMany"] and spec["persistentVolumeReclaimPolicy"] == "Retain"
         assert spec["mountOptions"] == ["flock"] and spec["capacity"] == {"storage": "4800Gi"}
         assert spec["storageClassName"] == ""

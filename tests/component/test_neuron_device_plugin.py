@@ -21,7 +21,10 @@ def test_release_installs_the_pinned_oci_chart_in_kube_system() -> None:
     rec = run_component(lambda: _build(NeuronDevicePluginSpec(chart_version="1.8.0")))
     release = rec.one(RELEASE)
     assert (release.inputs["chart"], release.inputs["version"], release.inputs["namespace"]) == (
-        "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.8.0", "kube-system")
+        "oci://public.ecr.aws/neuron/neuron-helm-chart",
+        "1.8.0",
+        "kube-system",
+    )
     assert "repositoryOpts" not in release.inputs  # an OCI chart reference needs no repository
     assert release.inputs["atomic"] is True and release.inputs["cleanupOnFail"] is True
     assert release.inputs["values"] == neuron_device_plugin_values()

@@ -15,8 +15,12 @@ def test_prod_file_system_is_encrypted_persistent_in_the_gpu_az_and_protected() 
     assert subnets[fs.inputs["subnetIds"]] == config.gpu_availability_zone
     assert fs.protect and fs.retain_on_delete
     assert rec.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").protect
-    assert all(r.protect for t in ("aws:s3/bucket:Bucket", "aws:kms/key:Key") for r in rec.by_type(t)
-               if r.parent.endswith("-data"))
+    assert all(
+        r.protect
+        for t in ("aws:s3/bucket:Bucket", "aws:kms/key:Key")
+        for r in rec.by_type(t)
+        if r.parent.endswith("-data")
+    )
 
 
 def test_dev_is_scratch_and_unprotected() -> None:
@@ -39,6 +43,9 @@ def test_fsx_security_group_admits_the_cluster(stack_name: str) -> None:
     cluster = rec.one("aws:eks/cluster:Cluster")
     cluster_sg = cluster.outputs["vpcConfig"]["clusterSecurityGroupId"]
     lustre_sg = next(r.id for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("-lustre-sg"))
-    rules = [r.inputs for r in rec.by_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
-             if r.inputs["securityGroupId"] == lustre_sg and r.inputs.get("referencedSecurityGroupId") == cluster_sg]
+    rules = [
+        r.inputs
+        for r in rec.by_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == lustre_sg and r.inputs.get("referencedSecurityGroupId") == cluster_sg
+    ]
     assert {(r["fromPort"], r["toPort"]) for r in rules} == {(988, 988), (1018, 1023)}

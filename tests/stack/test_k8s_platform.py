@@ -41,8 +41,10 @@ def test_efa_plugin_exists_exactly_when_a_group_has_efa(stack_name: str) -> None
 
 def test_cluster_queue_quotas_match_the_node_groups(stack_name: str) -> None:
     cluster = stack_config(stack_name)
-    queues = {q.inputs["metadata"]["name"]: q for q in recording(stack_name).by_type(
-        "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")}
+    queues = {
+        q.inputs["metadata"]["name"]: q
+        for q in recording(stack_name).by_type("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
+    }
     assert set(queues) == {g.name for g in cluster.gpu_node_groups}
     for group in cluster.gpu_node_groups:
         row = CATALOG[group.instance_type]
@@ -64,10 +66,14 @@ def test_every_team_gets_a_namespace_quota_and_local_queues(stack_name: str) -> 
     cluster = stack_config(stack_name)
     rec = recording(stack_name)
     namespaces = {n.inputs["metadata"]["name"] for n in rec.by_type("kubernetes:core/v1:Namespace")}
-    local = {(q.inputs["metadata"]["namespace"], q.inputs["metadata"]["name"])
-             for q in rec.by_type("kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue")}
-    quotas = {q.inputs["metadata"]["namespace"]: q.inputs["spec"]["hard"] for q in rec.by_type(
-        "kubernetes:core/v1:ResourceQuota")}
+    local = {
+        (q.inputs["metadata"]["namespace"], q.inputs["metadata"]["name"])
+        for q in rec.by_type("kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue")
+    }
+    quotas = {
+        q.inputs["metadata"]["namespace"]: q.inputs["spec"]["hard"]
+        for q in rec.by_type("kubernetes:core/v1:ResourceQuota")
+    }
     for team in cluster.kubernetes.teams:
         assert team.name in namespaces
         assert quotas[team.name]["requests.nvidia.com/gpu"] == str(team.gpu_quota)

@@ -20,8 +20,9 @@ from tests.conftest import ROOT, stack_document
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, main
 
 
-def write_stack(tmp_path: Path, edit: Callable[[dict[str, Any]], None], base: str = "dev",
-                name: str = "Pulumi.proposed.yaml") -> Path:
+def write_stack(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None], base: str = "dev", name: str = "Pulumi.proposed.yaml"
+) -> Path:
     document = copy.deepcopy(stack_document(base))
     edit(document)
     path = tmp_path / name
@@ -71,7 +72,11 @@ def test_preview_mode_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
 def test_python_dash_m_trainstack_plan_runs_end_to_end() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "trainstack", "plan", "--stack", "dev"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "Compute" in result.stdout and "Cost (estimate" in result.stdout
@@ -91,8 +96,15 @@ def test_committed_config_schema_is_up_to_date(capsys: pytest.CaptureFixture[str
 
 def add_p5_group(document: dict[str, Any]) -> None:
     cluster(document)["gpu_node_groups"].append(
-        {"name": "p5-extra", "instance_type": "p5.48xlarge", "availability_zone": "us-east-1a",
-         "capacity": {"type": "on_demand"}, "min_size": 0, "desired_size": 16, "max_size": 16}
+        {
+            "name": "p5-extra",
+            "instance_type": "p5.48xlarge",
+            "availability_zone": "us-east-1a",
+            "capacity": {"type": "on_demand"},
+            "min_size": 0,
+            "desired_size": 16,
+            "max_size": 16,
+        }
     )
 
 
@@ -125,8 +137,16 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
 
 def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     proposed = write_stack(tmp_path, add_p5_group, base="prod")
-    code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against",
-                             str(ROOT / "stacks" / "Pulumi.prod.yaml"), "--no-tree", "--no-color")
+    code, out, err = run_cli(
+        capsys,
+        "plan",
+        "--config",
+        str(proposed),
+        "--against",
+        str(ROOT / "stacks" / "Pulumi.prod.yaml"),
+        "--no-tree",
+        "--no-color",
+    )
     assert code in (0, 1), err
     assert "Diff against" in out and "0 to remove" in out
     assert "+ urn:pulumi:prod::trainstack::" in out and "p5-extra" in out

@@ -16,24 +16,57 @@ from trainstack.report.summary import FileSystemSummary, HyperPodGroupSummary, N
 URN = "urn:pulumi:test::trainstack::aws:eks/nodeGroup:NodeGroup::"
 
 
-def group(name: str = "p5", instance_type: str = "p5.48xlarge", desired: int = 2, maximum: int = 4,
-          capacity: str = "on-demand", root_gib: int = 200) -> NodeGroupSummary:
+def group(
+    name: str = "p5",
+    instance_type: str = "p5.48xlarge",
+    desired: int = 2,
+    maximum: int = 4,
+    capacity: str = "on-demand",
+    root_gib: int = 200,
+) -> NodeGroupSummary:
     row = CATALOG.get(instance_type)
     return NodeGroupSummary(
-        name=name, urn=URN + name, instance_type=instance_type,
+        name=name,
+        urn=URN + name,
+        instance_type=instance_type,
         accelerator_model=row.accelerator_model if row else None,
-        min_size=0, desired_size=desired, max_size=maximum, gpus_per_node=row.accelerator_count if row else 0,
-        gpu_memory_gib_per_node=row.total_accelerator_memory_gib if row else 0, efa_interfaces=0,
-        efa_max=row.max_efa_interfaces if row else 0, fabric_gbps_per_node=0.0, placement_group=None,
-        availability_zones=("us-east-1a",), subnets=1, taints=(), capacity=capacity, root_volume_gib=root_gib,
+        min_size=0,
+        desired_size=desired,
+        max_size=maximum,
+        gpus_per_node=row.accelerator_count if row else 0,
+        gpu_memory_gib_per_node=row.total_accelerator_memory_gib if row else 0,
+        efa_interfaces=0,
+        efa_max=row.max_efa_interfaces if row else 0,
+        fabric_gbps_per_node=0.0,
+        placement_group=None,
+        availability_zones=("us-east-1a",),
+        subnets=1,
+        taints=(),
+        capacity=capacity,
+        root_volume_gib=root_gib,
     )
 
 
 def summary(**changes: object) -> Summary:
     base = Summary(
-        stack="test", environment="dev", region="us-east-1", name="t", preview=False, resource_count=0,
-        custom_count=0, component_count=0, node_groups=(), file_systems=(), bucket_count=0, nat_gateways=0,
-        interface_endpoints=0, interface_endpoint_azs=0, eks_clusters=(), addons=(), hyperpod=(), gpu_budget=64,
+        stack="test",
+        environment="dev",
+        region="us-east-1",
+        name="t",
+        preview=False,
+        resource_count=0,
+        custom_count=0,
+        component_count=0,
+        node_groups=(),
+        file_systems=(),
+        bucket_count=0,
+        nat_gateways=0,
+        interface_endpoints=0,
+        interface_endpoint_azs=0,
+        eks_clusters=(),
+        addons=(),
+        hyperpod=(),
+        gpu_budget=64,
         per_gpu_read_mb_s=200.0,
     )
     return replace(base, **changes)
@@ -119,8 +152,9 @@ def test_other_regions_are_flagged() -> None:
     instance_type=st.sampled_from(sorted(CATALOG)),
     hours=st.floats(672, 744),
 )
-def test_cost_is_linear_in_nodes_and_max_never_below_desired(desired: int, extra: int, instance_type: str,
-                                                             hours: float) -> None:
+def test_cost_is_linear_in_nodes_and_max_never_below_desired(
+    desired: int, extra: int, instance_type: str, hours: float
+) -> None:
     one = cost.estimate(summary(node_groups=(group("g", instance_type, 1, 1),)), hours)
     many = cost.estimate(summary(node_groups=(group("g", instance_type, desired, desired + extra),)), hours)
     assert many.usd_per_hour_desired == pytest.approx(desired * one.usd_per_hour_desired)
@@ -130,8 +164,14 @@ def test_cost_is_linear_in_nodes_and_max_never_below_desired(desired: int, extra
 
 def test_price_tables_are_dated_and_sourced() -> None:
     prices = [
-        cost.EKS_STANDARD, cost.EKS_EXTENDED, cost.NAT_GATEWAY, cost.INTERFACE_ENDPOINT, cost.EBS_GP3,
-        *cost.SYSTEM_INSTANCES.values(), *cost.FSX_LUSTRE.values(), *cost.HYPERPOD_INSTANCES.values(),
+        cost.EKS_STANDARD,
+        cost.EKS_EXTENDED,
+        cost.NAT_GATEWAY,
+        cost.INTERFACE_ENDPOINT,
+        cost.EBS_GP3,
+        *cost.SYSTEM_INSTANCES.values(),
+        *cost.FSX_LUSTRE.values(),
+        *cost.HYPERPOD_INSTANCES.values(),
     ]
     for price in prices:
         assert price.usd > 0 and price.source and re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.date)

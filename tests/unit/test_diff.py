@@ -14,8 +14,9 @@ from trainstack.engine import RecordedResource, Recording
 leaves = st.one_of(st.integers(-5, 5), st.text(max_size=4), st.booleans(), st.none())
 trees = st.recursive(
     leaves,
-    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.text("abc", min_size=1, max_size=3),
-                                                                              children, max_size=3)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text("abc", min_size=1, max_size=3), children, max_size=3)
+    ),
     max_leaves=12,
 )
 
@@ -39,15 +40,25 @@ def test_changing_one_leaf_reports_exactly_that_path(tree: dict[str, Any], data:
 def test_added_and_removed_keys_and_resized_lists() -> None:
     changes = input_changes({"a": 1, "l": [1, 2]}, {"b": 2, "l": [1, 2, 3]})
     assert [(c.path, c.old, c.new) for c in changes] == [
-        ("a", 1, "<absent>"), ("b", "<absent>", 2), ("l", [1, 2], [1, 2, 3])
+        ("a", 1, "<absent>"),
+        ("b", "<absent>", 2),
+        ("l", [1, 2], [1, 2, 3]),
     ]
 
 
 def resource(name: str, inputs: dict[str, Any], protect: bool = False) -> RecordedResource:
     return RecordedResource(
-        type="aws:ec2/subnet:Subnet", name=name, urn=f"urn:pulumi:s::trainstack::aws:ec2/subnet:Subnet::{name}",
-        parent="", custom=True, inputs=inputs, dependencies=(), property_dependencies={}, protect=protect,
-        retain_on_delete=False, provider="",
+        type="aws:ec2/subnet:Subnet",
+        name=name,
+        urn=f"urn:pulumi:s::trainstack::aws:ec2/subnet:Subnet::{name}",
+        parent="",
+        custom=True,
+        inputs=inputs,
+        dependencies=(),
+        property_dependencies={},
+        protect=protect,
+        retain_on_delete=False,
+        provider="",
     )
 
 

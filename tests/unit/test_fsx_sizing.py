@@ -52,7 +52,7 @@ def test_metadata_iops_rule(iops: int) -> None:
     assert (iops in fs.valid_metadata_iops()) is expected
 
 
-@given(st.integers(min_value=1, max_value=500) , st.sampled_from([125, 250, 500, 1000]))
+@given(st.integers(min_value=1, max_value=500), st.sampled_from([125, 250, 500, 1000]))
 def test_aggregate_throughput_is_linear_in_capacity(k: int, tier: int) -> None:
     assert fs.aggregate_throughput_mb_s(2400 * k, tier) == pytest.approx(2400 * k / 1024 * tier)
 

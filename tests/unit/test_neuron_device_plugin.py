@@ -26,8 +26,13 @@ EFFECTS = {"NO_SCHEDULE": "NoSchedule"}  # EKS API taint effect -> Kubernetes to
 
 def _group(instance_type: str) -> GpuNodeGroupSpec:
     return GpuNodeGroupSpec(
-        name="g", instance_type=instance_type, availability_zone="us-east-1a", min_size=0, desired_size=0,
-        max_size=2, efa_enabled=CATALOG[instance_type].supports_efa,  # the AMI family follows the type
+        name="g",
+        instance_type=instance_type,
+        availability_zone="us-east-1a",
+        min_size=0,
+        desired_size=0,
+        max_size=2,
+        efa_enabled=CATALOG[instance_type].supports_efa,  # the AMI family follows the type
     )
 
 
@@ -43,7 +48,10 @@ def test_only_the_device_plugin_is_enabled() -> None:
     values = neuron_device_plugin_values()
     assert values["devicePlugin"]["enabled"] is True
     assert {k: v["enabled"] for k, v in values.items() if k != "devicePlugin"} == {
-        "scheduler": False, "npd": False, "draDriver": False, "ultraserverOperator": False,
+        "scheduler": False,
+        "npd": False,
+        "draDriver": False,
+        "ultraserverOperator": False,
     }
 
 
@@ -73,7 +81,8 @@ def test_plugin_stays_off_nvidia_nodes(instance_type: str) -> None:
 
 def test_affinity_replaces_the_charts_instance_type_list() -> None:
     term = neuron_device_plugin_values()["devicePlugin"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"][0]
     keys = {e["key"] for e in term["matchExpressions"]}
     assert INSTANCE_TYPE_LABEL not in keys and "__INSTANCE_TYPE_KEY__" not in keys
 

@@ -88,8 +88,11 @@ def test_flavor_pins_pods_to_the_group_and_tolerates_its_taint() -> None:
 @given(st.integers(min_value=0, max_value=10_000))
 def test_team_quota_caps_every_accelerator_kind_the_cluster_offers(gpus: int) -> None:
     team = TeamSpec(name="research", gpu_quota=gpus)
-    groups = [group("p5.48xlarge", 2, efa=True, name="a"), group("trn1.32xlarge", 2, efa=True, name="b"),
-              group("p4d.24xlarge", 2, efa=True, name="c")]
+    groups = [
+        group("p5.48xlarge", 2, efa=True, name="a"),
+        group("trn1.32xlarge", 2, efa=True, name="b"),
+        group("p4d.24xlarge", 2, efa=True, name="c"),
+    ]
     assert device_resources(groups) == ["nvidia.com/gpu", "aws.amazon.com/neuron"]
     assert team_quota_hard(team, groups) == {
         "requests.nvidia.com/gpu": str(gpus),

@@ -20,14 +20,17 @@ def program(efa_cards: int = 32, reservation: bool = True) -> None:
     opts = pulumi.ResourceOptions(provider=provider)
     vpc = aws.ec2.Vpc("vpc", aws.ec2.VpcArgs(cidr_block="10.0.0.0/16"), opts=opts)
     subnets = [
-        aws.ec2.Subnet(f"private-{az}", aws.ec2.SubnetArgs(vpc_id=vpc.id, cidr_block=cidr, availability_zone=az),
-                       opts=opts)
+        aws.ec2.Subnet(
+            f"private-{az}", aws.ec2.SubnetArgs(vpc_id=vpc.id, cidr_block=cidr, availability_zone=az), opts=opts
+        )
         for az, cidr in (("us-east-1a", "10.0.0.0/18"), ("us-east-1b", "10.0.64.0/18"))
     ]
     group = aws.ec2.PlacementGroup("pg", aws.ec2.PlacementGroupArgs(strategy="cluster", name="train-pg"), opts=opts)
     nics = [
         aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-            network_card_index=i, device_index=0 if i == 0 else 1, subnet_id=subnets[0].id,
+            network_card_index=i,
+            device_index=0 if i == 0 else 1,
+            subnet_id=subnets[0].id,
             interface_type="efa" if i == 0 else "efa-only",
         )
         for i in range(efa_cards)
@@ -40,21 +43,33 @@ def program(efa_cards: int = 32, reservation: bool = True) -> None:
     template = aws.ec2.LaunchTemplate(
         "lt",
         aws.ec2.LaunchTemplateArgs(
-            instance_type="p5.48xlarge", network_interfaces=nics,
+            instance_type="p5.48xlarge",
+            network_interfaces=nics,
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name),
             capacity_reservation_specification=reserved if reservation else None,
-            block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                device_name="/dev/xvda", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(volume_size=300))],
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(volume_size=300)
+                )
+            ],
         ),
         opts=opts,
     )
-    cluster = aws.eks.Cluster("eks", aws.eks.ClusterArgs(
-        role_arn="arn:aws:iam::123456789012:role/c", version="1.33",
-        vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=[s.id for s in subnets])), opts=opts)
+    cluster = aws.eks.Cluster(
+        "eks",
+        aws.eks.ClusterArgs(
+            role_arn="arn:aws:iam::123456789012:role/c",
+            version="1.33",
+            vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=[s.id for s in subnets]),
+        ),
+        opts=opts,
+    )
     aws.eks.NodeGroup(
         "gpu",
         aws.eks.NodeGroupArgs(
-            cluster_name=cluster.name, node_role_arn="arn:aws:iam::123456789012:role/n", subnet_ids=[subnets[0].id],
+            cluster_name=cluster.name,
+            node_role_arn="arn:aws:iam::123456789012:role/n",
+            subnet_ids=[subnets[0].id],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=2, desired_size=4, max_size=8),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version="1"),
         ),
@@ -66,13 +81,19 @@ def program(efa_cards: int = 32, reservation: bool = True) -> None:
     child = pulumi.ResourceOptions(provider=provider, parent=storage)
     fs = aws.fsx.LustreFileSystem(
         "fs",
-        aws.fsx.LustreFileSystemArgs(deployment_type="PERSISTENT_2", storage_capacity=9600,
-                                     per_unit_storage_throughput=500, subnet_ids=subnets[0].id),
+        aws.fsx.LustreFileSystemArgs(
+            deployment_type="PERSISTENT_2",
+            storage_capacity=9600,
+            per_unit_storage_throughput=500,
+            subnet_ids=subnets[0].id,
+        ),
         opts=child,
     )
     aws.fsx.DataRepositoryAssociation(
-        "dra", aws.fsx.DataRepositoryAssociationArgs(file_system_id=fs.id, file_system_path="/d",
-                                                     data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}")),
+        "dra",
+        aws.fsx.DataRepositoryAssociationArgs(
+            file_system_id=fs.id, file_system_path="/d", data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}")
+        ),
         opts=child,
     )
     aws.ec2.NatGateway("nat", aws.ec2.NatGatewayArgs(subnet_id=subnets[1].id, allocation_id="eipalloc-1"), opts=opts)

@@ -94,6 +94,13 @@ def test_several_problems_are_reported_at_once() -> None:
 
 
 def test_scratch_outside_dev_is_refused() -> None:
-    found = problems("prod", fsx_edit(deployment_type="SCRATCH_2", throughput_mb_s_per_tib=None, metadata_iops=None,
-                                      automatic_backup_retention_days=0))
+    found = problems(
+        "prod",
+        fsx_edit(
+            deployment_type="SCRATCH_2",
+            throughput_mb_s_per_tib=None,
+            metadata_iops=None,
+            automatic_backup_retention_days=0,
+        ),
+    )
     assert any("dev only" in p.message for p in found)

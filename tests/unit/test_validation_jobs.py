@@ -33,8 +33,13 @@ def group(
     name: str = "p5", instance_type: str = "p5.48xlarge", max_size: int = 4, efa: bool = True
 ) -> GpuNodeGroupSpec:
     return GpuNodeGroupSpec(
-        name=name, instance_type=instance_type, availability_zone="us-east-1a", min_size=0, desired_size=0,
-        max_size=max_size, efa_enabled=efa,
+        name=name,
+        instance_type=instance_type,
+        availability_zone="us-east-1a",
+        min_size=0,
+        desired_size=0,
+        max_size=max_size,
+        efa_enabled=efa,
     )
 
 
@@ -81,8 +86,12 @@ def test_mpijob_and_runtime_place_one_worker_per_node_on_the_group() -> None:
     runtime = training_runtime_spec(plan, group(), IMAGE)
     assert runtime["mlPolicy"] == {
         "numNodes": 3,
-        "mpi": {"numProcPerNode": 8, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/root/.ssh",
-                "runLauncherAsNode": False},
+        "mpi": {
+            "numProcPerNode": 8,
+            "mpiImplementation": "OpenMPI",
+            "sshAuthMountPath": "/root/.ssh",
+            "runLauncherAsNode": False,
+        },
     }
     jobs = {j["name"]: j for j in runtime["template"]["spec"]["replicatedJobs"]}
     node = jobs["node"]["template"]["spec"]["template"]["spec"]["containers"][0]

@@ -49,8 +49,13 @@ def steps(
     changed = {c.urn: c for c in diff.changed} if diff is not None else {}
     out: list[dict[str, Any]] = []
     for resource in recording.resources:
-        step: dict[str, Any] = {"op": "create", "urn": resource.urn, "type": resource.type,
-                                "provider": resource.provider, "newState": _state(resource)}
+        step: dict[str, Any] = {
+            "op": "create",
+            "urn": resource.urn,
+            "type": resource.type,
+            "provider": resource.provider,
+            "newState": _state(resource),
+        }
         if baseline is not None and resource.urn in old:
             step["oldState"] = _state(old[resource.urn])
             if resource.urn in changed:
@@ -122,9 +127,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def document(
-    report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None
-) -> dict[str, Any]:
+def document(report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None) -> dict[str, Any]:
     all_steps = steps(report.recording, baseline, diff)
     return {
         "steps": all_steps,

@@ -25,17 +25,37 @@ def _diff(diff: PlanDiff) -> list[str]:
     out.append("")
     d = diff
     rows = [
-        ["GPUs at desired", f"{d.gpus_desired.before:g}", f"{d.gpus_desired.after:g}",
-         fmt.signed(d.gpus_desired.change)],
+        [
+            "GPUs at desired",
+            f"{d.gpus_desired.before:g}",
+            f"{d.gpus_desired.after:g}",
+            fmt.signed(d.gpus_desired.change),
+        ],
         ["GPUs at max", f"{d.gpus_max.before:g}", f"{d.gpus_max.after:g}", fmt.signed(d.gpus_max.change)],
-        ["EFA fabric at desired", fmt.gbps(d.fabric_gbps_desired.before), fmt.gbps(d.fabric_gbps_desired.after),
-         fmt.signed(d.fabric_gbps_desired.change, " Gbit/s")],
-        ["$/h at desired", fmt.usd(d.usd_per_hour_desired.before), fmt.usd(d.usd_per_hour_desired.after),
-         fmt.signed_usd(d.usd_per_hour_desired.change)],
-        ["$/month at desired", fmt.usd(d.usd_per_month_desired.before), fmt.usd(d.usd_per_month_desired.after),
-         fmt.signed_usd(d.usd_per_month_desired.change)],
-        ["$/h at max", fmt.usd(d.usd_per_hour_max.before), fmt.usd(d.usd_per_hour_max.after),
-         fmt.signed_usd(d.usd_per_hour_max.change)],
+        [
+            "EFA fabric at desired",
+            fmt.gbps(d.fabric_gbps_desired.before),
+            fmt.gbps(d.fabric_gbps_desired.after),
+            fmt.signed(d.fabric_gbps_desired.change, " Gbit/s"),
+        ],
+        [
+            "$/h at desired",
+            fmt.usd(d.usd_per_hour_desired.before),
+            fmt.usd(d.usd_per_hour_desired.after),
+            fmt.signed_usd(d.usd_per_hour_desired.change),
+        ],
+        [
+            "$/month at desired",
+            fmt.usd(d.usd_per_month_desired.before),
+            fmt.usd(d.usd_per_month_desired.after),
+            fmt.signed_usd(d.usd_per_month_desired.change),
+        ],
+        [
+            "$/h at max",
+            fmt.usd(d.usd_per_hour_max.before),
+            fmt.usd(d.usd_per_hour_max.after),
+            fmt.signed_usd(d.usd_per_hour_max.change),
+        ],
     ]
     out += md_table(["", "before", "after", "change"], rows)
     out.append("")
@@ -82,11 +102,15 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
     out += ["### Storage", ""]
     for fs in s.file_systems:
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
-        line = (f"- FSx for Lustre `{fs.name}`: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
-                f"{', EFA' if fs.efa_enabled else ''}: **{fmt.mb_s(fs.throughput_mb_s)}** aggregate")
+        line = (
+            f"- FSx for Lustre `{fs.name}`: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
+            f"{', EFA' if fs.efa_enabled else ''}: **{fmt.mb_s(fs.throughput_mb_s)}** aggregate"
+        )
         if fs.coverage is not None:
-            line += (f"; demand {s.gpus_max} GPUs x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)} "
-                     f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})")
+            line += (
+                f"; demand {s.gpus_max} GPUs x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)} "
+                f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
+            )
         out.append(line)
     out.append(f"- S3 buckets: {s.bucket_count}")
     out.append("")

@@ -19,8 +19,17 @@ from trainstack.report.graph import Index, as_int, get
 from trainstack.report.summary import node_group_summary
 
 _DRAWN = {
-    graph.VPC, graph.SUBNET, graph.NAT_GATEWAY, graph.VPC_ENDPOINT, graph.EKS_CLUSTER, graph.NODE_GROUP,
-    graph.FSX_LUSTRE, *graph.S3_BUCKETS, graph.HELM_RELEASE, graph.HELM_CHART, graph.HYPERPOD_CLUSTER,
+    graph.VPC,
+    graph.SUBNET,
+    graph.NAT_GATEWAY,
+    graph.VPC_ENDPOINT,
+    graph.EKS_CLUSTER,
+    graph.NODE_GROUP,
+    graph.FSX_LUSTRE,
+    *graph.S3_BUCKETS,
+    graph.HELM_RELEASE,
+    graph.HELM_CHART,
+    graph.HYPERPOD_CLUSTER,
 }
 _CONTAINERS = {graph.VPC, graph.SUBNET}
 _IN_VPC = {graph.VPC_ENDPOINT, graph.NODE_GROUP, graph.HYPERPOD_CLUSTER}

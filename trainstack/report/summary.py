@@ -192,7 +192,9 @@ def _capacity(node_group: RecordedResource, launch_template: RecordedResource | 
     market = None
     if launch_template is not None:
         reservation = get(
-            launch_template.inputs, "capacityReservationSpecification", "capacityReservationTarget",
+            launch_template.inputs,
+            "capacityReservationSpecification",
+            "capacityReservationTarget",
             "capacityReservationId",
         )
         market = get(launch_template.inputs, "instanceMarketOptions", "marketType")

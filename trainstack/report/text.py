@@ -77,15 +77,30 @@ def compute_rows(report: Report) -> list[list[str]]:
 
 
 COMPUTE_HEADERS = (
-    "group", "instance", "nodes min/des/max", "GPUs des/max", "per node", "EFA", "fabric/node",
-    "fabric des/max", "placement group", "AZ", "capacity",
+    "group",
+    "instance",
+    "nodes min/des/max",
+    "GPUs des/max",
+    "per node",
+    "EFA",
+    "fabric/node",
+    "fabric des/max",
+    "placement group",
+    "AZ",
+    "capacity",
 )
 
 
 def cost_rows(report: Report) -> list[list[str]]:
     return [
-        [i.name, f"{i.quantity_desired:,g} / {i.quantity_max:,g} {i.unit}", fmt.unit_usd(i.unit_usd),
-         fmt.usd(i.usd_per_hour_desired), fmt.usd(i.usd_per_hour_max), i.date]
+        [
+            i.name,
+            f"{i.quantity_desired:,g} / {i.quantity_max:,g} {i.unit}",
+            fmt.unit_usd(i.unit_usd),
+            fmt.usd(i.usd_per_hour_desired),
+            fmt.usd(i.usd_per_hour_max),
+            i.date,
+        ]
         for i in sorted(report.cost.items, key=lambda i: i.usd_per_hour_max, reverse=True)
     ]
 
@@ -118,9 +133,7 @@ def resource_tree(resources: list[RecordedResource]) -> list[str]:
 
 def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
     lines = [style.heading(f"Diff against {diff.against}")]
-    lines.append(
-        f"  {len(diff.added)} to add, {len(diff.changed)} to change, {len(diff.removed)} to remove"
-    )
+    lines.append(f"  {len(diff.added)} to add, {len(diff.changed)} to change, {len(diff.removed)} to remove")
     for urn, _type in diff.added:
         lines.append(style.ok(f"  + {urn}"))
     for urn, _type in diff.removed:
@@ -195,10 +208,12 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
                     f"taint {', '.join(g.taints) or 'none'}"
                 )
             if g.efa_max and 0 < g.efa_interfaces < g.efa_max:
-                out.append(style.warn(
-                    f"  {g.name}: {g.efa_interfaces} of {g.efa_max} EFA interfaces configured; the fabric runs at "
-                    f"{g.efa_interfaces / g.efa_max:.0%} of {g.instance_type}'s bandwidth"
-                ))
+                out.append(
+                    style.warn(
+                        f"  {g.name}: {g.efa_interfaces} of {g.efa_max} EFA interfaces configured; the fabric runs at "
+                        f"{g.efa_interfaces / g.efa_max:.0%} of {g.instance_type}'s bandwidth"
+                    )
+                )
     else:
         out.append(style.dim("  no node groups recorded"))
     out.append("")
@@ -246,9 +261,11 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
                 f"({cost.hours_per_month:g} h)"
             )
         )
-        out.append(f"  GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
-                   f"{fmt.percent(cost.gpu_share_max)} at max; top items: "
-                   + ", ".join(i.name for i in cost.top(3) if i.usd_per_hour_desired or i.usd_per_hour_max))
+        out.append(
+            f"  GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
+            f"{fmt.percent(cost.gpu_share_max)} at max; top items: "
+            + ", ".join(i.name for i in cost.top(3) if i.usd_per_hour_desired or i.usd_per_hour_max)
+        )
     else:
         out.append(style.dim("  nothing recorded that the cost model prices"))
     for note in cost.notes:
