@@ -9,12 +9,14 @@ ARGS ?=
 .PHONY: plan test lint schema bench clean
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
-# installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11.
+# installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
+# compiled once here: the Pulumi SDKs are large, and interpreters that may not write .pyc files (as in CI)
+# would otherwise recompile them on every start.
 $(VENV)/.synced: pyproject.toml uv.lock
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; trainstack needs Python 3.11 (make PYTHON=/path/to/python3.11)" >&2; exit 2; }
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never .tools/bin/uv sync --frozen --quiet --python $(PYTHON)
+	UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never .tools/bin/uv sync --frozen --quiet --compile-bytecode --python $(PYTHON)
 	touch $@
 
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)

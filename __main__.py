@@ -21,7 +21,7 @@ from components.scheduling import Scheduling, SchedulingArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, HyperPodOrchestrator
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, HyperPodGroupRole, HyperPodOrchestrator
 
 try:
     cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
@@ -59,14 +59,24 @@ eks = EksCluster(
 pulumi.export("vpc_id", network.vpc_id)
 pulumi.export("private_subnet_ids", network.private_subnet_ids)
 pulumi.export("efa_security_group_id", network.efa_security_group_id)
+pulumi.export("workload_security_group_id", network.workload_security_group_id)
 pulumi.export("cluster_name", eks.cluster_name)
 pulumi.export("cluster_endpoint", eks.cluster_endpoint)
 pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
-# One GPU Operator release serves every NVIDIA group; groups whose image differs opt out per node.
-operator_ami_family = effective_ami_family(g.ami_family for g in cluster.gpu_node_groups)
+# HyperPod compute groups that join this EKS cluster get the EFA plugin, GPU Operator operands and queues too.
+hyperpod_eks_groups = (
+    cluster.sagemaker.hyperpod.groups(HyperPodGroupRole.COMPUTE)
+    if cluster.sagemaker.hyperpod.enabled and cluster.sagemaker.hyperpod.orchestrator is HyperPodOrchestrator.EKS
+    else []
+)
+hyperpod_nvidia = any(CATALOG[g.ec2_instance_type].accelerator is Accelerator.NVIDIA for g in hyperpod_eks_groups)
+# One GPU Operator release serves every NVIDIA node; groups whose image differs opt out per node.
+operator_ami_family = effective_ami_family(
+    (g.ami_family for g in cluster.gpu_node_groups), hyperpod_nvidia=hyperpod_nvidia
+)
 gpu_groups: dict[str, GpuNodeGroup] = {
     group.name: GpuNodeGroup(
         f"{cluster.name}-gpu-{group.name}",
@@ -104,7 +114,7 @@ pulumi.export(
 # Data: S3 datasets and checkpoints, FSx for Lustre in the GPU AZ.
 data = DataBuckets(
     f"{cluster.name}-data",
-    DataBucketsArgs(spec=cluster.storage.buckets, protect=cluster.protect_data),
+    DataBucketsArgs(spec=cluster.storage.buckets, region=cluster.region, protect=cluster.protect_data),
     opts=pulumi.ResourceOptions(provider=aws),
 )
 pulumi.export("datasets_bucket", data.datasets_bucket_name)
@@ -118,7 +128,11 @@ if cluster.storage.fsx.enabled:
             base_name=cluster.name,
             vpc_id=network.vpc_id,
             subnet_id=network.private_subnet_ids[cluster.gpu_availability_zone],
-            client_security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
+            client_security_group_ids=[
+                eks.cluster_security_group_id,
+                network.efa_security_group_id,
+                network.workload_security_group_id,
+            ],
             efa_security_group_id=network.efa_security_group_id,
             kms_key_arn=data.kms_key_arn,
             datasets_bucket_name=data.datasets_bucket_name,
@@ -134,19 +148,22 @@ if cluster.storage.fsx.enabled:
 k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider)
 k8s_spec = cluster.kubernetes
 device_plugins: list[pulumi.Resource] = []
-if any(CATALOG[g.instance_type].accelerator is Accelerator.NVIDIA for g in cluster.gpu_node_groups):
+if operator_ami_family is not None:
     gpu_operator = GpuOperator(
         f"{cluster.name}-gpu-operator",
         GpuOperatorArgs(
-            spec=k8s_spec.gpu_operator, ami_families=[g.ami_family for g in cluster.gpu_node_groups], after=[eks]
+            spec=k8s_spec.gpu_operator, ami_family=operator_ami_family, hyperpod_nodes=hyperpod_nvidia, after=[eks]
         ),
         opts=k8s_opts,
     )
     device_plugins.append(gpu_operator.release)
     pulumi.export("gpu_operator_values", gpu_operator.values)
-if any(g.efa_enabled for g in cluster.gpu_node_groups):
+hyperpod_efa_types = [g.instance_type for g in hyperpod_eks_groups if CATALOG[g.ec2_instance_type].supports_efa]
+if any(g.efa_enabled for g in cluster.gpu_node_groups) or hyperpod_efa_types:
     efa_plugin = EfaDevicePlugin(
-        f"{cluster.name}-efa-plugin", EfaDevicePluginArgs(spec=k8s_spec.efa_device_plugin, after=[eks]), opts=k8s_opts
+        f"{cluster.name}-efa-plugin",
+        EfaDevicePluginArgs(spec=k8s_spec.efa_device_plugin, hyperpod_instance_types=hyperpod_efa_types, after=[eks]),
+        opts=k8s_opts,
     )
     device_plugins.append(efa_plugin.release)
 neuron_groups = [g for g in cluster.gpu_node_groups if CATALOG[g.instance_type].accelerator is Accelerator.NEURON]
@@ -164,6 +181,7 @@ scheduling = Scheduling(
         training_operator=k8s_spec.training_operator,
         teams=k8s_spec.teams,
         node_groups=cluster.gpu_node_groups,
+        hyperpod_groups=hyperpod_eks_groups,
         cohort=cluster.name,
         after=[eks, *device_plugins],
     ),
@@ -224,10 +242,11 @@ if sagemaker_spec.hyperpod.enabled:
             region=cluster.region,
             subnet_ids=[gpu_subnet_id],
             # EKS-orchestrated nodes are cluster nodes: the cluster security group lets them reach the API
-            # endpoint and the control plane reach their kubelets, as for the GPU node groups.
+            # endpoint and the control plane reach their kubelets (and gives them egress), as for the GPU node
+            # groups. Slurm nodes get their egress (S3, endpoints, NAT, FSx) from the workload group.
             security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id]
             if hyperpod_on_eks
-            else [network.efa_security_group_id],
+            else [network.efa_security_group_id, network.workload_security_group_id],
             eks_cluster_arn=eks.cluster_arn if hyperpod_on_eks else None,
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
@@ -250,7 +269,7 @@ if sagemaker_spec.training_job_role:
             datasets_bucket_arn=data.datasets_bucket_arn,
             checkpoints_bucket_arn=data.checkpoints_bucket_arn,
             subnet_ids=[gpu_subnet_id],
-            security_group_ids=[network.efa_security_group_id],
+            security_group_ids=[network.efa_security_group_id, network.workload_security_group_id],
             fsx_arn=lustre.arn if lustre else None,
             kms_key_arn=data.kms_key_arn,
         ),

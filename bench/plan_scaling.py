@@ -109,6 +109,36 @@ def _signed(value: float) -> str:
     return f"{'-' if value < 0 else '+'} {abs(value):.2f}"
 
 
+FLAT = 0.10  # per-resource cost that moves less than this share from the smallest to the largest size is flat
+
+
+def findings(rows: Sequence[Row], fit: tuple[float, float, float], floor_fit: tuple[float, float, float]) -> list[str]:
+    """The prose under the table, every number taken from the measurements: how the plan compares with the floor,
+    whether time is linear in resources (by the fit), and how the cost per resource moves with size (a fit can
+    be linear to R² 0.99 while each resource gets dearer, so both are reported)."""
+    ratios = [r.plan_s / r.floor_s for r in rows]
+    first, last = rows[0], rows[-1]
+    plan_trend = last.plan_ms_per_resource / first.plan_ms_per_resource - 1
+    floor_trend = last.floor_ms_per_resource / first.floor_ms_per_resource - 1
+
+    def trend(change: float) -> str:
+        return "about flat" if abs(change) < FLAT else ("rising" if change > 0 else "falling")
+
+    verdict = "linear" if fit[2] >= LINEAR_R2 else "NOT linear"
+    return [
+        f"Per resource, a trainstack plan costs {min(ratios):.1f} to {max(ratios):.1f} times the SDK's floor "
+        f"(plan / floor column): the components' pure logic, pydantic specs and policy documents on top of bare "
+        "registrations.",
+        f"By the least-squares fit, plan time is {verdict} in resources (R² {fit[2]:.4f}, threshold {LINEAR_R2}): "
+        f"each added resource costs {fit[0] * 1000:.2f} ms, against {floor_fit[0] * 1000:.2f} ms for the floor "
+        f"(R² {floor_fit[2]:.4f}).",
+        f"The cost per resource is {trend(plan_trend)} for the plan: {first.plan_ms_per_resource:.2f} ms at "
+        f"{first.resources} resources, {last.plan_ms_per_resource:.2f} ms at {last.resources} ({plan_trend:+.0%}); "
+        f"the floor's is {trend(floor_trend)} ({first.floor_ms_per_resource:.2f} to "
+        f"{last.floor_ms_per_resource:.2f} ms, {floor_trend:+.0%}).",
+    ]
+
+
 def markdown(
     rows: Sequence[Row], fit: tuple[float, float, float], floor_fit: tuple[float, float, float], host: str, date: str
 ) -> str:
@@ -132,6 +162,8 @@ def markdown(
         "",
         f"Fit: plan seconds = {slope * 1000:.2f} ms x resources {_signed(intercept)} s (R² {r2:.4f}: {verdict}); "
         f"floor = {floor_fit[0] * 1000:.2f} ms x resources {_signed(floor_fit[1])} s (R² {floor_fit[2]:.4f}).",
+        "",
+        *findings(rows, fit, floor_fit),
     ]
     return "\n".join(lines)
 

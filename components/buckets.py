@@ -23,7 +23,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.naming import child_name
+from components.naming import aws_partition, child_name
 from stacks.schema import BucketsSpec
 
 BUCKET_ROLES = ("datasets", "checkpoints")
@@ -108,6 +108,8 @@ class DataBucketsArgs:
     """Spec (from the validated config) and wiring for `DataBuckets`."""
 
     spec: BucketsSpec
+    region: str
+    """The stack's region: the partition of the key policy's ARNs and the S3 endpoint of its ViaService."""
     protect: bool = False
     """Protect the buckets and the key against deletion (prod)."""
 
@@ -134,12 +136,10 @@ class DataBuckets(pulumi.ComponentResource):
         super().__init__("trainstack:storage:DataBuckets", name, None, opts)
         data = pulumi.ResourceOptions(parent=self, protect=args.protect)
 
-        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        key_policy = pulumi.Output.all(identity.account_id, partition.partition, region.region).apply(
-            lambda values: json.dumps(data_key_policy(*values))
-        )
+        # The account id is only known to AWS (one invoke); partition and region come from the stack's region.
+        partition = aws_partition(args.region)
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        key_policy = account_id.apply(lambda account: json.dumps(data_key_policy(account, partition, args.region)))
         self.key = aws.kms.Key(
             child_name(name, "key"),
             aws.kms.KeyArgs(

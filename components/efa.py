@@ -12,11 +12,14 @@ catalog's `max_efa_interfaces`:
 - EFA_PRIMARY (legacy, as pulumi-eks and terraform-aws-eks build it): an `efa` interface (EFA with ENA) as the
   primary on card 0, `efa-only` at device 0 of every other EFA card. It needs EFA on card 0.
 
-`efa-only` interfaces take no subnet IP; `interface` and `efa` take one each, which is why the ENA primary
-layout costs one IP per node while 32 `efa` interfaces per p5 can exhaust a subnet.
+`efa-only` interfaces take no subnet IP; `interface` and `efa` take one each. ENA_PRIMARY therefore costs one
+IP per node, while EFA_PRIMARY's single `efa` primary costs one too (its secondaries are `efa-only`); what
+exhausts subnets is the older habit of making every interface `efa`, which trainstack never builds.
 
-Card indices come from `InstanceType.efa_cards`, which is not always 0..n-1 (p6e-gb200 lists EFA on cards
-1, 5, 9, 13). Interfaces are attached only at launch: changing the layout replaces the nodes.
+Card indices come from `InstanceType.efa_cards`, which is not always 0..n-1 (p6-b300: cards 1-16, card 0 is
+ENA-only; p6e-gb200: 1, 5, 9, 13). Whether a layout fits a type is decided once, by
+`stacks.schema.efa_layout_problem`. Interfaces are attached only at launch: changing the layout replaces the
+nodes.
 
 No Pulumi import: the schema's rules, the plan and the policy pack can all use these functions.
 """
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from stacks.catalog import InstanceType
-from stacks.schema import EfaLayout
+from stacks.schema import EfaLayout, efa_layout_problem
 
 
 class InterfaceType(StrEnum):
@@ -56,33 +59,16 @@ class NetworkInterfaceSlot:
     def has_efa(self) -> bool:
         return self.interface_type in (InterfaceType.EFA, InterfaceType.EFA_ONLY)
 
-    @property
-    def uses_subnet_ip(self) -> bool:
-        """`efa-only` interfaces take no private IP from the subnet."""
-        return self.interface_type is not InterfaceType.EFA_ONLY
-
-
-def supports_layout(row: InstanceType, layout: EfaLayout) -> bool:
-    """Whether `layout` can be built on this type: EFA at all, and for EFA_PRIMARY, EFA on card 0."""
-    if not row.supports_efa:
-        return False
-    return layout is EfaLayout.ENA_PRIMARY or row.efa_cards[0] == 0
-
 
 def efa_interfaces(row: InstanceType, layout: EfaLayout) -> list[NetworkInterfaceSlot]:
     """The launch template's network interfaces for an EFA group of `row`, primary first.
 
-    Raises ValueError when the type has no EFA, or for EFA_PRIMARY when card 0 has no EFA (the primary must
-    sit on card 0, and an `efa` primary there would not be an EFA device).
+    Raises ValueError with `efa_layout_problem`'s message when the layout does not fit the type.
     """
-    if not row.supports_efa:
-        raise ValueError(f"{row.name} has no EFA")
-    cards = row.efa_cards
-    if len(cards) != row.max_efa_interfaces or len(set(cards)) != len(cards):
-        raise ValueError(f"{row.name}: efa_cards {cards} must be {row.max_efa_interfaces} distinct card indices")
+    if problem := efa_layout_problem(row, layout):
+        raise ValueError(problem)
+    cards = row.efa_cards  # distinct and within the type's network cards (checked by the catalog)
     if layout is EfaLayout.EFA_PRIMARY:
-        if cards[0] != 0:
-            raise ValueError(f"{row.name} has EFA on cards {list(cards)}, not card 0: use ena_primary")
         slots = [NetworkInterfaceSlot(0, 0, InterfaceType.EFA)]
         slots += [NetworkInterfaceSlot(card, 0, InterfaceType.EFA_ONLY) for card in cards[1:]]
         return slots
@@ -96,8 +82,3 @@ def efa_interfaces(row: InstanceType, layout: EfaLayout) -> list[NetworkInterfac
 def efa_interface_count(slots: list[NetworkInterfaceSlot]) -> int:
     """EFA devices a node gets from these interfaces (what the EFA device plugin advertises)."""
     return sum(1 for slot in slots if slot.has_efa)
-
-
-def subnet_ips_per_node(slots: list[NetworkInterfaceSlot]) -> int:
-    """Primary private IPs the interfaces take from the subnet per node (pod IPs come on top)."""
-    return sum(1 for slot in slots if slot.uses_subnet_ip)

@@ -7,8 +7,17 @@ back to TCP sockets. Three things the chart's defaults get wrong for a GPU clust
 - `nodeSelector: {}`: it would start on EFA-capable types launched without EFA and crash-loop with
   "No valid EFA devices found" (pain point 4; zalando-incubator/kubernetes-on-aws PR #8881);
 - `supportedInstanceLabels`: a required node affinity on a hard-coded instance-type list that lags new types
-  (p6 was missing until a chart bump, aws-ia/terraform-aws-eks-data-addons #53). We point that affinity at the
-  EFA node label instead, so the plugin runs exactly where EFA interfaces were attached.
+  (p6 was missing until a chart bump, aws-ia/terraform-aws-eks-data-addons #53).
+
+The chart turns every key of `supportedInstanceLabels.keys` into its own `nodeSelectorTerms` entry (terms are
+ORed), each `key In supportedInstanceLabels.values`. We use that for exactly two kinds of node:
+- trainstack GPU nodes launched with EFA interfaces: `vpc.amazonaws.com/efa.present In [true, ...]`;
+- SageMaker HyperPod nodes (EKS orchestrator) of EFA-capable types, which trainstack does not label:
+  `node.kubernetes.io/instance-type In [..., ml.p5.48xlarge]` (HyperPod attaches EFA on every EFA-capable
+  type; AWS's own HyperPod dependencies chart selects its EFA plugin the same way).
+Both terms share one value list, so each also lists the other's values; neither can match them (no instance
+type is called `true`, and the EFA label is never an instance-type name). No `nodeSelector`: it would be ANDed
+with both terms and keep the plugin off HyperPod nodes.
 """
 
 from __future__ import annotations
@@ -20,7 +29,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import EFA_NODE_LABEL, GPU_TAINT_KEY, NEURON_TAINT_KEY, toleration
+from components.k8s_common import (
+    EFA_NODE_LABEL,
+    GPU_TAINT_KEY,
+    INSTANCE_TYPE_LABEL,
+    NEURON_TAINT_KEY,
+    hyperpod_health_toleration,
+    toleration,
+)
 from components.naming import child_name
 from stacks.schema import EfaDevicePluginSpec
 
@@ -29,16 +45,17 @@ REPOSITORY = "https://aws.github.io/eks-charts"
 NAMESPACE = "kube-system"  # the chart README installs it there; system-node-critical needs no quota
 
 
-def efa_device_plugin_values() -> dict[str, Any]:
-    """Helm values: run only on EFA nodes, tolerate the GPU and Neuron taints."""
-    efa_only = {EFA_NODE_LABEL: "true"}
-    return {
-        "nodeSelector": efa_only,
-        # The chart turns every key into a required `In` affinity term; keyed on the EFA label it agrees with
-        # the node selector and no longer depends on the chart's instance-type list.
-        "supportedInstanceLabels": {"keys": [EFA_NODE_LABEL], "values": ["true"]},
-        "tolerations": [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY)],
-    }
+def efa_device_plugin_values(hyperpod_instance_types: Sequence[str] = ()) -> dict[str, Any]:
+    """Helm values: run on trainstack's EFA nodes and on HyperPod nodes of the given EFA-capable ml.* types,
+    tolerating the GPU and Neuron taints (and HyperPod's deep-health-check taint when HyperPod nodes exist)."""
+    keys = [EFA_NODE_LABEL]
+    values = ["true"]
+    tolerations = [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY)]
+    if hyperpod_instance_types:
+        keys.append(INSTANCE_TYPE_LABEL)
+        values += sorted(set(hyperpod_instance_types))
+        tolerations.append(hyperpod_health_toleration())
+    return {"supportedInstanceLabels": {"keys": keys, "values": values}, "tolerations": tolerations}
 
 
 @dataclass
@@ -46,6 +63,8 @@ class EfaDevicePluginArgs:
     """Spec (the pinned chart version) and what must exist first."""
 
     spec: EfaDevicePluginSpec
+    hyperpod_instance_types: Sequence[str] = ()
+    """EFA-capable ml.* instance types of SageMaker HyperPod groups joined to the cluster (EKS orchestrator)."""
     after: Sequence[pulumi.Resource] = field(default_factory=list)
     """What must exist first (the cluster and its system nodes)."""
 
@@ -60,7 +79,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:EfaDevicePlugin", name, None, opts)
-        self.values = efa_device_plugin_values()
+        self.values = efa_device_plugin_values(args.hyperpod_instance_types)
         self.release = k8s.helm.v3.Release(
             child_name(name, "release"),
             k8s.helm.v3.ReleaseArgs(

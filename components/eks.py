@@ -16,7 +16,10 @@
   create grants for EC2. That role must exist when the key is created (KMS refuses a policy naming a missing
   principal): an account that never had an Auto Scaling group needs
   `aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com` once.
-- A Kubernetes provider built from the cluster's endpoint and CA with an `aws eks get-token` exec config.
+- A Kubernetes provider built from the cluster's endpoint and CA with an `aws eks get-token` exec config. It
+  depends on the admin access entries and policy associations: the creator gets no implicit admin, so the
+  identity running `pulumi up` must be (or assume) one of `eks.admin_role_arns`, and with a private-only
+  endpoint `pulumi up` must run from inside the VPC (or over a VPN / bastion) to reach the API.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.naming import child_name, physical_name, resource_tags
-from components.pod_identity import PodIdentityRole, aws_partition, managed_policy_arn, pod_identity_role
+from components.naming import aws_partition, child_name, physical_name, resource_tags
+from components.pod_identity import PodIdentityRole, managed_policy_arn, pod_identity_role
 from stacks.schema import EksSpec
 
 # Managed policies. Sources: EKS User Guide "Amazon EKS node IAM role" (worker node, ECR pull-only, SSM),
@@ -394,13 +397,16 @@ class EksCluster(pulumi.ComponentResource):
 
         # --------------------------------------------------------------------------- admin access
         admin_policy_arn = f"arn:{partition}:eks::aws:cluster-access-policy/{CLUSTER_ADMIN_ACCESS_POLICY}"
+        # The creator gets no implicit admin (bootstrap off), so the deployer's Kubernetes access exists only once
+        # these are in place: the Kubernetes provider waits for them (below).
+        admin_access: list[pulumi.Resource] = []
         for key_part, role_arn in zip(access_entry_keys(spec.admin_role_arns), spec.admin_role_arns, strict=True):
             entry = aws.eks.AccessEntry(
                 child_name(name, "admin", key_part),
                 aws.eks.AccessEntryArgs(cluster_name=cluster.name, principal_arn=role_arn, type="STANDARD"),
                 opts=child,
             )
-            aws.eks.AccessPolicyAssociation(
+            association = aws.eks.AccessPolicyAssociation(
                 child_name(name, "admin", key_part, "policy"),
                 aws.eks.AccessPolicyAssociationArgs(
                     cluster_name=cluster.name,
@@ -410,6 +416,7 @@ class EksCluster(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+            admin_access += [entry, association]
 
         # -------------------------------------------------------------------------------- OIDC
         self.oidc_issuer_url = cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
@@ -540,10 +547,12 @@ class EksCluster(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, self.cluster_certificate_authority).apply(
             lambda v: json.dumps(kubeconfig(v[0], v[1], v[2], args.region))
         )
+        # Every Kubernetes object waits for the admin access entries and their policy associations: without
+        # them the first `pulumi up` races them and the API answers Unauthorized.
         self.k8s_provider = k8s.Provider(
             child_name(name, "k8s"),
             k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=admin_access),
         )
 
         self.register_outputs(

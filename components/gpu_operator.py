@@ -1,31 +1,32 @@
 """The NVIDIA GPU Operator: Helm values per AMI family (pure) and the component that installs the chart.
 
 What the operator may own depends on the node image (EKS user guide; awsdocs/amazon-eks-user-guide PR #1143;
-NVIDIA/gpu-operator #686, #2060):
-- EKS AL2023 NVIDIA AMI (x86_64 or ARM_64): the AMI ships the driver and the container toolkit, so the
-  operator's driver and toolkit are off; the operator runs the device plugin, GFD, DCGM exporter and (with MIG)
-  the MIG manager.
-- EKS Bottlerocket NVIDIA AMI (x86_64 or ARM_64): the image also runs its own device plugin, so driver, toolkit
-  AND device plugin are off.
-- Any other (custom) image: the operator owns the driver and the toolkit too.
+NVIDIA/gpu-operator #686, #2060). Every AMI family trainstack builds is an EKS accelerated NVIDIA AMI (or
+Neuron, which the operator does not serve), and every one ships the NVIDIA driver and container toolkit, so
+the operator's driver and toolkit are always off:
+- EKS AL2023 NVIDIA AMI (x86_64 or ARM_64): the operator runs the device plugin, GFD, DCGM exporter and (with
+  MIG) the MIG manager.
+- EKS Bottlerocket NVIDIA AMI (x86_64 or ARM_64): the image also runs its own device plugin, so the operator's
+  device plugin is off too.
+SageMaker HyperPod nodes (EKS orchestrator) run HyperPod's accelerated AMI, which also ships the driver and
+toolkit; they count as AL2023 here. Their operands tolerate HyperPod's deep-health-check taint.
 
-A cluster mixing families gets one release (`effective_ami_family`): the operator's driver and toolkit stay
-off as soon as one group runs an EKS NVIDIA AMI (a driver container on those nodes would fight the AMI's
-driver); the device plugin is off only when every NVIDIA group is Bottlerocket. In a mixed AL2023 +
-Bottlerocket cluster the Bottlerocket nodes opt out of the operator's device plugin with the per-node labels
-from `operand_opt_out_labels` (the operator honours `nvidia.com/gpu.deploy.<operand>=false`).
+A cluster mixing families gets one release (`effective_ami_family`): the device plugin is off only when every
+NVIDIA group is Bottlerocket. In a mixed AL2023 + Bottlerocket cluster the Bottlerocket nodes opt out of the
+operator's device plugin with the per-node labels from `operand_opt_out_labels` (the operator honours
+`nvidia.com/gpu.deploy.<operand>=false`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import GPU_TAINT_KEY, toleration
+from components.k8s_common import GPU_TAINT_KEY, hyperpod_health_toleration, toleration
 from components.naming import child_name
 from stacks.catalog import Accelerator
 from stacks.schema import AmiFamily, GpuOperatorSpec, MigStrategy
@@ -34,81 +35,77 @@ CHART = "gpu-operator"
 REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"  # NVIDIA GPU Operator install guide (NGC Helm repository)
 NAMESPACE = "gpu-operator"
 
-CUSTOM_AMI = "CUSTOM"  # any image that does not ship the NVIDIA driver: the operator owns the driver
 
-# Every EKS NVIDIA AMI, x86_64 and ARM_64 (Grace) alike, ships the driver and the container toolkit.
-_EKS_NVIDIA_AMIS = frozenset(f for f in AmiFamily if f.accelerator is Accelerator.NVIDIA)
-
-
-def _bottlerocket(family: AmiFamily | str | None) -> bool:
-    return family in _EKS_NVIDIA_AMIS and AmiFamily(family).bottlerocket
-
-
-def gpu_operator_values(ami_family: AmiFamily | str, mig_strategy: MigStrategy, dcgm_exporter: bool) -> dict[str, Any]:
-    """Helm values for the gpu-operator chart on nodes of `ami_family`.
+def gpu_operator_values(
+    ami_family: AmiFamily, mig_strategy: MigStrategy, dcgm_exporter: bool, *, hyperpod_nodes: bool = False
+) -> dict[str, Any]:
+    """Helm values for the gpu-operator chart on nodes of `ami_family` (and HyperPod nodes, when asked).
 
     Keys follow the chart's `deployments/gpu-operator/values.yaml` (NVIDIA/gpu-operator): `driver.enabled`,
     `toolkit.enabled`, `devicePlugin.enabled`, `dcgmExporter.enabled`, `gfd.enabled`, `migManager.enabled`,
     `mig.strategy`, `daemonsets.tolerations`, `node-feature-discovery.worker.tolerations`.
     """
-    if ami_family == AmiFamily.AL2023_NEURON:
+    if ami_family.accelerator is not Accelerator.NVIDIA:
         raise ValueError("the NVIDIA GPU Operator does not serve Neuron (Trainium) nodes")
-    eks_ami = ami_family in _EKS_NVIDIA_AMIS
-    bottlerocket = _bottlerocket(ami_family)
-    gpu_taint = [toleration(GPU_TAINT_KEY)]
+    tolerations = [toleration(GPU_TAINT_KEY)]
+    if hyperpod_nodes:
+        tolerations.append(hyperpod_health_toleration())
     return {
         "operator": {"defaultRuntime": "containerd"},  # EKS AMIs run containerd
-        "driver": {"enabled": not eks_ami},
-        "toolkit": {"enabled": not eks_ami},
-        "devicePlugin": {"enabled": not bottlerocket},
+        # Every EKS NVIDIA AMI ships the driver and toolkit; an operator driver container would fight them.
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "devicePlugin": {"enabled": not ami_family.bottlerocket},
         "dcgmExporter": {"enabled": dcgm_exporter},
         "gfd": {"enabled": True},
         "mig": {"strategy": mig_strategy.value},
         "migManager": {"enabled": mig_strategy is not MigStrategy.NONE},
         # Operands select GPU nodes by the nvidia.com/gpu.present label the operator sets from NFD's PCI
         # labels, so they need the GPU taint tolerated but no extra node selector.
-        "daemonsets": {"tolerations": gpu_taint},
+        "daemonsets": {"tolerations": tolerations},
         # NFD's worker must reach the tainted GPU nodes to label them in the first place.
-        "node-feature-discovery": {"worker": {"tolerations": gpu_taint}},
+        "node-feature-discovery": {"worker": {"tolerations": tolerations}},
     }
 
 
-def effective_ami_family(families: Iterable[AmiFamily | str]) -> AmiFamily | str | None:
-    """The one AMI family the cluster-wide release is configured for, or None without NVIDIA groups.
+def effective_ami_family(families: Iterable[AmiFamily], *, hyperpod_nvidia: bool = False) -> AmiFamily | None:
+    """The one AMI family the cluster-wide release is configured for, or None without NVIDIA nodes.
 
-    The values depend on the image (EKS NVIDIA or custom, Bottlerocket or not), never on the CPU architecture:
-    the operator's images are multi-arch, so x86_64 and Grace (ARM_64) groups share one release.
+    The values depend on the image (Bottlerocket or not), never on the CPU architecture: the operator's images
+    are multi-arch, so x86_64 and Grace (ARM_64) groups share one release. HyperPod NVIDIA nodes run
+    HyperPod's accelerated AMI, which ships the driver and toolkit and no device plugin: they count as AL2023.
     """
-    nvidia = [f for f in families if f != AmiFamily.AL2023_NEURON]
+    nvidia = {f for f in families if f.accelerator is Accelerator.NVIDIA}
+    if hyperpod_nvidia:
+        nvidia.add(AmiFamily.AL2023_NVIDIA)
     if not nvidia:
         return None
-    if len(set(nvidia)) == 1:
-        return nvidia[0]
-    if all(_bottlerocket(f) for f in nvidia):
-        return AmiFamily.BOTTLEROCKET_NVIDIA
-    if any(f in _EKS_NVIDIA_AMIS for f in nvidia):
-        return AmiFamily.AL2023_NVIDIA
-    return CUSTOM_AMI
+    if len(nvidia) == 1:
+        return next(iter(nvidia))
+    return AmiFamily.BOTTLEROCKET_NVIDIA if all(f.bottlerocket for f in nvidia) else AmiFamily.AL2023_NVIDIA
 
 
-def operand_opt_out_labels(ami_family: AmiFamily | str, cluster_family: AmiFamily | str | None) -> dict[str, str]:
+def operand_opt_out_labels(ami_family: AmiFamily, cluster_family: AmiFamily | None) -> dict[str, str]:
     """Node labels that keep the operator's operands off a node whose image already provides them.
 
     Only needed where the cluster-wide release enables an operand the node's image ships itself: a
     Bottlerocket group in a cluster configured for AL2023 opts out of the device plugin.
     """
-    if _bottlerocket(ami_family) and not _bottlerocket(cluster_family):
+    if ami_family.bottlerocket and not (cluster_family is not None and cluster_family.bottlerocket):
         return {"nvidia.com/gpu.deploy.device-plugin": "false"}
     return {}
 
 
 @dataclass
 class GpuOperatorArgs:
-    """Spec (which chart, MIG, DCGM) and the AMI families of the cluster's NVIDIA node groups."""
+    """Spec (which chart, MIG, DCGM) and the cluster's one NVIDIA AMI family (`effective_ami_family`)."""
 
     spec: GpuOperatorSpec
-    ami_families: Sequence[AmiFamily | str]
-    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    ami_family: AmiFamily
+    """The family the release is configured for; the composition root computes it once for labels and values."""
+    hyperpod_nodes: bool = False
+    """Whether SageMaker HyperPod NVIDIA nodes join the cluster (their operands tolerate HyperPod's health taint)."""
+    after: list[pulumi.Resource] = field(default_factory=list)
     """What must exist first (the cluster and its system nodes, which run the operator)."""
 
 
@@ -124,10 +121,9 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:GpuOperator", name, None, opts)
-        family = effective_ami_family(args.ami_families)
-        if family is None:
-            raise ValueError("GpuOperator needs at least one NVIDIA node group")
-        self.values = gpu_operator_values(family, args.spec.mig_strategy, args.spec.dcgm_exporter)
+        self.values = gpu_operator_values(
+            args.ami_family, args.spec.mig_strategy, args.spec.dcgm_exporter, hyperpod_nodes=args.hyperpod_nodes
+        )
         self.namespace = k8s.core.v1.Namespace(
             child_name(name, "ns"),
             metadata=k8s.meta.v1.ObjectMetaArgs(

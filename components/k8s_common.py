@@ -1,15 +1,35 @@
 """Kubernetes names the GPU platform components agree on: labels, taints, extended resources, tolerations.
 
 Pure data and pure functions, no resources. The GPU node groups put `NODE_GROUP_LABEL` (and, on EFA groups,
-`EFA_NODE_LABEL`) on their nodes and taint them with `GPU_TAINT_KEY` or `NEURON_TAINT_KEY`; everything that
-must run there (operators' daemonsets, the EFA plugin, queued jobs) tolerates those taints from here.
+`EFA_NODE_LABEL`) on their nodes and taint them with their device resource name (`GPU_TAINT_KEY` or
+`NEURON_TAINT_KEY`); everything that must run there (operators' daemonsets, the EFA plugin, queued jobs)
+tolerates those taints from here. SageMaker HyperPod nodes (EKS orchestrator) carry HyperPod's own labels and,
+during deep health checks, HyperPod's health taint.
 """
 
 from __future__ import annotations
 
-from components.gpu_nodes import EFA_PRESENT_LABEL
-from components.gpu_nodes import NODE_GROUP_LABEL as NODE_GROUP_LABEL  # one source, re-exported
-from stacks.catalog import CATALOG, Accelerator
+from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator
+from stacks.schema import EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL
+
+__all__ = [
+    "EFA_NODE_LABEL",
+    "EFA_RESOURCE",
+    "GPU_TAINT_KEY",
+    "HYPERPOD_COMPUTE_TYPE_LABEL",
+    "HYPERPOD_HEALTH_LABEL",
+    "HYPERPOD_INSTANCE_GROUP_LABEL",
+    "HYPERPOD_SCHEDULABLE",
+    "INSTANCE_TYPE_LABEL",
+    "KUEUE_QUEUE_LABEL",
+    "NEURON_TAINT_KEY",
+    "NODE_GROUP_LABEL",
+    "TEAM_LABEL",
+    "Toleration",
+    "hyperpod_health_toleration",
+    "taint_key",
+    "toleration",
+]
 
 TEAM_LABEL = "trainstack.io/team"
 # The label EFA nodes carry (set by the GPU node groups); the EFA plugin selects on it instead of an
@@ -17,9 +37,21 @@ TEAM_LABEL = "trainstack.io/team"
 EFA_NODE_LABEL = EFA_PRESENT_LABEL
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the extended resource the EFA device plugin advertises
 # The node groups taint accelerator nodes with their device resource name (components/gpu_nodes.node_taint).
-GPU_TAINT_KEY = "nvidia.com/gpu"
-NEURON_TAINT_KEY = "aws.amazon.com/neuron"
+GPU_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NVIDIA]
+NEURON_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NEURON]
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's label that puts a job in a LocalQueue
+
+# SageMaker HyperPod (EKS orchestrator) node labels. `compute-type: hyperpod` and `instance-group-name` are not
+# in AWS's reference pages we could find; they are what the HyperPod training operator's add-on pods select on
+# and what AWS and community HyperPod EKS tooling filter nodes by (aws-samples and awslabs HyperPod repos).
+# `node-health-status` is documented (SageMaker developer guide, "Resilience-related Kubernetes labels by
+# SageMaker HyperPod": Schedulable, Unschedulable, UnschedulablePendingReplacement, UnschedulablePendingReboot).
+# HyperPod nodes also carry the well-known instance-type label with the ml.* name (ml.p5.48xlarge): the
+# HyperPod dependencies chart (aws/sagemaker-hyperpod-cli helm_chart) selects its device plugins on it.
+HYPERPOD_COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
+HYPERPOD_INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+HYPERPOD_SCHEDULABLE = "Schedulable"
 
 Toleration = dict[str, str]
 
@@ -29,11 +61,11 @@ def toleration(key: str) -> Toleration:
     return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
 
 
-def accelerator_tolerations(*accelerators: Accelerator) -> list[Toleration]:
-    """Tolerations for the taints of the given accelerator families, GPU first, without duplicates."""
-    keys = {Accelerator.NVIDIA: GPU_TAINT_KEY, Accelerator.NEURON: NEURON_TAINT_KEY}
-    wanted = accelerators or tuple(Accelerator)
-    return [toleration(keys[a]) for a in Accelerator if a in wanted]
+def hyperpod_health_toleration() -> Toleration:
+    """HyperPod taints a node `sagemaker.amazonaws.com/node-health-status=Unschedulable:NoSchedule` while its deep
+    health checks run (SageMaker developer guide, HyperPod EKS prerequisites); device plugins must tolerate it
+    or the checks never see the node's GPUs and EFA devices (aws/sagemaker-hyperpod-cli helm_chart README)."""
+    return {"key": HYPERPOD_HEALTH_LABEL, "operator": "Equal", "value": "Unschedulable", "effect": "NoSchedule"}
 
 
 def taint_key(instance_type: str) -> str:

@@ -19,7 +19,7 @@ Facts (checked for this module):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
@@ -71,7 +71,8 @@ class LustreFileSystemArgs:
     subnet_id: pulumi.Input[str]
     """The private subnet in the GPU node groups' AZ."""
     client_security_group_ids: Sequence[pulumi.Input[str]]
-    """Security groups of the Lustre clients (EKS cluster security group, node groups' groups)."""
+    """Security groups of the Lustre clients (EKS cluster security group, the EFA group, the workload group of
+    SageMaker jobs and Slurm HyperPod nodes)."""
     kms_key_arn: pulumi.Input[str]
     """Customer-managed key for persistent types (SCRATCH_2 is encrypted with an AWS-owned key)."""
     datasets_bucket_name: pulumi.Input[str]
@@ -79,7 +80,6 @@ class LustreFileSystemArgs:
     """The GPU nodes' EFA security group (all traffic to and from itself); required when spec.efa_enabled."""
     protect: bool = False
     """Prod: protect and retain the file system (and its DRA) on delete; take a final backup."""
-    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
 
 
 class LustreFileSystem(pulumi.ComponentResource):
@@ -159,7 +159,7 @@ class LustreFileSystem(pulumi.ComponentResource):
             # FSx checks the group's rules at creation: create them first (aws-parallelcluster #6181 race).
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[*rules, *args.depends_on],
+                depends_on=rules,
                 protect=args.protect,
                 retain_on_delete=args.protect,
             ),

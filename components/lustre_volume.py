@@ -1,5 +1,5 @@
-"""The Kubernetes side of FSx for Lustre: the FSx CSI driver add-on with its Pod Identity role, and a statically
-provisioned PersistentVolume + PersistentVolumeClaim in each team namespace.
+"""The Kubernetes side of FSx for Lustre: the FSx CSI driver add-on, and a statically provisioned
+PersistentVolume + PersistentVolumeClaim in each team namespace.
 
 One PV per namespace: a PersistentVolume binds to exactly one PersistentVolumeClaim, and a claim lives in
 one namespace, so one PV cannot serve several teams. Each team gets its own PV (cluster-scoped, named after
@@ -8,11 +8,16 @@ pre-bound to that team's claim through `claimRef`, so no other claim can take it
 attachable (no VolumeAttachment), so several PVs naming one file system mount independently. Reclaim policy
 Retain: deleting a claim or a PV never touches the data.
 
+No IAM role for the driver. Its AWS permissions exist "to create/delete file systems and volumes on the user's
+behalf" (kubernetes-sigs/aws-fsx-csi-driver, docs/install.md: fsx:CreateFileSystem, DeleteFileSystem,
+DescribeFileSystems, UpdateFileSystem, TagResource), i.e. for dynamic provisioning and expansion through a
+StorageClass. trainstack provisions statically only (no StorageClass; `storageClassName: ""`): mounting a static
+volume is a Lustre mount on the node from `dnsname` and `mountname` and calls no AWS API. The AmazonFSxFullAccess
+policy the EKS guide suggests would let the controller delete every file system in the account, for nothing.
+
 Facts: driver name `fsx.csi.aws.com`, volume attributes `dnsname` and `mountname`, mount option `flock`
 (kubernetes-sigs/aws-fsx-csi-driver, examples/kubernetes/static_provisioning). EKS add-on name
-`aws-fsx-csi-driver`; its controller runs as `kube-system/fsx-csi-controller-sa` and AWS documents the
-`AmazonFSxFullAccess` managed policy for it; the add-on authenticates with EKS Pod Identity (EKS User Guide,
-"Deploy the FSx for Lustre driver"). Static volumes need no AWS call; the role serves dynamic provisioning.
+`aws-fsx-csi-driver` (EKS User Guide, "Deploy the FSx for Lustre driver").
 """
 
 from __future__ import annotations
@@ -26,13 +31,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.naming import child_name
-from components.pod_identity import managed_policy_arn, pod_identity_role
 
 ADDON_NAME = "aws-fsx-csi-driver"
 CSI_DRIVER = "fsx.csi.aws.com"
-CONTROLLER_NAMESPACE = "kube-system"
-CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
-CONTROLLER_POLICY = "AmazonFSxFullAccess"
 MOUNT_OPTIONS = ("flock",)  # POSIX locks across clients (training frameworks lock checkpoint files)
 CLAIM_NAME = "fsx-lustre"  # the same claim name in every team namespace, so job specs are portable
 
@@ -90,9 +91,9 @@ class LustreVolumeArgs:
 
 
 class LustreVolume(pulumi.ComponentResource):
-    """The FSx CSI driver add-on (with its Pod Identity role) and one PV + PVC per team namespace.
+    """The FSx CSI driver add-on (no IAM role: static volumes only) and one PV + PVC per team namespace.
 
-    Children: `<name>-csi-identity` (PodIdentityRole), `<name>-csi-addon`, and per namespace
+    Children: `<name>-csi-addon`, and per namespace
     `<name>-pv-<namespace>` and `<name>-pvc-<namespace>`. Pass `providers=` with the AWS and the Kubernetes
     providers; children inherit them.
     """
@@ -111,14 +112,6 @@ class LustreVolume(pulumi.ComponentResource):
         if len(set(args.namespaces)) != len(args.namespaces):
             raise ValueError(f"{name}: namespaces has duplicates: {list(args.namespaces)}")
 
-        identity = pod_identity_role(
-            child_name(name, "csi-identity"),
-            cluster_name=args.cluster_name,
-            namespace=CONTROLLER_NAMESPACE,
-            service_account=CONTROLLER_SERVICE_ACCOUNT,
-            policy_arns=[managed_policy_arn(CONTROLLER_POLICY)],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
         self.addon = aws.eks.Addon(
             child_name(name, "csi-addon"),
             aws.eks.AddonArgs(
@@ -128,9 +121,9 @@ class LustreVolume(pulumi.ComponentResource):
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
             ),
-            # The controller starts with working credentials (the association exists first) and on nodes
-            # (callers pass the system node group in depends_on: an add-on without nodes never turns ACTIVE).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity, *args.depends_on]),
+            # Static volumes only, so no Pod Identity role (module docstring). Callers pass the system node group
+            # in depends_on: an add-on without nodes never turns ACTIVE.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
         )
 
         self.claims = {}

@@ -19,6 +19,19 @@ REQUIRED_TAGS = (PROJECT_TAG, ENV_TAG, COST_CENTER_TAG, OWNER_TAG)
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
+def aws_partition(region: str) -> str:
+    """The ARN partition of a region: `aws-cn` for China, `aws-us-gov` for GovCloud, else `aws`.
+
+    Every component derives the partition from the stack's region with this function, never from a data source
+    and never as a literal, so ARNs are right in every partition and known while the program runs.
+    """
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
 def child_name(parent: str, *parts: str | int) -> str:
     """The logical name of a component's child: the parent's name and the parts, joined by dashes."""
     return "-".join([parent, *(str(p) for p in parts if str(p) != "")])

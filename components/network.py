@@ -3,7 +3,8 @@
 Builds the VPC (DNS support and hostnames on), one private and one public subnet per AZ carved from the VPC
 CIDR by `carve_subnets`, an internet gateway, NAT gateways (one, or one per AZ), route tables, an S3 gateway
 endpoint on the private route tables, optional interface endpoints for private clusters, VPC flow logs to
-CloudWatch, and the EFA security group that allows all traffic to and from itself.
+CloudWatch, the EFA security group that allows all traffic to and from itself, and an egress-only workload
+security group for SageMaker jobs and Slurm HyperPod nodes.
 """
 
 from __future__ import annotations
@@ -16,20 +17,33 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from components.naming import child_name, physical_name
-from components.pod_identity import aws_partition
+from components.naming import aws_partition, child_name, physical_name
 from stacks.schema import NatGateways, NetworkSpec
 
 Tier = Literal["private", "public"]
 
 # Interface endpoints private nodes need to pull images (ECR api + dkr; layers come through the S3 gateway
-# endpoint), get tokens (STS), call EC2 (vpc-cni), ship logs (CloudWatch Logs), register with SSM, and get
-# EKS Pod Identity credentials (eks-auth: the Pod Identity agent calls AssumeRoleForPodIdentity there; vpc-cni
-# and the EBS/FSx CSI drivers get their AWS permissions that way).
-# Sources: EKS User Guide, "Deploy private clusters with limited internet access" (private-clusters.html) and
-# "Set up the Amazon EKS Pod Identity Agent" (com.amazonaws.<region>.eks-auth for nodes in private subnets).
-INTERFACE_ENDPOINT_SERVICES: tuple[str, ...] = ("ecr.api", "ecr.dkr", "sts", "ec2", "logs", "ssm", "eks-auth")
+# endpoint), get tokens (STS), call EC2 (vpc-cni), ship logs (CloudWatch Logs), be managed through Systems
+# Manager (ssm, plus ssmmessages for Session Manager's data channel and ec2messages, which SSM Agent uses for
+# Run Command where ssmmessages is not used), and get EKS Pod Identity credentials (eks-auth: the Pod Identity
+# agent calls AssumeRoleForPodIdentity there; vpc-cni and the EBS CSI driver get their AWS permissions that way).
+# Sources: EKS User Guide, "Deploy private clusters with limited internet access" (private-clusters.html),
+# "Set up the Amazon EKS Pod Identity Agent" (com.amazonaws.<region>.eks-auth for nodes in private subnets),
+# and Systems Manager User Guide, "Improve the security of EC2 instances by using VPC endpoints for Systems
+# Manager" (ssm, ssmmessages, ec2messages).
+INTERFACE_ENDPOINT_SERVICES: tuple[str, ...] = (
+    "ecr.api",
+    "ecr.dkr",
+    "sts",
+    "ec2",
+    "logs",
+    "ssm",
+    "ssmmessages",
+    "ec2messages",
+    "eks-auth",
+)
 HTTPS_PORT = 443  # interface endpoints answer on HTTPS only
+ANYWHERE_IPV4 = "0.0.0.0/0"
 
 # Subnet role tags the AWS Load Balancer Controller uses to pick subnets (EKS User Guide, network-load-balancing).
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
@@ -115,7 +129,7 @@ class NetworkArgs:
 
 
 class Network(pulumi.ComponentResource):
-    """VPC, subnets, NAT, endpoints, flow logs and the EFA security group."""
+    """VPC, subnets, NAT, endpoints, flow logs, the EFA security group and the workload security group."""
 
     vpc_id: pulumi.Output[str]
     """ID of the VPC."""
@@ -125,14 +139,15 @@ class Network(pulumi.ComponentResource):
     """Private subnet IDs keyed by AZ: nodes, pods, EFA interfaces, interface endpoints."""
     public_subnet_ids: dict[str, pulumi.Output[str]]
     """Public subnet IDs keyed by AZ: NAT gateways and internet-facing load balancers."""
-    private_subnet_cidrs: dict[str, str]
-    """Private subnet CIDRs keyed by AZ."""
     private_route_table_ids: dict[str, pulumi.Output[str]]
     """Private route table IDs keyed by AZ."""
     nat_gateway_ids: dict[str, pulumi.Output[str]]
     """NAT gateway IDs keyed by the AZ they live in."""
     efa_security_group_id: pulumi.Output[str]
     """The security group that allows all traffic to and from itself (EFA needs both directions)."""
+    workload_security_group_id: pulumi.Output[str]
+    """Egress-only group (all IPv4 egress, no ingress) for workloads that carry no EKS cluster security group:
+    Slurm HyperPod nodes and SageMaker training jobs; FSx for Lustre admits it as a client."""
     endpoint_security_group_id: pulumi.Output[str] | None
     """Security group of the interface endpoints (HTTPS from the VPC), when they exist."""
     flow_log_group_name: pulumi.Output[str]
@@ -175,7 +190,6 @@ class Network(pulumi.ComponentResource):
         azs = list(spec.availability_zones)
         self.private_subnet_ids = {az: subnets[("private", az)].id for az in azs}
         self.public_subnet_ids = {az: subnets[("public", az)].id for az in azs}
-        self.private_subnet_cidrs = {p.availability_zone: p.cidr for p in plans if p.tier == "private"}
 
         # Public side: internet gateway and one public route table for every public subnet.
         igw = aws.ec2.InternetGateway(
@@ -190,7 +204,7 @@ class Network(pulumi.ComponentResource):
         )
         aws.ec2.Route(
             child_name(name, "public-default"),
-            aws.ec2.RouteArgs(route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id),
+            aws.ec2.RouteArgs(route_table_id=public_rt.id, destination_cidr_block=ANYWHERE_IPV4, gateway_id=igw.id),
             opts=child,
         )
         for az in azs:
@@ -232,7 +246,7 @@ class Network(pulumi.ComponentResource):
                 child_name(name, "private-default", az),
                 aws.ec2.RouteArgs(
                     route_table_id=rt.id,
-                    destination_cidr_block="0.0.0.0/0",
+                    destination_cidr_block=ANYWHERE_IPV4,
                     nat_gateway_id=nat_gateways[nat_gateway_for(spec, az)].id,
                 ),
                 opts=child,
@@ -332,6 +346,35 @@ class Network(pulumi.ComponentResource):
         )
         self.efa_security_group_id = efa_sg.id
 
+        # Workload egress. The EFA group only talks to itself (pulumi-aws drops the default allow-all egress rule
+        # of every group it creates), so anything that carries no other group -- Slurm HyperPod nodes, SageMaker
+        # training jobs -- would reach neither the S3 gateway endpoint, the interface endpoints, NAT, nor FSx
+        # (TCP 988, 1018-1023). This group gives them egress to anywhere, the usual choice for nodes behind NAT
+        # (the egress an EKS cluster security group or a new default group has): the private subnets have no
+        # inbound path from the internet, and a port list would break on every new dependency (pip mirrors, Hugging
+        # Face, container registries, experiment trackers). No ingress: replies are admitted statefully, and
+        # peer traffic comes through the EFA group.
+        workload_sg = aws.ec2.SecurityGroup(
+            child_name(name, "workload-sg"),
+            aws.ec2.SecurityGroupArgs(
+                vpc_id=vpc.id,
+                description="Training workloads: egress to AWS endpoints, FSx, NAT; no ingress",
+                tags={"Name": physical_name(args.name, "workload")},
+            ),
+            opts=child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            child_name(name, "workload-egress"),
+            aws.vpc.SecurityGroupEgressRuleArgs(
+                security_group_id=workload_sg.id,
+                cidr_ipv4=ANYWHERE_IPV4,
+                ip_protocol="-1",
+                description="All IPv4 egress: endpoints, FSx for Lustre, NAT",
+            ),
+            opts=child,
+        )
+        self.workload_security_group_id = workload_sg.id
+
         self.register_outputs(
             {
                 "vpc_id": self.vpc_id,
@@ -341,6 +384,7 @@ class Network(pulumi.ComponentResource):
                 "private_route_table_ids": self.private_route_table_ids,
                 "nat_gateway_ids": self.nat_gateway_ids,
                 "efa_security_group_id": self.efa_security_group_id,
+                "workload_security_group_id": self.workload_security_group_id,
                 "endpoint_security_group_id": self.endpoint_security_group_id,
                 "flow_log_group_name": self.flow_log_group_name,
             }

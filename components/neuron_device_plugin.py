@@ -35,11 +35,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.gpu_nodes import ACCELERATOR_LABEL
 from components.k8s_common import NEURON_TAINT_KEY, toleration
 from components.naming import child_name
 from stacks.catalog import Accelerator
-from stacks.schema import NeuronDevicePluginSpec
+from stacks.schema import ACCELERATOR_LABEL, NeuronDevicePluginSpec
 
 # The chart's only published location (Neuron docs "Neuron Helm Chart"; gallery.ecr.aws/neuron/neuron-helm-chart).
 CHART = "oci://public.ecr.aws/neuron/neuron-helm-chart"

@@ -7,7 +7,7 @@ same account cannot borrow the role. Source: EKS User Guide, "Create IAM role wi
 EKS Pod Identity" (docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html) and "Enable or disable session
 tags" (pod-id-abac.html).
 
-Used by the EKS cluster (vpc-cni, aws-ebs-csi-driver) and the storage layer (aws-fsx-csi-driver).
+Used by the EKS cluster (vpc-cni, aws-ebs-csi-driver).
 """
 
 from __future__ import annotations
@@ -28,17 +28,9 @@ TAG_NAMESPACE = "kubernetes-namespace"
 TAG_SERVICE_ACCOUNT = "kubernetes-service-account"
 
 
-def aws_partition(region: str) -> str:
-    """The ARN partition of a region: `aws-cn` for China, `aws-us-gov` for GovCloud, else `aws`."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
-
-
-def managed_policy_arn(policy_name: str, partition: str = "aws") -> str:
-    """The ARN of an AWS managed IAM policy, for example `AmazonEKS_CNI_Policy`."""
+def managed_policy_arn(policy_name: str, partition: str) -> str:
+    """The ARN of an AWS managed IAM policy, for example `AmazonEKS_CNI_Policy`, in `partition`
+    (`components.naming.aws_partition`)."""
     return f"arn:{partition}:iam::aws:policy/{policy_name}"
 
 

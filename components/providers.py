@@ -4,7 +4,6 @@ whatever AWS profile or kubeconfig happens to be active."""
 
 from __future__ import annotations
 
-import pulumi
 import pulumi_aws as aws
 
 
@@ -17,8 +16,3 @@ def aws_provider(name: str, region: str, tags: dict[str, str]) -> aws.Provider:
             default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
         ),
     )
-
-
-def options(provider: pulumi.ProviderResource, *, protect: bool = False) -> pulumi.ResourceOptions:
-    """Resource options that pin a component to an explicit provider."""
-    return pulumi.ResourceOptions(provider=provider, protect=protect)

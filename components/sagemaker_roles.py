@@ -9,6 +9,9 @@ Sources:
   AmazonSageMakerClusterInstanceRolePolicy, plus the EC2 network-interface actions a cluster in your own
   VPC needs, plus ECR pull and eks-auth:AssumeRoleForPodIdentity for the EKS orchestrator); the same set is
   in aws-samples/awsome-distributed-training `7.sagemaker-hyperpod-eks/.../sagemaker-iam-role-stack.yaml`.
+  Its trust adds the account guard the guide's example omits (aws:SourceAccount), as the training role has.
+  Not aws:SourceArn on the account's clusters: no HyperPod document confirms that SageMaker sends it when a
+  cluster's nodes assume the role, and a condition it never sends would make cluster creation fail.
 - HyperPod creates the EKS access entries for the execution role and its service-linked role itself
   (SageMaker API reference, ClusterMetadata.EksRoleAccessEntries / SlrAccessEntry: "created by HyperPod on
   your behalf"), so trainstack creates none; the cluster only needs authentication mode API or
@@ -28,8 +31,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.naming import child_name, physical_name
-from components.pod_identity import aws_partition, managed_policy_arn
+from components.naming import aws_partition, child_name, physical_name
+from components.pod_identity import managed_policy_arn
 
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 HYPERPOD_MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
@@ -50,7 +53,11 @@ ENI_MUTATE_ACTIONS = (
     "ec2:DeleteNetworkInterface",
     "ec2:DeleteNetworkInterfacePermission",
 )
-# HyperPod EKS nodes also run the VPC CNI under the execution role (pod IPs on the node's interfaces).
+# Listed for the EKS orchestrator's execution role by the HyperPod IAM guide ("IAM role for SageMaker HyperPod",
+# EKS section) and the same set in aws-samples' sagemaker-iam-role-stack.yaml; kept as documented. On this
+# cluster aws-node (the VPC CNI) does not use the execution role: it has its own Pod Identity role
+# (components/eks.py), and the execution role only needs eks-auth:AssumeRoleForPodIdentity so the Pod Identity
+# agent on HyperPod nodes can hand those credentials out.
 HYPERPOD_ENI_EXTRA_ACTIONS = (
     "ec2:AssignPrivateIpAddresses",
     "ec2:DetachNetworkInterface",
@@ -68,17 +75,17 @@ def _document(*statements: dict[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": list(statements)}
 
 
-def sagemaker_trust_policy(account_id: str | None = None) -> dict[str, Any]:
-    """Trust for roles SageMaker assumes. With `account_id`, only on behalf of resources in that account
-    (confused-deputy guard, SageMaker Developer Guide "Cross-service confused deputy prevention")."""
-    statement: dict[str, Any] = {
-        "Effect": "Allow",
-        "Principal": {"Service": SAGEMAKER_PRINCIPAL},
-        "Action": "sts:AssumeRole",
-    }
-    if account_id is not None:
-        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
-    return _document(statement)
+def sagemaker_trust_policy(account_id: str) -> dict[str, Any]:
+    """Trust for roles SageMaker assumes, only on behalf of resources in `account_id` (confused-deputy guard:
+    SageMaker Developer Guide, "Cross-service confused deputy prevention", global key aws:SourceAccount)."""
+    return _document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": SAGEMAKER_PRINCIPAL},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+        }
+    )
 
 
 def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -90,7 +97,7 @@ def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequenc
             (*ENI_MUTATE_ACTIONS, *extra),
             [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"],
         ),
-        # Not limited to ec2:CreateAction: the VPC CNI on HyperPod EKS nodes tags interfaces after creating them.
+        # Not limited to ec2:CreateAction: the HyperPod guide grants CreateTags on interfaces without that condition.
         _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [f"{regional}:network-interface/*"]),
     ]
 
@@ -211,12 +218,14 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
         super().__init__("trainstack:sagemaker:HyperPodExecutionRole", name, None, opts)
         partition = aws_partition(args.region)
         child = pulumi.ResourceOptions(parent=self)
+        account = _account_id(self)
         self.role = aws.iam.Role(
             child_name(name, "role"),
             aws.iam.RoleArgs(
                 name=physical_name(args.name, "hyperpod-exec", max_length=64),
                 description="SageMaker HyperPod execution role (trainstack)",
-                assume_role_policy=json.dumps(sagemaker_trust_policy()),
+                # Only SageMaker acting for this account may assume it.
+                assume_role_policy=account.apply(lambda a: json.dumps(sagemaker_trust_policy(a))),
                 max_session_duration=3600,
             ),
             child,
@@ -229,7 +238,7 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
             child,
         )
         document = pulumi.Output.all(
-            _account_id(self),
+            account,
             pulumi.Output.from_input(args.lifecycle_bucket_arn),
             pulumi.Output.from_input(args.eks_cluster_arn),
             pulumi.Output.from_input(args.kms_key_arn),

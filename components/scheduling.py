@@ -5,6 +5,10 @@
 - Per GPU node group: a ResourceFlavor (its nodes by the `trainstack.io/node-group` label, the accelerator
   taint tolerated) and a ClusterQueue whose nominal quota is the group at its maximum size (accelerators, EFA
   devices, CPU, memory, hugepages from the catalog), all in one cohort so idle quota can be borrowed.
+- Per SageMaker HyperPod compute group (EKS orchestrator): a ResourceFlavor and ClusterQueue named
+  `hyperpod-<group>`, the flavor pinning pods to the group's healthy nodes (HyperPod's
+  `instance-group-name` and `node-health-status: Schedulable` labels), the quota the group's instance count
+  times the catalog row of the ml.* type's EC2 twin (no hugepages: HyperPod's lifecycle reserves none).
 - Per team: a namespace (label `trainstack.io/team`), a ResourceQuota capping accelerator requests, and a
   LocalQueue per ClusterQueue, named after the node group.
 - The training operator: Kubeflow Trainer v2 (Helm chart oci://ghcr.io/kubeflow/charts/kubeflow-trainer, which
@@ -21,10 +25,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, TEAM_LABEL, taint_key, toleration
+from components.k8s_common import (
+    EFA_RESOURCE,
+    HYPERPOD_HEALTH_LABEL,
+    HYPERPOD_INSTANCE_GROUP_LABEL,
+    HYPERPOD_SCHEDULABLE,
+    NODE_GROUP_LABEL,
+    TEAM_LABEL,
+    Toleration,
+    taint_key,
+    toleration,
+)
 from components.naming import child_name
-from stacks.catalog import CATALOG
-from stacks.schema import GpuNodeGroupSpec, KueueSpec, TeamSpec, TrainingOperatorSpec
+from stacks.catalog import CATALOG, InstanceType
+from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, KueueSpec, TeamSpec, TrainingOperatorSpec
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"  # Kueue installation docs (Helm, OCI registry)
 KUEUE_NAMESPACE = "kueue-system"
@@ -75,24 +89,37 @@ def kueue_values(training_operator_kind: str, wait_for_pods_ready_timeout_s: int
     return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
 
-def group_quota(group: GpuNodeGroupSpec) -> dict[str, str]:
-    """The nominal quota of a node group's ClusterQueue: every resource of the group at its maximum size.
+@dataclass(frozen=True)
+class QueueTarget:
+    """One ResourceFlavor + ClusterQueue pair: the nodes it pins pods to and what they hold at most."""
 
-    Accelerators from the catalog's `device_resource`, EFA devices (`max_efa_interfaces` per node, EFA groups
-    only), CPU and memory from the catalog (node capacity: an upper bound, allocatable is a little lower), and
-    the pre-allocated 2 MiB hugepages EFA groups reserve for libfabric.
-    """
-    row = CATALOG[group.instance_type]
-    nodes = group.max_size
+    name: str
+    """Name of the flavor, the ClusterQueue and every team's LocalQueue for it."""
+    node_labels: dict[str, str]
+    tolerations: list[Toleration]
+    quota: dict[str, str]
+    device_resource: str
+
+
+def _node_quota(row: InstanceType, nodes: int, efa: bool) -> dict[str, str]:
+    # Accelerators from the catalog's `device_resource`, EFA devices (`max_efa_interfaces` per node), CPU and
+    # memory from the catalog (node capacity: an upper bound, allocatable is a little lower).
     quota = {
         row.device_resource: str(row.accelerator_count * nodes),
         "cpu": str(row.vcpus * nodes),
         "memory": f"{row.memory_gib * nodes}Gi",
     }
-    if group.efa_enabled:
+    if efa:
         quota[EFA_RESOURCE] = str(row.max_efa_interfaces * nodes)
-        if group.hugepages_2mi:
-            quota["hugepages-2Mi"] = f"{group.hugepages_2mi * 2 * nodes}Mi"
+    return quota
+
+
+def group_quota(group: GpuNodeGroupSpec) -> dict[str, str]:
+    """The nominal quota of a node group's ClusterQueue: every resource of the group at its maximum size,
+    including the pre-allocated 2 MiB hugepages EFA groups reserve for libfabric."""
+    quota = _node_quota(CATALOG[group.instance_type], group.max_size, group.efa_enabled)
+    if group.efa_enabled and group.hugepages_2mi:
+        quota["hugepages-2Mi"] = f"{group.hugepages_2mi * 2 * group.max_size}Mi"
     return quota
 
 
@@ -104,9 +131,50 @@ def resource_flavor_spec(group: GpuNodeGroupSpec) -> dict[str, Any]:
     }
 
 
-def cluster_queue_spec(group: GpuNodeGroupSpec, cohort: str) -> dict[str, Any]:
-    """A ClusterQueue for one node group, its quota from `group_quota`, in the shared cohort."""
-    quota = group_quota(group)
+def node_group_target(group: GpuNodeGroupSpec) -> QueueTarget:
+    """Queue target of a GPU node group: its nodes, tainted, at its maximum size."""
+    flavor = resource_flavor_spec(group)
+    return QueueTarget(
+        name=group.name,
+        node_labels=flavor["nodeLabels"],
+        tolerations=flavor["tolerations"],
+        quota=group_quota(group),
+        device_resource=CATALOG[group.instance_type].device_resource,
+    )
+
+
+def hyperpod_queue_name(group: HyperPodInstanceGroupSpec) -> str:
+    """HyperPod queues are prefixed so a HyperPod group and a GPU node group may share a name."""
+    return f"hyperpod-{group.name}"
+
+
+def hyperpod_target(group: HyperPodInstanceGroupSpec) -> QueueTarget:
+    """Queue target of a HyperPod compute group: its healthy nodes, at its instance count.
+
+    HyperPod nodes carry no trainstack taint, so the flavor adds no toleration; it never tolerates HyperPod's
+    health taint either, which marks nodes under deep health checks. EFA devices count when the type has EFA
+    (HyperPod enables it on EFA-capable types); no hugepages, which HyperPod nodes do not pre-allocate.
+    """
+    row = CATALOG[group.ec2_instance_type]
+    return QueueTarget(
+        name=hyperpod_queue_name(group),
+        node_labels={HYPERPOD_INSTANCE_GROUP_LABEL: group.name, HYPERPOD_HEALTH_LABEL: HYPERPOD_SCHEDULABLE},
+        tolerations=[],
+        quota=_node_quota(row, group.instance_count, row.supports_efa),
+        device_resource=row.device_resource,
+    )
+
+
+def queue_targets(
+    groups: Sequence[GpuNodeGroupSpec], hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+) -> list[QueueTarget]:
+    """Every flavor/queue pair of the cluster: GPU node groups first, then HyperPod compute groups."""
+    return [*(node_group_target(g) for g in groups), *(hyperpod_target(g) for g in hyperpod_groups)]
+
+
+def cluster_queue_spec(target: QueueTarget, cohort: str) -> dict[str, Any]:
+    """A ClusterQueue for one target, its quota nominal, in the shared cohort."""
+    quota = target.quota
     return {
         "cohort": cohort,
         "namespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
@@ -120,21 +188,39 @@ def cluster_queue_spec(group: GpuNodeGroupSpec, cohort: str) -> dict[str, Any]:
             {
                 "coveredResources": list(quota),
                 "flavors": [
-                    {"name": group.name, "resources": [{"name": k, "nominalQuota": v} for k, v in quota.items()]}
+                    {"name": target.name, "resources": [{"name": k, "nominalQuota": v} for k, v in quota.items()]}
                 ],
             }
         ],
     }
 
 
-def device_resources(groups: Sequence[GpuNodeGroupSpec]) -> list[str]:
-    """The accelerator resources the cluster's node groups offer, in group order, without duplicates."""
-    return list(dict.fromkeys(CATALOG[g.instance_type].device_resource for g in groups))
+def device_resources(
+    groups: Sequence[GpuNodeGroupSpec], hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+) -> list[str]:
+    """The accelerator resources the cluster's nodes offer, in target order, without duplicates."""
+    return list(dict.fromkeys(t.device_resource for t in queue_targets(groups, hyperpod_groups)))
 
 
-def team_quota_hard(team: TeamSpec, groups: Sequence[GpuNodeGroupSpec]) -> dict[str, str]:
+def team_quota_hard(
+    team: TeamSpec, groups: Sequence[GpuNodeGroupSpec], hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+) -> dict[str, str]:
     """The team namespace's ResourceQuota: `gpu_quota` accelerators of each kind the cluster offers."""
-    return {f"requests.{resource}": str(team.gpu_quota) for resource in device_resources(groups)}
+    return {f"requests.{resource}": str(team.gpu_quota) for resource in device_resources(groups, hyperpod_groups)}
+
+
+def local_queue(
+    resource_name: str, queue: str, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """A LocalQueue named after its ClusterQueue (`queue`) in `namespace`: how a namespace's jobs reach it."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=KUEUE_API_VERSION,
+        kind="LocalQueue",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=queue, namespace=namespace),
+        spec={"clusterQueue": queue},
+        opts=opts,
+    )
 
 
 def team_namespace_labels(team: TeamSpec) -> dict[str, str]:
@@ -155,6 +241,8 @@ class SchedulingArgs:
     node_groups: Sequence[GpuNodeGroupSpec]
     cohort: str
     """Name of the cohort all ClusterQueues share (the stack's base name)."""
+    hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+    """SageMaker HyperPod compute groups joined to the cluster (EKS orchestrator): each gets a queue too."""
     after: Sequence[pulumi.Resource] = field(default_factory=list)
     """Resources to install after (the device plugins and GPU Operator), so quotas never precede devices."""
 
@@ -167,15 +255,15 @@ class Scheduling(pulumi.ComponentResource):
     training_operator: pulumi.Resource
     """The Kubeflow Trainer Helm release or the MPI Operator manifest."""
     resource_flavors: dict[str, k8s.apiextensions.CustomResource]
-    """ResourceFlavor per node group name."""
+    """ResourceFlavor per queue name (the node group's name, or `hyperpod-<group>`)."""
     cluster_queues: dict[str, k8s.apiextensions.CustomResource]
-    """ClusterQueue per node group name."""
+    """ClusterQueue per queue name."""
     team_namespaces: dict[str, k8s.core.v1.Namespace]
     """Namespace per team name (the storage component binds PVCs in them)."""
     local_queues: dict[str, dict[str, k8s.apiextensions.CustomResource]]
-    """LocalQueue per team name, then per node group name."""
+    """LocalQueue per team name, then per queue name."""
     quotas: dict[str, dict[str, str]]
-    """Nominal ClusterQueue quota per node group name (plain data)."""
+    """Nominal ClusterQueue quota per queue name (plain data)."""
 
     def __init__(self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:Scheduling", name, None, opts)
@@ -202,25 +290,26 @@ class Scheduling(pulumi.ComponentResource):
         )
         after_kueue = pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release])
 
-        self.quotas = {g.name: group_quota(g) for g in args.node_groups}
+        targets = queue_targets(args.node_groups, args.hyperpod_groups)
+        self.quotas = {t.name: t.quota for t in targets}
         self.resource_flavors = {}
         self.cluster_queues = {}
-        for group in args.node_groups:
+        for target in targets:
             flavor = k8s.apiextensions.CustomResource(
-                child_name(name, group.name, "flavor"),
+                child_name(name, target.name, "flavor"),
                 api_version=KUEUE_API_VERSION,
                 kind="ResourceFlavor",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name),
-                spec=resource_flavor_spec(group),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=target.name),
+                spec={"nodeLabels": target.node_labels, "tolerations": target.tolerations},
                 opts=after_kueue,
             )
-            self.resource_flavors[group.name] = flavor
-            self.cluster_queues[group.name] = k8s.apiextensions.CustomResource(
-                child_name(name, group.name, "cq"),
+            self.resource_flavors[target.name] = flavor
+            self.cluster_queues[target.name] = k8s.apiextensions.CustomResource(
+                child_name(name, target.name, "cq"),
                 api_version=KUEUE_API_VERSION,
                 kind="ClusterQueue",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name),
-                spec=cluster_queue_spec(group, args.cohort),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=target.name),
+                spec=cluster_queue_spec(target, args.cohort),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release, flavor]),
             )
 
@@ -233,7 +322,7 @@ class Scheduling(pulumi.ComponentResource):
                 opts=child,
             )
             self.team_namespaces[team.name] = namespace
-            hard = team_quota_hard(team, args.node_groups)
+            hard = team_quota_hard(team, args.node_groups, args.hyperpod_groups)
             if hard:
                 k8s.core.v1.ResourceQuota(
                     child_name(name, "team", team.name, "quota"),
@@ -242,15 +331,13 @@ class Scheduling(pulumi.ComponentResource):
                     opts=child,
                 )
             self.local_queues[team.name] = {
-                group.name: k8s.apiextensions.CustomResource(
-                    child_name(name, "team", team.name, group.name, "lq"),
-                    api_version=KUEUE_API_VERSION,
-                    kind="LocalQueue",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name, namespace=namespace.metadata.name),
-                    spec={"clusterQueue": group.name},
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster_queues[group.name]]),
+                target.name: local_queue(
+                    child_name(name, "team", team.name, target.name, "lq"),
+                    target.name,
+                    namespace.metadata.name,
+                    pulumi.ResourceOptions(parent=self, depends_on=[self.cluster_queues[target.name]]),
                 )
-                for group in args.node_groups
+                for target in targets
             }
 
         self.register_outputs(

@@ -33,6 +33,7 @@ from components.k8s_common import (
     toleration,
 )
 from components.naming import child_name
+from components.scheduling import local_queue
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
 
@@ -321,7 +322,9 @@ def dcgm_job_spec(validation: ValidationSpec, group: GpuNodeGroupSpec) -> dict[s
         "parallelism": validation.nodes,
         "backoffLimit": 0,
         "suspend": True,
-        "ttlSecondsAfterFinished": 7 * 24 * 3600,  # keep the logs a week
+        # No ttlSecondsAfterFinished: the TTL controller would delete this Pulumi-managed Job, and the next
+        # `pulumi up --refresh` would recreate it and rerun dcgmi diag on every node at an arbitrary time.
+        # Pulumi owns its lifetime; the README (Validate) shows how to rerun it.
         "template": {
             "spec": {
                 **_scheduling(group),
@@ -380,13 +383,11 @@ class ValidationJobs(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels={TEAM_LABEL: "platform-validation"}),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        queue = k8s.apiextensions.CustomResource(
+        queue = local_queue(
             child_name(name, "lq"),
-            api_version="kueue.x-k8s.io/v1beta1",
-            kind="LocalQueue",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=group.name, namespace=self.namespace.metadata.name),
-            spec={"clusterQueue": group.name},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            group.name,
+            self.namespace.metadata.name,
+            pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         queued = {KUEUE_QUEUE_LABEL: group.name}
         ordered = pulumi.ResourceOptions(parent=self, depends_on=[*after, queue])

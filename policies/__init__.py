@@ -1,1 +1,5 @@
-"""The trainstack CrossGuard policy pack (rules in `policies.rules`, facts in `policies.facts`)."""
+"""The trainstack CrossGuard policy pack: rules in `rules/`, facts in `facts.py`.
+
+The checkout imports it as `policies` (trainstack/review.py, the tests); the CLI loads the directory under
+its own package name (`__main__.py`), so every module of the pack imports its siblings relatively.
+"""

@@ -1,10 +1,11 @@
-"""The policy pack's own copy of the instance facts its rules need.
+"""The policy pack's own copy of the facts its rules need.
 
-The pack runs standalone (its own virtualenv, `requirements.txt`) and imports nothing from the trainstack
-program, so it keeps this copy of `stacks/catalog.py`: accelerators per instance and EFA interfaces per
-instance (EC2 `DescribeInstanceTypes`: `GpuInfo` / `NeuronInfo`, `EfaInfo.MaximumEfaInterfaces`, and the
-network cards that accept EFA). `tests/policy/test_facts.py` proves every row equal to the catalog, so the
-two cannot drift.
+The pack runs standalone (its own virtualenv, `requirements.txt`, any directory name) and imports nothing
+from the trainstack program, so it keeps this copy of `stacks/catalog.py`: accelerators per instance and EFA
+interfaces per instance (EC2 `DescribeInstanceTypes`: `GpuInfo` / `NeuronInfo`, `EfaInfo.MaximumEfaInterfaces`,
+and the network cards that accept EFA), and of the FSx for Lustre throughput fact in `stacks/fsx_sizing.py`.
+`tests/policy/test_pack.py::test_facts_equal_the_catalog` and `::test_lustre_facts_equal_the_sizing` prove
+them equal, so the copies cannot drift.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ INSTANCES: MappingProxyType[str, Instance] = MappingProxyType(
         "p5e.48xlarge": Instance("nvidia", 8, 32, _cards(32)),
         "p5en.48xlarge": Instance("nvidia", 8, 16, _cards(16)),
         "p6-b200.48xlarge": Instance("nvidia", 8, 8, _cards(8)),
-        "p6-b300.48xlarge": Instance("nvidia", 8, 16, _cards(16)),
+        # B300: 17 network cards, card 0 ENA-only, EFA on cards 1-16 (aws-parallelcluster #7143).
+        "p6-b300.48xlarge": Instance("nvidia", 8, 16, tuple(range(1, 17))),
         # GB200: an ENA primary on card 0 and EFA on cards 1, 5, 9 and 13 (EC2 User Guide, P6e-GB200).
         "p6e-gb200.36xlarge": Instance("nvidia", 4, 4, (1, 5, 9, 13)),
         "trn1.32xlarge": Instance("neuron", 16, 8, _cards(8)),
@@ -62,6 +64,12 @@ ACCELERATED_AMI_TYPES: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "neuron": frozenset({"AL2023_x86_64_NEURON"}),
     }
 )
+
+# FSx for Lustre SCRATCH_2 baseline throughput per TiB of storage (FSx Lustre User Guide, "Performance
+# characteristics of SSD and HDD storage classes": 200 MB/s/TiB baseline, 1300 burst, which is never sized on).
+# PERSISTENT_2 has no such constant: its perUnitStorageThroughput is provisioned (125/250/500/1000).
+SCRATCH_2_BASELINE_MB_S_PER_TIB = 200
+GIB_PER_TIB = 1024
 
 
 def instance(instance_type: str) -> Instance | None:

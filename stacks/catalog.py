@@ -18,7 +18,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PRICE_REGION = "us-east-1"
 PRICE_DATE = "2025-11-01"
@@ -36,6 +36,12 @@ SOURCES: MappingProxyType[str, str] = MappingProxyType(
         "ec2-g5": "aws.amazon.com/ec2/instance-types/g5/ and /g6e/",
         "price": f"aws.amazon.com/ec2/pricing/on-demand/, Linux, {PRICE_REGION}, read {PRICE_DATE}",
         "ref": "../shared/reference/gpu-instances.md (trainstack's checked facts)",
+        "pcluster-b300": "aws/aws-parallelcluster issue #7143 (AWS engineering: P6-B300 has 17 network cards; card 0 "
+        "is ENA-only, cards 1-16 take EFA) and PR #7210 (B300 support: ENA primary, efa-only on the others)",
+        "pcluster-gb200": "aws/aws-parallelcluster PR #6930 (GB200 launch templates: 17 network cards, "
+        "MaximumNetworkInterfaces 2 on even and 1 on odd card indices)",
+        "eksctl-8692": "eksctl-io/eksctl PR #8692 (EFA count from EfaInfo.MaximumEfaInterfaces, not "
+        "MaximumNetworkCards; the reviewer calls it the fix 'intended for p6-b200')",
     }
 )
 
@@ -45,6 +51,13 @@ class Accelerator(StrEnum):
 
     NVIDIA = "nvidia"
     NEURON = "neuron"
+
+
+# The Kubernetes extended resource each accelerator family's device plugin advertises (NVIDIA device plugin,
+# AWS Neuron device plugin); the GPU node groups also taint their nodes with it.
+DEVICE_RESOURCE: MappingProxyType[Accelerator, str] = MappingProxyType(
+    {Accelerator.NVIDIA: "nvidia.com/gpu", Accelerator.NEURON: "aws.amazon.com/neuron"}
+)
 
 
 # EC2 ProcessorInfo.SupportedArchitectures spelling; the EKS AMI types spell arm64 as ARM_64.
@@ -85,6 +98,20 @@ class InstanceType(BaseModel):
     sources: tuple[str, ...] = Field(description="Keys into SOURCES that back this row.")
     verify: str | None = Field(default=None, description="What public sources disagree on, if anything.")
 
+    @model_validator(mode="after")
+    def _efa_cards_fit(self) -> InstanceType:
+        cards = self.efa_cards
+        if (
+            len(cards) != self.max_efa_interfaces
+            or len(set(cards)) != len(cards)
+            or any(not 0 <= c < self.network_cards for c in cards)
+        ):
+            raise ValueError(
+                f"{self.name}: EFA cards {list(cards)} must be {self.max_efa_interfaces} distinct indices "
+                f"below network_cards {self.network_cards}"
+            )
+        return self
+
     @property
     def supports_efa(self) -> bool:
         return self.max_efa_interfaces > 0
@@ -97,13 +124,18 @@ class InstanceType(BaseModel):
         return tuple(range(self.max_efa_interfaces))
 
     @property
+    def efa_on_card_0(self) -> bool:
+        """Whether the primary network card takes EFA (false on p6-b300 and p6e-gb200, whose card 0 is ENA-only)."""
+        return 0 in self.efa_cards
+
+    @property
     def total_accelerator_memory_gib(self) -> int:
         return self.accelerator_count * self.accelerator_memory_gib
 
     @property
     def device_resource(self) -> str:
         """The Kubernetes extended resource that counts this type's accelerators."""
-        return "nvidia.com/gpu" if self.accelerator is Accelerator.NVIDIA else "aws.amazon.com/neuron"
+        return DEVICE_RESOURCE[self.accelerator]
 
 
 def _busbw_floor(network_gbps: int) -> float:
@@ -216,8 +248,12 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=3200,
                 intra_node_link="NVLink 5 / NVSwitch, 1800 GB/s per GPU",
                 on_demand_usd_per_hour=113.93,
-                sources=("ec2-p6", "ec2-efa", "price", "ref"),
-                verify="Reference lists 3200 Gbps EFAv4 as (verify); AWS's P6 page says 8 x 400 Gbps EFAv4.",
+                sources=("ec2-p6", "ec2-efa", "price", "ref", "eksctl-8692"),
+                verify="Reference lists 3200 Gbps EFAv4 as (verify); AWS's P6 page says 8 x 400 Gbps EFAv4. "
+                "eksctl PR #8692 calls its MaximumNetworkCards > MaximumEfaInterfaces fix 'intended for p6-b200', so "
+                "this type likely has more network cards than the 8 here, and which 8 take EFA is unconfirmed: no "
+                "public source found names them. The EFA count (8, EfaInfo) is what the layout uses; check the "
+                "cards with `aws ec2 describe-instance-types --instance-types p6-b200.48xlarge` before deploying.",
             ),
             _row(
                 name="p6-b300.48xlarge",
@@ -230,12 +266,14 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 instance_store_gib=30720,
                 network_cards=17,
                 max_efa_interfaces=16,
+                efa_card_indices=tuple(range(1, 17)),  # card 0 is ENA-only (aws-parallelcluster #7143)
                 network_gbps=6400,
                 intra_node_link="NVLink 5 / NVSwitch, 1800 GB/s per GPU",
                 on_demand_usd_per_hour=142.42,
-                sources=("ec2-p6", "ec2-efa", "price", "ref"),
-                verify="GPU memory, bandwidth and price are marked (verify) in the reference; "
-                "MaximumNetworkCards exceeds MaximumEfaInterfaces on this type (eksctl PR #8692).",
+                sources=("ec2-p6", "ec2-efa", "price", "ref", "pcluster-b300"),
+                verify="GPU memory, bandwidth and price are marked (verify) in the reference. 17 network cards, "
+                "16 EFA: card 0 takes ENA only (4 ENIs), EFA is on cards 1-16 (AWS engineering quoted in "
+                "aws-parallelcluster #7143; PR #7210 builds ENA primary + efa-only on them).",
             ),
             _row(
                 name="p6e-gb200.36xlarge",
@@ -253,9 +291,15 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=1600,
                 intra_node_link="NVLink 5 across a 36/72-GPU UltraServer (needs IMEX)",
                 on_demand_usd_per_hour=57.0,
-                sources=("ec2-p6", "ec2-efa", "ref"),
-                verify="Sold only as UltraServer Capacity Blocks; the hourly rate is an estimate. AWS lists "
-                "an ENA primary on card 0 and EFA on cards 1, 5, 9, 13 (reference marks it verify).",
+                sources=("ec2-p6", "ec2-efa", "ref", "pcluster-gb200"),
+                verify="Sold only as UltraServer Capacity Blocks; the hourly rate is an estimate. EFA cards are "
+                "disputed: AWS's EFA guide (efa-acc-inst-types) lists an ENA primary on card 0 and EFA on cards 1, 5, "
+                "9, 13, which matches EfaInfo's 4 and is what trainstack builds; the reference writes 'card indices "
+                "0, 1, 5, 9, 13' (card 0 being the ENA primary, not an EFA card) and marks it verify; "
+                "aws-parallelcluster PR #6930 instead puts an interface on all 17 cards (efa on even, efa-only on "
+                "odd indices), which exceeds MaximumEfaInterfaces 4 unless most of them come up without an EFA "
+                "device. Check with `aws ec2 describe-instance-types` (NetworkCards[].MaximumNetworkInterfaces) "
+                "before deploying.",
             ),
             _row(
                 name="trn1.32xlarge",

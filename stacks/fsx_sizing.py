@@ -107,12 +107,6 @@ def capacity_problem(
     return f"{capacity_gib} GiB is not a valid FSx for Lustre capacity: use {rule}; nearest valid: {nearest}"
 
 
-def valid_metadata_iops() -> tuple[int, ...]:
-    """Every metadata IOPS value a USER_PROVISIONED SSD file system accepts."""
-    multiples = range(2 * METADATA_IOPS_INCREMENT, METADATA_IOPS_MAX + 1, METADATA_IOPS_INCREMENT)
-    return (*METADATA_IOPS_STEPS, *multiples)
-
-
 def is_valid_metadata_iops(iops: int) -> bool:
     return iops in METADATA_IOPS_STEPS or (
         iops % METADATA_IOPS_INCREMENT == 0 and METADATA_IOPS_INCREMENT <= iops <= METADATA_IOPS_MAX
@@ -175,8 +169,10 @@ class StorageSizing:
 
 
 def cluster_gpus(cluster: ClusterConfig) -> int:
-    """GPUs (accelerators) the stack can run at once: every GPU node group at its maximum size."""
-    return sum(group.max_gpus for group in cluster.gpu_node_groups)
+    """Accelerators that read from the file system at once: every GPU node group at its maximum size, plus
+    an enabled HyperPod cluster's groups (its nodes mount the same FSx)."""
+    hyperpod = cluster.sagemaker.hyperpod
+    return sum(group.max_gpus for group in cluster.gpu_node_groups) + (hyperpod.accelerators if hyperpod.enabled else 0)
 
 
 def sizing(cluster: ClusterConfig) -> StorageSizing | None:

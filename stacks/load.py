@@ -67,15 +67,15 @@ def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
     return path
 
 
-def load_file(path: Path) -> ClusterConfig:
-    """Read and validate a `Pulumi.<env>.yaml` stack file."""
+def load_file(path: Path, option: str = "--config") -> ClusterConfig:
+    """Read and validate a `Pulumi.<env>.yaml` stack file; `option` names the flag it came from in problems."""
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(source, [Problem("--config", source, "file not found")]) from None
+        raise ConfigError(source, [Problem(option, source, "file not found")]) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(source, [Problem("--config", source, f"cannot read: {error}")]) from None
+        raise ConfigError(source, [Problem(option, source, f"cannot read: {error}")]) from None
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -127,6 +127,8 @@ def _problems(error: ValidationError) -> list[Problem]:
         loc = tuple(item["loc"])
         key = ".".join([FULL_KEY, *map(str, loc)])
         message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "default_factory_not_called":
+            continue  # a default that depends on a field that failed: that field's problem is reported
         if item["type"] == "extra_forbidden":
             valid = _valid_keys(loc[:-1])
             message = f"unknown key; valid keys here: {', '.join(valid)}" if valid else "unknown key"

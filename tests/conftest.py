@@ -3,16 +3,24 @@
 - `stack_config(name)`: a committed stack file, validated.
 - `edited_config(name, edit)`: a copy of a committed stack's config with one edit applied (for bad-input
   and policy tests), validated.
-- `recording(name)`: the whole program run once per stack and preview flag under fresh mocks (cached:
-  a Recording is plain data, and every run already gets its own mocks and event loop).
+- `recording(name)`: the whole program run once per stack and preview flag under fresh mocks.
+- `program_recording(cluster, stack)`: the whole program for any validated config, run once per test session:
+  a Recording is plain data, so it is pickled under the session's base temp directory (shared by every xdist
+  worker, one run per key under a file lock) and each call unpickles a fresh copy, so no test can change what
+  another one reads.
 - `run_component(build, ...)`: one component under fresh recording mocks.
 """
 
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
-from collections.abc import Callable
+import hashlib
+import json
+import os
+import pickle
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +51,53 @@ def edited_config(name: str, edit: Callable[[dict[str, Any]], None]) -> ClusterC
     return validate_object(raw, f"edited {name}")
 
 
-@functools.cache
+_shared_dir: list[Path] = []  # set for the session by the fixture below
+_blobs: dict[str, bytes] = {}  # this process's copy of each pickled recording
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Where recordings are shared: under xdist the workers' base temps are siblings in the run's own directory
+    (which pytest rotates), so their parent is shared by this run only; without xdist, the base temp itself."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trainstack-recordings"
+    root.mkdir(exist_ok=True)
+    _shared_dir[:] = [root]
+    yield
+    _shared_dir.clear()
+
+
+def _load_or_run(key: str, run_it: Callable[[], Recording]) -> bytes:
+    if not _shared_dir:  # outside a test session (a script importing this module): this process only
+        return pickle.dumps(run_it())
+    path = _shared_dir[0] / f"{key}.pickle"
+    lock = os.open(_shared_dir[0] / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs the program; the others wait, then read
+        if path.exists():
+            return path.read_bytes()
+        blob = pickle.dumps(run_it())
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(blob)
+        os.replace(partial, path)
+        return blob
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
+
+
+def program_recording(cluster: ClusterConfig, stack: str, preview: bool = False) -> Recording:
+    """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call."""
+    identity = json.dumps([cluster.model_dump(mode="json"), stack, preview], sort_keys=True)
+    key = hashlib.sha256(identity.encode()).hexdigest()[:32]
+    blob = _blobs.get(key)
+    if blob is None:
+        blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack=stack, preview=preview))
+    return pickle.loads(blob)
+
+
 def recording(name: str, preview: bool = False) -> Recording:
-    return run_program(stack_config(name), stack=name, preview=preview)
+    return program_recording(stack_config(name), name, preview)
 
 
 def run_component(

@@ -6,7 +6,8 @@
 
 Exit codes: 0 ok; 1 the policy review found a mandatory violation; 2 bad input (invalid config, bad
 arguments, missing stack, unreadable path, unwritable --output); 3 the program itself failed under the mock
-engine. Errors are one clear line (or the config's list of problems) on stderr, never a traceback.
+engine, the policy review failed, or an internal error. Errors are one clear line (or the config's list of
+problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -71,26 +75,59 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def check_writable(path: Path) -> None:
-    """Fail before the (slower) plan when --output cannot be written."""
+def check_writable(path: Path, option: str = "--output") -> None:
+    """Fail before the (slower) plan when `path` cannot be written, by trying: open for append (nothing is
+    truncated), then remove the file again if the probe created it. Permission bits alone (os.access) say yes
+    to root even on a read-only mount."""
     if path.is_dir():
-        raise BadInput(f"--output {path}: is a directory")
+        raise BadInput(f"{option} {path}: is a directory")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise BadInput(f"--output {path}: directory {parent} does not exist")
-    if not os.access(path if path.exists() else parent, os.W_OK):
-        raise BadInput(f"--output {path}: not writable")
+        raise BadInput(f"{option} {path}: directory {parent} does not exist")
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise BadInput(f"{option} {path}: not writable: {error.strerror or error}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 def write(text: str, output: Path | None, stream: TextIO) -> None:
+    """The report to `stream`, or atomically to `output`: a temporary file beside it, then os.replace, so a
+    reader never sees half a report and a failed write leaves the old file as it was."""
     if output is None:
         stream.write(text)
         stream.flush()
         return
+    temporary: Path | None = None
     try:
-        output.write_text(text, encoding="utf-8")
+        with tempfile.NamedTemporaryFile(
+            "w",
+            encoding="utf-8",
+            dir=output.parent if str(output.parent) else ".",
+            prefix=f".{output.name}.",
+            suffix=".tmp",
+            delete=False,
+        ) as handle:
+            temporary = Path(handle.name)
+            handle.write(text)
+        if output.exists():
+            shutil.copymode(output, temporary)
+        else:
+            temporary.chmod(0o666 & ~_umask())
+        os.replace(temporary, output)
     except OSError as error:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise BadInput(f"--output {output}: cannot write: {error.strerror or error}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
@@ -149,13 +186,13 @@ def plan(args: argparse.Namespace) -> int:
     from trainstack.diff import diff_reports
     from trainstack.report import json_report, markdown, text
     from trainstack.report.model import build_report
-    from trainstack.report.policy import run_review
+    from trainstack.review import review
 
     if args.output is not None:
         check_writable(args.output)
     path = args.config if args.config is not None else stack_file(args.stack or "dev")
     cluster = load_file(path)
-    baseline_cluster = load_file(args.against) if args.against is not None else None
+    baseline_cluster = load_file(args.against, option="--against") if args.against is not None else None
     stack = stack_name_of(args.against if args.against is not None else path, cluster)
     if args.stack and args.against is None:
         stack = args.stack
@@ -163,8 +200,7 @@ def plan(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty()
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, str(path))
-    elapsed = time.perf_counter() - started
-    report = build_report(cluster, recording, run_review(recording, cluster.environment.value), elapsed)
+    report = build_report(cluster, recording, review(recording, cluster.environment.value))
 
     diff = None
     baseline = None
@@ -180,8 +216,10 @@ def plan(args: argparse.Namespace) -> int:
         color = not args.no_color and "NO_COLOR" not in os.environ and args.output is None and sys.stdout.isatty()
         rendered = text.render(report, text.Style(color=color), diff, tree=not args.no_tree)
     write(rendered, args.output, sys.stdout)
-    if report.policy is not None and report.policy.mandatory:
-        print(f"policy review: {report.policy.mandatory} mandatory violation(s)", file=sys.stderr)
+    if args.format == "text":  # timing stays out of the report itself, which is byte-for-byte reproducible
+        print(f"planned in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if report.policy is not None and not report.policy.passed:
+        print(f"policy review: {len(report.policy.mandatory)} mandatory violation(s)", file=sys.stderr)
         return EXIT_POLICY
     return EXIT_OK
 
@@ -216,7 +254,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(error, PolicyRunError):
             print(f"error: the policy review failed: {error}", file=sys.stderr)
             return EXIT_PROGRAM_FAILED
-        raise
+        # A bug in trainstack itself: one line, not exit 1 (which means "policy violation"); the traceback
+        # only when asked for.
+        if os.environ.get("TRAINSTACK_DEBUG") == "1":
+            traceback.print_exc(file=sys.stderr)
+        first = (str(error).strip().splitlines() or [""])[0]
+        print(f"error: internal error: {type(error).__name__}: {first}".rstrip(": "), file=sys.stderr)
+        if os.environ.get("TRAINSTACK_DEBUG") != "1":
+            print("(set TRAINSTACK_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_PROGRAM_FAILED
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0) if isinstance(exit_.code, int | None) else EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stacks.catalog import CATALOG
+from stacks.catalog import CATALOG, SOURCES, InstanceType
 from stacks.catalog import PRICE_DATE as GPU_PRICE_DATE
 from trainstack.report.summary import Summary
 
@@ -36,9 +36,12 @@ class Price:
     date: str
 
 
+# Each row's date is the day its value was read from the source it names (2025-11-01 for every row here).
+# Later cross-checks do not move that date; they are noted beside the row instead.
 # EKS: aws.amazon.com/eks/pricing/ ($0.10 per cluster-hour in standard support, $0.60 in extended support
 # since the April 2024 billing cycle; AWS Containers blog "Amazon EKS extended support for Kubernetes versions
-# pricing"). Third-party guides that say "+$0.50" describe the same total of $0.60.
+# pricing"). Third-party guides that say "+$0.50" describe the same total of $0.60. Cross-checked 2026-11-29
+# against cloudburn.io's "Amazon EKS pricing" guide (rates as of March 2026: $0.10 and $0.60), which agrees.
 EKS_STANDARD = Price(0.10, "cluster-hour", "aws.amazon.com/eks/pricing/", "2025-11-01")
 EKS_EXTENDED = Price(0.60, "cluster-hour", "aws.amazon.com/eks/pricing/ (extended support)", "2025-11-01")
 # VPC: aws.amazon.com/vpc/pricing/ (NAT gateway $0.045 per hour plus $0.045 per GB processed) and
@@ -84,7 +87,23 @@ FSX_LUSTRE: MappingProxyType[tuple[str, int | None], Price] = MappingProxyType(
 # estimate says so.
 HYPERPOD_INSTANCES: MappingProxyType[str, Price] = MappingProxyType({})
 HYPERPOD_FALLBACK_SOURCE = "EC2 On-Demand rate of the same type (lower bound for ml.*)"
-CATALOG_SOURCE = "stacks/catalog.py (aws.amazon.com/ec2/pricing/on-demand/)"
+# Words in a catalog row's `verify` note that say its price itself is uncertain (not just its network facts).
+_PRICE_DOUBT = ("price", "rate", "estimate")
+
+
+def catalog_price(row: InstanceType, unit: str = "instance-hour", source_prefix: str = "") -> tuple[Price, bool, str]:
+    """A catalog row's On-Demand rate as a Price, whether it is an estimate, and the row's verify note.
+
+    The row's own sources back the price. A row without the "price" source (no list price was read, e.g.
+    p6e-gb200, sold only as UltraServer Capacity Blocks) has no read date; a row whose `verify` note doubts the
+    price or calls the rate an estimate (p5e, p6-b300, trn2) is an estimate even though it is dated.
+    """
+    cited = "; ".join(SOURCES[key] for key in row.sources if key in SOURCES)
+    source = f"{source_prefix}stacks/catalog.py {row.name}: {cited}"
+    dated = "price" in row.sources
+    doubted = row.verify is not None and any(word in row.verify.lower() for word in _PRICE_DOUBT)
+    price = Price(row.on_demand_usd_per_hour, unit, source, GPU_PRICE_DATE if dated else "")
+    return price, (not dated) or doubted, row.verify or ""
 
 
 @dataclass(frozen=True)
@@ -100,8 +119,16 @@ class CostItem:
     usd_per_hour_desired: float
     usd_per_hour_max: float
     source: str
-    date: str
+    date: str  # the day the price was read from `source`; empty when no list price was read
     note: str = ""
+    estimated: bool = False  # the unit price is an estimate, not a list price read from a source
+
+    @property
+    def date_label(self) -> str:
+        """The price date as the reports print it, with estimates marked."""
+        if not self.estimated:
+            return self.date
+        return f"{self.date} (estimate)" if self.date else "estimate (undated)"
 
 
 @dataclass(frozen=True)
@@ -168,6 +195,7 @@ class CostEstimate:
                     "source": i.source,
                     "date": i.date,
                     "note": i.note,
+                    "estimated": i.estimated,
                 }
                 for i in self.items
             ],
@@ -175,7 +203,15 @@ class CostEstimate:
         }
 
 
-def _hourly(item_name: str, category: str, desired: float, maximum: float, price: Price, note: str = "") -> CostItem:
+def _hourly(
+    item_name: str,
+    category: str,
+    desired: float,
+    maximum: float,
+    price: Price,
+    note: str = "",
+    estimated: bool = False,
+) -> CostItem:
     return CostItem(
         name=item_name,
         category=category,
@@ -188,7 +224,12 @@ def _hourly(item_name: str, category: str, desired: float, maximum: float, price
         source=price.source,
         date=price.date,
         note=note,
+        estimated=estimated,
     )
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _monthly(item_name: str, category: str, quantity: float, price: Price, hours_per_month: float) -> CostItem:
@@ -233,9 +274,9 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
         row = CATALOG.get(group.instance_type or "")
         label = f"{group.name}: {group.instance_type}"
         if row is not None:
-            price = Price(row.on_demand_usd_per_hour, "instance-hour", CATALOG_SOURCE, GPU_PRICE_DATE)
-            note = _capacity_note(group.capacity)
-            items.append(_hourly(label, "gpu", group.desired_size, group.max_size, price, note))
+            price, estimated, verify = catalog_price(row)
+            note = _join(_capacity_note(group.capacity), verify)
+            items.append(_hourly(label, "gpu", group.desired_size, group.max_size, price, note, estimated))
         elif (system := SYSTEM_INSTANCES.get(group.instance_type or "")) is not None:
             items.append(_hourly(label, "system-nodes", group.desired_size, group.max_size, system))
         else:
@@ -303,8 +344,9 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
 
     for group in summary.hyperpod:
         price = HYPERPOD_INSTANCES.get(group.instance_type)
+        estimated, verify = False, ""
         if price is None and (row := CATALOG.get(group.instance_type.removeprefix("ml."))) is not None:
-            price = Price(row.on_demand_usd_per_hour, "instance-hour", HYPERPOD_FALLBACK_SOURCE, GPU_PRICE_DATE)
+            price, estimated, verify = catalog_price(row, source_prefix=f"{HYPERPOD_FALLBACK_SOURCE}: ")
             notes.append(
                 f"HyperPod {group.instance_type} is priced at the EC2 rate of {row.name}: SageMaker's ml.* rate is "
                 "higher and not in the project's price table."
@@ -319,6 +361,8 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
                 group.count,
                 group.count,
                 price,
+                verify,
+                estimated,
             )
         )
 
@@ -327,4 +371,8 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
     notes.append("CloudWatch logs and metrics (control plane, flow logs, Container Insights) are not estimated.")
     if unpriced:
         notes.append("Not priced (no list price in the project): " + "; ".join(unpriced) + ".")
+    if estimated_items := [i.name for i in items if i.estimated]:
+        notes.append(
+            "Estimated unit prices (no list price read, or the catalog doubts it): " + "; ".join(estimated_items) + "."
+        )
     return CostEstimate(items=tuple(items), hours_per_month=hours_per_month, region=PRICE_REGION, notes=tuple(notes))

@@ -8,13 +8,74 @@ that matter for review (GPUs, EFA fabric bandwidth, cost) are compared too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report.model import Report
 
 _MISSING = "<absent>"
+
+PROVIDER_DIFF_NOTE = (
+    "offline diff: replacements are predicted from trainstack's table of create-only inputs; the provider's own "
+    "diff is not run, so an 'update' may still be a replace in `pulumi preview`"
+)
+
+# Inputs (engine names; a dotted entry covers everything under it) whose change makes the provider replace the
+# resource: delete and create, or create-then-delete. Source: the terraform-provider-aws resource schemas that
+# pulumi-aws 7.x bridges ("ForceNew: true" in internal/service/<svc>/<resource>.go), read 2026-11-29. The
+# pulumi-aws 7.51.1 docstrings say so only for a few of them (LustreFileSystem.efaEnabled "must be set at
+# creation ... cannot be changed", Cluster.bootstrapSelfManagedAddons "will force a new cluster"); for the rest
+# the docstrings are silent and the upstream schema is the source. Not listed on purpose (sources disagree or
+# the change is in place in current versions): LustreFileSystem.perUnitStorageThroughput (updatable on
+# PERSISTENT_2), fileSystemTypeVersion (in place upgrade, replace only on downgrade), Cluster.vpcConfig.
+REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "aws:fsx/lustreFileSystem:LustreFileSystem": frozenset(
+            {"deploymentType", "subnetIds", "efaEnabled", "storageType", "kmsKeyId", "securityGroupIds", "backupId"}
+        ),
+        "aws:eks/cluster:Cluster": frozenset(
+            {
+                "name",
+                "bootstrapSelfManagedAddons",
+                "kubernetesNetworkConfig.ipFamily",
+                "kubernetesNetworkConfig.serviceIpv4Cidr",
+            }
+        ),
+        "aws:eks/nodeGroup:NodeGroup": frozenset(
+            {
+                "clusterName",
+                "nodeGroupName",
+                "nodeGroupNamePrefix",
+                "nodeRoleArn",
+                "subnetIds",
+                "amiType",
+                "capacityType",
+                "diskSize",
+                "instanceTypes",
+                "remoteAccess",
+                "launchTemplate.id",
+                "launchTemplate.name",
+            }
+        ),
+        "aws:ec2/subnet:Subnet": frozenset({"vpcId", "cidrBlock", "availabilityZone", "availabilityZoneId"}),
+        "aws:ec2/vpc:Vpc": frozenset({"cidrBlock"}),
+        "aws:ec2/placementGroup:PlacementGroup": frozenset({"name", "strategy", "partitionCount", "spreadLevel"}),
+        "aws:s3/bucket:Bucket": frozenset({"bucket", "bucketPrefix"}),
+        "aws:kms/key:Key": frozenset({"customerMasterKeySpec", "keyUsage"}),
+        "aws:iam/role:Role": frozenset({"name", "namePrefix", "path"}),
+    }
+)
+
+
+def replaces(type_token: str, path: str) -> bool:
+    """True when changing the input at `path` (engine names, e.g. subnetIds[0]) replaces a `type_token`."""
+    for field in REPLACE_ON_CHANGE.get(type_token, ()):
+        if path == field or path.startswith((f"{field}.", f"{field}[")):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -29,6 +90,16 @@ class ResourceChange:
     urn: str
     type: str
     changes: tuple[InputChange, ...]
+    protected: bool = False  # protect=True before or after: a replacement would fail `up` or lose data
+
+    @property
+    def replace_reasons(self) -> tuple[str, ...]:
+        """The changed paths that force a replacement (sorted, de-duplicated)."""
+        return tuple(sorted({c.path for c in self.changes if replaces(self.type, c.path)}))
+
+    @property
+    def op(self) -> str:
+        return "replace" if self.replace_reasons else "update"
 
 
 @dataclass(frozen=True)
@@ -49,8 +120,8 @@ class PlanDiff:
     added: tuple[tuple[str, str], ...]  # (urn, type)
     removed: tuple[tuple[str, str], ...]
     changed: tuple[ResourceChange, ...]
-    gpus_desired: Delta
-    gpus_max: Delta
+    accelerators_desired: Delta  # node groups at desired size + SageMaker HyperPod
+    accelerators_max: Delta  # node groups at max size + SageMaker HyperPod
     fabric_gbps_desired: Delta
     fabric_gbps_max: Delta
     usd_per_hour_desired: Delta
@@ -61,6 +132,15 @@ class PlanDiff:
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed)
+
+    @property
+    def replaced(self) -> tuple[ResourceChange, ...]:
+        return tuple(c for c in self.changed if c.op == "replace")
+
+    @property
+    def protected_replacements(self) -> tuple[ResourceChange, ...]:
+        """Replacements of protected resources: `pulumi up` refuses them, and forcing one loses the data."""
+        return tuple(c for c in self.replaced if c.protected)
 
     def to_dict(self) -> dict[str, Any]:
         def delta(d: Delta) -> dict[str, float]:
@@ -74,12 +154,17 @@ class PlanDiff:
                 {
                     "urn": c.urn,
                     "type": c.type,
+                    "op": c.op,
+                    "protect": c.protected,
+                    "replaceReasons": list(c.replace_reasons),
                     "changes": [{"path": i.path, "old": i.old, "new": i.new} for i in c.changes],
                 }
                 for c in self.changed
             ],
-            "gpusDesired": delta(self.gpus_desired),
-            "gpusMax": delta(self.gpus_max),
+            "protectedReplacements": [c.urn for c in self.protected_replacements],
+            "note": PROVIDER_DIFF_NOTE,
+            "acceleratorsDesired": delta(self.accelerators_desired),
+            "acceleratorsMax": delta(self.accelerators_max),
             "fabricGbpsDesired": delta(self.fabric_gbps_desired),
             "fabricGbpsMax": delta(self.fabric_gbps_max),
             "usdPerHourDesired": delta(self.usd_per_hour_desired),
@@ -117,13 +202,13 @@ def resource_changes(before: RecordedResource, after: RecordedResource) -> tuple
 def diff_recordings(
     before: Recording, after: Recording
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[ResourceChange, ...]]:
-    """(added, removed, changed) between two recordings, matched by URN, in registration order."""
+    """(added, removed, changed) between two recordings, matched by URN, in the recordings' stable order."""
     old = before.by_urn()
     new = after.by_urn()
     added = tuple((r.urn, r.type) for r in after.resources if r.urn not in old)
     removed = tuple((r.urn, r.type) for r in before.resources if r.urn not in new)
     changed = tuple(
-        ResourceChange(r.urn, r.type, changes)
+        ResourceChange(r.urn, r.type, changes, protected=old[r.urn].protect or r.protect)
         for r in after.resources
         if r.urn in old and (changes := resource_changes(old[r.urn], r))
     )
@@ -138,8 +223,8 @@ def diff_reports(before: Report, after: Report, against: str) -> PlanDiff:
         added=added,
         removed=removed,
         changed=changed,
-        gpus_desired=Delta(b.gpus_desired, a.gpus_desired),
-        gpus_max=Delta(b.gpus_max, a.gpus_max),
+        accelerators_desired=Delta(b.accelerators_desired, a.accelerators_desired),
+        accelerators_max=Delta(b.accelerators_max, a.accelerators_max),
         fabric_gbps_desired=Delta(b.fabric_gbps_desired, a.fabric_gbps_desired),
         fabric_gbps_max=Delta(b.fabric_gbps_max, a.fabric_gbps_max),
         usd_per_hour_desired=Delta(before.cost.usd_per_hour_desired, after.cost.usd_per_hour_desired),

@@ -9,10 +9,11 @@ its engine-named inputs, dependencies, property dependencies, protect flag and p
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import runpy
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,14 +59,20 @@ class RecordedResource:
         return self.provider.rsplit("::", 1)[0] if self.provider else ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recording:
-    """Everything one run of the program registered, in registration order, and its stack outputs."""
+    """Everything one run of the program registered, in a stable order (`stable_order`), and its stack outputs.
+
+    `resources` is a tuple whatever the caller passes, so a cached recording's list cannot be changed.
+    """
 
     stack: str
     preview: bool
-    resources: list[RecordedResource]
+    resources: tuple[RecordedResource, ...]
     outputs: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resources", tuple(self.resources))
 
     def by_type(self, type_token: str) -> list[RecordedResource]:
         return [r for r in self.resources if r.type == type_token]
@@ -81,6 +88,44 @@ class Recording:
 
     def children(self, urn: str) -> Iterator[RecordedResource]:
         return (r for r in self.resources if r.parent == urn)
+
+
+def _edges(resource: RecordedResource) -> set[str]:
+    """The URNs `resource` must come after: its parent, provider, dependencies and property dependencies."""
+    after = {resource.parent, resource.provider_urn, *resource.dependencies}
+    for urns in resource.property_dependencies.values():
+        after.update(urns)
+    after.discard("")
+    after.discard(resource.urn)
+    return after
+
+
+def stable_order(resources: Iterable[RecordedResource]) -> tuple[RecordedResource, ...]:
+    """Resources in topological order (parents, providers and dependencies first), ties broken by URN.
+
+    The SDK registers resources from a thread pool as their inputs resolve, so registration order changes from
+    run to run; every report, diff and step list follows this order instead, so the same config always gives
+    byte-identical output. A cycle (impossible in a real program) falls back to URN order for what is left.
+    """
+    by_urn = {r.urn: r for r in resources}
+    waiting = {urn: {u for u in _edges(r) if u in by_urn} for urn, r in by_urn.items()}
+    dependents: dict[str, list[str]] = {urn: [] for urn in by_urn}
+    for urn, before in waiting.items():
+        for u in before:
+            dependents[u].append(urn)
+    ready = [urn for urn, before in waiting.items() if not before]
+    heapq.heapify(ready)
+    ordered: list[RecordedResource] = []
+    while ready:
+        urn = heapq.heappop(ready)
+        ordered.append(by_urn[urn])
+        for dependent in dependents[urn]:
+            waiting[dependent].discard(urn)
+            if not waiting[dependent]:
+                heapq.heappush(ready, dependent)
+    placed = {r.urn for r in ordered}
+    ordered += sorted((r for urn, r in by_urn.items() if urn not in placed), key=lambda r: r.urn)
+    return tuple(ordered)
 
 
 class Recorder(MockMonitor):
@@ -109,8 +154,12 @@ class Recorder(MockMonitor):
                 parent=request.parent,
                 custom=request.custom,
                 inputs=MessageToDict(request.object),
-                dependencies=tuple(request.dependencies),
-                property_dependencies={k: tuple(v.urns) for k, v in request.propertyDependencies.items()},
+                # The SDK gathers dependencies in sets: sorted, so the same program records the same tuples.
+                dependencies=tuple(sorted(set(request.dependencies))),
+                property_dependencies={
+                    k: tuple(sorted(set(request.propertyDependencies[k].urns)))
+                    for k in sorted(request.propertyDependencies)
+                },
                 protect=request.protect,
                 retain_on_delete=request.retainOnDelete,
                 provider=request.provider,
@@ -157,7 +206,7 @@ def run(
         _sync_await(run_pulumi_func(program))
         exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
         outputs = {name: _resolve(value) for name, value in exported.items()}
-        return Recording(stack=stack, preview=preview, resources=recorder.recorded, outputs=outputs)
+        return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
     finally:
         asyncio.set_event_loop(None)
         loop.close()

@@ -210,6 +210,8 @@ def load_config(environment: str, path: Path | None = None) -> PackConfig:
         raise PolicyConfigError(f"no policy config for {environment!r}: {path} does not exist") from None
     except json.JSONDecodeError as error:
         raise PolicyConfigError(f"policy config {path}: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:  # a directory, no permission, not UTF-8
+        raise PolicyConfigError(f"policy config {path}: cannot read: {error}") from None
     if not isinstance(document, dict):
         raise PolicyConfigError(f"policy config {path}: expected a JSON object")
     return resolve_config(document, source=str(path))

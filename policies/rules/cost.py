@@ -7,7 +7,6 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
-from ..facts import instance
 from .base import (
     EKS_CLUSTER,
     FSX_LUSTRE,
@@ -16,6 +15,7 @@ from .base import (
     LAUNCH_TEMPLATE,
     S3_BUCKETS,
     accelerated_node_groups,
+    accelerator_capacity,
     get,
     graph,
     items,
@@ -139,22 +139,11 @@ def lt_instance_tags(args: ResourceValidationArgs, report: ReportViolation) -> N
     config={"maxGpus": {"type": "integer", "minimum": 0, "description": "Accelerator budget of the environment."}},
 )
 def gpu_budget(args: StackValidationArgs, report: ReportViolation) -> None:
-    g = graph(args)
-    parts: list[str] = []
-    total = 0
-    for group, facts in accelerated_node_groups(g):
-        count = int(number(get(group.props, "scalingConfig.maxSize")) or 0) * facts.accelerators
-        total += count
-        parts.append(f"{group.name} {count}")
-    for cluster in g.of_type(HYPERPOD_CLUSTER):
-        for ig in items(get(cluster.props, "instanceGroups")):
-            facts = instance(str(get(ig, "instanceType", "")))
-            if facts is not None:
-                count = int(number(get(ig, "instanceCount")) or 0) * facts.accelerators
-                total += count
-                parts.append(f"{cluster.name}/{get(ig, 'instanceGroupName')} {count}")
-    if not parts:
+    capacity = accelerator_capacity(graph(args))
+    if not capacity:
         args.not_applicable("no accelerated capacity in the stack")
+    total = sum(c.accelerators for c in capacity)
+    parts = [f"{c.name} {c.accelerators}" for c in capacity]
     budget = args.get_config().get("maxGpus")
     if budget is None:
         report("no maxGpus budget is configured for this environment (policies/config/<env>.json).")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
@@ -92,17 +92,47 @@ def gpu_operator_values(args: StackValidationArgs, report: ReportViolation) -> N
                 )
 
 
-def _tolerates(toleration: Any, key: str) -> bool:
-    operator = get(toleration, "operator", "Equal")
-    effect = get(toleration, "effect")
-    if effect not in (None, "", "NoSchedule"):
-        return False
-    if operator == "Exists" and get(toleration, "key") in (None, ""):
-        return True  # tolerates every taint
-    return get(toleration, "key") == key and operator in ("Exists", "Equal")
-
-
+# EKS node groups spell taint effects in the EKS API's enum; pods spell them as Kubernetes does.
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+# Taints that keep a pod off a node; PreferNoSchedule only steers the scheduler.
+_REPELLING = ("NoSchedule", "NoExecute")
+
+
+class Taint(NamedTuple):
+    """A node taint in Kubernetes' spelling (effect NoSchedule, not NO_SCHEDULE); value "" when unset."""
+
+    key: str
+    value: str
+    effect: str
+
+
+def node_group_taints(group: PolicyResource) -> list[Taint]:
+    """A node group's taints, with EKS's effect names translated to Kubernetes'."""
+    out = []
+    for t in items(get(group.props, "taints")):
+        effect = str(get(t, "effect", ""))
+        out.append(Taint(str(get(t, "key", "")), str(get(t, "value", "")), _EFFECTS.get(effect, effect)))
+    return out
+
+
+def tolerates(toleration: Any, taint: Taint) -> bool:
+    """Whether a pod toleration matches a taint, as Kubernetes decides it (core/v1 Toleration.ToleratesTaint).
+
+    An effect, when set, must equal the taint's; a key, when set, must equal the taint's; operator Exists
+    matches any value, Equal (the default) needs the same value. An empty key matches every key, which the
+    API server only admits with Exists, and Exists admits no value: invalid tolerations tolerate nothing.
+    """
+    key = str(get(toleration, "key", ""))
+    operator = str(get(toleration, "operator", "") or "Equal")
+    value = str(get(toleration, "value", ""))
+    effect = str(get(toleration, "effect", ""))
+    if operator not in ("Exists", "Equal") or (not key and operator != "Exists") or (operator == "Exists" and value):
+        return False
+    if effect and effect != taint.effect:
+        return False
+    if key and key != taint.key:
+        return False
+    return operator == "Exists" or value == taint.value
 
 
 @stack_rule(
@@ -118,18 +148,19 @@ def efa_plugin_tolerates_gpu_taint(args: StackValidationArgs, report: ReportViol
     if not releases:
         args.not_applicable("no aws-efa-k8s-device-plugin release")
     taints = {
-        (str(get(t, "key")), _EFFECTS.get(str(get(t, "effect")), str(get(t, "effect"))))
+        taint
         for group, _ in accelerated_node_groups(g)
-        for t in items(get(group.props, "taints"))
-        if get(t, "effect") in ("NO_SCHEDULE", "NO_EXECUTE")
+        for taint in node_group_taints(group)
+        if taint.effect in _REPELLING
     }
     for release in releases:
         tolerations = items(get(release.props, "values.tolerations"))
-        for key, effect in sorted(taints):
-            if not any(
-                _tolerates(t, key) or (get(t, "key") == key and get(t, "effect") == effect) for t in tolerations
-            ):
-                report(f"{release.name}: values.tolerations does not tolerate {key}:{effect}.", release.urn)
+        for taint in sorted(taints):
+            if not any(tolerates(t, taint) for t in tolerations):
+                report(
+                    f"{release.name}: values.tolerations does not tolerate {taint.key}={taint.value}:{taint.effect}.",
+                    release.urn,
+                )
 
 
 # ------------------------------------------------------------------------------------------- pod specs

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
+from ..facts import GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB
 from .base import (
     FSX_LUSTRE,
     S3_BUCKETS,
@@ -14,10 +17,12 @@ from .base import (
     SUBNET,
     Graph,
     accelerated_node_groups,
+    accelerator_capacity,
     get,
     graph,
     has,
     items,
+    number,
     resource_rule,
     stack_rule,
 )
@@ -185,26 +190,24 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> No
             )
 
 
-# FSx for Lustre throughput per TiB of storage: SCRATCH_2 has a 200 MB/s/TiB baseline; PERSISTENT_2 is the
-# provisioned perUnitStorageThroughput (125/250/500/1000) (FSx Lustre User Guide, "Performance").
-_SCRATCH_2_MB_S_PER_TIB = 200.0
-
-
-def lustre_throughput_mb_s(fs: PolicyResource) -> float:
-    """Baseline throughput of a Lustre file system in MB/s, from its capacity and deployment type."""
-    capacity_tib = float(get(fs.props, "storageCapacity", 0)) / 1024
-    if get(fs.props, "deploymentType") == "SCRATCH_2":
-        per_tib = _SCRATCH_2_MB_S_PER_TIB
+def lustre_throughput_mb_s(props: Any) -> float:
+    """Baseline throughput of a Lustre file system in MB/s: TiB of storage x MB/s per TiB, where SCRATCH_2
+    has a fixed baseline and PERSISTENT_2 the provisioned perUnitStorageThroughput (stacks/fsx_sizing.py's
+    rule; a test checks the two agree on every shipped stack)."""
+    capacity_tib = float(number(get(props, "storageCapacity")) or 0) / GIB_PER_TIB
+    if get(props, "deploymentType") == "SCRATCH_2":
+        per_tib = float(SCRATCH_2_BASELINE_MB_S_PER_TIB)
     else:
-        per_tib = float(get(fs.props, "perUnitStorageThroughput", 0))
+        per_tib = float(number(get(props, "perUnitStorageThroughput")) or 0)
     return capacity_tib * per_tib
 
 
 @stack_rule(
     name="storage-throughput-feeds-gpus",
-    description="Lustre's baseline throughput covers what the GPUs read at full scale (GPUs x MB/s per "
-    "GPU, the same sizing the plan prints): starved GPUs cost the same per hour as busy ones. Advisory, "
-    "because the per-GPU read rate is a workload assumption.",
+    description="Lustre's baseline throughput covers what the accelerators read at full scale (EKS node "
+    "groups at maxSize and HyperPod instance groups, which mount the same file system, x MB/s per GPU: the "
+    "sizing the plan prints): starved GPUs cost the same per hour as busy ones. Advisory, because the "
+    "per-GPU read rate is a workload assumption.",
     severity=Severity.MEDIUM,
     config={
         "perGpuReadMbPerS": {
@@ -218,15 +221,16 @@ def lustre_throughput_mb_s(fs: PolicyResource) -> float:
 def storage_throughput_feeds_gpus(args: StackValidationArgs, report: ReportViolation) -> None:
     g = graph(args)
     systems = g.of_type(FSX_LUSTRE)
-    groups = accelerated_node_groups(g)
-    if not systems or not groups:
-        args.not_applicable("needs a Lustre file system and a GPU node group")
+    capacity = accelerator_capacity(g)
+    if not systems or not capacity:
+        args.not_applicable("needs a Lustre file system and accelerated capacity (node groups or HyperPod)")
     per_gpu = float(args.get_config().get("perGpuReadMbPerS", 200))
-    gpus = sum(int(float(get(group.props, "scalingConfig.maxSize", 0))) * facts.accelerators for group, facts in groups)
-    supply = sum(lustre_throughput_mb_s(fs) for fs in systems)
+    gpus = sum(c.accelerators for c in capacity)
+    supply = sum(lustre_throughput_mb_s(fs.props) for fs in systems)
     if supply < gpus * per_gpu:
         report(
-            f"Lustre gives {supply:,.0f} MB/s baseline; {gpus} GPUs at {per_gpu:g} MB/s need "
+            f"Lustre gives {supply:,.0f} MB/s baseline; {gpus} GPUs "
+            f"({', '.join(f'{c.name} {c.accelerators}' for c in capacity)}) at {per_gpu:g} MB/s need "
             f"{gpus * per_gpu:,.0f} MB/s. Raise storage capacity or per-unit throughput.",
             systems[0].urn,
         )

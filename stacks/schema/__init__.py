@@ -14,16 +14,19 @@ from stacks.schema.base import (
     CONFIG_KEY,
     CONFIG_NAMESPACE,
     DNS_LABEL,
+    LOG_RETENTION_DAYS,
     REGION_PATTERN,
     CatalogInstanceType,
     Cidr,
     Environment,
+    RetentionDays,
     Spec,
 )
 from stacks.schema.cluster import ClusterConfig, CostSpec, TagsSpec, json_schema
 from stacks.schema.eks import AuthenticationMode, EksAddonVersions, EksSpec, LogType, SystemNodeGroupSpec
 from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
+    EFA_HUGEPAGES_2MI,
     EFA_PRESENT_LABEL,
     INSTANCE_TYPE_LABEL,
     NODE_GROUP_LABEL,
@@ -37,6 +40,7 @@ from stacks.schema.gpu import (
     PlacementMode,
     ami_families_for,
     default_ami_family,
+    efa_layout_problem,
 )
 from stacks.schema.kubernetes import (
     CHART_VERSION,
@@ -61,7 +65,7 @@ from stacks.schema.sagemaker import (
     HyperPodSpec,
     SageMakerSpec,
 )
-from stacks.schema.storage import LOG_RETENTION_DAYS, BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
+from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
     "ACCELERATOR_LABEL",
@@ -70,6 +74,7 @@ __all__ = [
     "CONFIG_KEY",
     "CONFIG_NAMESPACE",
     "DNS_LABEL",
+    "EFA_HUGEPAGES_2MI",
     "EFA_PRESENT_LABEL",
     "INSTANCE_TYPE_LABEL",
     "LOG_RETENTION_DAYS",
@@ -110,6 +115,7 @@ __all__ = [
     "NeuronDevicePluginSpec",
     "PinnedImage",
     "PlacementMode",
+    "RetentionDays",
     "SageMakerSpec",
     "Spec",
     "StorageSpec",
@@ -120,5 +126,6 @@ __all__ = [
     "ValidationSpec",
     "ami_families_for",
     "default_ami_family",
+    "efa_layout_problem",
     "json_schema",
 ]

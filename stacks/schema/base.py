@@ -6,7 +6,7 @@ import ipaddress
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from stacks.catalog import CATALOG
 
@@ -45,3 +45,44 @@ def _instance_type(value: str) -> str:
 
 
 CatalogInstanceType = Annotated[str, AfterValidator(_instance_type)]
+
+
+# CloudWatch Logs accepts only these retention periods (CloudWatch Logs API Reference, PutRetentionPolicy
+# `retentionInDays`); any other value passes a plan and fails `pulumi up` with InvalidParameterException.
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+
+
+def _retention_days(value: int) -> int:
+    if value not in LOG_RETENTION_DAYS:
+        raise ValueError(f"{value} is not a CloudWatch retention period: use one of {list(LOG_RETENTION_DAYS)}")
+    return value
+
+
+RetentionDays = Annotated[
+    int, AfterValidator(_retention_days), Field(json_schema_extra={"enum": list(LOG_RETENTION_DAYS)})
+]
+"""Days a CloudWatch log group keeps events: one of `LOG_RETENTION_DAYS`. Every log-group retention in the
+schema uses this type."""

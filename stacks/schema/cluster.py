@@ -88,7 +88,12 @@ class ClusterConfig(Spec):
         if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
             problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
         if not self.eks.endpoint_public_access and not self.network.interface_endpoints:
-            problems.append("eks.endpoint_public_access is false: set network.interface_endpoints true")
+            # Nodes reach a private endpoint inside the VPC either way; this is trainstack's policy for private
+            # clusters, not an EKS requirement (interface endpoints are required only without NAT).
+            problems.append(
+                "eks.endpoint_public_access is false: set network.interface_endpoints true (trainstack policy: a "
+                "private cluster keeps its AWS API traffic on interface endpoints, off NAT)"
+            )
         validation = self.kubernetes.validation
         if validation and validation.enabled:
             candidates = [g.name for g in self.validation_candidates]
@@ -104,8 +109,6 @@ class ClusterConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
-        # HyperPod on EKS needs access entries (API or API_AND_CONFIG_MAP): AuthenticationMode offers only
-        # those two, so a CONFIG_MAP cluster cannot be configured at all.
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.

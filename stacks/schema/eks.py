@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import Cidr, Spec
+from stacks.schema.base import Cidr, RetentionDays, Spec
 
 
 class LogType(StrEnum):
@@ -72,7 +72,10 @@ class EksSpec(Spec):
         default=AuthenticationMode.API, description="Cluster access: access entries only (API) or with aws-auth."
     )
     admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$")]] = Field(
-        default_factory=list, description="IAM roles given cluster-admin through access entries."
+        min_length=1,
+        description="IAM roles given cluster-admin through access entries; at least one. The cluster gives its creator "
+        "no implicit admin, so the identity running `pulumi up` must be one of these roles (or assume one): the "
+        "Kubernetes provider authenticates as that identity.",
     )
     endpoint_public_access: bool = Field(description="Whether the API endpoint is reachable from the internet.")
     public_access_cidrs: list[Cidr] = Field(
@@ -82,7 +85,9 @@ class EksSpec(Spec):
         default_factory=lambda: [LogType.API, LogType.AUDIT, LogType.AUTHENTICATOR],
         description="Control-plane log types sent to CloudWatch.",
     )
-    log_retention_days: int = Field(default=90, ge=1, description="CloudWatch retention for control-plane logs.")
+    log_retention_days: RetentionDays = Field(
+        default=90, description="CloudWatch retention for control-plane logs (a CloudWatch-allowed value)."
+    )
     addons: EksAddonVersions = Field(description="Pinned EKS add-on versions.")
     system_node_group: SystemNodeGroupSpec = Field(
         default_factory=SystemNodeGroupSpec, description="CPU nodes for controllers."

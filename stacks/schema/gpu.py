@@ -94,6 +94,38 @@ class EfaLayout(StrEnum):
     EFA_PRIMARY = "efa_primary"  # legacy (pulumi-eks, terraform-aws-eks): efa primary, efa-only secondaries
 
 
+def efa_layout_problem(row: InstanceType, layout: EfaLayout) -> str | None:
+    """Why `layout` cannot be built on `row`, or None. The one home of the rule that an `efa` primary needs EFA
+    on network card 0 (the primary must sit on card 0, device 0); the schema and the layout builder both ask."""
+    if not row.supports_efa:
+        return f"{row.name} has no EFA; EFA-capable types: {', '.join(efa_capable())}"
+    if layout is EfaLayout.EFA_PRIMARY and not row.efa_on_card_0:
+        return (
+            f"efa_layout efa_primary needs EFA on network card 0, but {row.name} has EFA on cards "
+            f"{list(row.efa_cards)} (card 0 is ENA-only); use ena_primary"
+        )
+    return None
+
+
+# 2 MiB hugepages an EFA group reserves unless told otherwise: 5128 pages, about 10 GiB. AWS's EKS EFA guide
+# (docs.aws.amazon.com/eks/latest/userguide/node-efa.html) has a training pod request `hugepages-2Mi: 5120Mi`,
+# which fits with room to spare.
+EFA_HUGEPAGES_2MI = 5128
+# Hugepages are taken from the node's memory at boot whether or not a pod uses them; a quarter of it is the
+# most a group may reserve (10 GiB is under 1 percent of a p5's 2 TiB).
+MAX_HUGEPAGES_FRACTION = 0.25
+
+
+def _default_hugepages(data: dict[str, object]) -> int:
+    # Only EFA groups use them (libfabric); Kueue's quota counts them only there too.
+    return EFA_HUGEPAGES_2MI if data.get("efa_enabled", True) else 0
+
+
+def _default_ami_family(data: dict[str, object]) -> AmiFamily:
+    # Runs only when instance_type validated (pydantic skips a data-taking default after an earlier error).
+    return default_ami_family(CATALOG[str(data["instance_type"])])
+
+
 class PlacementMode(StrEnum):
     AUTO = "auto"  # cluster placement group for EFA groups, except on a reservation made without one
     CLUSTER = "cluster"  # always a cluster placement group
@@ -101,7 +133,6 @@ class PlacementMode(StrEnum):
 
 
 # Node labels trainstack sets on every GPU node itself (components/gpu_nodes.py); spec.labels may not set them.
-# Node labels trainstack sets on every GPU node; `labels` in the config may not override them.
 NODE_GROUP_LABEL = "trainstack.io/node-group"
 ACCELERATOR_LABEL = "trainstack.io/accelerator"
 NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on
@@ -123,10 +154,10 @@ class GpuNodeGroupSpec(Spec):
     instance_type: CatalogInstanceType = Field(description="An instance type from the accelerator catalog.")
     availability_zone: str = Field(pattern=AZ_PATTERN, description="The one AZ (and subnet) of the group.")
     ami_family: AmiFamily = Field(
-        default=AmiFamily.AL2023_NVIDIA,
-        description="EKS accelerated AMI family. Left out, it follows the instance type's accelerator and CPU "
-        "architecture: AL2023 NVIDIA (x86_64 or ARM_64) for GPUs, AL2023 Neuron for Trainium, so swapping the "
-        "instance type alone is enough.",
+        default_factory=_default_ami_family,
+        description="EKS accelerated AMI family. No fixed default: left out, it follows the instance type's "
+        "accelerator and CPU architecture (AL2023_x86_64_NVIDIA or AL2023_ARM_64_NVIDIA for GPUs, "
+        "AL2023_x86_64_NEURON for Trainium), so swapping the instance type alone is enough.",
     )
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option and reservation.")
     min_size: int = Field(ge=0, description="Minimum nodes (0 lets the group scale to zero).")
@@ -135,27 +166,28 @@ class GpuNodeGroupSpec(Spec):
     efa_enabled: bool = Field(default=True, description="Attach EFA interfaces (all the type supports).")
     efa_layout: EfaLayout = Field(default=EfaLayout.ENA_PRIMARY, description="EFA interface layout.")
     placement: PlacementMode = Field(default=PlacementMode.AUTO, description="Cluster placement group choice.")
-    root_volume_size_gib: int = Field(default=200, ge=50, le=16384, description="Encrypted gp3 root volume.")
+    root_volume_size_gib: int = Field(
+        default=200,
+        ge=50,
+        le=16384,
+        description="GiB of the encrypted gp3 EBS volume that holds images, containers and kubelet state: the root "
+        "volume /dev/xvda on AL2023, the data volume /dev/xvdb on Bottlerocket (its OS volume keeps the AMI's size). "
+        "With instance store, containerd and kubelet move to the NVMe RAID0 instead.",
+    )
     imds_hop_limit: Literal[1, 2] = Field(
         default=1, description="IMDSv2 hop limit; 1 keeps pods without hostNetwork away from the node role."
     )
     hugepages_2mi: int = Field(
-        default=5128, ge=0, description="2 MiB hugepages pre-allocated per node for EFA (libfabric) buffers."
+        default_factory=_default_hugepages,
+        ge=0,
+        description=f"2 MiB hugepages pre-allocated per node for EFA (libfabric) buffers. Left out: "
+        f"{EFA_HUGEPAGES_2MI} (10 GiB) on EFA groups, 0 without EFA. At most {MAX_HUGEPAGES_FRACTION:.0%} of the "
+        "instance's memory.",
     )
     max_unavailable: int = Field(
         default=1, ge=1, le=100, description="Nodes replaced at a time during updates (EKS allows 1 to 100)."
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _ami_follows_instance_type(cls, data: object) -> object:
-        # Only when the key is absent: an explicit ami_family is kept and checked by `_ami_fits_instance_type`.
-        if isinstance(data, dict) and "ami_family" not in data:
-            row = CATALOG.get(str(data.get("instance_type")))
-            if row is not None:
-                return {**data, "ami_family": default_ami_family(row)}
-        return data
 
     @field_validator("ami_family")
     @classmethod
@@ -193,15 +225,29 @@ class GpuNodeGroupSpec(Spec):
             problems.append(
                 "spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation"
             )
-        if self.efa_enabled and row.supports_efa and self.efa_layout is EfaLayout.EFA_PRIMARY and row.efa_cards[0] != 0:
+        if self.efa_enabled and row.supports_efa and (problem := efa_layout_problem(row, self.efa_layout)):
+            problems.append(problem)
+        if self.hugepages_2mi and not self.efa_enabled:
             problems.append(
-                f"efa_layout efa_primary needs EFA on network card 0, but {self.instance_type} has EFA on cards "
-                f"{list(row.efa_cards)}; use ena_primary"
+                f"hugepages_2mi {self.hugepages_2mi} without EFA: the pages are for libfabric's EFA buffers and "
+                "would only take memory from the node; remove hugepages_2mi or set it to 0"
+            )
+        hugepages_gib = self.hugepages_2mi * 2 / 1024
+        if hugepages_gib > MAX_HUGEPAGES_FRACTION * row.memory_gib:
+            problems.append(
+                f"hugepages_2mi {self.hugepages_2mi} reserves {hugepages_gib:.1f} GiB, over "
+                f"{MAX_HUGEPAGES_FRACTION:.0%} of {self.instance_type}'s {row.memory_gib} GiB memory; use at most "
+                f"{int(MAX_HUGEPAGES_FRACTION * row.memory_gib * 1024 / 2)}"
             )
         reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
         if reserved_labels:
             problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")
-        if (
+        if self.placement is PlacementMode.CLUSTER and self.capacity.type is CapacityType.CAPACITY_BLOCK:
+            problems.append(
+                "placement cluster on a capacity_block: EC2 co-locates a block's instances itself and a block "
+                "takes no placement group; use placement auto or none"
+            )
+        elif (
             self.placement is PlacementMode.CLUSTER
             and self.capacity.reserved
             and self.capacity.reservation_placement_group is None

@@ -47,8 +47,10 @@ class EfaDevicePluginSpec(Spec):
 
     chart_version: str = Field(
         pattern=CHART_VERSION,
-        description="aws-efa-k8s-device-plugin chart version; v0.5.18 or newer ships plugin v0.5.10+, the first "
-        "that counts p6-b200 EFA devices correctly.",
+        # Plugins before v0.5.10 counted p6-b200's NVLink ibp* controllers as EFA devices (aws/sagemaker-hyperpod-cli
+        # PR #282, user pain point 4).
+        description="aws-efa-k8s-device-plugin chart version; pick one that ships plugin v0.5.10 or newer on "
+        "p6-b200 (earlier plugins count its NVLink ibp* controllers as EFA devices).",
     )
 
 

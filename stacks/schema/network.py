@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import AZ_PATTERN, Cidr, Spec
+from stacks.schema.base import AZ_PATTERN, Cidr, RetentionDays, Spec
 
 
 class NatGateways(StrEnum):
@@ -34,11 +34,14 @@ class NetworkSpec(Spec):
     )
     interface_endpoints: bool = Field(
         default=False,
-        description="Create interface endpoints (ECR api/dkr, STS, EC2, CloudWatch Logs, SSM, EKS Auth for Pod "
-        "Identity) so private nodes reach AWS without NAT; required when the EKS endpoint is private only.",
+        description="Create interface endpoints (ECR api/dkr, STS, EC2, CloudWatch Logs, SSM, SSM messages, EC2 "
+        "messages, EKS Auth for Pod Identity) so private nodes reach AWS without NAT; trainstack requires them "
+        "when the EKS endpoint is private only.",
     )
     flow_logs_traffic_type: Literal["ALL", "REJECT"] = Field(default="ALL", description="VPC flow log filter.")
-    flow_logs_retention_days: int = Field(default=30, ge=1, description="CloudWatch retention for flow logs.")
+    flow_logs_retention_days: RetentionDays = Field(
+        default=30, description="CloudWatch retention for flow logs (a CloudWatch-allowed value)."
+    )
 
     @model_validator(mode="after")
     def _subnets_fit(self) -> Self:

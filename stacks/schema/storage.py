@@ -8,39 +8,12 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from stacks import fsx_sizing
-from stacks.schema.base import Spec
+from stacks.schema.base import RetentionDays, Spec
 
 
 class FsxDeploymentType(StrEnum):
     SCRATCH_2 = "SCRATCH_2"  # not replicated; dev only (ClusterConfig refuses it elsewhere)
     PERSISTENT_2 = "PERSISTENT_2"
-
-
-# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy `retentionInDays`).
-LOG_RETENTION_DAYS = (
-    1,
-    3,
-    5,
-    7,
-    14,
-    30,
-    60,
-    90,
-    120,
-    150,
-    180,
-    365,
-    400,
-    545,
-    731,
-    1096,
-    1827,
-    2192,
-    2557,
-    2922,
-    3288,
-    3653,
-)
 
 
 def _deployment(info: ValidationInfo) -> FsxDeploymentType | None:
@@ -96,7 +69,7 @@ class FsxSpec(Spec):
     weekly_maintenance_start_time: str = Field(
         default="7:03:00", pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$", description="d:HH:MM in UTC (1 is Monday)."
     )
-    log_retention_days: int = Field(
+    log_retention_days: RetentionDays = Field(
         default=90, description="CloudWatch retention of the file system's data-repository event log."
     )
     per_gpu_read_mb_s: float = Field(
@@ -166,13 +139,6 @@ class FsxSpec(Spec):
     def _backups(cls, value: int, info: ValidationInfo) -> int:
         if value and _deployment(info) is FsxDeploymentType.SCRATCH_2:
             raise ValueError("SCRATCH_2 has no automatic backups: set automatic_backup_retention_days to 0")
-        return value
-
-    @field_validator("log_retention_days")
-    @classmethod
-    def _log_retention(cls, value: int) -> int:
-        if value not in LOG_RETENTION_DAYS:
-            raise ValueError(f"{value} is not a CloudWatch retention period: use one of {list(LOG_RETENTION_DAYS)}")
         return value
 
     @property

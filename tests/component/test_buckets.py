@@ -9,11 +9,14 @@ from stacks.schema import BucketsSpec
 from tests.component.helpers import aws_opts
 from tests.conftest import run_component
 
+REGION = "us-east-1"
 SPEC = BucketsSpec(noncurrent_version_expiration_days=45, noncurrent_versions_kept=2, abort_incomplete_multipart_days=3)
 
 
-def record(protect: bool = False):
-    return run_component(lambda: DataBuckets("data", DataBucketsArgs(spec=SPEC, protect=protect), opts=aws_opts()))
+def record(protect: bool = False, region: str = REGION):
+    return run_component(
+        lambda: DataBuckets("data", DataBucketsArgs(spec=SPEC, region=region, protect=protect), opts=aws_opts())
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +79,15 @@ def test_key_rotates_with_an_explicit_policy(protected) -> None:
     assert statements["EnableIamPolicies"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
     fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
     assert fsx["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
+
+
+def test_key_policy_partition_and_endpoint_follow_the_stack_region() -> None:
+    # The mocks answer `aws` to the partition data source: only a partition derived from the region passes.
+    key = record(region="cn-north-1").one("aws:kms/key:Key")
+    statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
+    assert statements["EnableIamPolicies"]["Principal"] == {"AWS": "arn:aws-cn:iam::123456789012:root"}
+    fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
+    assert fsx["ArnLike"]["aws:PrincipalArn"].startswith("arn:aws-cn:iam::123456789012:role/aws-service-role/")
 
 
 def test_prod_protects_key_and_buckets_only_when_asked(protected) -> None:

@@ -214,6 +214,17 @@ def test_kubernetes_provider_uses_exec_auth_for_this_cluster():
     assert config["clusters"][0]["cluster"]["server"] == rec.one(CLUSTER).outputs["endpoint"]
 
 
+def test_kubernetes_provider_waits_for_every_admin_access_entry_and_policy_association():
+    # No creator bootstrap: until the associations exist the deployer gets Unauthorized from the API.
+    rec = recorded("prod")
+    provider = rec.one("pulumi:providers:kubernetes")
+    access = rec.by_type("aws:eks/accessEntry:AccessEntry") + rec.by_type(
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+    )
+    assert len(access) == 2 * len(stack_config("prod").eks.admin_role_arns)
+    assert {a.urn for a in access} <= set(provider.dependencies)
+
+
 def test_node_volume_key_lets_auto_scaling_launch_encrypted_volumes_in_every_environment():
     slr = "arn:aws:iam::123456789012:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
     for stack in ("dev", "staging", "prod"):

@@ -2,14 +2,18 @@
 
 import json
 import runpy
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.component.helpers import aws_opts
+from tests.conftest import recording as shared_recording
 from tests.conftest import run_component, stack_config
-from trainstack.engine import PROGRAM, UNKNOWN, pulumi_config, run, run_program
+from trainstack.engine import PROGRAM, UNKNOWN, RecordedResource, pulumi_config, run, stable_order
 
 
 def vpc_and_subnet(protect: bool = False) -> None:
@@ -94,7 +98,7 @@ def test_the_program_refuses_a_bad_config_with_a_run_error() -> None:
 
 
 def test_the_program_registers_an_explicit_aws_provider_with_default_tags() -> None:
-    recording = run_program(stack_config("dev"), stack="dev")
+    recording = shared_recording("dev")
     providers = [r for r in recording.resources if r.type == "pulumi:providers:aws"]
     assert len(providers) == 1
     tags = json.loads(providers[0].inputs["defaultTags"])["tags"]
@@ -103,6 +107,65 @@ def test_the_program_registers_an_explicit_aws_provider_with_default_tags() -> N
 
 
 def test_preview_outputs_are_known_where_the_config_decides_them() -> None:
-    recording = run_program(stack_config("dev"), stack="dev", preview=True)
+    recording = shared_recording("dev", preview=True)
     assert recording.outputs["environment"] == "dev"
     assert recording.outputs["vpc_id"] == UNKNOWN
+
+
+def _node(i: int, parent: int | None, deps: tuple[int, ...]) -> RecordedResource:
+    urn = f"urn:pulumi:s::trainstack::t:m:T::r{i:02d}"
+    return RecordedResource(
+        type="t:m:T",
+        name=f"r{i:02d}",
+        urn=urn,
+        parent=f"urn:pulumi:s::trainstack::t:m:T::r{parent:02d}" if parent is not None else "",
+        custom=True,
+        inputs={},
+        dependencies=tuple(f"urn:pulumi:s::trainstack::t:m:T::r{d:02d}" for d in deps),
+        property_dependencies={},
+        protect=False,
+        retain_on_delete=False,
+        provider="",
+    )
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> list[RecordedResource]:
+    """A random DAG: resource i may have a parent and dependencies only among resources before it."""
+    count = draw(st.integers(1, 12))
+    nodes = []
+    for i in range(count):
+        parent = draw(st.none() | st.integers(0, i - 1)) if i else None
+        deps = tuple(draw(st.sets(st.integers(0, i - 1), max_size=3))) if i else ()
+        nodes.append(_node(i, parent, deps))
+    return nodes
+
+
+@given(graphs(), st.randoms(use_true_random=False))
+def test_stable_order_is_topological_and_independent_of_registration_order(
+    nodes: list[RecordedResource], rng: Any
+) -> None:
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    ordered = stable_order(shuffled)
+    assert ordered == stable_order(nodes)  # the thread pool's order does not matter
+    position = {r.urn: i for i, r in enumerate(ordered)}
+    for r in ordered:
+        for before in (r.parent, *r.dependencies):
+            if before:
+                assert position[before] < position[r.urn]
+
+
+def test_stable_order_breaks_ties_by_urn() -> None:
+    assert [r.name for r in stable_order([_node(2, None, ()), _node(0, None, ()), _node(1, None, ())])] == [
+        "r00",
+        "r01",
+        "r02",
+    ]
+
+
+def test_a_recording_cannot_be_changed_through_a_shared_copy() -> None:
+    first = shared_recording("dev")
+    assert isinstance(first.resources, tuple)
+    first.resources[0].inputs["poisoned"] = True
+    assert "poisoned" not in shared_recording("dev").resources[0].inputs

@@ -335,3 +335,42 @@ def test_grace_group_plans_the_arm_ami_with_the_same_node_setup() -> None:
     assert bottlerocket.one(NG).inputs["amiType"] == "BOTTLEROCKET_ARM_64_NVIDIA"
     assert lt_of(bottlerocket)["blockDeviceMappings"][0]["deviceName"] == "/dev/xvdb"
     assert base64.b64decode(lt_of(bottlerocket)["userData"]).decode().startswith("[settings.kernel.sysctl]")
+
+
+def _user_data(group: GpuNodeGroupSpec) -> str:
+    return base64.b64decode(lt_of(build(group))["userData"]).decode()
+
+
+@pytest.mark.parametrize("family", ["AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA"])
+def test_groups_without_efa_reserve_no_hugepages(family: str) -> None:
+    # dev's g5.2xlarge has 32 GiB: 5128 x 2 MiB pages would take 31 percent of it for nothing.
+    group = spec(instance_type="g5.2xlarge", efa_enabled=False, max_size=1, desired_size=1, ami_family=family)
+    assert group.hugepages_2mi == 0
+    assert "nr_hugepages" not in _user_data(group)
+    assert spec(ami_family=family).hugepages_2mi == 5128  # EFA groups keep the default
+    assert "nr_hugepages" in _user_data(spec(ami_family=family))
+
+
+def test_hugepages_are_refused_without_efa_or_over_a_quarter_of_memory() -> None:
+    with pytest.raises(ValidationError, match="without EFA"):
+        spec(instance_type="g5.2xlarge", efa_enabled=False, max_size=1, desired_size=1, hugepages_2mi=512)
+    # g5.48xlarge: 768 GiB, a quarter is 192 GiB = 98304 pages.
+    spec(instance_type="g5.48xlarge", hugepages_2mi=98304)
+    with pytest.raises(ValidationError, match=r"over 25% of g5.48xlarge's 768 GiB memory; use at most 98304"):
+        spec(instance_type="g5.48xlarge", hugepages_2mi=98305)
+
+
+def test_capacity_block_with_placement_cluster_points_to_auto_or_none() -> None:
+    with pytest.raises(ValidationError, match="use placement auto or none"):
+        spec(capacity=BLOCK, placement="cluster")
+    with pytest.raises(ValidationError, match=r"set capacity\.reservation_placement_group or use auto"):
+        spec(capacity=ODCR, placement="cluster")
+
+
+def test_json_schema_shows_no_fixed_ami_family_or_hugepages_default() -> None:
+    properties = GpuNodeGroupSpec.model_json_schema()["properties"]
+    assert "default" not in properties["ami_family"] and "follows the instance type" in properties["ami_family"][
+        "description"
+    ].replace("\n", " ")
+    assert "default" not in properties["hugepages_2mi"]
+    assert "/dev/xvdb on Bottlerocket" in properties["root_volume_size_gib"]["description"]

@@ -131,8 +131,10 @@ def test_providers_are_explicit(eks_run: Recording) -> None:
 
 def test_execution_role_gets_managed_and_scoped_policies(eks_run: Recording) -> None:
     role = eks_run.one("aws:iam/role:Role")
-    trust = json.loads(role.inputs["assumeRolePolicy"])
-    assert trust["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    [trust] = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert trust["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    # Confused-deputy guard: SageMaker may assume it only on behalf of this account.
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
     attachment = eks_run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
     assert attachment.inputs["policyArn"] == "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
     inline = json.loads(eks_run.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])

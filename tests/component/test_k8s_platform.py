@@ -46,7 +46,7 @@ def test_gpu_operator_installs_the_pinned_chart_in_its_namespace() -> None:
             "gpu",
             GpuOperatorArgs(
                 spec=GpuOperatorSpec(chart_version="v25.3.4"),
-                ami_families=[AmiFamily.AL2023_NVIDIA, AmiFamily.AL2023_NEURON],
+                ami_family=AmiFamily.AL2023_NVIDIA,
             ),
             opts=k8s_opts(),
         )
@@ -79,7 +79,10 @@ def test_efa_plugin_release_selects_efa_nodes_and_tolerates_the_gpu_taint() -> N
         "kube-system",
     )
     assert release.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
-    assert release.inputs["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    assert release.inputs["values"]["supportedInstanceLabels"] == {
+        "keys": ["vpc.amazonaws.com/efa.present"],
+        "values": ["true"],
+    }
     gpu_taint = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     assert gpu_taint in release.inputs["values"]["tolerations"]
 

@@ -63,6 +63,24 @@ def test_efa_security_group_allows_all_traffic_to_and_from_itself():
         assert "fromPort" not in rules[0].inputs and "cidrIpv4" not in rules[0].inputs
 
 
+def test_workload_security_group_has_all_egress_and_no_ingress():
+    # Slurm HyperPod nodes and training jobs carry only the EFA group (self traffic) and this one: without its
+    # egress they reach neither S3, the interface endpoints, NAT nor FSx.
+    rec = recorded("prod")
+    sg = next(r for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("workload-sg"))
+    [egress] = [r for r in rec.by_type(SG_EGRESS) if r.inputs["securityGroupId"] == sg.id]
+    assert egress.inputs["cidrIpv4"] == "0.0.0.0/0" and egress.inputs["ipProtocol"] == "-1"
+    assert not [r for r in rec.by_type(SG_INGRESS) if r.inputs["securityGroupId"] == sg.id]
+    component = next(r for r in rec.resources if r.type == "trainstack:network:Network")
+    assert component.urn in {sg.parent, egress.parent}
+
+
+def test_session_manager_endpoints_come_with_ssm():
+    # Session Manager on private nodes needs ssmmessages (and ec2messages for older agents) next to ssm.
+    services = {e.inputs["serviceName"] for e in recorded("prod").by_type(ENDPOINT)}
+    assert {f"com.amazonaws.us-east-1.{s}" for s in ("ssm", "ssmmessages", "ec2messages")} <= services
+
+
 def test_interface_endpoints_only_when_asked():
     dev = recorded("dev")  # interface_endpoints: false
     assert [e.inputs["vpcEndpointType"] for e in dev.by_type(ENDPOINT)] == ["Gateway"]

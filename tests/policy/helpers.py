@@ -1,7 +1,7 @@
 """Inputs for the policy tests: the real program per stack, with config variations and single-resource edits.
 
-- `scenario(name)`: the whole program run once (cached) on a committed stack with one config edit, for rules a
-  config change can break.
+- `scenario(name)`: the whole program run once per session (shared by xdist workers) on a committed stack with
+  one config edit, for rules a config change can break.
 - `mutated(recording, match, edit)`: a real recording with one resource's recorded inputs (or options,
   dependencies) changed, for rules the schema and the components never let a config break: it stands in for
   a code regression in a component, starting from exactly what the program registers.
@@ -11,13 +11,12 @@
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from tests.conftest import edited_config, recording
-from trainstack.engine import RecordedResource, Recording, run_program
+from tests.conftest import edited_config, program_recording, recording
+from trainstack.engine import RecordedResource, Recording
 from trainstack.review import Review, Violation, review
 
 Edit = Callable[[dict[str, Any]], None]
@@ -73,15 +72,19 @@ SCENARIOS: dict[str, tuple[str, Edit]] = {
             }
         ),
     ),
-    "staging-fsx-efa": ("staging", lambda raw: raw["storage"]["fsx"].update(efa_enabled=True)),
+    # EFA-enabled Lustre at 1000 MB/s/TiB comes in steps of 4800 GiB.
+    "staging-fsx-efa": (
+        "staging",
+        lambda raw: raw["storage"]["fsx"].update(efa_enabled=True, storage_capacity_gib=9600),
+    ),
     "staging-bottlerocket": ("staging", lambda raw: _gpu(raw, ami_family="BOTTLEROCKET_x86_64_NVIDIA")),
 }
 
 
-@functools.cache
 def scenario(name: str, preview: bool = False) -> Recording:
+    """A fresh copy of the scenario's recording; the program runs once per session (tests.conftest)."""
     stack, edit = SCENARIOS[name]
-    return run_program(edited_config(stack, edit), stack=stack, preview=preview)
+    return program_recording(edited_config(stack, edit), stack, preview)
 
 
 def shipped(stack: str, preview: bool = False) -> Recording:

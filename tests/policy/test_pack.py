@@ -1,15 +1,18 @@
 """The pack as the Pulumi CLI runs it: its files, its isolation from the program, and its analyzer protocol.
 
-`test_served_pack_agrees_with_offline_review` starts `policies/__main__.py` the way the CLI does (it prints
-its gRPC port and blocks), configures it with prod's resolved levels and sends it what the offline engine
-recorded, over the real Analyzer protocol: the diagnostics must equal `trainstack.review`'s violations.
+`test_served_pack_agrees_with_offline_review` copies the pack out of the repository under another directory
+name, starts it the way the CLI does (`python -m pulumi.policy <engine> <pack dir>`: it prints its gRPC port
+and blocks), configures it with the stack's resolved levels and sends it what the offline engine recorded,
+over the real Analyzer protocol: the diagnostics must equal `trainstack.review`'s violations.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -25,6 +28,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
 from policies import facts
 from policies.rules import POLICIES
+from stacks import fsx_sizing
 from stacks.catalog import CATALOG
 from tests.conftest import ROOT, recording
 from tests.policy.helpers import mutated, scenario
@@ -45,6 +49,11 @@ def test_facts_equal_the_catalog() -> None:
     assert facts.instance("m7i.xlarge") is None
 
 
+def test_lustre_facts_equal_the_sizing() -> None:
+    assert facts.SCRATCH_2_BASELINE_MB_S_PER_TIB == fsx_sizing.SCRATCH_2_BASELINE_MB_S_PER_TIB
+    assert facts.GIB_PER_TIB == fsx_sizing.GIB_PER_TIB
+
+
 def _imports(path: Path) -> Iterator[tuple[str, int]]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -54,13 +63,61 @@ def _imports(path: Path) -> Iterator[tuple[str, int]]:
 
 
 def test_pack_imports_nothing_from_the_program() -> None:
-    allowed = {"pulumi_policy", "policies", "__future__"} | set(sys.stdlib_module_names)
+    """Only the SDK and the standard library by absolute import; the pack's own modules relatively, so the
+    pack works under any directory name (`pulumi policy publish` unpacks it elsewhere)."""
+    allowed = {"pulumi_policy", "__future__"} | set(sys.stdlib_module_names)
     for path in PACK.rglob("*.py"):
         if ".venv" in path.parts:
             continue
         for module, level in _imports(path):
             if level == 0:
                 assert module.split(".")[0] in allowed, f"{path.relative_to(ROOT)} imports {module}"
+
+
+def _copy_pack(destination: Path) -> Path:
+    """The pack's files (not its virtualenv or caches) under a directory that is not called `policies`."""
+    shutil.copytree(PACK, destination, ignore=shutil.ignore_patterns(".venv", "__pycache__"))
+    return destination
+
+
+def _pack_env() -> dict[str, str]:
+    """The test's environment without PYTHONPATH, so only the pack's directory and site-packages import."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+# Runs a pack directory the way `python -m pulumi.policy <engine> <dir>` does (runpy.run_path), with
+# PolicyPack replaced so nothing is served, and prints the policy names and every module file loaded from
+# outside the interpreter's own directories.
+_RUN_PACK = """
+import json, runpy, sys, sysconfig
+import pulumi_policy
+built = []
+pulumi_policy.PolicyPack = lambda **kwargs: built.append(kwargs)
+runpy.run_path(sys.argv[1], run_name="__main__")
+prefixes = tuple({sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+files = sorted(
+    f for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None)) and not f.startswith(prefixes)
+)
+print(json.dumps({"policies": [p.name for p in built[0]["policies"]], "files": files}))
+"""
+
+
+def test_pack_runs_from_anywhere(tmp_path: Path) -> None:
+    copy = _copy_pack(tmp_path / "published-pack")
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_PACK, str(copy)],
+        cwd=copy,
+        env=_pack_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["policies"] == [p.name for p in POLICIES]
+    assert result["files"], "the copy's own modules were not loaded"
+    assert all(Path(f).is_relative_to(copy) for f in result["files"]), result["files"]
 
 
 def test_pack_main_is_imported_nowhere() -> None:
@@ -110,9 +167,15 @@ def test_main_assembles_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """A copy of the pack, outside the repository and not named `policies`, served as the CLI would."""
+    copy = _copy_pack(tmp_path_factory.mktemp("served") / "trainstack-guardrails")
     process = subprocess.Popen(
-        [sys.executable, str(PACK / "__main__.py")], cwd=PACK, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:0", str(copy)],
+        cwd=copy,
+        env=_pack_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         port = int(process.stdout.readline())  # type: ignore[union-attr]

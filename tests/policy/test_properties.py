@@ -9,10 +9,18 @@ import inspect
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    StackValidationArgs,
+)
 
 from policies import facts
 from policies.rules import BY_NAME
+from policies.rules.base import graph
 from policies.rules.cost import TAGGABLE_TYPES
+from policies.rules.kubernetes import Taint, node_group_taints, tolerates
 from policies.rules.network import SgRule
 from tests.conftest import STACKS, recording
 from tests.policy.helpers import mutated
@@ -53,6 +61,21 @@ def test_storage_throughput_compares_supply_with_demand(capacity: int, per_tib: 
     )
     supply = capacity / 1024 * per_tib
     demand = 16 * 8 * per_gpu  # prod: 16 x p5.48xlarge at max size
+    assert _violated("storage-throughput-feeds-gpus", source, {"perGpuReadMbPerS": per_gpu}) == (supply < demand)
+
+
+@PROPERTY
+@given(count=st.integers(0, 8), per_gpu=st.integers(10, 400))
+def test_storage_demand_counts_hyperpod_accelerators(count: int, per_gpu: int) -> None:
+    """HyperPod nodes mount the same Lustre: their accelerators read from it like the node groups'."""
+    hyperpod = "aws-native:sagemaker:Cluster"
+    source = mutated(recording("staging"), hyperpod, lambda i: i["instanceGroups"][0].update(instanceCount=count))
+    inputs = {r.type: r.inputs for r in source.resources}
+    fsx = inputs["aws:fsx/lustreFileSystem:LustreFileSystem"]
+    supply = fsx["storageCapacity"] / 1024 * fsx["perUnitStorageThroughput"]
+    node_group = next(r.inputs for r in source.resources if r.name.endswith("-gpu-p5-ng"))
+    per_node = facts.INSTANCES["p5.48xlarge"].accelerators  # staging: p5.48xlarge and ml.p5.48xlarge
+    demand = (node_group["scalingConfig"]["maxSize"] + count) * per_node * per_gpu
     assert _violated("storage-throughput-feeds-gpus", source, {"perGpuReadMbPerS": per_gpu}) == (supply < demand)
 
 
@@ -109,3 +132,77 @@ def test_every_taggable_resource_of_the_program_is_checked() -> None:
     types = {r.type for stack in STACKS for r in recording(stack).resources if r.type.startswith("aws:")}
     taggable = {t for t in types if "tags" in inspect.signature(_sdk_class(t)._internal_init).parameters}
     assert taggable <= set(TAGGABLE_TYPES), sorted(taggable - set(TAGGABLE_TYPES))
+
+
+_GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+
+
+@pytest.mark.parametrize(
+    ("toleration", "expected"),
+    [
+        ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, True),
+        ({"key": "nvidia.com/gpu", "operator": "Exists"}, True),  # no effect: every effect
+        ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}, True),
+        ({"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}, True),  # Equal is the default
+        ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "false", "effect": "NoSchedule"}, False),
+        ({"key": "nvidia.com/gpu", "operator": "Equal", "effect": "NoSchedule"}, False),  # "" is not "true"
+        ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}, False),
+        ({"key": "aws.amazon.com/neuron", "operator": "Exists"}, False),
+        ({"operator": "Exists"}, True),  # an empty key with Exists tolerates everything
+        ({"operator": "Exists", "effect": "NoExecute"}, False),
+        ({"operator": "Equal", "value": "true"}, False),  # invalid: an empty key needs Exists
+        ({"key": "nvidia.com/gpu", "operator": "Exists", "value": "true"}, False),  # invalid: Exists takes no value
+        ({"key": "nvidia.com/gpu", "operator": "In", "value": "true"}, False),  # not an operator
+    ],
+)
+def test_toleration_matching_follows_kubernetes(toleration: dict, expected: bool) -> None:
+    assert tolerates(toleration, _GPU_TAINT) is expected
+
+
+@given(
+    key=st.sampled_from(["", "nvidia.com/gpu", "other"]),
+    operator=st.sampled_from(["Exists", "Equal", ""]),
+    value=st.sampled_from(["", "true", "false"]),
+    effect=st.sampled_from(["", "NoSchedule", "NoExecute"]),
+    taint_value=st.sampled_from(["", "true"]),
+    taint_effect=st.sampled_from(["NoSchedule", "NoExecute"]),
+)
+def test_toleration_matching_over_every_combination(
+    key: str, operator: str, value: str, effect: str, taint_value: str, taint_effect: str
+) -> None:
+    taint = Taint("nvidia.com/gpu", taint_value, taint_effect)
+    toleration = {"key": key, "operator": operator, "value": value, "effect": effect}
+    valid = (operator == "Exists" and not value) or (operator in ("Equal", "") and key != "")
+    expected = (
+        valid
+        and effect in ("", taint_effect)
+        and key in ("", taint.key)
+        and (operator == "Exists" or value == taint_value)
+    )
+    assert tolerates(toleration, taint) is expected
+
+
+def test_node_group_taints_use_kubernetes_effects() -> None:
+    group = next(r for r in recording("staging").resources if r.name.endswith("-gpu-p5-ng"))
+
+    class _Group:
+        props = group.inputs
+
+    assert node_group_taints(_Group()) == [Taint("nvidia.com/gpu", "true", "NoSchedule")]  # type: ignore[arg-type]
+
+
+def _resource(name: str, deps: list[PolicyResource] | None = None) -> PolicyResource:
+    options = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+    urn = f"urn:pulumi:dev::trainstack::aws:ec2/subnet:Subnet::{name}"
+    return PolicyResource("aws:ec2/subnet:Subnet", {}, urn, name, options, None, None, [], {"vpcId": deps or []})
+
+
+def test_graph_follows_a_reused_resources_list() -> None:
+    """A stack rule sees the resources it is given, even when a caller mutates and reuses one list."""
+    first = _resource("a")
+    resources = [first]
+    args = StackValidationArgs(resources)
+    assert [r.name for r in graph(args).of_type("aws:ec2/subnet:Subnet")] == ["a"]
+    resources.append(_resource("b", [first]))
+    assert [r.name for r in graph(args).of_type("aws:ec2/subnet:Subnet")] == ["a", "b"]
+    assert [r.name for r in graph(args).referrers(first, "vpcId")] == ["b"]

@@ -403,10 +403,21 @@ na("helm-chart-pinned", lambda: without(staging(), of_type(HELM, "kubernetes:hel
 ok("gpu-operator-values", staging)
 ok("gpu-operator-values", lambda: scenario("staging-bottlerocket"))  # device plugin off on Bottlerocket too
 bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.driver.enabled", True)))
-bad(
+# Bottlerocket groups also opt out by label, so the operator's device plugin only clashes when both are gone.
+ok(
     "gpu-operator-values",
     lambda: mutated(
         scenario("staging-bottlerocket"), "-gpu-operator-release", set_path("values.devicePlugin.enabled", True)
+    ),
+)
+bad(
+    "gpu-operator-values",
+    lambda: mutated(
+        mutated(
+            scenario("staging-bottlerocket"), GPU_NG, lambda i: i["labels"].pop("nvidia.com/gpu.deploy.device-plugin")
+        ),
+        "-gpu-operator-release",
+        set_path("values.devicePlugin.enabled", True),
     ),
 )
 ok("gpu-operator-values", lambda: scenario("prod-mixed-bottlerocket"))  # the Bottlerocket group opts out by label
@@ -422,6 +433,35 @@ na("gpu-operator-values", lambda: without(staging(), lambda r: r.name.endswith("
 
 ok("efa-plugin-tolerates-gpu-taint", staging)
 bad("efa-plugin-tolerates-gpu-taint", lambda: mutated(staging(), "-efa-plugin-release", drop("values.tolerations")))
+# The node groups taint nvidia.com/gpu=true:NO_SCHEDULE: a toleration for another value, or for NoExecute
+# only, leaves the plugin off every GPU node.
+_GPU_TOLERATION = "values.tolerations.0"
+bad(
+    "efa-plugin-tolerates-gpu-taint",
+    lambda: mutated(
+        staging(),
+        "-efa-plugin-release",
+        set_path(
+            _GPU_TOLERATION, {"key": "nvidia.com/gpu", "operator": "Equal", "value": "false", "effect": "NoSchedule"}
+        ),
+    ),
+)
+bad(
+    "efa-plugin-tolerates-gpu-taint",
+    lambda: mutated(
+        staging(),
+        "-efa-plugin-release",
+        set_path(_GPU_TOLERATION, {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}),
+    ),
+)
+ok(
+    "efa-plugin-tolerates-gpu-taint",
+    lambda: mutated(
+        staging(),
+        "-efa-plugin-release",
+        set_path(_GPU_TOLERATION, {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}),
+    ),
+)
 na("efa-plugin-tolerates-gpu-taint", dev)  # no EFA group, so no EFA device plugin
 
 NCCL = "-validation-nccl-runtime"

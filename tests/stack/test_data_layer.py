@@ -49,3 +49,17 @@ def test_fsx_security_group_admits_the_cluster(stack_name: str) -> None:
         if r.inputs["securityGroupId"] == lustre_sg and r.inputs.get("referencedSecurityGroupId") == cluster_sg
     ]
     assert {(r["fromPort"], r["toPort"]) for r in rules} == {(988, 988), (1018, 1023)}
+
+
+def test_fsx_security_group_admits_the_workload_group(stack_name: str) -> None:
+    # SageMaker training jobs and Slurm HyperPod nodes mount FSx through the workload group.
+    rec = recording(stack_name)
+    workload_sg = rec.outputs["workload_security_group_id"]
+    lustre_sg = next(r.id for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("-lustre-sg"))
+    for kind in ("Ingress", "Egress"):
+        rules = [
+            r.inputs
+            for r in rec.by_type(f"aws:vpc/securityGroup{kind}Rule:SecurityGroup{kind}Rule")
+            if r.inputs["securityGroupId"] == lustre_sg and r.inputs.get("referencedSecurityGroupId") == workload_sg
+        ]
+        assert {(r["fromPort"], r["toPort"]) for r in rules} == {(988, 988), (1018, 1023)}, kind

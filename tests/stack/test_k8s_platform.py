@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stacks.catalog import CATALOG
+from stacks.schema import HyperPodGroupRole, HyperPodInstanceGroupSpec, HyperPodOrchestrator
 from tests.conftest import recording, stack_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -30,13 +31,63 @@ def test_chart_versions_come_from_the_stack(stack_name: str) -> None:
     assert release(stack_name, "/kueue").inputs["version"] == spec.kueue.chart_version
 
 
-def test_efa_plugin_exists_exactly_when_a_group_has_efa(stack_name: str) -> None:
+def _hyperpod_eks_groups(stack_name: str) -> list[HyperPodInstanceGroupSpec]:
+    hyperpod = stack_config(stack_name).sagemaker.hyperpod
+    if not hyperpod.enabled or hyperpod.orchestrator is not HyperPodOrchestrator.EKS:
+        return []
+    return hyperpod.groups(HyperPodGroupRole.COMPUTE)
+
+
+def test_efa_plugin_exists_exactly_when_a_group_or_hyperpod_node_has_efa(stack_name: str) -> None:
     efa_groups = [g for g in stack_config(stack_name).gpu_node_groups if g.efa_enabled]
+    hyperpod_types = sorted(
+        {g.instance_type for g in _hyperpod_eks_groups(stack_name) if CATALOG[g.ec2_instance_type].supports_efa}
+    )
     plugins = [r for r in recording(stack_name).by_type(RELEASE) if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
-    assert len(plugins) == (1 if efa_groups else 0)
+    assert len(plugins) == (1 if efa_groups or hyperpod_types else 0)
     for plugin in plugins:
-        assert GPU_TOLERATION in plugin.inputs["values"]["tolerations"]
-        assert plugin.inputs["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+        values = plugin.inputs["values"]
+        assert GPU_TOLERATION in values["tolerations"]
+        assert "nodeSelector" not in values
+        assert values["supportedInstanceLabels"]["values"] == ["true", *hyperpod_types]
+
+
+def test_staging_hyperpod_nodes_get_the_efa_plugin_operands_and_a_queue() -> None:
+    # staging joins ml.p5.48xlarge HyperPod workers to its EKS cluster.
+    rec = recording("staging")
+    health = {
+        "key": "sagemaker.amazonaws.com/node-health-status",
+        "operator": "Equal",
+        "value": "Unschedulable",
+        "effect": "NoSchedule",
+    }
+    efa = release("staging", "aws-efa-k8s-device-plugin").inputs["values"]
+    assert efa["supportedInstanceLabels"]["keys"] == [
+        "vpc.amazonaws.com/efa.present",
+        "node.kubernetes.io/instance-type",
+    ]
+    assert "ml.p5.48xlarge" in efa["supportedInstanceLabels"]["values"] and health in efa["tolerations"]
+    operator = release("staging", "gpu-operator").inputs["values"]
+    assert health in operator["daemonsets"]["tolerations"]
+    assert health in operator["node-feature-discovery"]["worker"]["tolerations"]
+    (group,) = _hyperpod_eks_groups("staging")
+    queue = next(
+        q
+        for q in rec.by_type("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
+        if q.inputs["metadata"]["name"] == f"hyperpod-{group.name}"
+    )
+    flavor = queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    row = CATALOG[group.ec2_instance_type]
+    assert quota["nvidia.com/gpu"] == str(row.accelerator_count * group.instance_count)
+    assert quota["vpc.amazonaws.com/efa"] == str(row.max_efa_interfaces * group.instance_count)
+    flavors = {f.inputs["metadata"]["name"]: f for f in rec.by_type("kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor")}
+    assert flavors[f"hyperpod-{group.name}"].inputs["spec"]["nodeLabels"] == {
+        "sagemaker.amazonaws.com/instance-group-name": group.name,
+        "sagemaker.amazonaws.com/node-health-status": "Schedulable",
+    }
+    local = {q.inputs["metadata"]["name"] for q in rec.by_type("kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue")}
+    assert f"hyperpod-{group.name}" in local
 
 
 def test_cluster_queue_quotas_match_the_node_groups(stack_name: str) -> None:
@@ -45,7 +96,8 @@ def test_cluster_queue_quotas_match_the_node_groups(stack_name: str) -> None:
         q.inputs["metadata"]["name"]: q
         for q in recording(stack_name).by_type("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
     }
-    assert set(queues) == {g.name for g in cluster.gpu_node_groups}
+    hyperpod = {f"hyperpod-{g.name}" for g in _hyperpod_eks_groups(stack_name)}
+    assert set(queues) == {g.name for g in cluster.gpu_node_groups} | hyperpod
     for group in cluster.gpu_node_groups:
         row = CATALOG[group.instance_type]
         flavor = queues[group.name].inputs["spec"]["resourceGroups"][0]["flavors"][0]

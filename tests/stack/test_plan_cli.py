@@ -1,9 +1,11 @@
-"""The plan command end to end: `trainstack.cli.main(argv)` in-process, and once as `python -m trainstack`."""
+"""The plan command end to end: `trainstack.cli.main(argv)` in-process (the program's recordings come from the
+session's shared cache), and once as a pair of `python -m trainstack` processes."""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,8 +18,21 @@ import yaml
 from stacks.catalog import CATALOG
 from stacks.load import FULL_KEY
 from stacks.schema import json_schema
-from tests.conftest import ROOT, stack_document
-from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from tests.conftest import ROOT, program_recording, recording, stack_config, stack_document
+from trainstack import cli
+from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_PROGRAM_FAILED, main
+from trainstack.engine import run_program
+from trainstack.report import json_report, markdown, text
+from trainstack.report.model import build_report
+from trainstack.review import PolicyConfigError, load_config, review
+
+
+@pytest.fixture(autouse=True)
+def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command runs the real program once per config per session (tests.conftest), not once per test."""
+    monkeypatch.setattr(
+        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
+    )
 
 
 def write_stack(
@@ -69,18 +84,40 @@ def test_preview_mode_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown" in document["trainstack"]["summary"]["mode"]
 
 
-def test_python_dash_m_trainstack_plan_runs_end_to_end() -> None:
+def test_a_fresh_interpreter_plans_prod_byte_for_byte_like_this_one() -> None:
+    """The one end-to-end test: `python -m trainstack` in a new interpreter (its own hash seed, its own thread
+    pool order) prints the same JSON, which carries every recorded resource, input and dependency the other
+    formats render, as this process renders from its own run."""
     result = subprocess.run(
-        [sys.executable, "-m", "trainstack", "plan", "--stack", "dev"],
+        [sys.executable, "-m", "trainstack", "plan", "--stack", "prod", "--format", "json"],
         cwd=ROOT,
         capture_output=True,
-        text=True,
-        timeout=120,
+        timeout=180,
         check=False,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
     )
-    assert result.returncode == 0, result.stderr
-    assert "Compute" in result.stdout and "Cost (estimate" in result.stdout
-    assert "Traceback" not in result.stderr
+    assert result.returncode == EXIT_OK, result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+    here = recording("prod")
+    expected = json_report.render(build_report(stack_config("prod"), here, review(here, "prod")))
+    assert result.stdout.decode() == expected
+
+
+def test_a_fresh_run_records_and_renders_the_same_bytes() -> None:
+    """In-process runs register in a different order each time too (the SDK's thread pool); the recording,
+    dependencies included, and every rendered format do not change, and the reports carry no timing."""
+    config = stack_config("prod")
+    fresh = run_program(config, stack="prod")
+    assert repr(fresh) == repr(recording("prod"))
+    reports = [build_report(config, rec, review(rec, "prod")) for rec in (fresh, recording("prod"))]
+    for render in (
+        json_report.render,
+        markdown.render,
+        lambda report: text.render(report, text.Style(color=False)),
+    ):
+        first, second = (render(report) for report in reports)
+        assert first == second
+        assert "elapsed" not in first and "ran in" not in first
 
 
 def test_committed_config_schema_is_up_to_date(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,7 +151,7 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     proposed = write_stack(tmp_path, add_p5_group, base="prod")
     baseline = ROOT / "stacks" / "Pulumi.prod.yaml"
     code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against", str(baseline), "--format", "json")
-    assert code in (0, 1), err
+    assert code == EXIT_OK, err  # the pack raises advisories only (the budget allows 128 more GPUs in prod)
     document = json.loads(out)
     diff = document["trainstack"]["diff"]
     added = {a["urn"] for a in diff["added"]}
@@ -123,8 +160,8 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     added_types = {a["type"] for a in diff["added"]}
     assert {"aws:eks/nodeGroup:NodeGroup", "aws:ec2/launchTemplate:LaunchTemplate"} <= added_types
     assert diff["removed"] == []
-    assert all("p5-extra" not in c["urn"] for c in diff["changed"])
-    assert diff["gpusDesired"]["change"] == 16 * 8 and diff["gpusMax"]["change"] == 16 * 8
+    assert diff["changed"] == []  # a new group touches nothing that exists
+    assert diff["acceleratorsDesired"]["change"] == 16 * 8 and diff["acceleratorsMax"]["change"] == 16 * 8
     assert diff["fabricGbpsDesired"]["change"] == 16 * 3200
     new_group = next(g for g in document["trainstack"]["summary"]["nodeGroups"] if "p5-extra" in g["urn"])
     hours = document["trainstack"]["cost"]["hoursPerMonth"]
@@ -132,7 +169,7 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     assert diff["usdPerHourDesired"]["change"] == pytest.approx(expected, abs=0.01)
     ops = {s["urn"]: s["op"] for s in document["steps"]}
     assert all(ops[urn] == "create" for urn in added)
-    assert {op for urn, op in ops.items() if urn not in added} <= {"same", "update"}
+    assert {urn for urn, op in ops.items() if op != "same"} == added
 
 
 def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,7 +184,7 @@ def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsy
         "--no-tree",
         "--no-color",
     )
-    assert code in (0, 1), err
+    assert code == EXIT_OK, err
     assert "Diff against" in out and "0 to remove" in out
     assert "+ urn:pulumi:prod::trainstack::" in out and "p5-extra" in out
     assert "Cost at desired" in out and "+$" in out
@@ -179,6 +216,96 @@ def test_bad_against_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     code, _, err = run_cli(capsys, "plan", "--stack", "dev", "--against", str(tmp_path / "nope.yaml"))
     assert code == EXIT_BAD_INPUT
     assert "file not found" in err
+    assert "--against" in err and "--config" not in err  # the flag the user actually passed
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs procfs")
+def test_unwritable_output_fails_before_the_plan_even_for_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/proc's permission bits allow root to write (os.access says yes), but no file can be created there."""
+
+    def must_not_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the plan ran before --output was checked")
+
+    monkeypatch.setattr(cli, "run", must_not_run)
+    code, out, err = run_cli(capsys, "plan", "--stack", "dev", "--output", "/proc/trainstack-plan.md")
+    assert code == EXIT_BAD_INPUT, err
+    assert out == "" and err.startswith("error: --output /proc/trainstack-plan.md: not writable")
+
+
+def test_the_output_probe_leaves_files_as_they_were(tmp_path: Path) -> None:
+    new, existing = tmp_path / "new.md", tmp_path / "old.md"
+    existing.write_text("previous report")
+    cli.check_writable(new)
+    cli.check_writable(existing)
+    assert not new.exists() and existing.read_text() == "previous report"
+
+
+def test_output_is_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "plan.md"
+    target.write_text("previous report")
+    target.chmod(0o640)
+    cli.write("new report", target, sys.stdout)
+    assert target.read_text() == "new report" and (target.stat().st_mode & 0o777) == 0o640
+
+    def fail(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.os, "replace", fail)
+    with pytest.raises(cli.BadInput, match="No space left on device"):
+        cli.write("half a report", target, sys.stdout)
+    assert target.read_text() == "new report"  # the old file is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.md"]  # and no temporary file is left
+
+
+def test_an_internal_error_exits_3_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("nodeGroups")
+
+    monkeypatch.setattr(cli, "load_file", broken)
+    monkeypatch.delenv("TRAINSTACK_DEBUG", raising=False)
+    code, out, err = run_cli(capsys, "plan", "--stack", "dev")
+    assert code == EXIT_PROGRAM_FAILED  # not 1, which means "a mandatory policy violation"
+    assert out == "" and "Traceback" not in err
+    assert err.splitlines()[0] == "error: internal error: KeyError: 'nodeGroups'"
+    monkeypatch.setenv("TRAINSTACK_DEBUG", "1")
+    code, _, err = run_cli(capsys, "plan", "--stack", "dev")
+    assert code == EXIT_PROGRAM_FAILED and "Traceback" in err and "KeyError" in err
+
+
+def test_an_unreadable_policy_config_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(PolicyConfigError, match="cannot read"):
+        load_config("dev", tmp_path)  # a directory
+    latin1 = tmp_path / "dev.json"
+    latin1.write_bytes('{"all": "advisory", "note": "été"}'.encode("latin-1"))
+    with pytest.raises(PolicyConfigError, match="cannot read"):
+        load_config("dev", latin1)
+
+
+def test_a_protected_replacement_is_flagged_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Turning on EFA for prod's FSx file system replaces it (efaEnabled is set at creation only)."""
+    proposed = write_stack(
+        tmp_path,
+        lambda d: cluster(d)["storage"]["fsx"].update(efa_enabled=True, storage_capacity_gib=134400),
+        base="prod",
+    )
+    baseline = str(ROOT / "stacks" / "Pulumi.prod.yaml")
+    code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--format", "json")
+    assert code == EXIT_OK, err
+    document = json.loads(out)
+    fs_urn = next(s["urn"] for s in document["steps"] if s["type"] == "aws:fsx/lustreFileSystem:LustreFileSystem")
+    step = next(s for s in document["steps"] if s["urn"] == fs_urn)
+    assert step["op"] == "replace" and "efaEnabled" in step["replaceReasons"]
+    assert document["trainstack"]["diff"]["protectedReplacements"] == [fs_urn]
+    assert {s["op"] for s in document["steps"] if s["urn"] != fs_urn} <= {"create", "same", "update"}
+    code, out, _ = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--no-tree", "--no-color")
+    assert "REPLACES PROTECTED trainstack-prod-lustre-fs (efaEnabled" in out and "1 to replace" in out
+    assert "provider's own diff is not run" in out
+    code, out, _ = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--format", "markdown")
+    assert "[!CAUTION]" in out and "Replaces protected `trainstack-prod-lustre-fs`" in out
 
 
 @pytest.mark.parametrize("where", ["missing-dir", "is-a-directory"])
@@ -266,3 +393,16 @@ def test_colour_only_when_the_style_asks_and_progress_clears_its_line() -> None:
     with progress(False, "planning", quiet):
         pass
     assert quiet.getvalue() == ""
+
+
+def test_a_mandatory_violation_exits_1_and_says_how_many(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def over_budget(document: dict[str, Any]) -> None:
+        cluster(document)["cost"]["max_gpus"] = 512
+        cluster(document)["gpu_node_groups"][0]["max_size"] = 40
+
+    proposed = write_stack(tmp_path, over_budget, base="prod")
+    code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--format", "json")
+    assert code == cli.EXIT_POLICY
+    mandatory = json.loads(out)["trainstack"]["policy"]["mandatory"]
+    assert mandatory >= 1
+    assert err.strip().splitlines()[-1] == f"policy review: {mandatory} mandatory violation(s)"

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import recording, stack_config
 from trainstack.report import json_report
 from trainstack.report.model import build_report
-from trainstack.report.policy import run_review
+from trainstack.review import review
 
 
 @functools.cache
@@ -26,7 +26,7 @@ def schema_validator() -> jsonschema.Draft202012Validator:
 @functools.cache
 def plan_json(stack: str) -> dict[str, Any]:
     rec = recording(stack)
-    report = build_report(stack_config(stack), rec, run_review(rec, stack_config(stack).environment.value))
+    report = build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
     return json.loads(json_report.render(report))
 
 

@@ -47,7 +47,11 @@ def test_staging_exports_training_job_role_and_vpc_settings() -> None:
     assert run.outputs["sagemaker_training_subnet_ids"] == [
         run.outputs["private_subnet_ids"][config.gpu_availability_zone]
     ]
-    assert run.outputs["sagemaker_training_security_group_ids"] == [run.outputs["efa_security_group_id"]]
+    # The EFA group for peers, the workload group for egress (S3, endpoints, NAT, FSx).
+    assert run.outputs["sagemaker_training_security_group_ids"] == [
+        run.outputs["efa_security_group_id"],
+        run.outputs["workload_security_group_id"],
+    ]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -74,7 +78,10 @@ def test_slurm_variation_mounts_the_stacks_fsx() -> None:
     run: Recording = run_program(edited_config("staging", slurm), stack="staging")
     cluster = run.one(CLUSTER)
     assert "orchestrator" not in cluster.inputs
-    assert cluster.inputs["vpcConfig"]["securityGroupIds"] == [run.outputs["efa_security_group_id"]]
+    assert cluster.inputs["vpcConfig"]["securityGroupIds"] == [
+        run.outputs["efa_security_group_id"],
+        run.outputs["workload_security_group_id"],
+    ]
     assert {g["instanceGroupName"] for g in cluster.inputs["instanceGroups"]} == {"controller", "login", "p5"}
     [params] = [
         o

@@ -63,3 +63,15 @@ def test_the_section_rewrite_keeps_prose_and_replaces_only_the_generated_block()
     assert twice.endswith("<!-- /section:benchmarks -->\ntail\n")
     with pytest.raises(ValueError):
         bench.replace_section(text, "missing", "x")
+
+
+def test_the_prose_is_generated_from_the_measurements() -> None:
+    rows = [bench.Row(1, 100, 0.50, 0.40), bench.Row(64, 600, 3.60, 2.40)]
+    fit = bench.linear_fit([r.resources for r in rows], [r.plan_s for r in rows])
+    floor_fit = bench.linear_fit([r.resources for r in rows], [r.floor_s for r in rows])
+    ratio, linear, trend = bench.findings(rows, fit, floor_fit)
+    assert "1.2 to 1.5 times" in ratio  # 0.50 / 0.40 and 3.60 / 2.40
+    assert "linear in resources" in linear and "6.20 ms" in linear and "4.00 ms" in linear
+    # 5.00 -> 6.00 ms per resource is a 20% rise even though two points fit a line exactly.
+    assert "rising for the plan: 5.00 ms at 100 resources, 6.00 ms at 600 (+20%)" in trend
+    assert "about flat (4.00 to 4.00 ms, +0%)" in trend

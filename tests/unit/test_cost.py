@@ -152,13 +152,15 @@ def test_other_regions_are_flagged() -> None:
     instance_type=st.sampled_from(sorted(CATALOG)),
     hours=st.floats(672, 744),
 )
-def test_cost_is_linear_in_nodes_and_max_never_below_desired(
+def test_cost_is_linear_in_nodes_and_the_headroom_costs_exactly_the_extra_nodes(
     desired: int, extra: int, instance_type: str, hours: float
 ) -> None:
     one = cost.estimate(summary(node_groups=(group("g", instance_type, 1, 1),)), hours)
     many = cost.estimate(summary(node_groups=(group("g", instance_type, desired, desired + extra),)), hours)
     assert many.usd_per_hour_desired == pytest.approx(desired * one.usd_per_hour_desired)
-    assert many.usd_per_hour_max >= many.usd_per_hour_desired
+    # The gap between max and desired is the extra nodes at the instance price plus their root volumes.
+    per_node = CATALOG[instance_type].on_demand_usd_per_hour + 200 * cost.EBS_GP3.usd / hours
+    assert many.usd_per_hour_max - many.usd_per_hour_desired == pytest.approx(extra * per_node)
     assert many.usd_per_month_max == pytest.approx(many.usd_per_hour_max * hours)
 
 
@@ -178,3 +180,31 @@ def test_price_tables_are_dated_and_sourced() -> None:
     # Higher FSx throughput tiers cost more per GB-month.
     tiers = [cost.FSX_LUSTRE[("PERSISTENT_2", t)].usd for t in (125, 250, 500, 1000)]
     assert tiers == sorted(tiers)
+
+
+def test_gpu_rows_carry_their_catalog_sources_and_mark_estimates() -> None:
+    groups = (group("listed", "p5.48xlarge"), group("doubted", "p5e.48xlarge"), group("unlisted", "p6e-gb200.36xlarge"))
+    items = {
+        i.name.split(":")[0]: i for i in cost.estimate(summary(node_groups=groups), 730).items if i.category == "gpu"
+    }
+    listed, doubted, unlisted = items["listed"], items["doubted"], items["unlisted"]
+    # A list price read from its source: dated, not an estimate, backed by the row's own sources.
+    assert not listed.estimated and listed.date == "2025-11-01" and listed.date_label == "2025-11-01"
+    assert "p5.48xlarge" in listed.source and "aws.amazon.com/ec2/instance-types/p5/" in listed.source
+    # p5e: read on a date, but the catalog's verify note calls the rate an estimate.
+    assert doubted.estimated and doubted.date == "2025-11-01" and doubted.date_label == "2025-11-01 (estimate)"
+    assert CATALOG["p5e.48xlarge"].verify in doubted.note
+    # p6e-gb200: no price source at all, so no read date.
+    assert unlisted.estimated and unlisted.date == "" and unlisted.date_label == "estimate (undated)"
+    assert "ec2/pricing/on-demand" not in unlisted.source
+    assert "UltraServer" in unlisted.note
+    document = cost.estimate(summary(node_groups=groups), 730).to_dict()
+    assert [i["estimated"] for i in document["items"] if i["category"] == "gpu"] == [False, True, True]  # type: ignore[index]
+    assert any("Estimated unit prices" in n and "unlisted" in n for n in document["notes"])  # type: ignore[union-attr]
+
+
+def test_every_catalog_row_without_a_price_source_or_with_a_doubted_price_is_an_estimate() -> None:
+    for row in CATALOG.values():
+        _, estimated, _ = cost.catalog_price(row)
+        doubted = row.verify is not None and any(w in row.verify.lower() for w in ("price", "rate", "estimate"))
+        assert estimated == ("price" not in row.sources or doubted), row.name

@@ -97,3 +97,12 @@ def test_validation_targets_the_first_nvidia_efa_group_and_none_on_trainium_only
 
     assert edited_config("prod", lambda cluster: None).validation_node_group.name == "p5-train"
     assert edited_config("prod", trainium).validation_node_group is None
+
+
+def test_private_endpoint_without_interface_endpoints_is_refused_as_trainstack_policy() -> None:
+    # Nodes reach a private endpoint inside the VPC with NAT too: the message must not claim EKS needs endpoints.
+    with pytest.raises(ConfigError) as caught:
+        edited_config("prod", lambda raw: raw["network"].update(interface_endpoints=False))
+    text = str(caught.value.render())
+    assert "network.interface_endpoints" in text and "trainstack policy" in text
+    assert "off NAT" in text

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import importlib
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainstack.diff import diff_recordings, input_changes
+from trainstack.diff import REPLACE_ON_CHANGE, diff_recordings, input_changes, replaces
 from trainstack.engine import RecordedResource, Recording
 
 leaves = st.one_of(st.integers(-5, 5), st.text(max_size=4), st.booleans(), st.none())
@@ -72,3 +74,47 @@ def test_recordings_diff_by_urn() -> None:
     (change,) = changed
     assert change.urn.endswith("::b")
     assert [(c.path, c.old, c.new) for c in change.changes] == [("x", 1, 2), ("(protect)", False, True)]
+
+
+def test_create_only_inputs_make_a_replace_and_a_protected_one_is_flagged() -> None:
+    fsx_type = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+    def fsx(inputs: dict[str, Any], protect: bool) -> RecordedResource:
+        return replace(resource("fs", inputs, protect), type=fsx_type, urn=f"urn:pulumi:s::trainstack::{fsx_type}::fs")
+
+    base = {"deploymentType": "PERSISTENT_2", "subnetIds": ["subnet-a"], "storageCapacity": 2400, "tags": {"a": "1"}}
+    moved = {**base, "subnetIds": ["subnet-b"], "storageCapacity": 4800}
+    retagged = {**base, "tags": {"a": "2"}}
+    (change,) = diff_recordings(
+        Recording("s", False, [fsx(base, True)], {}), Recording("s", False, [fsx(moved, True)], {})
+    )[2]
+    assert change.op == "replace" and change.protected
+    assert change.replace_reasons == ("subnetIds[0]",)  # the capacity grows in place; the subnet cannot move
+    (change,) = diff_recordings(
+        Recording("s", False, [fsx(base, False)], {}), Recording("s", False, [fsx(retagged, False)], {})
+    )[2]
+    assert change.op == "update" and change.replace_reasons == () and not change.protected
+
+
+def test_replace_paths_match_whole_properties_only() -> None:
+    assert replaces("aws:ec2/subnet:Subnet", "availabilityZone")
+    assert replaces("aws:eks/cluster:Cluster", "kubernetesNetworkConfig.serviceIpv4Cidr")
+    assert not replaces("aws:eks/cluster:Cluster", "kubernetesNetworkConfig.elasticLoadBalancing.enabled")
+    assert not replaces("aws:ec2/subnet:Subnet", "availabilityZoneIdSuffix")
+    assert not replaces("aws:ec2/subnet:Subnet", "tags.Name")
+    assert not replaces("aws:not/a:Type", "name")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def test_every_replace_entry_is_a_real_input_of_the_installed_provider() -> None:
+    """A typo in the table would silently turn a replacement into an update: check each name against the SDK."""
+    for type_token, paths in REPLACE_ON_CHANGE.items():
+        module, cls = type_token.split(":")[1].split("/")[0], type_token.split(":")[2]
+        args = getattr(importlib.import_module(f"pulumi_aws.{module}"), f"{cls}Args")
+        inputs = {_camel(name) for name, value in vars(args).items() if isinstance(value, property)}
+        for path in paths:
+            assert path.split(".")[0] in inputs, f"{type_token}: {path}"

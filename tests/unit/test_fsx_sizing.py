@@ -49,7 +49,6 @@ def test_throughput_tiers() -> None:
 def test_metadata_iops_rule(iops: int) -> None:
     expected = iops in (1500, 3000, 6000) or (iops % 12000 == 0 and 12000 <= iops <= 192000)
     assert fs.is_valid_metadata_iops(iops) is expected
-    assert (iops in fs.valid_metadata_iops()) is expected
 
 
 @given(st.integers(min_value=1, max_value=500), st.sampled_from([125, 250, 500, 1000]))

@@ -16,12 +16,11 @@ import yaml
 
 from components.efa_device_plugin import efa_device_plugin_values
 from components.gpu_operator import (
-    CUSTOM_AMI,
     effective_ami_family,
     gpu_operator_values,
     operand_opt_out_labels,
 )
-from components.k8s_common import EFA_NODE_LABEL
+from components.k8s_common import EFA_NODE_LABEL, INSTANCE_TYPE_LABEL, hyperpod_health_toleration
 from components.scheduling import kueue_frameworks, kueue_values
 from stacks.schema import AmiFamily, MigStrategy
 
@@ -41,10 +40,10 @@ def check_snapshot(name: str, value: Any) -> None:
 
 @pytest.mark.parametrize(
     "family",
-    [AmiFamily.AL2023_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA, CUSTOM_AMI],
-    ids=["al2023", "bottlerocket", "custom"],
+    [AmiFamily.AL2023_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA],
+    ids=["al2023", "bottlerocket"],
 )
-def test_gpu_operator_values_snapshot(family: AmiFamily | str) -> None:
+def test_gpu_operator_values_snapshot(family: AmiFamily) -> None:
     values = gpu_operator_values(family, MigStrategy.NONE, dcgm_exporter=True)
     check_snapshot(f"gpu_operator_{str(family).lower()}", values)
 
@@ -65,17 +64,25 @@ def test_bottlerocket_also_leaves_the_device_plugin_to_the_image() -> None:
     )
 
 
-def test_custom_ami_lets_the_operator_own_the_driver() -> None:
-    values = gpu_operator_values(CUSTOM_AMI, MigStrategy.NONE, dcgm_exporter=True)
-    assert values["driver"]["enabled"] and values["toolkit"]["enabled"] and values["devicePlugin"]["enabled"]
+def test_every_nvidia_family_leaves_driver_and_toolkit_to_the_ami() -> None:
+    # Every family trainstack builds is an EKS NVIDIA AMI with the driver and toolkit: no custom-image branch.
+    for family in (f for f in AmiFamily if f.accelerator.value == "nvidia"):
+        values = gpu_operator_values(family, MigStrategy.NONE, dcgm_exporter=True)
+        assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
 
 
-@pytest.mark.parametrize("family", [AmiFamily.AL2023_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA, CUSTOM_AMI])
+def test_hyperpod_nodes_add_the_health_taint_toleration_to_every_operand() -> None:
+    values = gpu_operator_values(AmiFamily.AL2023_NVIDIA, MigStrategy.NONE, dcgm_exporter=True, hyperpod_nodes=True)
+    for tolerations in (values["daemonsets"]["tolerations"], values["node-feature-discovery"]["worker"]["tolerations"]):
+        assert tolerations == [GPU_TAINT, hyperpod_health_toleration()]
+    plain = gpu_operator_values(AmiFamily.AL2023_NVIDIA, MigStrategy.NONE, dcgm_exporter=True)
+    assert plain["daemonsets"]["tolerations"] == [GPU_TAINT]
+
+
+@pytest.mark.parametrize("family", [AmiFamily.AL2023_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA])
 @pytest.mark.parametrize("mig", list(MigStrategy))
 @pytest.mark.parametrize("dcgm", [True, False])
-def test_operands_tolerate_the_gpu_taint_and_follow_the_spec(
-    family: AmiFamily | str, mig: MigStrategy, dcgm: bool
-) -> None:
+def test_operands_tolerate_the_gpu_taint_and_follow_the_spec(family: AmiFamily, mig: MigStrategy, dcgm: bool) -> None:
     values = gpu_operator_values(family, mig, dcgm)
     assert GPU_TAINT in values["daemonsets"]["tolerations"]
     assert GPU_TAINT in values["node-feature-discovery"]["worker"]["tolerations"]
@@ -96,17 +103,20 @@ def test_neuron_nodes_get_no_gpu_operator() -> None:
         ([AmiFamily.AL2023_NVIDIA], AmiFamily.AL2023_NVIDIA),
         ([AmiFamily.BOTTLEROCKET_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA], AmiFamily.BOTTLEROCKET_NVIDIA),
         ([AmiFamily.BOTTLEROCKET_NVIDIA, AmiFamily.AL2023_NVIDIA], AmiFamily.AL2023_NVIDIA),
-        ([CUSTOM_AMI, AmiFamily.BOTTLEROCKET_NVIDIA], AmiFamily.AL2023_NVIDIA),
-        ([CUSTOM_AMI], CUSTOM_AMI),
         ([AmiFamily.AL2023_NEURON, AmiFamily.BOTTLEROCKET_NVIDIA], AmiFamily.BOTTLEROCKET_NVIDIA),
         ([AmiFamily.AL2023_NEURON], None),
         ([], None),
     ],
 )
-def test_mixed_families_keep_the_driver_off_when_any_group_runs_an_eks_nvidia_ami(
-    families: list[AmiFamily | str], expected: AmiFamily | str | None
+def test_mixed_families_keep_the_device_plugin_unless_every_group_is_bottlerocket(
+    families: list[AmiFamily], expected: AmiFamily | None
 ) -> None:
     assert effective_ami_family(families) == expected
+
+
+def test_hyperpod_nvidia_nodes_count_as_al2023() -> None:
+    assert effective_ami_family([], hyperpod_nvidia=True) is AmiFamily.AL2023_NVIDIA
+    assert effective_ami_family([AmiFamily.BOTTLEROCKET_NVIDIA], hyperpod_nvidia=True) is AmiFamily.AL2023_NVIDIA
 
 
 def test_bottlerocket_nodes_opt_out_of_the_device_plugin_only_in_a_mixed_cluster() -> None:
@@ -123,10 +133,37 @@ def test_efa_plugin_values_snapshot() -> None:
 
 def test_efa_plugin_runs_only_on_efa_nodes_and_tolerates_accelerator_taints() -> None:
     values = efa_device_plugin_values()
-    assert values["nodeSelector"] == {EFA_NODE_LABEL: "true"}
-    # The chart's required affinity is keyed on the EFA label, not on its instance-type list.
+    # No nodeSelector (it would be ANDed with the affinity terms); the chart's required affinity is keyed on the
+    # EFA label, not on its instance-type list.
+    assert "nodeSelector" not in values
     assert values["supportedInstanceLabels"] == {"keys": [EFA_NODE_LABEL], "values": ["true"]}
     assert GPU_TAINT in values["tolerations"] and NEURON_TAINT in values["tolerations"]
+    assert hyperpod_health_toleration() not in values["tolerations"]
+
+
+def _affinity_terms(values: dict[str, Any]) -> list[dict[str, list[str]]]:
+    # What the chart's daemonset template renders: one ORed term per key, each `key In values`.
+    labels = values["supportedInstanceLabels"]
+    return [{key: list(labels["values"])} for key in labels["keys"]]
+
+
+def _selected(values: dict[str, Any], node_labels: dict[str, str]) -> bool:
+    return any(all(node_labels.get(k) in v for k, v in term.items()) for term in _affinity_terms(values))
+
+
+def test_efa_plugin_also_runs_on_hyperpod_efa_nodes_and_tolerates_their_health_taint() -> None:
+    values = efa_device_plugin_values(["ml.p5.48xlarge", "ml.p5.48xlarge"])
+    assert values["supportedInstanceLabels"] == {
+        "keys": [EFA_NODE_LABEL, INSTANCE_TYPE_LABEL],
+        "values": ["true", "ml.p5.48xlarge"],
+    }
+    assert hyperpod_health_toleration() in values["tolerations"]
+    hyperpod_node = {INSTANCE_TYPE_LABEL: "ml.p5.48xlarge", "sagemaker.amazonaws.com/compute-type": "hyperpod"}
+    efa_node = {INSTANCE_TYPE_LABEL: "p5.48xlarge", EFA_NODE_LABEL: "true"}
+    efa_capable_without_efa = {INSTANCE_TYPE_LABEL: "p5.48xlarge"}
+    system_node = {INSTANCE_TYPE_LABEL: "m7i.2xlarge"}
+    assert _selected(values, hyperpod_node) and _selected(values, efa_node)
+    assert not _selected(values, efa_capable_without_efa) and not _selected(values, system_node)
 
 
 @pytest.mark.parametrize("kind", ["kubeflow_trainer", "mpi_operator"])
@@ -167,12 +204,11 @@ def test_arm_nvidia_amis_count_as_eks_nvidia_amis(arm: AmiFamily, x86: AmiFamily
     ("families", "expected"),
     [
         ([AmiFamily.AL2023_ARM_NVIDIA], AmiFamily.AL2023_ARM_NVIDIA),
-        ([AmiFamily.AL2023_ARM_NVIDIA, CUSTOM_AMI], AmiFamily.AL2023_NVIDIA),
         ([AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.BOTTLEROCKET_NVIDIA], AmiFamily.BOTTLEROCKET_NVIDIA),
         ([AmiFamily.BOTTLEROCKET_ARM_NVIDIA, AmiFamily.AL2023_ARM_NVIDIA], AmiFamily.AL2023_NVIDIA),
     ],
 )
-def test_mixed_architectures_share_one_release(families: list[AmiFamily | str], expected: AmiFamily | str) -> None:
+def test_mixed_architectures_share_one_release(families: list[AmiFamily], expected: AmiFamily) -> None:
     family = effective_ami_family(families)
     assert family == expected
     assert gpu_operator_values(family, MigStrategy.NONE, dcgm_exporter=True)["driver"]["enabled"] is False

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from components.eks import NODE_POLICIES, access_entry_keys, addon_plan, kms_key_policy, kubeconfig
-from components.pod_identity import aws_partition, managed_policy_arn, policy_short_name, trust_policy
-from tests.conftest import stack_config
+from components.naming import aws_partition
+from components.pod_identity import managed_policy_arn, policy_short_name, trust_policy
+from stacks.load import ConfigError
+from tests.conftest import edited_config, stack_config
 
 
 def test_addon_plan_puts_cni_proxy_and_identity_agent_before_compute():
@@ -103,3 +105,11 @@ def test_managed_policy_arn_and_short_name():
     arn = managed_policy_arn("service-role/AmazonEBSCSIDriverPolicy", "aws-cn")
     assert arn == "arn:aws-cn:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
     assert policy_short_name(arn) == "amazonebscsidriverpolicy"
+
+
+def test_a_cluster_without_admin_roles_is_refused():
+    # The creator gets no implicit admin: with no access entry nobody could administer the cluster.
+    with pytest.raises(ConfigError, match="admin_role_arns"):
+        edited_config("prod", lambda raw: raw["eks"].update(admin_role_arns=[]))
+    with pytest.raises(ConfigError, match="admin_role_arns"):
+        edited_config("dev", lambda raw: raw["eks"].pop("admin_role_arns"))

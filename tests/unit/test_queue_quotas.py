@@ -10,18 +10,24 @@ from components.scheduling import (
     cluster_queue_spec,
     device_resources,
     group_quota,
+    hyperpod_target,
+    node_group_target,
+    queue_targets,
     resource_flavor_spec,
     team_namespace_labels,
     team_quota_hard,
 )
 from stacks.catalog import CATALOG
-from stacks.schema import GpuNodeGroupSpec, TeamSpec, default_ami_family
+from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec, default_ami_family
 
 EFA_TYPES = sorted(name for name, row in CATALOG.items() if row.supports_efa)
 
 
-def group(instance_type: str, max_size: int, efa: bool, hugepages: int = 5128, name: str = "g") -> GpuNodeGroupSpec:
+def group(
+    instance_type: str, max_size: int, efa: bool, hugepages: int | None = None, name: str = "g"
+) -> GpuNodeGroupSpec:
     family = default_ami_family(CATALOG[instance_type])  # fits the type's accelerator and CPU architecture
+    extra = {} if hugepages is None else {"hugepages_2mi": hugepages}
     return GpuNodeGroupSpec(
         name=name,
         instance_type=instance_type,
@@ -31,7 +37,7 @@ def group(instance_type: str, max_size: int, efa: bool, hugepages: int = 5128, n
         desired_size=0,
         max_size=max_size,
         efa_enabled=efa,
-        hugepages_2mi=hugepages,
+        **extra,
     )
 
 
@@ -66,7 +72,7 @@ def test_neuron_group_quota_counts_neuron_devices_not_gpus() -> None:
 @given(st.sampled_from(EFA_TYPES), st.integers(min_value=2, max_value=64))
 def test_cluster_queue_covers_exactly_its_quota_in_the_cohort(instance_type: str, max_size: int) -> None:
     spec_group = group(instance_type, max_size, efa=True, name="train")
-    spec = cluster_queue_spec(spec_group, "trainstack-prod")
+    spec = cluster_queue_spec(node_group_target(spec_group), "trainstack-prod")
     (resource_group,) = spec["resourceGroups"]
     (flavor,) = resource_group["flavors"]
     quota = group_quota(spec_group)
@@ -99,3 +105,35 @@ def test_team_quota_caps_every_accelerator_kind_the_cluster_offers(gpus: int) ->
         "requests.aws.amazon.com/neuron": str(gpus),
     }
     assert team_namespace_labels(team)[TEAM_LABEL] == "research"
+
+
+def _hyperpod(instance_type: str, count: int, name: str = "workers") -> HyperPodInstanceGroupSpec:
+    return HyperPodInstanceGroupSpec(name=name, instance_type=instance_type, instance_count=count)
+
+
+@given(st.sampled_from(sorted(CATALOG)), st.integers(min_value=1, max_value=64))
+def test_hyperpod_queue_is_the_ec2_twin_row_times_the_instance_count(ec2_type: str, count: int) -> None:
+    row = CATALOG[ec2_type]
+    target = hyperpod_target(_hyperpod(f"ml.{ec2_type}", count))
+    assert target.name == "hyperpod-workers"
+    assert target.quota[row.device_resource] == str(row.accelerator_count * count)
+    assert target.quota["cpu"] == str(row.vcpus * count)
+    assert target.quota["memory"] == f"{row.memory_gib * count}Gi"
+    assert target.quota.get(EFA_RESOURCE) == (str(row.max_efa_interfaces * count) if row.supports_efa else None)
+    assert "hugepages-2Mi" not in target.quota  # HyperPod nodes pre-allocate none
+
+
+def test_hyperpod_flavor_pins_healthy_nodes_of_its_group_and_tolerates_nothing() -> None:
+    target = hyperpod_target(_hyperpod("ml.p5.48xlarge", 2))
+    assert target.node_labels == {
+        "sagemaker.amazonaws.com/instance-group-name": "workers",
+        "sagemaker.amazonaws.com/node-health-status": "Schedulable",
+    }
+    assert target.tolerations == []
+    targets = queue_targets([group("p5.48xlarge", 2, efa=True, name="workers")], [_hyperpod("ml.p5.48xlarge", 2)])
+    assert [t.name for t in targets] == ["workers", "hyperpod-workers"]  # same group name, distinct queues
+
+
+def test_team_quota_counts_hyperpod_accelerators_too() -> None:
+    team = TeamSpec(name="research", gpu_quota=8)
+    assert team_quota_hard(team, [], [_hyperpod("ml.trn1.32xlarge", 1)]) == {"requests.aws.amazon.com/neuron": "8"}

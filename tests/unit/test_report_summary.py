@@ -160,3 +160,24 @@ def _labels(source: str) -> dict[str, str]:
     import re
 
     return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n\d+)\W+"([^"]*)"', source, re.MULTILINE)}
+
+
+def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None:
+    """HyperPod nodes mount the same FSx file system and spend the same GPU budget as the node groups."""
+    from tests.conftest import edited_config, program_recording, recording
+    from trainstack.diff import diff_reports
+    from trainstack.report.model import build_report
+
+    config = stack_config("staging")
+    with_hyperpod = build_report(config, recording("staging"))
+    s = with_hyperpod.summary
+    assert s.hyperpod_gpus > 0
+    assert s.accelerators_max == s.gpus_max + s.hyperpod_gpus
+    for fs in s.file_systems:
+        assert fs.demand_mb_s == pytest.approx(s.accelerators_max * config.storage.fsx.per_gpu_read_mb_s)
+    off = edited_config("staging", lambda raw: raw["sagemaker"]["hyperpod"].update(enabled=False))
+    without = build_report(off, program_recording(off, "staging"))
+    assert without.summary.hyperpod_gpus == 0
+    diff = diff_reports(without, with_hyperpod, "hyperpod off")
+    assert diff.accelerators_max.change == s.hyperpod_gpus
+    assert diff.accelerators_desired.change == s.hyperpod_gpus

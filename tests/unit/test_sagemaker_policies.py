@@ -153,8 +153,11 @@ def test_lifecycle_read_never_escapes_the_prefix(bucket: str, prefix: str) -> No
     assert_least_privilege(document)
 
 
-def test_trust_policies() -> None:
-    [plain] = sagemaker_trust_policy()["Statement"]
-    assert plain == {"Effect": "Allow", "Principal": {"Service": SAGEMAKER_PRINCIPAL}, "Action": "sts:AssumeRole"}
-    [guarded] = sagemaker_trust_policy(ACCOUNT)["Statement"]
-    assert guarded["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT}}
+def test_trust_policies_always_guard_against_confused_deputies() -> None:
+    [account_only] = sagemaker_trust_policy(ACCOUNT)["Statement"]
+    assert account_only == {
+        "Effect": "Allow",
+        "Principal": {"Service": SAGEMAKER_PRINCIPAL},
+        "Action": "sts:AssumeRole",
+        "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from components.validation_jobs import (
     nccl_plan,
     nccl_worker_resources,
     training_runtime_spec,
+    trainjob_spec,
 )
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
@@ -105,6 +107,16 @@ def test_dcgm_job_runs_one_pod_per_node_at_the_configured_level() -> None:
     container = job["template"]["spec"]["containers"][0]
     assert "dcgmi diag -r 3" in container["command"][-1]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"  # all GPUs: one pod per node
+    # Pulumi owns the Job: a TTL would let Kubernetes delete it and `pulumi up --refresh` rerun the diagnostic.
+    assert "ttlSecondsAfterFinished" not in job
+
+
+def test_nccl_jobs_carry_no_ttl_either() -> None:
+    plan = nccl_plan(spec(), group())
+    mpijob = mpijob_spec(plan, group(), "img:1")
+    assert "ttlSecondsAfterFinished" not in mpijob["runPolicy"]
+    assert "ttlSecondsAfterFinished" not in json.dumps(training_runtime_spec(plan, group(), "img:1"))
+    assert "ttlSecondsAfterFinished" not in json.dumps(trainjob_spec(plan, "runtime"))
 
 
 # ---- the launcher's pass/fail logic, run for real against canned all_reduce_perf output --------------

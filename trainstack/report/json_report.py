@@ -3,7 +3,8 @@
 `steps` lists every recorded resource as a step {op, urn, type, provider, newState}, where newState carries
 {type, urn, custom, id, parent, protect, retainOnDelete, provider, inputs, outputs, dependencies,
 propertyDependencies}; tools made for Pulumi's output read it. With `--against`, ops are `create`, `update`
-(with oldState and diffReasons), `same` or `delete` (oldState only). `changeSummary` counts the ops.
+(with oldState and diffReasons), `replace` (also replaceReasons: inputs trainstack's table says the provider
+cannot change in place), `same` or `delete` (oldState only). `changeSummary` counts the ops.
 `trainstack` holds the summary, cost and policy (null when the policy evaluator is absent) and the diff.
 The fields are documented in the README (section plan) and pinned by `plan.schema.json`.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from trainstack.diff import PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report.model import Report
+from trainstack.review import Review
 
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
 FORMAT_VERSION = 1
@@ -41,6 +43,11 @@ def _state(resource: RecordedResource) -> dict[str, Any]:
     }
 
 
+def _top(path: str) -> str:
+    """The top-level property of an engine path, as Pulumi's diffReasons name it."""
+    return path.split(".")[0].split("[")[0]
+
+
 def steps(
     recording: Recording, baseline: Recording | None = None, diff: PlanDiff | None = None
 ) -> list[dict[str, Any]]:
@@ -59,9 +66,11 @@ def steps(
         if baseline is not None and resource.urn in old:
             step["oldState"] = _state(old[resource.urn])
             if resource.urn in changed:
-                step["op"] = "update"
-                paths = {c.path.split(".")[0].split("[")[0] for c in changed[resource.urn].changes}
-                step["diffReasons"] = sorted(paths)
+                change = changed[resource.urn]
+                step["op"] = change.op
+                step["diffReasons"] = sorted({_top(c.path) for c in change.changes})
+                if change.op == "replace":
+                    step["replaceReasons"] = sorted({_top(path) for path in change.replace_reasons})
             else:
                 step["op"] = "same"
         out.append(step)
@@ -113,6 +122,8 @@ def summary_dict(report: Report) -> dict[str, Any]:
         ],
         "gpusDesired": s.gpus_desired,
         "gpusMax": s.gpus_max,
+        "acceleratorsDesired": s.accelerators_desired,
+        "acceleratorsMax": s.accelerators_max,
         "gpuBudget": s.gpu_budget,
         "fabricGbpsDesired": s.fabric_gbps_desired,
         "fabricGbpsMax": s.fabric_gbps_max,
@@ -127,6 +138,20 @@ def summary_dict(report: Report) -> dict[str, Any]:
     }
 
 
+def policy_dict(review: Review) -> dict[str, Any]:
+    """The policy review in the document's camelCase shape (plan.schema.json's `policy`)."""
+    return {
+        "mandatory": len(review.mandatory),
+        "advisory": len(review.advisory),
+        "policies": review.policies_run,
+        "notApplicable": len(review.not_applicable),
+        "violations": [
+            {"level": v.level, "policy": v.policy, "severity": v.severity, "urn": v.urn, "message": v.message}
+            for v in review.violations
+        ],
+    }
+
+
 def document(report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None) -> dict[str, Any]:
     all_steps = steps(report.recording, baseline, diff)
     return {
@@ -136,9 +161,8 @@ def document(report: Report, baseline: Recording | None = None, diff: PlanDiff |
             "formatVersion": FORMAT_VERSION,
             "summary": summary_dict(report),
             "cost": report.cost.to_dict(),
-            "policy": report.policy.to_dict() if report.policy is not None else None,
+            "policy": policy_dict(report.policy) if report.policy is not None else None,
             "diff": diff.to_dict() if diff is not None else None,
-            "elapsedSeconds": round(report.elapsed_s, 3),
         },
     }
 

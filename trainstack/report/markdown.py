@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainstack.diff import PlanDiff
+from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
@@ -19,19 +19,39 @@ def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> lis
     return lines
 
 
+def diff_note() -> str:
+    return PROVIDER_DIFF_NOTE[0].upper() + PROVIDER_DIFF_NOTE[1:] + "."
+
+
 def _diff(diff: PlanDiff) -> list[str]:
     out = [f"### Diff against `{diff.against}`", ""]
-    out.append(f"**{len(diff.added)} to add, {len(diff.changed)} to change, {len(diff.removed)} to remove.**")
+    updates = len(diff.changed) - len(diff.replaced)
+    out.append(
+        f"**{len(diff.added)} to add, {updates} to change, {len(diff.replaced)} to replace, "
+        f"{len(diff.removed)} to remove.**"
+    )
     out.append("")
+    for change in diff.protected_replacements:
+        out.append(
+            f"> [!CAUTION]\n> **Replaces protected `{change.urn.rsplit('::', 1)[-1]}`** "
+            f"({', '.join(change.replace_reasons)}): `pulumi up` refuses to delete a protected resource, and "
+            "forcing it destroys the data."
+        )
+        out.append("")
     d = diff
     rows = [
         [
-            "GPUs at desired",
-            f"{d.gpus_desired.before:g}",
-            f"{d.gpus_desired.after:g}",
-            fmt.signed(d.gpus_desired.change),
+            "Accelerators at desired",
+            f"{d.accelerators_desired.before:g}",
+            f"{d.accelerators_desired.after:g}",
+            fmt.signed(d.accelerators_desired.change),
         ],
-        ["GPUs at max", f"{d.gpus_max.before:g}", f"{d.gpus_max.after:g}", fmt.signed(d.gpus_max.change)],
+        [
+            "Accelerators at max",
+            f"{d.accelerators_max.before:g}",
+            f"{d.accelerators_max.after:g}",
+            fmt.signed(d.accelerators_max.change),
+        ],
         [
             "EFA fabric at desired",
             fmt.gbps(d.fabric_gbps_desired.before),
@@ -64,10 +84,14 @@ def _diff(diff: PlanDiff) -> list[str]:
         out += [f"+ {urn}" for urn, _ in diff.added]
         out += [f"- {urn}" for urn, _ in diff.removed]
         for change in diff.changed:
-            out.append(f"~ {change.urn}")
-            out += [f"~     {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}" for c in change.changes]
+            mark = "!" if change.op == "replace" else "~"
+            tag = " (REPLACE" + (", PROTECTED" if change.protected else "") + ")" if change.op == "replace" else ""
+            out.append(f"{mark} {change.urn}{tag}")
+            out += [f"{mark}     {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}" for c in change.changes]
         out.append("```")
         out.append("")
+    out.append(f"_{diff_note()}_")
+    out.append("")
     return out
 
 
@@ -81,8 +105,8 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
     ]
     if report.policy is not None:
         p = report.policy
-        verdict = "**blocked**" if p.mandatory else "passes"
-        out.append(f"Policy review {verdict}: {p.mandatory} mandatory, {p.advisory} advisory violation(s).")
+        verdict = "passes" if p.passed else "**blocked**"
+        out.append(f"Policy review {verdict}: {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s).")
         out.append("")
 
     out += ["### Compute", ""]
@@ -108,7 +132,8 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
         )
         if fs.coverage is not None:
             line += (
-                f"; demand {s.gpus_max} GPUs x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)} "
+                f"; demand {s.accelerators_max} accelerators x {s.per_gpu_read_mb_s:g} MB/s"
+                f" = {fmt.mb_s(fs.demand_mb_s)} "
                 f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
             )
         out.append(line)

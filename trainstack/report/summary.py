@@ -148,11 +148,17 @@ class Summary:
     @property
     def hyperpod_gpus(self) -> int:
         """Accelerators in SageMaker HyperPod instance groups (ml.<ec2 type> rows of the catalog)."""
-        return sum(
-            g.count * row.accelerator_count
-            for g in self.hyperpod
-            if (row := CATALOG.get(g.instance_type.removeprefix("ml."))) is not None
-        )
+        return hyperpod_accelerators(self.hyperpod)
+
+    @property
+    def accelerators_desired(self) -> int:
+        """Every accelerator the stack runs at desired size: node groups plus HyperPod instance groups."""
+        return self.gpus_desired + self.hyperpod_gpus
+
+    @property
+    def accelerators_max(self) -> int:
+        """Every accelerator at max size (HyperPod groups have one fixed count): what the budget and FSx serve."""
+        return self.gpus_max + self.hyperpod_gpus
 
     @property
     def fabric_gbps_desired(self) -> float:
@@ -161,6 +167,15 @@ class Summary:
     @property
     def fabric_gbps_max(self) -> float:
         return sum(g.fabric_gbps_max for g in self.node_groups)
+
+
+def hyperpod_accelerators(groups: tuple[HyperPodGroupSummary, ...]) -> int:
+    """Accelerators in HyperPod instance groups: count x the catalog's accelerators of the ml.* type's EC2 twin."""
+    return sum(
+        g.count * row.accelerator_count
+        for g in groups
+        if (row := CATALOG.get(g.instance_type.removeprefix("ml."))) is not None
+    )
 
 
 # ------------------------------------------------------------------------------------------ node groups
@@ -359,8 +374,11 @@ def summarize(recording: Recording, cluster: ClusterConfig) -> Summary:
     """The summary of one plan."""
     index = Index(recording)
     node_groups = tuple(node_group_summary(index, ng) for ng in index.of_type(graph.NODE_GROUP))
+    hyperpod = hyperpod_summaries(index)
     per_gpu = cluster.storage.fsx.per_gpu_read_mb_s
-    demand = fsx_sizing.demand_mb_s(sum(g.gpus_max for g in node_groups), per_gpu)
+    # HyperPod nodes mount the same FSx for Lustre file system, so their accelerators read from it too.
+    accelerators = sum(g.gpus_max for g in node_groups) + hyperpod_accelerators(hyperpod)
+    demand = fsx_sizing.demand_mb_s(accelerators, per_gpu)
     endpoints, endpoint_azs = _endpoint_azs(index)
     type_counts: dict[str, int] = {}
     for resource in recording.resources:
@@ -389,7 +407,7 @@ def summarize(recording: Recording, cluster: ClusterConfig) -> Summary:
             for c in index.of_type(graph.EKS_CLUSTER)
         ),
         addons=addon_summaries(index),
-        hyperpod=hyperpod_summaries(index),
+        hyperpod=hyperpod,
         gpu_budget=cluster.cost.max_gpus,
         per_gpu_read_mb_s=per_gpu,
         type_counts=dict(sorted(type_counts.items())),

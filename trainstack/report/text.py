@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from trainstack.diff import PlanDiff
+from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource
 from trainstack.report import fmt
 from trainstack.report.model import Report
@@ -99,9 +99,9 @@ def cost_rows(report: Report) -> list[list[str]]:
             fmt.unit_usd(i.unit_usd),
             fmt.usd(i.usd_per_hour_desired),
             fmt.usd(i.usd_per_hour_max),
-            i.date,
+            i.date_label,
         ]
-        for i in sorted(report.cost.items, key=lambda i: i.usd_per_hour_max, reverse=True)
+        for i in sorted(report.cost.items, key=lambda i: (-i.usd_per_hour_max, i.name))
     ]
 
 
@@ -133,19 +133,34 @@ def resource_tree(resources: list[RecordedResource]) -> list[str]:
 
 def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
     lines = [style.heading(f"Diff against {diff.against}")]
-    lines.append(f"  {len(diff.added)} to add, {len(diff.changed)} to change, {len(diff.removed)} to remove")
+    updates = len(diff.changed) - len(diff.replaced)
+    lines.append(
+        f"  {len(diff.added)} to add, {updates} to change, {len(diff.replaced)} to replace, "
+        f"{len(diff.removed)} to remove"
+    )
+    for change in diff.protected_replacements:
+        lines.append(
+            style.bad(
+                f"  !! REPLACES PROTECTED {change.urn.rsplit('::', 1)[-1]} ({', '.join(change.replace_reasons)}): "
+                "`pulumi up` refuses to delete a protected resource, and forcing it destroys the data"
+            )
+        )
     for urn, _type in diff.added:
         lines.append(style.ok(f"  + {urn}"))
     for urn, _type in diff.removed:
         lines.append(style.bad(f"  - {urn}"))
     for change in diff.changed:
-        lines.append(style.warn(f"  ~ {change.urn}"))
+        if change.op == "replace":
+            lines.append(style.bad(f"  +- {change.urn} (replace{', protected' if change.protected else ''})"))
+        else:
+            lines.append(style.warn(f"  ~ {change.urn}"))
         for c in change.changes:
-            lines.append(f"      {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}")
+            forced = "  [forces replacement]" if c.path in change.replace_reasons else ""
+            lines.append(f"      {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}{forced}")
+    a_des, a_max = diff.accelerators_desired, diff.accelerators_max
     lines.append(
-        f"  GPUs at desired {diff.gpus_desired.before:g} -> {diff.gpus_desired.after:g} "
-        f"({fmt.signed(diff.gpus_desired.change)}), at max {diff.gpus_max.before:g} -> {diff.gpus_max.after:g} "
-        f"({fmt.signed(diff.gpus_max.change)})"
+        f"  Accelerators (incl. HyperPod) at desired {a_des.before:g} -> {a_des.after:g} "
+        f"({fmt.signed(a_des.change)}), at max {a_max.before:g} -> {a_max.after:g} ({fmt.signed(a_max.change)})"
     )
     lines.append(
         f"  EFA fabric at desired {fmt.gbps(diff.fabric_gbps_desired.before)} -> "
@@ -157,6 +172,7 @@ def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
         f"({fmt.signed_usd(diff.usd_per_hour_desired.change)}/h, {fmt.signed_usd(diff.usd_per_month_desired.change)}"
         f"/month); at max {fmt.signed_usd(diff.usd_per_hour_max.change)}/h"
     )
+    lines.append(style.dim(f"  {PROVIDER_DIFF_NOTE}"))
     return lines
 
 
@@ -168,7 +184,7 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
         + f"  ·  {s.region}  ·  {s.environment}  ·  {s.resource_count} resources "
         f"({s.custom_count} cloud, {s.component_count} components)"
     )
-    out.append(style.dim(f"  mode: {s.mode}; ran in {report.elapsed_s:.1f} s"))
+    out.append(style.dim(f"  mode: {s.mode}"))
     out.append("")
 
     out.append(style.heading("Settings"))
@@ -228,7 +244,8 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
         out.append(line)
         if fs.coverage is not None:
             verdict = (
-                f"  demand {s.gpus_max} GPUs x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)}: "
+                f"  demand {s.accelerators_max} accelerators x {s.per_gpu_read_mb_s:g} MB/s"
+                f" = {fmt.mb_s(fs.demand_mb_s)}: "
                 f"throughput covers {fmt.percent(fs.coverage)}"
             )
             out.append(style.ok(verdict) if fs.coverage >= 1 else style.warn(verdict + " (under demand)"))
@@ -275,10 +292,10 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
     if report.policy is not None:
         p = report.policy
         out.append(style.heading("Policy review"))
-        head = f"  {p.mandatory} mandatory, {p.advisory} advisory violation(s) from {p.policies} policies"
+        head = f"  {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
         if p.not_applicable:
-            head += f"; {p.not_applicable} check(s) not applicable"
-        out.append(style.bad(head) if p.mandatory else style.ok(head))
+            head += f"; {len(p.not_applicable)} check(s) not applicable"
+        out.append(style.ok(head) if p.passed else style.bad(head))
         for v in p.violations:
             tag = style.bad("MANDATORY") if v.level == "mandatory" else style.warn("advisory ")
             out.append(f"  {tag} {v.policy}: {v.message}")
