@@ -23,13 +23,13 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.kms import account_root_statement, customer_key
 from components.naming import aws_partition, child_name
 from stacks.schema import BucketsSpec
 
 BUCKET_ROLES = ("datasets", "checkpoints")
 # The service-linked role FSx creates per file system for S3 access (one per file system id).
 FSX_S3_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
-KEY_DELETION_WINDOW_DAYS = 30  # KMS maximum (7-30): the longest chance to cancel a mistaken deletion
 
 
 def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
@@ -51,18 +51,10 @@ def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
 
 def data_key_policy(account_id: str, partition: str, region: str) -> dict[str, Any]:
     """The data key's policy: account administration through IAM, and FSx's S3 role through S3 only."""
-    root = f"arn:{partition}:iam::{account_id}:root"
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                # Without this statement no IAM policy can grant use of the key (KMS default key policy).
-                "Sid": "EnableIamPolicies",
-                "Effect": "Allow",
-                "Principal": {"AWS": root},
-                "Action": "kms:*",
-                "Resource": "*",
-            },
+            account_root_statement(partition, account_id),
             {
                 "Sid": "AllowFsxDataRepositoryThroughS3",
                 "Effect": "Allow",
@@ -134,30 +126,22 @@ class DataBuckets(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DataBucketsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:storage:DataBuckets", name, None, opts)
-        data = pulumi.ResourceOptions(parent=self, protect=args.protect)
 
         # The account id is only known to AWS (one invoke); partition and region come from the stack's region.
         partition = aws_partition(args.region)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         key_policy = account_id.apply(lambda account: json.dumps(data_key_policy(account, partition, args.region)))
-        self.key = aws.kms.Key(
+        self.key = customer_key(
             child_name(name, "key"),
-            aws.kms.KeyArgs(
-                description=f"{name}: training datasets, checkpoints and FSx for Lustre",
-                enable_key_rotation=True,
-                deletion_window_in_days=KEY_DELETION_WINDOW_DAYS,
-                policy=key_policy,
-            ),
-            opts=data,
-        )
-        aws.kms.Alias(
-            child_name(name, "key-alias"),
-            aws.kms.AliasArgs(name=f"alias/{name}", target_key_id=self.key.key_id),
-            opts=pulumi.ResourceOptions(parent=self),
+            description=f"{name}: training datasets, checkpoints and FSx for Lustre",
+            policy=key_policy,
+            alias=name,
+            parent=self,
+            protect=args.protect,
         )
 
         self.buckets: dict[str, aws.s3.Bucket] = {
-            role: self._bucket(child_name(name, role), args, data) for role in BUCKET_ROLES
+            role: self._bucket(child_name(name, role), args) for role in BUCKET_ROLES
         }
 
         self.kms_key_arn = self.key.arn
@@ -175,7 +159,7 @@ class DataBuckets(pulumi.ComponentResource):
             }
         )
 
-    def _bucket(self, name: str, args: DataBucketsArgs, data: pulumi.ResourceOptions) -> aws.s3.Bucket:
+    def _bucket(self, name: str, args: DataBucketsArgs) -> aws.s3.Bucket:
         # Auto-named (logical name + random suffix): bucket names are global, so no fixed name can collide.
         return secure_bucket(
             name,
@@ -183,7 +167,7 @@ class DataBuckets(pulumi.ComponentResource):
             kms_key_arn=self.key.arn,
             rules=lifecycle_rules(args.spec),
             parent=self,
-            protect=data.protect or False,
+            protect=args.protect,
         )
 
 

@@ -33,6 +33,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.kms import account_root_statement, customer_key
 from components.naming import aws_partition, child_name, physical_name, resource_tags
 from components.pod_identity import PodIdentityRole, managed_policy_arn, pod_identity_role
 from stacks.schema import EksSpec
@@ -150,13 +151,7 @@ def kms_key_policy(partition: str, account_id: str, cluster_role_arn: str) -> di
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                "Sid": "AccountAdministersKeyThroughIam",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
-                "Action": "kms:*",
-                "Resource": "*",
-            },
+            account_root_statement(partition, account_id),
             {
                 "Sid": "EksClusterRoleEnvelopeEncryption",
                 "Effect": "Allow",
@@ -190,13 +185,7 @@ def node_volume_key_policy(partition: str, account_id: str) -> dict[str, Any]:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                "Sid": "AccountAdministersKeyThroughIam",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
-                "Action": "kms:*",
-                "Resource": "*",
-            },
+            account_root_statement(partition, account_id),
             {
                 "Sid": "AutoScalingUsesKeyForNodeVolumes",
                 "Effect": "Allow",
@@ -307,46 +296,28 @@ class EksCluster(pulumi.ComponentResource):
         )
 
         # ---------------------------------------------------------------------------- secrets KMS key
-        key = aws.kms.Key(
+        key = customer_key(
             child_name(name, "secrets-key"),
-            aws.kms.KeyArgs(
-                description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.name}",
-                enable_key_rotation=True,
-                deletion_window_in_days=30,  # the maximum: a deleted key makes every secret unreadable
-                policy=pulumi.Output.json_dumps(
-                    pulumi.Output.all(account_id, cluster_role.arn).apply(
-                        lambda v: kms_key_policy(partition, v[0], v[1])
-                    )
-                ),
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.name}",
+            policy=pulumi.Output.json_dumps(
+                pulumi.Output.all(account_id, cluster_role.arn).apply(lambda v: kms_key_policy(partition, v[0], v[1]))
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
-        )
-        aws.kms.Alias(
-            child_name(name, "secrets-key-alias"),
-            aws.kms.AliasArgs(name=f"alias/{physical_name(args.name, 'eks-secrets')}", target_key_id=key.key_id),
-            opts=child,
+            alias=physical_name(args.name, "eks-secrets"),
+            parent=self,
+            protect=args.protect,
         )
         self.kms_key_arn = key.arn
 
         # ---------------------------------------------------------------------- node-volume KMS key
         # A separate key from the secrets key: different users (EC2 Auto Scaling vs. the EKS control plane),
         # so each policy grants only what its service needs.
-        node_volume_key = aws.kms.Key(
+        node_volume_key = customer_key(
             child_name(name, "node-volume-key"),
-            aws.kms.KeyArgs(
-                description=f"EBS encryption of the node root/data volumes of EKS cluster {args.name}",
-                enable_key_rotation=True,
-                deletion_window_in_days=30,  # the maximum: a deleted key makes every node volume unreadable
-                policy=pulumi.Output.json_dumps(account_id.apply(lambda a: node_volume_key_policy(partition, a))),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
-        )
-        aws.kms.Alias(
-            child_name(name, "node-volume-key-alias"),
-            aws.kms.AliasArgs(
-                name=f"alias/{physical_name(args.name, 'eks-node-volumes')}", target_key_id=node_volume_key.key_id
-            ),
-            opts=child,
+            description=f"EBS encryption of the node root/data volumes of EKS cluster {args.name}",
+            policy=pulumi.Output.json_dumps(account_id.apply(lambda a: node_volume_key_policy(partition, a))),
+            alias=physical_name(args.name, "eks-node-volumes"),
+            parent=self,
+            protect=args.protect,
         )
         self.node_volume_kms_key_arn = node_volume_key.arn
 

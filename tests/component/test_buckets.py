@@ -76,7 +76,7 @@ def test_key_rotates_with_an_explicit_policy(protected) -> None:
     key = protected.one("aws:kms/key:Key")
     assert key.inputs["enableKeyRotation"] is True
     statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
-    assert statements["EnableIamPolicies"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+    assert statements["AccountAdministersKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
     fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
     assert fsx["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
 
@@ -85,7 +85,7 @@ def test_key_policy_partition_and_endpoint_follow_the_stack_region() -> None:
     # The mocks answer `aws` to the partition data source: only a partition derived from the region passes.
     key = record(region="cn-north-1").one("aws:kms/key:Key")
     statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
-    assert statements["EnableIamPolicies"]["Principal"] == {"AWS": "arn:aws-cn:iam::123456789012:root"}
+    assert statements["AccountAdministersKeyThroughIam"]["Principal"] == {"AWS": "arn:aws-cn:iam::123456789012:root"}
     fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
     assert fsx["ArnLike"]["aws:PrincipalArn"].startswith("arn:aws-cn:iam::123456789012:role/aws-service-role/")
 
