@@ -8,12 +8,15 @@ pre-bound to that team's claim through `claimRef`, so no other claim can take it
 attachable (no VolumeAttachment), so several PVs naming one file system mount independently. Reclaim policy
 Retain: deleting a claim or a PV never touches the data.
 
-No IAM role for the driver. Its AWS permissions exist "to create/delete file systems and volumes on the user's
-behalf" (kubernetes-sigs/aws-fsx-csi-driver, docs/install.md: fsx:CreateFileSystem, DeleteFileSystem,
-DescribeFileSystems, UpdateFileSystem, TagResource), i.e. for dynamic provisioning and expansion through a
-StorageClass. trainstack provisions statically only (no StorageClass; `storageClassName: ""`): mounting a static
-volume is a Lustre mount on the node from `dnsname` and `mountname` and calls no AWS API. The AmazonFSxFullAccess
-policy the EKS guide suggests would let the controller delete every file system in the account, for nothing.
+IAM: a Pod Identity role for the controller's service account (`kube-system/fsx-csi-controller-sa`, as the
+issue asks and as the driver's other installs do) that can only describe file systems. The driver's AWS
+permissions exist "to create/delete file systems and volumes on the user's behalf" (kubernetes-sigs/
+aws-fsx-csi-driver, docs/install.md: fsx:CreateFileSystem, DeleteFileSystem, DescribeFileSystems,
+UpdateFileSystem, TagResource), i.e. for dynamic provisioning and expansion through a StorageClass.
+trainstack provisions statically only (no StorageClass; `storageClassName: ""`): mounting a static volume is a
+Lustre mount on the node from `dnsname` and `mountname`. The AmazonFSxFullAccess policy the EKS guide suggests
+would let the controller delete every file system in the account, prod's included; describe-only keeps the
+controller's AWS client working without that power.
 
 Facts: driver name `fsx.csi.aws.com`, volume attributes `dnsname` and `mountname`, mount option `flock`
 (kubernetes-sigs/aws-fsx-csi-driver, examples/kubernetes/static_provisioning). EKS add-on name
@@ -31,11 +34,21 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.naming import child_name
+from components.pod_identity import pod_identity_role
 
 ADDON_NAME = "aws-fsx-csi-driver"
 CSI_DRIVER = "fsx.csi.aws.com"
 MOUNT_OPTIONS = ("flock",)  # POSIX locks across clients (training frameworks lock checkpoint files)
 CLAIM_NAME = "fsx-lustre"  # the same claim name in every team namespace, so job specs are portable
+CONTROLLER_NAMESPACE = "kube-system"
+CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"  # the add-on's controller (EKS User Guide, FSx CSI driver)
+# Describe only: static volumes need no create, update or delete (module docstring).
+CONTROLLER_POLICY: dict[str, Any] = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"}
+    ],
+}
 
 
 def volume_name(team_namespace: str) -> str:
@@ -91,9 +104,10 @@ class LustreVolumeArgs:
 
 
 class LustreVolume(pulumi.ComponentResource):
-    """The FSx CSI driver add-on (no IAM role: static volumes only) and one PV + PVC per team namespace.
+    """The FSx CSI driver add-on (a describe-only Pod Identity role: static volumes only) and one PV + PVC per
+    team namespace.
 
-    Children: `<name>-csi-addon`, and per namespace
+    Children: `<name>-csi-pod-identity`, `<name>-csi-addon`, and per namespace
     `<name>-pv-<namespace>` and `<name>-pvc-<namespace>`. Pass `providers=` with the AWS and the Kubernetes
     providers; children inherit them.
     """
@@ -112,6 +126,14 @@ class LustreVolume(pulumi.ComponentResource):
         if len(set(args.namespaces)) != len(args.namespaces):
             raise ValueError(f"{name}: namespaces has duplicates: {list(args.namespaces)}")
 
+        identity = pod_identity_role(
+            child_name(name, "csi-pod-identity"),
+            cluster_name=args.cluster_name,
+            namespace=CONTROLLER_NAMESPACE,
+            service_account=CONTROLLER_SERVICE_ACCOUNT,
+            inline_policy=CONTROLLER_POLICY,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.addon = aws.eks.Addon(
             child_name(name, "csi-addon"),
             aws.eks.AddonArgs(
@@ -121,9 +143,9 @@ class LustreVolume(pulumi.ComponentResource):
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
             ),
-            # Static volumes only, so no Pod Identity role (module docstring). Callers pass the system node group
-            # in depends_on: an add-on without nodes never turns ACTIVE.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+            # The controller starts with its credentials (the association exists first). Callers pass the system
+            # node group in depends_on: an add-on without nodes never turns ACTIVE.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity, *args.depends_on]),
         )
 
         self.claims = {}

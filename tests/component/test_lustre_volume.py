@@ -1,4 +1,6 @@
-"""LustreVolume under the recording mocks: CSI add-on without AWS permissions, one bound PV + PVC per team."""
+"""LustreVolume under the recording mocks: CSI add-on with a describe-only role, one bound PV + PVC per team."""
+
+import json
 
 import pulumi
 import pytest
@@ -33,17 +35,19 @@ def rec():
     return run_component(lambda: build(["pretraining", "research"]))
 
 
-def test_addon_without_any_aws_permissions(rec) -> None:
-    # Static provisioning calls no AWS API; a role (AmazonFSxFullAccess) could delete every file system.
+def test_addon_controller_can_only_describe_file_systems(rec) -> None:
+    # Static provisioning creates and deletes nothing; AmazonFSxFullAccess could delete every file system.
     addon = rec.one("aws:eks/addon:Addon")
     assert addon.inputs["addonName"] == "aws-fsx-csi-driver" and addon.inputs["addonVersion"] == "v1.5.0-eksbuild.1"
-    assert "podIdentityAssociations" not in addon.inputs and "serviceAccountRoleArn" not in addon.inputs
-    for kind in (
-        "aws:iam/role:Role",
-        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
-        "aws:eks/podIdentityAssociation:PodIdentityAssociation",
-    ):
-        assert not rec.by_type(kind), kind
+    association = rec.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assert association.inputs["namespace"] == "kube-system"
+    assert association.inputs["serviceAccount"] == "fsx-csi-controller-sa"
+    assert association.urn in addon.dependencies
+    assert not rec.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")  # no managed policy at all
+    [inline] = [json.loads(r.inputs["policy"]) for r in rec.by_type("aws:iam/rolePolicy:RolePolicy")]
+    assert [action for statement in inline["Statement"] for action in statement["Action"]] == [
+        "fsx:DescribeFileSystems"
+    ]
 
 
 def test_one_pv_per_team_with_the_file_system(rec) -> None:
