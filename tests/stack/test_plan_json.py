@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import recording, stack_config
 from trainstack.report import json_report
 from trainstack.report.model import build_report
+from trainstack.report.text import hyperpod_lines
 from trainstack.review import review
 
 
@@ -80,3 +81,11 @@ def test_prod_gpu_group_reports_one_subnet_the_gpu_taint_and_full_efa() -> None:
     assert group.taints == ("nvidia.com/gpu=true:NO_SCHEDULE",)
     assert group.efa_interfaces == group.efa_max == 32
     assert group.placement_group is None and group.capacity.startswith("reservation")
+
+
+def test_compute_lists_hyperpod_groups_with_their_accelerators() -> None:
+    staging = build_report(stack_config("staging"), recording("staging"))
+    assert hyperpod_lines(staging) == [
+        "SageMaker HyperPod trainstack-staging-hyperpod/workers: 2 x ml.p5.48xlarge (16 x H100)"
+    ]
+    assert hyperpod_lines(build_report(stack_config("dev"), recording("dev"))) == []

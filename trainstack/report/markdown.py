@@ -6,7 +6,7 @@ from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
-from trainstack.report.text import COMPUTE_HEADERS, COST_HEADERS, compute_rows, cost_rows, next_steps
+from trainstack.report.text import COMPUTE_HEADERS, COST_HEADERS, compute_rows, cost_rows, hyperpod_lines, next_steps
 
 
 def _cell(text: str) -> str:
@@ -122,6 +122,9 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
     else:
         out.append("No node groups recorded.")
     out.append("")
+    hyperpod = hyperpod_lines(report)
+    if hyperpod:
+        out += [f"- {line}" for line in hyperpod] + [""]
 
     out += ["### Storage", ""]
     for fs in s.file_systems:

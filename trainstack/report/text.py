@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource
 from trainstack.report import fmt
@@ -106,6 +107,16 @@ def cost_rows(report: Report) -> list[list[str]]:
 
 
 COST_HEADERS = ("item", "quantity des / max", "unit $", "$/h desired", "$/h max", "price date")
+
+
+def hyperpod_lines(report: Report) -> list[str]:
+    """One line per SageMaker HyperPod instance group: count, ml.* type and its accelerators (catalog)."""
+    lines = []
+    for group in report.summary.hyperpod:
+        row = CATALOG.get(group.instance_type.removeprefix("ml."))
+        chips = f" ({group.count * row.accelerator_count} x {row.accelerator_model})" if row else ""
+        lines.append(f"SageMaker HyperPod {group.cluster}/{group.name}: {group.count} x {group.instance_type}{chips}")
+    return lines
 
 
 def resource_tree(resources: list[RecordedResource]) -> list[str]:
@@ -232,6 +243,7 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
                 )
     else:
         out.append(style.dim("  no node groups recorded"))
+    out += [f"  {line}" for line in hyperpod_lines(report)]
     out.append("")
 
     out.append(style.heading("Storage"))
@@ -264,8 +276,6 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
     for addon in s.addons:
         where = f" in {addon.namespace}" if addon.namespace else ""
         out.append(f"  {addon.kind} {addon.name}: {addon.chart} {addon.version}{where}")
-    for group in s.hyperpod:
-        out.append(f"  HyperPod {group.cluster}/{group.name}: {group.count} x {group.instance_type}")
     out.append("")
 
     out.append(style.heading(f"Cost (estimate, {cost.region} list prices)"))
