@@ -16,7 +16,6 @@ __all__ = [
     "EFA_NODE_LABEL",
     "EFA_RESOURCE",
     "GPU_TAINT_KEY",
-    "HYPERPOD_COMPUTE_TYPE_LABEL",
     "HYPERPOD_HEALTH_LABEL",
     "HYPERPOD_INSTANCE_GROUP_LABEL",
     "HYPERPOD_SCHEDULABLE",
@@ -48,7 +47,6 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's label that puts a job
 # SageMaker HyperPod": Schedulable, Unschedulable, UnschedulablePendingReplacement, UnschedulablePendingReboot).
 # HyperPod nodes also carry the well-known instance-type label with the ml.* name (ml.p5.48xlarge): the
 # HyperPod dependencies chart (aws/sagemaker-hyperpod-cli helm_chart) selects its device plugins on it.
-HYPERPOD_COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
 HYPERPOD_INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 HYPERPOD_SCHEDULABLE = "Schedulable"

@@ -40,6 +40,11 @@ ADDON_NAME = "aws-fsx-csi-driver"
 CSI_DRIVER = "fsx.csi.aws.com"
 MOUNT_OPTIONS = ("flock",)  # POSIX locks across clients (training frameworks lock checkpoint files)
 CLAIM_NAME = "fsx-lustre"  # the same claim name in every team namespace, so job specs are portable
+# What each claim requests: the smallest Lustre file system. Kubernetes binds a claim to a PV whose capacity
+# is at least the request, and Lustre enforces no per-claim quota, so the request is nominal. Keeping it fixed
+# matters: pulumi-kubernetes replaces a claim whose storage request changes, and a replaced claim leaves its
+# Retain PV Released and the new claim Pending. The PV itself carries the real capacity.
+CLAIM_REQUEST_GIB = 1200
 CONTROLLER_NAMESPACE = "kube-system"
 CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"  # the add-on's controller (EKS User Guide, FSx CSI driver)
 # Describe only: static volumes need no create, update or delete (module docstring).
@@ -174,7 +179,7 @@ class LustreVolume(pulumi.ComponentResource):
                     storage_class_name="",
                     volume_name=volume.metadata.name,
                     resources=k8s.core.v1.VolumeResourceRequirementsArgs(
-                        requests={"storage": capacity_quantity(args.capacity_gib)}
+                        requests={"storage": capacity_quantity(CLAIM_REQUEST_GIB)}
                     ),
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[volume, *args.depends_on]),

@@ -26,7 +26,8 @@ Tier = Literal["private", "public"]
 # endpoint), get tokens (STS), call EC2 (vpc-cni), ship logs (CloudWatch Logs), be managed through Systems
 # Manager (ssm, plus ssmmessages for Session Manager's data channel and ec2messages, which SSM Agent uses for
 # Run Command where ssmmessages is not used), and get EKS Pod Identity credentials (eks-auth: the Pod Identity
-# agent calls AssumeRoleForPodIdentity there; vpc-cni and the EBS CSI driver get their AWS permissions that way).
+# agent calls AssumeRoleForPodIdentity there; vpc-cni and the EBS and FSx CSI drivers get their AWS
+# permissions that way).
 # Sources: EKS User Guide, "Deploy private clusters with limited internet access" (private-clusters.html),
 # "Set up the Amazon EKS Pod Identity Agent" (com.amazonaws.<region>.eks-auth for nodes in private subnets),
 # and Systems Manager User Guide, "Improve the security of EC2 instances by using VPC endpoints for Systems

@@ -7,7 +7,7 @@ same account cannot borrow the role. Source: EKS User Guide, "Create IAM role wi
 EKS Pod Identity" (docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html) and "Enable or disable session
 tags" (pod-id-abac.html).
 
-Used by the EKS cluster (vpc-cni, aws-ebs-csi-driver).
+Used by the EKS cluster (vpc-cni, aws-ebs-csi-driver) and the storage layer (aws-fsx-csi-driver).
 """
 
 from __future__ import annotations

@@ -273,7 +273,7 @@ class Graph:
 
 def graph(args: StackValidationArgs) -> Graph:
     """The graph of this stack, built for each stack rule: the analyzer hands every policy its own resources
-    list, so a shared cache would never hit, and building one is cheap (prod's 154 resources: under 0.1 ms,
+    list, so a shared cache would never hit, and building one is cheap (prod's 158 resources: under 0.1 ms,
     2 ms for all stack rules)."""
     return Graph(args.resources)
 

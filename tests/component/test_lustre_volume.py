@@ -73,7 +73,8 @@ def test_each_claim_binds_its_own_volume(rec) -> None:
         spec = claim.inputs["spec"]
         assert spec["volumeName"] == f"fsx-lustre-{namespace}" and spec["storageClassName"] == ""
         assert spec["accessModes"] == ["ReadWriteMany"]
-        assert spec["resources"]["requests"] == {"storage": "4800Gi"}
+        # A fixed, nominal request: a claim whose request changes is replaced, stranding its Retain PV.
+        assert spec["resources"]["requests"] == {"storage": "1200Gi"}
 
 
 def test_duplicate_namespaces_are_refused() -> None:
