@@ -88,6 +88,22 @@ def sagemaker_trust_policy(account_id: str) -> dict[str, Any]:
     )
 
 
+def _sagemaker_role(
+    name: str, physical: str, description: str, account: pulumi.Output[str], opts: pulumi.ResourceOptions
+) -> aws.iam.Role:
+    """An IAM role only SageMaker acting for this account may assume (see `sagemaker_trust_policy`)."""
+    return aws.iam.Role(
+        name,
+        aws.iam.RoleArgs(
+            name=physical,
+            description=description,
+            assume_role_policy=account.apply(lambda a: json.dumps(sagemaker_trust_policy(a))),
+            max_session_duration=3600,
+        ),
+        opts,
+    )
+
+
 def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
     regional = f"arn:{partition}:ec2:{region}:{account_id}"
     return [
@@ -219,15 +235,11 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
         partition = aws_partition(args.region)
         child = pulumi.ResourceOptions(parent=self)
         account = _account_id(self)
-        self.role = aws.iam.Role(
+        self.role = _sagemaker_role(
             child_name(name, "role"),
-            aws.iam.RoleArgs(
-                name=physical_name(args.name, "hyperpod-exec", max_length=64),
-                description="SageMaker HyperPod execution role (trainstack)",
-                # Only SageMaker acting for this account may assume it.
-                assume_role_policy=account.apply(lambda a: json.dumps(sagemaker_trust_policy(a))),
-                max_session_duration=3600,
-            ),
+            physical_name(args.name, "hyperpod-exec", max_length=64),
+            "SageMaker HyperPod execution role (trainstack)",
+            account,
             child,
         )
         self.managed = aws.iam.RolePolicyAttachment(
@@ -298,14 +310,11 @@ class TrainingJobRole(pulumi.ComponentResource):
         partition = aws_partition(args.region)
         child = pulumi.ResourceOptions(parent=self)
         account = _account_id(self)
-        self.role = aws.iam.Role(
+        self.role = _sagemaker_role(
             child_name(name, "role"),
-            aws.iam.RoleArgs(
-                name=physical_name(args.name, "sagemaker-training", max_length=64),
-                description="SageMaker training-job execution role (trainstack)",
-                assume_role_policy=account.apply(lambda a: json.dumps(sagemaker_trust_policy(a))),
-                max_session_duration=3600,
-            ),
+            physical_name(args.name, "sagemaker-training", max_length=64),
+            "SageMaker training-job execution role (trainstack)",
+            account,
             child,
         )
         document = pulumi.Output.all(
