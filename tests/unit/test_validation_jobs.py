@@ -146,7 +146,12 @@ def run_launcher(tmp_path: Path):
         fake_mpirun.write_text("#!/bin/bash\ncat " + str(tmp_path / "out.log") + "\n")
         fake_mpirun.chmod(0o755)
         (tmp_path / "out.log").write_text(log)
-        script = nccl_launcher_script(plan).replace("/opt/amazon/openmpi/bin/mpirun", str(fake_mpirun))
+        # The script logs to /tmp/nccl.log (its own /tmp in a pod); tests running in parallel each get their own.
+        script = (
+            nccl_launcher_script(plan)
+            .replace("/opt/amazon/openmpi/bin/mpirun", str(fake_mpirun))
+            .replace("/tmp/nccl.log", str(tmp_path / "nccl.log"))
+        )
         return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
 
     return run
