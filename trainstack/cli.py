@@ -4,7 +4,8 @@
                               [--preview] [--against PATH] [--no-color] [--no-tree]
     python -m trainstack schema [--output PATH]
 
-Exit codes: 0 ok; 1 the policy review found a mandatory violation; 2 bad input (invalid config, bad
+Exit codes: 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an input AWS or
+Kubernetes would refuse (it wins over 1); 2 bad input (invalid config, bad
 arguments, missing stack, unreadable path, unwritable --output); 3 the program itself failed under the mock
 engine, the policy review failed, or an internal error. Errors are one clear line (or the config's list of
 problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
@@ -34,6 +35,7 @@ EXIT_OK = 0
 EXIT_POLICY = 1
 EXIT_BAD_INPUT = 2
 EXIT_PROGRAM_FAILED = 3
+EXIT_CONTRACT = 4
 FORMATS = ("text", "json", "markdown")
 
 
@@ -218,6 +220,9 @@ def plan(args: argparse.Namespace) -> int:
     write(rendered, args.output, sys.stdout)
     if args.format == "text":  # timing stays out of the report itself, which is byte-for-byte reproducible
         print(f"planned in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if report.contracts:
+        print(f"contract check: {len(report.contracts)} input(s) a real deployment would refuse", file=sys.stderr)
+        return EXIT_CONTRACT
     if report.policy is not None and not report.policy.passed:
         print(f"policy review: {len(report.policy.mandatory)} mandatory violation(s)", file=sys.stderr)
         return EXIT_POLICY

@@ -162,6 +162,7 @@ def document(report: Report, baseline: Recording | None = None, diff: PlanDiff |
             "summary": summary_dict(report),
             "cost": report.cost.to_dict(),
             "policy": policy_dict(report.policy) if report.policy is not None else None,
+            "contracts": [c.to_dict() for c in report.contracts],
             "diff": diff.to_dict() if diff is not None else None,
         },
     }

@@ -103,6 +103,8 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
         f"{s.resource_count} resources ({s.custom_count} cloud, {s.component_count} components). {s.mode}.",
         "",
     ]
+    if report.contracts:
+        out += [f"**Contracts: {len(report.contracts)} input(s) a real deployment would refuse.**", ""]
     if report.policy is not None:
         p = report.policy
         verdict = "passes" if p.passed else "**blocked**"
@@ -158,6 +160,14 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
     out.append("")
     out += [f"> {note}  " for note in cost.notes]
     out.append("")
+
+    if report.contracts:
+        out += ["### Contracts: refused", ""]
+        out += md_table(
+            ["resource", "input", "value", "rule", "source"],
+            [[f"`{c.name}`", f"`{c.path}`", f"`{c.value}`", c.rule, c.source] for c in report.contracts],
+        )
+        out.append("")
 
     if report.policy is not None and report.policy.violations:
         out += ["### Policy review", ""]

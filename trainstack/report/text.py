@@ -187,6 +187,20 @@ def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
     return lines
 
 
+def contract_lines(report: Report, style: Style) -> list[str]:
+    """The contract check: what AWS or Kubernetes would refuse, one violation per block."""
+    out = [style.heading("Contracts (what AWS and Kubernetes would accept)")]
+    if not report.contracts:
+        out += [style.ok("  every checked input meets its API contract"), ""]
+        return out
+    out.append(style.bad(f"  {len(report.contracts)} input(s) a real deployment would refuse"))
+    for c in report.contracts:
+        out.append(f"  {style.bad('REFUSED')} {c.name} {c.path or '(resource)'} = {c.value}: {c.rule}")
+        out.append(style.dim(f"          source: {c.source}"))
+    out.append("")
+    return out
+
+
 def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: bool = True) -> str:
     s, c, cost = report.summary, report.cluster, report.cost
     out: list[str] = []
@@ -298,6 +312,8 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
     for note in cost.notes:
         out.append(style.dim(f"  * {note}"))
     out.append("")
+
+    out += contract_lines(report, style)
 
     if report.policy is not None:
         p = report.policy
