@@ -22,7 +22,12 @@ $(VENV)/.synced: pyproject.toml uv.lock
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced ## Lint and format check, then the whole test suite
+# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(VENV)/.synced node_modules/.installed ## Lint and format check, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/python -m pytest -n 2

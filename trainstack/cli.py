@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR set, not a TTY)")
     tree = plan.add_mutually_exclusive_group()
     tree.add_argument("--tree", action="store_true", help="text format: add the resource tree (off by default)")
-    tree.add_argument("--no-tree", action="store_true", help=argparse.SUPPRESS)  # the old default's switch, still accepted
+    tree.add_argument(
+        "--no-tree", action="store_true", help=argparse.SUPPRESS
+    )  # the old default's switch, still accepted
 
     schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
     schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")

@@ -161,7 +161,9 @@ def resource_tree(resources: list[RecordedResource]) -> list[str]:
 
 def _status(style: Style, status: str) -> str:
     text = status.upper()
-    return style.ok(text) if status == verdict.OK else style.bad(text) if status == verdict.REFUSED else style.warn(text)
+    return (
+        style.ok(text) if status == verdict.OK else style.bad(text) if status == verdict.REFUSED else style.warn(text)
+    )
 
 
 def _severity(style: Style, severity: str) -> str:
@@ -220,9 +222,7 @@ def time_lines(v: verdict.Verdict, width: int) -> list[str]:
         if estimate is None:
             continue
         head = f"{title}: about {minutes(estimate.low, estimate.high)} on the critical path"
-        path = " > ".join(
-            f"{s.what} {minutes(s.time.low, s.time.high)}" for s in estimate.path if s.time.high >= 1
-        )
+        path = " > ".join(f"{s.what} {minutes(s.time.low, s.time.high)}" for s in estimate.path if s.time.high >= 1)
         out += fmt.fit(head, width)
         if path:
             out += ["  " + line for line in fmt.fit(path, width - 2, "  ")]
@@ -253,12 +253,13 @@ def diff_lines(report: Report, diff: PlanDiff, style: Style, width: int, before:
     fabric = fmt.gbps_row(
         d.fabric_gbps_desired.before, d.fabric_gbps_desired.after, d.fabric_gbps_desired.change, signed_last=True
     )
-    lines.append(f"  accelerators {acc[0]}, {acc[1]}")
-    lines.append(f"  EFA fabric at desired {fabric[0]} -> {fabric[1]} ({fabric[2]})")
-    lines.append(
-        f"  cost at desired {fmt.usd(d.usd_per_hour_desired.before)}/h -> {fmt.usd(d.usd_per_hour_desired.after)}/h "
-        f"({fmt.signed_usd(d.usd_per_hour_desired.change)}/h, {fmt.signed_usd(d.usd_per_month_desired.change)}/month)"
-    )
+    deltas = [
+        f"accelerators {acc[0]}, {acc[1]}",
+        f"EFA fabric at desired {fabric[0]} -> {fabric[1]} ({fabric[2]})",
+        f"cost at desired {fmt.usd(d.usd_per_hour_desired.before)}/h -> {fmt.usd(d.usd_per_hour_desired.after)}/h "
+        f"({fmt.signed_usd(d.usd_per_hour_desired.change)}/h, {fmt.signed_usd(d.usd_per_month_desired.change)}/month)",
+    ]
+    lines += ["  " + line for delta in deltas for line in fmt.fit(delta, width - 2, "  ")]
     lines += [style.dim("  " + line) for line in fmt.fit(PROVIDER_DIFF_NOTE, width - 2)]
     return lines
 
@@ -292,14 +293,13 @@ def _compute(report: Report, style: Style, width: int) -> list[str]:
     if not s.node_groups:
         out.append(style.dim("  no node groups recorded"))
     total = s.accelerators_max
-    budget = f"{total} of budget {s.gpu_budget} at max"
-    out += [
-        "  "
-        + f"accelerators {s.accelerators_desired} at desired, "
-        + (style.bad(budget) if total > s.gpu_budget else budget)
+    line = (
+        f"accelerators {s.accelerators_desired} at desired, {total} of budget {s.gpu_budget} at max"
         + (f" ({s.hyperpod_gpus} in HyperPod)" if s.hyperpod_gpus else "")
         + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
-    ]
+    )
+    paint = style.bad if total > s.gpu_budget else (lambda text: text)
+    out += [paint("  " + part) for part in fmt.fit(line, width - 2, "  ")]
     out.append("")
     return out
 
@@ -377,7 +377,7 @@ def _policy(report: Report, style: Style, width: int) -> list[str]:
     head = f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
     if p.not_applicable:
         head += f"; {len(p.not_applicable)} check(s) not applicable"
-    out.append("  " + (style.ok(head) if p.passed else style.bad(head)))
+    out += ["  " + (style.ok(part) if p.passed else style.bad(part)) for part in fmt.fit(head, width - 2, "  ")]
     for v in p.violations:
         tag = style.bad("MANDATORY") if v.level == "mandatory" else style.warn("advisory ")
         where = v.urn.rsplit("::", 1)[-1].removeprefix(report.summary.name + "-") if v.urn else "stack"
@@ -399,7 +399,9 @@ def _notes(report: Report, style: Style, width: int) -> list[str]:
 def title(report: Report, diff: PlanDiff | None) -> str:
     s = report.summary
     if diff is not None:
-        return f"trainstack diff: stack {s.stack} against {diff.against}  ·  {s.region}  ·  {s.resource_count} resources"
+        return (
+            f"trainstack diff: stack {s.stack} against {diff.against}  ·  {s.region}  ·  {s.resource_count} resources"
+        )
     return (
         f"trainstack plan: stack {s.stack}  ·  {s.region}  ·  {s.environment}  ·  {s.resource_count} resources "
         f"({s.custom_count} cloud, {s.component_count} components)"

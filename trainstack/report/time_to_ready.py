@@ -271,9 +271,7 @@ def _estimate(recording: Recording, times: Mapping[str, Typical], notes: tuple[s
     by_urn = recording.by_urn()
     durations = {urn: (times[urn].low, times[urn].high) for urn in by_urn}
     low, high, path = critical_path(durations, _waits(recording))
-    steps = tuple(
-        Step(urn, by_urn[urn].name, by_urn[urn].type, times[urn]) for urn in path if times[urn].high > 0
-    )
+    steps = tuple(Step(urn, by_urn[urn].name, by_urn[urn].type, times[urn]) for urn in path if times[urn].high > 0)
     return Estimate(low=low, high=high, path=steps, notes=notes)
 
 
@@ -316,9 +314,11 @@ def _update_time(index: Index, resource: RecordedResource, change: ResourceChang
             c.path == "scalingConfig.desiredSize" and (as_int(c.new) or 0) > (as_int(c.old) or 0)
             for c in change.changes
         )
-        return Typical(f"scaling: new nodes join ({per_node.what})", per_node.low, per_node.high, per_node.source) if (
-            grows
-        ) else API_CALL
+        return (
+            Typical(f"scaling: new nodes join ({per_node.what})", per_node.low, per_node.high, per_node.source)
+            if (grows)
+            else API_CALL
+        )
     if resource.type == graph.EKS_CLUSTER and any(c.path == "version" for c in change.changes):
         return Typical(
             "EKS control-plane version update",

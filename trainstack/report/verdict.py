@@ -187,8 +187,7 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
             why = (
                 "Spot capacity can be reclaimed with two minutes' notice and is often short for GPU types"
                 if g.capacity == "spot"
-                else "On-Demand launches of large GPU types fail with InsufficientInstanceCapacity when the AZ is "
-                "short"
+                else "On-Demand launches of large GPU types fail with InsufficientInstanceCapacity when the AZ is short"
             )
             found.append(
                 Risk(
@@ -217,7 +216,7 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
         found.append(
             Risk("high", f"{s.accelerators_max} accelerators at max over the budget of {s.gpu_budget}", "cost.max_gpus")
         )
-    for name, version, _support in s.eks_clusters:
+    for _name, version, _support in s.eks_clusters:
         pins = {a.name: a.version for a in s.addons if a.kind == "eks-addon"}
         for addon, build, why in unconfirmed(version, pins):
             found.append(Risk("low", f"unconfirmed pin: {addon} {build} on Kubernetes {version}", why))
