@@ -50,6 +50,9 @@ def _diff(report: Report, diff: PlanDiff, before: Report | None) -> list[str]:
             "forcing it destroys the data."
         )
         out.append("")
+    for change in diff.ignored:
+        paths = ", ".join(f"`{c.path}` stays `{c.old}` (config: `{c.new}`)" for c in change.changes)
+        out += [f"- `{change.urn.rsplit('::', 1)[-1]}` ignoreChanges: {paths}", ""]
     d = diff
     fabric = fmt.gbps_row(
         d.fabric_gbps_desired.before, d.fabric_gbps_desired.after, d.fabric_gbps_desired.change, signed_last=True

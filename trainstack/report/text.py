@@ -243,6 +243,12 @@ def diff_lines(report: Report, diff: PlanDiff, style: Style, width: int, before:
     for entry in entries(diff, report.recording, before, report.summary.name):
         lines += [paint[entry.mark]("  " + line) for line in fmt.fit(entry.line, width - 2, "    ")]
         lines += ["      " + fmt.fit(d, width - 6)[0] for d in entry.details]
+    for change in diff.ignored:
+        text = f"= {change.urn.rsplit('::', 1)[-1]} (ignoreChanges: `pulumi up` keeps the deployed value)"
+        lines += [style.dim("  " + line) for line in fmt.fit(text, width - 2, "    ")]
+        for c in change.changes:
+            kept = f"{c.path}: stays {fmt.short(c.old, 30)} (config says {fmt.short(c.new, 30)})"
+            lines += [style.dim("      " + line) for line in fmt.fit(kept, width - 6, "  ")]
     d = diff
     acc = [
         f"{int(d.accelerators_desired.before):,} -> {int(d.accelerators_desired.after):,} at desired "

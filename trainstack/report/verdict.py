@@ -150,6 +150,14 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
             where = short(urn_name(v.urn), cluster) if v.urn else "stack"
             found.append(Risk(REFUSED, f"policy {v.policy} on {where}", v.message))
     if diff is not None:
+        for urn in diff.protected_removals:
+            found.append(
+                Risk(
+                    REFUSED,
+                    f"deletes protected {short(urn_name(urn), cluster)}",
+                    "`pulumi up` refuses to delete a protected resource; removing protect first destroys the data",
+                )
+            )
         for change in diff.protected_replacements:
             found.append(
                 Risk(
