@@ -209,25 +209,19 @@ def plan(args: argparse.Namespace) -> int:
     recording = run(cluster, stack, args.preview, show, str(path))
     diff = None
     baseline = None
-<<<<<<< HEAD
     before = None
-    if baseline_cluster is not None:
-        baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
-        before = build_report(baseline_cluster, baseline)
-        diff = diff_reports(before, report, str(args.against))
-=======
     ignored: tuple[ResourceChange, ...] = ()
     if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
     report = build_report(cluster, recording, review(recording, cluster.environment.value))
     if baseline_cluster is not None and baseline is not None:
-        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against), ignored)
+        before = build_report(baseline_cluster, baseline)
+        diff = diff_reports(before, report, str(args.against), ignored)
         if report.policy is not None and (refused := diff_violations(diff)):
             report = dataclasses.replace(
                 report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + refused)
             )
->>>>>>> main
 
     if args.format == "json":
         rendered = json_report.render(report, baseline, diff, before)
