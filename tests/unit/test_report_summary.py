@@ -159,7 +159,7 @@ def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabri
     assert f'{group} -->|"Lustre"| {fs}' in source  # GPU nodes -> Lustre -> S3
     assert f'{fs} <-->|"import / export"| {bucket}' in source
     assert f'{group} ===|"RDMA"| {fabric}' in source
-    assert f'{group} -->|"joins"| {eks}' in source
+    assert f'{eks} -->|"manages"| {group}' in source
 
 
 def _labels(source: str) -> dict[str, str]:

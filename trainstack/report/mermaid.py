@@ -11,6 +11,7 @@ however many groups a stack has. In a diff, added, changed and removed nodes are
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -25,6 +26,7 @@ from trainstack.report.names import urn_type
 from trainstack.report.summary import NodeGroupSummary, node_group_summary
 
 MAX_GROUPS_PER_AZ = 3  # GPU groups drawn one by one in an AZ; the rest fold into one node
+ROW = 3  # nodes side by side in the EKS box: three boxes of about 200 px fit a comment's 880 px
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 NODE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -55,7 +57,7 @@ class Edge:
     source: str  # node keys
     target: str
     label: str = ""
-    style: str = "-->"  # --> flow, -.-> runs on, === fabric, <--> both ways
+    style: str = "-->"  # --> flow, -.-> runs on, === fabric, <--> both ways, ~~~ layout only (invisible)
 
 
 def plural(count: int, word: str) -> str:
@@ -201,7 +203,8 @@ class _Model:
                         f"{fmt.gbps(g.fabric_gbps_desired)} at desired"
                         + (f", placement group {g.placement_group}" if g.placement_group else "")
                     )
-                    self.add(f"efa_{g.name}", fabric, "hex", container, set())
+                    # The fabric is the launch template's interfaces in the group's placement: the same resources.
+                    self.add(f"efa_{g.name}", fabric, "hex", container, self._members(r))
                     self.edges.append(Edge(key, f"efa_{g.name}", "RDMA", "==="))
             rest = members[MAX_GROUPS_PER_AZ:]
             if rest:
@@ -260,13 +263,13 @@ class _Model:
             count = sum(as_int(get(g, "instanceCount")) or 0 for g in hp.inputs.get("instanceGroups") or [])
             self.add("hyperpod", f"SageMaker HyperPod: {count} instances", "rect", "vpc" if vpcs else "", {hp.urn})
             if get(hp.inputs, "orchestrator", "eks"):
-                self.edges.append(Edge("hyperpod", "eks", "orchestrated by"))
+                self.edges.append(Edge("eks", "hyperpod", "orchestrates"))
 
         # The data path and the control plane: every drawn node group joins EKS and mounts each file system.
         compute = [k for k in self.nodes if k.startswith("ng_")] + (["hyperpod"] if hyperpods else [])
         for key in compute:
             if "eks" in self.nodes and key != "hyperpod":
-                self.edges.append(Edge(key, "eks", "joins"))
+                self.edges.append(Edge("eks", key, "manages"))
             if key == "hyperpod" or not self.nodes[key].label.startswith("system"):
                 self.edges += [Edge(key, f"fs_{fs.name}", "Lustre") for fs in file_systems]
         for dra in index.of_type(DRA):
@@ -274,6 +277,17 @@ class _Model:
                 if "s3" in self.nodes:
                     self.nodes[f"fs_{fs.name}"].urns.add(dra.urn)
                     self.edges.append(Edge(f"fs_{fs.name}", "s3", "import / export", "<-->"))
+
+
+def _layout(model: _Model) -> None:
+    """Invisible links that stack nodes which have no edge between them, so the chart grows down, not sideways:
+    the EKS add-ons in rows of `ROW` above the control plane, the VPC's own nodes (system nodes, folded AZs,
+    endpoints) in one column."""
+    # The control plane goes last, so everything it manages ranks below the whole EKS box, not beside it.
+    eks = sorted((k for k, n in model.nodes.items() if n.container == "eks"), key=lambda k: k == "eks")
+    model.edges += [Edge(eks[i], eks[i + ROW], "", "~~~") for i in range(len(eks) - ROW)]
+    vpc = [k for k, n in model.nodes.items() if n.container == "vpc"]
+    model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(vpc)]
 
 
 def _nat_zone(index: Index, nat: RecordedResource) -> str:
@@ -308,6 +322,7 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
     model = _Model(recording, prefix)
     if diff is not None:
         _mark(model, diff, before, prefix)
+    _layout(model)
     nodes = model.nodes
     by_container: dict[str, list[Node]] = defaultdict(list)
     for node in nodes.values():
@@ -320,7 +335,6 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
 
     if "eks" in {n.container for n in nodes.values()}:
         lines.append('  subgraph eks_cluster["EKS"]')
-        lines.append("    direction LR")
         draw("eks", "    ")
         lines.append("  end")
     if model.vpc_label or any(n.container.startswith(("vpc", "az:")) for n in nodes.values()):
@@ -362,7 +376,7 @@ def node_count(source: str) -> int:
 _SHAPE = re.compile(
     r'^([A-Za-z][A-Za-z0-9_]*)(\[\("[^"]*"\)\]|\(\["[^"]*"\]\)|\("[^"]*"\)|\["[^"]*"\]|\{\{"[^"]*"\}\})$'
 )
-_EDGE = re.compile(r'^([A-Za-z][A-Za-z0-9_]*) (-->|-\.->|===|<-->)(\|"[^"]*"\|)? ([A-Za-z][A-Za-z0-9_]*)$')
+_EDGE = re.compile(r'^([A-Za-z][A-Za-z0-9_]*) (-->|-\.->|===|<-->|~~~)(\|"[^"]*"\|)? ([A-Za-z][A-Za-z0-9_]*)$')
 
 
 def check(source: str) -> list[str]:
