@@ -107,7 +107,7 @@ def figures(report: Report) -> tuple[Figure, ...]:
     s, cost = report.summary, report.cost
     found = [
         Figure("accelerators desired / max", accelerator_mix(report)),
-        Figure("EFA fabric at desired", fmt.gbps(s.fabric_gbps_desired) if s.fabric_gbps_desired else "none"),
+        Figure("EFA fabric at desired", fmt.gbps(s.fabric_gbps_desired) if s.fabric_gbps_desired else "no EFA"),
         Figure("storage throughput", storage_coverage(report)),
         Figure("cost at desired", f"{fmt.usd(cost.usd_per_month_desired)}/month"),
     ]
@@ -199,7 +199,8 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
             )
             found.append(
                 Risk(
-                    "medium" if g.max_size else "low",
+                    # Spot is a deliberate trade (cheap, interruptible); On-Demand is the one that surprises.
+                    "medium" if g.capacity == "on-demand" and g.max_size else "low",
                     f"{name}: {g.max_size} x {g.instance_type} with no reservation or Capacity Block",
                     why,
                 )
