@@ -277,3 +277,17 @@ def test_a_diff_diagram_colours_what_changes() -> None:
     backwards = diff_reports(after, before, "proposed.yaml")
     reverse = flowchart(before.recording, backwards, after.recording)
     assert backwards.removed and re.search(r"^  class \S*n_ng_trainstack_prod_p5_extra\S* removed$", reverse, re.M)
+
+
+def test_a_diff_document_validates_and_carries_the_change_time() -> None:
+    import jsonschema
+
+    after, diff, before = added_group_diff()
+    document = json.loads(json_report.render(after, before.recording, diff, before))
+    schema = json.loads(json_report.SCHEMA_PATH.read_text())
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(document))
+    assert not errors, errors[0].message
+    section = document["trainstack"]
+    assert section["verdict"]["counts"]["add"] == len(diff.added)
+    assert section["changeTime"]["minutesHigh"] < section["timeToReady"]["minutesHigh"]
+    assert all(step["source"] for step in section["changeTime"]["path"])

@@ -446,7 +446,10 @@ def render(
     out += _notes(report, style, width)
     if tree:
         out.append(style.heading(f"Resources ({s.resource_count})"))
-        out += resource_tree(report.recording.resources)
+        out += [
+            line if len(line) <= width else line[: width - 1] + "…"
+            for line in resource_tree(report.recording.resources)
+        ]
         out.append("")
     out.append(style.heading("Next step"))
     out += ["  " + line for step in next_steps(s.stack, s.environment) for line in fmt.fit(step, width - 2, "    ")]

@@ -314,11 +314,9 @@ def _update_time(index: Index, resource: RecordedResource, change: ResourceChang
             c.path == "scalingConfig.desiredSize" and (as_int(c.new) or 0) > (as_int(c.old) or 0)
             for c in change.changes
         )
-        return (
-            Typical(f"scaling: new nodes join ({per_node.what})", per_node.low, per_node.high, per_node.source)
-            if (grows)
-            else API_CALL
-        )
+        if grows:  # new nodes boot in parallel; shrinking only terminates
+            return Typical(f"scaling: new nodes join ({per_node.what})", per_node.low, per_node.high, per_node.source)
+        return API_CALL
     if resource.type == graph.EKS_CLUSTER and any(c.path == "version" for c in change.changes):
         return Typical(
             "EKS control-plane version update",
