@@ -5,6 +5,7 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.buckets import DataBuckets, DataBucketsArgs
+from components.deploy_guard import refuse_placeholders
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
@@ -27,6 +28,7 @@ try:
     cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
 except ConfigError as error:
     raise pulumi.RunError(error.render()) from None
+refuse_placeholders(cluster, pulumi.get_stack())
 
 tags = default_tags(
     project=pulumi.get_project(),
