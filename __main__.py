@@ -65,6 +65,9 @@ pulumi.export("workload_security_group_id", network.workload_security_group_id)
 pulumi.export("cluster_name", eks.cluster_name)
 pulumi.export("cluster_endpoint", eks.cluster_endpoint)
 pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
+pulumi.export("oidc_issuer_url", eks.oidc_issuer_url)
+pulumi.export("cluster_security_group_id", eks.cluster_security_group_id)
+pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
@@ -121,6 +124,9 @@ data = DataBuckets(
 )
 pulumi.export("datasets_bucket", data.datasets_bucket_name)
 pulumi.export("checkpoints_bucket", data.checkpoints_bucket_name)
+pulumi.export("datasets_bucket_arn", data.datasets_bucket_arn)
+pulumi.export("checkpoints_bucket_arn", data.checkpoints_bucket_arn)
+pulumi.export("data_kms_key_arn", data.kms_key_arn)
 lustre: LustreFileSystem | None = None
 if cluster.storage.fsx.enabled:
     lustre = LustreFileSystem(
@@ -145,6 +151,7 @@ if cluster.storage.fsx.enabled:
     pulumi.export("fsx_file_system_id", lustre.file_system_id)
     pulumi.export("fsx_dns_name", lustre.dns_name)
     pulumi.export("fsx_mount_name", lustre.mount_name)
+    pulumi.export("fsx_security_group_id", lustre.security_group_id)
 
 # Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
 k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider)
