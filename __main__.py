@@ -19,6 +19,7 @@ from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePlug
 from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
+from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
@@ -196,6 +197,18 @@ scheduling = Scheduling(
     ),
     opts=k8s_opts,
 )
+team_members = members_by_role([(team.name, team.member_role_arns) for team in k8s_spec.teams])
+if team_members:
+    TeamAccess(
+        f"{cluster.name}-team-access",
+        TeamAccessArgs(
+            cluster_name=eks.cluster_name,
+            region=cluster.region,
+            members=team_members,
+            after=list(scheduling.team_namespaces.values()),
+        ),
+        opts=pulumi.ResourceOptions(provider=aws),
+    )
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:
