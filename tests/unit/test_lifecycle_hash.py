@@ -174,7 +174,7 @@ def test_node_config_prints_shell_safe_assignments(tmp_path: Path) -> None:
 
 
 def test_node_config_refuses_a_node_outside_the_layout() -> None:
-    with pytest.raises(SystemExit, match="10.9.9.9 is in no InstanceGroups"):
+    with pytest.raises(SystemExit, match=r"10\.9\.9\.9 is in no InstanceGroups"):
         _node_config_module().node_env(provisioning_parameters(slurm_spec()), RESOURCES, "10.9.9.9")
 
 
