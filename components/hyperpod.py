@@ -16,7 +16,8 @@
 - the `aws-native:sagemaker:Cluster`: one instance group per configured group, threads per core 1, an extra
   EBS volume encrypted with the data key (continuous provisioning, which that needs), the lifecycle config,
   deep health checks on start for accelerated groups, automatic node recovery, the private subnet of the GPU
-  AZ with the EFA security group, the EKS cluster as orchestrator (Slurm when absent: the API's default), and the training plan on the groups that use it.
+  AZ with the EFA security group, the EKS cluster as orchestrator (Slurm when absent: the API's default),
+  and the training plan on the groups that use it.
 
 The cluster is registered with the explicit `aws-native` provider; IAM and S3 children use the explicit
 `aws` provider. Pass both as `providers=[aws, aws_native]` on the component.
