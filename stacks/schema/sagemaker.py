@@ -242,7 +242,7 @@ class HyperPodSpec(Spec):
                     )
                 if roles.count(HyperPodGroupRole.LOGIN) > 1:
                     problems.append("a Slurm HyperPod cluster takes at most one login instance group")
-            elif "slurm" in self.model_fields_set:
+            elif self.slurm != SlurmSpec():  # the defaults (a dumped config carries them) are fine
                 problems.append(
                     "slurm settings apply to orchestrator slurm only: remove them or use orchestrator slurm"
                 )

@@ -168,6 +168,7 @@ def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
         for c in change.changes:
             forced = "  [forces replacement]" if c.path in change.replace_reasons else ""
             lines.append(f"      {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}{forced}")
+        lines += [style.warn(f"      note: {note}") for note in change.notes]
     a_des, a_max = diff.accelerators_desired, diff.accelerators_max
     lines.append(
         f"  Accelerators (incl. HyperPod) at desired {a_des.before:g} -> {a_des.after:g} "
