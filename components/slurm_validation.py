@@ -11,6 +11,8 @@ catalog's bus-bandwidth floor for the instance type.
 
 from __future__ import annotations
 
+import shlex
+
 from components.validation_jobs import ALL_REDUCE_PERF, NcclPlan, nccl_env, nccl_verdict_lines, supports_device_rdma
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import HyperPodGroupRole, HyperPodInstanceGroupSpec, HyperPodSpec, SlurmSpec
@@ -64,7 +66,7 @@ def nccl_sbatch(group: HyperPodInstanceGroupSpec, slurm: SlurmSpec) -> str:
     """The sbatch script for one group. Submit it from a shared directory: `sbatch <script>`."""
     plan = slurm_nccl_plan(group, slurm)
     name = f"trainstack-nccl-{group.name}"
-    exports = [f"export {key}={value}" for key, value in nccl_env(plan).items()]
+    exports = [f"export {key}={shlex.quote(value)}" for key, value in nccl_env(plan).items()]
     srun = (
         f"srun --mpi=pmix --cpu-bind=none --container-image={enroot_image(slurm.nccl_tests_image)} "
         f"{ALL_REDUCE_PERF} -b 8 -e {plan.max_message_size} -f 2 -g 1 -c 1 -n 50"

@@ -108,6 +108,8 @@ def test_a_lifecycle_change_shows_in_the_diff_with_the_software_update_to_run() 
 def test_slurm_settings_on_an_eks_cluster_are_a_config_error(tmp_path: Path) -> None:
     text = (ROOT / "stacks" / "Pulumi.staging.yaml").read_text()
     bad = tmp_path / "Pulumi.bad.yaml"
-    bad.write_text(text.replace("        orchestrator: eks\n", "        orchestrator: eks\n        slurm: {accounting: false}\n"))
+    bad.write_text(
+        text.replace("        orchestrator: eks\n", "        orchestrator: eks\n        slurm: {accounting: false}\n")
+    )
     code = main(["plan", "--config", str(bad)])
     assert code == cli.EXIT_BAD_INPUT
