@@ -199,7 +199,7 @@ def test_a_controller_comes_up_with_fsx_accounting_containers_users_and_jobs(con
         calls
     )
     assert calls.index("apt-mark hold lustre-client-modules-aws") < calls.index("lctl network up")
-    assert "systemctl enable --now slurmctld" in calls and "systemctl enable --now slurmdbd" in calls
+    assert "systemctl restart slurmctld" in calls and "systemctl enable --now slurmdbd" in calls
     etc = controller.root / "opt/slurm/etc"
     assert f"AccountingStorageHost={_this_address()}" in (etc / "accounting.conf").read_text()
     password = (etc / "slurmdbd.conf").read_text().split("StoragePass=")[1].strip()
@@ -224,7 +224,7 @@ def test_a_compute_node_runs_slurmd_against_the_controller(tmp_path: Path) -> No
     drop_in = node.root / "etc/systemd/system/slurmd.service.d/trainstack.conf"
     assert "SLURMD_OPTIONS=--conf-server 10.0.0.10" in drop_in.read_text()
     calls = node.calls()
-    assert "systemctl enable --now slurmd" in calls and "systemctl enable --now slurmctld" not in calls
+    assert "systemctl restart slurmd" in calls and "systemctl restart slurmctld" not in calls
     assert not [c for c in calls if c.startswith(("mysql", "sacctmgr"))]  # accounting lives on the controller
 
 

@@ -27,9 +27,11 @@ apt_install() {
 }
 
 download() {
-  # curl retries transient errors itself; --fail turns an HTTP error (a wrong version) into a failure.
+  # --fail turns an HTTP error (a wrong version) into a failure; --retry-all-errors also retries DNS errors,
+  # which HyperPod nodes can see while systemd-resolved restarts early in the lifecycle (AWS's reference
+  # on_create.sh waits 30 s for it).
   local url=$1 out=$2
-  if ! curl --fail --silent --show-error --location --retry 5 --retry-delay 5 --output "$out" "$url"; then
+  if ! curl --fail --silent --show-error --location --retry 5 --retry-delay 5 --retry-all-errors --output "$out" "$url"; then
     echo "[trainstack] download failed: $url" >&2
     return 1
   fi
@@ -40,7 +42,19 @@ if [[ ! -d $slurm/include ]]; then
   exit 1
 fi
 
-apt-get -y -o DPkg::Lock::Timeout=120 update
+updated=false
+for attempt in 1 2 3 4 5; do
+  if apt-get -y -o DPkg::Lock::Timeout=120 update; then
+    updated=true
+    break
+  fi
+  echo "[trainstack] apt-get update failed (attempt $attempt), retrying in 10 s"
+  sleep 10
+done
+if [[ $updated != true ]]; then
+  echo "[trainstack] apt-get update failed 5 times: no package index, nothing can be installed" >&2
+  exit 1
+fi
 apt_install squashfs-tools parallel fuse-overlayfs squashfuse
 
 arch=$(dpkg --print-architecture)

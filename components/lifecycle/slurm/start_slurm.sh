@@ -13,7 +13,9 @@ case $role in
   controller)
     # The AMI installs both daemons; a controller that is not a compute node must not run slurmd.
     systemctl disable --now slurmd || echo "[trainstack] no slurmd unit to disable"
-    systemctl enable --now slurmctld
+    # restart, not start: a daemon HyperPod already started must read accounting.conf and plugstack.conf.
+    systemctl enable slurmctld
+    systemctl restart slurmctld
     systemctl is-active --quiet slurmctld || {
       echo "[trainstack] slurmctld is not running: see journalctl -u slurmctld" >&2
       exit 1
@@ -27,7 +29,8 @@ case $role in
 Environment="SLURMD_OPTIONS=--conf-server ${controllers}"
 CONF
     systemctl daemon-reload
-    systemctl enable --now slurmd
+    systemctl enable slurmd
+    systemctl restart slurmd
     if [[ $role == compute ]] && ! systemctl is-active --quiet slurmd; then
       echo "[trainstack] slurmd is not running: see journalctl -u slurmd" >&2
       exit 1
