@@ -27,7 +27,7 @@ from stacks.schema import HyperPodSpec
 
 SAFE_TOOLS = (
     "bash", "python3", "cat", "grep", "sed", "awk", "tee", "mkdir", "rm", "mv", "cp", "ln", "chmod", "touch",
-    "date", "dirname", "basename", "seq", "tr", "cut", "readlink", "mktemp", "install", "envsubst", "flock",
+    "date", "dirname", "basename", "seq", "tr", "cut", "readlink", "mktemp", "install", "flock",
     "nproc", "uname", "head", "env", "sort",
 )  # fmt: skip
 STUB = r"""#!/bin/bash

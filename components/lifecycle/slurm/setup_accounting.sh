@@ -41,7 +41,10 @@ GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
 SQL
   (
     umask 077
-    SLURM_DB_USER=slurm SLURM_DB_PASSWORD=$password envsubst <"$etc/slurmdbd.conf.template" >"$etc/slurmdbd.conf"
+    # ${SLURM_DB_USER} and ${SLURM_DB_PASSWORD} in the AMI's template (the reference fills them with envsubst).
+    SLURM_DB_USER=slurm SLURM_DB_PASSWORD=$password python3 -c \
+      'import os, string, sys; sys.stdout.write(string.Template(sys.stdin.read()).safe_substitute(os.environ))' \
+      <"$etc/slurmdbd.conf.template" >"$etc/slurmdbd.conf"
   )
   chown slurm:slurm "$etc/slurmdbd.conf"
   chmod 600 "$etc/slurmdbd.conf"
