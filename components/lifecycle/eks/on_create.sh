@@ -9,7 +9,7 @@
 # mount can be missing while the empty directory under it hides the kubelet's state and the node goes
 # NotReady. Here, a systemd drop-in (RequiresMountsFor=, systemd.unit(5)) holds containerd and the kubelet
 # until the volume is mounted, so they never start on an empty directory.
-# Every failure exits non-zero with a message in the lifecycle log: HyperPod then replaces the node.
+# Every failure exits non-zero with a message in the lifecycle log: HyperPod treats that as a failed node.
 # Tests run the script against a temporary root (TRAINSTACK_ROOT) with stub commands; in a node it is unset.
 set -euo pipefail
 

@@ -5,8 +5,8 @@
 #                                  sagemaker.hyperpod.slurm (containers, accounting, homes, users, holds)
 #   $SAGEMAKER_RESOURCE_CONFIG_PATH (default /opt/ml/config/resource_config.json), written by HyperPod: every
 #                                  instance group with its instances' CustomerIpAddress
-# and runs one script per step. Every step's failure fails node creation: HyperPod sees a non-zero exit and
-# replaces the node, and the step's name and exit code are the last lines of the lifecycle log
+# and runs one script per step. Every step's failure fails node creation (HyperPod treats a non-zero exit of
+# on_create as a failed node), and the step's name and exit code are the last lines of the lifecycle log
 # (/var/log/provision/provisioning.log, also in CloudWatch under /aws/sagemaker/Clusters/<cluster>/<id>).
 # Each step is its own `bash` process, so `set -e` holds inside it: a step never half-fails silently.
 #
