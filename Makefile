@@ -37,11 +37,12 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Lint, format check, workflow lint, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Lint, format, workflow and shell script checks, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/python -m pytest -n 2
 
 lint: $(VENV)/.synced
@@ -49,6 +50,7 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json

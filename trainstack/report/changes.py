@@ -35,6 +35,7 @@ def _detail(change: ResourceChange, cluster: str) -> list[str]:
     out.append(what + (f" [{'; '.join(tags)}]" if tags else ""))
     for c in change.changes:
         out.append(f"  {c.path}: {fmt.short(c.old, 40)} -> {fmt.short(c.new, 40)}")
+    out += [f"  note: {note}" for note in change.notes]  # what the rollout takes (trainstack.diff.rollout_notes)
     return out
 
 

@@ -96,6 +96,8 @@ def _diff(report: Report, diff: PlanDiff, before: Report | None) -> list[str]:
             out.append(f"  … {len(found) - MAX_ROWS} more components changed: see `--format json`")
         out.append("```")
         out.append("")
+    for change in diff.changed:
+        out += [f"> [!IMPORTANT]\n> **{change.urn.rsplit('::', 1)[-1]}**: {note}\n" for note in change.notes]
     out.append(f"_{diff_note()}_")
     out.append("")
     return out

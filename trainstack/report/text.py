@@ -242,7 +242,7 @@ def diff_lines(report: Report, diff: PlanDiff, style: Style, width: int, before:
     paint = {"+": style.ok, "-": style.bad, "!": style.bad, "~": style.warn}
     for entry in entries(diff, report.recording, before, report.summary.name):
         lines += [paint[entry.mark]("  " + line) for line in fmt.fit(entry.line, width - 2, "    ")]
-        lines += ["      " + fmt.fit(d, width - 6)[0] for d in entry.details]
+        lines += ["      " + line for d in entry.details for line in fmt.fit(d, width - 6, "    ")]
     for change in diff.ignored:
         text = f"= {change.urn.rsplit('::', 1)[-1]} (ignoreChanges: `pulumi up` keeps the deployed value)"
         lines += [style.dim("  " + line) for line in fmt.fit(text, width - 2, "    ")]
