@@ -11,7 +11,9 @@
 - for Slurm, `provisioning_parameters.json` (controller, login and worker groups, FSx DNS and mount names)
   next to the scripts: its content comes from the FSx outputs, its key does not;
 - the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py);
-- the `aws-native:sagemaker:Cluster`: one instance group per configured group, threads per core 1, an extra
+- the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
+  chart of components/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
+  group per configured group, threads per core 1, an extra
   EBS volume, the lifecycle config, deep health checks on start for accelerated groups, automatic node
   recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as orchestrator
   (Slurm when absent: the API's default), and the training plan on the groups that use it.
@@ -198,6 +200,9 @@ class HyperPodClusterArgs:
     """Lifecycle scripts to upload; defaults to components/lifecycle/<orchestrator>."""
     protect: bool = False
     """Protect the cluster and its lifecycle bucket against deletion (prod)."""
+    after: Sequence[pulumi.Resource] = ()
+    """What must exist before HyperPod provisions nodes. With the EKS orchestrator: the HyperPod dependencies
+    chart (health agent, deep health checks), the core add-ons and the system node group."""
 
 
 class HyperPodCluster(pulumi.ComponentResource):
@@ -309,7 +314,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # Scripts and role policies must exist before HyperPod provisions the first node; the fixed
                 # cluster name cannot exist twice, so a replacement deletes first.
-                depends_on=[*objects, self.role],
+                depends_on=[*objects, self.role, *args.after],
                 delete_before_replace=True,
             ),
         )

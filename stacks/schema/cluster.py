@@ -12,7 +12,7 @@ from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
-from stacks.schema.sagemaker import SageMakerSpec
+from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 
 
@@ -118,6 +118,10 @@ class ClusterConfig(Spec):
                 f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
                 "(remove the null to use the pinned default chart_version)"
             )
+        hyperpod = self.sagemaker.hyperpod
+        on_eks = hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
+        if on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
+            problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
         if problems:
             raise ValueError("\n".join(problems))
         return self

@@ -52,7 +52,7 @@ Contract = Callable[[Recording], Iterable[ContractViolation]]
 
 def _contracts() -> tuple[Contract, ...]:
     """Every contract the plan runs. Each module owns one family of rules; add a module's checker here."""
-    from trainstack.contracts import aws_models, aws_rules, cloudformation, iam  # noqa: PLC0415 (they import this)
+    from trainstack.contracts import aws_models, aws_rules, cloudformation, iam  # here: each imports this module
 
     return (aws_models.check, cloudformation.check, iam.check, aws_rules.check)
 

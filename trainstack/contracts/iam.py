@@ -59,7 +59,9 @@ MAX_CHARACTERS: dict[str, tuple[int, bool, str]] = {
 GRAMMAR = "IAM User Guide, IAM JSON policy element reference"
 VERSIONS = ("2012-10-17", "2008-10-17")
 TOP_LEVEL = {"Version", "Id", "Statement"}
-STATEMENT = {"Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction", "Resource", "NotResource", "Condition"}
+STATEMENT = {
+    *("Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction", "Resource", "NotResource", "Condition")
+}
 # IAM identity and trust policies take ASCII letters and digits only in a Sid (element reference, "Sid");
 # KMS and S3 resource policies also take spaces and more.
 IAM_SID = re.compile(r"^[A-Za-z0-9]*$")
