@@ -119,13 +119,17 @@ def to_cfn(
     return value
 
 
-def _has_unknown(value: Any) -> bool:
+def _has_unknown(value: Any, preview: bool) -> bool:
+    """Whether `value` holds a value a preview does not know yet. Besides Pulumi's unknown sentinel, a preview
+    records null for a property of a resource that does not exist yet (the EKS cluster's security group id)."""
     if isinstance(value, str):
         return value == UNKNOWN
+    if value is None:
+        return preview
     if isinstance(value, Mapping):
-        return any(_has_unknown(v) for v in value.values())
+        return any(_has_unknown(v, preview) for v in value.values())
     if isinstance(value, list):
-        return any(_has_unknown(v) for v in value)
+        return any(_has_unknown(v, preview) for v in value)
     return False
 
 
@@ -148,15 +152,24 @@ def region_of(resource: RecordedResource, recording: Recording) -> str | None:
     return region if isinstance(region, str) else None
 
 
-def check_resource(resource: RecordedResource, region: str) -> Iterator[ContractViolation]:
+def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """Under oneOf/anyOf the error only says "not valid under any of the given schemas"; the branch error that
+    reached deepest into the value is the one that names the member and the bound (the branch that fits)."""
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def check_resource(resource: RecordedResource, region: str, preview: bool = False) -> Iterator[ContractViolation]:
     cfn_type = CFN_TYPES[resource.type]
     schema = resource_schema(cfn_type, region)
     source = f"CloudFormation resource schema {cfn_type} ({region}), as shipped in cfn-lint {cfn_lint_version()}"
     names: dict[tuple, str] = {(): ""}
     document = to_cfn(resource.inputs, schema, schema, (), names)
     validator = jsonschema.Draft7Validator(schema)
-    for error in validator.iter_errors(document):
-        if _has_unknown(error.instance):
+    for found in validator.iter_errors(document):
+        error = _deepest(found)
+        if _has_unknown(error.instance, preview):
             continue  # a preview does not know this value yet
         path = names.get(tuple(error.absolute_path), ".".join(map(str, error.absolute_path)))
         rule = f"{error.validator}: {error.message}"
@@ -191,4 +204,4 @@ def check(recording: Recording) -> Iterable[ContractViolation]:
                 "trainstack: components/hyperpod.py aws_native_provider",
             )
             continue
-        yield from check_resource(resource, region)
+        yield from check_resource(resource, region, recording.preview)

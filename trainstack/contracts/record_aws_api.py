@@ -53,6 +53,11 @@ def resolve(model: ServiceModel, call: ApiCall, member_path: str) -> dict[str, A
     return {**shape_fact(shape), "required": required}
 
 
+def load_model(service: str, loader: Loader | None = None) -> ServiceModel:
+    """botocore's model of `service`, from the package's own data files."""
+    return ServiceModel((loader or Loader()).load_service_model(service, "service-2"), service_name=service)
+
+
 def record() -> dict[str, Any]:
     loader = Loader()
     models: dict[str, ServiceModel] = {}
@@ -61,7 +66,7 @@ def record() -> dict[str, Any]:
     for calls in API_MAP.values():
         for call in calls:
             if call.service not in models:
-                models[call.service] = ServiceModel(loader.load_service_model(call.service, "service-2"), call.service)
+                models[call.service] = load_model(call.service, loader)
             model = models[call.service]
             required[operation_key(call)] = list(model.operation_model(call.operation).input_shape.required_members)
             for member_path in call.members.values():
