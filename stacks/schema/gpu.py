@@ -252,6 +252,12 @@ class GpuNodeGroupSpec(Spec):
         reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
         if reserved_labels:
             problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")
+        # EKS CreateNodegroup labelsMap (botocore): keys 1-63 characters in all (prefix included), values at most 63.
+        too_long = sorted(key for key, value in self.labels.items() if not 1 <= len(key) <= 63 or len(value) > 63)
+        if too_long:
+            problems.append(
+                f"labels {too_long}: EKS takes label keys of 1-63 characters (prefix included) and values of at most 63"
+            )
         eks_reserved = sorted(key for key in self.labels if eks_reserved_label_prefix(key))
         if eks_reserved:
             problems.append(

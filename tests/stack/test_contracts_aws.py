@@ -250,3 +250,13 @@ def test_hyperpod_on_an_unsupported_kubernetes_version_is_refused() -> None:
     rec = mutated(recording("staging"), "aws:eks/cluster:Cluster", lambda i: i.update(version="1.27"))
     hit = one(found(aws_rules.hyperpod_on_eks, rec), "does not support Kubernetes 1.27")
     assert hit.value == "1.27" and "Kubernetes version support" in hit.source
+
+
+def test_the_longest_valid_cluster_name_passes() -> None:
+    # Physical and auto-generated names derive from `name` (a DNS label of at most 32 characters): at its longest
+    # every name must still fit its API's limit (IAM role names 64, and so on).
+    def edit(raw: dict[str, Any]) -> None:
+        raw["name"] = "trainstack-production-gpu-east-1"
+
+    assert len("trainstack-production-gpu-east-1") == 32
+    assert contracts.check(program_recording(edited_config("staging", edit), "staging")) == ()

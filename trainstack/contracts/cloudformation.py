@@ -13,16 +13,12 @@ same name ignoring case, and a key that matches none is kept, so `additionalProp
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
-import importlib.util
-import json
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 
+from stacks.cfn_data import SAGEMAKER_CLUSTER_INSTANCE_TYPES, cfn_lint_version, read
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 
@@ -32,30 +28,17 @@ CFN_TYPES = {"aws-native:sagemaker:Cluster": "AWS::SageMaker::Cluster"}
 REGIONAL_ENUMS = {
     "AWS::SageMaker::Cluster": (
         ("InstanceGroups", "*", "InstanceType"),
-        "extensions/aws_sagemaker_cluster/instancetype_enum.json",
+        SAGEMAKER_CLUSTER_INSTANCE_TYPES,
     )
 }
 
 
-@functools.cache
-def schemas_dir() -> Path:
-    spec = importlib.util.find_spec("cfnlint")  # locates the package without running its __init__
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("cfn-lint is not installed: the CloudFormation contract needs its schema data")
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / "schemas"
-
-
-@functools.cache
-def _json(relative: str) -> Any:
-    return json.loads((schemas_dir() / relative).read_text(encoding="utf-8"))
-
-
 def resource_schema(cfn_type: str, region: str) -> dict[str, Any]:
     """The type's registry schema as cfn-lint ships it for `region`."""
-    providers = _json(f"providers/{region}.json")
+    providers = read(f"providers/{region}.json")
     if cfn_type not in providers:
         raise KeyError(f"{cfn_type} is not offered in {region} (cfn-lint {cfn_lint_version()} schemas)")
-    return _json(f"resources/{providers[cfn_type]}.json")
+    return read(f"resources/{providers[cfn_type]}.json")
 
 
 def regional_enum(cfn_type: str, region: str) -> tuple[tuple[str, ...], list[str]] | None:
@@ -63,13 +46,8 @@ def regional_enum(cfn_type: str, region: str) -> tuple[tuple[str, ...], list[str
     if cfn_type not in REGIONAL_ENUMS:
         return None
     pointer, relative = REGIONAL_ENUMS[cfn_type]
-    by_region = _json(relative)
+    by_region = read(relative)
     return (pointer, by_region[region]["enum"]) if region in by_region else (pointer, [])
-
-
-@functools.cache
-def cfn_lint_version() -> str:
-    return importlib.metadata.version("cfn-lint")
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
