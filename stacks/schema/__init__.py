@@ -70,6 +70,8 @@ from stacks.schema.sagemaker import (
     HyperPodOrchestrator,
     HyperPodSpec,
     SageMakerSpec,
+    SlurmSpec,
+    SlurmUserSpec,
     hyperpod_eks_version_problem,
 )
 from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
@@ -129,6 +131,8 @@ __all__ = [
     "PlacementMode",
     "RetentionDays",
     "SageMakerSpec",
+    "SlurmSpec",
+    "SlurmUserSpec",
     "Spec",
     "StorageSpec",
     "SystemNodeGroupSpec",
