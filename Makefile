@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint schema bench clean
+.PHONY: plan test lint promtool schema bench clean
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -22,10 +22,17 @@ $(VENV)/.synced: pyproject.toml uv.lock
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced ## Lint and format check, then the whole test suite
+test: $(VENV)/.synced promtool ## Lint and format check, the alert rules' unit tests, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/python -m pytest -n 2
+
+# promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+promtool: ## The alert rules (monitoring/rules.yaml) against their firing and non-firing cases
+	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	promtool check rules monitoring/rules.yaml
+	promtool test rules monitoring/rules.test.yaml
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
