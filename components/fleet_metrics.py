@@ -111,7 +111,7 @@ def efa_textfile_script(interval_s: int = EFA_SCRAPE_PERIOD_S) -> str:
         f'  echo "# TYPE {EFA_METRIC} counter" > "$tmp"\n'
         "  for f in /host/sys/class/infiniband/*/ports/*/hw_counters/*; do\n"
         '    [ -f "$f" ] || continue\n'
-        '    counter=${f##*/}; rest=${f%/hw_counters/*}; port=${rest##*/}; dev=${rest%/ports/*}; dev=${dev##*/}\n'
+        "    counter=${f##*/}; rest=${f%/hw_counters/*}; port=${rest##*/}; dev=${rest%/ports/*}; dev=${dev##*/}\n"
         f'    echo "{EFA_METRIC}{{device=\\"$dev\\",port=\\"$port\\",counter=\\"$counter\\"}} $(cat "$f")" >> "$tmp"\n'
         "  done\n"
         '  mv "$tmp" "$out"\n'
@@ -150,7 +150,9 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
     """
     jobs: list[dict[str, Any]] = [
         _pod_job("dcgm-exporter", GPU_OPERATOR_NAMESPACE, "app", "nvidia-dcgm-exporter", "metrics"),
-        _pod_job("node-exporter", MONITORING_NAMESPACE, "app_kubernetes_io_name", "prometheus-node-exporter", "metrics"),
+        _pod_job(
+            "node-exporter", MONITORING_NAMESPACE, "app_kubernetes_io_name", "prometheus-node-exporter", "metrics"
+        ),
         _pod_job("kube-state-metrics", MONITORING_NAMESPACE, "app_kubernetes_io_name", "kube-state-metrics", "http"),
         {
             **_pod_job("kueue", KUEUE_NAMESPACE, "control_plane", "controller-manager", "metrics"),
@@ -160,7 +162,9 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
         },
     ]
     if fsx:
-        jobs.append(_pod_job("yace", MONITORING_NAMESPACE, "app_kubernetes_io_name", "yet-another-cloudwatch-exporter", "http"))
+        jobs.append(
+            _pod_job("yace", MONITORING_NAMESPACE, "app_kubernetes_io_name", "yet-another-cloudwatch-exporter", "http")
+        )
     return {"global": {"scrape_interval": f"{scrape_interval_s}s"}, "scrape_configs": jobs}
 
 

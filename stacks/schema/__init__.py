@@ -42,6 +42,7 @@ from stacks.schema.gpu import (
     default_ami_family,
     efa_layout_problem,
 )
+from stacks.schema.health import HealthSpec, NodeRepairSpec
 from stacks.schema.kubernetes import (
     CHART_VERSION,
     NEURON_HELM_CHART_VERSION,
@@ -101,6 +102,7 @@ __all__ = [
     "FsxSpec",
     "GpuNodeGroupSpec",
     "GpuOperatorSpec",
+    "HealthSpec",
     "HyperPodCapacity",
     "HyperPodGroupRole",
     "HyperPodInstanceGroupSpec",
@@ -113,6 +115,7 @@ __all__ = [
     "NatGateways",
     "NetworkSpec",
     "NeuronDevicePluginSpec",
+    "NodeRepairSpec",
     "PinnedImage",
     "PlacementMode",
     "RetentionDays",
