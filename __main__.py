@@ -5,6 +5,7 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.buckets import DataBuckets, DataBucketsArgs
+from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
@@ -196,6 +197,20 @@ scheduling = Scheduling(
     opts=k8s_opts,
 )
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
+# Resume: every team's `training` service account can write checkpoints and read datasets (docs/health.md).
+CheckpointAccess(
+    f"{cluster.name}-checkpoints",
+    CheckpointAccessArgs(
+        teams=[team.name for team in k8s_spec.teams],
+        cluster_name=eks.cluster_name,
+        checkpoints_bucket_name=data.checkpoints_bucket_name,
+        checkpoints_bucket_arn=data.checkpoints_bucket_arn,
+        datasets_bucket_arn=data.datasets_bucket_arn,
+        kms_key_arn=data.kms_key_arn,
+        after=list(scheduling.team_namespaces.values()),
+    ),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+)
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:
     # The FSx CSI driver and one static PV + PVC per team namespace, all on the same file system.

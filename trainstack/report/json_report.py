@@ -161,6 +161,7 @@ def document(report: Report, baseline: Recording | None = None, diff: PlanDiff |
             "formatVersion": FORMAT_VERSION,
             "summary": summary_dict(report),
             "cost": report.cost.to_dict(),
+            "health": report.health.to_dict() if report.health is not None else None,
             "policy": policy_dict(report.policy) if report.policy is not None else None,
             "contracts": [c.to_dict() for c in report.contracts],
             "diff": diff.to_dict() if diff is not None else None,

@@ -9,6 +9,7 @@ from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource
 from trainstack.report import fmt
+from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
 
@@ -291,6 +292,11 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
         where = f" in {addon.namespace}" if addon.namespace else ""
         out.append(f"  {addon.kind} {addon.name}: {addon.chart} {addon.version}{where}")
     out.append("")
+
+    if report.health is not None:
+        out.append(style.heading("Health"))
+        out += [f"  {line}" for line in health_lines(report.health)]
+        out.append("")
 
     out.append(style.heading(f"Cost (estimate, {cost.region} list prices)"))
     if cost.items:
