@@ -142,11 +142,11 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
     """The managed collector's Prometheus configuration: DCGM, node-exporter (with the EFA textfile),
     kube-state-metrics, Kueue, and YACE when a Lustre file system exists.
 
-    The collector authenticates to the cluster as the `aps-collector-user` Kubernetes user (Amazon Managed
-    Service for Prometheus User Guide, "Using an AWS managed collector": the scraper's service-linked role is
-    mapped to that user by an access entry; RBAC below grants it discovery and `/metrics`). Kueue's metrics
-    endpoint checks a bearer token, so that job sends the collector's token and skips verification of
-    Kueue's self-signed serving certificate (the chart's own ServiceMonitor does the same).
+    AMP User Guide, "Using an AWS managed collector": on a cluster with API authentication the scraper gets
+    an access entry policy for discovery and `/metrics`; the scrape interval may not be under 30 seconds; the
+    only authorization allowed is a Bearer token read from the service-account token file. Kueue's metrics
+    endpoint checks such a token, so that job sends it and skips verification of Kueue's self-signed serving
+    certificate (the chart's own ServiceMonitor does the same).
     """
     jobs: list[dict[str, Any]] = [
         _pod_job("dcgm-exporter", GPU_OPERATOR_NAMESPACE, "app", "nvidia-dcgm-exporter", "metrics"),
@@ -157,7 +157,10 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
         {
             **_pod_job("kueue", KUEUE_NAMESPACE, "control_plane", "controller-manager", "metrics"),
             "scheme": "https",
-            "bearer_token_file": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "authorization": {
+                "type": "Bearer",
+                "credentials_file": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            },
             "tls_config": {"insecure_skip_verify": True},
         },
     ]

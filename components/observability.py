@@ -47,9 +47,6 @@ GRAFANA_REPOSITORY = "https://grafana.github.io/helm-charts"
 GRAFANA_SERVICE_ACCOUNT = "grafana"
 YACE_SERVICE_ACCOUNT = "yace"
 DASHBOARD_LABEL = "grafana_dashboard"
-# The Kubernetes user the managed collector's access entry maps to (AMP User Guide, "Configuring your Amazon
-# EKS cluster" for managed collectors): it needs discovery and /metrics, nothing else.
-COLLECTOR_USER = "aps-collector-user"
 # Actions Grafana needs to query the workspace (AMP User Guide, "IAM permissions": AmazonPrometheusQueryAccess).
 AMP_QUERY_ACTIONS = ["aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata"]
 # YACE's permissions (YACE README, "Authentication"): list and read metrics, find resources by tag.
@@ -107,19 +104,6 @@ def topic_policy(topic_arn: str, workspace_arn: str, account_id: str) -> dict[st
             }
         ],
     }
-
-
-def collector_rbac_rules() -> list[dict[str, Any]]:
-    """What the managed collector may read: discovery objects and /metrics (AMP User Guide's ClusterRole)."""
-    return [
-        {
-            "apiGroups": [""],
-            "resources": ["nodes", "nodes/metrics", "services", "endpoints", "pods"],
-            "verbs": ["get", "list", "watch"],
-        },
-        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
-        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
-    ]
 
 
 def node_exporter_values(spec: HealthSpec) -> dict[str, Any]:
@@ -345,21 +329,8 @@ class FleetHealth(pulumi.ComponentResource):
             )
 
         # -------------------------------------------------------------------------- managed collector
-        role = k8s.rbac.v1.ClusterRole(
-            child_name(name, "collector-role"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=COLLECTOR_USER.replace("-user", "-role")),
-            rules=[k8s.rbac.v1.PolicyRuleArgs(**rule) for rule in _snake(collector_rbac_rules())],
-            opts=child,
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
-            child_name(name, "collector-binding"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=COLLECTOR_USER.replace("-user", "-user-binding")),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role.metadata.name
-            ),
-            subjects=[k8s.rbac.v1.SubjectArgs(kind="User", name=COLLECTOR_USER, api_group="rbac.authorization.k8s.io")],
-            opts=child,
-        )
+        # AMP gives the collector an EKS access entry of its own when it creates the scraper (API and
+        # API_AND_CONFIG_MAP clusters, which are all trainstack allows): discovery objects and /metrics, read-only.
         aws.amp.Scraper(
             child_name(name, "collector"),
             aws.amp.ScraperArgs(
@@ -376,7 +347,7 @@ class FleetHealth(pulumi.ComponentResource):
                 ),
                 scrape_configuration=scrape_configuration_yaml(spec.scrape_interval_s, fsx),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[binding, *exporters]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=exporters),
         )
 
         # --------------------------------------------------------------------------- Grafana, dashboards
@@ -439,8 +410,3 @@ class FleetHealth(pulumi.ComponentResource):
             ),
             opts=opts,
         )
-
-
-def _snake(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    keys = {"apiGroups": "api_groups", "nonResourceURLs": "non_resource_urls"}
-    return [{keys.get(k, k): v for k, v in rule.items()} for rule in rules]

@@ -68,7 +68,9 @@ class HealthSpec(Spec):
         description="Amazon Managed Service for Prometheus with its managed collector, exporters, Grafana "
         "dashboards and alert rules. Default: on in staging and prod, off in dev.",
     )
-    scrape_interval_s: int = Field(default=30, ge=10, le=300, description="Managed collector scrape interval.")
+    scrape_interval_s: int = Field(
+        default=30, ge=30, le=300, description="Managed collector scrape interval (AMP's minimum is 30 seconds)."
+    )
     alert_emails: list[Email] = Field(
         default_factory=list, description="E-mail addresses subscribed to the alerts' SNS topic."
     )
