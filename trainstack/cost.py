@@ -379,11 +379,12 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
 
 
 # ------------------------------------------------------------------------------------ observability
-# Amazon Managed Service for Prometheus, us-east-1 (aws.amazon.com/prometheus/pricing/): metric samples
-# ingested $0.90 per 10 million (the first tier, up to 2 billion a month; later tiers are cheaper, so this is
-# an upper bound), and the AWS managed collector billed per collector-hour plus per sample collected. Rates
-# noted from the pricing page's tables; the stored copy read offline on 2026-11-30 lists the dimensions but
-# not the figures, so they are marked as estimates. Storage ($0.03/GB-month) and queries are not estimated.
+# Amazon Managed Service for Prometheus, us-east-1 (aws.amazon.com/prometheus/pricing/): samples ingested are
+# billed per 10 million (first tier $0.90, up to 2 billion a month; later tiers are cheaper, so this is an upper
+# bound), and the AWS managed collector per collector-hour plus per sample collected. The stored copies of the
+# pricing page read offline on 2026-11-30 name these dimensions but not their figures: the rates below are the
+# first-tier figures as we know them, unconfirmed, so every AMP line is marked an estimate. Storage
+# ($0.03/GB-month) and queries are not estimated.
 AMP_INGESTION = Price(0.90 / 10_000_000, "sample", "aws.amazon.com/prometheus/pricing/ (first tier)", "")
 AMP_COLLECTOR = Price(0.04, "collector-hour", "aws.amazon.com/prometheus/pricing/ (managed collector)", "")
 AMP_COLLECTED = Price(0.10 / 10_000_000, "sample", "aws.amazon.com/prometheus/pricing/ (managed collector)", "")

@@ -12,7 +12,6 @@ from trainstack.engine import Recording
 from trainstack.report.graph import get
 
 NMA_ADDON = "eks-node-monitoring-agent"
-SAMPLES_PER_SERIES_NOTE = "series estimate per node: node-exporter ~1,000, DCGM 17 fields per GPU, EFA ~20 per device"
 
 
 @dataclass(frozen=True)
