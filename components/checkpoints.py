@@ -2,9 +2,10 @@
 
 Per team: a `training` service account whose pods get, through EKS Pod Identity, read-write access to the
 checkpoints bucket and read access to the datasets bucket (and the data key that encrypts both), and a
-`trainstack-checkpoints` ConfigMap a job loads with `envFrom`: where to write checkpoints (the team's
-prefix in S3 and its directory on the Lustre claim) so every restart finds the newest one. The contract a
-training script follows is in docs/health.md ("Resume").
+`trainstack-checkpoints` ConfigMap a job loads with `envFrom`: the team's checkpoint prefix in S3 and where
+the Lustre claim is mounted. The per-job Lustre directory (`TRAINSTACK_CHECKPOINT_DIR`) is the training
+runtime's to set, so this ConfigMap never names it. The contract a training script follows is in
+docs/health.md ("Resume").
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ LUSTRE_MOUNT_PATH = "/fsx"  # where training pods mount the team's Lustre claim 
 
 
 def checkpoint_env(team: str, checkpoints_bucket: str) -> dict[str, str]:
-    """The environment a training job reads: durable checkpoints in S3, fast ones on Lustre."""
+    """The environment a training job reads: where durable checkpoints go in S3, and the Lustre mount."""
     return {
         "TRAINSTACK_CHECKPOINT_S3_URI": f"s3://{checkpoints_bucket}/{team}/",
-        "TRAINSTACK_CHECKPOINT_DIR": f"{LUSTRE_MOUNT_PATH}/checkpoints/{team}",
         "TRAINSTACK_LUSTRE_MOUNT": LUSTRE_MOUNT_PATH,
     }
 
