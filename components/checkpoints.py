@@ -94,9 +94,13 @@ class CheckpointAccess(pulumi.ComponentResource):
                 cluster_name=args.cluster_name,
                 namespace=team,
                 service_account=SERVICE_ACCOUNT,
-                inline_policy=checkpoint_policy(
-                    args.checkpoints_bucket_arn, args.datasets_bucket_arn, args.kms_key_arn, team
-                ),
+                # The ARNs are Outputs: build the statements once they are known.
+                inline_policy={
+                    "Version": "2012-10-17",
+                    "Statement": pulumi.Output.all(
+                        args.checkpoints_bucket_arn, args.datasets_bucket_arn, args.kms_key_arn
+                    ).apply(lambda arns, team=team: checkpoint_policy(*arns, team)["Statement"]),
+                },
                 opts=team_opts,
             )
             self.service_accounts[team] = k8s.core.v1.ServiceAccount(

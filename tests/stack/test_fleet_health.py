@@ -3,6 +3,8 @@ the metrics stack, alerts and dashboards, and the plan's Health section."""
 
 from __future__ import annotations
 
+import json
+
 from stacks.schema import Environment
 from tests.conftest import recording, stack_config
 from trainstack.report.health import summarize_health
@@ -60,3 +62,9 @@ def test_training_service_account_per_team(stack_name: str) -> None:
         if r.inputs["metadata"]["name"] == "training"
     }
     assert accounts == teams
+
+
+def test_no_input_carries_a_stringified_output(stack_name: str) -> None:
+    # An f-string over an Output records Pulumi's warning text instead of the value (a broken policy or name).
+    for resource in recording(stack_name).resources:
+        assert "Calling __str__ on an Output" not in json.dumps(resource.inputs, default=str), resource.urn

@@ -5,10 +5,11 @@ with the EKS path and SageMaker HyperPod side by side. Read from the recording, 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import yaml
 
-from trainstack.engine import Recording
+from trainstack.engine import RecordedResource, Recording
 from trainstack.report.graph import get
 
 NMA_ADDON = "eks-node-monitoring-agent"
@@ -38,7 +39,7 @@ class HealthSummary:
         return asdict(self)
 
 
-def _repair_text(config: dict | None) -> str:
+def _repair_text(config: dict[str, Any] | None) -> str:
     if not config or not config.get("enabled"):
         return "no auto repair"
     as_int = {k: int(v) for k, v in config.items() if isinstance(v, float)}
@@ -54,7 +55,7 @@ def _repair_text(config: dict | None) -> str:
 
 
 def summarize_health(recording: Recording) -> HealthSummary:
-    by_type: dict[str, list] = {}
+    by_type: dict[str, list[RecordedResource]] = {}
     for resource in recording.resources:
         by_type.setdefault(resource.type, []).append(resource)
     agent = next(
