@@ -32,11 +32,12 @@ policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.v
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced promtool ## Lint, format and workflow checks, the alert rules' unit tests, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced promtool ## Lint, format, workflow and shell script checks, the alert rules' unit tests, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/python -m pytest -n 2
 
 # promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
@@ -51,6 +52,7 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
