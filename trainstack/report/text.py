@@ -449,11 +449,11 @@ def render(
         out.append("")
     out += _compute(report, style, width)
     out += _storage(report, style, width)
-    out += _health(report, style, width)
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)
     out += _policy(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
+    out += _health(report, style, width)
     out += _notes(report, style, width)
     if tree:
         out.append(style.heading(f"Resources ({s.resource_count})"))
