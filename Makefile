@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint schema bench hyperpod-chart clean policy-venv workflows
+.PHONY: plan test lint promtool schema bench hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -37,13 +37,20 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Lint, format, workflow and shell script checks, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the alert rules' unit tests, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/python -m pytest -n 2
+
+# promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+promtool: ## The alert rules (monitoring/rules.yaml) against their firing and non-firing cases
+	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	promtool check rules monitoring/rules.yaml
+	promtool test rules monitoring/rules.test.yaml
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .

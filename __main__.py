@@ -7,9 +7,11 @@ from pathlib import Path
 import pulumi
 
 from components.buckets import DataBuckets, DataBucketsArgs
+from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
 from components.deploy_guard import refuse_placeholders
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
+from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
 from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
@@ -24,11 +26,13 @@ from components.lustre_volume import LustreVolume, LustreVolumeArgs
 from components.naming import default_tags
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
+from components.observability import FleetHealth, FleetHealthArgs
 from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
+from stacks import fsx_sizing
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
 from stacks.schema import (
@@ -113,6 +117,7 @@ gpu_groups: dict[str, GpuNodeGroup] = {
             node_volume_kms_key_arn=eks.node_volume_kms_key_arn,
             node_dependencies=eks.node_dependencies,
             extra_labels=operand_opt_out_labels(group.ami_family, operator_ami_family),
+            repair=cluster.health.node_repair,
         ),
         opts=pulumi.ResourceOptions(provider=aws),
     )
@@ -177,7 +182,11 @@ if operator_ami_family is not None:
     gpu_operator = GpuOperator(
         f"{cluster.name}-gpu-operator",
         GpuOperatorArgs(
-            spec=k8s_spec.gpu_operator, ami_family=operator_ami_family, hyperpod_nodes=hyperpod_nvidia, after=[eks]
+            spec=k8s_spec.gpu_operator,
+            ami_family=operator_ami_family,
+            hyperpod_nodes=hyperpod_nvidia,
+            dcgm_metrics_csv=dcgm_metrics_csv() if cluster.metrics_enabled else None,
+            after=[eks],
         ),
         opts=k8s_opts,
     )
@@ -225,6 +234,20 @@ if team_members:
         opts=pulumi.ResourceOptions(provider=aws),
     )
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
+# Resume: every team's `training` service account can write checkpoints and read datasets (docs/health.md).
+CheckpointAccess(
+    f"{cluster.name}-checkpoints",
+    CheckpointAccessArgs(
+        teams=[team.name for team in k8s_spec.teams],
+        cluster_name=eks.cluster_name,
+        checkpoints_bucket_name=data.checkpoints_bucket_name,
+        checkpoints_bucket_arn=data.checkpoints_bucket_arn,
+        datasets_bucket_arn=data.datasets_bucket_arn,
+        kms_key_arn=data.kms_key_arn,
+        after=list(scheduling.team_namespaces.values()),
+    ),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+)
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:
     # The FSx CSI driver and one static PV + PVC per team namespace, all on the same file system.
@@ -264,6 +287,33 @@ if k8s_spec.validation and target is not None:
     )
     pulumi.export("validation_namespace", validation.namespace.metadata.name)
     pulumi.export("nccl_busbw_floor_gb_s", validation.plan.busbw_floor_gb_s)
+
+# Fleet health: the node monitoring agent (auto repair acts on its conditions), and metrics, alerts, dashboards.
+fsx_spec = cluster.storage.fsx
+fleet_health = FleetHealth(
+    f"{cluster.name}-health",
+    FleetHealthArgs(
+        spec=cluster.health,
+        name=cluster.name,
+        region=cluster.region,
+        cluster_name=eks.cluster_name,
+        cluster_arn=eks.cluster_arn,
+        subnet_ids=list(network.private_subnet_ids.values()),
+        security_group_ids=[eks.cluster_security_group_id],
+        metrics=cluster.metrics_enabled,
+        fsx_throughput_mb_s=fsx_sizing.aggregate_throughput_mb_s(
+            fsx_spec.storage_capacity_gib, fsx_sizing.per_unit_throughput(fsx_spec)
+        )
+        if fsx_spec.enabled
+        else None,
+        after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
+    ),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+)
+pulumi.export("node_monitoring_agent_version", cluster.health.node_monitoring_agent_version)
+if fleet_health.workspace_id is not None:
+    pulumi.export("prometheus_workspace_id", fleet_health.workspace_id)
+    pulumi.export("alert_topic_arn", fleet_health.alert_topic_arn)
 
 # Optional SageMaker: HyperPod on the same network and storage, and a training-job role.
 sagemaker_spec = cluster.sagemaker

@@ -43,6 +43,7 @@ from stacks.schema import (
     AmiFamily,
     CapacityType,
     GpuNodeGroupSpec,
+    NodeRepairSpec,
 )
 
 # EKS node group capacityType values (EKS API reference, Nodegroup.capacityType). An ODCR is On-Demand
@@ -124,6 +125,18 @@ def update_strategy(spec: GpuNodeGroupSpec) -> str:
     return "MINIMAL" if spec.capacity.reserved else "DEFAULT"
 
 
+def node_repair_config(repair: NodeRepairSpec) -> aws.eks.NodeGroupNodeRepairConfigArgs:
+    """EKS node auto repair with the fleet's limits: how many nodes at once, and the unhealthy share above
+    which EKS stops repairing (EKS API NodeRepairConfig; botocore bounds: counts >= 1, percentages 1-100)."""
+    if not repair.enabled:
+        return aws.eks.NodeGroupNodeRepairConfigArgs(enabled=False)
+    return aws.eks.NodeGroupNodeRepairConfigArgs(
+        enabled=True,
+        max_parallel_nodes_repaired_count=repair.max_parallel_nodes_repaired_count,
+        max_unhealthy_node_threshold_percentage=repair.max_unhealthy_node_threshold_percentage,
+    )
+
+
 # ------------------------------------------------------------------------------------------ component
 
 
@@ -144,6 +157,8 @@ class GpuNodeGroupArgs:
     node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join: add-ons, role policies
     extra_labels: Mapping[str, str] = field(default_factory=dict)
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
+    repair: NodeRepairSpec = field(default_factory=NodeRepairSpec)
+    """Auto repair and its limits (`health.node_repair`); the node monitoring agent supplies the conditions."""
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -281,6 +296,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 ),
                 labels=labels,
                 taints=[aws.eks.NodeGroupTaintArgs(key=taint.key, value=taint.value, effect=taint.effect)],
+                node_repair_config=node_repair_config(args.repair),
                 tags=resource_tags(args.default_tags, physical),
             ),
             opts=pulumi.ResourceOptions(

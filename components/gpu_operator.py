@@ -26,6 +26,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.fleet_metrics import DCGM_CONFIG_MAP
 from components.k8s_common import GPU_TAINT_KEY, hyperpod_health_toleration, toleration
 from components.naming import child_name
 from stacks.catalog import Accelerator
@@ -37,7 +38,12 @@ NAMESPACE = "gpu-operator"
 
 
 def gpu_operator_values(
-    ami_family: AmiFamily, mig_strategy: MigStrategy, dcgm_exporter: bool, *, hyperpod_nodes: bool = False
+    ami_family: AmiFamily,
+    mig_strategy: MigStrategy,
+    dcgm_exporter: bool,
+    *,
+    hyperpod_nodes: bool = False,
+    dcgm_metrics_csv: str | None = None,
 ) -> dict[str, Any]:
     """Helm values for the gpu-operator chart on nodes of `ami_family` (and HyperPod nodes, when asked).
 
@@ -50,13 +56,18 @@ def gpu_operator_values(
     tolerations = [toleration(GPU_TAINT_KEY)]
     if hyperpod_nodes:
         tolerations.append(hyperpod_health_toleration())
+    dcgm: dict[str, Any] = {"enabled": dcgm_exporter}
+    if dcgm_exporter and dcgm_metrics_csv is not None:
+        # The fleet's own field list (ECC, Xid, NVLink, thermal: components/fleet_metrics.py), as a ConfigMap the
+        # chart creates (gpu-operator values.yaml `dcgmExporter.config.{name,create,data}`).
+        dcgm["config"] = {"name": DCGM_CONFIG_MAP, "create": True, "data": dcgm_metrics_csv}
     return {
         "operator": {"defaultRuntime": "containerd"},  # EKS AMIs run containerd
         # Every EKS NVIDIA AMI ships the driver and toolkit; an operator driver container would fight them.
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
         "devicePlugin": {"enabled": not ami_family.bottlerocket},
-        "dcgmExporter": {"enabled": dcgm_exporter},
+        "dcgmExporter": dcgm,
         "gfd": {"enabled": True},
         "mig": {"strategy": mig_strategy.value},
         "migManager": {"enabled": mig_strategy is not MigStrategy.NONE},
@@ -105,6 +116,8 @@ class GpuOperatorArgs:
     """The family the release is configured for; the composition root computes it once for labels and values."""
     hyperpod_nodes: bool = False
     """Whether SageMaker HyperPod NVIDIA nodes join the cluster (their operands tolerate HyperPod's health taint)."""
+    dcgm_metrics_csv: str | None = None
+    """dcgm-exporter's field list (`fleet_metrics.dcgm_metrics_csv`) when the metrics stack scrapes it."""
     after: list[pulumi.Resource] = field(default_factory=list)
     """What must exist first (the cluster and its system nodes, which run the operator)."""
 
@@ -122,7 +135,11 @@ class GpuOperator(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:GpuOperator", name, None, opts)
         self.values = gpu_operator_values(
-            args.ami_family, args.spec.mig_strategy, args.spec.dcgm_exporter, hyperpod_nodes=args.hyperpod_nodes
+            args.ami_family,
+            args.spec.mig_strategy,
+            args.spec.dcgm_exporter,
+            hyperpod_nodes=args.hyperpod_nodes,
+            dcgm_metrics_csv=args.dcgm_metrics_csv,
         )
         self.namespace = k8s.core.v1.Namespace(
             child_name(name, "ns"),

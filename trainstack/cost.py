@@ -376,3 +376,43 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
             "Estimated unit prices (no list price read, or the catalog doubts it): " + "; ".join(estimated_items) + "."
         )
     return CostEstimate(items=tuple(items), hours_per_month=hours_per_month, region=PRICE_REGION, notes=tuple(notes))
+
+
+# ------------------------------------------------------------------------------------ observability
+# Amazon Managed Service for Prometheus, us-east-1 (aws.amazon.com/prometheus/pricing/): samples ingested are
+# billed per 10 million (first tier $0.90, up to 2 billion a month; later tiers are cheaper, so this is an upper
+# bound), and the AWS managed collector per collector-hour plus per sample collected. The stored copies of the
+# pricing page read offline on 2026-11-30 name these dimensions but not their figures: the rates below are the
+# first-tier figures as we know them, unconfirmed, so every AMP line is marked an estimate. Storage
+# ($0.03/GB-month) and queries are not estimated.
+AMP_INGESTION = Price(0.90 / 10_000_000, "sample", "aws.amazon.com/prometheus/pricing/ (first tier)", "")
+AMP_COLLECTOR = Price(0.04, "collector-hour", "aws.amazon.com/prometheus/pricing/ (managed collector)", "")
+AMP_COLLECTED = Price(0.10 / 10_000_000, "sample", "aws.amazon.com/prometheus/pricing/ (managed collector)", "")
+# Series a node exposes (trainstack's own estimate): node-exporter ~1,000 on an EKS AL2023 node,
+# kube-state-metrics ~50 per node, 17 DCGM fields per GPU, ~20 hardware counters per EFA device.
+SERIES_PER_NODE = 1_050
+SERIES_PER_GPU = 17
+SERIES_PER_EFA_DEVICE = 20
+SERIES_CLUSTER = 500  # Kueue, kube-state-metrics cluster objects, YACE
+
+
+def fleet_series(summary: Summary, at_max: bool) -> int:
+    """Active series the collector scrapes, at the node groups' desired or max size."""
+    total = SERIES_CLUSTER
+    for group in summary.node_groups:
+        nodes = group.max_size if at_max else group.desired_size
+        total += nodes * (
+            SERIES_PER_NODE + SERIES_PER_GPU * group.gpus_per_node + SERIES_PER_EFA_DEVICE * group.efa_interfaces
+        )
+    return total
+
+
+def observability_items(summary: Summary, scrape_interval_s: int) -> tuple[CostItem, ...]:
+    """The metrics stack's hourly cost: the collector, and samples collected and ingested."""
+    samples = [fleet_series(summary, at_max) * 3600 / scrape_interval_s for at_max in (False, True)]
+    note = f"{fleet_series(summary, False):,} series at desired, every {scrape_interval_s}s"
+    return (
+        _hourly("AMP managed collector", "observability", 1, 1, AMP_COLLECTOR, estimated=True),
+        _hourly("AMP samples collected", "observability", *samples, AMP_COLLECTED, note=note, estimated=True),
+        _hourly("AMP samples ingested", "observability", *samples, AMP_INGESTION, note=note, estimated=True),
+    )

@@ -30,6 +30,9 @@ REQUIRED_TAGS = ["project", "env", "cost-center", "owner"]
 # AWS resources trainstack creates that take tags (each has a `tags` argument in pulumi-aws; a test checks
 # this list against the SDK and against what the program registers).
 TAGGABLE_TYPES = (
+    "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
+    "aws:amp/scraper:Scraper",
+    "aws:amp/workspace:Workspace",
     "aws:cloudwatch/logGroup:LogGroup",
     "aws:ec2/eip:Eip",
     "aws:ec2/flowLog:FlowLog",
@@ -57,6 +60,7 @@ TAGGABLE_TYPES = (
     "aws:s3/bucket:Bucket",
     "aws:s3/bucketObjectv2:BucketObjectv2",
     "aws:s3/bucketV2:BucketV2",
+    "aws:sns/topic:Topic",
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
     # aws-native resources take default tags from their provider as well.

@@ -44,6 +44,7 @@ from stacks.schema.gpu import (
     efa_layout_problem,
     eks_reserved_label_prefix,
 )
+from stacks.schema.health import HealthSpec, NodeRepairSpec
 from stacks.schema.kubernetes import (
     CHART_VERSION,
     NEURON_HELM_CHART_VERSION,
@@ -115,6 +116,7 @@ __all__ = [
     "FsxSpec",
     "GpuNodeGroupSpec",
     "GpuOperatorSpec",
+    "HealthSpec",
     "HyperPodCapacity",
     "HyperPodGroupRole",
     "HyperPodInstanceGroupSpec",
@@ -127,6 +129,7 @@ __all__ = [
     "NatGateways",
     "NetworkSpec",
     "NeuronDevicePluginSpec",
+    "NodeRepairSpec",
     "PinnedImage",
     "PlacementMode",
     "RetentionDays",

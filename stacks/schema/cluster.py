@@ -11,6 +11,7 @@ from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.schema.base import DNS_LABEL, REGION_PATTERN, Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
+from stacks.schema.health import HealthSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
 from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
@@ -56,6 +57,9 @@ class ClusterConfig(Spec):
     storage: StorageSpec = Field(description="S3 buckets and FSx for Lustre.")
     kubernetes: KubernetesSpec = Field(description="GPU Operator, EFA plugin, Kueue, teams, validation.")
     sagemaker: SageMakerSpec = Field(default_factory=SageMakerSpec, description="Optional SageMaker HyperPod.")
+    health: HealthSpec = Field(
+        default_factory=HealthSpec, description="Node monitoring, auto repair, metrics, dashboards, alerts."
+    )
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
@@ -195,6 +199,13 @@ class ClusterConfig(Spec):
         if self.gpu_node_groups:
             return self.gpu_node_groups[0].availability_zone
         return self.network.availability_zones[0]
+
+    @property
+    def metrics_enabled(self) -> bool:
+        """Whether the metrics stack exists: `health.metrics`, or by default everywhere but dev."""
+        if self.health.metrics is not None:
+            return self.health.metrics
+        return self.environment is not Environment.DEV
 
     @property
     def protect_data(self) -> bool:

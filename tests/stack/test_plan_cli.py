@@ -20,6 +20,7 @@ from stacks.load import FULL_KEY
 from stacks.schema import json_schema
 from tests.conftest import ROOT, program_recording, recording, stack_config, stack_document
 from trainstack import cli
+from trainstack import cost as cost_model
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_POLICY, EXIT_PROGRAM_FAILED, main
 from trainstack.engine import run_program
 from trainstack.report import json_report, markdown, text
@@ -170,6 +171,9 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     new_group = next(g for g in document["trainstack"]["summary"]["nodeGroups"] if "p5-extra" in g["urn"])
     hours = document["trainstack"]["cost"]["hoursPerMonth"]
     expected = 16 * CATALOG["p5.48xlarge"].on_demand_usd_per_hour + 16 * new_group["rootVolumeGib"] * 0.08 / hours
+    # prod scrapes metrics: the new nodes' series are collected and ingested too (trainstack/cost.py).
+    series = 16 * (cost_model.SERIES_PER_NODE + 8 * cost_model.SERIES_PER_GPU + 32 * cost_model.SERIES_PER_EFA_DEVICE)
+    expected += series * 3600 / 30 * (cost_model.AMP_COLLECTED.usd + cost_model.AMP_INGESTION.usd)
     assert diff["usdPerHourDesired"]["change"] == pytest.approx(expected, abs=0.01)
     ops = {s["urn"]: s["op"] for s in document["steps"]}
     assert all(ops[urn] == "create" for urn in added)

@@ -186,6 +186,7 @@ def document(
             "changeTime": v.change.to_dict() if v.change is not None else None,
             "summary": summary_dict(report),
             "cost": report.cost.to_dict(),
+            "health": report.health.to_dict() if report.health is not None else None,
             "policy": policy_dict(report.policy) if report.policy is not None else None,
             "contracts": [c.to_dict() for c in report.contracts],
             "diff": whole_numbers(diff.to_dict()) if diff is not None else None,

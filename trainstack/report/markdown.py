@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
 from trainstack.report.changes import entries
+from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
 from trainstack.report.text import (
@@ -215,6 +216,9 @@ def render(report: Report, diff: PlanDiff | None = None, before: Report | None =
         out.append(line)
     out.append(f"- S3 buckets: {s.bucket_count}")
     out.append("")
+
+    if report.health is not None:
+        out += ["### Health", "", *[f"- {line}" for line in health_lines(report.health)], ""]
 
     out += ["### Cost (estimate)", ""]
     if cost.items:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stacks.schema import ClusterConfig
 from trainstack.contracts import ContractViolation, check
-from trainstack.cost import CostEstimate, estimate
+from trainstack.cost import CostEstimate, estimate, observability_items
 from trainstack.engine import Recording
+from trainstack.report.health import HealthSummary, summarize_health
 from trainstack.report.summary import Summary, summarize
 from trainstack.review import Review
 
@@ -20,6 +21,7 @@ class Report:
     cost: CostEstimate
     policy: Review | None  # the policy pack's verdict (trainstack.review), None when not run
     contracts: tuple[ContractViolation, ...]  # what AWS or Kubernetes would refuse (trainstack.contracts)
+    health: HealthSummary | None = None  # monitoring, repair and alerts (trainstack.report.health)
 
     @property
     def stack(self) -> str:
@@ -28,11 +30,16 @@ class Report:
 
 def build_report(cluster: ClusterConfig, recording: Recording, policy: Review | None = None) -> Report:
     summary = summarize(recording, cluster)
+    health = summarize_health(recording)
+    cost = estimate(summary, cluster.cost.hours_per_month)
+    if health.scrape_interval_s:
+        cost = replace(cost, items=cost.items + observability_items(summary, health.scrape_interval_s))
     return Report(
         cluster=cluster,
         recording=recording,
         summary=summary,
-        cost=estimate(summary, cluster.cost.hours_per_month),
+        cost=cost,
         policy=policy,
         contracts=check(recording),
+        health=health,
     )

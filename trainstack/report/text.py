@@ -10,6 +10,7 @@ from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, verdict
 from trainstack.report.changes import entries
+from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
 from trainstack.report.time_to_ready import minutes
@@ -352,6 +353,15 @@ def _platform(report: Report, style: Style, width: int) -> list[str]:
     return out
 
 
+def _health(report: Report, style: Style, width: int) -> list[str]:
+    if report.health is None:
+        return []
+    out = [style.heading("Health")]
+    for line in health_lines(report.health):
+        out += fmt.fit(f"  {line}", width, indent="    ")
+    return [*out, ""]
+
+
 def _cost(report: Report, style: Style, width: int) -> list[str]:
     cost = report.cost
     out = [style.heading(f"Cost (estimate, {cost.region} list prices)")]
@@ -443,6 +453,7 @@ def render(
     out += contract_lines(report, style, width)
     out += _policy(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
+    out += _health(report, style, width)
     out += _notes(report, style, width)
     if tree:
         out.append(style.heading(f"Resources ({s.resource_count})"))

@@ -1,0 +1,133 @@
+"""Fleet health, pure parts: the alert rules file is what the code ships, every alert has a firing and a
+non-firing promtool case, dashboards are well-formed and query only scraped metrics, repair limits."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from components.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rules_yaml
+from components.checkpoints import checkpoint_env, checkpoint_policy
+from components.dashboards import DATASOURCE_UID, dashboards
+from components.fleet_metrics import scrape_configuration, scraped_metric_names, yace_metric
+from components.gpu_nodes import node_repair_config
+from stacks.schema import HealthSpec, NodeRepairSpec
+from tests.conftest import edited_config
+
+MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
+METRIC = re.compile(r"\b(DCGM_FI_\w+|efa_\w+|node_\w+|kube_\w+|kueue_\w+|aws_fsx_\w+)\b")
+
+
+def test_committed_rules_file_is_the_generated_one() -> None:
+    assert (MONITORING / "rules.yaml").read_text() == rules_yaml(REFERENCE_FSX_THROUGHPUT_MB_S)
+
+
+def test_every_alert_has_a_firing_and_a_silent_promtool_case() -> None:
+    tests = yaml.safe_load((MONITORING / "rules.test.yaml").read_text())["tests"]
+    firing: set[str] = set()
+    silent: set[str] = set()
+    for case in tests:
+        for check in case["alert_rule_test"]:
+            (firing if check["exp_alerts"] else silent).add(check["alertname"])
+    names = {a.name for a in alerts(REFERENCE_FSX_THROUGHPUT_MB_S)}
+    assert names - firing == set(), "alerts without a firing case"
+    assert names - silent == set(), "alerts without a non-firing case"
+
+
+def test_lustre_alerts_exist_only_with_a_file_system() -> None:
+    without = {a.name for a in alerts(None)}
+    assert not any(name.startswith("Lustre") for name in without)
+    assert {"LustreNearlyFull", "LustreThroughputSaturated"} <= {a.name for a in alerts(1000.0)}
+
+
+def test_throughput_alert_follows_the_provisioned_throughput() -> None:
+    (rule,) = [a for a in alerts(1000.0) if a.name == "LustreThroughputSaturated"]
+    assert rule.expr.endswith("> 900000000")  # 90% of 1,000 MB/s in bytes per second
+
+
+@pytest.mark.parametrize("fsx", [True, False])
+def test_alerts_and_dashboards_query_only_scraped_metrics(fsx: bool) -> None:
+    scraped = scraped_metric_names()
+    exprs = [a.expr for a in alerts(1000.0 if fsx else None)]
+    for board in dashboards(fsx).values():
+        exprs += [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    used = {m for expr in exprs for m in METRIC.findall(expr)}
+    assert used and used <= scraped, sorted(used - scraped)
+
+
+@pytest.mark.parametrize("fsx", [True, False])
+def test_dashboards_are_well_formed(fsx: bool) -> None:
+    boards = dashboards(fsx)
+    assert ("storage.json" in boards) is fsx
+    uids = [b["uid"] for b in boards.values()]
+    assert len(set(uids)) == len(uids)
+    for board in boards.values():
+        ids = [p["id"] for p in board["panels"]]
+        assert len(set(ids)) == len(ids) and 0 not in ids
+        for panel in board["panels"]:
+            if panel["type"] == "row":
+                continue
+            assert panel["datasource"]["uid"] == DATASOURCE_UID
+            refs = [t["refId"] for t in panel["targets"]]
+            assert refs and len(set(refs)) == len(refs)
+
+
+def test_scrape_config_adds_yace_only_with_a_file_system() -> None:
+    jobs = lambda fsx: {j["job_name"] for j in scrape_configuration(30, fsx)["scrape_configs"]}  # noqa: E731
+    assert "yace" in jobs(True) and "yace" not in jobs(False)
+    assert {"dcgm-exporter", "node-exporter", "kube-state-metrics", "kueue"} <= jobs(False)
+
+
+def test_yace_metric_names() -> None:
+    assert yace_metric("MetadataOperations", "Sum") == "aws_fsx_metadata_operations_sum"
+
+
+def test_repair_config_carries_the_limits() -> None:
+    on = node_repair_config(
+        NodeRepairSpec(max_parallel_nodes_repaired_count=2, max_unhealthy_node_threshold_percentage=30)
+    )
+    assert (on.enabled, on.max_parallel_nodes_repaired_count, on.max_unhealthy_node_threshold_percentage) == (
+        True,
+        2,
+        30,
+    )
+    off = node_repair_config(NodeRepairSpec(enabled=False))
+    assert off.enabled is False and off.max_parallel_nodes_repaired_count is None
+
+
+@pytest.mark.parametrize(
+    "bad", [{"max_parallel_nodes_repaired_count": 0}, {"max_unhealthy_node_threshold_percentage": 101}]
+)
+def test_repair_limits_keep_to_the_eks_api_bounds(bad: dict[str, int]) -> None:
+    with pytest.raises(ValidationError):
+        HealthSpec.model_validate({"node_repair": bad})
+
+
+def test_metrics_default_by_environment() -> None:
+    assert edited_config("dev", lambda d: None).metrics_enabled is False
+    assert edited_config("prod", lambda d: None).metrics_enabled is True
+
+    def on(document: dict) -> None:
+        document["health"] = {"metrics": True}
+
+    assert edited_config("dev", on).metrics_enabled is True
+
+
+def test_checkpoint_access_is_scoped_to_the_team_prefix() -> None:
+    policy = checkpoint_policy(
+        "arn:aws:s3:::ckpt", "arn:aws:s3:::data", "arn:aws:kms:us-east-1:111122223333:key/k", "research"
+    )
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    assert by_sid["ReadWriteOwnCheckpoints"]["Resource"] == "arn:aws:s3:::ckpt/research/*"
+    assert by_sid["ListOwnCheckpoints"]["Condition"] == {"StringLike": {"s3:prefix": ["research/*"]}}
+    assert "s3:PutObject" not in by_sid["ReadDatasets"]["Action"]
+
+
+def test_checkpoint_env_leaves_the_job_directory_to_the_runtime() -> None:
+    env = checkpoint_env("research", "ckpt")
+    assert env["TRAINSTACK_CHECKPOINT_S3_URI"] == "s3://ckpt/research/"
+    assert "TRAINSTACK_CHECKPOINT_DIR" not in env
