@@ -137,6 +137,9 @@ class TrainstackMocks(pulumi.runtime.Mocks):
             out["status"] = "ACTIVE"
         elif typ == "aws:ec2/placementGroup:PlacementGroup":
             out["placementGroupId"] = physical_id
+        elif typ == "aws:amp/workspace:Workspace":
+            # The AMP API's service prefix is `aps`; a workspace ARN ends in workspace/ws-<id> (AMP User Guide).
+            out["arn"] = f"arn:{PARTITION}:aps:{self.region}:{ACCOUNT_ID}:workspace/ws-{physical_id}"
         elif typ == "aws:cloudwatch/logGroup:LogGroup":
             out["arn"] = f"arn:{PARTITION}:logs:{self.region}:{ACCOUNT_ID}:log-group:{auto_name}"
         elif typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
