@@ -65,7 +65,8 @@ from stacks.schema.sagemaker import (
     HyperPodSpec,
     SageMakerSpec,
 )
-from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
+from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
+from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
     "ACCELERATOR_LABEL",
@@ -89,9 +90,11 @@ __all__ = [
     "CapacitySpec",
     "CapacityType",
     "CatalogInstanceType",
+    "CheckpointLockSpec",
     "Cidr",
     "ClusterConfig",
     "CostSpec",
+    "DraEvent",
     "EfaDevicePluginSpec",
     "EfaLayout",
     "EksAddonVersions",
@@ -113,10 +116,12 @@ __all__ = [
     "NatGateways",
     "NetworkSpec",
     "NeuronDevicePluginSpec",
+    "ObjectLockMode",
     "PinnedImage",
     "PlacementMode",
     "RetentionDays",
     "SageMakerSpec",
+    "SecuritySpec",
     "Spec",
     "StorageSpec",
     "SystemNodeGroupSpec",

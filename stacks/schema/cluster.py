@@ -13,6 +13,7 @@ from stacks.schema.gpu import GpuNodeGroupSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
 from stacks.schema.sagemaker import SageMakerSpec
+from stacks.schema.security import SecuritySpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 
 
@@ -55,6 +56,9 @@ class ClusterConfig(Spec):
     storage: StorageSpec = Field(description="S3 buckets and FSx for Lustre.")
     kubernetes: KubernetesSpec = Field(description="GPU Operator, EFA plugin, Kueue, teams, validation.")
     sagemaker: SageMakerSpec = Field(default_factory=SageMakerSpec, description="Optional SageMaker HyperPod.")
+    security: SecuritySpec = Field(
+        default_factory=SecuritySpec, description="Key administrators, image registries, data perimeter, Object Lock."
+    )
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
@@ -118,9 +122,33 @@ class ClusterConfig(Spec):
                 f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
                 "(remove the null to use the pinned default chart_version)"
             )
+        problems += self._security_problems()
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _security_problems(self) -> list[str]:
+        """The protections docs/security.md promises outside dev cannot be switched off in the stack file."""
+        if self.environment is Environment.DEV:
+            return []
+        problems = []
+        if self.storage.fsx.root_squash is None:
+            problems.append(
+                f"storage.fsx.root_squash is null: root squash is required in {self.environment.value} "
+                '(use "65534:65534" and list exempt administration hosts in storage.fsx.no_squash_nids)'
+            )
+        if self.environment is Environment.PROD:
+            if self.security.checkpoint_lock is None:
+                problems.append(
+                    "security.checkpoint_lock is unset: prod checkpoints need S3 Object Lock, for example "
+                    "{mode: GOVERNANCE, retention_days: 14}"
+                )
+            if self.security.data_buckets_vpc_only is False:
+                problems.append(
+                    "security.data_buckets_vpc_only is false: prod data buckets deny access from outside the VPC; "
+                    "exempt specific roles with security.outside_vpc_data_role_arns instead"
+                )
+        return problems
 
     @property
     def validation_candidates(self) -> list[GpuNodeGroupSpec]:
@@ -150,6 +178,12 @@ class ClusterConfig(Spec):
         if self.gpu_node_groups:
             return self.gpu_node_groups[0].availability_zone
         return self.network.availability_zones[0]
+
+    @property
+    def data_buckets_vpc_only(self) -> bool:
+        """Whether the data buckets deny access from outside the VPC: the setting, else on in prod."""
+        setting = self.security.data_buckets_vpc_only
+        return self.environment is Environment.PROD if setting is None else setting
 
     @property
     def protect_data(self) -> bool:

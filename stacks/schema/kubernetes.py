@@ -101,6 +101,11 @@ class TeamSpec(Spec):
 
     name: str = Field(pattern=DNS_LABEL, description="Team namespace name.")
     gpu_quota: int = Field(ge=0, description="Accelerators (GPUs or Neuron devices) the namespace may request at once.")
+    pod_security: Literal["baseline", "restricted"] = Field(
+        default="baseline",
+        description="Pod Security Standard the namespace enforces: baseline (no privileged pods, host "
+        "namespaces or host paths) or restricted (also non-root, no capabilities, a seccomp profile).",
+    )
 
 
 class ValidationSpec(Spec):
