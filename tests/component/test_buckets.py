@@ -37,13 +37,18 @@ def test_two_buckets_each_fully_configured(protected) -> None:
         assert len(protected.by_type(f"aws:s3/{kind}")) == 2, kind
 
 
-def test_sse_kms_with_the_customer_key_and_bucket_key(protected) -> None:
-    key_arn = protected.one("aws:kms/key:Key").outputs["arn"]
+def test_sse_kms_with_a_separate_key_per_data_class(protected) -> None:
+    keys = {k.name.rsplit("-", 1)[0].removesuffix("-checkpoints"): k for k in protected.by_type("aws:kms/key:Key")}
+    arns = {key.outputs["arn"] for key in protected.by_type("aws:kms/key:Key")}
     sse_type = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    used = []
     for sse in protected.by_type(sse_type):
         [rule] = sse.inputs["rules"]
         assert rule["bucketKeyEnabled"] is True
-        assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key_arn}
+        assert rule["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
+        used.append(rule["applyServerSideEncryptionByDefault"]["kmsMasterKeyId"])
+    # Datasets and checkpoints: two buckets, two different customer keys.
+    assert len(keys) >= 1 and len(used) == 2 and set(used) == arns and len(set(used)) == 2
 
 
 def test_versioning_and_public_access_block(protected) -> None:
