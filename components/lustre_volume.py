@@ -139,12 +139,12 @@ class LustreVolumeArgs:
     dns_name: pulumi.Input[str]
     mount_name: pulumi.Input[str]
     capacity_gib: int
-    team_directory: str
-    """Lustre directory holding one subdirectory per team (storage.fsx.team_directory)."""
-    datasets_path: str
-    """Lustre directory of the datasets (the data repository association's file_system_path)."""
     depends_on: Sequence[pulumi.Input[pulumi.Resource]] = field(default_factory=tuple)
     """Resources the claims wait for (the team namespaces)."""
+    team_directory: str = "/teams"
+    """Lustre directory holding one subdirectory per team (storage.fsx.team_directory)."""
+    datasets_path: str = "/datasets"
+    """Lustre directory of the datasets (the data repository association's file_system_path)."""
 
 
 class LustreVolume(pulumi.ComponentResource):
