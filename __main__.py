@@ -18,6 +18,7 @@ from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePlug
 from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
+from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
@@ -214,6 +215,21 @@ tenancy = Tenancy(
     opts=k8s_opts,
 )
 pulumi.export("team_compute_quotas", tenancy.quotas)
+# Per-team AWS credentials: datasets read-only, checkpoints only under the team's own prefix.
+team_storage = TeamStorageAccess(
+    f"{cluster.name}-team-storage",
+    TeamStorageAccessArgs(
+        cluster_name=eks.cluster_name,
+        teams=[team.name for team in k8s_spec.teams],
+        namespaces=dict(scheduling.team_namespaces),
+        datasets_bucket_arn=data.datasets_bucket_arn,
+        checkpoints_bucket_arn=data.checkpoints_bucket_arn,
+        data_key_arn=data.kms_key_arn,
+        checkpoints_key_arn=data.checkpoints_kms_key_arn,
+    ),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+)
+pulumi.export("team_storage_role_arns", team_storage.role_arns)
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:

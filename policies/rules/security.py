@@ -43,7 +43,7 @@ OBJECT_LOCK = (
 )
 
 # The labels and tags the program sets (components/tenancy.py, components/buckets.py); kept here as data so the
-# pack imports nothing from the program (tests/policy/test_security_facts.py proves the copies equal).
+# pack imports nothing from the program (tests/unit/test_tenancy.py proves the copies equal).
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 TENANT_LABEL = "trainstack.io/tenant"
 TENANT_TEAM = "team"
