@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy.proxy import UnknownValueError
 
 from .base import (
     EKS_ADDON,
@@ -244,34 +245,51 @@ def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: ReportViolati
         report(f"autoExportPolicy exports {events}: deletions on Lustre reach the bucket.")
 
 
-@stack_rule(
+@resource_rule(
     name="fsx-team-isolation",
-    description="Each team's writable FSx volume mounts its own directory, never the file system's root nor "
-    "another team's directory, so one team cannot read or overwrite another's checkpoints.",
+    description="Each team's writable FSx volume mounts its own directory (`.../<its namespace>`), never the file "
+    "system's root nor another team's directory, so one team cannot read or overwrite another's checkpoints.",
     severity=Severity.HIGH,
+    types=[PERSISTENT_VOLUME],
 )
-def fsx_team_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
-    g = graph(args)
-    volumes = [v for v in g.of_type(PERSISTENT_VOLUME) if get(v.props, "spec.csi.driver") == FSX_CSI_DRIVER]
-    if not volumes:
-        args.not_applicable("no FSx for Lustre volumes")
-    owners: dict[str, str] = {}
-    for volume in volumes:
-        if get(volume.props, "spec.csi.readOnly") is True:
-            continue
-        mount = str(get(volume.props, "spec.csi.volumeAttributes.mountname", ""))
-        team = str(get(volume.props, "spec.claimRef.namespace", "?"))
-        if "/" not in mount.strip("/"):
-            report(f"{volume.name} gives {team} the file system root read-write (mountname {mount!r}).", volume.urn)
-        elif owners.setdefault(mount, team) != team:
-            report(f"{volume.name} gives {team} the directory of {owners[mount]} ({mount}).", volume.urn)
+def fsx_team_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    # A resource rule: the mount name comes from the file system's output, unknown until it exists, so preview
+    # reports it as not checkable rather than a stack rule going blind.
+    if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
+        args.not_applicable("not an FSx for Lustre volume")
+        return
+    if get(args.props, "spec.csi.readOnly") is True:
+        args.not_applicable("read-only volume")
+        return
+    team = str(get(args.props, "spec.claimRef.namespace", ""))
+    mount = str(get(args.props, "spec.csi.volumeAttributes.mountname", "")).strip("/")
+    if "/" not in mount:
+        report(f"the volume gives {team or 'its claim'} the file system root read-write (mountname {mount!r}).")
+    elif not team or not mount.endswith(f"/{team}"):
+        report(f"the volume of {team or 'an unbound claim'} mounts {mount!r}, not a directory named after the team.")
 
 
 # -------------------------------------------------------------------------------------------------- S3
 
 
-def _bucket_statements(g: Graph, bucket: PolicyResource) -> list[Mapping[str, Any]]:
-    return [s for p in g.referrers(bucket, "bucket", BUCKET_POLICY) for s in _statements(get(p.props, "policy"))]
+def _bucket_statements(g: Graph, bucket: PolicyResource) -> list[Mapping[str, Any]] | None:
+    """The statements of the bucket's policies; None while a policy is unknown. A bucket policy names its
+    bucket's ARN, so on a stack's first preview it is unknown; the pack checks it again at `pulumi up`, when
+    stack policies see every value, and on every later preview."""
+    try:
+        return [s for p in g.referrers(bucket, "bucket", BUCKET_POLICY) for s in _statements(get(p.props, "policy"))]
+    except UnknownValueError:
+        return None
+
+
+def _known_policies(
+    args: StackValidationArgs, g: Graph, buckets: list[PolicyResource]
+) -> list[tuple[PolicyResource, list[Mapping[str, Any]]]]:
+    """Each bucket with its policy statements, skipping policies not known yet (not applicable when none is)."""
+    known = [(b, statements) for b in buckets if (statements := _bucket_statements(g, b)) is not None]
+    if buckets and not known:
+        args.not_applicable("the bucket policies are computed when the buckets are created; checked at pulumi up")
+    return known
 
 
 def _denies(statement: Mapping[str, Any], action: str) -> bool:
@@ -306,8 +324,7 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: ReportViolation
     ]
     if not buckets:
         args.not_applicable("no sagemaker-* bucket")
-    for bucket in buckets:
-        statements = _bucket_statements(g, bucket)
+    for bucket, statements in _known_policies(args, g, buckets):
         for action in ("s3:PutObject", "s3:GetObject"):
             if not any(_denies(s, action) and "aws:PrincipalArn" in _condition_keys(s) for s in statements):
                 report(f"{bucket.name}: no deny of {action} for principals other than the allowed ones.", bucket.urn)
@@ -327,10 +344,8 @@ def s3_data_vpc_only(args: StackValidationArgs, report: ReportViolation) -> None
     buckets = _data_buckets(g, "datasets", "checkpoints")
     if not buckets:
         args.not_applicable("no data buckets")
-    for bucket in buckets:
-        if not any(
-            _denies(s, "s3:GetObject") and "aws:SourceVpce" in _condition_keys(s) for s in _bucket_statements(g, bucket)
-        ):
+    for bucket, statements in _known_policies(args, g, buckets):
+        if not any(_denies(s, "s3:GetObject") and "aws:SourceVpce" in _condition_keys(s) for s in statements):
             report(f"{bucket.name}: object access from outside the VPC's S3 endpoint is not denied.", bucket.urn)
 
 
