@@ -64,6 +64,8 @@ from stacks.schema.sagemaker import (
     HyperPodOrchestrator,
     HyperPodSpec,
     SageMakerSpec,
+    SlurmSpec,
+    SlurmUserSpec,
 )
 from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
 from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
@@ -122,6 +124,8 @@ __all__ = [
     "RetentionDays",
     "SageMakerSpec",
     "SecuritySpec",
+    "SlurmSpec",
+    "SlurmUserSpec",
     "Spec",
     "StorageSpec",
     "SystemNodeGroupSpec",

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from stacks.schema.base import DNS_LABEL, Spec
+from stacks.schema.base import DNS_LABEL, ROLE_ARN_PATTERN, Spec
 
 
 class MigStrategy(StrEnum):
@@ -105,6 +105,11 @@ class TeamSpec(Spec):
         default="baseline",
         description="Pod Security Standard the namespace enforces: baseline (no privileged pods, host "
         "namespaces or host paths) or restricted (also non-root, no capabilities, a seccomp profile).",
+    )
+    member_role_arns: list[Annotated[str, Field(pattern=ROLE_ARN_PATTERN)]] = Field(
+        default_factory=list,
+        description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "
+        "scoped to this namespace (and to the namespaces of any other team that lists it).",
     )
 
 
