@@ -106,14 +106,31 @@ def endpoint_service_name(region: str, service: str) -> str:
     return f"com.amazonaws.{region}.{service}"
 
 
+def aws_owned_buckets(region: str) -> list[str]:
+    """AWS-owned S3 buckets (name patterns) the nodes read through the gateway endpoint."""
+    return [
+        f"prod-{region}-starport-layer-bucket",
+        f"al2023-repos-{region}-*",
+        f"amazon-ssm-{region}",
+        f"amazon-ssm-packages-{region}",
+        f"aws-ssm-{region}",
+        f"aws-ssm-document-attachments-{region}",
+        f"{region}-birdwatcher-prod",
+        f"patch-baseline-snapshot-{region}",
+    ]
+
+
 def s3_gateway_endpoint_policy(partition: str, region: str, account_id: str) -> dict[str, Any]:
     """The S3 gateway endpoint's policy: the account's principals on the account's buckets, plus anonymous reads
     of the AWS-owned buckets nodes pull from. Nothing in the VPC can copy data to another account's bucket
     through it (a data perimeter: AWS whitepaper "Building a data perimeter on AWS", resource perimeter).
 
     AWS-owned buckets: ECR image layers (ECR User Guide, "Amazon ECR interface VPC endpoints": the minimum S3
-    gateway endpoint permissions, `prod-<region>-starport-layer-bucket`) and the Amazon Linux 2023 package
-    repositories (AL2023 User Guide, "Using Amazon S3 gateway endpoints": `al2023-repos-<region>-*`)."""
+    gateway endpoint permissions, `prod-<region>-starport-layer-bucket`), the Amazon Linux 2023 package
+    repositories (AL2023 User Guide, "Using Amazon S3 gateway endpoints": `al2023-repos-<region>-*`), and the
+    buckets SSM Agent reads for updates, documents and patching (Systems Manager User Guide, "SSM Agent
+    communications with AWS managed S3 buckets"). An AWS-owned bucket not listed here is refused through the
+    endpoint (docs/security.md)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -130,10 +147,7 @@ def s3_gateway_endpoint_policy(partition: str, region: str, account_id: str) -> 
                 "Effect": "Allow",
                 "Principal": "*",
                 "Action": "s3:GetObject",
-                "Resource": [
-                    f"arn:{partition}:s3:::prod-{region}-starport-layer-bucket/*",
-                    f"arn:{partition}:s3:::al2023-repos-{region}-*/*",
-                ],
+                "Resource": [f"arn:{partition}:s3:::{bucket}/*" for bucket in aws_owned_buckets(region)],
             },
         ],
     }

@@ -213,9 +213,9 @@ class ClusterConfig(Spec):
 
     @property
     def data_buckets_vpc_only(self) -> bool:
-        """Whether the data buckets deny access from outside the VPC: the setting, else on in prod."""
+        """Whether the data buckets deny access from outside the VPC: the setting, else on outside dev."""
         setting = self.security.data_buckets_vpc_only
-        return self.environment is Environment.PROD if setting is None else setting
+        return self.environment is not Environment.DEV if setting is None else setting
 
     @property
     def protect_data(self) -> bool:

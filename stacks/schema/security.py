@@ -72,7 +72,7 @@ class SecuritySpec(Spec):
     data_buckets_vpc_only: bool | None = Field(
         default=None,
         description="Deny object reads and writes on the datasets and checkpoints buckets unless they come "
-        "through the VPC's S3 endpoint (or from FSx or an exempt role). Unset: on in prod, off elsewhere.",
+        "through the VPC's S3 endpoint (or from FSx or an exempt role). Unset: on in staging and prod, off in dev.",
     )
     outside_vpc_data_role_arns: list[PrincipalArn] = Field(
         default_factory=list,

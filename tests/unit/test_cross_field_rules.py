@@ -141,7 +141,7 @@ def test_security_values_are_checked(tmp_path: Path, key: str, value: list[str])
     assert problem.key.startswith(f"{FULL_KEY}.security.{key}")
 
 
-def test_data_buckets_are_vpc_only_in_prod_by_default() -> None:
+def test_data_buckets_are_vpc_only_outside_dev_by_default() -> None:
     prod = edited_config("prod", lambda cluster: cluster["security"].pop("data_buckets_vpc_only", None))
     dev = edited_config("dev", lambda cluster: None)
     assert prod.data_buckets_vpc_only and not dev.data_buckets_vpc_only
