@@ -16,8 +16,8 @@ allowed to read weights. Both policies separate administrators from users (compo
 
 Protection beyond versioning (docs/security.md):
 - `vpc_only`: a deny on object reads, writes and deletes unless the request comes through the VPC's S3
-  gateway endpoint, is FSx's S3 role (a data repository association reads from FSx's own network), comes
-  through an AWS service, or is an exempt role. Bucket-level calls (what `pulumi up` makes) are not denied.
+  gateway endpoint, is FSx's S3 role (a data repository association reads from FSx's own network) or an
+  exempt role. Bucket-level calls (what `pulumi up` makes) are not denied.
 - `checkpoint_lock`: S3 Object Lock with a default retention on the checkpoints bucket, so no new checkpoint
   version can be deleted or overwritten away before it expires. `BucketObjectLockConfiguration` turns Object
   Lock on for an existing versioned bucket (pulumi-aws docs; S3 since 2023), so existing stacks need no
@@ -78,7 +78,7 @@ def vpc_only_statement(
     bucket_arn: str, vpc_endpoint_ids: Sequence[str], exempt_principal_arns: Sequence[str]
 ) -> dict[str, Any]:
     """Deny data access to requests that do not come through the VPC's S3 endpoints, unless the principal is
-    exempt or an AWS service makes the request on a principal's behalf (aws:ViaAWSService)."""
+    exempt."""
     return {
         "Sid": "DenyDataAccessOutsideVpc",
         "Effect": "Deny",
@@ -88,7 +88,6 @@ def vpc_only_statement(
         "Condition": {
             "StringNotEqualsIfExists": {"aws:SourceVpce": sorted(vpc_endpoint_ids)},
             "ArnNotLike": {"aws:PrincipalArn": sorted(exempt_principal_arns)},
-            "BoolIfExists": {"aws:ViaAWSService": "false"},
         },
     }
 
@@ -233,7 +232,10 @@ class DataBuckets(pulumi.ComponentResource):
             role: secure_bucket(
                 child_name(name, role),
                 # Auto-named (logical name + random suffix): bucket names are global, no fixed name can collide.
-                aws.s3.BucketArgs(force_destroy=False, tags={DATA_CLASS_TAG: role}),
+                # Unprotected (dev, staging): force_destroy, so `pulumi destroy` empties the versioned bucket
+                # instead of failing with BucketNotEmpty. Protected (prod): Pulumi refuses to delete it at all, and
+                # force_destroy stays off so that even after `protect` is lifted a destroy cannot wipe the data.
+                aws.s3.BucketArgs(force_destroy=not args.protect, tags={DATA_CLASS_TAG: role}),
                 kms_key_arn=keys[role].arn,
                 rules=lifecycle_rules(args.spec),
                 parent=self,

@@ -17,11 +17,12 @@
 - the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py);
 - for Slurm, one NCCL validation sbatch script per EFA GPU group (components/slurm_validation.py), which the
   scripts install under /opt/trainstack/validation;
-- the `aws-native:sagemaker:Cluster`: one instance group per configured group, threads per core 1, an extra
-  EBS volume encrypted with the data key (continuous provisioning, which that needs), the lifecycle config,
-  deep health checks on start for accelerated groups, automatic node recovery, the private subnet of the GPU
-  AZ with the EFA security group, the EKS cluster as orchestrator (Slurm when absent: the API's default),
-  and the training plan on the groups that use it.
+- the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
+  chart of components/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
+  group per configured group, threads per core 1, an extra EBS volume encrypted with the data key (continuous
+  provisioning, which that needs), the lifecycle config, deep health checks on start for accelerated groups,
+  automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as
+  orchestrator (Slurm when absent: the API's default), and the training plan on the groups that use it.
 
 The cluster is registered with the explicit `aws-native` provider; IAM and S3 children use the explicit
 `aws` provider. Pass both as `providers=[aws, aws_native]` on the component.
@@ -273,6 +274,9 @@ class HyperPodClusterArgs:
     """Lifecycle scripts to upload; defaults to components/lifecycle/<orchestrator>."""
     protect: bool = False
     """Protect the cluster and its lifecycle bucket against deletion (prod)."""
+    after: Sequence[pulumi.Resource] = ()
+    """What must exist before HyperPod provisions nodes. With the EKS orchestrator: the HyperPod dependencies
+    chart (health agent, deep health checks), the core add-ons and the system node group."""
 
 
 class HyperPodCluster(pulumi.ComponentResource):
@@ -402,7 +406,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # Scripts and role policies must exist before HyperPod provisions the first node; the fixed
                 # cluster name cannot exist twice, so a replacement deletes first.
-                depends_on=[*objects, self.role],
+                depends_on=[*objects, self.role, *args.after],
                 delete_before_replace=True,
             ),
         )

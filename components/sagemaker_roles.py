@@ -120,7 +120,10 @@ def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequenc
         _statement(
             "VpcNetworkInterfaces",
             (*ENI_MUTATE_ACTIONS, *extra),
-            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"],
+            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"]
+            # ec2:DetachNetworkInterface requires the instance resource type as well as the interface (Service
+            # Authorization Reference, Amazon EC2): without it the statement never matches that action.
+            + ([f"{regional}:instance/*"] if "ec2:DetachNetworkInterface" in extra else []),
         ),
         # Not limited to ec2:CreateAction: the HyperPod guide grants CreateTags on interfaces without that condition.
         _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [f"{regional}:network-interface/*"]),
@@ -209,7 +212,9 @@ def training_job_policy(
         _statement("LogStreams", ["logs:CreateLogStream", "logs:PutLogEvents"], [f"{log_group}:log-stream:*"]),
     ]
     if fsx_arn is not None:
-        statements.append(_statement("FsxInput", ["fsx:DescribeFileSystems"], [fsx_arn]))
+        # fsx:DescribeFileSystems has no resource-level permission (Service Authorization Reference, Amazon FSx:
+        # no resource type): scoped to the file system's ARN it is never allowed, so it takes "*".
+        statements.append(_statement("FsxInput", ["fsx:DescribeFileSystems"], ["*"]))
     if kms_key_arn is not None:
         statements.append(
             _statement("DataKey", ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"], [kms_key_arn])

@@ -28,6 +28,7 @@ from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
     EFA_HUGEPAGES_2MI,
     EFA_PRESENT_LABEL,
+    EKS_RESERVED_LABEL_PREFIXES,
     INSTANCE_TYPE_LABEL,
     NODE_GROUP_LABEL,
     NVIDIA_GPU_PRESENT_LABEL,
@@ -41,6 +42,7 @@ from stacks.schema.gpu import (
     ami_families_for,
     default_ami_family,
     efa_layout_problem,
+    eks_reserved_label_prefix,
 )
 from stacks.schema.kubernetes import (
     CHART_VERSION,
@@ -58,6 +60,10 @@ from stacks.schema.kubernetes import (
 )
 from stacks.schema.network import NatGateways, NetworkSpec
 from stacks.schema.sagemaker import (
+    HYPERPOD_EKS_VERSIONS,
+    HYPERPOD_EKS_VERSIONS_DOCUMENTED,
+    HYPERPOD_EKS_VERSIONS_SOURCE,
+    HYPERPOD_EKS_VERSIONS_UNCONFIRMED,
     HyperPodCapacity,
     HyperPodGroupRole,
     HyperPodInstanceGroupSpec,
@@ -66,6 +72,7 @@ from stacks.schema.sagemaker import (
     SageMakerSpec,
     SlurmSpec,
     SlurmUserSpec,
+    hyperpod_eks_version_problem,
 )
 from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
 from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
@@ -79,6 +86,11 @@ __all__ = [
     "DNS_LABEL",
     "EFA_HUGEPAGES_2MI",
     "EFA_PRESENT_LABEL",
+    "EKS_RESERVED_LABEL_PREFIXES",
+    "HYPERPOD_EKS_VERSIONS",
+    "HYPERPOD_EKS_VERSIONS_DOCUMENTED",
+    "HYPERPOD_EKS_VERSIONS_SOURCE",
+    "HYPERPOD_EKS_VERSIONS_UNCONFIRMED",
     "INSTANCE_TYPE_LABEL",
     "LOG_RETENTION_DAYS",
     "NEURON_HELM_CHART_VERSION",
@@ -136,5 +148,7 @@ __all__ = [
     "ami_families_for",
     "default_ami_family",
     "efa_layout_problem",
+    "eks_reserved_label_prefix",
+    "hyperpod_eks_version_problem",
     "json_schema",
 ]

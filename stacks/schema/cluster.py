@@ -7,12 +7,13 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
+from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.schema.base import DNS_LABEL, REGION_PATTERN, Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
-from stacks.schema.sagemaker import SageMakerSpec
+from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
 from stacks.schema.security import SecuritySpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 
@@ -154,6 +155,18 @@ class ClusterConfig(Spec):
                 f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
                 "(remove the null to use the pinned default chart_version)"
             )
+        hyperpod = self.sagemaker.hyperpod
+        if hyperpod.enabled:
+            offered = sagemaker_cluster_instance_types(self.region)
+            problems += [
+                f"sagemaker.hyperpod.instance_groups.{i}.instance_type {g.instance_type} is not offered for HyperPod "
+                f"in {self.region} (AWS::SageMaker::Cluster InstanceType, cfn-lint {cfn_lint_version()} regional list)"
+                for i, g in enumerate(hyperpod.instance_groups)
+                if g.instance_type not in offered
+            ]
+        on_eks = hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
+        if on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
+            problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
         problems += self._security_problems()
         if problems:
             raise ValueError("\n".join(problems))

@@ -12,6 +12,32 @@ from stacks.catalog import CATALOG
 from stacks.schema.base import Spec
 from stacks.schema.kubernetes import PinnedImage
 
+# Kubernetes versions HyperPod's EKS orchestrator runs on, with what each claim rests on. Source: SageMaker
+# Developer Guide, "Getting started with Amazon EKS support in SageMaker HyperPod", Kubernetes version support.
+# The page grew over time (copies list 1.28-1.32, then 1.28-1.33); the newest copy we could read (2026, the
+# China regions' edition) lists 1.28-1.34. EKS ships 1.35 and 1.36 on standard support, but no AWS page or
+# release note we could reach says whether HyperPod supports them: they are UNCONFIRMED, like the FSx CSI add-on
+# pin, and the plan warns about them (__main__.py). Check the guide before deploying.
+# A version in neither list is refused.
+HYPERPOD_EKS_VERSIONS_DOCUMENTED = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+HYPERPOD_EKS_VERSIONS_UNCONFIRMED = ("1.35", "1.36")
+HYPERPOD_EKS_VERSIONS = HYPERPOD_EKS_VERSIONS_DOCUMENTED + HYPERPOD_EKS_VERSIONS_UNCONFIRMED
+HYPERPOD_EKS_VERSIONS_SOURCE = (
+    "SageMaker Developer Guide, Getting started with Amazon EKS support in SageMaker HyperPod (Kubernetes version "
+    "support: 1.28-1.34 documented; 1.35-1.36 unconfirmed)"
+)
+
+
+def hyperpod_eks_version_problem(version: str) -> str | None:
+    """Why HyperPod cannot join an EKS cluster of `version`, or None."""
+    if version in HYPERPOD_EKS_VERSIONS:
+        return None
+    return (
+        f"SageMaker HyperPod does not support Kubernetes {version} on its EKS orchestrator; "
+        f"documented: {', '.join(HYPERPOD_EKS_VERSIONS_DOCUMENTED)} (unconfirmed: "
+        f"{', '.join(HYPERPOD_EKS_VERSIONS_UNCONFIRMED)})"
+    )
+
 
 class HyperPodOrchestrator(StrEnum):
     """Who schedules work on the HyperPod nodes: the trainstack EKS cluster, or Slurm run by HyperPod."""

@@ -30,6 +30,7 @@ UNSCOPABLE = {
     "ec2:DescribeSubnets",
     "ec2:DescribeVpcs",
     "ecr:GetAuthorizationToken",
+    "fsx:DescribeFileSystems",
 }
 
 
@@ -139,7 +140,7 @@ def test_training_job_reads_datasets_and_writes_checkpoints_only() -> None:
     assert allowed["s3:DeleteObject"] == {f"{CHECKPOINTS}/*"}
     assert allowed["s3:GetObject"] == {f"{DATASETS}/*", f"{CHECKPOINTS}/*"}
     assert allowed["s3:ListBucket"] == {DATASETS, CHECKPOINTS}
-    assert allowed["fsx:DescribeFileSystems"] == {FSX}
+    assert allowed["fsx:DescribeFileSystems"] == {"*"}  # no resource-level permission (Service Authorization Reference)
     assert allowed["kms:GenerateDataKey"] == allowed["kms:Decrypt"] == {KEY_ARN}
     log_group = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs"
     assert allowed["logs:PutLogEvents"] == {f"{log_group}:log-stream:*"}
