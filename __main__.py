@@ -31,6 +31,8 @@ from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
+from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
+from components.tenancy import Tenancy, TenancyArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks import fsx_sizing
 from stacks.catalog import CATALOG, Accelerator
@@ -75,6 +77,7 @@ eks = EksCluster(
         private_subnet_ids=list(network.private_subnet_ids.values()),
         protect=cluster.protect_data,
         tags=tags,
+        key_administrator_arns=cluster.security.key_administrator_arns,
     ),
     opts=pulumi.ResourceOptions(provider=aws),
 )
@@ -140,7 +143,15 @@ pulumi.export(
 # Data: S3 datasets and checkpoints, FSx for Lustre in the GPU AZ.
 data = DataBuckets(
     f"{cluster.name}-data",
-    DataBucketsArgs(spec=cluster.storage.buckets, region=cluster.region, protect=cluster.protect_data),
+    DataBucketsArgs(
+        spec=cluster.storage.buckets,
+        region=cluster.region,
+        protect=cluster.protect_data,
+        key_administrator_arns=cluster.security.key_administrator_arns,
+        vpc_endpoint_ids=[network.s3_endpoint_id] if cluster.data_buckets_vpc_only else [],
+        outside_vpc_role_arns=cluster.security.outside_vpc_data_role_arns,
+        checkpoint_lock=cluster.security.checkpoint_lock,
+    ),
     opts=pulumi.ResourceOptions(provider=aws),
 )
 pulumi.export("datasets_bucket", data.datasets_bucket_name)
@@ -221,6 +232,38 @@ scheduling = Scheduling(
     ),
     opts=k8s_opts,
 )
+# What keeps teams apart on shared nodes: compute quotas, default limits, network policies, approved registries.
+tenancy = Tenancy(
+    f"{cluster.name}-tenancy",
+    TenancyArgs(
+        teams=k8s_spec.teams,
+        node_groups=cluster.gpu_node_groups,
+        hyperpod_groups=hyperpod_eks_groups,
+        namespaces=scheduling.team_namespaces,
+        vpc_cidr=cluster.network.vpc_cidr,
+        lustre=cluster.storage.fsx.enabled,
+        allowed_registries=cluster.security.allowed_image_registries,
+        region=cluster.region,
+        account_id=eks.account_id,
+    ),
+    opts=k8s_opts,
+)
+pulumi.export("team_compute_quotas", tenancy.quotas)
+# Per-team AWS credentials: datasets read-only, checkpoints only under the team's own prefix.
+team_storage = TeamStorageAccess(
+    f"{cluster.name}-team-storage",
+    TeamStorageAccessArgs(
+        cluster_name=eks.cluster_name,
+        teams=[team.name for team in k8s_spec.teams],
+        namespaces=dict(scheduling.team_namespaces),
+        datasets_bucket_arn=data.datasets_bucket_arn,
+        checkpoints_bucket_arn=data.checkpoints_bucket_arn,
+        data_key_arn=data.kms_key_arn,
+        checkpoints_key_arn=data.checkpoints_kms_key_arn,
+    ),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+)
+pulumi.export("team_storage_role_arns", team_storage.role_arns)
 team_members = members_by_role([(team.name, team.member_role_arns) for team in k8s_spec.teams])
 if team_members:
     TeamAccess(
@@ -261,11 +304,14 @@ if lustre is not None:
             dns_name=lustre.dns_name,
             mount_name=lustre.mount_name,
             capacity_gib=lustre.storage_capacity_gib,
+            team_directory=cluster.storage.fsx.team_directory,
+            datasets_path=cluster.storage.fsx.file_system_path,
             depends_on=[eks.system_node_group, *scheduling.team_namespaces.values()],
         ),
         opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
     )
     pulumi.export("fsx_claims", lustre_volume.claims)
+    pulumi.export("fsx_datasets_claims", lustre_volume.datasets_claims)
 target = cluster.validation_node_group
 if k8s_spec.validation and k8s_spec.validation.enabled and target is None:
     pulumi.log.warn("kubernetes.validation is on but no NVIDIA EFA GPU group exists: no NCCL/DCGM jobs planned")

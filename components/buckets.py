@@ -7,16 +7,27 @@ lower cost: S3 User Guide, "Reducing the cost of SSE-KMS with Amazon S3 Bucket K
 public access blocks, a TLS-only bucket policy (S3 User Guide, "Security best practices": deny when
 `aws:SecureTransport` is false), and lifecycle rules for noncurrent versions and stale multipart uploads.
 
-The KMS key also encrypts FSx for Lustre (passed to `LustreFileSystem`). Its policy is explicit: the account
-root administers it (so IAM policies govern use, the KMS default), and FSx's S3 service-linked role may use
-it to read and write the SSE-KMS datasets bucket through a data repository association (FSx for Lustre User
-Guide, "Working with server-side encrypted Amazon S3 buckets").
+Two keys, because the data differs in sensitivity and in who needs it: the data key encrypts the datasets
+bucket and FSx for Lustre (passed to `LustreFileSystem`), and FSx's S3 service-linked role may use it to read
+and write the SSE-KMS datasets bucket through a data repository association (FSx for Lustre User Guide,
+"Working with server-side encrypted Amazon S3 buckets"); the checkpoints key encrypts only the checkpoints
+bucket (trained weights, the most valuable output), so a principal allowed to read datasets is not thereby
+allowed to read weights. Both policies separate administrators from users (components/kms.py).
+
+Protection beyond versioning (docs/security.md):
+- `vpc_only`: a deny on object reads, writes and deletes unless the request comes through the VPC's S3
+  gateway endpoint, is FSx's S3 role (a data repository association reads from FSx's own network) or an
+  exempt role. Bucket-level calls (what `pulumi up` makes) are not denied.
+- `checkpoint_lock`: S3 Object Lock with a default retention on the checkpoints bucket, so no new checkpoint
+  version can be deleted or overwritten away before it expires. `BucketObjectLockConfiguration` turns Object
+  Lock on for an existing versioned bucket (pulumi-aws docs; S3 since 2023), so existing stacks need no
+  replacement; once on, it can never be turned off.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +37,22 @@ import pulumi_aws as aws
 from components.kms import account_root_statement, customer_key
 from components.naming import aws_partition, child_name
 from stacks.schema import BucketsSpec
+from stacks.schema.security import CheckpointLockSpec
 
 BUCKET_ROLES = ("datasets", "checkpoints")
+# Tag naming what a bucket holds; the policy pack finds data buckets by it.
+DATA_CLASS_TAG = "trainstack:data-class"
+# Object actions a request from outside the VPC may not make on a data bucket (the S3 service authorization
+# reference's object-level actions, plus listing).
+DATA_ACTIONS: tuple[str, ...] = (
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:ListBucket",
+    "s3:ListBucketVersions",
+)
 # The service-linked role FSx creates per file system for S3 access (one per file system id).
 FSX_S3_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
 
@@ -47,6 +72,34 @@ def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
             }
         ],
     }
+
+
+def vpc_only_statement(
+    bucket_arn: str, vpc_endpoint_ids: Sequence[str], exempt_principal_arns: Sequence[str]
+) -> dict[str, Any]:
+    """Deny data access to requests that do not come through the VPC's S3 endpoints, unless the principal is
+    exempt."""
+    return {
+        "Sid": "DenyDataAccessOutsideVpc",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": list(DATA_ACTIONS),
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {
+            "StringNotEqualsIfExists": {"aws:SourceVpce": sorted(vpc_endpoint_ids)},
+            "ArnNotLike": {"aws:PrincipalArn": sorted(exempt_principal_arns)},
+        },
+    }
+
+
+def fsx_s3_role_pattern(partition: str, account_id: str) -> str:
+    """FSx's per-file-system S3 service-linked roles (FSx for Lustre User Guide, data repositories)."""
+    return f"arn:{partition}:iam::{account_id}:{FSX_S3_ROLE_PATH}"
+
+
+def with_statements(policy: dict[str, Any], statements: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """`policy` with `statements` appended."""
+    return {**policy, "Statement": [*policy["Statement"], *statements]}
 
 
 def data_key_policy(account_id: str, partition: str, region: str) -> dict[str, Any]:
@@ -95,6 +148,11 @@ def lifecycle_rules(spec: BucketsSpec) -> list[aws.s3.BucketLifecycleConfigurati
     ]
 
 
+def checkpoints_key_policy(account_id: str, partition: str) -> dict[str, Any]:
+    """The checkpoints key's policy: users through IAM only (no service needs it outside S3)."""
+    return {"Version": "2012-10-17", "Statement": [account_root_statement(partition, account_id)]}
+
+
 @dataclass
 class DataBucketsArgs:
     """Spec (from the validated config) and wiring for `DataBuckets`."""
@@ -103,7 +161,15 @@ class DataBucketsArgs:
     region: str
     """The stack's region: the partition of the key policy's ARNs and the S3 endpoint of its ViaService."""
     protect: bool = False
-    """Protect the buckets and the key against deletion (prod)."""
+    """Protect the buckets and the keys against deletion (prod)."""
+    key_administrator_arns: Sequence[str] = ()
+    """Key administrators besides the deploying principal (security.key_administrator_arns)."""
+    vpc_endpoint_ids: Sequence[pulumi.Input[str]] = ()
+    """S3 endpoints of the VPC; when given, object access from anywhere else is denied."""
+    outside_vpc_role_arns: Sequence[str] = ()
+    """Roles exempt from the VPC-only deny (security.outside_vpc_data_role_arns)."""
+    checkpoint_lock: CheckpointLockSpec | None = None
+    """Object Lock default retention for the checkpoints bucket."""
 
 
 class DataBuckets(pulumi.ComponentResource):
@@ -114,7 +180,9 @@ class DataBuckets(pulumi.ComponentResource):
     """
 
     kms_key_arn: pulumi.Output[str]
-    """ARN of the customer-managed KMS key (for FSx `kms_key_id` and the buckets' SSE-KMS)."""
+    """ARN of the data key (FSx `kms_key_id` and the datasets bucket's SSE-KMS)."""
+    checkpoints_kms_key_arn: pulumi.Output[str]
+    """ARN of the checkpoints key (the checkpoints bucket's SSE-KMS)."""
     datasets_bucket_name: pulumi.Output[str]
     """Name of the datasets bucket (linked to Lustre)."""
     datasets_bucket_arn: pulumi.Output[str]
@@ -131,20 +199,55 @@ class DataBuckets(pulumi.ComponentResource):
         partition = aws_partition(args.region)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         key_policy = account_id.apply(lambda account: json.dumps(data_key_policy(account, partition, args.region)))
+        # The logical name and alias of the data key predate the checkpoints key; FSx cannot change keys in place.
         self.key = customer_key(
             child_name(name, "key"),
-            description=f"{name}: training datasets, checkpoints and FSx for Lustre",
+            description=f"{name}: training datasets and FSx for Lustre",
             policy=key_policy,
             alias=name,
             parent=self,
             protect=args.protect,
+            administrators=args.key_administrator_arns,
         )
+        self.checkpoints_key = customer_key(
+            child_name(name, "checkpoints-key"),
+            description=f"{name}: model checkpoints",
+            policy=account_id.apply(lambda account: json.dumps(checkpoints_key_policy(account, partition))),
+            alias=f"{name}-checkpoints",
+            parent=self,
+            protect=args.protect,
+            administrators=args.key_administrator_arns,
+        )
+        keys = {"datasets": self.key, "checkpoints": self.checkpoints_key}
+
+        exempt = account_id.apply(
+            lambda account: [fsx_s3_role_pattern(partition, account), *args.outside_vpc_role_arns]
+        )
+        endpoints = pulumi.Output.all(*args.vpc_endpoint_ids)
+
+        def vpc_only(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
+            return pulumi.Output.all(arn, endpoints, exempt).apply(lambda v: [vpc_only_statement(v[0], v[1], v[2])])
 
         self.buckets: dict[str, aws.s3.Bucket] = {
-            role: self._bucket(child_name(name, role), args) for role in BUCKET_ROLES
+            role: secure_bucket(
+                child_name(name, role),
+                # Auto-named (logical name + random suffix): bucket names are global, no fixed name can collide.
+                # Unprotected (dev, staging): force_destroy, so `pulumi destroy` empties the versioned bucket
+                # instead of failing with BucketNotEmpty. Protected (prod): Pulumi refuses to delete it at all, and
+                # force_destroy stays off so that even after `protect` is lifted a destroy cannot wipe the data.
+                aws.s3.BucketArgs(force_destroy=not args.protect, tags={DATA_CLASS_TAG: role}),
+                kms_key_arn=keys[role].arn,
+                rules=lifecycle_rules(args.spec),
+                parent=self,
+                protect=args.protect,
+                extra_statements=vpc_only if args.vpc_endpoint_ids else None,
+                object_lock=args.checkpoint_lock if role == "checkpoints" else None,
+            )
+            for role in BUCKET_ROLES
         }
 
         self.kms_key_arn = self.key.arn
+        self.checkpoints_kms_key_arn = self.checkpoints_key.arn
         self.datasets_bucket_name = self.buckets["datasets"].bucket
         self.datasets_bucket_arn = self.buckets["datasets"].arn
         self.checkpoints_bucket_name = self.buckets["checkpoints"].bucket
@@ -152,26 +255,12 @@ class DataBuckets(pulumi.ComponentResource):
         self.register_outputs(
             {
                 "kms_key_arn": self.kms_key_arn,
+                "checkpoints_kms_key_arn": self.checkpoints_kms_key_arn,
                 "datasets_bucket_name": self.datasets_bucket_name,
                 "datasets_bucket_arn": self.datasets_bucket_arn,
                 "checkpoints_bucket_name": self.checkpoints_bucket_name,
                 "checkpoints_bucket_arn": self.checkpoints_bucket_arn,
             }
-        )
-
-    def _bucket(self, name: str, args: DataBucketsArgs) -> aws.s3.Bucket:
-        # Auto-named (logical name + random suffix): bucket names are global, so no fixed name can collide.
-        # Unprotected (dev, staging): force_destroy, so `pulumi destroy` empties the versioned bucket (every
-        # version and delete marker, including what the data repository association exported) instead of
-        # failing with BucketNotEmpty. Protected (prod): Pulumi refuses to delete it at all, and force_destroy
-        # stays off so that even after `protect` is lifted a destroy cannot wipe the data.
-        return secure_bucket(
-            name,
-            aws.s3.BucketArgs(force_destroy=not args.protect),
-            kms_key_arn=self.key.arn,
-            rules=lifecycle_rules(args.spec),
-            parent=self,
-            protect=args.protect,
         )
 
 
@@ -183,9 +272,14 @@ def secure_bucket(
     rules: Sequence[aws.s3.BucketLifecycleConfigurationRuleArgs],
     parent: pulumi.Resource,
     protect: bool,
+    extra_statements: Callable[[pulumi.Output[str]], pulumi.Output[list[dict[str, Any]]]] | None = None,
+    object_lock: CheckpointLockSpec | None = None,
 ) -> aws.s3.Bucket:
     """A bucket with trainstack's baseline: SSE-KMS with a bucket key, versioning, all four public access
-    blocks, a TLS-only policy and lifecycle `rules`. Every bucket in the stack is made here."""
+    blocks, a TLS-only policy and lifecycle `rules`. Every bucket in the stack is made here.
+
+    `extra_statements(bucket_arn)` adds bucket policy statements; `object_lock` turns on Object Lock with
+    that default retention."""
     bucket = aws.s3.Bucket(name, bucket_args, opts=pulumi.ResourceOptions(parent=parent, protect=protect))
     child = pulumi.ResourceOptions(parent=parent)
     aws.s3.BucketServerSideEncryptionConfiguration(
@@ -227,11 +321,28 @@ def secure_bucket(
         child_name(name, "policy"),
         aws.s3.BucketPolicyArgs(
             bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn))),
+            policy=pulumi.Output.all(
+                bucket.arn, extra_statements(bucket.arn) if extra_statements else pulumi.Output.from_input([])
+            ).apply(lambda v: json.dumps(with_statements(tls_only_policy(v[0]), v[1]))),
         ),
         # S3 refuses policy writes racing the public access block update on the same bucket.
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[public_access]),
     )
+    if object_lock is not None:
+        aws.s3.BucketObjectLockConfiguration(
+            child_name(name, "object-lock"),
+            aws.s3.BucketObjectLockConfigurationInitArgs(
+                bucket=bucket.id,
+                object_lock_enabled="Enabled",
+                rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
+                    default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(
+                        mode=object_lock.mode.value, days=object_lock.retention_days
+                    )
+                ),
+            ),
+            # Object Lock needs versioning on first (S3 User Guide, "Enabling Object Lock on existing buckets").
+            opts=pulumi.ResourceOptions(parent=parent, depends_on=[versioning], protect=protect),
+        )
     aws.s3.BucketLifecycleConfiguration(
         child_name(name, "lifecycle"),
         aws.s3.BucketLifecycleConfigurationArgs(bucket=bucket.id, rules=list(rules)),

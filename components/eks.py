@@ -67,6 +67,15 @@ class AddonPlan:
     name: str
     version: str
     before_compute: bool
+    configuration: Mapping[str, Any] | None = None
+    """The add-on's configuration values (its JSON schema: `aws eks describe-addon-configuration`)."""
+
+
+# The VPC CNI's network policy agent is off by default; on, NetworkPolicy objects are enforced (eBPF on each
+# pod's interface). Key and string value as the EKS User Guide's "Restrict Pod network traffic with Kubernetes
+# network policies" passes them to `aws eks update-addon --configuration-values`; the aws-vpc-cni chart
+# (amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml) has the same top-level `enableNetworkPolicy`.
+VPC_CNI_CONFIGURATION: Mapping[str, Any] = {"enableNetworkPolicy": "true"}
 
 
 def addon_plan(spec: EksSpec) -> list[AddonPlan]:
@@ -80,7 +89,7 @@ def addon_plan(spec: EksSpec) -> list[AddonPlan]:
     return [
         AddonPlan("eks-pod-identity-agent", versions.pod_identity_agent, before_compute=True),
         AddonPlan("kube-proxy", versions.kube_proxy, before_compute=True),
-        AddonPlan("vpc-cni", versions.vpc_cni, before_compute=True),
+        AddonPlan("vpc-cni", versions.vpc_cni, before_compute=True, configuration=VPC_CNI_CONFIGURATION),
         AddonPlan("coredns", versions.coredns, before_compute=False),
         AddonPlan("aws-ebs-csi-driver", versions.ebs_csi_driver, before_compute=False),
     ]
@@ -232,6 +241,8 @@ class EksClusterArgs:
     """Protect the KMS keys and the cluster against deletion (prod)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """Global tags, repeated on launch-template instances, volumes and interfaces (default_tags miss them)."""
+    key_administrator_arns: Sequence[str] = ()
+    """Administrators of the secrets and node-volume keys besides the deploying principal."""
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -272,6 +283,8 @@ class EksCluster(pulumi.ComponentResource):
     """Kubernetes provider for this cluster (exec auth through `aws eks get-token`)."""
     kubeconfig: pulumi.Output[str]
     """The kubeconfig (JSON) the provider uses; it carries no credentials."""
+    account_id: pulumi.Output[str]
+    """The AWS account the cluster lives in."""
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:eks:EksCluster", name, None, opts)
@@ -279,6 +292,7 @@ class EksCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         partition = aws_partition(args.region)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        self.account_id = account_id
 
         # ------------------------------------------------------------------------------ control-plane role
         cluster_role = aws.iam.Role(
@@ -307,6 +321,7 @@ class EksCluster(pulumi.ComponentResource):
             alias=physical_name(args.name, "eks-secrets"),
             parent=self,
             protect=args.protect,
+            administrators=args.key_administrator_arns,
         )
         self.kms_key_arn = key.arn
 
@@ -320,6 +335,7 @@ class EksCluster(pulumi.ComponentResource):
             alias=physical_name(args.name, "eks-node-volumes"),
             parent=self,
             protect=args.protect,
+            administrators=args.key_administrator_arns,
         )
         self.node_volume_kms_key_arn = node_volume_key.arn
 
@@ -556,6 +572,7 @@ class EksCluster(pulumi.ComponentResource):
                 cluster_name=cluster.name,
                 addon_name=plan.name,
                 addon_version=plan.version,
+                configuration_values=json.dumps(plan.configuration) if plan.configuration else None,
                 # The add-on's settings are ours: overwrite drift on create and update.
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",

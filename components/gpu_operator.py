@@ -29,6 +29,7 @@ import pulumi_kubernetes as k8s
 from components.fleet_metrics import DCGM_CONFIG_MAP
 from components.k8s_common import GPU_TAINT_KEY, hyperpod_health_toleration, toleration
 from components.naming import child_name
+from components.tenancy import system_namespace_labels
 from stacks.catalog import Accelerator
 from stacks.schema import AmiFamily, GpuOperatorSpec, MigStrategy
 
@@ -146,7 +147,7 @@ class GpuOperator(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=NAMESPACE,
                 # The operands need host access (hostPath, privileged validator): PSA must allow it here.
-                labels={"pod-security.kubernetes.io/enforce": "privileged"},
+                labels=system_namespace_labels(NAMESPACE),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )

@@ -3,7 +3,11 @@
 `HyperPodCluster` builds, as children:
 - a lifecycle bucket (`sagemaker-` name prefix: SageMaker API reference, ClusterLifeCycleConfig.SourceS3Uri,
   "make sure the S3 bucket path starts with s3://sagemaker-"), encrypted with the data key, versioned, all
-  public access blocked, TLS only;
+  public access blocked, TLS only, and locked down: the scripts run as root on every node HyperPod creates or
+  recovers, and AWS's AmazonSageMakerFullAccess policy grants object access to every `sagemaker-*` bucket, so
+  the bucket policy denies reading the lifecycle prefix to all but the deploying principal and the execution
+  role, writing it to all but the deploying principal, and any upload not encrypted with the stack's key
+  (explicit denies beat any identity policy; docs/security.md);
 - the lifecycle scripts shipped in `components/lifecycle/<orchestrator>/`, uploaded under a content-hashed
   prefix (`hyperpod/lifecycle/<cluster>/<digest>/`): any changed script gives a new prefix, so the cluster's
   SourceS3Uri changes and HyperPod runs the new scripts on the nodes it creates next, while the objects
@@ -39,7 +43,8 @@ import pulumi_aws_native as aws_native
 from pulumi_aws_native import sagemaker
 
 from components.buckets import secure_bucket
-from components.naming import child_name, physical_name
+from components.kms import deployer_arn
+from components.naming import aws_partition, child_name, physical_name
 from components.sagemaker_roles import LIFECYCLE_KEY_ROOT, HyperPodExecutionRole, HyperPodExecutionRoleArgs
 from components.slurm_validation import validation_scripts
 from stacks.catalog import CATALOG
@@ -64,7 +69,55 @@ LIFECYCLE_NONCURRENT_DAYS = 7  # old bundle versions are never read again once t
 DIGEST_LENGTH = 16  # hex characters of the bundle digest in the key (64 bits: no practical collision)
 
 
+LIFECYCLE_READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
+LIFECYCLE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:RestoreObject")
+
 # --------------------------------------------------------------------------------------------- pure
+
+
+def execution_role_name(base_name: str) -> str:
+    """The execution role's physical name (fixed, so the lifecycle bucket's policy can name it before it exists)."""
+    return physical_name(base_name, "hyperpod-exec", max_length=64)
+
+
+def lifecycle_lockdown_statements(
+    bucket_arn: str, deployer_arn: str, execution_role_arn: str, kms_key_arn: str | None
+) -> list[dict[str, Any]]:
+    """Bucket policy statements that keep the lifecycle scripts to the deployer (read, write) and the execution
+    role (read only), and refuse uploads not encrypted with the stack's key."""
+    objects = f"{bucket_arn}/{LIFECYCLE_KEY_ROOT}/*"
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "DenyLifecycleReadExceptDeployerAndHyperPod",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(LIFECYCLE_READ_ACTIONS),
+            "Resource": objects,
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted({deployer_arn, execution_role_arn})}},
+        },
+        {
+            "Sid": "DenyLifecycleWriteExceptDeployer",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(LIFECYCLE_WRITE_ACTIONS),
+            "Resource": objects,
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": deployer_arn}},
+        },
+    ]
+    if kms_key_arn is not None:
+        # The key id condition is absent from uploads that rely on the bucket's default encryption: those are
+        # refused too, so every object says which key it was written with (and only this key will do).
+        statements.append(
+            {
+                "Sid": "DenyLifecycleUploadWithoutStackKey",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:PutObject",
+                "Resource": objects,
+                "Condition": {"StringNotEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": kms_key_arn}},
+            }
+        )
+    return statements
 
 
 def script_digest(body: bytes) -> str:
@@ -271,6 +324,10 @@ class HyperPodCluster(pulumi.ComponentResource):
         prefix = lifecycle_prefix(self.cluster_name, static)
 
         bucket = self._lifecycle_bucket(name, args)
+        # The bucket policy refuses uploads that do not name the stack's key (lifecycle_lockdown_statements).
+        sse: dict[str, Any] = (
+            {"server_side_encryption": "aws:kms", "kms_key_id": args.kms_key_arn} if args.kms_key_arn else {}
+        )
         objects = [
             aws.s3.BucketObjectv2(
                 child_name(name, "lifecycle", file_name.replace(".", "-").replace("_", "-")),
@@ -280,6 +337,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                     content=body.decode("utf-8"),
                     content_type="text/x-shellscript" if file_name.endswith((".sh", ".sbatch")) else "text/plain",
                     checksum_algorithm="SHA256",
+                    **sse,
                 ),
                 child,
             )
@@ -298,6 +356,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                         content=params,
                         content_type="application/json",
                         checksum_algorithm="SHA256",
+                        **sse,
                     ),
                     child,
                 )
@@ -394,6 +453,17 @@ class HyperPodCluster(pulumi.ComponentResource):
         )
 
     def _lifecycle_bucket(self, name: str, args: HyperPodClusterArgs) -> aws.s3.Bucket:
+        partition = aws_partition(args.region)
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        role_arn = account.apply(lambda a: f"arn:{partition}:iam::{a}:role/{execution_role_name(args.name)}")
+        deployer = deployer_arn(self)
+        key = pulumi.Output.from_input(args.kms_key_arn)
+
+        def lockdown(bucket_arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
+            return pulumi.Output.all(bucket_arn, deployer, role_arn, key).apply(
+                lambda v: lifecycle_lockdown_statements(v[0], v[1], v[2], v[3])
+            )
+
         expire_old_bundles = aws.s3.BucketLifecycleConfigurationRuleArgs(
             id="expire-old-bundles",
             status="Enabled",
@@ -413,6 +483,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             rules=[expire_old_bundles],
             parent=self,
             protect=args.protect,
+            extra_statements=lockdown,
         )
 
 

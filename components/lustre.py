@@ -10,6 +10,12 @@ Facts (checked for this module):
   security groups"). We attach the GPU nodes' EFA group as well, so clients and servers share one.
 - `subnet_ids` takes one subnet: a file system lives in one AZ (pulumi-aws 7 doc).
 - The log group's name must begin with `/aws/fsx` (pulumi-aws `log_configuration.destination` doc).
+- Root squash (`root_squash_configuration`): root on every client is mapped to `root_squash` (UID:GID), except
+  clients listed in `no_squash_nids` (pulumi-aws fsx.LustreFileSystem docs; FSx for Lustre User Guide, "Lustre
+  root squash"). A root container or node can then neither read nor change other teams' files.
+- The data repository association imports the changes `auto_import_events` names and exports only
+  `auto_export_events` (default none): the datasets bucket stays the source of truth, and a deletion on Lustre
+  never reaches it unless DELETED is chosen explicitly (the policy pack refuses that in prod).
 - DRAs "are supported on all FSx for Lustre 2.12 and 2.15 file systems, excluding scratch_1" (FSx API
   Reference, CreateDataRepositoryAssociation). So SCRATCH_2 on 2.15 gets the same DRA as PERSISTENT_2; the
   file-system-level `import_path`/`auto_import_policy` is the legacy link (pulumi-aws documents it for
@@ -30,7 +36,6 @@ from stacks.schema import FsxSpec
 LUSTRE_VERSION = "2.15"  # recommended for new file systems (CreateFileSystem FileSystemTypeVersion)
 # TCP port ranges Lustre (LNet) uses between clients and servers (User Guide, limit-access-security-groups).
 LUSTRE_PORT_RANGES: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
-DRA_EVENTS = ("NEW", "CHANGED", "DELETED")  # auto import and export of every kind of change
 LOG_LEVEL = "WARN_ERROR"  # data repository warnings and errors; DISABLED is the AWS default
 LOG_GROUP_PREFIX = "/aws/fsx/"
 
@@ -151,6 +156,11 @@ class LustreFileSystem(pulumi.ComponentResource):
                     destination=log_group.arn, level=LOG_LEVEL
                 ),
                 weekly_maintenance_start_time=spec.weekly_maintenance_start_time,
+                root_squash_configuration=aws.fsx.LustreFileSystemRootSquashConfigurationArgs(
+                    root_squash=spec.root_squash, no_squash_nids=list(spec.no_squash_nids) or None
+                )
+                if spec.root_squash
+                else None,
                 automatic_backup_retention_days=spec.automatic_backup_retention_days if persistent else None,
                 copy_tags_to_backups=True if backups else None,
                 # Deleting a protected (prod) persistent file system keeps a final backup.
@@ -176,8 +186,16 @@ class LustreFileSystem(pulumi.ComponentResource):
                 batch_import_meta_data_on_create=True,  # list what is already in the bucket
                 delete_data_in_filesystem=False,  # removing the link never deletes data
                 s3=aws.fsx.DataRepositoryAssociationS3Args(
-                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_EVENTS)),
-                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EVENTS)),
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(
+                        events=[e.value for e in spec.auto_import_events]
+                    )
+                    if spec.auto_import_events
+                    else None,
+                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(
+                        events=[e.value for e in spec.auto_export_events]
+                    )
+                    if spec.auto_export_events
+                    else None,
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),

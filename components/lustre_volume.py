@@ -1,12 +1,21 @@
-"""The Kubernetes side of FSx for Lustre: the FSx CSI driver add-on, and a statically provisioned
-PersistentVolume + PersistentVolumeClaim in each team namespace.
+"""The Kubernetes side of FSx for Lustre: the FSx CSI driver add-on, and in each team namespace two statically
+provisioned PersistentVolume + PersistentVolumeClaim pairs: the team's own directory, read-write, and the
+datasets directory, read-only.
 
-One PV per namespace: a PersistentVolume binds to exactly one PersistentVolumeClaim, and a claim lives in
-one namespace, so one PV cannot serve several teams. Each team gets its own PV (cluster-scoped, named after
-the team) with the same `volumeHandle`, DNS name and mount name -- every team mounts the same file system --
-pre-bound to that team's claim through `claimRef`, so no other claim can take it. The FSx CSI driver is not
-attachable (no VolumeAttachment), so several PVs naming one file system mount independently. Reclaim policy
-Retain: deleting a claim or a PV never touches the data.
+Isolation: a team's claim `fsx-lustre` mounts only `<team_directory>/<team>` of the file system, never its
+root, so it cannot see another team's checkpoints; its claim `fsx-datasets` mounts the data repository
+association's directory read-only. The driver mounts `<dnsname>@tcp:/<mountname>` and adds `ro` for a
+read-only volume (kubernetes-sigs/aws-fsx-csi-driver v1.7.0, pkg/driver/node.go NodePublishVolume), so a
+mountname of `<mount name>/<path>` is a Lustre subdirectory mount. Its CSIDriver declares no Ephemeral
+lifecycle mode, so a pod cannot mount the root through an inline CSI volume; PVs are cluster-scoped, which
+team RBAC does not grant. Root squash on the file system keeps root in a container from reading past file
+permissions (components/lustre.py). The team directories must exist with the team's ownership before the
+first mount: docs/security.md says how an administrator creates them.
+
+A PersistentVolume binds to exactly one claim, and a claim lives in one namespace, so each team gets its own
+PVs (cluster-scoped, named after the team), pre-bound to that team's claims through `claimRef`, so no other
+claim can take them. The FSx CSI driver is not attachable (no VolumeAttachment), so several PVs naming one
+file system mount independently. Reclaim policy Retain: deleting a claim or a PV never touches the data.
 
 IAM: a Pod Identity role for the controller's service account (`kube-system/fsx-csi-controller-sa`, as the
 issue asks and as the driver's other installs do) that can only describe file systems. The driver's AWS
@@ -39,7 +48,8 @@ from components.pod_identity import pod_identity_role
 ADDON_NAME = "aws-fsx-csi-driver"
 CSI_DRIVER = "fsx.csi.aws.com"
 MOUNT_OPTIONS = ("flock",)  # POSIX locks across clients (training frameworks lock checkpoint files)
-CLAIM_NAME = "fsx-lustre"  # the same claim name in every team namespace, so job specs are portable
+CLAIM_NAME = "fsx-lustre"  # the same claim names in every team namespace, so job specs are portable
+DATASETS_CLAIM_NAME = "fsx-datasets"
 # What each claim requests: the smallest Lustre file system. Kubernetes binds a claim to a PV whose capacity
 # is at least the request, and Lustre enforces no per-claim quota, so the request is nominal. Keeping it fixed
 # matters: pulumi-kubernetes replaces a claim whose storage request changes, and a replaced claim leaves its
@@ -57,8 +67,24 @@ CONTROLLER_POLICY: dict[str, Any] = {
 
 
 def volume_name(team_namespace: str) -> str:
-    """The cluster-scoped PV name for one team's view of the file system."""
-    return f"fsx-lustre-{team_namespace}"
+    """The cluster-scoped PV name of one team's directory. (Before team directories the PV was
+    `fsx-lustre-<team>` on the root: a new name makes Pulumi replace PV and claim together.)"""
+    return f"fsx-team-{team_namespace}"
+
+
+def datasets_volume_name(team_namespace: str) -> str:
+    """The cluster-scoped PV name of one team's read-only view of the datasets directory."""
+    return f"fsx-datasets-{team_namespace}"
+
+
+def team_path(team_directory: str, team_namespace: str) -> str:
+    """The team's directory on Lustre, for example `/teams/research`."""
+    return f"{team_directory.rstrip('/')}/{team_namespace}"
+
+
+def subdirectory_mount_name(mount_name: str, path: str) -> str:
+    """The `mountname` volume attribute that mounts `path` (absolute on the file system) instead of the root."""
+    return f"{mount_name}{path}"
 
 
 def capacity_quantity(capacity_gib: int) -> str:
@@ -73,20 +99,29 @@ def persistent_volume_spec(
     dns_name: pulumi.Input[str],
     mount_name: pulumi.Input[str],
     capacity_gib: int,
+    path: str,
+    claim: str = CLAIM_NAME,
+    read_only: bool = False,
 ) -> k8s.core.v1.PersistentVolumeSpecArgs:
-    """A static FSx for Lustre PV pre-bound to `namespace/fsx-lustre`."""
+    """A static FSx for Lustre PV of the directory `path`, pre-bound to `namespace/<claim>`."""
     return k8s.core.v1.PersistentVolumeSpecArgs(
         capacity={"storage": capacity_quantity(capacity_gib)},
         volume_mode="Filesystem",
-        access_modes=["ReadWriteMany"],
+        access_modes=["ReadOnlyMany" if read_only else "ReadWriteMany"],
         persistent_volume_reclaim_policy="Retain",
         storage_class_name="",  # static: no StorageClass, no dynamic provisioner
         mount_options=list(MOUNT_OPTIONS),
-        claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=namespace, name=CLAIM_NAME),
+        claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=namespace, name=claim),
         csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
             driver=CSI_DRIVER,
             volume_handle=file_system_id,
-            volume_attributes={"dnsname": dns_name, "mountname": mount_name},
+            volume_attributes={
+                "dnsname": dns_name,
+                "mountname": pulumi.Output.from_input(mount_name).apply(
+                    lambda name: subdirectory_mount_name(name, path)
+                ),
+            },
+            read_only=read_only or None,
         ),
     )
 
@@ -106,6 +141,10 @@ class LustreVolumeArgs:
     capacity_gib: int
     depends_on: Sequence[pulumi.Input[pulumi.Resource]] = field(default_factory=tuple)
     """Resources the claims wait for (the team namespaces)."""
+    team_directory: str = "/teams"
+    """Lustre directory holding one subdirectory per team (storage.fsx.team_directory)."""
+    datasets_path: str = "/datasets"
+    """Lustre directory of the datasets (the data repository association's file_system_path)."""
 
 
 class LustreVolume(pulumi.ComponentResource):
@@ -120,7 +159,9 @@ class LustreVolume(pulumi.ComponentResource):
     addon_arn: pulumi.Output[str]
     """ARN of the EKS add-on."""
     claims: dict[str, str]
-    """Team namespace -> name of its claim on the file system."""
+    """Team namespace -> name of its claim on its own directory."""
+    datasets_claims: dict[str, str]
+    """Team namespace -> name of its read-only claim on the datasets directory."""
     volume_names: dict[str, str]
     """Team namespace -> name of its PersistentVolume."""
 
@@ -155,40 +196,85 @@ class LustreVolume(pulumi.ComponentResource):
 
         self.claims = {}
         self.volume_names = {}
+        self.datasets_claims: dict[str, str] = {}
         for namespace in args.namespaces:
-            pv_name = volume_name(namespace)
-            volume = k8s.core.v1.PersistentVolume(
-                child_name(name, "pv", namespace),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=pv_name, labels=self._labels(namespace)),
-                spec=persistent_volume_spec(
-                    namespace=namespace,
-                    file_system_id=args.file_system_id,
-                    dns_name=args.dns_name,
-                    mount_name=args.mount_name,
-                    capacity_gib=args.capacity_gib,
-                ),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.addon]),
+            # Logical names of the team pair predate the datasets pair; keep them (the PV name change replaces).
+            self._pair(
+                name,
+                "",
+                namespace,
+                volume_name(namespace),
+                CLAIM_NAME,
+                team_path(args.team_directory, namespace),
+                args,
+                read_only=False,
             )
-            k8s.core.v1.PersistentVolumeClaim(
-                child_name(name, "pvc", namespace),
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=CLAIM_NAME, namespace=namespace, labels=self._labels(namespace)
-                ),
-                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                    access_modes=["ReadWriteMany"],
-                    storage_class_name="",
-                    volume_name=volume.metadata.name,
-                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(
-                        requests={"storage": capacity_quantity(CLAIM_REQUEST_GIB)}
-                    ),
-                ),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[volume, *args.depends_on]),
+            self._pair(
+                name,
+                "datasets",
+                namespace,
+                datasets_volume_name(namespace),
+                DATASETS_CLAIM_NAME,
+                args.datasets_path,
+                args,
+                read_only=True,
             )
             self.claims[namespace] = CLAIM_NAME
-            self.volume_names[namespace] = pv_name
+            self.datasets_claims[namespace] = DATASETS_CLAIM_NAME
+            self.volume_names[namespace] = volume_name(namespace)
 
         self.addon_arn = self.addon.arn
-        self.register_outputs({"addon_arn": self.addon_arn, "claims": self.claims, "volume_names": self.volume_names})
+        self.register_outputs(
+            {
+                "addon_arn": self.addon_arn,
+                "claims": self.claims,
+                "datasets_claims": self.datasets_claims,
+                "volume_names": self.volume_names,
+            }
+        )
+
+    def _pair(
+        self,
+        name: str,
+        kind: str,
+        namespace: str,
+        pv_name: str,
+        claim: str,
+        path: str,
+        args: LustreVolumeArgs,
+        *,
+        read_only: bool,
+    ) -> None:
+        """A PV of `path` and the claim `claim` in `namespace` bound to it."""
+        mode = "ReadOnlyMany" if read_only else "ReadWriteMany"
+        volume = k8s.core.v1.PersistentVolume(
+            child_name(name, *(p for p in ("pv", kind) if p), namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=pv_name, labels=self._labels(namespace)),
+            spec=persistent_volume_spec(
+                namespace=namespace,
+                file_system_id=args.file_system_id,
+                dns_name=args.dns_name,
+                mount_name=args.mount_name,
+                capacity_gib=args.capacity_gib,
+                path=path,
+                claim=claim,
+                read_only=read_only,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.addon]),
+        )
+        k8s.core.v1.PersistentVolumeClaim(
+            child_name(name, *(p for p in ("pvc", kind) if p), namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=claim, namespace=namespace, labels=self._labels(namespace)),
+            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                access_modes=[mode],
+                storage_class_name="",
+                volume_name=volume.metadata.name,
+                resources=k8s.core.v1.VolumeResourceRequirementsArgs(
+                    requests={"storage": capacity_quantity(CLAIM_REQUEST_GIB)}
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[volume, *args.depends_on]),
+        )
 
     @staticmethod
     def _labels(namespace: str) -> dict[str, Any]:

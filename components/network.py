@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pulumi
 import pulumi_aws as aws
@@ -106,6 +106,79 @@ def endpoint_service_name(region: str, service: str) -> str:
     return f"com.amazonaws.{region}.{service}"
 
 
+def aws_owned_buckets(region: str) -> list[str]:
+    """AWS-owned S3 buckets (name patterns) the nodes read through the gateway endpoint."""
+    return [
+        f"prod-{region}-starport-layer-bucket",
+        f"al2023-repos-{region}-*",
+        f"amazon-ssm-{region}",
+        f"amazon-ssm-packages-{region}",
+        f"aws-ssm-{region}",
+        f"aws-ssm-document-attachments-{region}",
+        f"{region}-birdwatcher-prod",
+        f"patch-baseline-snapshot-{region}",
+    ]
+
+
+def s3_gateway_endpoint_policy(partition: str, region: str, account_id: str) -> dict[str, Any]:
+    """The S3 gateway endpoint's policy: the account's principals on the account's buckets, plus anonymous reads
+    of the AWS-owned buckets nodes pull from. Nothing in the VPC can copy data to another account's bucket
+    through it (a data perimeter: AWS whitepaper "Building a data perimeter on AWS", resource perimeter).
+
+    AWS-owned buckets: ECR image layers (ECR User Guide, "Amazon ECR interface VPC endpoints": the minimum S3
+    gateway endpoint permissions, `prod-<region>-starport-layer-bucket`), the Amazon Linux 2023 package
+    repositories (AL2023 User Guide, "Using Amazon S3 gateway endpoints": `al2023-repos-<region>-*`), and the
+    buckets SSM Agent reads for updates, documents and patching (Systems Manager User Guide, "SSM Agent
+    communications with AWS managed S3 buckets"). An AWS-owned bucket not listed here is refused through the
+    endpoint (docs/security.md)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountPrincipalsToAccountBuckets",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:PrincipalAccount": account_id, "aws:ResourceAccount": account_id}},
+            },
+            {
+                "Sid": "AwsOwnedImageLayersAndPackages",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:GetObject",
+                "Resource": [f"arn:{partition}:s3:::{bucket}/*" for bucket in aws_owned_buckets(region)],
+            },
+        ],
+    }
+
+
+def interface_endpoint_policy(service: str, account_id: str) -> dict[str, Any]:
+    """An interface endpoint's policy: only the account's principals. The STS endpoint also takes web identity
+    federation (IRSA), whose caller is not yet an account principal; the role's trust policy decides."""
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "AccountPrincipalsOnly",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:PrincipalAccount": account_id}},
+        }
+    ]
+    if service == "sts":
+        statements.append(
+            {
+                "Sid": "WebIdentityFederation",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Resource": "*",
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
 def subnet_tags(base_name: str, plan: SubnetPlan) -> dict[str, str]:
     """Name and load-balancer role tags of a subnet."""
     role_tag = INTERNAL_ELB_TAG if plan.tier == "private" else PUBLIC_ELB_TAG
@@ -149,6 +222,8 @@ class Network(pulumi.ComponentResource):
     workload_security_group_id: pulumi.Output[str]
     """Egress-only group (all IPv4 egress, no ingress) for workloads that carry no EKS cluster security group:
     Slurm HyperPod nodes and SageMaker training jobs; FSx for Lustre admits it as a client."""
+    s3_endpoint_id: pulumi.Output[str]
+    """The S3 gateway endpoint (data buckets may deny requests that do not come through it)."""
     endpoint_security_group_id: pulumi.Output[str] | None
     """Security group of the interface endpoints (HTTPS from the VPC), when they exist."""
     flow_log_group_name: pulumi.Output[str]
@@ -261,17 +336,23 @@ class Network(pulumi.ComponentResource):
         self.private_route_table_ids = {az: rt.id for az, rt in private_rts.items()}
 
         # S3 gateway endpoint: free, and keeps dataset, checkpoint and ECR layer traffic off the NAT gateways.
-        aws.ec2.VpcEndpoint(
+        partition = aws_partition(args.region)
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        s3_endpoint = aws.ec2.VpcEndpoint(
             child_name(name, "s3"),
             aws.ec2.VpcEndpointArgs(
                 vpc_id=vpc.id,
                 service_name=endpoint_service_name(args.region, "s3"),
                 vpc_endpoint_type="Gateway",
                 route_table_ids=[rt.id for rt in private_rts.values()],
+                policy=pulumi.Output.json_dumps(
+                    account_id.apply(lambda account: s3_gateway_endpoint_policy(partition, args.region, account))
+                ),
                 tags={"Name": physical_name(args.name, "s3")},
             ),
             opts=child,
         )
+        self.s3_endpoint_id = s3_endpoint.id
 
         self.endpoint_security_group_id = None
         if spec.interface_endpoints:
@@ -306,6 +387,11 @@ class Network(pulumi.ComponentResource):
                         private_dns_enabled=True,
                         subnet_ids=list(self.private_subnet_ids.values()),
                         security_group_ids=[endpoint_sg.id],
+                        policy=pulumi.Output.json_dumps(
+                            account_id.apply(
+                                lambda account, service=service: interface_endpoint_policy(service, account)
+                            )
+                        ),
                         tags={"Name": physical_name(args.name, _key(service))},
                     ),
                     opts=child,
@@ -387,6 +473,7 @@ class Network(pulumi.ComponentResource):
                 "efa_security_group_id": self.efa_security_group_id,
                 "workload_security_group_id": self.workload_security_group_id,
                 "endpoint_security_group_id": self.endpoint_security_group_id,
+                "s3_endpoint_id": self.s3_endpoint_id,
                 "flow_log_group_name": self.flow_log_group_name,
             }
         )

@@ -256,7 +256,7 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
         account = _account_id(self)
         self.role = _sagemaker_role(
             child_name(name, "role"),
-            physical_name(args.name, "hyperpod-exec", max_length=64),
+            physical_name(args.name, "hyperpod-exec", max_length=64),  # hyperpod.execution_role_name
             "SageMaker HyperPod execution role (trainstack)",
             account,
             child,

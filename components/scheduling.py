@@ -37,6 +37,7 @@ from components.k8s_common import (
     toleration,
 )
 from components.naming import child_name
+from components.tenancy import system_namespace_labels, team_namespace_labels
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, KueueSpec, TeamSpec, TrainingOperatorSpec
 
@@ -223,11 +224,6 @@ def local_queue(
     )
 
 
-def team_namespace_labels(team: TeamSpec) -> dict[str, str]:
-    """Labels of a team namespace: the team label the ClusterQueues select on."""
-    return {TEAM_LABEL: team.name, "pod-security.kubernetes.io/warn": "baseline"}
-
-
 # ------------------------------------------------------------------------------------------ component
 
 
@@ -273,7 +269,9 @@ class Scheduling(pulumi.ComponentResource):
         self.training_operator = self._training_operator(name, args.training_operator, after)
 
         kueue_ns = k8s.core.v1.Namespace(
-            child_name(name, "kueue-ns"), metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE), opts=child
+            child_name(name, "kueue-ns"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE, labels=system_namespace_labels(KUEUE_NAMESPACE)),
+            opts=child,
         )
         # Kueue enables an integration only when its CRD exists, so the operator goes first.
         self.kueue_release = k8s.helm.v3.Release(
@@ -356,7 +354,9 @@ class Scheduling(pulumi.ComponentResource):
         if spec.kind == "kubeflow_trainer":
             namespace = k8s.core.v1.Namespace(
                 child_name(name, "trainer-ns"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=TRAINER_NAMESPACE),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=TRAINER_NAMESPACE, labels=system_namespace_labels(TRAINER_NAMESPACE)
+                ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             return k8s.helm.v3.Release(

@@ -34,6 +34,7 @@ from components.k8s_common import (
 )
 from components.naming import child_name
 from components.scheduling import local_queue
+from components.tenancy import system_namespace_labels
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
 
@@ -384,7 +385,9 @@ class ValidationJobs(pulumi.ComponentResource):
         after = list(args.after)
         self.namespace = k8s.core.v1.Namespace(
             child_name(name, "ns"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels={TEAM_LABEL: "platform-validation"}),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NAMESPACE, labels={TEAM_LABEL: "platform-validation", **system_namespace_labels(NAMESPACE)}
+            ),
             opts=pulumi.ResourceOptions(parent=self),
         )
         queue = local_queue(

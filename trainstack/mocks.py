@@ -161,6 +161,8 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "userId": "AIDAOFFLINEPLAN",
                 "id": ACCOUNT_ID,
             }, []
+        if token == "aws:iam/getSessionContext:getSessionContext":
+            return session_context(str(a.get("arn", ""))), []
         if token == "aws:index/getPartition:getPartition":
             return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, []
         if token == "aws:index/getRegion:getRegion":
@@ -256,3 +258,14 @@ def _policy_document(args: dict[str, Any]) -> dict[str, Any]:
             )
         statements.append(out)
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def session_context(arn: str) -> dict[str, Any]:
+    """What `aws.iam.get_session_context` answers: for an STS assumed-role ARN the role's IAM ARN (without its
+    path, which the session ARN does not carry), for any other principal the ARN itself."""
+    partition, account, resource = arn.split(":", 5)[1], arn.split(":", 5)[4], arn.split(":", 5)[5]
+    if resource.startswith("assumed-role/"):
+        role, session = resource.removeprefix("assumed-role/").split("/", 1)
+        issuer = f"arn:{partition}:iam::{account}:role/{role}"
+        return {"arn": arn, "issuerArn": issuer, "issuerId": "", "issuerName": role, "sessionName": session, "id": arn}
+    return {"arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": "", "id": arn}

@@ -75,7 +75,8 @@ from stacks.schema.sagemaker import (
     SlurmUserSpec,
     hyperpod_eks_version_problem,
 )
-from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
+from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
+from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
     "ACCELERATOR_LABEL",
@@ -104,9 +105,11 @@ __all__ = [
     "CapacitySpec",
     "CapacityType",
     "CatalogInstanceType",
+    "CheckpointLockSpec",
     "Cidr",
     "ClusterConfig",
     "CostSpec",
+    "DraEvent",
     "EfaDevicePluginSpec",
     "EfaLayout",
     "EksAddonVersions",
@@ -130,10 +133,12 @@ __all__ = [
     "NetworkSpec",
     "NeuronDevicePluginSpec",
     "NodeRepairSpec",
+    "ObjectLockMode",
     "PinnedImage",
     "PlacementMode",
     "RetentionDays",
     "SageMakerSpec",
+    "SecuritySpec",
     "SlurmSpec",
     "SlurmUserSpec",
     "Spec",

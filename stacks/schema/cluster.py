@@ -15,6 +15,7 @@ from stacks.schema.health import HealthSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
 from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
+from stacks.schema.security import SecuritySpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 
 
@@ -59,6 +60,9 @@ class ClusterConfig(Spec):
     sagemaker: SageMakerSpec = Field(default_factory=SageMakerSpec, description="Optional SageMaker HyperPod.")
     health: HealthSpec = Field(
         default_factory=HealthSpec, description="Node monitoring, auto repair, metrics, dashboards, alerts."
+    )
+    security: SecuritySpec = Field(
+        default_factory=SecuritySpec, description="Key administrators, image registries, data perimeter, Object Lock."
     )
 
     @model_validator(mode="after")
@@ -167,9 +171,33 @@ class ClusterConfig(Spec):
         on_eks = hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
         if on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
             problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
+        problems += self._security_problems()
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _security_problems(self) -> list[str]:
+        """The protections docs/security.md promises outside dev cannot be switched off in the stack file."""
+        if self.environment is Environment.DEV:
+            return []
+        problems = []
+        if self.storage.fsx.root_squash is None:
+            problems.append(
+                f"storage.fsx.root_squash is null: root squash is required in {self.environment.value} "
+                '(use "65534:65534" and list exempt administration hosts in storage.fsx.no_squash_nids)'
+            )
+        if self.environment is Environment.PROD:
+            if self.security.checkpoint_lock is None:
+                problems.append(
+                    "security.checkpoint_lock is unset: prod checkpoints need S3 Object Lock, for example "
+                    "{mode: GOVERNANCE, retention_days: 14}"
+                )
+            if self.security.data_buckets_vpc_only is False:
+                problems.append(
+                    "security.data_buckets_vpc_only is false: prod data buckets deny access from outside the VPC; "
+                    "exempt specific roles with security.outside_vpc_data_role_arns instead"
+                )
+        return problems
 
     @property
     def validation_candidates(self) -> list[GpuNodeGroupSpec]:
@@ -206,6 +234,12 @@ class ClusterConfig(Spec):
         if self.health.metrics is not None:
             return self.health.metrics
         return self.environment is not Environment.DEV
+
+    @property
+    def data_buckets_vpc_only(self) -> bool:
+        """Whether the data buckets deny access from outside the VPC: the setting, else on outside dev."""
+        setting = self.security.data_buckets_vpc_only
+        return self.environment is not Environment.DEV if setting is None else setting
 
     @property
     def protect_data(self) -> bool:

@@ -101,6 +101,11 @@ class TeamSpec(Spec):
 
     name: str = Field(pattern=DNS_LABEL, description="Team namespace name.")
     gpu_quota: int = Field(ge=0, description="Accelerators (GPUs or Neuron devices) the namespace may request at once.")
+    pod_security: Literal["baseline", "restricted"] = Field(
+        default="baseline",
+        description="Pod Security Standard the namespace enforces: baseline (no privileged pods, host "
+        "namespaces or host paths) or restricted (also non-root, no capabilities, a seccomp profile).",
+    )
     member_role_arns: list[Annotated[str, Field(pattern=ROLE_ARN_PATTERN)]] = Field(
         default_factory=list,
         description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from stacks import fsx_sizing
 from stacks.schema.base import RetentionDays, Spec
+
+
+class DraEvent(StrEnum):
+    """Kinds of change a data repository association imports or exports (FSx API, AutoImportPolicy/
+    AutoExportPolicy `Events`)."""
+
+    NEW = "NEW"
+    CHANGED = "CHANGED"
+    DELETED = "DELETED"
+
+
+# Root squash maps root on every client to this UID:GID (the conventional `nobody`), as the FSx for Lustre
+# User Guide's root squash example does.
+NOBODY = "65534:65534"
+# A Lustre client NID: an IPv4 address (each octet a number or a `[a-b]` range) on the tcp network
+# (FSx API, LustreRootSquashConfiguration.NoSquashNids).
+NID_PATTERN = r"^((\d{1,3}|\[\d{1,3}-\d{1,3}\])\.){3}(\d{1,3}|\[\d{1,3}-\d{1,3}\])@tcp$"
 
 
 class FsxDeploymentType(StrEnum):
@@ -63,6 +80,32 @@ class FsxSpec(Spec):
         default="/datasets",
         pattern=r"^/[A-Za-z0-9._/-]*$",
         description="Lustre directory the bucket prefix appears at (the data repository association's path).",
+    )
+    auto_import_events: list[DraEvent] = Field(
+        default_factory=lambda: [DraEvent.NEW, DraEvent.CHANGED, DraEvent.DELETED],
+        description="Changes in the datasets prefix that Lustre picks up automatically.",
+    )
+    auto_export_events: list[DraEvent] = Field(
+        default_factory=list,
+        description="Changes on Lustre written back to the datasets bucket. Empty (the default) keeps the "
+        "bucket the source of truth: no file system user can change or delete it. DELETED propagates every "
+        "deletion on Lustre to S3 and is refused in prod by the policy pack.",
+    )
+    root_squash: str | None = Field(
+        default=NOBODY,
+        pattern=r"^\d{1,10}:\d{1,10}$",
+        description="UID:GID that root on every client is mapped to, so a root container or node cannot read or "
+        "change other teams' files; null turns root squash off (dev only).",
+    )
+    no_squash_nids: list[Annotated[str, Field(pattern=NID_PATTERN)]] = Field(
+        default_factory=list,
+        description="Client NIDs exempt from root squash (an administration host that creates team "
+        "directories), for example 10.0.1.6@tcp or 10.0.[2-10].[1-255]@tcp.",
+    )
+    team_directory: str = Field(
+        default="/teams",
+        pattern=r"^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$",
+        description="Lustre directory holding one subdirectory per team; each team's claim mounts only its own.",
     )
     automatic_backup_retention_days: int = Field(
         default=0, ge=0, le=90, description="Daily automatic backups kept, PERSISTENT_2 only (0 is off)."

@@ -37,13 +37,18 @@ def test_two_buckets_each_fully_configured(protected) -> None:
         assert len(protected.by_type(f"aws:s3/{kind}")) == 2, kind
 
 
-def test_sse_kms_with_the_customer_key_and_bucket_key(protected) -> None:
-    key_arn = protected.one("aws:kms/key:Key").outputs["arn"]
+def test_sse_kms_with_a_separate_key_per_data_class(protected) -> None:
+    keys = {k.name.rsplit("-", 1)[0].removesuffix("-checkpoints"): k for k in protected.by_type("aws:kms/key:Key")}
+    arns = {key.outputs["arn"] for key in protected.by_type("aws:kms/key:Key")}
     sse_type = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    used = []
     for sse in protected.by_type(sse_type):
         [rule] = sse.inputs["rules"]
         assert rule["bucketKeyEnabled"] is True
-        assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key_arn}
+        assert rule["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
+        used.append(rule["applyServerSideEncryptionByDefault"]["kmsMasterKeyId"])
+    # Datasets and checkpoints: two buckets, two different customer keys.
+    assert len(keys) >= 1 and len(used) == 2 and set(used) == arns and len(set(used)) == 2
 
 
 def test_versioning_and_public_access_block(protected) -> None:
@@ -72,20 +77,29 @@ def test_lifecycle_rules_from_spec(protected) -> None:
         assert all(r["status"] == "Enabled" for r in rules.values())
 
 
+def _data_key(recording):
+    return next(k for k in recording.by_type("aws:kms/key:Key") if not k.name.endswith("checkpoints-key"))
+
+
 def test_key_rotates_with_an_explicit_policy(protected) -> None:
-    key = protected.one("aws:kms/key:Key")
+    key = _data_key(protected)
     assert key.inputs["enableKeyRotation"] is True
     statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
-    assert statements["AccountAdministersKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+    assert statements["AccountUsesKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+    assert "kms:*" not in statements["AccountUsesKeyThroughIam"]["Action"]
+    # Administration is separate: the deploying principal administers, nobody else may delete the key.
+    deny = statements["DenyDestructionExceptAdministrators"]
+    assert deny["Effect"] == "Deny" and set(deny["Action"]) == {"kms:ScheduleKeyDeletion", "kms:PutKeyPolicy"}
+    assert deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == statements["KeyAdministrators"]["Principal"]["AWS"]
     fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
     assert fsx["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
 
 
 def test_key_policy_partition_and_endpoint_follow_the_stack_region() -> None:
     # The mocks answer `aws` to the partition data source: only a partition derived from the region passes.
-    key = record(region="cn-north-1").one("aws:kms/key:Key")
+    key = _data_key(record(region="cn-north-1"))
     statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
-    assert statements["AccountAdministersKeyThroughIam"]["Principal"] == {"AWS": "arn:aws-cn:iam::123456789012:root"}
+    assert statements["AccountUsesKeyThroughIam"]["Principal"] == {"AWS": "arn:aws-cn:iam::123456789012:root"}
     fsx = statements["AllowFsxDataRepositoryThroughS3"]["Condition"]
     assert fsx["ArnLike"]["aws:PrincipalArn"].startswith("arn:aws-cn:iam::123456789012:role/aws-service-role/")
 

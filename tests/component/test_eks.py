@@ -232,7 +232,7 @@ def test_node_volume_key_lets_auto_scaling_launch_encrypted_volumes_in_every_env
         key = _key(rec, "-node-volume-key")
         assert key.inputs["enableKeyRotation"] is True and key.inputs["deletionWindowInDays"] == 30
         statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
-        assert statements["AccountAdministersKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+        assert statements["AccountUsesKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
         use = statements["AutoScalingUsesKeyForNodeVolumes"]
         assert use["Principal"] == {"AWS": slr} and "Condition" not in use
         assert sorted(use["Action"]) == sorted(
@@ -241,7 +241,7 @@ def test_node_volume_key_lets_auto_scaling_launch_encrypted_volumes_in_every_env
         grant = statements["AutoScalingGrantsForAttachedVolumes"]
         assert grant["Principal"] == {"AWS": slr} and grant["Action"] == "kms:CreateGrant"
         assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": True}}
-        assert len(statements) == 3
+        assert len(statements) == 5  # account use, administrators, the deny, and the two service statements
         alias = next(a for a in rec.by_type("aws:kms/alias:Alias") if a.inputs["targetKeyId"] == key.outputs["keyId"])
         assert alias.inputs["name"] == f"alias/trainstack-{stack}-eks-node-volumes"
 
@@ -252,7 +252,7 @@ def test_node_volume_key_policy_follows_the_partition():
     assert principals["AutoScalingGrantsForAttachedVolumes"] == (
         "arn:aws-cn:iam::111122223333:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
     )
-    assert principals["AccountAdministersKeyThroughIam"] == "arn:aws-cn:iam::111122223333:root"
+    assert principals["AccountUsesKeyThroughIam"] == "arn:aws-cn:iam::111122223333:root"
 
 
 def test_prod_protects_kms_keys_and_cluster():

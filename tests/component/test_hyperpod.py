@@ -162,6 +162,28 @@ def test_lifecycle_bucket_is_locked_down(eks_run: Recording) -> None:
     assert policy["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
+def test_lifecycle_prefix_is_the_deployers_and_read_only_for_the_execution_role(eks_run: Recording) -> None:
+    statements = {
+        s["Sid"]: s for s in json.loads(eks_run.one("aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])["Statement"]
+    }
+    deployer = "arn:aws:iam::123456789012:user/offline-plan"  # the mocks' caller: its session issuer is itself
+    role = eks_run.one("aws:iam/role:Role")
+    role_arn = f"arn:aws:iam::123456789012:role/{role.inputs['name']}"
+    read = statements["DenyLifecycleReadExceptDeployerAndHyperPod"]
+    write = statements["DenyLifecycleWriteExceptDeployer"]
+    assert read["Effect"] == write["Effect"] == "Deny" and read["Principal"] == "*"
+    assert read["Resource"].endswith("/hyperpod/lifecycle/*") and write["Resource"] == read["Resource"]
+    assert read["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": sorted([deployer, role_arn])}}
+    assert write["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": deployer}}
+    assert "s3:PutObject" in write["Action"] and "s3:GetObject" in read["Action"]
+    key = statements["DenyLifecycleUploadWithoutStackKey"]["Condition"]["StringNotEquals"]
+    assert key == {"s3:x-amz-server-side-encryption-aws-kms-key-id": "arn:aws:kms:us-east-1:123456789012:key/k"}
+    # ...and every upload names that key, so the deny never refuses our own scripts.
+    for script in eks_run.by_type("aws:s3/bucketObjectv2:BucketObjectv2"):
+        assert script.inputs["serverSideEncryption"] == "aws:kms"
+        assert script.inputs["kmsKeyId"] == "arn:aws:kms:us-east-1:123456789012:key/k"
+
+
 def test_slurm_cluster_settings(slurm_run: Recording) -> None:
     cluster = slurm_run.one(CLUSTER)
     assert "orchestrator" not in cluster.inputs  # Slurm is the API's orchestrator when none is given

@@ -89,12 +89,16 @@ def test_file_system_waits_for_its_security_group_rules(prod) -> None:
     assert set(rules) <= set(fs.dependencies)
 
 
-def test_dra_links_the_datasets_prefix_with_all_events(prod) -> None:
+def test_dra_imports_every_change_and_exports_nothing_by_default(prod) -> None:
     dra = prod.one(DRA).inputs
     assert dra["dataRepositoryPath"] == "s3://datasets-bkt/datasets/" and dra["fileSystemPath"] == "/datasets"
-    events = ["NEW", "CHANGED", "DELETED"]
-    assert dra["s3"] == {"autoImportPolicy": {"events": events}, "autoExportPolicy": {"events": events}}
+    # Import-only: no file system user can change or delete the bucket, the source of truth.
+    assert dra["s3"] == {"autoImportPolicy": {"events": ["NEW", "CHANGED", "DELETED"]}}
     assert dra["deleteDataInFilesystem"] is False
+
+
+def test_root_is_squashed_to_nobody(prod) -> None:
+    assert prod.one(FS).inputs["rootSquashConfiguration"] == {"rootSquash": "65534:65534"}
 
 
 def test_prod_protects_and_retains(prod) -> None:

@@ -50,19 +50,26 @@ def test_addon_controller_can_only_describe_file_systems(rec) -> None:
     ]
 
 
-def test_one_pv_per_team_with_the_file_system(rec) -> None:
+def test_each_team_gets_its_own_directory_and_the_datasets_read_only(rec) -> None:
     volumes = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.by_type(PV)}
-    assert set(volumes) == {"fsx-lustre-pretraining", "fsx-lustre-research"}
-    for name, spec in volumes.items():
-        assert spec["csi"] == {
-            "driver": CSI_DRIVER,
-            "volumeHandle": "fs-0123",
-            "volumeAttributes": {"dnsname": "fs-0123.fsx.us-east-1.amazonaws.com", "mountname": "abcd1234"},
+    teams = ("pretraining", "research")
+    assert set(volumes) == {f"fsx-{kind}-{team}" for kind in ("team", "datasets") for team in teams}
+    for team in teams:
+        own, datasets = volumes[f"fsx-team-{team}"], volumes[f"fsx-datasets-{team}"]
+        # A subdirectory mount: never the root, never another team's directory.
+        assert own["csi"]["volumeAttributes"] == {
+            "dnsname": "fs-0123.fsx.us-east-1.amazonaws.com",
+            "mountname": f"abcd1234/teams/{team}",
         }
-        assert spec["accessModes"] == ["ReadWriteMany"] and spec["persistentVolumeReclaimPolicy"] == "Retain"
-        assert spec["mountOptions"] == ["flock"] and spec["capacity"] == {"storage": "4800Gi"}
-        assert spec["storageClassName"] == ""
-        assert spec["claimRef"] == {"namespace": name.removeprefix("fsx-lustre-"), "name": "fsx-lustre"}
+        assert own["accessModes"] == ["ReadWriteMany"] and "readOnly" not in own["csi"]
+        assert own["claimRef"] == {"namespace": team, "name": "fsx-lustre"}
+        assert datasets["csi"]["volumeAttributes"]["mountname"] == "abcd1234/datasets"
+        assert datasets["csi"]["readOnly"] is True and datasets["accessModes"] == ["ReadOnlyMany"]
+        assert datasets["claimRef"] == {"namespace": team, "name": "fsx-datasets"}
+        for spec in (own, datasets):
+            assert spec["csi"]["driver"] == CSI_DRIVER and spec["csi"]["volumeHandle"] == "fs-0123"
+            assert spec["persistentVolumeReclaimPolicy"] == "Retain" and spec["mountOptions"] == ["flock"]
+            assert spec["capacity"] == {"storage": "4800Gi"} and spec["storageClassName"] == ""
 
 
 def test_each_claim_binds_its_own_volume(rec) -> None:
@@ -71,8 +78,8 @@ def test_each_claim_binds_its_own_volume(rec) -> None:
     for claim in claims:
         namespace = claim.inputs["metadata"]["namespace"]
         spec = claim.inputs["spec"]
-        assert spec["volumeName"] == f"fsx-lustre-{namespace}" and spec["storageClassName"] == ""
-        assert spec["accessModes"] == ["ReadWriteMany"]
+        kind = "team" if claim.inputs["metadata"]["name"] == "fsx-lustre" else "datasets"
+        assert spec["volumeName"] == f"fsx-{kind}-{namespace}" and spec["storageClassName"] == ""
         # A fixed, nominal request: a claim whose request changes is replaced, stranding its Retain PV.
         assert spec["resources"]["requests"] == {"storage": "1200Gi"}
 

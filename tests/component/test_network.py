@@ -170,3 +170,22 @@ def test_private_nodes_get_the_eks_auth_endpoint_for_pod_identity():
     sg = next(r for r in prod.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("endpoints-sg"))
     assert eks_auth.inputs["securityGroupIds"] == [sg.id]
     assert not [e for e in recorded("dev").by_type(ENDPOINT) if e.inputs["serviceName"].endswith(".eks-auth")]
+
+
+def test_endpoints_admit_only_the_accounts_principals() -> None:
+    rec = recorded("prod")
+    endpoints = rec.by_type("aws:ec2/vpcEndpoint:VpcEndpoint")
+    assert endpoints
+    for endpoint in endpoints:
+        statements = json.loads(endpoint.inputs["policy"])["Statement"]
+        conditioned = [s for s in statements if "Condition" in s]
+        assert conditioned[0]["Condition"]["StringEquals"]["aws:PrincipalAccount"] == "123456789012"
+        for statement in statements:
+            # Anything allowed without a condition is a named action on named resources, never everything.
+            if "Condition" not in statement:
+                assert statement["Action"] in ("s3:GetObject", "sts:AssumeRoleWithWebIdentity")
+        if endpoint.inputs["vpcEndpointType"] == "Gateway":
+            # Own buckets only: nothing in the VPC can copy data to another account's bucket through it.
+            assert conditioned[0]["Condition"]["StringEquals"]["aws:ResourceAccount"] == "123456789012"
+            [aws_owned] = [s for s in statements if "Condition" not in s]
+            assert all(arn.endswith("/*") and "us-east-1" in arn for arn in aws_owned["Resource"])

@@ -35,6 +35,7 @@ def test_every_rule_says_what_and_why() -> None:
             "gpu",
             "kubernetes",
             "sagemaker",
+            "security",
             "cost",
         }
         if isinstance(policy, ResourceValidationPolicy):

@@ -539,6 +539,152 @@ bad("hyperpod-vpc-efa-sg", lambda: mutated(staging(), HYPERPOD, drop("vpcConfig"
 bad("hyperpod-vpc-efa-sg", lambda: without(staging(), lambda r: r.name.endswith("-network-efa-self-egress")))
 na("hyperpod-vpc-efa-sg", prod)
 
+# ------------------------------------------------------------------------------------------- security
+NAMESPACE = "kubernetes:core/v1:Namespace"
+TEAM_NS = "-scheduling-team-research"
+PSA = "pod-security.kubernetes.io/enforce"
+
+
+def set_label(key: str, value: str | None) -> Callable[[dict[str, Any]], None]:
+    """Set (or, with None, remove) one metadata label; label keys contain dots, so set_path cannot."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        labels = inputs["metadata"].setdefault("labels", {})
+        if value is None:
+            labels.pop(key, None)
+        else:
+            labels[key] = value
+
+    return edit
+
+
+def edit_policy(edit: Callable[[list[dict[str, Any]]], None]) -> Callable[[dict[str, Any]], None]:
+    """Edit the statements of a JSON policy document input."""
+
+    def apply(inputs: dict[str, Any]) -> None:
+        document = json.loads(inputs["policy"])
+        edit(document["Statement"])
+        inputs["policy"] = json.dumps(document)
+
+    return apply
+
+
+def _allow_everything(statements: list[dict[str, Any]]) -> None:
+    statements[0]["Action"] = "kms:*"
+
+
+ok("k8s-namespace-pod-security", prod)
+ok("k8s-namespace-pod-security", staging)
+bad("k8s-namespace-pod-security", lambda: mutated(prod(), TEAM_NS, set_label(PSA, None)))  # warn only, as before
+bad("k8s-namespace-pod-security", lambda: mutated(prod(), TEAM_NS, set_label(PSA, "privileged")))
+bad(
+    "k8s-namespace-pod-security",
+    lambda: mutated(prod(), "-scheduling-kueue-ns", set_label(PSA, "privileged")),  # not a documented one
+)
+na("k8s-namespace-pod-security", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("k8s-team-network-isolation", prod)
+bad("k8s-team-network-isolation", lambda: without(prod(), lambda r: r.name.endswith("-research-np-default-deny")))
+bad(
+    "k8s-team-network-isolation",
+    lambda: mutated(
+        prod(), "-research-np-default-deny", set_path("spec.egress", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
+    ),
+)
+na("k8s-team-network-isolation", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("k8s-team-quotas", prod)
+bad("k8s-team-quotas", lambda: without(prod(), of_type("kubernetes:core/v1:LimitRange")))
+bad("k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-quota", drop("spec.hard.pods")))
+na("k8s-team-quotas", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("eks-network-policy-enabled", prod)
+bad("eks-network-policy-enabled", lambda: mutated(prod(), "-eks-vpc-cni", drop("configurationValues")))
+na("eks-network-policy-enabled", lambda: without(prod(), of_type("aws:eks/addon:Addon")))
+
+ok("k8s-allowed-registries", prod)
+bad(
+    "k8s-allowed-registries",
+    lambda: without(prod(), of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")),
+)
+bad(
+    "k8s-allowed-registries",
+    lambda: mutated(prod(), "-tenancy-registries-binding", set_path("spec.validationActions", ["Warn"])),
+)
+na("k8s-allowed-registries", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("fsx-root-squash", prod)
+ok("fsx-root-squash", dev)
+bad("fsx-root-squash", lambda: mutated(prod(), FSX, drop("rootSquashConfiguration")))
+bad("fsx-root-squash", lambda: mutated(prod(), FSX, set_path("rootSquashConfiguration.rootSquash", "0:0")))
+na("fsx-root-squash", lambda: without(prod(), of_type(FSX)))
+
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+ok("fsx-dra-no-delete-export", prod)
+bad(
+    "fsx-dra-no-delete-export", lambda: mutated(prod(), DRA, set_path("s3.autoExportPolicy.events", ["NEW", "DELETED"]))
+)
+na("fsx-dra-no-delete-export", lambda: without(prod(), of_type(DRA)))
+
+ok("fsx-team-isolation", prod)
+
+
+def _other_team(inputs: dict[str, Any]) -> None:
+    attributes = inputs["spec"]["csi"]["volumeAttributes"]
+    attributes["mountname"] = attributes["mountname"].replace("/research", "/pretraining")
+
+
+bad("fsx-team-isolation", lambda: mutated(prod(), "-lustre-volume-pv-research", _other_team))
+na("fsx-team-isolation", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
+
+LIFECYCLE_POLICY = "-hyperpod-lifecycle-bucket-policy"
+ok("hyperpod-lifecycle-locked", staging)
+bad(
+    "hyperpod-lifecycle-locked",
+    lambda: mutated(staging(), LIFECYCLE_POLICY, edit_policy(lambda st: st[:] and st.__delitem__(slice(1, None)))),
+)
+bad(
+    "hyperpod-lifecycle-locked",
+    lambda: mutated(staging(), LIFECYCLE_POLICY, edit_policy(lambda st: st.pop())),  # the key requirement
+)
+na("hyperpod-lifecycle-locked", prod)
+
+ok("s3-data-vpc-only", prod)
+ok("s3-data-vpc-only", staging)
+bad("s3-data-vpc-only", dev, level="advisory")  # dev's data buckets are reachable from outside its VPC
+bad("s3-data-vpc-only", dev, environment="prod")
+na("s3-data-vpc-only", lambda: without(prod(), of_type(*S3)))
+
+OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+ok("s3-checkpoints-object-lock", prod)
+bad("s3-checkpoints-object-lock", lambda: without(prod(), of_type(OBJECT_LOCK)))
+bad("s3-checkpoints-object-lock", lambda: mutated(prod(), OBJECT_LOCK, drop("rule")))
+na("s3-checkpoints-object-lock", lambda: without(prod(), of_type(*S3)))
+
+ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+ok("vpc-endpoint-policy", prod)
+bad("vpc-endpoint-policy", lambda: mutated(prod(), "-network-s3", drop("policy")))
+bad(
+    "vpc-endpoint-policy",
+    lambda: mutated(prod(), "-network-sts", edit_policy(lambda st: st[0].pop("Condition"))),
+)
+na("vpc-endpoint-policy", lambda: without(prod(), of_type(ENDPOINT)))
+
+KEY = "aws:kms/key:Key"
+ok("kms-admin-separation", prod)
+bad("kms-admin-separation", lambda: mutated(prod(), KEY, edit_policy(_allow_everything)))
+bad("kms-admin-separation", lambda: mutated(prod(), KEY, edit_policy(lambda st: st.pop())))  # the deny
+na("kms-admin-separation", lambda: without(prod(), of_type(KEY)))
+
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+ok("iam-no-sagemaker-full-access", staging)
+bad(
+    "iam-no-sagemaker-full-access",
+    lambda: mutated(staging(), ATTACHMENT, set_path("policyArn", "arn:aws:iam::aws:policy/AmazonSageMakerFullAccess")),
+)
+na("iam-no-sagemaker-full-access", lambda: without(staging(), of_type(ATTACHMENT, "aws:iam/role:Role")))
+
+
 # ----------------------------------------------------------------------------------------------- cost
 PROVIDER = "pulumi:providers:aws"
 ok("cost-tags", prod)

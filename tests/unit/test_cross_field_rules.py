@@ -106,3 +106,42 @@ def test_private_endpoint_without_interface_endpoints_is_refused_as_trainstack_p
     text = str(caught.value.render())
     assert "network.interface_endpoints" in text and "trainstack policy" in text
     assert "off NAT" in text
+
+
+def test_prod_without_checkpoint_lock_or_with_public_data_buckets_is_refused(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["security"].pop("checkpoint_lock")
+        cluster["security"]["data_buckets_vpc_only"] = False
+
+    messages = [p.message for p in problems_of(tmp_path, edit)]
+    assert any("security.checkpoint_lock is unset" in m and "GOVERNANCE" in m for m in messages)
+    assert any("security.data_buckets_vpc_only is false" in m for m in messages)
+
+
+def test_root_squash_off_is_dev_only(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["storage"]["fsx"]["root_squash"] = None
+
+    [problem] = problems_of(tmp_path, edit)
+    assert "storage.fsx.root_squash is null" in problem.message and "prod" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("key_administrator_arns", ["arn:aws:iam::444455556666:role/*"]),  # a wildcard would widen who deletes keys
+        ("allowed_image_registries", ["nvcr.io"]),  # without the slash nvcr.io.attacker.example would match
+    ],
+)
+def test_security_values_are_checked(tmp_path: Path, key: str, value: list[str]) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["security"][key] = value
+
+    [problem] = problems_of(tmp_path, edit)
+    assert problem.key.startswith(f"{FULL_KEY}.security.{key}")
+
+
+def test_data_buckets_are_vpc_only_outside_dev_by_default() -> None:
+    prod = edited_config("prod", lambda cluster: cluster["security"].pop("data_buckets_vpc_only", None))
+    dev = edited_config("dev", lambda cluster: None)
+    assert prod.data_buckets_vpc_only and not dev.data_buckets_vpc_only

@@ -22,6 +22,8 @@ def test_every_shipped_stack_carries_example_values_with_a_key_path(stack: str) 
 def real_values(raw: dict) -> None:
     raw["tags"]["owner"] = "ml-platform@acme.io"
     raw["eks"]["admin_role_arns"] = ["arn:aws:iam::210987654321:role/ml-platform-admin"]
+    if raw.get("security", {}).get("key_administrator_arns"):
+        raw["security"]["key_administrator_arns"] = ["arn:aws:iam::210987654321:role/ml-platform-admin"]
     if raw["eks"].get("public_access_cidrs"):
         raw["eks"]["public_access_cidrs"] = ["198.18.0.0/24"]  # not RFC 5737 (RFC 2544 benchmarking)
     for group in raw.get("gpu_node_groups", []):

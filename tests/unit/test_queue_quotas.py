@@ -14,9 +14,9 @@ from components.scheduling import (
     node_group_target,
     queue_targets,
     resource_flavor_spec,
-    team_namespace_labels,
     team_quota_hard,
 )
+from components.tenancy import team_namespace_labels
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec, default_ami_family
 

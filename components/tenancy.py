@@ -1,0 +1,391 @@
+"""What keeps teams on a shared GPU cluster apart: pod security levels, compute quotas and default limits,
+network policies, and the admission policy that restricts where images come from (docs/security.md).
+
+Pure functions decide every value; `Tenancy` only registers them:
+- per team namespace a ResourceQuota `compute` (CPU, memory, ephemeral storage and pods, sized so the team's
+  pods fit beside its accelerator quota), a LimitRange `defaults` (requests and limits for containers that
+  name none, so every pod counts against the quota), and NetworkPolicies: deny everything, then allow the
+  namespace itself, DNS, Lustre, HTTPS to AWS APIs and the Pod Identity agent;
+- one ValidatingAdmissionPolicy and its binding that refuse pods in team namespaces whose images come from
+  a registry outside the approved list (core Kubernetes, admissionregistration.k8s.io/v1, GA since 1.30).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.k8s_common import TEAM_LABEL
+from components.naming import child_name
+from stacks.catalog import CATALOG, InstanceType
+from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec
+
+# ------------------------------------------------------------------------------------------ pod security
+
+PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+PSA_PREFIX = "pod-security.kubernetes.io/"  # Kubernetes Pod Security Admission namespace labels
+PSA_ENFORCE = f"{PSA_PREFIX}enforce"
+# Marks the namespaces trainstack creates for teams: quotas, network policies and the registry policy select it.
+TENANT_LABEL = "trainstack.io/tenant"
+TENANT_TEAM = "team"
+
+# Why each namespace trainstack creates has its level. Team namespaces take theirs from the stack file.
+SYSTEM_POD_SECURITY: Mapping[str, tuple[PodSecurityLevel, str]] = {
+    "gpu-operator": ("privileged", "NVIDIA GPU Operator operands: hostPath, privileged validator and DCGM"),
+    "trainstack-validation": ("privileged", "dcgmi diag needs SYS_ADMIN, which baseline forbids"),
+    "kueue-system": ("baseline", "Kueue controller: no host access; restricted is warned and audited"),
+    "kubeflow-system": ("baseline", "Kubeflow Trainer and JobSet controllers: no host access"),
+}
+
+
+def pod_security_labels(enforce: PodSecurityLevel) -> dict[str, str]:
+    """Enforce `enforce`, and warn and audit at restricted so every gap to the strictest level shows up."""
+    return {PSA_ENFORCE: enforce, f"{PSA_PREFIX}warn": "restricted", f"{PSA_PREFIX}audit": "restricted"}
+
+
+def system_namespace_labels(namespace: str) -> dict[str, str]:
+    """The pod security labels of a system namespace trainstack creates (KeyError: add it to the table)."""
+    return pod_security_labels(SYSTEM_POD_SECURITY[namespace][0])
+
+
+def team_namespace_labels(team: TeamSpec) -> dict[str, str]:
+    """A team namespace: the team label the ClusterQueues select on, the tenant label, its pod security."""
+    return {TEAM_LABEL: team.name, TENANT_LABEL: TENANT_TEAM, **pod_security_labels(team.pod_security)}
+
+
+# ------------------------------------------------------------------------------------------------ quotas
+
+# kube-reserved on EKS-optimized AMIs (awslabs/amazon-eks-ami nodeadm, the same formula in bottlerocket-os):
+# memory 11 MiB per schedulable pod + 255 MiB; CPU 6% of the first core, 1% of the second, 0.5% of the third
+# and fourth, 0.25% of the rest; plus the kubelet's hard eviction threshold of 100 MiB memory.
+MAX_PODS_PER_NODE = 250  # the largest max-pods the EKS AMIs set: the memory reservation is an upper bound
+EVICTION_HARD_MIB = 100
+CPU_RESERVE_TIERS: tuple[tuple[int, float], ...] = ((1, 0.06), (1, 0.01), (2, 0.005), (10**6, 0.0025))
+# Pods beyond one per accelerator: MPI launchers, data loaders, a notebook. The pod quota stops a team from
+# exhausting pod IPs and the API server with a flood of small pods.
+POD_HEADROOM = 16
+
+
+def reserved_cpu_millicores(vcpus: int) -> int:
+    """CPU the EKS AMI reserves for the kubelet and container runtime on a node with `vcpus`."""
+    remaining, reserved = vcpus, 0.0
+    for cores, share in CPU_RESERVE_TIERS:
+        used = min(remaining, cores)
+        reserved += used * 1000 * share
+        remaining -= used
+    return math.ceil(reserved)
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """What pods can request on one node of a group, and how many accelerators and nodes the group has."""
+
+    device_resource: str
+    accelerators_per_node: int
+    nodes: int
+    cpu_millicores: int
+    memory_mib: int
+    ephemeral_gib: int
+
+
+def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int) -> NodeShape:
+    """Allocatable CPU, memory (less kube-reserved, eviction threshold and pre-allocated hugepages) and
+    ephemeral storage (the instance store when the node has one, else its root volume) of one node."""
+    memory = row.memory_gib * 1024 - (11 * MAX_PODS_PER_NODE + 255) - EVICTION_HARD_MIB - hugepages_mib
+    return NodeShape(
+        device_resource=row.device_resource,
+        accelerators_per_node=row.accelerator_count,
+        nodes=nodes,
+        cpu_millicores=row.vcpus * 1000 - reserved_cpu_millicores(row.vcpus),
+        memory_mib=memory,
+        ephemeral_gib=row.instance_store_gib or disk_gib,
+    )
+
+
+def node_shapes(
+    groups: Sequence[GpuNodeGroupSpec], hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+) -> list[NodeShape]:
+    """The shape of every accelerated group's nodes at its maximum size."""
+    shapes = [
+        node_shape(
+            CATALOG[g.instance_type],
+            g.max_size,
+            g.hugepages_2mi * 2 if g.efa_enabled else 0,
+            g.root_volume_size_gib,
+        )
+        for g in groups
+    ]
+    shapes += [
+        node_shape(CATALOG[g.ec2_instance_type], g.instance_count, 0, g.ebs_volume_size_gib) for g in hyperpod_groups
+    ]
+    return shapes
+
+
+def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str, str]:
+    """The namespace's CPU, memory, ephemeral-storage and pod quota.
+
+    A team holding `gpu_quota` accelerators of a kind occupies at most ceil(gpu_quota / accelerators per node)
+    nodes of a group of that kind (no more than the group has); it may use them on whichever group of that
+    kind has the most allocatable resources, so it gets the largest such share, once per accelerator kind
+    (the accelerator ResourceQuota counts each kind separately). What it gets is exactly what its
+    accelerators' nodes offer: its pods fit beside its GPUs, and it cannot take the rest of the cluster."""
+    cpu = memory = ephemeral = pods = 0
+    for kind in dict.fromkeys(s.device_resource for s in shapes):
+        best = (0, 0, 0, 0)
+        for shape in (s for s in shapes if s.device_resource == kind):
+            nodes = min(math.ceil(team.gpu_quota / shape.accelerators_per_node), shape.nodes)
+            accelerators = min(team.gpu_quota, nodes * shape.accelerators_per_node)
+            share = (
+                nodes * shape.cpu_millicores,
+                nodes * shape.memory_mib,
+                nodes * shape.ephemeral_gib,
+                accelerators,
+            )
+            best = max(best, share)
+        cpu, memory, ephemeral, pods = cpu + best[0], memory + best[1], ephemeral + best[2], pods + best[3]
+    return {
+        "requests.cpu": f"{cpu}m",
+        "limits.cpu": f"{cpu}m",
+        "requests.memory": f"{memory}Mi",
+        "limits.memory": f"{memory}Mi",
+        "requests.ephemeral-storage": f"{ephemeral}Gi",
+        "limits.ephemeral-storage": f"{ephemeral}Gi",
+        "pods": str(pods + POD_HEADROOM),
+    }
+
+
+# Defaults for containers that set no requests or limits: small, so a forgotten request is visible, never a node.
+DEFAULT_REQUEST = {"cpu": "100m", "memory": "256Mi", "ephemeral-storage": "1Gi"}
+DEFAULT_LIMIT = {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "10Gi"}
+
+
+def limit_range_limits() -> list[dict[str, Any]]:
+    """The LimitRange's container defaults: with limits.* in the quota, Kubernetes refuses a pod that names no
+    limit unless a LimitRange supplies one."""
+    return [{"type": "Container", "defaultRequest": dict(DEFAULT_REQUEST), "default": dict(DEFAULT_LIMIT)}]
+
+
+# ---------------------------------------------------------------------------------------- network policy
+
+DNS_PORT = 53
+# FSx for Lustre: TCP 988 and 1018-1023 (FSx for Lustre User Guide, "File system access control with Amazon VPC").
+LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
+HTTPS_PORT = 443
+# EKS Pod Identity agent: a host-network DaemonSet answering on the link-local 169.254.170.23, port 80
+# (EKS User Guide, "Set up the Amazon EKS Pod Identity Agent").
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+POD_IDENTITY_AGENT_PORT = 80
+ANYWHERE = "0.0.0.0/0"
+# CoreDNS pods carry k8s-app=kube-dns in kube-system (the EKS coredns add-on, as upstream).
+KUBE_SYSTEM_SELECTOR = {"kubernetes.io/metadata.name": "kube-system"}
+KUBE_DNS_SELECTOR = {"k8s-app": "kube-dns"}
+
+
+def _ports(protocol: str, ranges: Sequence[tuple[int, int]]) -> list[dict[str, Any]]:
+    return [{"protocol": protocol, "port": low, **({"endPort": high} if high != low else {})} for low, high in ranges]
+
+
+def network_policies(vpc_cidr: str, lustre: bool) -> dict[str, dict[str, Any]]:
+    """Spec per NetworkPolicy name in a team namespace. Policies are additive: `default-deny` selects every
+    pod for both directions with no rule, the others open exactly the flows training needs. EFA traffic is
+    RDMA through the device, not the kernel's IP stack, so it never meets a NetworkPolicy."""
+    everyone: dict[str, Any] = {}
+    policies: dict[str, dict[str, Any]] = {
+        "default-deny": {"podSelector": everyone, "policyTypes": ["Ingress", "Egress"]},
+        # NCCL bootstrap, MPI launchers and workers, torchrun rendezvous: all within the job's namespace.
+        "allow-same-namespace": {
+            "podSelector": everyone,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": everyone}]}],
+            "egress": [{"to": [{"podSelector": everyone}]}],
+        },
+        "allow-dns": {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": KUBE_SYSTEM_SELECTOR},
+                            "podSelector": {"matchLabels": KUBE_DNS_SELECTOR},
+                        }
+                    ],
+                    "ports": _ports("UDP", [(DNS_PORT, DNS_PORT)]) + _ports("TCP", [(DNS_PORT, DNS_PORT)]),
+                }
+            ],
+        },
+        # S3 (datasets, checkpoints through the gateway endpoint's public prefixes), ECR, STS and the other
+        # AWS APIs over interface endpoints or NAT: HTTPS only.
+        "allow-https": {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": ANYWHERE}}], "ports": _ports("TCP", [(HTTPS_PORT, HTTPS_PORT)])}],
+        },
+        "allow-pod-identity": {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}],
+                    "ports": _ports("TCP", [(POD_IDENTITY_AGENT_PORT, POD_IDENTITY_AGENT_PORT)]),
+                }
+            ],
+        },
+    }
+    if lustre:
+        policies["allow-lustre"] = {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": _ports("TCP", LUSTRE_PORTS)}],
+        }
+    return policies
+
+
+# -------------------------------------------------------------------------------------- image registries
+
+REGISTRY_POLICY_NAME = "trainstack-allowed-registries"
+
+
+def private_ecr_prefix(account_id: str, region: str) -> str:
+    """The account's private ECR registry in the stack's region (ECR User Guide, registry URI format)."""
+    return f"{account_id}.dkr.ecr.{region}.amazonaws.com/"
+
+
+def registry_expression(prefixes: Sequence[str]) -> str:
+    """CEL: every container, init container and ephemeral container image starts with an approved prefix."""
+    allowed = ", ".join(f"'{p}'" for p in prefixes)
+    return f"variables.images.all(image, [{allowed}].exists(prefix, image.startsWith(prefix)))"
+
+
+# Every image of a pod: containers always, init and ephemeral containers when present.
+IMAGES_EXPRESSION = (
+    "object.spec.containers.map(c, c.image)"
+    " + (has(object.spec.initContainers) ? object.spec.initContainers.map(c, c.image) : [])"
+    " + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.map(c, c.image) : [])"
+)
+
+
+def registry_policy_spec(prefixes: Sequence[str]) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy: pods (and their ephemeral containers) with an unapproved image are refused."""
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["pods", "pods/ephemeralcontainers"],
+                }
+            ]
+        },
+        "variables": [{"name": "images", "expression": IMAGES_EXPRESSION}],
+        "validations": [
+            {
+                "expression": registry_expression(prefixes),
+                "message": f"images in team namespaces must come from: {', '.join(prefixes)}",
+            }
+        ],
+    }
+
+
+def registry_binding_spec() -> dict[str, Any]:
+    """Bind the policy to team namespaces only, denying (not just warning)."""
+    return {
+        "policyName": REGISTRY_POLICY_NAME,
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {TENANT_LABEL: TENANT_TEAM}}},
+    }
+
+
+# ------------------------------------------------------------------------------------------- component
+
+
+@dataclass
+class TenancyArgs:
+    """Spec (teams, groups, registries) and wiring (the team namespaces, the account id)."""
+
+    teams: Sequence[TeamSpec]
+    node_groups: Sequence[GpuNodeGroupSpec]
+    namespaces: Mapping[str, k8s.core.v1.Namespace]
+    """Team name -> its Namespace (created by the scheduling component)."""
+    vpc_cidr: str
+    """Where FSx for Lustre's network interfaces live (the Lustre egress rule's destination)."""
+    lustre: bool
+    """Whether the stack has a Lustre file system (the Lustre egress rule)."""
+    allowed_registries: Sequence[str]
+    region: str
+    account_id: pulumi.Input[str]
+    """The account whose private ECR (in `region`) is approved too."""
+    hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+
+
+class Tenancy(pulumi.ComponentResource):
+    """Quotas, default limits and network policies per team namespace, and the image-registry admission policy.
+
+    Children: per team `<name>-<team>-quota`, `<name>-<team>-limits`, `<name>-<team>-np-<policy>`; and
+    `<name>-registries` with `<name>-registries-binding`."""
+
+    quotas: dict[str, dict[str, str]]
+    """Team -> its compute ResourceQuota (plain data)."""
+
+    def __init__(self, name: str, args: TenancyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:k8s:Tenancy", name, None, opts)
+        missing = sorted({t.name for t in args.teams} - set(args.namespaces))
+        if missing:
+            raise ValueError(f"{name}: no namespace given for teams {missing}")
+        child = pulumi.ResourceOptions(parent=self)
+        shapes = node_shapes(args.node_groups, args.hyperpod_groups)
+        self.quotas = {}
+        for team in args.teams:
+            namespace = args.namespaces[team.name].metadata.name
+            self.quotas[team.name] = team_compute_quota(team, shapes)
+            k8s.core.v1.ResourceQuota(
+                child_name(name, team.name, "quota"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
+                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=self.quotas[team.name]),
+                opts=child,
+            )
+            k8s.core.v1.LimitRange(
+                child_name(name, team.name, "limits"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace),
+                spec=k8s.core.v1.LimitRangeSpecArgs(
+                    limits=[k8s.core.v1.LimitRangeItemArgs(**_snake(item)) for item in limit_range_limits()]
+                ),
+                opts=child,
+            )
+            for policy, spec in network_policies(args.vpc_cidr, args.lustre).items():
+                k8s.networking.v1.NetworkPolicy(
+                    child_name(name, team.name, "np", policy),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
+                    spec=spec,
+                    opts=child,
+                )
+
+        prefixes = pulumi.Output.from_input(args.account_id).apply(
+            lambda account: [*args.allowed_registries, private_ecr_prefix(account, args.region)]
+        )
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            child_name(name, "registries"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=REGISTRY_POLICY_NAME),
+            spec=prefixes.apply(registry_policy_spec),
+            opts=child,
+        )
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            child_name(name, "registries-binding"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=REGISTRY_POLICY_NAME),
+            spec=registry_binding_spec(),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
+        self.register_outputs({"quotas": self.quotas})
+
+
+def _snake(item: Mapping[str, Any]) -> dict[str, Any]:
+    """LimitRangeItemArgs takes snake_case keyword names for the camelCase API fields."""
+    names = {"defaultRequest": "default_request"}
+    return {names.get(k, k): v for k, v in item.items()}

@@ -1,0 +1,433 @@
+"""Security-model rules (docs/security.md): what keeps teams apart on a shared GPU cluster and keeps data from
+being quietly read, poisoned or destroyed. Each rule guards one protection the program builds, so a later
+change cannot remove it without the review saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy.proxy import UnknownValueError
+
+from .base import (
+    EKS_ADDON,
+    FSX_LUSTRE,
+    IAM_ROLE,
+    IAM_ROLE_POLICY_ATTACHMENT,
+    KMS_KEY,
+    S3_BUCKETS,
+    Graph,
+    as_list,
+    config,
+    get,
+    graph,
+    items,
+    json_document,
+    resource_rule,
+    stack_rule,
+)
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
+PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+OBJECT_LOCK = (
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
+    "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2",
+)
+
+# The labels and tags the program sets (components/tenancy.py, components/buckets.py); kept here as data so the
+# pack imports nothing from the program (tests/unit/test_tenancy.py proves the copies equal).
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+TENANT_LABEL = "trainstack.io/tenant"
+TENANT_TEAM = "team"
+DATA_CLASS_TAG = "trainstack:data-class"
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+LEVELS = ("privileged", "baseline", "restricted")
+_DEFAULT_PRIVILEGED = ["gpu-operator", "trainstack-validation"]
+SAGEMAKER_FULL_ACCESS = "AmazonSageMakerFullAccess"
+
+
+def _labels(resource: PolicyResource) -> Mapping[str, Any]:
+    labels = get(resource.props, "metadata.labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def team_namespaces(g: Graph) -> list[PolicyResource]:
+    """Namespaces trainstack created for teams (the tenant label)."""
+    return [ns for ns in g.of_type(NAMESPACE) if _labels(ns).get(TENANT_LABEL) == TENANT_TEAM]
+
+
+def _in_namespace(g: Graph, namespace: PolicyResource, *types: str) -> list[PolicyResource]:
+    """Namespaced objects whose metadata was computed from `namespace` (its name output)."""
+    return g.referrers(namespace, "metadata", *types)
+
+
+def _statements(document: Any) -> list[Mapping[str, Any]]:
+    doc = json_document(document)
+    return [s for s in as_list(get(doc, "Statement")) if isinstance(s, Mapping)] if isinstance(doc, Mapping) else []
+
+
+# ------------------------------------------------------------------------------------------ pod security
+
+
+@resource_rule(
+    name="k8s-namespace-pod-security",
+    description="Every namespace trainstack creates enforces a Pod Security Standard: team namespaces at least "
+    "baseline (no privileged pods, host namespaces or hostPath: CIS EKS 4.2.x), privileged only for the system "
+    "components that need host access. A namespace that only warns lets anyone with pod create rights take a node.",
+    severity=Severity.CRITICAL,
+    types=[NAMESPACE],
+    config={
+        "privilegedNamespaces": {
+            "type": "array",
+            "items": {"type": "string"},
+            "uniqueItems": True,
+            "default": _DEFAULT_PRIVILEGED,
+            "description": "Namespaces allowed to enforce `privileged` (documented system components).",
+        },
+        "minTeamLevel": {
+            "type": "string",
+            "enum": ["baseline", "restricted"],
+            "default": "baseline",
+            "description": "The least a team namespace must enforce.",
+        },
+    },
+)
+def k8s_namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    name = str(get(args.props, "metadata.name", "?"))
+    labels = get(args.props, "metadata.labels", {})
+    level = labels[PSA_ENFORCE] if isinstance(labels, Mapping) and PSA_ENFORCE in iter(labels) else None
+    if level not in LEVELS:
+        report(f"namespace {name} does not enforce a Pod Security Standard ({PSA_ENFORCE} is {level!r}).")
+        return
+    if level == "privileged" and name not in config(args, "privilegedNamespaces", _DEFAULT_PRIVILEGED):
+        report(f"namespace {name} enforces privileged but is not a documented privileged system namespace.")
+    if isinstance(labels, Mapping) and labels.get(TENANT_LABEL) == TENANT_TEAM:
+        minimum = config(args, "minTeamLevel", "baseline")
+        if LEVELS.index(level) < LEVELS.index(minimum):
+            report(f"team namespace {name} enforces {level}, below {minimum}.")
+
+
+# ----------------------------------------------------------------------------------------------- tenancy
+
+
+@stack_rule(
+    name="k8s-team-network-isolation",
+    description="Each team namespace has a default-deny NetworkPolicy (every pod, ingress and egress, no rule), "
+    "so pods of one team cannot reach another's; the VPC CNI enforces it only with its policy agent on "
+    "(eks-network-policy-enabled). CIS EKS 4.3.2.",
+    severity=Severity.HIGH,
+)
+def k8s_team_network_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    namespaces = team_namespaces(g)
+    if not namespaces:
+        args.not_applicable("no team namespaces")
+    for namespace in namespaces:
+        deny_all = [
+            p
+            for p in _in_namespace(g, namespace, NETWORK_POLICY)
+            if get(p.props, "spec.podSelector") in ({}, None)
+            and {"Ingress", "Egress"} <= set(items(get(p.props, "spec.policyTypes")))
+            and not items(get(p.props, "spec.ingress"))
+            and not items(get(p.props, "spec.egress"))
+        ]
+        if not deny_all:
+            report(f"team namespace {namespace.name} has no default-deny NetworkPolicy.", namespace.urn)
+
+
+QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "pods")
+
+
+@stack_rule(
+    name="k8s-team-quotas",
+    description="Each team namespace has a ResourceQuota on CPU, memory, ephemeral storage and pods, and a "
+    "LimitRange, so a team cannot starve another's pods on the nodes both share beyond their GPU quota.",
+    severity=Severity.HIGH,
+)
+def k8s_team_quotas(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    namespaces = team_namespaces(g)
+    if not namespaces:
+        args.not_applicable("no team namespaces")
+    for namespace in namespaces:
+        hard: set[str] = set()
+        for quota in _in_namespace(g, namespace, RESOURCE_QUOTA):
+            value = get(quota.props, "spec.hard", {})
+            hard |= set(value) if isinstance(value, Mapping) else set()
+        missing = [k for k in QUOTA_KEYS if k not in hard]
+        if missing:
+            report(f"team namespace {namespace.name} has no quota on {missing}.", namespace.urn)
+        if not _in_namespace(g, namespace, LIMIT_RANGE):
+            report(f"team namespace {namespace.name} has no LimitRange.", namespace.urn)
+
+
+@resource_rule(
+    name="eks-network-policy-enabled",
+    description="The VPC CNI add-on runs its network policy agent (configuration `enableNetworkPolicy`): without "
+    "it NetworkPolicy objects are accepted and silently not enforced (EKS User Guide, network policies).",
+    severity=Severity.HIGH,
+    types=[EKS_ADDON],
+)
+def eks_network_policy_enabled(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if get(args.props, "addonName") != "vpc-cni":
+        args.not_applicable("not the vpc-cni add-on")
+        return
+    values = json_document(get(args.props, "configurationValues"))
+    if str(get(values, "enableNetworkPolicy", "")).lower() != "true":
+        report("the vpc-cni add-on does not set enableNetworkPolicy to true: NetworkPolicies are not enforced.")
+
+
+def _selects_teams(match_labels: Any) -> bool:
+    return (
+        isinstance(match_labels, Mapping)
+        and TENANT_LABEL in iter(match_labels)
+        and match_labels[TENANT_LABEL] == TENANT_TEAM
+    )
+
+
+@stack_rule(
+    name="k8s-allowed-registries",
+    description="A ValidatingAdmissionPolicy bound with action Deny to the team namespaces restricts their images "
+    "to approved registries (supply chain: an image from anywhere runs with the team's data and credentials).",
+    severity=Severity.MEDIUM,
+)
+def k8s_allowed_registries(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    if not team_namespaces(g):
+        args.not_applicable("no team namespaces")
+    policies = {get(p.props, "metadata.name") for p in g.of_type(VAP)}
+    bound = [
+        b
+        for b in g.of_type(VAP_BINDING)
+        if "Deny" in items(get(b.props, "spec.validationActions"))
+        and get(b.props, "spec.policyName") in policies
+        and _selects_teams(get(b.props, "spec.matchResources.namespaceSelector.matchLabels"))
+    ]
+    if not bound:
+        report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
+
+
+# ----------------------------------------------------------------------------------------------- storage
+
+
+@resource_rule(
+    name="fsx-root-squash",
+    description="Lustre squashes root to an unprivileged UID:GID, so root in a container or on a node cannot "
+    "read or change other teams' files (FSx for Lustre User Guide, Lustre root squash).",
+    severity=Severity.HIGH,
+    types=[FSX_LUSTRE],
+)
+def fsx_root_squash(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    squash = str(get(args.props, "rootSquashConfiguration.rootSquash", ""))
+    if not squash or squash.split(":")[0] == "0":
+        report(f"root squash is off (rootSquash {squash or 'unset'}): root on any client owns every file.")
+
+
+@resource_rule(
+    name="fsx-dra-no-delete-export",
+    description="The data repository association does not export deletions: with DELETED exported, removing a "
+    "file on Lustre deletes it from the datasets bucket, the source of truth.",
+    severity=Severity.HIGH,
+    types=[DRA],
+)
+def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    events = [str(e) for e in items(get(args.props, "s3.autoExportPolicy.events"))]
+    if "DELETED" in events:
+        report(f"autoExportPolicy exports {events}: deletions on Lustre reach the bucket.")
+
+
+@resource_rule(
+    name="fsx-team-isolation",
+    description="Each team's writable FSx volume mounts its own directory (`.../<its namespace>`), never the file "
+    "system's root nor another team's directory, so one team cannot read or overwrite another's checkpoints.",
+    severity=Severity.HIGH,
+    types=[PERSISTENT_VOLUME],
+)
+def fsx_team_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    # A resource rule: the mount name comes from the file system's output, unknown until it exists, so preview
+    # reports it as not checkable rather than a stack rule going blind.
+    if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
+        args.not_applicable("not an FSx for Lustre volume")
+        return
+    if get(args.props, "spec.csi.readOnly") is True:
+        args.not_applicable("read-only volume")
+        return
+    team = str(get(args.props, "spec.claimRef.namespace", ""))
+    mount = str(get(args.props, "spec.csi.volumeAttributes.mountname", "")).strip("/")
+    if "/" not in mount:
+        report(f"the volume gives {team or 'its claim'} the file system root read-write (mountname {mount!r}).")
+    elif not team or not mount.endswith(f"/{team}"):
+        report(f"the volume of {team or 'an unbound claim'} mounts {mount!r}, not a directory named after the team.")
+
+
+# -------------------------------------------------------------------------------------------------- S3
+
+
+def _bucket_statements(g: Graph, bucket: PolicyResource) -> list[Mapping[str, Any]] | None:
+    """The statements of the bucket's policies; None while a policy is unknown. A bucket policy names its
+    bucket's ARN, so on a stack's first preview it is unknown; the pack checks it again at `pulumi up`, when
+    stack policies see every value, and on every later preview."""
+    try:
+        return [s for p in g.referrers(bucket, "bucket", BUCKET_POLICY) for s in _statements(get(p.props, "policy"))]
+    except UnknownValueError:
+        return None
+
+
+def _known_policies(
+    args: StackValidationArgs, g: Graph, buckets: list[PolicyResource]
+) -> list[tuple[PolicyResource, list[Mapping[str, Any]]]]:
+    """Each bucket with its policy statements, skipping policies not known yet (not applicable when none is)."""
+    known = [(b, statements) for b in buckets if (statements := _bucket_statements(g, b)) is not None]
+    if buckets and not known:
+        args.not_applicable("the bucket policies are computed when the buckets are created; checked at pulumi up")
+    return known
+
+
+def _denies(statement: Mapping[str, Any], action: str) -> bool:
+    actions = [str(a) for a in as_list(statement.get("Action"))]
+    return statement.get("Effect") == "Deny" and any(a in (action, "s3:*", "*") for a in actions)
+
+
+def _condition_keys(statement: Mapping[str, Any]) -> set[str]:
+    condition = statement.get("Condition")
+    if not isinstance(condition, Mapping):
+        return set()
+    return {str(k) for block in condition.values() if isinstance(block, Mapping) for k in block}
+
+
+def _data_buckets(g: Graph, *classes: str) -> list[PolicyResource]:
+    return [b for b in g.of_type(*S3_BUCKETS) if get(b.props, f"tags.{DATA_CLASS_TAG}") in classes]
+
+
+@stack_rule(
+    name="hyperpod-lifecycle-locked",
+    description="The HyperPod lifecycle bucket (`sagemaker-*`, which AmazonSageMakerFullAccess reaches) denies "
+    "writing its scripts to every principal but the deployer, reading them to all but the deployer and the "
+    "execution role, and uploads not encrypted with the stack's key: on_create.sh runs as root on every node.",
+    severity=Severity.CRITICAL,
+)
+def hyperpod_lifecycle_locked(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    buckets = [
+        b
+        for b in g.of_type(*S3_BUCKETS)
+        if str(get(b.props, "bucketPrefix") or get(b.props, "bucket") or "").startswith("sagemaker-")
+    ]
+    if not buckets:
+        args.not_applicable("no sagemaker-* bucket")
+    for bucket, statements in _known_policies(args, g, buckets):
+        for action in ("s3:PutObject", "s3:GetObject"):
+            if not any(_denies(s, action) and "aws:PrincipalArn" in _condition_keys(s) for s in statements):
+                report(f"{bucket.name}: no deny of {action} for principals other than the allowed ones.", bucket.urn)
+        key_id = "s3:x-amz-server-side-encryption-aws-kms-key-id"
+        if not any(_denies(s, "s3:PutObject") and key_id in _condition_keys(s) for s in statements):
+            report(f"{bucket.name}: uploads without the stack's KMS key are not denied.", bucket.urn)
+
+
+@stack_rule(
+    name="s3-data-vpc-only",
+    description="The datasets and checkpoints buckets deny object access that does not come through the VPC's "
+    "S3 endpoint (aws:SourceVpce), so leaked credentials cannot read or wipe training data from elsewhere.",
+    severity=Severity.HIGH,
+)
+def s3_data_vpc_only(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    buckets = _data_buckets(g, "datasets", "checkpoints")
+    if not buckets:
+        args.not_applicable("no data buckets")
+    for bucket, statements in _known_policies(args, g, buckets):
+        if not any(_denies(s, "s3:GetObject") and "aws:SourceVpce" in _condition_keys(s) for s in statements):
+            report(f"{bucket.name}: object access from outside the VPC's S3 endpoint is not denied.", bucket.urn)
+
+
+@stack_rule(
+    name="s3-checkpoints-object-lock",
+    description="The checkpoints bucket has S3 Object Lock with a default retention: versioning alone lets "
+    "anyone with s3:DeleteObjectVersion erase every copy of a model (S3 User Guide, Object Lock).",
+    severity=Severity.HIGH,
+)
+def s3_checkpoints_object_lock(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    buckets = _data_buckets(g, "checkpoints")
+    if not buckets:
+        args.not_applicable("no checkpoints bucket")
+    for bucket in buckets:
+        locks = [
+            lock
+            for lock in g.referrers(bucket, "bucket", *OBJECT_LOCK)
+            if get(lock.props, "rule.defaultRetention.mode") in ("GOVERNANCE", "COMPLIANCE")
+            and (get(lock.props, "rule.defaultRetention.days") or get(lock.props, "rule.defaultRetention.years"))
+        ]
+        if not locks:
+            report(f"{bucket.name}: no Object Lock default retention.", bucket.urn)
+
+
+@resource_rule(
+    name="vpc-endpoint-policy",
+    description="Every VPC endpoint has a policy narrower than the default full access (conditions on the "
+    "principal's or resource's account, or named resources): an endpoint is otherwise a path for copying "
+    "data to any account (AWS data perimeter guidance).",
+    severity=Severity.MEDIUM,
+    types=[VPC_ENDPOINT],
+)
+def vpc_endpoint_policy(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    statements = _statements(get(args.props, "policy"))
+    if not statements:
+        report("the endpoint has no policy: AWS applies full access for every principal and resource.")
+    for statement in statements:
+        unconditioned = statement.get("Effect") == "Allow" and not statement.get("Condition")
+        wide = "*" in [str(r) for r in as_list(statement.get("Resource"))]
+        any_action = any(str(a) == "*" or str(a).endswith(":*") for a in as_list(statement.get("Action")))
+        if unconditioned and wide and any_action:
+            report(f"statement {statement.get('Sid', '?')} allows every action on every resource without condition.")
+
+
+# ---------------------------------------------------------------------------------------------- IAM/KMS
+
+
+@resource_rule(
+    name="kms-admin-separation",
+    description="Key policies name administrators separately from users: no statement allows kms:* (IAM could "
+    "then make anyone an administrator), and an explicit deny keeps ScheduleKeyDeletion and PutKeyPolicy to "
+    "the administrators (KMS Developer Guide, key policies; CIS AWS 3.x key management).",
+    severity=Severity.HIGH,
+    types=[KMS_KEY],
+)
+def kms_admin_separation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    statements = _statements(get(args.props, "policy"))
+    for statement in statements:
+        if statement.get("Effect") == "Allow" and any(
+            str(a) in ("kms:*", "*") for a in as_list(statement.get("Action"))
+        ):
+            report(f"statement {statement.get('Sid', '?')} allows kms:*: administration is not separated from use.")
+    for action in ("kms:ScheduleKeyDeletion", "kms:PutKeyPolicy"):
+        guarded = any(
+            statement.get("Effect") == "Deny"
+            and action in [str(a) for a in as_list(statement.get("Action"))]
+            and "aws:PrincipalArn" in _condition_keys(statement)
+            for statement in statements
+        )
+        if not guarded:
+            report(f"{action} is not denied to principals other than the key administrators.")
+
+
+@resource_rule(
+    name="iam-no-sagemaker-full-access",
+    description="No role gets AmazonSageMakerFullAccess: it grants object access to every `sagemaker-*` bucket, "
+    "HyperPod's lifecycle bucket included, whose scripts run as root on every node.",
+    severity=Severity.HIGH,
+    types=[IAM_ROLE_POLICY_ATTACHMENT, IAM_ROLE],
+)
+def iam_no_sagemaker_full_access(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    arns = [str(get(args.props, "policyArn", ""))] + [str(a) for a in items(get(args.props, "managedPolicyArns"))]
+    if any(arn.endswith(f"/{SAGEMAKER_FULL_ACCESS}") for arn in arns):
+        report(f"{SAGEMAKER_FULL_ACCESS} is attached: every holder can rewrite HyperPod lifecycle scripts.")

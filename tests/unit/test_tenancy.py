@@ -1,0 +1,132 @@
+"""Pure tenancy rules: pod security labels, compute quotas sized from the nodes, network policies, registries."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from components import tenancy
+from components.buckets import DATA_CLASS_TAG
+from components.k8s_common import TEAM_LABEL
+from components.lustre_volume import CSI_DRIVER
+from components.tenancy import (
+    LUSTRE_PORTS,
+    PSA_ENFORCE,
+    TENANT_LABEL,
+    TENANT_TEAM,
+    network_policies,
+    node_shapes,
+    pod_security_labels,
+    registry_expression,
+    reserved_cpu_millicores,
+    system_namespace_labels,
+    team_compute_quota,
+    team_namespace_labels,
+)
+from policies.rules import security as rules
+from stacks.catalog import CATALOG
+from stacks.schema import TeamSpec
+from tests.conftest import stack_config
+
+
+def test_every_level_warns_and_audits_at_restricted() -> None:
+    for level in ("privileged", "baseline", "restricted"):
+        labels = pod_security_labels(level)
+        assert labels[PSA_ENFORCE] == level
+        assert labels["pod-security.kubernetes.io/warn"] == labels["pod-security.kubernetes.io/audit"] == "restricted"
+
+
+def test_team_namespaces_enforce_their_level_and_carry_the_tenant_label() -> None:
+    labels = team_namespace_labels(TeamSpec(name="research", gpu_quota=8, pod_security="restricted"))
+    assert labels[TEAM_LABEL] == "research" and labels[TENANT_LABEL] == TENANT_TEAM
+    assert labels[PSA_ENFORCE] == "restricted"
+    assert team_namespace_labels(TeamSpec(name="a", gpu_quota=1))[PSA_ENFORCE] == "baseline"
+
+
+def test_only_documented_system_namespaces_are_privileged() -> None:
+    privileged = {ns for ns, (level, _why) in tenancy.SYSTEM_POD_SECURITY.items() if level == "privileged"}
+    assert privileged == set(rules._DEFAULT_PRIVILEGED)
+    with pytest.raises(KeyError):
+        system_namespace_labels("some-new-namespace")  # a new namespace must be added to the table first
+
+
+def test_reserved_cpu_follows_the_eks_ami_tiers() -> None:
+    # 6% of core 1, 1% of core 2, 0.5% of cores 3-4, 0.25% of the rest (in millicores).
+    assert reserved_cpu_millicores(1) == 60
+    assert reserved_cpu_millicores(2) == 70
+    assert reserved_cpu_millicores(4) == 80
+    assert reserved_cpu_millicores(192) == math.ceil(80 + 188 * 2.5)
+
+
+@given(st.integers(min_value=1, max_value=448))
+def test_reserved_cpu_grows_and_stays_small(vcpus: int) -> None:
+    reserved = reserved_cpu_millicores(vcpus)
+    assert reserved_cpu_millicores(vcpus + 1) >= reserved
+    assert 0 < reserved < vcpus * 1000 * 0.07
+
+
+@given(gpu_quota=st.integers(min_value=0, max_value=256))
+def test_a_team_quota_is_exactly_its_gpu_share_of_the_nodes(gpu_quota: int) -> None:
+    prod = stack_config("prod")
+    shapes = node_shapes(prod.gpu_node_groups)
+    [shape] = shapes
+    quota = team_compute_quota(TeamSpec(name="t", gpu_quota=gpu_quota), shapes)
+    nodes = min(math.ceil(gpu_quota / shape.accelerators_per_node), shape.nodes)
+    assert quota["requests.cpu"] == quota["limits.cpu"] == f"{nodes * shape.cpu_millicores}m"
+    assert quota["requests.memory"] == f"{nodes * shape.memory_mib}Mi"
+    assert quota["requests.ephemeral-storage"] == f"{nodes * shape.ephemeral_gib}Gi"
+    assert int(quota["pods"]) == min(gpu_quota, shape.nodes * shape.accelerators_per_node) + tenancy.POD_HEADROOM
+
+
+def test_allocatable_is_below_capacity_and_leaves_the_hugepages_out() -> None:
+    prod = stack_config("prod")
+    group = prod.gpu_node_groups[0]
+    row = CATALOG[group.instance_type]
+    [shape] = node_shapes([group])
+    assert shape.cpu_millicores < row.vcpus * 1000
+    assert shape.memory_mib <= row.memory_gib * 1024 - group.hugepages_2mi * 2 - 100
+    assert shape.ephemeral_gib == row.instance_store_gib  # containerd and pods live on the NVMe RAID0
+
+
+def test_each_accelerator_kind_adds_its_own_share() -> None:
+    staging = stack_config("staging")
+    hyperpod = staging.sagemaker.hyperpod.instance_groups
+    shapes = node_shapes(staging.gpu_node_groups, hyperpod)
+    team = TeamSpec(name="t", gpu_quota=16)
+    node_group, hyperpod_group = (team_compute_quota(team, [shape]) for shape in shapes)
+    both = team_compute_quota(team, shapes)
+    # Both groups offer nvidia.com/gpu: the team's 16 GPUs may be on either, so it gets the larger share once,
+    # not the sum (HyperPod nodes pre-allocate no hugepages, so theirs is larger).
+    memory = [int(q["requests.memory"].removesuffix("Mi")) for q in (node_group, hyperpod_group, both)]
+    assert memory[2] == max(memory[:2]) < memory[0] + memory[1]
+    assert both["pods"] == node_group["pods"]
+
+
+def test_default_deny_then_only_the_flows_training_needs() -> None:
+    policies = network_policies("10.0.0.0/16", lustre=True)
+    assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    lustre = policies["allow-lustre"]["egress"][0]
+    assert lustre["to"] == [{"ipBlock": {"cidr": "10.0.0.0/16"}}]
+    assert [(p["port"], p.get("endPort", p["port"])) for p in lustre["ports"]] == list(LUSTRE_PORTS)
+    assert {p["protocol"] for p in policies["allow-dns"]["egress"][0]["ports"]} == {"UDP", "TCP"}
+    # Nothing but the namespace itself may connect in.
+    ingress = [rule for spec in policies.values() for rule in spec.get("ingress", [])]
+    assert ingress == [{"from": [{"podSelector": {}}]}]
+    assert "allow-lustre" not in network_policies("10.0.0.0/16", lustre=False)
+
+
+def test_registry_expression_names_every_prefix() -> None:
+    expression = registry_expression(["nvcr.io/nvidia/", "public.ecr.aws/"])
+    assert expression.startswith("variables.images.all(image, ")
+    assert "'nvcr.io/nvidia/'" in expression and "'public.ecr.aws/'" in expression
+
+
+def test_policy_pack_copies_equal_the_program() -> None:
+    """The pack imports nothing from the program; its copies of the program's names must stay equal."""
+    assert rules.PSA_ENFORCE == PSA_ENFORCE
+    assert (rules.TENANT_LABEL, rules.TENANT_TEAM) == (TENANT_LABEL, TENANT_TEAM)
+    assert rules.DATA_CLASS_TAG == DATA_CLASS_TAG
+    assert rules.FSX_CSI_DRIVER == CSI_DRIVER
