@@ -39,6 +39,7 @@ from components.fleet_metrics import (
 )
 from components.naming import child_name, physical_name
 from components.pod_identity import pod_identity_role
+from components.tenancy import system_namespace_labels
 from stacks.schema import HealthSpec
 
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
@@ -275,8 +276,7 @@ class FleetHealth(pulumi.ComponentResource):
             child_name(name, "ns"),
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=MONITORING_NAMESPACE,
-                # node-exporter needs the host's network, PID namespace and /sys.
-                labels={"pod-security.kubernetes.io/enforce": "privileged"},
+                labels=system_namespace_labels(MONITORING_NAMESPACE),
             ),
             opts=child,
         )

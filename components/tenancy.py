@@ -38,6 +38,7 @@ TENANT_TEAM = "team"
 SYSTEM_POD_SECURITY: Mapping[str, tuple[PodSecurityLevel, str]] = {
     "gpu-operator": ("privileged", "NVIDIA GPU Operator operands: hostPath, privileged validator and DCGM"),
     "trainstack-validation": ("privileged", "dcgmi diag needs SYS_ADMIN, which baseline forbids"),
+    "trainstack-monitoring": ("privileged", "node-exporter and its EFA counter sidecar read host network, PID, /sys"),
     "kueue-system": ("baseline", "Kueue controller: no host access; restricted is warned and audited"),
     "kubeflow-system": ("baseline", "Kubeflow Trainer and JobSet controllers: no host access"),
 }

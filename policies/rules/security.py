@@ -51,7 +51,7 @@ TENANT_TEAM = "team"
 DATA_CLASS_TAG = "trainstack:data-class"
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 LEVELS = ("privileged", "baseline", "restricted")
-_DEFAULT_PRIVILEGED = ["gpu-operator", "trainstack-validation"]
+_DEFAULT_PRIVILEGED = ["gpu-operator", "trainstack-monitoring", "trainstack-validation"]
 SAGEMAKER_FULL_ACCESS = "AmazonSageMakerFullAccess"
 
 
