@@ -7,6 +7,7 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
+from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kueue_trainer_problem
 from stacks.schema.base import DNS_LABEL, REGION_PATTERN, Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
@@ -118,9 +119,31 @@ class ClusterConfig(Spec):
                 f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
                 "(remove the null to use the pinned default chart_version)"
             )
+        problems += self._version_pairings()
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _version_pairings(self) -> list[str]:
+        """Known-broken pairings of versions that must move together (stacks/compatibility.py)."""
+        problems = []
+        k8s = self.kubernetes
+        if k8s.training_operator.kind == "kubeflow_trainer":
+            why = kueue_trainer_problem(k8s.kueue.chart_version, k8s.training_operator.version)
+            if why:
+                problems.append(f"kubernetes.kueue.chart_version / kubernetes.training_operator.version: {why}")
+        why = kube_proxy_problem(self.eks.version, self.eks.addons.kube_proxy)
+        if why:
+            problems.append(f"eks.addons.kube_proxy: {why}")
+        for i, group in enumerate(self.gpu_node_groups):
+            why = (
+                efa_plugin_problem(k8s.efa_device_plugin.chart_version, group.instance_type)
+                if group.efa_enabled
+                else None
+            )
+            if why:
+                problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
+        return problems
 
     @property
     def validation_candidates(self) -> list[GpuNodeGroupSpec]:
