@@ -11,13 +11,14 @@ from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
 from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
-from components.lustre_volume import LustreVolume, LustreVolumeArgs
+from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.naming import default_tags
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
+from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
@@ -206,6 +207,19 @@ if lustre is not None:
         opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
     )
     pulumi.export("fsx_claims", lustre_volume.claims)
+if k8s_spec.training_operator.kind == "kubeflow_trainer" and cluster.gpu_node_groups:
+    # Trainer's chart installs no runtimes: trainstack's own, per GPU group, with its taint, EFA and Lustre.
+    runtimes = TrainingRuntimes(
+        f"{cluster.name}-training-runtimes",
+        TrainingRuntimesArgs(
+            spec=k8s_spec.training_operator.runtimes,
+            node_groups=cluster.gpu_node_groups,
+            lustre_claim=CLAIM_NAME if lustre is not None else None,
+            after=[scheduling.training_operator],
+        ),
+        opts=k8s_opts,
+    )
+    pulumi.export("training_runtimes", sorted(runtimes.runtimes))
 target = cluster.validation_node_group
 if k8s_spec.validation and k8s_spec.validation.enabled and target is None:
     pulumi.log.warn("kubernetes.validation is on but no NVIDIA EFA GPU group exists: no NCCL/DCGM jobs planned")

@@ -53,6 +53,7 @@ from stacks.schema.kubernetes import (
     NeuronDevicePluginSpec,
     PinnedImage,
     TeamSpec,
+    TrainerRuntimesSpec,
     TrainingOperatorSpec,
     ValidationSpec,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "SystemNodeGroupSpec",
     "TagsSpec",
     "TeamSpec",
+    "TrainerRuntimesSpec",
     "TrainingOperatorSpec",
     "ValidationSpec",
     "ami_families_for",

@@ -52,7 +52,9 @@ Contract = Callable[[Recording], Iterable[ContractViolation]]
 
 def _contracts() -> tuple[Contract, ...]:
     """Every contract the plan runs. Each module owns one family of rules; add a module's checker here."""
-    return ()
+    from trainstack.contracts import compatibility, crds, helm_values  # they import this module's types
+
+    return (helm_values.check, crds.check, compatibility.check)
 
 
 def check(recording: Recording, contracts: Iterable[Contract] | None = None) -> tuple[ContractViolation, ...]:
