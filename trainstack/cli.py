@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -185,7 +186,7 @@ class ProgramFailed(Exception):
 
 
 def plan(args: argparse.Namespace) -> int:
-    from trainstack.diff import diff_reports
+    from trainstack.diff import ResourceChange, apply_ignore_changes, diff_reports, diff_violations
     from trainstack.report import json_report, markdown, text
     from trainstack.report.model import build_report
     from trainstack.review import review
@@ -202,13 +203,19 @@ def plan(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty()
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, str(path))
-    report = build_report(cluster, recording, review(recording, cluster.environment.value))
-
     diff = None
     baseline = None
-    if baseline_cluster is not None:
+    ignored: tuple[ResourceChange, ...] = ()
+    if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
-        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against))
+        recording, ignored = apply_ignore_changes(baseline, recording)
+    report = build_report(cluster, recording, review(recording, cluster.environment.value))
+    if baseline_cluster is not None and baseline is not None:
+        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against), ignored)
+        if report.policy is not None and (refused := diff_violations(diff)):
+            report = dataclasses.replace(
+                report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + refused)
+            )
 
     if args.format == "json":
         rendered = json_report.render(report, baseline, diff)

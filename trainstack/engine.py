@@ -53,7 +53,7 @@ class RecordedResource:
     provider: str  # "<provider urn>::<provider id>", empty for components and providers
     id: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
-    ignore_changes: tuple[str, ...] = ()  # input paths the engine leaves alone after creation
+    ignore_changes: tuple[str, ...] = ()  # input paths `pulumi up` leaves as they are after creation
 
     @property
     def provider_urn(self) -> str:
