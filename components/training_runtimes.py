@@ -5,7 +5,8 @@ has no runtime templates; 2.2.0 is the first chart that installs them), and upst
 tolerate the GPU taint nor request EFA devices. Per GPU node group, trainstack installs two:
 
 - `trainstack-torch-<group>`: torchrun (Trainer's torch policy), one process per accelerator;
-- `trainstack-mpi-<group>`: Open MPI launcher + ssh workers (Trainer's MPI policy), for DeepSpeed or MPI jobs.
+- `trainstack-mpi-<group>` (NVIDIA groups): Open MPI launcher + ssh workers (Trainer's MPI policy), for
+  DeepSpeed or MPI jobs.
 
 Each pins its pods to the group (node selector and the taint tolerated), requests every accelerator, EFA device
 and the hugepages of a node (EFA groups; without the EFA request NCCL silently falls back to TCP sockets), and
@@ -32,7 +33,7 @@ import pulumi_kubernetes as k8s
 
 from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, taint_key, toleration
 from components.naming import child_name
-from stacks.catalog import CATALOG
+from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import GpuNodeGroupSpec, TrainerRuntimesSpec
 
 TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -221,7 +222,11 @@ def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre_
 
 
 def runtime_names(group: GpuNodeGroupSpec) -> dict[str, str]:
-    return {"torch": f"trainstack-torch-{group.name}", "mpi": f"trainstack-mpi-{group.name}"}
+    """The group's runtimes by kind: torch everywhere, MPI on NVIDIA groups (its image is CUDA's Open MPI stack)."""
+    names = {"torch": f"trainstack-torch-{group.name}"}
+    if CATALOG[group.instance_type].accelerator is Accelerator.NVIDIA:
+        names["mpi"] = f"trainstack-mpi-{group.name}"
+    return names
 
 
 # ------------------------------------------------------------------------------------------ component
@@ -250,12 +255,8 @@ class TrainingRuntimes(pulumi.ComponentResource):
         after = pulumi.ResourceOptions(parent=self, depends_on=list(args.after))
         self.runtimes = {}
         for group in args.node_groups:
-            names = runtime_names(group)
-            specs = {
-                "torch": torch_runtime_spec(group, args.spec, args.lustre_claim),
-                "mpi": mpi_runtime_spec(group, args.spec, args.lustre_claim),
-            }
-            for kind, runtime_name in names.items():
+            build = {"torch": torch_runtime_spec, "mpi": mpi_runtime_spec}
+            for kind, runtime_name in runtime_names(group).items():
                 self.runtimes[runtime_name] = k8s.apiextensions.CustomResource(
                     child_name(name, group.name, kind),
                     api_version=TRAINER_API_VERSION,
@@ -263,7 +264,7 @@ class TrainingRuntimes(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         name=runtime_name, labels={"trainer.kubeflow.org/framework": kind}
                     ),
-                    spec=specs[kind],
+                    spec=build[kind](group, args.spec, args.lustre_claim),
                     opts=after,
                 )
         self.register_outputs({"runtimes": sorted(self.runtimes)})

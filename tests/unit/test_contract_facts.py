@@ -83,3 +83,42 @@ def test_flattening_quotes_dotted_keys_and_marks_free_maps() -> None:
     script.flatten_values({"a": {"b.c": 1, "d": {}}, "e": [1]}, "", values, free)
     assert values == {"": "object", "a": "object", 'a."b.c"': "integer", "a.d": "object", "e": "array"}
     assert free == {"a.d"}
+
+
+def test_a_values_schema_is_enforced_where_a_chart_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None of today's pinned charts ships values.schema.json; the path that checks one still works."""
+    from trainstack.contracts import helm_values
+    from trainstack.contracts.facts import ChartFacts, Source
+    from trainstack.engine import RecordedResource, Recording
+
+    fields: dict = {}
+    _script().flatten_schema(
+        {
+            "type": "object",
+            "required": ["replicas"],
+            "properties": {"replicas": {"type": "integer", "minimum": 1}, "mode": {"enum": ["a", "b"]}},
+        },
+        "",
+        fields,
+    )
+    source = Source("example/chart", "v1.0.0", "chart/values.schema.json")
+    facts = ChartFacts(
+        "demo", "1.0.0", source, {"": "object", "replicas": "integer", "mode": "string"}, frozenset(), fields, source
+    )
+    monkeypatch.setattr(helm_values, "chart_facts", lambda chart, version: facts)
+    release = RecordedResource(
+        type="kubernetes:helm.sh/v3:Release",
+        name="demo",
+        urn="urn:pulumi:s::p::kubernetes:helm.sh/v3:Release::demo",
+        parent="",
+        custom=True,
+        inputs={"chart": "demo", "version": "1.0.0", "values": {"replicas": 0, "mode": "c"}},
+        dependencies=(),
+        property_dependencies={},
+        protect=False,
+        retain_on_delete=False,
+        provider="",
+    )
+    found = {v.path: v for v in helm_values.check(Recording("s", False, (release,), {}))}
+    assert "must be >= 1" in found["values.replicas"].rule and "must be one of" in found["values.mode"].rule
+    assert found["values.mode"].source == "example/chart@v1.0.0:chart/values.schema.json"
