@@ -161,3 +161,22 @@ def test_a_broken_contract_fails_the_plan_naming_resource_path_and_source(
         c["path"] == "values.toolkit.enable" and "gpu-operator-release" in c["urn"] and "values.yaml" in c["source"]
         for c in found
     )
+
+
+def test_the_mpijob_meets_the_mpi_operator_crd() -> None:
+    from components.validation_jobs import mpijob_spec, nccl_plan
+    from trainstack.contracts.facts import crd_facts
+
+    cluster = edited_config("prod", lambda raw: raw["kubernetes"]["training_operator"].update(kind="mpi_operator"))
+    validation, target = cluster.kubernetes.validation, cluster.gpu_node_groups[0]
+    assert validation is not None
+    (facts,) = crd_facts("kubeflow.org/v2beta1", "MPIJob")
+    body = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "nccl-all-reduce"},
+        "spec": mpijob_spec(nccl_plan(validation, target), target, validation.nccl_tests_image),
+    }
+    assert crds.schema_problems(facts.fields, body) == []
+    body["spec"]["mpiImplementation"] = "OpenMpi"
+    assert [p.path for p in crds.schema_problems(facts.fields, body)] == ["spec.mpiImplementation"]
