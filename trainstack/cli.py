@@ -29,8 +29,11 @@ from pathlib import Path
 from typing import TextIO
 
 from stacks.load import ConfigError, load_file, stack_file
+from stacks.placeholders import find as find_placeholders
 from stacks.schema import ClusterConfig, json_schema
 from trainstack.engine import Recording, run_program
+from trainstack.report.model import Report
+from trainstack.review import Violation
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -182,6 +185,34 @@ class ProgramFailed(Exception):
     """__main__.py raised under the mock engine."""
 
 
+def with_violations(report: Report, extra: tuple[Violation, ...]) -> Report:
+    """The report with violations the pack cannot see (the diff's, the example values) added to its review."""
+    if report.policy is None or not extra:
+        return report
+    return dataclasses.replace(
+        report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + extra)
+    )
+
+
+PLACEHOLDER_POLICY = "deploy-example-value"
+
+
+def placeholder_advisories(cluster: ClusterConfig) -> tuple[Violation, ...]:
+    """One advisory per example value: fine offline, refused by `pulumi up` (components/deploy_guard.py)."""
+    return tuple(
+        Violation(
+            policy=PLACEHOLDER_POLICY,
+            level="advisory",
+            severity="high",
+            urn="",
+            type="",
+            name=p.path,
+            message=f"{p.render()} (`pulumi up` refuses example values)",
+        )
+        for p in find_placeholders(cluster)
+    )
+
+
 # ------------------------------------------------------------------------------------------------ commands
 
 
@@ -209,13 +240,13 @@ def plan(args: argparse.Namespace) -> int:
     if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
-    report = build_report(cluster, recording, review(recording, cluster.environment.value))
+    report = with_violations(
+        build_report(cluster, recording, review(recording, cluster.environment.value)),
+        placeholder_advisories(cluster),
+    )
     if baseline_cluster is not None and baseline is not None:
         diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against), ignored)
-        if report.policy is not None and (refused := diff_violations(diff)):
-            report = dataclasses.replace(
-                report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + refused)
-            )
+        report = with_violations(report, diff_violations(diff))
 
     if args.format == "json":
         rendered = json_report.render(report, baseline, diff)

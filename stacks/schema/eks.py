@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import Cidr, RetentionDays, Spec
+from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, Cidr, RetentionDays, Spec
 
 
 class LogType(StrEnum):
@@ -48,6 +48,9 @@ class SystemNodeGroupSpec(Spec):
     desired_size: int = Field(default=2, ge=1, description="Nodes at creation.")
     max_size: int = Field(default=4, ge=1, description="Maximum nodes.")
     disk_size_gib: int = Field(default=100, ge=20, le=16384, description="gp3 root volume in GiB.")
+    ami_release_version: AmiReleaseVersion | None = Field(
+        default=None, description="Pinned EKS AL2023 AMI release (e.g. 1.36.0-20260915); left out, the newest."
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:
@@ -71,7 +74,7 @@ class EksSpec(Spec):
     authentication_mode: AuthenticationMode = Field(
         default=AuthenticationMode.API, description="Cluster access: access entries only (API) or with aws-auth."
     )
-    admin_role_arns: list[Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$")]] = Field(
+    admin_role_arns: list[Annotated[str, Field(pattern=ROLE_ARN_PATTERN)]] = Field(
         min_length=1,
         description="IAM roles given cluster-admin through access entries; at least one. The cluster gives its creator "
         "no implicit admin, so the identity running `pulumi up` must be one of these roles (or assume one): the "
