@@ -6,8 +6,8 @@ holds the recorded releases against the same table and against the CRD facts of 
 
 - Kueue and Kubeflow Trainer: the TrainJob field Kueue writes a flavor's node selector and tolerations into must
   be a field of the installed Trainer's TrainJob CRD (`KUEUE_TRAINJOB_FIELD`, `TRAINER_TRAINJOB_FIELD`).
-- EKS and the kube-proxy add-on: the add-on build is for the cluster's minor version (`v1.36.x-eksbuild.N` on
-  1.36; EKS user guide, "Manage kube-proxy", one add-on line per cluster version).
+- EKS and the kube-proxy add-on: never newer than the cluster, at most three minors older (Kubernetes version
+  skew policy); EKS recommends the cluster's own minor (`v1.36.x-eksbuild.N` on 1.36).
 - GPU Operator and the AMI family: the operator owns no operand the node image already ships (`NVIDIA_AMI_SHIPS`).
 - EFA device plugin and instance types: the plugin must know the type's EFA devices (`EFA_PLUGIN_MINIMUM`).
 """
@@ -100,15 +100,17 @@ def kueue_trainer_problem(kueue_version: str, trainer_version: str) -> str | Non
 
 
 def kube_proxy_problem(eks_version: str, kube_proxy: str) -> str | None:
-    """The kube-proxy add-on build must be the cluster's minor (EKS user guide, "Manage kube-proxy")."""
+    """kube-proxy may not be newer than the API server and at most three minors older (Kubernetes version skew
+    policy, kube-proxy); EKS recommends the cluster's own minor (EKS user guide, "Manage kube-proxy")."""
     cluster, addon = version(eks_version)[:2], version(kube_proxy)[:2]
-    if cluster != addon:
-        return (
-            f"kube-proxy add-on {kube_proxy} is built for Kubernetes {'.'.join(map(str, addon))}, the cluster runs "
-            f"{eks_version}: pick a v{eks_version}.x-eksbuild.N build (aws eks describe-addon-versions "
-            f"--kubernetes-version {eks_version} --addon-name kube-proxy; EKS user guide, Manage kube-proxy)"
-        )
-    return None
+    if addon[0] == cluster[0] and cluster[1] - 3 <= addon[1] <= cluster[1]:
+        return None
+    return (
+        f"kube-proxy add-on {kube_proxy} is built for Kubernetes {'.'.join(map(str, addon))} and the cluster runs "
+        f"{eks_version}: kube-proxy may not be newer than the API server nor more than 3 minors older (Kubernetes "
+        f"version skew policy); pick a v{eks_version}.x-eksbuild.N build (aws eks describe-addon-versions "
+        f"--kubernetes-version {eks_version} --addon-name kube-proxy)"
+    )
 
 
 # What each EKS accelerated NVIDIA AMI family ships itself, so the GPU Operator must leave it off (EKS user guide,

@@ -138,10 +138,11 @@ def test_the_schema_refuses_the_broken_kueue_trainer_pin() -> None:
     assert "kubernetes.kueue.chart_version" in error.value.render() and "0.14.5" in error.value.render()
 
 
-def test_the_schema_refuses_a_kube_proxy_build_for_another_minor() -> None:
+def test_the_schema_refuses_a_kube_proxy_newer_than_the_cluster() -> None:
     with pytest.raises(ConfigError) as error:
-        edited_config("prod", lambda raw: raw["eks"]["addons"].update(kube_proxy="v1.35.0-eksbuild.3"))
-    assert "eks.addons.kube_proxy" in error.value.render()
+        edited_config("prod", lambda raw: raw["eks"]["addons"].update(kube_proxy="v1.37.0-eksbuild.3"))
+    assert "eks.addons.kube_proxy" in error.value.render() and "skew" in error.value.render()
+    edited_config("prod", lambda raw: raw["eks"]["addons"].update(kube_proxy="v1.35.0-eksbuild.3"))  # older: allowed
 
 
 def test_an_operator_owned_driver_on_an_eks_nvidia_ami_is_a_broken_pairing() -> None:

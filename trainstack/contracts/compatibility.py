@@ -2,7 +2,7 @@
 
 - Kueue and Kubeflow Trainer: the TrainJob field the recorded Kueue writes on admission must be a field of the
   recorded Trainer's TrainJob CRD (its facts), or the API server prunes the flavor's placement.
-- EKS and kube-proxy: the add-on build is for the cluster's minor version.
+- EKS and kube-proxy: the add-on is not newer than the cluster, nor more than three minors older.
 - GPU Operator and the AMI family: the release enables no operand the NVIDIA node groups' image ships.
 - EFA device plugin and instance types: the plugin version handles every EFA group's devices.
 """
