@@ -32,11 +32,12 @@ policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.v
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format check, workflow lint, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format, workflow and shell script checks, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/python -m pytest -n 2
 
 lint: $(VENV)/.synced
@@ -44,6 +45,7 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json

@@ -65,6 +65,8 @@ from stacks.schema.sagemaker import (
     HyperPodOrchestrator,
     HyperPodSpec,
     SageMakerSpec,
+    SlurmSpec,
+    SlurmUserSpec,
 )
 from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
 
@@ -118,6 +120,8 @@ __all__ = [
     "PlacementMode",
     "RetentionDays",
     "SageMakerSpec",
+    "SlurmSpec",
+    "SlurmUserSpec",
     "Spec",
     "StorageSpec",
     "SystemNodeGroupSpec",

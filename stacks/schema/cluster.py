@@ -129,6 +129,19 @@ class ClusterConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
+        hyperpod = self.sagemaker.hyperpod
+        slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
+        if (
+            hyperpod.enabled
+            and hyperpod.orchestrator.value == "slurm"
+            and slurm_on_lustre
+            and not self.storage.fsx.enabled
+        ):
+            # Homes (and the users' SSH keys) must be the same on every node: that is the shared /fsx.
+            problems.append(
+                "sagemaker.hyperpod.slurm.homes_on_lustre and users need storage.fsx.enabled: set "
+                "homes_on_lustre false and users [] or enable FSx for Lustre"
+            )
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.

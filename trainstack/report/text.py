@@ -168,6 +168,7 @@ def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
         for c in change.changes:
             forced = "  [forces replacement]" if c.path in change.replace_reasons else ""
             lines.append(f"      {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}{forced}")
+        lines += [style.warn(f"      note: {note}") for note in change.notes]
     for change in diff.ignored:
         lines.append(style.dim(f"  = {change.urn} (ignoreChanges: `pulumi up` keeps the deployed value)"))
         for c in change.changes:
