@@ -22,7 +22,7 @@ from components.hyperpod_dependencies import (
     HyperPodDependenciesArgs,
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
-from components.lustre_volume import LustreVolume, LustreVolumeArgs
+from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.naming import default_tags
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
@@ -33,6 +33,7 @@ from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
+from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks import fsx_sizing
 from stacks.catalog import CATALOG, Accelerator
@@ -277,19 +278,15 @@ if team_members:
         opts=pulumi.ResourceOptions(provider=aws),
     )
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
-# Resume: every team's `training` service account can write checkpoints and read datasets (docs/health.md).
+# Resume: where each team's jobs write checkpoints (docs/health.md); team_storage gives the credentials.
 CheckpointAccess(
     f"{cluster.name}-checkpoints",
     CheckpointAccessArgs(
         teams=[team.name for team in k8s_spec.teams],
-        cluster_name=eks.cluster_name,
         checkpoints_bucket_name=data.checkpoints_bucket_name,
-        checkpoints_bucket_arn=data.checkpoints_bucket_arn,
-        datasets_bucket_arn=data.datasets_bucket_arn,
-        kms_key_arn=data.kms_key_arn,
         after=list(scheduling.team_namespaces.values()),
     ),
-    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+    opts=k8s_opts,
 )
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:
@@ -312,6 +309,19 @@ if lustre is not None:
     )
     pulumi.export("fsx_claims", lustre_volume.claims)
     pulumi.export("fsx_datasets_claims", lustre_volume.datasets_claims)
+if k8s_spec.training_operator.kind == "kubeflow_trainer" and cluster.gpu_node_groups:
+    # Trainer's chart installs no runtimes: trainstack's own, per GPU group, with its taint, EFA and Lustre.
+    runtimes = TrainingRuntimes(
+        f"{cluster.name}-training-runtimes",
+        TrainingRuntimesArgs(
+            spec=k8s_spec.training_operator.runtimes,
+            node_groups=cluster.gpu_node_groups,
+            lustre_claim=CLAIM_NAME if lustre is not None else None,
+            after=[scheduling.training_operator],
+        ),
+        opts=k8s_opts,
+    )
+    pulumi.export("training_runtimes", sorted(runtimes.runtimes))
 target = cluster.validation_node_group
 if k8s_spec.validation and k8s_spec.validation.enabled and target is None:
     pulumi.log.warn("kubernetes.validation is on but no NVIDIA EFA GPU group exists: no NCCL/DCGM jobs planned")

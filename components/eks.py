@@ -542,7 +542,10 @@ class EksCluster(pulumi.ComponentResource):
         # them the first `pulumi up` races them and the API answers Unauthorized.
         self.k8s_provider = k8s.Provider(
             child_name(name, "k8s"),
-            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True),
+            # The cluster's ARN is its identity: a change in the generated kubeconfig (endpoint, CA rotation,
+            # the token command) then updates the provider instead of replacing it and every object it manages,
+            # Helm releases and PVCs included (pulumi-kubernetes ProviderArgs.cluster_identifier).
+            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True, cluster_identifier=cluster.arn),
             opts=pulumi.ResourceOptions(parent=self, depends_on=admin_access),
         )
 

@@ -48,7 +48,8 @@ def gpu_operator_values(
 ) -> dict[str, Any]:
     """Helm values for the gpu-operator chart on nodes of `ami_family` (and HyperPod nodes, when asked).
 
-    Keys follow the chart's `deployments/gpu-operator/values.yaml` (NVIDIA/gpu-operator): `driver.enabled`,
+    Keys follow the chart's `deployments/gpu-operator/values.yaml` (NVIDIA/gpu-operator; the plan checks them
+    against the recorded facts of the pinned version): `operator.upgradeCRD`, `driver.enabled`,
     `toolkit.enabled`, `devicePlugin.enabled`, `dcgmExporter.enabled`, `gfd.enabled`, `migManager.enabled`,
     `mig.strategy`, `daemonsets.tolerations`, `node-feature-discovery.worker.tolerations`.
     """
@@ -63,7 +64,11 @@ def gpu_operator_values(
         # chart creates (gpu-operator values.yaml `dcgmExporter.config.{name,create,data}`).
         dcgm["config"] = {"name": DCGM_CONFIG_MAP, "create": True, "data": dcgm_metrics_csv}
     return {
-        "operator": {"defaultRuntime": "containerd"},  # EKS AMIs run containerd
+        # Helm never upgrades a chart's crds/ directory; the chart's pre-upgrade hook applies the new CRDs when this
+        # is on (NVIDIA/gpu-operator v25.3.4 values.yaml `operator.upgradeCRD`, templates/upgrade_crd.yaml). It
+        # is the chart's default at v25.3.4, set here so a chart bump that changed the default cannot drop it.
+        # (The operator detects the container runtime itself: v25.3.4 has no `operator.defaultRuntime` key.)
+        "operator": {"upgradeCRD": True},
         # Every EKS NVIDIA AMI ships the driver and toolkit; an operator driver container would fight them.
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},

@@ -66,6 +66,11 @@ def kueue_frameworks(training_operator_kind: str) -> list[str]:
     return list(_FRAMEWORKS[training_operator_kind])
 
 
+def team_namespace_selector() -> dict[str, Any]:
+    """The namespaces Kueue serves: those with the team label (team namespaces and the validation namespace)."""
+    return {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
+
+
 def kueue_values(training_operator_kind: str, wait_for_pods_ready_timeout_s: int) -> dict[str, Any]:
     """Helm values for the Kueue chart: its controller configuration (`managerConfig.controllerManagerConfigYaml`,
     the chart's own key) with our integrations and all-or-nothing admission."""
@@ -86,6 +91,11 @@ def kueue_values(training_operator_kind: str, wait_for_pods_ready_timeout_s: int
             "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5},
         },
         "integrations": {"frameworks": kueue_frameworks(training_operator_kind)},
+        # A job without a queue label in a team namespace is still Kueue's: it is created suspended and waits
+        # for a queue, so the GPU quotas cannot be sidestepped. Other namespaces (kube-system, operators) are
+        # left alone (Kueue Configuration v1beta1 `manageJobsWithoutQueueName`, `managedJobsNamespaceSelector`).
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": team_namespace_selector(),
     }
     return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
@@ -178,7 +188,7 @@ def cluster_queue_spec(target: QueueTarget, cohort: str) -> dict[str, Any]:
     quota = target.quota
     return {
         "cohort": cohort,
-        "namespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
+        "namespaceSelector": team_namespace_selector(),
         "queueingStrategy": "BestEffortFIFO",
         "preemption": {
             "reclaimWithinCohort": "Any",

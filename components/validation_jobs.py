@@ -35,15 +35,35 @@ from components.k8s_common import (
 from components.naming import child_name
 from components.scheduling import local_queue
 from components.tenancy import system_namespace_labels
+from components.training_runtimes import (
+    LAUNCHER,
+    NODE,
+    SSH_HOME,
+    launcher_after_workers,
+    mpi_policy,
+    ssh_home_mount,
+    ssh_home_volume,
+    ssh_key_init_container,
+    sshd_command,
+    sshd_readiness_probe,
+)
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
 
 NAMESPACE = "trainstack-validation"
 NCCL_JOB_NAME = "nccl-all-reduce"
 DCGM_JOB_NAME = "dcgm-diag"
-SSH_AUTH_MOUNT_PATH = "/root/.ssh"  # the nccl-tests image runs as root
+# The MPI Operator mounts its key Secret with mode 0600 only at this path (kubeflow/mpi-operator v0.8.0
+# `setupSSHOnPod`); the nccl-tests image runs as root. Trainer's keys go through training_runtimes instead.
+MPI_OPERATOR_SSH_PATH = "/root/.ssh"
 MPIRUN = "/opt/amazon/openmpi/bin/mpirun"  # Open MPI from the EFA installer, as the nccl-tests image ships it
 ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
+# ssh from the launcher: the 0600 key copy, no host-key prompt (worker host keys are per pod), and retries for a
+# worker whose sshd is still starting (Trainer's own default is ConnectionAttempts=10).
+RSH_ARGS = (
+    f"-i {SSH_HOME}/id_rsa -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+    "-o ConnectionAttempts=10"
+)
 # Tell pulumi-kubernetes not to wait for these to finish: Kueue decides when they start.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
@@ -146,6 +166,7 @@ def nccl_launcher_script(plan: NcclPlan) -> str:
     mpirun = (
         f"{MPIRUN} --allow-run-as-root -np {plan.ranks} --map-by ppr:{plan.gpus_per_node}:node --bind-to none "
         f"{env_flags} --mca pml ^ucx --mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0,pod-id-link0 "
+        f"--mca plm_rsh_args '{RSH_ARGS}' "
         f"{ALL_REDUCE_PERF} -b 8 -e {plan.max_message_size} -f 2 -g 1 -c 1 -n 50"
     )
     return "\n".join(
@@ -166,8 +187,9 @@ def nccl_verdict_lines(plan: NcclPlan, log: str) -> list[str]:
         "fi",
         f"grep 'Avg bus bandwidth' {log} || true",
         # Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
+        # The smaller of out-of-place ($8) and in-place ($12) bus bandwidth: either below the floor fails.
         "read -r size busbw wrong < <(awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 13 "
-        f"{{s=$1; b=($8>$12)?$8:$12; w=$9+$13}} END {{print s, b, w}}' {log})",
+        f"{{s=$1; b=($8<$12)?$8:$12; w=$9+$13}} END {{print s, b, w}}' {log})",
         'if [ -z "${busbw:-}" ]; then echo "trainstack-nccl: FAIL no results parsed"; exit 1; fi',
         'if [ "${wrong}" != "0" ]; then echo "trainstack-nccl: FAIL ${wrong} wrong results"; exit 1; fi',
         f"if awk -v b=\"$busbw\" -v f={floor} 'BEGIN {{exit !(b + 0 >= f + 0)}}'; then",
@@ -185,28 +207,38 @@ def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     }
 
 
-def nccl_worker_pod_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str, container: str) -> dict[str, Any]:
-    """A worker: sshd for the launcher, all of one node's GPUs and EFA devices, /dev/shm for NCCL."""
-    return {
+def nccl_worker_pod_spec(
+    plan: NcclPlan, group: GpuNodeGroupSpec, image: str, container: str, *, trainer_keys: bool
+) -> dict[str, Any]:
+    """A worker: sshd for the launcher (ready once it listens), all of one node's GPUs and EFA devices, /dev/shm.
+
+    `trainer_keys`: copy Trainer's key Secret into ~/.ssh with mode 0600 first (training_runtimes)."""
+    pod: dict[str, Any] = {
         **_scheduling(group),
+        "restartPolicy": "Never",
         "containers": [
             {
                 "name": container,
                 "image": image,
-                "command": ["/bin/bash", "-c", "mkdir -p /run/sshd && exec /usr/sbin/sshd -De"],
+                "command": sshd_command(),
                 "env": _k8s_env(nccl_env(plan)),
+                "readinessProbe": sshd_readiness_probe(),
                 "resources": nccl_worker_resources(plan),
                 "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
             }
         ],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
     }
+    return _with_trainer_keys(pod, image) if trainer_keys else pod
 
 
-def nccl_launcher_pod_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str, container: str) -> dict[str, Any]:
+def nccl_launcher_pod_spec(
+    plan: NcclPlan, group: GpuNodeGroupSpec, image: str, container: str, *, trainer_keys: bool
+) -> dict[str, Any]:
     """The launcher: runs mpirun and the pass/fail check; small, no accelerators."""
-    return {
+    pod: dict[str, Any] = {
         **_scheduling(group),
+        "restartPolicy": "Never",
         "containers": [
             {
                 "name": container,
@@ -220,6 +252,18 @@ def nccl_launcher_pod_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str, 
             }
         ],
     }
+    return _with_trainer_keys(pod, image) if trainer_keys else pod
+
+
+def _with_trainer_keys(pod: dict[str, Any], image: str) -> dict[str, Any]:
+    """The pod with the 0600 key copy: an init container and the in-memory ~/.ssh the main container mounts."""
+    container = pod["containers"][0]
+    return {
+        **pod,
+        "initContainers": [ssh_key_init_container(image)],
+        "containers": [{**container, "volumeMounts": [*container.get("volumeMounts", []), ssh_home_mount()]}],
+        "volumes": [*pod.get("volumes", []), ssh_home_volume()],
+    }
 
 
 def mpijob_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str) -> dict[str, Any]:
@@ -227,19 +271,20 @@ def mpijob_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str) -> dict[str
     return {
         "slotsPerWorker": plan.gpus_per_node,
         "mpiImplementation": "OpenMPI",
-        "sshAuthMountPath": SSH_AUTH_MOUNT_PATH,
+        "sshAuthMountPath": MPI_OPERATOR_SSH_PATH,
+        # The launcher starts once every worker is Ready, i.e. its sshd listens (readiness probe).
         "launcherCreationPolicy": "WaitForWorkersReady",
         "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0, "suspend": True},
         "mpiReplicaSpecs": {
             "Launcher": {
                 "replicas": 1,
                 "restartPolicy": "Never",
-                "template": {"spec": nccl_launcher_pod_spec(plan, group, image, "launcher")},
+                "template": {"spec": nccl_launcher_pod_spec(plan, group, image, "launcher", trainer_keys=False)},
             },
             "Worker": {
                 "replicas": plan.nodes,
                 "restartPolicy": "Never",
-                "template": {"spec": nccl_worker_pod_spec(plan, group, image, "worker")},
+                "template": {"spec": nccl_worker_pod_spec(plan, group, image, "worker", trainer_keys=False)},
             },
         },
     }
@@ -248,44 +293,37 @@ def mpijob_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str) -> dict[str
 def training_runtime_spec(plan: NcclPlan, group: GpuNodeGroupSpec, image: str) -> dict[str, Any]:
     """ClusterTrainingRuntime (trainer.kubeflow.org/v1alpha1) spec: MPI policy, launcher + node jobs.
 
-    Shaped like Kubeflow Trainer's own MPI runtimes (`manifests/base/runtimes/deepspeed_distributed.yaml`):
-    Trainer generates the SSH keys and the hostfile; container and replicated-job names are Trainer's.
+    Shaped like Kubeflow Trainer's own MPI runtime (`manifests/base/runtimes/deepspeed_distributed.yaml` at
+    v2.1.0): Trainer generates the SSH keys and the hostfile; container and replicated-job names are Trainer's.
+    Unlike it, the workers come first and the launcher waits for all of them to be Ready (sshd listening), the
+    key is copied with mode 0600 before ssh reads it, and no job retries: one NCCL run, judged once.
     """
-    return {
-        "mlPolicy": {
-            "numNodes": plan.nodes,
-            "mpi": {
-                "numProcPerNode": plan.gpus_per_node,
-                "mpiImplementation": "OpenMPI",
-                "sshAuthMountPath": SSH_AUTH_MOUNT_PATH,
-                "runLauncherAsNode": False,
+    launcher = {
+        "name": LAUNCHER,
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {
+                "backoffLimit": 0,
+                "template": {"spec": nccl_launcher_pod_spec(plan, group, image, NODE, trainer_keys=True)},
             },
         },
+    }
+    node = {
+        "name": NODE,
+        "template": {
+            "spec": {
+                "backoffLimit": 0,
+                "template": {"spec": nccl_worker_pod_spec(plan, group, image, NODE, trainer_keys=True)},
+            }
+        },
+    }
+    return {
+        "mlPolicy": mpi_policy(plan.nodes, plan.gpus_per_node),
         "template": {
             "spec": {
                 "network": {"publishNotReadyAddresses": True},
-                "successPolicy": {"operator": "All", "targetReplicatedJobs": ["launcher"]},
-                "replicatedJobs": [
-                    {
-                        "name": "launcher",
-                        "template": {
-                            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                            "spec": {
-                                "backoffLimit": 0,
-                                "template": {"spec": nccl_launcher_pod_spec(plan, group, image, "node")},
-                            },
-                        },
-                    },
-                    {
-                        "name": "node",
-                        "template": {
-                            "spec": {
-                                "backoffLimit": 0,
-                                "template": {"spec": nccl_worker_pod_spec(plan, group, image, "node")},
-                            }
-                        },
-                    },
-                ],
+                "successPolicy": {"operator": "All", "targetReplicatedJobs": [LAUNCHER]},
+                "replicatedJobs": launcher_after_workers(launcher, node),
             }
         },
     }
@@ -397,7 +435,10 @@ class ValidationJobs(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=after),
         )
         queued = {KUEUE_QUEUE_LABEL: group.name}
+        # Kueue owns `suspend` once a job exists: it unsuspends the job on admission, and a later `pulumi up`
+        # must not suspend a running (or finished) job again.
         ordered = pulumi.ResourceOptions(parent=self, depends_on=[*after, queue])
+        kueue_owns_suspend = pulumi.ResourceOptions(ignore_changes=["spec.suspend"])
         image = args.spec.nccl_tests_image
         if args.training_operator_kind == "kubeflow_trainer":
             runtime_name = f"trainstack-{NCCL_JOB_NAME}-{group.name}"
@@ -417,7 +458,10 @@ class ValidationJobs(pulumi.ComponentResource):
                     name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
                 ),
                 spec=trainjob_spec(self.plan, runtime_name),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*after, queue, runtime]),
+                opts=pulumi.ResourceOptions.merge(
+                    ordered,
+                    pulumi.ResourceOptions(depends_on=[runtime], ignore_changes=kueue_owns_suspend.ignore_changes),
+                ),
             )
         else:
             self.nccl_job = k8s.apiextensions.CustomResource(
@@ -428,7 +472,9 @@ class ValidationJobs(pulumi.ComponentResource):
                     name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
                 ),
                 spec=mpijob_spec(self.plan, group, image),
-                opts=ordered,
+                opts=pulumi.ResourceOptions.merge(
+                    ordered, pulumi.ResourceOptions(ignore_changes=["spec.runPolicy.suspend"])
+                ),
             )
         self.dcgm_job = k8s.batch.v1.Job(
             child_name(name, "dcgm"),
@@ -436,7 +482,7 @@ class ValidationJobs(pulumi.ComponentResource):
                 name=DCGM_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
             ),
             spec=dcgm_job_spec(args.spec, group),
-            opts=ordered,
+            opts=pulumi.ResourceOptions.merge(ordered, kueue_owns_suspend),
         )
         self.register_outputs(
             {

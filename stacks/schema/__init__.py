@@ -56,6 +56,7 @@ from stacks.schema.kubernetes import (
     NeuronDevicePluginSpec,
     PinnedImage,
     TeamSpec,
+    TrainerRuntimesSpec,
     TrainingOperatorSpec,
     ValidationSpec,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "SystemNodeGroupSpec",
     "TagsSpec",
     "TeamSpec",
+    "TrainerRuntimesSpec",
     "TrainingOperatorSpec",
     "ValidationSpec",
     "ami_families_for",

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
 from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
+from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kueue_trainer_problem
 from stacks.schema.base import DNS_LABEL, REGION_PATTERN, Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
@@ -172,6 +173,7 @@ class ClusterConfig(Spec):
         if on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
             problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
         problems += self._security_problems()
+        problems += self._version_pairings()
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -197,6 +199,27 @@ class ClusterConfig(Spec):
                     "security.data_buckets_vpc_only is false: prod data buckets deny access from outside the VPC; "
                     "exempt specific roles with security.outside_vpc_data_role_arns instead"
                 )
+        return problems
+
+    def _version_pairings(self) -> list[str]:
+        """Known-broken pairings of versions that must move together (stacks/compatibility.py)."""
+        problems = []
+        k8s = self.kubernetes
+        if k8s.training_operator.kind == "kubeflow_trainer":
+            why = kueue_trainer_problem(k8s.kueue.chart_version, k8s.training_operator.version)
+            if why:
+                problems.append(f"kubernetes.kueue.chart_version / kubernetes.training_operator.version: {why}")
+        why = kube_proxy_problem(self.eks.version, self.eks.addons.kube_proxy)
+        if why:
+            problems.append(f"eks.addons.kube_proxy: {why}")
+        for i, group in enumerate(self.gpu_node_groups):
+            why = (
+                efa_plugin_problem(k8s.efa_device_plugin.chart_version, group.instance_type)
+                if group.efa_enabled
+                else None
+            )
+            if why:
+                problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
         return problems
 
     @property

@@ -85,6 +85,33 @@ class KueueSpec(Spec):
     )
 
 
+# AWS's NCCL tests image: Open MPI, EFA, aws-ofi-nccl and NCCL, as the validation job uses it
+# (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests; public.ecr.aws/hpc-cloud/nccl-tests).
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+
+
+class TrainerRuntimesSpec(Spec):
+    """trainstack's ClusterTrainingRuntimes (a torch and an MPI one per GPU node group), Kubeflow Trainer only."""
+
+    torch_image: PinnedImage = Field(
+        # The image of Trainer v2.1.0's own torch-distributed runtime (manifests/base/runtimes/torch_distributed.yaml).
+        default="pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+        description="Default image of the torch runtime; a TrainJob sets its own (spec.trainer.image), which "
+        "needs libfabric and aws-ofi-nccl to use EFA.",
+    )
+    mpi_image: PinnedImage = Field(
+        default=NCCL_TESTS_IMAGE,
+        description="Default image of the MPI runtime (Open MPI, sshd, EFA libraries); a TrainJob may set its own.",
+    )
+    max_restarts: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="Times a failed job (a node lost, a rank crashed) is restarted as a whole before it fails; "
+        "each restart resumes from the newest checkpoint under TRAINSTACK_CHECKPOINT_DIR.",
+    )
+
+
 class TrainingOperatorSpec(Spec):
     """The distributed-training operator for multi-node jobs."""
 
@@ -94,6 +121,10 @@ class TrainingOperatorSpec(Spec):
         "kubeflow-trainer); mpi_operator: Kubeflow MPI Operator (MPIJob v2beta1, release manifest).",
     )
     version: str = Field(pattern=CHART_VERSION, description="Operator release (chart) version.")
+    runtimes: TrainerRuntimesSpec = Field(
+        default_factory=TrainerRuntimesSpec,
+        description="The training runtimes trainstack installs for Kubeflow Trainer (ignored for mpi_operator).",
+    )
 
 
 class TeamSpec(Spec):

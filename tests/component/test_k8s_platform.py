@@ -93,7 +93,7 @@ def _scheduling(kind: str = "kubeflow_trainer"):
         Scheduling(
             "sched",
             SchedulingArgs(
-                kueue=KueueSpec(chart_version="0.14.3"),
+                kueue=KueueSpec(chart_version="0.14.8"),
                 training_operator=TrainingOperatorSpec(
                     kind=kind, version="2.1.0" if kind == "kubeflow_trainer" else "0.6.0"
                 ),
@@ -124,7 +124,7 @@ def test_scheduling_builds_a_queue_per_group_and_a_local_queue_per_team_and_grou
     assert resources["nvidia.com/gpu"] == "32" and resources["vpc.amazonaws.com/efa"] == "128"
     kueue = next(r for r in rec.by_type(RELEASE) if r.inputs["chart"].endswith("/kueue"))
     assert kueue.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
-    assert kueue.inputs["namespace"] == "kueue-system" and kueue.inputs["version"] == "0.14.3"
+    assert kueue.inputs["namespace"] == "kueue-system" and kueue.inputs["version"] == "0.14.8"
     for cr in flavors + queues:
         assert kueue.urn in cr.dependencies, cr.name
 

@@ -465,25 +465,33 @@ ok(
 na("efa-plugin-tolerates-gpu-taint", dev)  # no EFA group, so no EFA device plugin
 
 NCCL = "-validation-nccl-runtime"
-_WORKER = "spec.template.spec.replicatedJobs.1.template.spec.template.spec.containers.0"
+_WORKER = "spec.template.spec.replicatedJobs.0.template.spec.template.spec.containers.0"  # workers start first
 ok("k8s-pod-security", staging)
 bad("k8s-pod-security", lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})))
 bad(
     "k8s-pod-security", lambda: mutated(staging(), "-validation-dcgm", set_path("spec.template.spec.hostNetwork", True))
 )
-na("k8s-pod-security", dev)  # no validation jobs in dev, and no workloads outside Helm
+ok("k8s-pod-security", dev)  # dev: no validation jobs, but the training runtimes
+na("k8s-pod-security", lambda: _no_workloads(dev()))
 
 ok("k8s-image-tag-pinned", staging)
 bad(
     "k8s-image-tag-pinned",
     lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.image", "public.ecr.aws/hpc-cloud/nccl-tests")),
 )
-na("k8s-image-tag-pinned", dev)
+ok("k8s-image-tag-pinned", dev)
+na("k8s-image-tag-pinned", lambda: _no_workloads(dev()))
 
 _DIGEST = "public.ecr.aws/hpc-cloud/nccl-tests@sha256:" + "0" * 64
 ok("k8s-image-digest", lambda: _all_images(staging(), _DIGEST))
 bad("k8s-image-digest", staging, level="advisory")
-na("k8s-image-digest", dev, environment="staging")
+bad("k8s-image-digest", dev, level="advisory", environment="staging")  # the runtimes' default images
+na("k8s-image-digest", lambda: _no_workloads(dev()), environment="staging")
+
+
+def _no_workloads(source: Recording) -> Recording:
+    """The recording without any pod-carrying Kubernetes object (only Helm releases and queues left)."""
+    return without(source, lambda r: r.type.startswith("kubernetes:") and ("Job" in r.type or "Runtime" in r.type))
 
 
 def _all_images(source: Recording, image: str) -> Recording:
@@ -515,7 +523,7 @@ bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _drop_efa_limit))
 
 
 def _drop_efa_limit(inputs: dict[str, Any]) -> None:
-    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     del worker["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
 
 

@@ -151,7 +151,11 @@ def test_eks_moves_one_minor_version_at_a_time(old: str, new: str, refused: bool
 def test_eks_two_minor_jump_refuses_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()
-    old = proposed(base, "staging", lambda c: c["eks"].update(version="1.34"))
+    old = proposed(
+        base,
+        "staging",
+        lambda c: c["eks"].update(version="1.34", addons={**c["eks"]["addons"], "kube_proxy": "v1.34.0-eksbuild.1"}),
+    )
     new = proposed(tmp_path, "staging", lambda c: None)
     code = main(["plan", "--config", str(new), "--against", str(old), "--format", "json"])
     document = json.loads(capsys.readouterr().out)

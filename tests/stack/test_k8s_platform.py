@@ -140,13 +140,17 @@ def test_validation_jobs_run_after_device_plugins_and_use_the_catalog_floor(stac
     urns = {r.urn: r for r in rec.resources}
     job = rec.one("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob")
     dcgm = rec.one("kubernetes:batch/v1:Job")
-    runtime = rec.one("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+    (runtime,) = [
+        r
+        for r in rec.by_type("kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime")
+        if r.name.endswith("validation-nccl-runtime")
+    ]
     for resource in (job, dcgm, runtime):
         charts = {urns[d].inputs.get("chart") for d in resource.dependencies if d in urns}
         assert {"gpu-operator", "aws-efa-k8s-device-plugin"} <= charts, resource.name
     assert job.inputs["spec"]["trainer"]["numNodes"] == cluster.kubernetes.validation.nodes
     floor = CATALOG[cluster.gpu_node_groups[0].instance_type].nccl_busbw_floor_gb_s
-    launcher = runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"][0]
+    (launcher,) = [j for j in runtime.inputs["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "launcher"]
     script = launcher["template"]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     assert f"floor {floor:.1f} GB/s" in script
     assert rec.outputs["nccl_busbw_floor_gb_s"] == floor

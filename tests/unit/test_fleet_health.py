@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rules_yaml
-from components.checkpoints import checkpoint_env, checkpoint_policy
+from components.checkpoints import checkpoint_env
 from components.dashboards import DATASOURCE_UID, dashboards
 from components.fleet_metrics import scrape_configuration, scraped_metric_names, yace_metric
 from components.gpu_nodes import node_repair_config
@@ -117,17 +117,8 @@ def test_metrics_default_by_environment() -> None:
     assert edited_config("dev", on).metrics_enabled is True
 
 
-def test_checkpoint_access_is_scoped_to_the_team_prefix() -> None:
-    policy = checkpoint_policy(
-        "arn:aws:s3:::ckpt", "arn:aws:s3:::data", "arn:aws:kms:us-east-1:111122223333:key/k", "research"
-    )
-    by_sid = {s["Sid"]: s for s in policy["Statement"]}
-    assert by_sid["ReadWriteOwnCheckpoints"]["Resource"] == "arn:aws:s3:::ckpt/research/*"
-    assert by_sid["ListOwnCheckpoints"]["Condition"] == {"StringLike": {"s3:prefix": ["research/*"]}}
-    assert "s3:PutObject" not in by_sid["ReadDatasets"]["Action"]
-
-
 def test_checkpoint_env_leaves_the_job_directory_to_the_runtime() -> None:
     env = checkpoint_env("research", "ckpt")
     assert env["TRAINSTACK_CHECKPOINT_S3_URI"] == "s3://ckpt/research/"
     assert "TRAINSTACK_CHECKPOINT_DIR" not in env
+    assert env["TRAINSTACK_SERVICE_ACCOUNT"] == "training"  # the account team_storage gives that prefix

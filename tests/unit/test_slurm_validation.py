@@ -91,14 +91,16 @@ def run_job(tmp_path: Path):
 def test_the_job_passes_at_the_floor_and_keeps_its_log(run_job, tmp_path: Path) -> None:
     result = run_job(_log(350.0))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines()[-1].startswith("trainstack-nccl: PASS busbw 350.00 GB/s >= floor 320.0")
+    assert result.stdout.splitlines()[-1].startswith(
+        "trainstack-nccl: PASS busbw 349.00 GB/s >= floor 320.0"
+    )  # the in-place column
     assert (tmp_path / "trainstack-nccl-p5-42.log").read_text() == _log(350.0)
 
 
 @pytest.mark.parametrize(
     ("log", "status", "verdict"),
     [
-        (_log(300.0), 0, "trainstack-nccl: FAIL busbw 300.00 GB/s < floor 320.0 GB/s"),
+        (_log(300.0), 0, "trainstack-nccl: FAIL busbw 299.00 GB/s < floor 320.0 GB/s"),
         (_log(350.0, extra="NCCL INFO NET/Socket : Using [0]ens32\n"), 0, "FAIL NCCL fell back to TCP sockets"),
         (_log(350.0), 1, "trainstack-nccl: FAIL srun exited 1"),
     ],

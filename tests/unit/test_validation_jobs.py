@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL
+from components.training_runtimes import SSH_HOME, SSH_SECRET_DIR, SSH_SECRET_VOLUME
 from components.validation_jobs import (
     dcgm_job_spec,
     mpijob_spec,
@@ -91,7 +92,7 @@ def test_mpijob_and_runtime_place_one_worker_per_node_on_the_group() -> None:
         "mpi": {
             "numProcPerNode": 8,
             "mpiImplementation": "OpenMPI",
-            "sshAuthMountPath": "/root/.ssh",
+            "sshAuthMountPath": SSH_SECRET_DIR,
             "runLauncherAsNode": False,
         },
     }
@@ -128,10 +129,12 @@ NCCL INFO Using network AWS Libfabric
 """
 
 
-def _log(busbw_large: float, wrong: int = 0, extra: str = "") -> str:
+def _log(busbw_large: float, wrong: int = 0, extra: str = "", in_place: float | None = None) -> str:
+    """all_reduce_perf output; the largest message's in-place bus bandwidth is 1 GB/s lower unless given."""
+    in_place = busbw_large - 1 if in_place is None else in_place
     small = "           8             2     float     sum      -1    40.10    0.00    0.00      0    39.80    0.00"
     large = f" 17179869184    4294967296     float     sum      -1   70000    245.4  {busbw_large:.2f}  {wrong}   70100"
-    rows = [small + "    0.00      0", large + f"   245.0  {busbw_large - 1:.2f}      0"]
+    rows = [small + "    0.00      0", large + f"   245.0  {in_place:.2f}      0"]
     return _HEADER + "\n".join(rows) + "\n# Avg bus bandwidth    : 180.51\n" + extra
 
 
@@ -160,11 +163,18 @@ def run_launcher(tmp_path: Path):
 def test_launcher_passes_at_or_above_the_floor(run_launcher) -> None:
     result = run_launcher(_log(350.0))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "trainstack-nccl: PASS busbw 350.00 GB/s >= floor 320.0 GB/s" in result.stdout
+    assert "trainstack-nccl: PASS busbw 349.00 GB/s >= floor 320.0 GB/s" in result.stdout  # the smaller one
 
 
 def test_launcher_fails_below_the_floor(run_launcher) -> None:
     result = run_launcher(_log(300.0))
+    assert result.returncode != 0 and "FAIL busbw 299.00 GB/s < floor 320.0" in result.stdout
+
+
+@pytest.mark.parametrize(("out_of_place", "in_place"), [(350.0, 300.0), (300.0, 350.0)])
+def test_launcher_fails_when_either_bandwidth_is_below_the_floor(run_launcher, out_of_place, in_place) -> None:
+    # Regression: the parser took the larger of the two, so one good column hid a slow one.
+    result = run_launcher(_log(out_of_place, in_place=in_place))
     assert result.returncode != 0 and "FAIL busbw 300.00 GB/s < floor 320.0" in result.stdout
 
 
@@ -176,3 +186,55 @@ def test_launcher_fails_on_wrong_results(run_launcher) -> None:
 def test_launcher_fails_when_nccl_fell_back_to_sockets(run_launcher) -> None:
     result = run_launcher(_log(350.0).replace("Using network AWS Libfabric", "Using network Socket"))
     assert result.returncode != 0 and "fell back to TCP sockets" in result.stdout
+
+
+# ---- how the Trainer NCCL job starts MPI: keys with mode 0600, launcher after ready workers ------------
+
+
+def _runtime_pods(runtime: dict) -> dict[str, dict]:
+    return {j["name"]: j for j in runtime["template"]["spec"]["replicatedJobs"]}
+
+
+def test_trainer_key_secret_is_mounted_away_from_ssh_home_and_copied_0600(tmp_path: Path) -> None:
+    # Regression: Trainer 2.1.0 mounts its key Secret with mode 0644 at sshAuthMountPath; at /root/.ssh OpenSSH
+    # refused the key ("UNPROTECTED PRIVATE KEY FILE") and mpirun failed (kubeflow/trainer #2716, #3262).
+    runtime = training_runtime_spec(nccl_plan(spec(), group()), group(), IMAGE)
+    assert runtime["mlPolicy"]["mpi"]["sshAuthMountPath"] == SSH_SECRET_DIR != SSH_HOME
+    for job in _runtime_pods(runtime).values():
+        pod = job["template"]["spec"]["template"]["spec"]
+        (init,) = pod["initContainers"]
+        mounts = {m["name"]: m["mountPath"] for m in init["volumeMounts"]}
+        assert mounts == {SSH_SECRET_VOLUME: SSH_SECRET_DIR, "ssh-home": SSH_HOME}
+        main_mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+        assert main_mounts["ssh-home"] == SSH_HOME
+        # Run the copy for real on files laid out as Trainer's Secret volume lays them out (mode 0644).
+        secret, home = tmp_path / "secret", tmp_path / "home"
+        secret.mkdir(exist_ok=True)
+        home.mkdir(exist_ok=True)
+        for name in ("id_rsa", "id_rsa.pub", "authorized_keys"):
+            (secret / name).write_text(name)
+            (secret / name).chmod(0o644)
+        script = init["command"][-1].replace(SSH_SECRET_DIR, str(secret)).replace(SSH_HOME, str(home))
+        subprocess.run(["/bin/sh", "-c", script], check=True)
+        assert (home / "id_rsa").stat().st_mode & 0o777 == 0o600
+        assert (home / "authorized_keys").stat().st_mode & 0o777 == 0o600
+        assert home.stat().st_mode & 0o777 == 0o700
+
+
+def test_launcher_starts_after_every_worker_is_ready() -> None:
+    # Regression: nothing ordered the launcher after the workers, and backoffLimit 0 made one early ssh fatal.
+    runtime = training_runtime_spec(nccl_plan(spec(), group()), group(), IMAGE)
+    jobs = runtime["template"]["spec"]["replicatedJobs"]
+    assert [j["name"] for j in jobs] == ["node", "launcher"]  # JobSet: the first job may not depend on another
+    assert jobs[1]["dependsOn"] == [{"name": "node", "status": "Ready"}]
+    worker = jobs[0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    assert worker["readinessProbe"]["tcpSocket"]["port"] == 22 and "-p 22" in worker["command"][-1]
+    mpijob = mpijob_spec(nccl_plan(spec(), group()), group(), IMAGE)
+    assert mpijob["launcherCreationPolicy"] == "WaitForWorkersReady"
+    mpi_worker = mpijob["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert mpi_worker["readinessProbe"]["tcpSocket"]["port"] == 22
+
+
+def test_mpirun_uses_the_copied_key_and_retries_ssh() -> None:
+    script = nccl_launcher_script(nccl_plan(spec(), group()))
+    assert f"plm_rsh_args '-i {SSH_HOME}/id_rsa" in script and "ConnectionAttempts=10" in script

@@ -52,9 +52,25 @@ Contract = Callable[[Recording], Iterable[ContractViolation]]
 
 def _contracts() -> tuple[Contract, ...]:
     """Every contract the plan runs. Each module owns one family of rules; add a module's checker here."""
-    from trainstack.contracts import aws_models, aws_rules, cloudformation, iam  # here: each imports this module
+    from trainstack.contracts import (  # here: each imports this module's types
+        aws_models,
+        aws_rules,
+        cloudformation,
+        compatibility,
+        crds,
+        helm_values,
+        iam,
+    )
 
-    return (aws_models.check, cloudformation.check, iam.check, aws_rules.check)
+    return (
+        aws_models.check,
+        cloudformation.check,
+        iam.check,
+        aws_rules.check,
+        helm_values.check,
+        crds.check,
+        compatibility.check,
+    )
 
 
 def check(recording: Recording, contracts: Iterable[Contract] | None = None) -> tuple[ContractViolation, ...]:

@@ -1,0 +1,273 @@
+"""Extract the facts of every pinned chart's values and every CRD trainstack writes objects of.
+
+Reads each upstream file at its tag from a local bare mirror of the repository
+(`<mirror>/<owner>+<name>/repo`, as the project's research tooling brings them) with `git show TAG:PATH`, and
+writes our own facts to `trainstack/contracts/facts/` (see `trainstack/contracts/facts.py` for the format).
+Nothing upstream is copied: only key paths, types, enums, required keys, bounds and CEL rules.
+
+To pin a new chart or operator version: add its row to CHARTS or CRDS below, run
+`.venv/bin/python scripts/extract_contract_facts.py`, review the diff, and bump the pin in the stack files.
+`tests/unit/test_contract_facts.py` fails while a pin has no facts or a row has no file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trainstack.contracts.facts import (
+    ANY_KEY,
+    CHARTS_DIR,
+    CRDS_DIR,
+    ITEM,
+    chart_file,
+    child,
+    crd_file,
+    join,
+    json_type,
+    write_json,
+)
+
+DEFAULT_MIRROR = Path("/work/.mirror")
+
+
+@dataclass(frozen=True)
+class ChartRow:
+    """A chart at a version: its values.yaml (and values.schema.json, if any) at a repository tag."""
+
+    chart: str
+    version: str
+    repository: str
+    tag: str
+    directory: str  # the chart's directory in the repository
+
+
+@dataclass(frozen=True)
+class CrdRow:
+    """A CRD file at a repository tag, and which chart (or manifest) at which version installs it."""
+
+    repository: str
+    tag: str
+    path: str
+    installed_by: str  # "<chart>@<version>": the release whose install brings this CRD
+
+
+# Every chart trainstack installs, at the version the stacks pin. A chart whose Chart.yaml in git carries a
+# placeholder version (the GPU Operator's is set at release time) is matched by its release tag.
+CHARTS: tuple[ChartRow, ...] = (
+    ChartRow("gpu-operator", "v25.3.4", "NVIDIA/gpu-operator", "v25.3.4", "deployments/gpu-operator"),
+    # eks-charts tags the whole repository; v0.0.238 is the first tag whose chart is v0.5.29.
+    ChartRow("aws-efa-k8s-device-plugin", "v0.5.29", "aws/eks-charts", "v0.0.238", "stable/aws-efa-k8s-device-plugin"),
+    ChartRow("kueue", "0.14.8", "kubernetes-sigs/kueue", "v0.14.8", "charts/kueue"),
+    ChartRow("kubeflow-trainer", "2.1.0", "kubeflow/trainer", "v2.1.0", "charts/kubeflow-trainer"),
+    # The HyperPod dependencies chart (components/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at every tag,
+    # so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
+    ChartRow("hyperpod-helm-chart", "0.1.0", "aws/sagemaker-hyperpod-cli", "v3.9.0", "helm_chart/HyperPodHelmChart"),
+    # The fleet-health charts (components/observability.py); each repository tags per chart release.
+    ChartRow("grafana", "10.5.15", "grafana/helm-charts", "grafana-10.5.15", "charts/grafana"),
+    ChartRow(
+        "kube-state-metrics",
+        "8.4.0",
+        "prometheus-community/helm-charts",
+        "kube-state-metrics-8.4.0",
+        "charts/kube-state-metrics",
+    ),
+    ChartRow(
+        "prometheus-node-exporter",
+        "4.56.1",
+        "prometheus-community/helm-charts",
+        "prometheus-node-exporter-4.56.1",
+        "charts/prometheus-node-exporter",
+    ),
+    ChartRow(
+        "prometheus-yet-another-cloudwatch-exporter",
+        "0.47.0",
+        "prometheus-community/helm-charts",
+        "prometheus-yet-another-cloudwatch-exporter-0.47.0",
+        "charts/prometheus-yet-another-cloudwatch-exporter",
+    ),
+)
+
+# Every CRD trainstack writes objects of (Kueue queues, Trainer runtimes and jobs, MPIJob for the MPI Operator).
+CRDS: tuple[CrdRow, ...] = (
+    *(
+        CrdRow(
+            "kubernetes-sigs/kueue",
+            "v0.14.8",
+            f"config/components/crd/bases/kueue.x-k8s.io_{plural}.yaml",
+            "kueue@0.14.8",
+        )
+        for plural in ("resourceflavors", "clusterqueues", "localqueues")
+    ),
+    *(
+        CrdRow(
+            "kubeflow/trainer",
+            "v2.1.0",
+            f"manifests/base/crds/trainer.kubeflow.org_{plural}.yaml",
+            "kubeflow-trainer@2.1.0",
+        )
+        for plural in ("trainjobs", "clustertrainingruntimes")
+    ),
+    CrdRow("kubeflow/mpi-operator", "v0.8.0", "manifests/base/kubeflow.org_mpijobs.yaml", "mpi-operator@0.8.0"),
+)
+
+# Schema keywords kept as facts (JSON-schema / Kubernetes structural-schema names -> our names).
+_KEPT = {
+    "enum": "enum",
+    "required": "required",
+    "pattern": "pattern",
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "minItems": "min_items",
+    "maxItems": "max_items",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "nullable": "nullable",
+    "format": "format",
+    "x-kubernetes-list-type": "list_type",
+    "x-kubernetes-list-map-keys": "list_map_keys",
+}
+
+
+def git_show(mirror: Path, repository: str, tag: str, path: str) -> str | None:
+    git_dir = mirror / repository.replace("/", "+") / "repo"
+    result = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", f"{tag}:{path}"], capture_output=True, text=True, check=False
+    )
+    return result.stdout if result.returncode == 0 else None
+
+
+def flatten_values(values: Any, path: str, out: dict[str, str], free: set[str]) -> None:
+    """Every key path of a values.yaml with its default's type; empty maps take any key; lists are leaves
+    (Helm replaces a list whole)."""
+    out[path] = json_type(values) if path else "object"
+    if isinstance(values, dict):
+        if not values and path:
+            free.add(path)
+        for key, value in values.items():
+            flatten_values(value, child(path, str(key)), out, free)
+
+
+def flatten_schema(node: dict[str, Any], path: str, out: dict[str, dict[str, Any]]) -> None:
+    """Every field path of an openAPI v3 (structural) schema with its type, enum, required keys, bounds and
+    the CEL rules that need no old object (transition rules only run on update)."""
+    fact: dict[str, Any] = {}
+    if node.get("x-kubernetes-int-or-string") or {s.get("type") for s in node.get("anyOf", [])} == {
+        "integer",
+        "string",
+    }:
+        fact["type"] = "int-or-string"
+    elif "type" in node:
+        fact["type"] = node["type"]
+    for key, name in _KEPT.items():
+        if key in node:
+            fact[name] = node[key]
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        fact["preserve_unknown"] = True
+    if node.get("x-kubernetes-embedded-resource"):
+        fact["embedded_resource"] = True
+    rules = [
+        {"rule": " ".join(v["rule"].split()), "message": v.get("message", "")}
+        for v in node.get("x-kubernetes-validations", [])
+        if "oldSelf" not in v["rule"]
+    ]
+    if rules:
+        fact["rules"] = rules
+    out[path] = fact
+    for key, sub in (node.get("properties") or {}).items():
+        flatten_schema(sub, child(path, key), out)
+    if isinstance(node.get("items"), dict):
+        flatten_schema(node["items"], join(path, ITEM), out)
+    if isinstance(node.get("additionalProperties"), dict):
+        flatten_schema(node["additionalProperties"], join(path, ANY_KEY), out)
+
+
+def source(repository: str, tag: str, path: str) -> dict[str, str]:
+    return {"repository": repository, "tag": tag, "path": path}
+
+
+def extract_chart(mirror: Path, row: ChartRow) -> dict[str, Any]:
+    values_path = f"{row.directory}/values.yaml"
+    text = git_show(mirror, row.repository, row.tag, values_path)
+    if text is None:
+        raise SystemExit(f"error: {row.repository}@{row.tag}:{values_path} not found in {mirror}")
+    chart_yaml = yaml.safe_load(git_show(mirror, row.repository, row.tag, f"{row.directory}/Chart.yaml") or "{}")
+    if chart_yaml.get("name") != row.chart:
+        raise SystemExit(f"error: {row.repository}@{row.tag}:{row.directory} is chart {chart_yaml.get('name')!r}")
+    git_version = str(chart_yaml.get("version", ""))
+    if "devel" not in git_version and git_version.removeprefix("v") != row.version.removeprefix("v"):
+        raise SystemExit(f"error: {row.chart} at {row.tag} is version {git_version}, not {row.version}")
+    values: dict[str, str] = {}
+    free: set[str] = set()
+    flatten_values(yaml.safe_load(text) or {}, "", values, free)
+    data: dict[str, Any] = {
+        "chart": row.chart,
+        "version": row.version,
+        "source": source(row.repository, row.tag, values_path),
+        "values": values,
+        "free_maps": sorted(free),
+    }
+    schema_path = f"{row.directory}/values.schema.json"
+    schema_text = git_show(mirror, row.repository, row.tag, schema_path)
+    if schema_text is not None:
+        fields: dict[str, dict[str, Any]] = {}
+        flatten_schema(json.loads(schema_text), "", fields)
+        data["schema"] = {"source": source(row.repository, row.tag, schema_path), "fields": fields}
+    return data
+
+
+def extract_crd(mirror: Path, row: CrdRow) -> list[tuple[Path, dict[str, Any]]]:
+    text = git_show(mirror, row.repository, row.tag, row.path)
+    if text is None:
+        raise SystemExit(f"error: {row.repository}@{row.tag}:{row.path} not found in {mirror}")
+    crd = yaml.safe_load(text)
+    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+    found = []
+    for version in crd["spec"]["versions"]:
+        if not version.get("served", False):
+            continue
+        fields: dict[str, dict[str, Any]] = {}
+        flatten_schema(version["schema"]["openAPIV3Schema"], "", fields)
+        data = {
+            "group": group,
+            "kind": kind,
+            "version": version["name"],
+            "scope": crd["spec"]["scope"],
+            "installed_by": row.installed_by,
+            "source": source(row.repository, row.tag, row.path),
+            "fields": fields,
+        }
+        found.append((crd_file(group, kind, version["name"], row.tag), data))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mirror", type=Path, default=DEFAULT_MIRROR, help="directory of <owner>+<name>/repo mirrors")
+    args = parser.parse_args(argv)
+    written: set[Path] = set()
+    for chart in CHARTS:
+        path = chart_file(chart.chart, chart.version)
+        write_json(path, extract_chart(args.mirror, chart))
+        written.add(path)
+    for crd in CRDS:
+        for path, data in extract_crd(args.mirror, crd):
+            write_json(path, data)
+            written.add(path)
+    for stale in {*CHARTS_DIR.glob("*.json"), *CRDS_DIR.glob("*.json")} - written:
+        stale.unlink()
+    print(f"wrote {len(written)} facts files under {CHARTS_DIR.parent}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

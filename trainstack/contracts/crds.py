@@ -1,0 +1,233 @@
+"""Custom resources against the openAPI schema of their CRD, at the version the recorded release installs.
+
+The API server prunes a field its CRD does not define (the object is stored without it, no error), refuses a
+wrong type, a value outside an enum or bounds, a missing required field, and a failed CEL rule
+(`x-kubernetes-validations`). All of that is checked here from the recorded facts (`facts/crds/`), for the
+CRD that the recorded operator release installs: a Kueue ClusterQueue against Kueue's CRD at the Kueue chart's
+version, a TrainJob against Trainer's at the Trainer chart's. CEL rules are evaluated with cel-python; a rule it
+cannot evaluate offline is skipped, never guessed. Transition rules (`oldSelf`) only run on update and were
+left out at extraction.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from trainstack.contracts import ContractViolation, render_value
+from trainstack.contracts.facts import ANY_KEY, ITEM, child, crd_facts, join, json_type
+from trainstack.engine import UNKNOWN, RecordedResource, Recording
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
+# API groups served by Kubernetes itself (validated as core objects) or pseudo-types of the provider.
+_BUILT_IN_GROUPS = {"core", "apps", "batch", "policy", "autoscaling", "helm.sh", "yaml", "kustomize"}
+# The MPI Operator publishes a release manifest, not a chart (components/scheduling.MPI_OPERATOR_MANIFEST).
+_MPI_OPERATOR_MANIFEST = re.compile(r"/mpi-operator/v(\d+\.\d+\.\d+)/")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One place where a value breaks a schema: its path (with list indexes), the value, the rule."""
+
+    path: str
+    value: Any
+    rule: str
+
+
+def custom_resource_kind(resource: RecordedResource) -> tuple[str, str] | None:
+    """(apiVersion, kind) of a recorded custom resource, or None for a built-in object or provider pseudo-type."""
+    if not resource.custom or not resource.type.startswith("kubernetes:"):
+        return None
+    _, api_version, kind = resource.type.split(":", 2)
+    group = api_version.split("/")[0] if "/" in api_version else "core"
+    if group in _BUILT_IN_GROUPS or group.endswith(".k8s.io"):
+        return None
+    return api_version, kind
+
+
+def installed_operators(recording: Recording) -> dict[str, str]:
+    """What installs CRDs in this recording: chart (or manifest) name -> version, without a leading v."""
+    found: dict[str, str] = {}
+    for release in recording.by_type(HELM_RELEASE):
+        chart, version = release.inputs.get("chart"), release.inputs.get("version")
+        if isinstance(chart, str) and isinstance(version, str):
+            found[chart.rstrip("/").rsplit("/", 1)[-1]] = version.removeprefix("v")
+    for config in recording.by_type(CONFIG_FILE):
+        match = _MPI_OPERATOR_MANIFEST.search(str(config.inputs.get("file", "")))
+        if match:
+            found["mpi-operator"] = match.group(1)
+    return found
+
+
+# ------------------------------------------------------------------------------------------ the walker
+
+
+def _ints(value: Any) -> Any:
+    """The engine's protobuf Struct carries every number as a double; the provider sends integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def _type_ok(expected: str, value: Any) -> bool:
+    actual = json_type(value)
+    if expected == "int-or-string":
+        return actual in ("integer", "string")
+    if expected == "number":
+        return actual in ("integer", "number")
+    return actual == expected
+
+
+@functools.cache
+def _cel_program(rule: str) -> Any:
+    """The compiled CEL program of `rule`, or None when cel-python cannot compile it."""
+    import celpy  # imported on first use: most plans need it once, tests of other tiers never
+
+    try:
+        env = celpy.Environment()
+        return env.program(env.compile(rule))
+    except Exception:  # a dialect feature cel-python lacks: the rule is not evaluated offline
+        return None
+
+
+def cel_holds(rule: str, value: Any) -> bool | None:
+    """Whether `rule` holds for `self = value`; None when it cannot be evaluated offline."""
+    import celpy
+
+    program = _cel_program(rule)
+    if program is None:
+        return None
+    try:
+        result = program.evaluate({"self": celpy.json_to_cel(value)})
+    except Exception:
+        return None
+    if isinstance(result, celpy.CELEvalError) or not isinstance(result, bool | celpy.celtypes.BoolType):
+        return None
+    return bool(result)
+
+
+def _contains_unknown(value: Any) -> bool:
+    if value == UNKNOWN:
+        return True
+    if isinstance(value, dict):
+        return any(_contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_unknown(v) for v in value)
+    return False
+
+
+def schema_problems(fields: dict[str, dict[str, Any]], value: Any) -> list[Problem]:
+    """Everything in `value` that the flattened structural schema `fields` refuses or would prune."""
+    problems: list[Problem] = []
+    _walk(fields, value, "", "", problems)
+    return problems
+
+
+def _walk(fields: dict[str, dict[str, Any]], value: Any, spath: str, rpath: str, out: list[Problem]) -> None:
+    if value == UNKNOWN or value is None:
+        return
+    fact = fields[spath]
+    where = rpath or "(object)"
+    expected = fact.get("type")
+    if expected and not _type_ok(expected, value):
+        out.append(Problem(where, value, f"must be {expected}, not {json_type(value)}"))
+        return
+    if "enum" in fact and value not in fact["enum"]:
+        out.append(Problem(where, value, f"must be one of {fact['enum']}"))
+    if isinstance(value, str):
+        if "pattern" in fact and not re.search(fact["pattern"], value):
+            out.append(Problem(where, value, f"must match {fact['pattern']}"))
+        if "max_length" in fact and len(value) > fact["max_length"]:
+            out.append(Problem(where, value, f"must be at most {fact['max_length']} characters"))
+        if "min_length" in fact and len(value) < fact["min_length"]:
+            out.append(Problem(where, value, f"must be at least {fact['min_length']} characters"))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in fact and value < fact["minimum"]:
+            out.append(Problem(where, value, f"must be >= {fact['minimum']}"))
+        if "maximum" in fact and value > fact["maximum"]:
+            out.append(Problem(where, value, f"must be <= {fact['maximum']}"))
+    if isinstance(value, list):
+        if "max_items" in fact and len(value) > fact["max_items"]:
+            out.append(Problem(where, value, f"must have at most {fact['max_items']} items"))
+        if "min_items" in fact and len(value) < fact["min_items"]:
+            out.append(Problem(where, value, f"must have at least {fact['min_items']} items"))
+    for rule in fact.get("rules", []):
+        if not _contains_unknown(value) and cel_holds(rule["rule"], value) is False:
+            out.append(Problem(where, value, f"CEL rule `{rule['rule']}` fails: {rule['message']}".rstrip(": ")))
+    if isinstance(value, dict):
+        for key in fact.get("required", []):
+            if key not in value:
+                out.append(Problem(child(rpath, key), None, "is required"))
+        for key, sub in value.items():
+            if key == "metadata" and (not spath or fact.get("embedded_resource")):
+                continue  # ObjectMeta: the API server validates it as metadata, whatever the schema says
+            schema_key = child(spath, key)
+            if schema_key not in fields and join(spath, ANY_KEY) in fields:
+                schema_key = join(spath, ANY_KEY)
+            type_meta = key in ("apiVersion", "kind") and (not spath or fact.get("embedded_resource"))
+            if schema_key in fields:
+                _walk(fields, sub, schema_key, child(rpath, key), out)
+            elif not (fact.get("preserve_unknown") or type_meta):
+                out.append(
+                    Problem(child(rpath, key), sub, "is not a field of the CRD schema: the API server prunes it")
+                )
+    elif isinstance(value, list) and join(spath, ITEM) in fields:
+        for i, item in enumerate(value):
+            _walk(fields, item, join(spath, ITEM), f"{rpath}[{i}]", out)
+
+
+# ------------------------------------------------------------------------------------------ the contract
+
+
+def check(recording: Recording) -> Iterator[ContractViolation]:
+    """Every custom resource against the CRD its recorded operator release installs."""
+    installed = installed_operators(recording)
+    for resource in recording.resources:
+        kind = custom_resource_kind(resource)
+        if kind is None:
+            continue
+        api_version, kind_name = kind
+        candidates = crd_facts(api_version, kind_name)
+        if not candidates:
+            yield ContractViolation(
+                urn=resource.urn,
+                path="",
+                value=f"{api_version} {kind_name}",
+                rule="no recorded CRD serves this apiVersion and kind: add the CRD's row to "
+                "scripts/extract_contract_facts.py (CRDS) and extract its facts",
+                source="trainstack/contracts/facts/crds",
+            )
+            continue
+        matching = [f for f in candidates if installed.get(f.operator[0]) == f.operator[1]]
+        if not matching:
+            charts = sorted({f.installed_by for f in candidates})
+            operator = candidates[0].operator[0]
+            yield ContractViolation(
+                urn=resource.urn,
+                path="",
+                value=f"{operator}@{installed.get(operator, 'not installed')}",
+                rule=f"no recorded {kind_name} CRD for the installed {operator} version (facts exist for "
+                f"{', '.join(charts)}): extract the CRD at the pinned tag",
+                source="trainstack/contracts/facts/crds",
+            )
+            continue
+        facts = matching[0]
+        body = _ints({k: v for k, v in resource.inputs.items()})
+        body.setdefault("apiVersion", api_version)
+        body.setdefault("kind", kind_name)
+        for problem in schema_problems(facts.fields, body):
+            yield ContractViolation(
+                urn=resource.urn,
+                path=problem.path,
+                value=render_value(problem.value),
+                rule=f"{kind_name} {problem.path}: {problem.rule}",
+                source=f"CRD {facts.kind}.{facts.group} {facts.version}, {facts.source}",
+            )
