@@ -20,11 +20,15 @@ from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
-from stacks.load import ConfigError, validate_object
+from stacks.load import ConfigError, check_stack, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, HyperPodGroupRole, HyperPodOrchestrator
 
 try:
-    cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
+    cluster = check_stack(
+        pulumi.get_stack(),
+        validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}"),
+        f"stack {pulumi.get_stack()}",
+    )
 except ConfigError as error:
     raise pulumi.RunError(error.render()) from None
 

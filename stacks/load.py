@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig, Environment
 
 STACKS_DIR = Path(__file__).resolve().parent
 FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
@@ -56,6 +56,54 @@ class ConfigError(Exception):
         lines = [f"invalid stack config {self.source}: {len(self.problems)} problem(s)"]
         lines += [f"  - {problem}" for problem in self.problems]
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ the environment/stack tie
+#
+# Everything that protects data (deletion protection, the policy levels and floors of policies/config/<env>.json)
+# keys off `environment`, so a stack file may not choose it freely: the stack's name decides it. A stack is
+# named after its environment (`prod`), or is one more stack of that environment named `<environment>-<suffix>`
+# (`prod-eu-west-1`, `staging-bench`). Nothing else maps: a stack called `qa` or `prod2` names no environment and
+# is refused until it follows the rule.
+
+
+def environment_of_stack(stack: str) -> Environment | None:
+    """The environment a stack name maps to: `prod` and `prod-<suffix>` to prod, and so on; None otherwise."""
+    for environment in Environment:
+        if stack == environment.value or stack.startswith(f"{environment.value}-"):
+            return environment
+    return None
+
+
+def stack_problem(stack: str, cluster: ClusterConfig) -> Problem | None:
+    """Why `cluster` cannot run as `stack` (its environment is not the one the stack name maps to), or None."""
+    key = f"{FULL_KEY}.environment"
+    expected = environment_of_stack(stack)
+    valid = ", ".join(f"`{e.value}` or `{e.value}-<suffix>`" for e in Environment)
+    if expected is None:
+        return Problem(
+            key,
+            cluster.environment.value,
+            f"stack {stack!r} maps to no environment: name a stack {valid} (for example prod-eu-west-1), so the "
+            "environment that decides data protection and policy floors follows from the stack",
+        )
+    if cluster.environment is not expected:
+        return Problem(
+            key,
+            cluster.environment.value,
+            f"stack {stack!r} is a {expected.value} stack: its environment must be {expected.value!r}. The "
+            "environment decides deletion protection and every policy floor, so it follows from the stack name "
+            f"(stacks named {valid}), not from a value inside the file",
+        )
+    return None
+
+
+def check_stack(stack: str, cluster: ClusterConfig, source: str) -> ClusterConfig:
+    """`cluster` when its environment is the one `stack` maps to; ConfigError (exit 2) otherwise."""
+    problem = stack_problem(stack, cluster)
+    if problem is not None:
+        raise ConfigError(source, [problem])
+    return cluster
 
 
 def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:

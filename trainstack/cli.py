@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stacks.load import ConfigError, load_file, stack_file
+from stacks.load import ConfigError, check_stack, load_file, stack_file
 from stacks.schema import ClusterConfig, json_schema
 from trainstack.engine import Recording, run_program
 
@@ -133,7 +133,8 @@ def _umask() -> int:
 
 
 def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
-    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment."""
+    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment (a proposed change
+    in a file of another name; the plan then reviews it as that environment's stack)."""
     name = path.name
     if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
         return name.removeprefix("Pulumi.").rsplit(".", 1)[0]
@@ -198,6 +199,10 @@ def plan(args: argparse.Namespace) -> int:
     stack = stack_name_of(args.against if args.against is not None else path, cluster)
     if args.stack and args.against is None:
         stack = args.stack
+    # The stack's name decides the environment (stacks/load.py): a file cannot talk itself out of prod's floors.
+    check_stack(stack, cluster, str(path))
+    if baseline_cluster is not None:
+        check_stack(stack, baseline_cluster, str(args.against))
 
     show = sys.stderr.isatty()
     started = time.perf_counter()

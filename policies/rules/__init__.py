@@ -11,9 +11,9 @@ from types import ModuleType
 
 from pulumi_policy import Policy
 
-from . import cost, eks, gpu, iam, kubernetes, network, nodes, sagemaker, storage
+from . import cost, eks, floors, gpu, iam, kubernetes, network, nodes, sagemaker, storage
 
-MODULES: tuple[ModuleType, ...] = (eks, nodes, iam, network, storage, gpu, kubernetes, sagemaker, cost)
+MODULES: tuple[ModuleType, ...] = (eks, nodes, iam, network, storage, gpu, kubernetes, sagemaker, cost, floors)
 
 
 def _collect(module: ModuleType) -> list[Policy]:
