@@ -180,12 +180,41 @@ def _problems(error: ValidationError) -> list[Problem]:
         if item["type"] == "extra_forbidden":
             valid = _valid_keys(loc[:-1])
             message = f"unknown key; valid keys here: {', '.join(valid)}" if valid else "unknown key"
+        elif item["type"] == "string_pattern_mismatch":
+            pattern = str((item.get("ctx") or {}).get("pattern", ""))
+            message = f"expected {PATTERNS[pattern]}" if pattern in PATTERNS else f"does not match {pattern}"
         elif item["type"] == "missing":
             problems.append(Problem(key, _MISSING, "required key is missing"))
             continue
         # A cross-field validator reports several problems, one per line.
         problems += [Problem(key, _value_at(item), line) for line in message.splitlines() if line]
     return problems
+
+
+# What each pattern of the schema accepts, in words and with an example: a person reads "an IAM role ARN such as
+# arn:aws:iam::123456789012:role/NAME", not a regular expression. tests/unit/test_config_errors.py checks that
+# every pattern the schema uses is listed here.
+PATTERNS: dict[str, str] = {
+    r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$": "a DNS label of 1-32 characters: lower-case letters, digits and hyphens, "
+    "starting with a letter and not ending with a hyphen, such as trainstack-prod or p5-train",
+    r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": "a name of 1-63 lower-case letters, digits and hyphens that starts and "
+    "ends with a letter or digit, such as workers",
+    r"^[a-z]{2}(-gov)?-[a-z]+-\d$": "an AWS region such as us-east-1",
+    r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$": "an availability zone name such as us-east-1a",
+    r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$": "an IAM role ARN such as arn:aws:iam::123456789012:role/NAME",
+    r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$": "a SageMaker training plan ARN "
+    "such as arn:aws:sagemaker:us-east-1:123456789012:training-plan/NAME",
+    r"^cr-[0-9a-f]{8,17}$": "a capacity reservation id such as cr-0a1b2c3d4e5f67890",
+    r"^ml\.[a-z0-9-]+\.[a-z0-9]+$": "a SageMaker instance type such as ml.p5.48xlarge",
+    r"^[a-z0-9-]+\.[a-z0-9]+$": "an EC2 instance type such as m7i.xlarge",
+    r"^v?\d+\.\d+\.\d+$": "an exact chart version such as v25.3.4 or 0.14.3 (no ranges, no `latest`)",
+    r"^v\d+\.\d+\.\d+-eksbuild\.\d+$": "an exact EKS add-on build such as v1.22.4-eksbuild.3 (`aws eks "
+    "describe-addon-versions` lists them)",
+    r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$": "a weekly time d:HH:MM in UTC, 1 being Monday, such as 7:03:00",
+    r"^\d+[KMG]?$": "a size in bytes with an optional K, M or G suffix, such as 16G",
+    r"^([A-Za-z0-9._-]+/)*$": "a bucket prefix that is empty or ends in /, such as datasets/",
+    r"^/[A-Za-z0-9._/-]*$": "an absolute Lustre path such as /datasets",
+}
 
 
 def _value_at(item: Mapping[str, Any]) -> Any:

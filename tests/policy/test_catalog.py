@@ -36,6 +36,7 @@ def test_every_rule_says_what_and_why() -> None:
             "kubernetes",
             "sagemaker",
             "cost",
+            "floors",
         }
         if isinstance(policy, ResourceValidationPolicy):
             assert RESOURCE_TYPES[policy.name], policy.name
