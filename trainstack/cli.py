@@ -207,7 +207,7 @@ def plan(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty()
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, str(path))
-    report = build_report(cluster, recording, review(recording, cluster.environment.value))
+    report = build_report(cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers))
 
     diff = None
     baseline = None

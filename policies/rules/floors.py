@@ -340,35 +340,43 @@ def system_nodes_floor(args: StackValidationArgs, report: ReportViolation) -> No
     azs = sorted({_az(s) for group in groups for s in Graph.deps(group, "subnetIds", SUBNET)})
     min_nodes, min_azs = _int(args, "minNodes", 2), _int(args, "minAvailabilityZones", 2)
     names = ", ".join(group.name for group in groups) or "none"
+    urn = groups[0].urn if groups else g.of_type(EKS_CLUSTER)[0].urn
     if nodes < min_nodes:
         report(
             f"system node groups ({names}) keep at least {nodes} node(s) (eks.system_node_group.min_size); the floor "
-            f"here is {min_nodes}, so DNS and job admission survive the loss of a node."
+            f"here is {min_nodes}, so DNS and job admission survive the loss of a node.",
+            urn,
         )
     if len(azs) < min_azs:
-        report(f"system node groups ({names}) span {len(azs)} AZ(s) {azs}; the floor here is {min_azs}.")
+        report(f"system node groups ({names}) span {len(azs)} AZ(s) {azs}; the floor here is {min_azs}.", urn)
 
 
 @stack_rule(
     name="nat-per-az",
-    description="Every AZ with private subnets has its own NAT gateway: with one shared NAT gateway, losing its "
+    description="Every AZ with node subnets has its own NAT gateway: with one shared NAT gateway, losing its "
     "AZ cuts every other AZ's nodes off image pulls, package mirrors and AWS APIs not on endpoints (VPC User "
     "Guide, NAT gateways: 'create a NAT gateway in each Availability Zone').",
     severity=Severity.MEDIUM,
 )
 def nat_per_az(args: StackValidationArgs, report: ReportViolation) -> None:
     g = graph(args)
-    private = [s for s in g.of_type(SUBNET) if not truthy(get(s.props, "mapPublicIpOnLaunch"))]
+    # The subnets that carry nodes and the control plane's interfaces: the node groups' and the cluster's.
+    private: list[PolicyResource] = []
+    for holder in g.of_type(EKS_NODE_GROUP, EKS_CLUSTER):
+        prop = "subnetIds" if holder.resource_type == EKS_NODE_GROUP else "vpcConfig"
+        private += [s for s in Graph.deps(holder, prop, SUBNET) if s not in private]
     nats = g.of_type(NAT_GATEWAY)
     if not private or not nats:
-        args.not_applicable("no private subnets behind NAT")
+        args.not_applicable("no node subnets behind NAT")
     nat_azs = {_az(s) for nat in nats for s in Graph.deps(nat, "subnetId", SUBNET)}
-    missing = sorted({_az(s) for s in private} - nat_azs)
-    if missing:
-        report(
-            f"private subnets in {missing} have no NAT gateway in their AZ (NAT gateways in {sorted(nat_azs)}); set "
-            "network.nat_gateways per_az, so one AZ's outage does not take the others' egress with it."
-        )
+    for subnet in private:
+        if _az(subnet) not in nat_azs:
+            report(
+                f"private subnet {subnet.name} in {_az(subnet)} has no NAT gateway in its AZ (NAT gateways in "
+                f"{sorted(nat_azs)}); set network.nat_gateways per_az, so one AZ's outage does not take the others' "
+                "egress with it.",
+                subnet.urn,
+            )
 
 
 @stack_rule(
@@ -470,10 +478,12 @@ def fabric_validation(args: StackValidationArgs, report: ReportViolation) -> Non
     if not groups:
         args.not_applicable("no NVIDIA node group with EFA")
     if not g.of_type(*NCCL_WORKLOADS):
-        report(
-            f"no NCCL validation job for the EFA node groups ({', '.join(group.name for group in groups)}): set "
-            "kubernetes.validation.enabled true."
-        )
+        for group in groups:
+            report(
+                f"no NCCL validation job proves node group {group.name}'s EFA fabric: set "
+                "kubernetes.validation.enabled true.",
+                group.urn,
+            )
 
 
 def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any]]:
@@ -522,5 +532,10 @@ def storage_throughput_floor(args: StackValidationArgs, report: ReportViolation)
         report(
             f"{what} for {demand:,.0f} MB/s of GPU read demand: {coverage:.0%} coverage, below the floor of "
             f"{floor:.0%}. Raise storage.fsx.storage_capacity_gib or throughput_mb_s_per_tib.",
-            systems[0].urn if systems else None,
+            systems[0].urn if systems else _first_accelerated(g),
         )
+
+
+def _first_accelerated(g: Graph) -> str | None:
+    groups = accelerated_node_groups(g)
+    return groups[0][0].urn if groups else None

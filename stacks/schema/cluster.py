@@ -14,6 +14,7 @@ from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
 from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
+from stacks.schema.waivers import WaiverSpec
 
 
 class TagsSpec(Spec):
@@ -55,6 +56,10 @@ class ClusterConfig(Spec):
     storage: StorageSpec = Field(description="S3 buckets and FSx for Lustre.")
     kubernetes: KubernetesSpec = Field(description="GPU Operator, EFA plugin, Kueue, teams, validation.")
     sagemaker: SageMakerSpec = Field(default_factory=SageMakerSpec, description="Optional SageMaker HyperPod.")
+    waivers: list[WaiverSpec] = Field(
+        default_factory=list,
+        description="Written exemptions, each from one policy rule for one resource; the plan lists every one.",
+    )
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
@@ -83,6 +88,12 @@ class ClusterConfig(Spec):
                 f"{node_group_gpus + hyperpod_gpus} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
         problems += self._quotas_fit_capacity(node_group_gpus)
+        pairs = [(w.rule, w.resource) for w in self.waivers]
+        problems += [
+            f"waivers: {rule} on {res} is waived twice"
+            for rule, res in sorted(set(pairs))
+            if pairs.count((rule, res)) > 1
+        ]
         efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
         if self.storage.fsx.enabled and len(efa_azs) > 1:
             problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")

@@ -108,7 +108,10 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
     if report.policy is not None:
         p = report.policy
         verdict = "passes" if p.passed else "**blocked**"
-        out.append(f"Policy review {verdict}: {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s).")
+        waived = f", {len(p.waived)} waived" if p.waived else ""
+        out.append(
+            f"Policy review {verdict}: {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s){waived}."
+        )
         out.append("")
 
     out += ["### Compute", ""]
@@ -169,11 +172,16 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
         )
         out.append("")
 
-    if report.policy is not None and report.policy.violations:
+    if report.policy is not None and (report.policy.violations or report.policy.waived):
         out += ["### Policy review", ""]
         out += md_table(
             ["level", "policy", "resource", "message"],
-            [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in report.policy.violations],
+            [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in report.policy.violations]
+            + [
+                [f"waived ({v.level})", v.policy, f"`{v.name}`", f"{v.message} Reason: {w.reason}"]
+                for w in report.policy.waived
+                for v in [w.violation]
+            ],
         )
         out.append("")
 

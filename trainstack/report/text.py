@@ -319,6 +319,8 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
         p = report.policy
         out.append(style.heading("Policy review"))
         head = f"  {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
+        if p.waived:
+            head += f"; {len(p.waived)} waived"
         if p.not_applicable:
             head += f"; {len(p.not_applicable)} check(s) not applicable"
         out.append(style.ok(head) if p.passed else style.bad(head))
@@ -326,6 +328,9 @@ def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: boo
             tag = style.bad("MANDATORY") if v.level == "mandatory" else style.warn("advisory ")
             out.append(f"  {tag} {v.policy}: {v.message}")
             out.append(style.dim(f"            {v.urn or '(stack)'}"))
+        for w in p.waived:
+            out.append(f"  {style.warn('waived   ')} {w.violation.policy} on {w.violation.name}: {w.violation.message}")
+            out.append(style.dim(f"            reason: {w.reason}"))
         out.append("")
 
     if diff is not None:
