@@ -492,5 +492,75 @@ def rules_table(policies: Iterable[Policy] = POLICIES) -> str:
     return "\n".join(lines)
 
 
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def floors_table() -> str:
+    """The floors: every threshold of the floor rules per environment, with why and the source."""
+    from policies.rules import DOMAINS
+
+    configs = {env: load_config(env) for env in ENVIRONMENTS}
+    lines = [
+        "| Floor | dev | staging | prod | Why (source) |",
+        "|---|---|---|---|---|",
+    ]
+    for policy in POLICIES:
+        if DOMAINS[policy.name] != "floors" or policy.config_schema is None:
+            continue
+        for key, schema in policy.config_schema.properties.items():
+            cells = []
+            for env in ENVIRONMENTS:
+                level = configs[env].levels[policy.name].value
+                value = configs[env].properties[policy.name].get(key)
+                shown = json.dumps(value) if value is not None else "-"
+                cells.append("off" if level == "disabled" else f"{shown} ({_SHORT[level]})")
+            why = _cell(str(schema.get("description", "")))
+            lines.append(f"| `{policy.name}` `{key}` | {' | '.join(cells)} | {why} |")
+    return "\n".join(lines)
+
+
+def waivers_table(stacks_dir: Path | None = None) -> str:
+    """Every waiver the committed stack files carry: stack, rule, resource and the written reason."""
+    from stacks.load import STACKS_DIR, load_file
+
+    rows = []
+    for path in sorted((stacks_dir or STACKS_DIR).glob("Pulumi.*.yaml")):
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for waiver in load_file(path).waivers:
+            reason = _cell(" ".join(waiver.reason.split()))
+            rows.append(f"| `{stack}` | `{waiver.rule}` | `{waiver.resource}` | {reason} |")
+    if not rows:
+        return "No committed stack waives a rule."
+    return "\n".join(["| Stack | Rule | Resource | Reason |", "|---|---|---|---|", *rows])
+
+
+def stack_mapping() -> str:
+    """The environment/stack tie in one sentence, from stacks/load.py's rule."""
+    from stacks.schema import Environment
+
+    pairs = ", ".join(f"`{e.value}` and `{e.value}-<suffix>` are {e.value} stacks" for e in Environment)
+    return (
+        f"Stack names decide environments: {pairs}; any other name is refused (exit 2), and a stack file's "
+        "`environment` must be the one its name maps to. The plan, `__main__.py` under the real CLI and the "
+        "`stack-environment` rule (with the environment named in `policies/config/<env>.json`) all check it."
+    )
+
+
+def policy_tables() -> str:
+    """What the README's policies section carries, generated: the tie, the rules, the floors, the waivers."""
+    return "\n\n".join(
+        [
+            stack_mapping(),
+            rules_table(),
+            "**Floors** (thresholds of the floor rules per environment; `policies/config/<env>.json`):",
+            floors_table(),
+            "**Waivers** in the committed stacks (`waivers:` in the stack file; every plan lists them):",
+            waivers_table(),
+        ]
+    )
+
+
 if __name__ == "__main__":
-    print(rules_table())
+    print(policy_tables())

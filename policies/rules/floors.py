@@ -118,9 +118,9 @@ def stack_environment(args: StackValidationArgs, report: ReportViolation) -> Non
             "minimum": 0,
             "maximum": 90,
             "default": 7,
-            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays). Why: a week covers "
-            "a corruption found after a weekend; the FSx console proposes 7 days. Source: FSx for Lustre User "
-            "Guide, automatic daily backups (0-90 days).",
+            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays). Why: a corruption "
+            "or deletion found after a long weekend must still have a backup from before it. Source: FSx for Lustre "
+            "User Guide, automatic daily backups (0-90 days kept).",
         },
         "requireFinalBackup": {
             "type": "boolean",
