@@ -49,6 +49,15 @@ NCCL_WORKLOADS = (
 ENVIRONMENTS = ("dev", "staging", "prod")
 
 
+BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+
+
+def data_buckets(g: Graph) -> list[PolicyResource]:
+    """Buckets that hold data: not those whose objects the stack writes itself (the HyperPod lifecycle scripts),
+    which are generated copies of files in the repository and are rewritten on the next `pulumi up`."""
+    return [b for b in g.of_type(*S3_BUCKETS) if not g.referrers(b, "bucket", BUCKET_OBJECT)]
+
+
 def _int(args: StackValidationArgs, key: str, default: int) -> int:
     return int(args.get_config().get(key, default))
 
@@ -150,8 +159,8 @@ def fsx_backup_floor(args: StackValidationArgs, report: ReportViolation) -> None
 
 @stack_rule(
     name="s3-noncurrent-version-floor",
-    description="Bucket lifecycle rules keep an overwritten or deleted object's old version for at least the "
-    "environment's floor: versioning only protects a checkpoint for as long as its noncurrent versions live "
+    description="Data buckets' lifecycle rules keep an overwritten or deleted object's old version for at least "
+    "the environment's floor: versioning only protects a checkpoint for as long as its noncurrent versions live "
     "(S3 User Guide, 'Lifecycle configuration elements: NoncurrentVersionExpiration'; CKV_AWS_21 needs "
     "versioning, this keeps it meaningful).",
     severity=Severity.HIGH,
@@ -168,9 +177,9 @@ def fsx_backup_floor(args: StackValidationArgs, report: ReportViolation) -> None
 )
 def s3_noncurrent_version_floor(args: StackValidationArgs, report: ReportViolation) -> None:
     g = graph(args)
-    buckets = g.of_type(*S3_BUCKETS)
+    buckets = data_buckets(g)
     if not buckets:
-        args.not_applicable("no S3 buckets")
+        args.not_applicable("no S3 buckets that hold data")
     floor = _int(args, "minNoncurrentDays", 30)
     for bucket in buckets:
         for config in g.referrers(bucket, "bucket", *S3_LIFECYCLE):
@@ -190,7 +199,7 @@ def s3_noncurrent_version_floor(args: StackValidationArgs, report: ReportViolati
 @stack_rule(
     name="deletion-safeguards",
     description="Beyond `protect`, the cloud side refuses to lose data by accident: the EKS cluster has "
-    "deletion protection, buckets are not force-destroyed with their objects, and KMS keys wait the longest "
+    "deletion protection, data buckets are not force-destroyed with their objects, and KMS keys wait the longest "
     "deletion window (EKS User Guide 'Protect EKS clusters from accidental deletion'; S3 forceDestroy in the "
     "pulumi-aws docs; KMS Developer Guide 'Deleting keys', CKV_AWS_33 family).",
     severity=Severity.HIGH,
@@ -208,7 +217,7 @@ def s3_noncurrent_version_floor(args: StackValidationArgs, report: ReportViolati
 )
 def deletion_safeguards(args: StackValidationArgs, report: ReportViolation) -> None:
     g = graph(args)
-    clusters, buckets, keys = g.of_type(EKS_CLUSTER), g.of_type(*S3_BUCKETS), g.of_type(KMS_KEY)
+    clusters, buckets, keys = g.of_type(EKS_CLUSTER), data_buckets(g), g.of_type(KMS_KEY)
     if not clusters and not buckets and not keys:
         args.not_applicable("no EKS cluster, bucket or KMS key")
     for cluster in clusters:
