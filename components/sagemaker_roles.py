@@ -64,6 +64,15 @@ HYPERPOD_ENI_EXTRA_ACTIONS = (
     "ec2:ModifyNetworkInterfaceAttribute",
     "ec2:UnassignPrivateIpAddresses",
 )
+# The Slurm orchestrator's execution role: the reference grants DetachNetworkInterface next to the common ENI
+# actions (aws-samples/awsome-distributed-training, 1.architectures/5.sagemaker-hyperpod/
+# 1.AmazonSageMakerClustersExecutionRolePolicy.json "AdditionToEnableVpcConfig", and the same set in
+# sagemaker-hyperpod.yaml and terraform-modules/hyperpod-slurm-tf/modules/sagemaker_iam_role/main.tf).
+HYPERPOD_SLURM_ENI_EXTRA_ACTIONS = ("ec2:DetachNetworkInterface",)
+# A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
+# role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS KMS
+# key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
+EBS_KEY_ACTIONS = ("kms:CreateGrant", "kms:DescribeKey")
 ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 
 
@@ -139,8 +148,9 @@ def hyperpod_execution_policy(
 ) -> dict[str, Any]:
     """The inline policy of the HyperPod execution role, next to AmazonSageMakerClusterInstanceRolePolicy.
 
-    Read-only on the lifecycle prefix, the VPC network-interface actions, and for the EKS orchestrator ECR
-    pull, Pod Identity and describe on the one cluster.
+    Read-only on the lifecycle prefix, the VPC network-interface actions (with the orchestrator's extra ones),
+    grants on the data key for the EBS volumes it encrypts, and for the EKS orchestrator ECR pull, Pod Identity
+    and describe on the one cluster.
     """
     prefix = lifecycle_prefix.strip("/")
     statements = [
@@ -152,11 +162,15 @@ def hyperpod_execution_policy(
             Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
         *_vpc_statements(
-            partition, region, account_id, HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else ()
+            partition,
+            region,
+            account_id,
+            HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else HYPERPOD_SLURM_ENI_EXTRA_ACTIONS,
         ),
     ]
     if kms_key_arn is not None:
         statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn]))
+        statements.append(_statement("EbsVolumeKey", EBS_KEY_ACTIONS, [kms_key_arn]))
     if eks_cluster_arn is not None:
         statements += [
             _statement("EksDescribe", ["eks:DescribeCluster"], [eks_cluster_arn]),

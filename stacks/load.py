@@ -214,6 +214,11 @@ PATTERNS: dict[str, str] = {
     r"^\d+[KMG]?$": "a size in bytes with an optional K, M or G suffix, such as 16G",
     r"^([A-Za-z0-9._-]+/)*$": "a bucket prefix that is empty or ends in /, such as datasets/",
     r"^/[A-Za-z0-9._/-]*$": "an absolute Lustre path such as /datasets",
+    r"^\d+\.\d+\.\d+-(\d{8}|[0-9a-f]{8})$": "an EKS AMI release version such as 1.36.0-20260915 (AL2023) or "
+    "1.44.0-0f2a6ffa (Bottlerocket)",
+    r"^[a-z0-9]+(-[a-z0-9]+)+$": "a policy rule id in kebab case such as nat-per-az",
+    r"^[a-z][-a-z0-9_]{0,31}$": "a POSIX user name of up to 32 characters such as ubuntu",
+    r"^\d+\.\d+\.\d+$": "an exact version such as 1.2.3",
 }
 
 

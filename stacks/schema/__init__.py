@@ -64,6 +64,8 @@ from stacks.schema.sagemaker import (
     HyperPodOrchestrator,
     HyperPodSpec,
     SageMakerSpec,
+    SlurmSpec,
+    SlurmUserSpec,
 )
 from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
 
@@ -117,6 +119,8 @@ __all__ = [
     "PlacementMode",
     "RetentionDays",
     "SageMakerSpec",
+    "SlurmSpec",
+    "SlurmUserSpec",
     "Spec",
     "StorageSpec",
     "SystemNodeGroupSpec",

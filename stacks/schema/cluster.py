@@ -79,6 +79,25 @@ class ClusterConfig(Spec):
             for az in azs
             if not az.startswith(self.region)
         ]
+        admins = set(self.eks.admin_role_arns)
+        for i, team in enumerate(self.kubernetes.teams):
+            for j, role in enumerate(team.member_role_arns):
+                if role in admins:
+                    problems.append(
+                        f"kubernetes.teams.{i}.member_role_arns.{j} {role} is in eks.admin_role_arns: an IAM role has "
+                        "one EKS access entry; admins already reach every namespace"
+                    )
+        # AL2023 AMI releases belong to one Kubernetes minor (EKS refuses a release of another version).
+        releases = [("eks.system_node_group", True, self.eks.system_node_group.ami_release_version)] + [
+            (f"gpu_node_groups.{i}", g.ami_family.value.startswith("AL2023"), g.ami_release_version)
+            for i, g in enumerate(self.gpu_node_groups)
+        ]
+        for where, al2023, release in releases:
+            if release and al2023 and not release.startswith(f"{self.eks.version}."):
+                problems.append(
+                    f"{where}.ami_release_version {release} is not a release for Kubernetes {self.eks.version} "
+                    f"(eks.version); AL2023 releases look like {self.eks.version}.0-20260915"
+                )
         # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
         node_group_gpus = sum(g.max_gpus for g in self.gpu_node_groups)
         hyperpod_gpus = self.sagemaker.hyperpod.accelerators if self.sagemaker.hyperpod.enabled else 0
@@ -121,6 +140,19 @@ class ClusterConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
+        hyperpod = self.sagemaker.hyperpod
+        slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
+        if (
+            hyperpod.enabled
+            and hyperpod.orchestrator.value == "slurm"
+            and slurm_on_lustre
+            and not self.storage.fsx.enabled
+        ):
+            # Homes (and the users' SSH keys) must be the same on every node: that is the shared /fsx.
+            problems.append(
+                "sagemaker.hyperpod.slurm.homes_on_lustre and users need storage.fsx.enabled: set "
+                "homes_on_lustre false and users [] or enable FSx for Lustre"
+            )
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.

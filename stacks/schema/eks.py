@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from stacks.schema.base import Cidr, RetentionDays, Spec
+from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, Cidr, RetentionDays, Spec
 
 
 class LogType(StrEnum):
@@ -49,6 +49,9 @@ class SystemNodeGroupSpec(Spec):
     desired_size: int = Field(default=2, ge=1, description="Nodes at creation.")
     max_size: int = Field(default=4, ge=1, description="Maximum nodes.")
     disk_size_gib: int = Field(default=100, ge=20, le=16384, description="gp3 root volume in GiB.")
+    ami_release_version: AmiReleaseVersion | None = Field(
+        default=None, description="Pinned EKS AL2023 AMI release (e.g. 1.36.0-20260915); left out, the newest."
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:
@@ -86,7 +89,7 @@ def cidr_union_addresses(cidrs: list[str]) -> int:
     return sum(n.num_addresses for n in ipaddress.collapse_addresses(networks))
 
 
-AdminRoleArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$"), AfterValidator(_one_admin_role)]
+AdminRoleArn = Annotated[str, Field(pattern=ROLE_ARN_PATTERN), AfterValidator(_one_admin_role)]
 
 
 class EksSpec(Spec):

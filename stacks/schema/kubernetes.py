@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from stacks.schema.base import DNS_LABEL, Spec
+from stacks.schema.base import DNS_LABEL, ROLE_ARN_PATTERN, Spec
 
 
 class MigStrategy(StrEnum):
@@ -101,6 +101,11 @@ class TeamSpec(Spec):
 
     name: str = Field(pattern=DNS_LABEL, description="Team namespace name.")
     gpu_quota: int = Field(ge=0, description="Accelerators (GPUs or Neuron devices) the namespace may request at once.")
+    member_role_arns: list[Annotated[str, Field(pattern=ROLE_ARN_PATTERN)]] = Field(
+        default_factory=list,
+        description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "
+        "scoped to this namespace (and to the namespaces of any other team that lists it).",
+    )
 
 
 class ValidationSpec(Spec):

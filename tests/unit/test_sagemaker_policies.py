@@ -108,6 +108,15 @@ def test_hyperpod_on_slurm_gets_no_eks_ecr_or_cni_actions() -> None:
     assert not {a for a in allowed if a.startswith(("eks", "ecr:"))}
     assert "ec2:AssignPrivateIpAddresses" not in allowed
     assert set(ENI_MUTATE_ACTIONS) <= set(allowed)
+    # AWS's Slurm execution-role templates grant DetachNetworkInterface too; scoped like the other ENI actions.
+    assert allowed["ec2:DetachNetworkInterface"] == allowed["ec2:CreateNetworkInterface"]
+
+
+def test_ebs_volume_grants_only_on_the_data_key() -> None:
+    for document in (hyperpod(), hyperpod(eks_cluster_arn=None)):
+        allowed = grants(document)
+        assert allowed["kms:CreateGrant"] == allowed["kms:DescribeKey"] == {KEY_ARN}
+    assert "kms:CreateGrant" not in grants(hyperpod(kms_key_arn=None))
 
 
 def test_kms_decrypt_only_on_the_given_key() -> None:

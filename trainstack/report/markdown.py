@@ -38,6 +38,9 @@ def _diff(diff: PlanDiff) -> list[str]:
             "forcing it destroys the data."
         )
         out.append("")
+    for change in diff.ignored:
+        paths = ", ".join(f"`{c.path}` stays `{c.old}` (config: `{c.new}`)" for c in change.changes)
+        out += [f"- `{change.urn.rsplit('::', 1)[-1]}` ignoreChanges: {paths}", ""]
     d = diff
     rows = [
         [
@@ -90,6 +93,8 @@ def _diff(diff: PlanDiff) -> list[str]:
             out += [f"{mark}     {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}" for c in change.changes]
         out.append("```")
         out.append("")
+    for change in diff.changed:
+        out += [f"> [!IMPORTANT]\n> **{change.urn.rsplit('::', 1)[-1]}**: {note}\n" for note in change.notes]
     out.append(f"_{diff_note()}_")
     out.append("")
     return out
