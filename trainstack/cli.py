@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stacks.load import ConfigError, check_stack, load_file, stack_file
+from stacks.load import ConfigError, check_stack, environment_of_stack, load_file, stack_file
 from stacks.placeholders import find as find_placeholders
 from stacks.schema import ClusterConfig, json_schema
 from trainstack.engine import Recording, run_program
@@ -141,7 +141,12 @@ def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
     in a file of another name; the plan then reviews it as that environment's stack)."""
     name = path.name
     if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-        return name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+        stack = name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+        # A stack name that maps to an environment is a real stack and decides it (check_stack); another name
+        # (Pulumi.proposed.yaml) is a proposal, reviewed as its environment's stack. `pulumi up` on a stack of
+        # such a name is still refused by the program itself.
+        if environment_of_stack(stack) is not None:
+            return stack
     return cluster.environment.value
 
 

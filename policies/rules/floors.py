@@ -9,6 +9,7 @@ one of these values below the floor fails the plan with the key's meaning, the v
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
@@ -548,3 +549,35 @@ def storage_throughput_floor(args: StackValidationArgs, report: ReportViolation)
 def _first_accelerated(g: Graph) -> str | None:
     groups = accelerated_node_groups(g)
     return groups[0][0].urn if groups else None
+
+
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+ACCELERATOR_REQUESTS = ("requests.nvidia.com/gpu", "requests.aws.amazon.com/neuron")
+
+
+@stack_rule(
+    name="team-quota-fits-capacity",
+    description="A team's accelerator quota is judged against what the cluster can hold: a quota above every "
+    "accelerator the node groups (at maxSize) and HyperPod can ever run limits nothing, and jobs admitted up to "
+    "it wait for nodes that never come (kubernetes-sigs/kueue#2665: Kueue does not check quotas against "
+    "physical capacity).",
+    severity=Severity.MEDIUM,
+)
+def team_quota_fits_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    quotas = g.of_type(RESOURCE_QUOTA)
+    if not quotas:
+        args.not_applicable("no ResourceQuota")
+    capacity = sum(c.accelerators for c in accelerator_capacity(g))
+    for quota in quotas:
+        for key in ACCELERATOR_REQUESTS:
+            hard = get(quota.props, "spec.hard")
+            amount = number(hard[key]) if isinstance(hard, Mapping) and key in iter(hard) else None
+            if amount is not None and amount > capacity:
+                namespace = get(quota.props, "metadata.namespace")
+                report(
+                    f"team {namespace!r} may request {int(amount)} accelerators ({key}; kubernetes.teams[].gpu_quota), "
+                    f"more than the {capacity} the cluster can hold: a quota above capacity limits nothing; use at "
+                    f"most {capacity}.",
+                    quota.urn,
+                )

@@ -12,7 +12,7 @@ from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
-from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec
+from stacks.schema.sagemaker import SageMakerSpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 from stacks.schema.waivers import WaiverSpec
 
@@ -106,7 +106,6 @@ class ClusterConfig(Spec):
                 f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({hyperpod_gpus}) reach "
                 f"{node_group_gpus + hyperpod_gpus} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
-        problems += self._quotas_fit_capacity(node_group_gpus)
         pairs = [(w.rule, w.resource) for w in self.waivers]
         problems += [
             f"waivers: {rule} on {res} is waived twice"
@@ -165,22 +164,6 @@ class ClusterConfig(Spec):
         if problems:
             raise ValueError("\n".join(problems))
         return self
-
-    def _quotas_fit_capacity(self, node_group_gpus: int) -> list[str]:
-        """A team's quota is judged against what the cluster can hold: a quota above every accelerator the cluster
-        can ever run limits nothing (Kueue admits up to it and pods wait for nodes that never come,
-        kubernetes-sigs/kueue#2665), so it is a typo or a quota meant for another cluster."""
-        hyperpod = self.sagemaker.hyperpod
-        joined = hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
-        hyperpod_gpus = sum(g.accelerators for g in hyperpod.instance_groups) if joined else 0
-        capacity = node_group_gpus + hyperpod_gpus
-        return [
-            f"kubernetes.teams.{i}.gpu_quota {team.gpu_quota} for team {team.name!r} is more than the {capacity} "
-            f"accelerators the cluster can hold (GPU node groups at max size {node_group_gpus}, HyperPod on EKS "
-            f"{hyperpod_gpus}): a quota above capacity limits nothing; use at most {capacity}"
-            for i, team in enumerate(self.kubernetes.teams)
-            if team.gpu_quota > capacity
-        ]
 
     @property
     def validation_candidates(self) -> list[GpuNodeGroupSpec]:

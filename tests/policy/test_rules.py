@@ -656,6 +656,14 @@ bad("storage-throughput-floor", lambda: scenario("prod-slow-lustre"))
 bad("storage-throughput-floor", lambda: without(prod(), of_type(FSX)))
 na("storage-throughput-floor", dev_without_gpus)
 
+QUOTA = "kubernetes:core/v1:ResourceQuota"
+ok("team-quota-fits-capacity", prod)
+bad(
+    "team-quota-fits-capacity",
+    lambda: mutated(prod(), "-team-research-quota", set_path("spec.hard", {"requests.nvidia.com/gpu": "1024"})),
+)
+na("team-quota-fits-capacity", lambda: without(prod(), of_type(QUOTA)))
+
 
 # ---------------------------------------------------------------------------------------------- tests
 
