@@ -32,7 +32,12 @@ policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.v
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format, workflow and shell script checks, then the whole test suite
+# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Lint, format, workflow and shell script checks, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
