@@ -37,7 +37,7 @@ from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks import fsx_sizing
 from stacks.catalog import CATALOG, Accelerator
-from stacks.load import ConfigError, validate_object
+from stacks.load import ConfigError, check_stack, validate_object
 from stacks.schema import (
     CONFIG_KEY,
     CONFIG_NAMESPACE,
@@ -48,7 +48,11 @@ from stacks.schema import (
 )
 
 try:
-    cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
+    cluster = check_stack(
+        pulumi.get_stack(),
+        validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}"),
+        f"stack {pulumi.get_stack()}",
+    )
 except ConfigError as error:
     raise pulumi.RunError(error.render()) from None
 refuse_placeholders(cluster, pulumi.get_stack())

@@ -227,13 +227,13 @@ def main() -> int:
 
         return program
 
-    run_program(validate_object(scaled_cluster(prod, 1), "warm-up"), stack="bench")  # imports, caches
+    run_program(validate_object(scaled_cluster(prod, 1), "warm-up"), stack="prod-bench")  # imports, caches
     rows: list[Row] = []
     for groups in SIZES:
         cluster = validate_object(scaled_cluster(prod, groups), f"bench {groups}")
-        plan_s, recording = timed(lambda c=cluster: run_program(c, stack="bench"))
+        plan_s, recording = timed(lambda c=cluster: run_program(c, stack="prod-bench"))
         count = len(recording.resources)
-        floor_s, floor = timed(lambda n=count: run(floor_program(n), stack="bench", region="us-east-1"))
+        floor_s, floor = timed(lambda n=count: run(floor_program(n), stack="prod-bench", region="us-east-1"))
         assert len(floor.resources) == count, (len(floor.resources), count)
         rows.append(Row(groups, count, plan_s, floor_s))
         print(f"{groups:3d} groups {count:5d} resources plan {plan_s:6.2f} s floor {floor_s:6.2f} s", flush=True)

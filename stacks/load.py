@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig, Environment
 
 STACKS_DIR = Path(__file__).resolve().parent
 FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
@@ -56,6 +56,54 @@ class ConfigError(Exception):
         lines = [f"invalid stack config {self.source}: {len(self.problems)} problem(s)"]
         lines += [f"  - {problem}" for problem in self.problems]
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ the environment/stack tie
+#
+# Everything that protects data (deletion protection, the policy levels and floors of policies/config/<env>.json)
+# keys off `environment`, so a stack file may not choose it freely: the stack's name decides it. A stack is
+# named after its environment (`prod`), or is one more stack of that environment named `<environment>-<suffix>`
+# (`prod-eu-west-1`, `staging-bench`). Nothing else maps: a stack called `qa` or `prod2` names no environment and
+# is refused until it follows the rule.
+
+
+def environment_of_stack(stack: str) -> Environment | None:
+    """The environment a stack name maps to: `prod` and `prod-<suffix>` to prod, and so on; None otherwise."""
+    for environment in Environment:
+        if stack == environment.value or stack.startswith(f"{environment.value}-"):
+            return environment
+    return None
+
+
+def stack_problem(stack: str, cluster: ClusterConfig) -> Problem | None:
+    """Why `cluster` cannot run as `stack` (its environment is not the one the stack name maps to), or None."""
+    key = f"{FULL_KEY}.environment"
+    expected = environment_of_stack(stack)
+    valid = ", ".join(f"`{e.value}` or `{e.value}-<suffix>`" for e in Environment)
+    if expected is None:
+        return Problem(
+            key,
+            cluster.environment.value,
+            f"stack {stack!r} maps to no environment: name a stack {valid} (for example prod-eu-west-1), so the "
+            "environment that decides data protection and policy floors follows from the stack",
+        )
+    if cluster.environment is not expected:
+        return Problem(
+            key,
+            cluster.environment.value,
+            f"stack {stack!r} is a {expected.value} stack: its environment must be {expected.value!r}. The "
+            "environment decides deletion protection and every policy floor, so it follows from the stack name "
+            f"(stacks named {valid}), not from a value inside the file",
+        )
+    return None
+
+
+def check_stack(stack: str, cluster: ClusterConfig, source: str) -> ClusterConfig:
+    """`cluster` when its environment is the one `stack` maps to; ConfigError (exit 2) otherwise."""
+    problem = stack_problem(stack, cluster)
+    if problem is not None:
+        raise ConfigError(source, [problem])
+    return cluster
 
 
 def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
@@ -132,12 +180,46 @@ def _problems(error: ValidationError) -> list[Problem]:
         if item["type"] == "extra_forbidden":
             valid = _valid_keys(loc[:-1])
             message = f"unknown key; valid keys here: {', '.join(valid)}" if valid else "unknown key"
+        elif item["type"] == "string_pattern_mismatch":
+            pattern = str((item.get("ctx") or {}).get("pattern", ""))
+            message = f"expected {PATTERNS[pattern]}" if pattern in PATTERNS else f"does not match {pattern}"
         elif item["type"] == "missing":
             problems.append(Problem(key, _MISSING, "required key is missing"))
             continue
         # A cross-field validator reports several problems, one per line.
         problems += [Problem(key, _value_at(item), line) for line in message.splitlines() if line]
     return problems
+
+
+# What each pattern of the schema accepts, in words and with an example: a person reads "an IAM role ARN such as
+# arn:aws:iam::123456789012:role/NAME", not a regular expression. tests/unit/test_config_errors.py checks that
+# every pattern the schema uses is listed here.
+PATTERNS: dict[str, str] = {
+    r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$": "a DNS label of 1-32 characters: lower-case letters, digits and hyphens, "
+    "starting with a letter and not ending with a hyphen, such as trainstack-prod or p5-train",
+    r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": "a name of 1-63 lower-case letters, digits and hyphens that starts and "
+    "ends with a letter or digit, such as workers",
+    r"^[a-z]{2}(-gov)?-[a-z]+-\d$": "an AWS region such as us-east-1",
+    r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$": "an availability zone name such as us-east-1a",
+    r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$": "an IAM role ARN such as arn:aws:iam::123456789012:role/NAME",
+    r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$": "a SageMaker training plan ARN "
+    "such as arn:aws:sagemaker:us-east-1:123456789012:training-plan/NAME",
+    r"^cr-[0-9a-f]{8,17}$": "a capacity reservation id such as cr-0a1b2c3d4e5f67890",
+    r"^ml\.[a-z0-9-]+\.[a-z0-9]+$": "a SageMaker instance type such as ml.p5.48xlarge",
+    r"^[a-z0-9-]+\.[a-z0-9]+$": "an EC2 instance type such as m7i.xlarge",
+    r"^v?\d+\.\d+\.\d+$": "an exact chart version such as v25.3.4 or 0.14.3 (no ranges, no `latest`)",
+    r"^v\d+\.\d+\.\d+-eksbuild\.\d+$": "an exact EKS add-on build such as v1.22.4-eksbuild.3 (`aws eks "
+    "describe-addon-versions` lists them)",
+    r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$": "a weekly time d:HH:MM in UTC, 1 being Monday, such as 7:03:00",
+    r"^\d+[KMG]?$": "a size in bytes with an optional K, M or G suffix, such as 16G",
+    r"^([A-Za-z0-9._-]+/)*$": "a bucket prefix that is empty or ends in /, such as datasets/",
+    r"^/[A-Za-z0-9._/-]*$": "an absolute Lustre path such as /datasets",
+    r"^\d+\.\d+\.\d+-(\d{8}|[0-9a-f]{8})$": "an EKS AMI release version such as 1.36.0-20260915 (AL2023) or "
+    "1.44.0-0f2a6ffa (Bottlerocket)",
+    r"^[a-z0-9]+(-[a-z0-9]+)+$": "a policy rule id in kebab case such as nat-per-az",
+    r"^[a-z][-a-z0-9_]{0,31}$": "a POSIX user name of up to 32 characters such as ubuntu",
+    r"^\d+\.\d+\.\d+$": "an exact version such as 1.2.3",
+}
 
 
 def _value_at(item: Mapping[str, Any]) -> Any:

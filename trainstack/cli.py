@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stacks.load import ConfigError, load_file, stack_file
+from stacks.load import ConfigError, check_stack, environment_of_stack, load_file, stack_file
 from stacks.placeholders import find as find_placeholders
 from stacks.schema import ClusterConfig, json_schema
 from trainstack.engine import Recording, run_program
@@ -141,10 +141,16 @@ def _umask() -> int:
 
 
 def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
-    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment."""
+    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment (a proposed change
+    in a file of another name; the plan then reviews it as that environment's stack)."""
     name = path.name
     if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-        return name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+        stack = name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+        # A stack name that maps to an environment is a real stack and decides it (check_stack); another name
+        # (Pulumi.proposed.yaml) is a proposal, reviewed as its environment's stack. `pulumi up` on a stack of
+        # such a name is still refused by the program itself.
+        if environment_of_stack(stack) is not None:
+            return stack
     return cluster.environment.value
 
 
@@ -234,6 +240,10 @@ def plan(args: argparse.Namespace) -> int:
     stack = stack_name_of(args.against if args.against is not None else path, cluster)
     if args.stack and args.against is None:
         stack = args.stack
+    # The stack's name decides the environment (stacks/load.py): a file cannot talk itself out of prod's floors.
+    check_stack(stack, cluster, str(path))
+    if baseline_cluster is not None:
+        check_stack(stack, baseline_cluster, str(args.against))
 
     show = sys.stderr.isatty()
     started = time.perf_counter()
@@ -246,7 +256,7 @@ def plan(args: argparse.Namespace) -> int:
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
     report = with_violations(
-        build_report(cluster, recording, review(recording, cluster.environment.value)),
+        build_report(cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers)),
         placeholder_advisories(cluster),
     )
     if baseline_cluster is not None and baseline is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from inspect import isawaitable
 from pathlib import Path
@@ -43,6 +43,8 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policies.rules import POLICIES
+from stacks.load import FULL_KEY, ConfigError, Problem
+from stacks.schema.waivers import WaiverSpec
 from trainstack.engine import RecordedResource, Recording
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +76,14 @@ class Violation:
 
 
 @dataclass(frozen=True)
+class Waived:
+    """A violation a stack waived, with the waiver's written reason; it does not block the plan."""
+
+    violation: Violation
+    reason: str
+
+
+@dataclass(frozen=True)
 class Review:
     """The result of running the pack over one recording."""
 
@@ -83,6 +93,7 @@ class Review:
     policies_run: int
     violations: tuple[Violation, ...]
     not_applicable: tuple[tuple[str, str, str], ...] = field(default=())  # (policy, urn, reason)
+    waived: tuple[Waived, ...] = field(default=())  # violations the stack's waivers exempt, with the reasons
 
     @property
     def mandatory(self) -> tuple[Violation, ...]:
@@ -113,6 +124,7 @@ class Review:
             "passed": self.passed,
             "violations": [asdict(v) for v in self.violations],
             "not_applicable": len(self.not_applicable),
+            "waived": [{**asdict(w.violation), "reason": w.reason} for w in self.waived],
         }
 
     def to_json(self) -> str:
@@ -382,20 +394,80 @@ def run_policies(
     return run.violations, run.skipped, ran
 
 
-def review(recording: Recording, environment: str, config_file: Path | None = None) -> Review:
-    """Run the policy pack over a recording with the enforcement levels and thresholds of `environment`."""
+def review(
+    recording: Recording,
+    environment: str,
+    config_file: Path | None = None,
+    waivers: Sequence[WaiverSpec] = (),
+) -> Review:
+    """Run the policy pack over a recording with the enforcement levels and thresholds of `environment`, then set
+    aside what the stack's `waivers` exempt (ConfigError, exit 2, for a waiver that cannot stand)."""
     config = load_config(environment, config_file)
     violations, skipped, ran = run_policies(recording, config)
+    kept, waived = apply_waivers(violations, waivers, f"stack {recording.stack}")
     order = {"mandatory": 0, "advisory": 1}
-    violations.sort(key=lambda v: (order.get(v.level, 2), v.policy, v.urn))
+    kept.sort(key=lambda v: (order.get(v.level, 2), v.policy, v.urn))
     return Review(
         stack=recording.stack,
         environment=environment,
         preview=recording.preview,
         policies_run=ran,
-        violations=tuple(violations),
+        violations=tuple(kept),
         not_applicable=tuple(skipped),
+        waived=tuple(sorted(waived, key=lambda w: (w.violation.policy, w.violation.name))),
     )
+
+
+# ------------------------------------------------------------------------------------------------ waivers
+
+# Critical rules guard what no reason excuses (a world-open endpoint, public buckets, a stack reviewed as another
+# environment): they cannot be waived.
+UNWAIVABLE_SEVERITY = "critical"
+
+
+def apply_waivers(
+    violations: Iterable[Violation], waivers: Sequence[WaiverSpec], source: str = "waivers"
+) -> tuple[list[Violation], list[Waived]]:
+    """Split `violations` into those that stand and those a waiver exempts: one rule, one resource (its logical
+    name). A waiver of an unknown or critical rule, or one that exempts nothing, is refused with its key path."""
+    from policies.rules import BY_NAME
+
+    kept: list[Violation] = []
+    waived: list[Waived] = []
+    used: set[int] = set()
+    for violation in violations:
+        match = next(
+            (i for i, w in enumerate(waivers) if w.rule == violation.policy and w.resource == violation.name), None
+        )
+        if match is None or not violation.name:
+            kept.append(violation)
+        else:
+            used.add(match)
+            waived.append(Waived(violation, " ".join(waivers[match].reason.split())))
+    problems: list[Problem] = []
+    for i, waiver in enumerate(waivers):
+        key = f"{FULL_KEY}.waivers.{i}"
+        policy = BY_NAME.get(waiver.rule)
+        if policy is None:
+            problems.append(
+                Problem(f"{key}.rule", waiver.rule, "no such policy rule; the README's policy table lists them")
+            )
+        elif _severity(policy) == UNWAIVABLE_SEVERITY:
+            problems.append(
+                Problem(f"{key}.rule", waiver.rule, "a critical rule cannot be waived: fix the resource instead")
+            )
+        elif i not in used:
+            problems.append(
+                Problem(
+                    f"{key}.resource",
+                    waiver.resource,
+                    f"waives nothing: {waiver.rule} reports no violation on a resource of this name; remove the "
+                    "waiver (or name the resource as the plan's policy review shows it)",
+                )
+            )
+    if problems:
+        raise ConfigError(source, problems)
+    return kept, waived
 
 
 # ---------------------------------------------------------------------------------------- rules table
@@ -420,5 +492,75 @@ def rules_table(policies: Iterable[Policy] = POLICIES) -> str:
     return "\n".join(lines)
 
 
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def floors_table() -> str:
+    """The floors: every threshold of the floor rules per environment, with why and the source."""
+    from policies.rules import DOMAINS
+
+    configs = {env: load_config(env) for env in ENVIRONMENTS}
+    lines = [
+        "| Floor | dev | staging | prod | Why (source) |",
+        "|---|---|---|---|---|",
+    ]
+    for policy in POLICIES:
+        if DOMAINS[policy.name] != "floors" or policy.config_schema is None:
+            continue
+        for key, schema in policy.config_schema.properties.items():
+            cells = []
+            for env in ENVIRONMENTS:
+                level = configs[env].levels[policy.name].value
+                value = configs[env].properties[policy.name].get(key)
+                shown = json.dumps(value) if value is not None else "-"
+                cells.append("off" if level == "disabled" else f"{shown} ({_SHORT[level]})")
+            why = _cell(str(schema.get("description", "")))
+            lines.append(f"| `{policy.name}` `{key}` | {' | '.join(cells)} | {why} |")
+    return "\n".join(lines)
+
+
+def waivers_table(stacks_dir: Path | None = None) -> str:
+    """Every waiver the committed stack files carry: stack, rule, resource and the written reason."""
+    from stacks.load import STACKS_DIR, load_file
+
+    rows = []
+    for path in sorted((stacks_dir or STACKS_DIR).glob("Pulumi.*.yaml")):
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for waiver in load_file(path).waivers:
+            reason = _cell(" ".join(waiver.reason.split()))
+            rows.append(f"| `{stack}` | `{waiver.rule}` | `{waiver.resource}` | {reason} |")
+    if not rows:
+        return "No committed stack waives a rule."
+    return "\n".join(["| Stack | Rule | Resource | Reason |", "|---|---|---|---|", *rows])
+
+
+def stack_mapping() -> str:
+    """The environment/stack tie in one sentence, from stacks/load.py's rule."""
+    from stacks.schema import Environment
+
+    pairs = ", ".join(f"`{e.value}` and `{e.value}-<suffix>` are {e.value} stacks" for e in Environment)
+    return (
+        f"Stack names decide environments: {pairs}; any other name is refused (exit 2), and a stack file's "
+        "`environment` must be the one its name maps to. The plan, `__main__.py` under the real CLI and the "
+        "`stack-environment` rule (with the environment named in `policies/config/<env>.json`) all check it."
+    )
+
+
+def policy_tables() -> str:
+    """What the README's policies section carries, generated: the tie, the rules, the floors, the waivers."""
+    return "\n\n".join(
+        [
+            stack_mapping(),
+            rules_table(),
+            "**Floors** (thresholds of the floor rules per environment; `policies/config/<env>.json`):",
+            floors_table(),
+            "**Waivers** in the committed stacks (`waivers:` in the stack file; every plan lists them):",
+            waivers_table(),
+        ]
+    )
+
+
 if __name__ == "__main__":
-    print(rules_table())
+    print(policy_tables())

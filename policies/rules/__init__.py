@@ -11,9 +11,21 @@ from types import ModuleType
 
 from pulumi_policy import Policy
 
-from . import cost, eks, gpu, iam, kubernetes, network, nodes, sagemaker, security, storage
+from . import cost, eks, floors, gpu, iam, kubernetes, network, nodes, sagemaker, security, storage
 
-MODULES: tuple[ModuleType, ...] = (eks, nodes, iam, network, storage, gpu, kubernetes, sagemaker, security, cost)
+MODULES: tuple[ModuleType, ...] = (
+    eks,
+    nodes,
+    iam,
+    network,
+    storage,
+    gpu,
+    kubernetes,
+    sagemaker,
+    security,
+    cost,
+    floors,
+)
 
 
 def _collect(module: ModuleType) -> list[Policy]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
+from ..address_space import describe, public_addresses
 from .base import EKS_ADDON, EKS_CLUSTER, IAM_OIDC_PROVIDER, get, graph, has, items, resource_rule, stack_rule, truthy
 
 WORLD = ("0.0.0.0/0", "::/0")
@@ -21,7 +22,15 @@ ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "schedule
             "type": "boolean",
             "default": False,
             "description": "Allow a public endpoint limited to publicAccessCidrs (none of them 0.0.0.0/0).",
-        }
+        },
+        "maxPublicAddresses": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 65536,
+            "description": "Most public addresses the union of publicAccessCidrs may cover where a restricted "
+            "public endpoint is allowed (65536: a /16). Judged by address space, not spelling: 0.0.0.0/1 plus "
+            "128.0.0.0/1 is the internet. Source: CIS EKS 5.4.1 (restrict the endpoint to the CIDRs that need it).",
+        },
     },
     remediation="Set eks.endpoint_public_access false (prod) or list only the office/VPN CIDRs.",
 )
@@ -41,6 +50,11 @@ def eks_endpoint_not_public(args: ResourceValidationArgs, report: ReportViolatio
         )
     elif not cidrs or any(c in WORLD for c in cidrs):
         report(f"The API endpoint is public to the world (publicAccessCidrs {cidrs or 'unset'}).")
+    elif (covered := public_addresses(cidrs)) > (limit := int(args.get_config().get("maxPublicAddresses", 65536))):
+        report(
+            f"publicAccessCidrs {cidrs} open the API endpoint to {describe(covered)}; at most {limit:,} public "
+            "addresses are allowed here (eks.public_access_cidrs: list only the office or VPN ranges)."
+        )
 
 
 @resource_rule(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
+from ..address_space import describe, public_addresses
 from .base import (
     FLOW_LOG,
     SECURITY_GROUP,
@@ -23,7 +24,6 @@ from .base import (
     truthy,
 )
 
-WORLD = ("0.0.0.0/0", "::/0")
 _ALL_PROTOCOLS = ("-1", "all")
 _TCP = ("tcp", "6")
 
@@ -111,8 +111,9 @@ def allows_all_self(g: Graph, sg: PolicyResource) -> tuple[bool, bool]:
 
 @resource_rule(
     name="sg-no-world-ingress",
-    description="No security group admits traffic from 0.0.0.0/0 or ::/0: nodes, file systems and "
-    "endpoints are reached from inside the VPC only (Pulumi compliance pack, CIS AWS 5.2).",
+    description="No security group admits traffic from public address space (0.0.0.0/0, ::/0, or any CIDR "
+    "reaching beyond the private ranges, judged by the addresses it covers): nodes, file systems and endpoints "
+    "are reached from inside the VPC only (Pulumi compliance pack, CIS AWS 5.2).",
     severity=Severity.CRITICAL,
     types=[SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE],
 )
@@ -120,18 +121,18 @@ def sg_no_world_ingress(args: ResourceValidationArgs, report: ReportViolation) -
     if args.resource_type == SECURITY_GROUP:
         for block in items(get(args.props, "ingress")):
             cidrs = [str(c) for c in items(get(block, "cidrBlocks")) + items(get(block, "ipv6CidrBlocks"))]
-            if any(c in WORLD for c in cidrs):
+            if public_addresses(cidrs):
                 report(
                     f"inline ingress {get(block, 'protocol')} {get(block, 'fromPort')}-{get(block, 'toPort')} "
-                    f"is open to {cidrs}."
+                    f"is open to {cidrs}: {describe(public_addresses(cidrs))} of public address space."
                 )
         return
     if args.resource_type == SG_RULE and get(args.props, "type") != "ingress":
         args.not_applicable("egress rule")
     cidrs = [str(c) for c in (get(args.props, "cidrIpv4"), get(args.props, "cidrIpv6")) if c]
     cidrs += [str(c) for c in items(get(args.props, "cidrBlocks")) + items(get(args.props, "ipv6CidrBlocks"))]
-    if any(c in WORLD for c in cidrs):
-        report(f"ingress rule is open to {cidrs}.")
+    if public_addresses(cidrs):
+        report(f"ingress rule is open to {cidrs}: {describe(public_addresses(cidrs))} of public address space.")
 
 
 @stack_rule(

@@ -8,14 +8,26 @@ from ..facts import instance
 from .base import HYPERPOD_CLUSTER, SECURITY_GROUP, Graph, get, graph, has, items, resource_rule, stack_rule
 from .network import allows_all_self
 
-DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+STRESS = "InstanceStress"
+CONNECTIVITY = "InstanceConnectivity"
+
+
+def required_deep_health_checks(instance_type: str) -> list[str]:
+    """The checks an accelerated group must run: InstanceStress on every accelerated type, and
+    InstanceConnectivity (NCCL/NCCOM over EFA) only on types with EFA: without EFA there is no fabric to
+    test, and the program plans only InstanceStress there (components/hyperpod.py `deep_health_checks`)."""
+    facts = instance(instance_type)
+    if facts is None:
+        return []
+    return [STRESS, CONNECTIVITY] if facts.max_efa_interfaces else [STRESS]
 
 
 @resource_rule(
     name="hyperpod-deep-health-checks",
-    description="Accelerated HyperPod instance groups run both deep health checks (InstanceStress, "
-    "InstanceConnectivity) when nodes start, so a bad GPU or EFA link is caught before a job lands on it "
-    "(SageMaker HyperPod 'deep health checks').",
+    description="Accelerated HyperPod instance groups run the deep health checks when nodes start: "
+    "InstanceStress everywhere, and InstanceConnectivity where the type has EFA (a type without EFA has no "
+    "fabric to test), so a bad GPU or EFA link is caught before a job lands on it (SageMaker HyperPod 'deep "
+    "health checks').",
     severity=Severity.MEDIUM,
     types=[HYPERPOD_CLUSTER],
 )
@@ -24,10 +36,14 @@ def hyperpod_deep_health_checks(args: ResourceValidationArgs, report: ReportViol
     if not groups:
         args.not_applicable("no accelerated instance group")
     for group in groups:
+        instance_type = str(get(group, "instanceType"))
         checks = {str(c) for c in items(get(group, "onStartDeepHealthChecks"))}
-        missing = [c for c in DEEP_HEALTH_CHECKS if c not in checks]
+        missing = [c for c in required_deep_health_checks(instance_type) if c not in checks]
         if missing:
-            report(f"instance group {get(group, 'instanceGroupName')} lacks onStartDeepHealthChecks {missing}.")
+            report(
+                f"instance group {get(group, 'instanceGroupName')} ({instance_type}) lacks "
+                f"onStartDeepHealthChecks {missing}."
+            )
 
 
 @resource_rule(

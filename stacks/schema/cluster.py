@@ -18,6 +18,7 @@ from stacks.schema.network import NetworkSpec
 from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
 from stacks.schema.security import SecuritySpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
+from stacks.schema.waivers import WaiverSpec
 
 
 class TagsSpec(Spec):
@@ -65,6 +66,10 @@ class ClusterConfig(Spec):
     security: SecuritySpec = Field(
         default_factory=SecuritySpec, description="Key administrators, image registries, data perimeter, Object Lock."
     )
+    waivers: list[WaiverSpec] = Field(
+        default_factory=list,
+        description="Written exemptions, each from one policy rule for one resource; the plan lists every one.",
+    )
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
@@ -111,6 +116,12 @@ class ClusterConfig(Spec):
                 f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({hyperpod_gpus}) reach "
                 f"{node_group_gpus + hyperpod_gpus} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
+        pairs = [(w.rule, w.resource) for w in self.waivers]
+        problems += [
+            f"waivers: {rule} on {res} is waived twice"
+            for rule, res in sorted(set(pairs))
+            if pairs.count((rule, res)) > 1
+        ]
         efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
         if self.storage.fsx.enabled and len(efa_azs) > 1:
             problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")

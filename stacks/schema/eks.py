@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, Cidr, RetentionDays, Spec
 
@@ -61,6 +62,36 @@ class SystemNodeGroupSpec(Spec):
         return self
 
 
+def _one_admin_role(value: str) -> str:
+    """An admin ARN is judged by what it matches: exactly one role a person (or pipeline) assumes."""
+    name = value.split(":role/", 1)[-1]
+    if "*" in name or "?" in name:
+        raise ValueError(
+            f"{value} is a pattern: it would match every role whose name fits {name!r}, and each of them would be "
+            "cluster-admin; name one role, such as arn:aws:iam::123456789012:role/ml-platform-admin"
+        )
+    if name.startswith("aws-service-role/"):
+        raise ValueError(
+            f"{value} is an AWS service-linked role: cluster-admin would go to an AWS service, not to your "
+            "administrators; name the role your administrators assume"
+        )
+    return value
+
+
+# No office or VPN egress range is as large as a /8 (16,777,216 addresses); a list that opens the public endpoint
+# to that much of the internet is open to the internet, however it is spelt (0.0.0.0/1 + 128.0.0.0/1 is 0.0.0.0/0).
+MAX_PUBLIC_ENDPOINT_ADDRESSES = 2**24
+
+
+def cidr_union_addresses(cidrs: list[str]) -> int:
+    """Addresses the union of IPv4 `cidrs` covers, overlaps counted once."""
+    networks = [ipaddress.IPv4Network(c) for c in cidrs]
+    return sum(n.num_addresses for n in ipaddress.collapse_addresses(networks))
+
+
+AdminRoleArn = Annotated[str, Field(pattern=ROLE_ARN_PATTERN), AfterValidator(_one_admin_role)]
+
+
 class EksSpec(Spec):
     """The EKS control plane and its core add-ons."""
 
@@ -74,7 +105,7 @@ class EksSpec(Spec):
     authentication_mode: AuthenticationMode = Field(
         default=AuthenticationMode.API, description="Cluster access: access entries only (API) or with aws-auth."
     )
-    admin_role_arns: list[Annotated[str, Field(pattern=ROLE_ARN_PATTERN)]] = Field(
+    admin_role_arns: list[AdminRoleArn] = Field(
         min_length=1,
         description="IAM roles given cluster-admin through access entries; at least one. The cluster gives its creator "
         "no implicit admin, so the identity running `pulumi up` must be one of these roles (or assume one): the "
@@ -101,8 +132,13 @@ class EksSpec(Spec):
         if self.endpoint_public_access:
             if not self.public_access_cidrs:
                 raise ValueError("endpoint_public_access is true but public_access_cidrs is empty: list the CIDRs")
-            if "0.0.0.0/0" in self.public_access_cidrs:
-                raise ValueError("public_access_cidrs may not contain 0.0.0.0/0: list the CIDRs that need access")
+            covered = cidr_union_addresses(self.public_access_cidrs)
+            if covered > MAX_PUBLIC_ENDPOINT_ADDRESSES:
+                raise ValueError(
+                    f"public_access_cidrs {self.public_access_cidrs} together cover {covered:,} addresses "
+                    f"({covered / 2**32:.1%} of IPv4), more than a /8: that is the internet, however it is spelt; "
+                    "list only the office or VPN ranges that need the API, such as 203.0.113.0/24"
+                )
         elif self.public_access_cidrs:
             raise ValueError("public_access_cidrs is set but endpoint_public_access is false")
         if len(set(self.control_plane_log_types)) != len(self.control_plane_log_types):

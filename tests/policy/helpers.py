@@ -77,6 +77,19 @@ SCENARIOS: dict[str, tuple[str, Edit]] = {
         "staging",
         lambda raw: raw["storage"]["fsx"].update(efa_enabled=True, storage_capacity_gib=9600),
     ),
+    # Two ml.g5.2xlarge (no EFA) for evaluation on HyperPod in prod: InstanceStress only, and nothing refuses it.
+    "prod-hyperpod-eval": (
+        "prod",
+        lambda raw: raw.update(
+            sagemaker={
+                "hyperpod": {
+                    "enabled": True,
+                    "orchestrator": "eks",
+                    "instance_groups": [{"name": "eval", "instance_type": "ml.g5.2xlarge", "instance_count": 2}],
+                }
+            }
+        ),
+    ),
     "staging-bottlerocket": ("staging", lambda raw: _gpu(raw, ami_family="BOTTLEROCKET_x86_64_NVIDIA")),
 }
 

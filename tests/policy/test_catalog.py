@@ -10,7 +10,7 @@ from pulumi_policy import ResourceValidationPolicy, Severity, StackValidationPol
 from policies.rules import DOMAINS, POLICIES
 from policies.rules.base import RESOURCE_TYPES
 from tests.conftest import ROOT
-from trainstack.review import ENVIRONMENTS, load_config, rules_table
+from trainstack.review import ENVIRONMENTS, load_config, policy_tables
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 
@@ -37,6 +37,7 @@ def test_every_rule_says_what_and_why() -> None:
             "sagemaker",
             "security",
             "cost",
+            "floors",
         }
         if isinstance(policy, ResourceValidationPolicy):
             assert RESOURCE_TYPES[policy.name], policy.name
@@ -74,5 +75,5 @@ def test_prod_is_at_least_as_strict_as_dev() -> None:
 def test_readme_table_matches_the_code() -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("<!-- section:policies -->", 1)[1].split("<!-- /section:policies -->", 1)[0]
-    assert rules_table() in section, "regenerate: .venv/bin/python -m trainstack.review"
+    assert policy_tables() in section, "regenerate: .venv/bin/python -m trainstack.review"
     assert len(ENVIRONMENTS) == 3

@@ -730,6 +730,95 @@ bad("prod-protect", lambda: mutated(prod(), FSX, protect=False))
 na("prod-protect", lambda: without(prod(), of_type(FSX, "aws:kms/key:Key", CLUSTER, *S3)))
 
 
+# HyperPod in prod with a small group of a type without EFA: the program plans InstanceStress only, and the
+# rule asks for nothing more (the defect of issue 13).
+ok("hyperpod-deep-health-checks", lambda: scenario("prod-hyperpod-eval"))
+
+# -------------------------------------------------------------------------------------------- floors
+NAT = "aws:ec2/natGateway:NatGateway"
+P5_TRAIN_NG, P5_TRAIN_LT = "-gpu-p5-train-ng", "-gpu-p5-train-lt"
+
+
+def dev_without_gpus() -> Recording:
+    return without(dev(), lambda r: r.name.endswith("-gpu-g5-ng"))
+
+
+for floor in (
+    "stack-environment",
+    "fsx-backup-floor",
+    "s3-noncurrent-version-floor",
+    "deletion-safeguards",
+    "log-retention-floor",
+    "system-nodes-floor",
+    "nat-per-az",
+    "node-update-budget",
+    "efa-on-capable-groups",
+    "fabric-validation",
+    "storage-throughput-floor",
+):
+    ok(floor, prod)
+bad("stack-environment", prod, environment="staging")  # prod's resources reviewed with staging's config
+bad("stack-environment", dev, environment="prod")
+na("stack-environment", lambda: without(prod(), lambda r: True))
+
+bad("fsx-backup-floor", lambda: mutated(prod(), FSX, set_path("automaticBackupRetentionDays", 1)))
+bad("fsx-backup-floor", lambda: mutated(prod(), FSX, set_path("skipFinalBackup", True)))
+na("fsx-backup-floor", dev)  # SCRATCH_2 takes no backups
+
+bad(
+    "s3-noncurrent-version-floor",
+    lambda: mutated(
+        prod(), "-checkpoints-lifecycle", set_path("rules.0.noncurrentVersionExpiration.noncurrentDays", 3)
+    ),
+)
+na("s3-noncurrent-version-floor", lambda: without(prod(), of_type(*S3)))
+
+bad("deletion-safeguards", lambda: mutated(prod(), CLUSTER, set_path("deletionProtection", False)))
+bad("deletion-safeguards", lambda: mutated(prod(), "-data-checkpoints", set_path("forceDestroy", True)))
+bad("deletion-safeguards", lambda: mutated(prod(), "-data-key", set_path("deletionWindowInDays", 7)))
+na("deletion-safeguards", lambda: without(prod(), of_type(CLUSTER, "aws:kms/key:Key", *S3)))
+
+bad("log-retention-floor", lambda: mutated(prod(), "-eks-cluster-logs", set_path("retentionInDays", 30)))
+bad("log-retention-floor", lambda: mutated(prod(), "-network-flow-logs", set_path("retentionInDays", 90)))
+na("log-retention-floor", lambda: without(prod(), of_type("aws:cloudwatch/logGroup:LogGroup")))
+
+bad("system-nodes-floor", lambda: mutated(prod(), "-eks-system", set_path("scalingConfig.minSize", 1)))
+bad(
+    "system-nodes-floor",
+    lambda: mutated(
+        prod(),
+        "-eks-system",
+        set_path("subnetIds", ["subnet-1"]),
+        dependencies=lambda deps: deps.update(subnetIds=deps["subnetIds"][:1]),
+    ),
+)
+na("system-nodes-floor", lambda: without(prod(), of_type(CLUSTER)))
+
+bad("nat-per-az", lambda: without(prod(), lambda r: r.type == NAT and not r.name.endswith("us-east-1a")))
+na("nat-per-az", lambda: without(prod(), of_type(NAT)))
+
+bad("node-update-budget", lambda: mutated(prod(), P5_TRAIN_NG, set_path("updateConfig.maxUnavailable", 16)))
+na("node-update-budget", dev_without_gpus)
+
+bad("efa-on-capable-groups", lambda: mutated(prod(), P5_TRAIN_LT, set_path("networkInterfaces", [])))
+na("efa-on-capable-groups", dev)  # g5.2xlarge has no EFA
+
+bad("fabric-validation", lambda: without(prod(), of_type("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob")))
+na("fabric-validation", dev)
+
+bad("storage-throughput-floor", lambda: scenario("prod-slow-lustre"))
+bad("storage-throughput-floor", lambda: without(prod(), of_type(FSX)))
+na("storage-throughput-floor", dev_without_gpus)
+
+QUOTA = "kubernetes:core/v1:ResourceQuota"
+ok("team-quota-fits-capacity", prod)
+bad(
+    "team-quota-fits-capacity",
+    lambda: mutated(prod(), "-team-research-quota", set_path("spec.hard", {"requests.nvidia.com/gpu": "1024"})),
+)
+na("team-quota-fits-capacity", lambda: without(prod(), of_type(QUOTA)))
+
+
 # ---------------------------------------------------------------------------------------------- tests
 
 

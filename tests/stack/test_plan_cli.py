@@ -156,7 +156,8 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     proposed = write_stack(tmp_path, add_p5_group, base="prod")
     baseline = ROOT / "stacks" / "Pulumi.prod.yaml"
     code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against", str(baseline), "--format", "json")
-    assert code == EXIT_OK, err  # the pack raises advisories only (the budget allows 128 more GPUs in prod)
+    # 128 more GPUs read from the same Lustre: below prod's storage floor, so the plan is refused (issue 13)
+    assert code == cli.EXIT_POLICY, err
     document = json.loads(out)
     diff = document["trainstack"]["diff"]
     added = {a["urn"] for a in diff["added"]}
@@ -192,7 +193,7 @@ def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsy
         "--no-tree",
         "--no-color",
     )
-    assert code == EXIT_OK, err
+    assert code == cli.EXIT_POLICY, err  # the storage floor refuses it; the diff still prints
     assert out.startswith("trainstack diff: stack prod against ") and "0 to delete" in out
     assert "+ GpuNodeGroup p5-extra: placement group, launch template" in out
     assert "urn:pulumi:" not in out  # short names only

@@ -169,7 +169,7 @@ ALICE = {"name": "alice", "uid": 2001}
         (
             groups_edit(P5, training_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/abc"),
             f"{HYPERPOD}.training_plan_arn",
-            "pattern",
+            "a SageMaker training plan ARN such as",
         ),
     ],
 )

@@ -3,6 +3,8 @@ under the recording mocks (so these tests do not depend on how the components bu
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_aws as aws
 import pytest
@@ -181,7 +183,12 @@ def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None
     assert s.accelerators_max == s.gpus_max + s.hyperpod_gpus
     for fs in s.file_systems:
         assert fs.demand_mb_s == pytest.approx(s.accelerators_max * config.storage.fsx.per_gpu_read_mb_s)
-    off = edited_config("staging", lambda raw: raw["sagemaker"]["hyperpod"].update(enabled=False))
+
+    def hyperpod_off(raw: dict[str, Any]) -> None:
+        raw["sagemaker"]["hyperpod"].update(enabled=False)
+        raw["kubernetes"]["teams"][0]["gpu_quota"] = 16  # a quota may not exceed what the cluster can hold
+
+    off = edited_config("staging", hyperpod_off)
     without = build_report(off, program_recording(off, "staging"))
     assert without.summary.hyperpod_gpus == 0
     diff = diff_reports(without, with_hyperpod, "hyperpod off")

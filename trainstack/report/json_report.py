@@ -163,6 +163,17 @@ def policy_dict(review: Review) -> dict[str, Any]:
             {"level": v.level, "policy": v.policy, "severity": v.severity, "urn": v.urn, "message": v.message}
             for v in review.violations
         ],
+        "waived": [
+            {
+                "level": w.violation.level,
+                "policy": w.violation.policy,
+                "severity": w.violation.severity,
+                "urn": w.violation.urn,
+                "message": w.violation.message,
+                "reason": w.reason,
+            }
+            for w in review.waived
+        ],
     }
 
 

@@ -251,10 +251,19 @@ def render(report: Report, diff: PlanDiff | None = None, before: Report | None =
             f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies."
         )
         out.append("")
-        if p.violations:
+        if p.violations or p.waived:
             out += md_table(
                 ["level", "policy", "resource", "message"],
-                [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in p.violations],
+                [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in p.violations]
+                + [
+                    [
+                        f"waived ({w.violation.level})",
+                        w.violation.policy,
+                        f"`{w.violation.name}`",
+                        f"{w.violation.message} Reason: {w.reason}",
+                    ]
+                    for w in p.waived
+                ],
             )
             out.append("")
 

@@ -391,6 +391,8 @@ def _policy(report: Report, style: Style, width: int) -> list[str]:
     p = report.policy
     out = [style.heading("Policy review")]
     head = f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
+    if p.waived:
+        head += f"; {len(p.waived)} waived"
     if p.not_applicable:
         head += f"; {len(p.not_applicable)} check(s) not applicable"
     out += ["  " + (style.ok(part) if p.passed else style.bad(part)) for part in fmt.fit(head, width - 2, "  ")]
@@ -399,6 +401,12 @@ def _policy(report: Report, style: Style, width: int) -> list[str]:
         where = v.urn.rsplit("::", 1)[-1].removeprefix(report.summary.name + "-") if v.urn else "stack"
         body = fmt.fit(f"{v.policy} on {where}: {v.message}", width - 12, "  ")
         out.append(f"  {tag} {body[0]}")
+        out += ["            " + line for line in body[1:]]
+    for w in p.waived:
+        body = fmt.fit(
+            f"{w.violation.policy} on {w.violation.name}: {w.violation.message} Reason: {w.reason}", width - 12, "  "
+        )
+        out.append(f"  {style.warn('waived   ')} {body[0]}")
         out += ["            " + line for line in body[1:]]
     out.append("")
     return out

@@ -1,0 +1,583 @@
+"""Floors: the least each environment keeps of what protects data, the audit trail, availability and fabric
+performance, and the tie between a stack and its environment.
+
+Each floor is a threshold in `policies/config/<env>.json`; its config property says why and where the number
+comes from (CIS EKS benchmark, EKS best practices, AWS guides, checkov), and the README's floors table is
+generated from those descriptions and the three config files. A one-line edit of a stack file that lowers
+one of these values below the floor fails the plan with the key's meaning, the value, the floor and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
+
+from .base import (
+    EKS_CLUSTER,
+    EKS_NODE_GROUP,
+    FLOW_LOG,
+    FSX_LUSTRE,
+    KMS_KEY,
+    S3_BUCKETS,
+    SUBNET,
+    Graph,
+    accelerated_node_groups,
+    accelerator_capacity,
+    efa_interfaces,
+    get,
+    graph,
+    instance_types_of,
+    items,
+    launch_template_of,
+    number,
+    stack_rule,
+    truthy,
+)
+from .storage import lustre_throughput_mb_s
+
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
+S3_LIFECYCLE = (
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
+)
+NCCL_WORKLOADS = (
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    "kubernetes:kubeflow.org/v2beta1:MPIJob",
+)
+ENVIRONMENTS = ("dev", "staging", "prod")
+
+
+BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+
+
+def data_buckets(g: Graph) -> list[PolicyResource]:
+    """Buckets that hold data: not those whose objects the stack writes itself (the HyperPod lifecycle scripts),
+    which are generated copies of files in the repository and are rewritten on the next `pulumi up`."""
+    return [b for b in g.of_type(*S3_BUCKETS) if not g.referrers(b, "bucket", BUCKET_OBJECT)]
+
+
+def _int(args: StackValidationArgs, key: str, default: int) -> int:
+    return int(args.get_config().get(key, default))
+
+
+# ------------------------------------------------------------------------------ the environment/stack tie
+
+
+def environment_of_stack(stack: str) -> str | None:
+    """The environment a stack name maps to (`prod`, `prod-<suffix>` -> prod); the pack's copy of
+    `stacks/load.py`'s rule, proven equal by tests/policy/test_floors.py."""
+    for environment in ENVIRONMENTS:
+        if stack == environment or stack.startswith(f"{environment}-"):
+            return environment
+    return None
+
+
+def stack_of(urn: str) -> str:
+    """The stack segment of a URN: urn:pulumi:<stack>::<project>::<type>::<name>."""
+    return urn.split("::", 1)[0].split(":")[-1]
+
+
+@stack_rule(
+    name="stack-environment",
+    description="The stack's name maps to the environment whose policy config runs (a stack named `prod` or "
+    "`prod-<suffix>` is a prod stack), and resources are tagged with that environment: deletion protection and "
+    "every floor key off the environment, so it cannot be a free choice inside one stack file.",
+    severity=Severity.CRITICAL,
+    config={
+        "environment": {
+            "type": "string",
+            "enum": list(ENVIRONMENTS),
+            "description": "The environment this config file is for; the stack's name must map to it.",
+        }
+    },
+)
+def stack_environment(args: StackValidationArgs, report: ReportViolation) -> None:
+    if not args.resources:
+        args.not_applicable("no resources")
+    expected = args.get_config().get("environment")
+    if expected is None:
+        report("no environment is configured for this policy config (policies/config/<env>.json).")
+        return
+    stacks = sorted({stack_of(r.urn) for r in args.resources})
+    for stack in stacks:
+        mapped = environment_of_stack(stack)
+        if mapped != expected:
+            what = f"is a {mapped} stack" if mapped else "maps to no environment (name it <env> or <env>-<suffix>)"
+            report(
+                f"stack {stack!r} {what}, but this policy config is {expected!r}: run it with "
+                f"policies/config/{mapped or '<env>'}.json, and keep the stack file's environment equal to its name."
+            )
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+@stack_rule(
+    name="fsx-backup-floor",
+    description="A persistent Lustre file system keeps daily automatic backups for at least the environment's "
+    "floor and takes a final backup when deleted: Lustre is the working copy of datasets and checkpoints, and "
+    "a deleted or corrupted file system is restored only from a backup (FSx for Lustre User Guide, 'Protecting "
+    "your data with backups'; AWS Well-Architected REL09-BP01).",
+    severity=Severity.HIGH,
+    config={
+        "minBackupRetentionDays": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 90,
+            "default": 7,
+            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays). Why: a corruption "
+            "or deletion found after a long weekend must still have a backup from before it. Source: FSx for Lustre "
+            "User Guide, automatic daily backups (0-90 days kept).",
+        },
+        "requireFinalBackup": {
+            "type": "boolean",
+            "default": True,
+            "description": "skipFinalBackup must be false, so deleting the file system leaves a backup. Source: "
+            "FSx DeleteFileSystem LustreConfiguration.SkipFinalBackup.",
+        },
+    },
+)
+def fsx_backup_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+    lustre = graph(args).of_type(FSX_LUSTRE)
+    systems = [fs for fs in lustre if str(get(fs.props, "deploymentType", "")).startswith("PERSISTENT")]
+    if not systems:
+        args.not_applicable("no persistent Lustre file system (SCRATCH file systems take no backups)")
+    floor = _int(args, "minBackupRetentionDays", 7)
+    for fs in systems:
+        days = int(number(get(fs.props, "automaticBackupRetentionDays")) or 0)
+        if days < floor:
+            report(
+                f"{fs.name}: storage.fsx.automatic_backup_retention_days is {days} (automaticBackupRetentionDays); "
+                f"the floor here is {floor} daily backups, so a corrupted or deleted file system can be restored.",
+                fs.urn,
+            )
+        if args.get_config().get("requireFinalBackup", True) and truthy(get(fs.props, "skipFinalBackup")):
+            report(f"{fs.name}: skipFinalBackup is true; deleting it would leave no backup.", fs.urn)
+
+
+@stack_rule(
+    name="s3-noncurrent-version-floor",
+    description="Data buckets' lifecycle rules keep an overwritten or deleted object's old version for at least "
+    "the environment's floor: versioning only protects a checkpoint for as long as its noncurrent versions live "
+    "(S3 User Guide, 'Lifecycle configuration elements: NoncurrentVersionExpiration'; CKV_AWS_21 needs "
+    "versioning, this keeps it meaningful).",
+    severity=Severity.HIGH,
+    config={
+        "minNoncurrentDays": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 30,
+            "description": "Fewest days a noncurrent object version lives (noncurrentVersionExpiration."
+            "noncurrentDays). Why: an overwrite of a checkpoint is often noticed only at the next evaluation or "
+            "restart, weeks later. Source: S3 User Guide, NoncurrentVersionExpiration.",
+        }
+    },
+)
+def s3_noncurrent_version_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    buckets = data_buckets(g)
+    if not buckets:
+        args.not_applicable("no S3 buckets that hold data")
+    floor = _int(args, "minNoncurrentDays", 30)
+    for bucket in buckets:
+        for config in g.referrers(bucket, "bucket", *S3_LIFECYCLE):
+            for rule in items(get(config.props, "rules")):
+                if get(rule, "status") != "Enabled":
+                    continue
+                days = number(get(rule, "noncurrentVersionExpiration.noncurrentDays"))
+                if days is not None and days < floor:
+                    report(
+                        f"bucket {bucket.name}: lifecycle rule {get(rule, 'id')!r} deletes noncurrent versions after "
+                        f"{int(days)} days (storage.buckets.noncurrent_version_expiration_days); the floor here is "
+                        f"{floor} days, so an overwritten checkpoint can still be restored.",
+                        bucket.urn,
+                    )
+
+
+@stack_rule(
+    name="deletion-safeguards",
+    description="Beyond `protect`, the cloud side refuses to lose data by accident: the EKS cluster has "
+    "deletion protection, data buckets are not force-destroyed with their objects, and KMS keys wait the longest "
+    "deletion window (EKS User Guide 'Protect EKS clusters from accidental deletion'; S3 forceDestroy in the "
+    "pulumi-aws docs; KMS Developer Guide 'Deleting keys', CKV_AWS_33 family).",
+    severity=Severity.HIGH,
+    config={
+        "minKeyDeletionWindowDays": {
+            "type": "integer",
+            "minimum": 7,
+            "maximum": 30,
+            "default": 30,
+            "description": "Fewest days between scheduling a KMS key's deletion and the deletion (7-30). Why: "
+            "every checkpoint and secret encrypted with the key is lost with it. Source: KMS ScheduleKeyDeletion "
+            "PendingWindowInDays.",
+        }
+    },
+)
+def deletion_safeguards(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    clusters, buckets, keys = g.of_type(EKS_CLUSTER), data_buckets(g), g.of_type(KMS_KEY)
+    if not clusters and not buckets and not keys:
+        args.not_applicable("no EKS cluster, bucket or KMS key")
+    for cluster in clusters:
+        if get(cluster.props, "deletionProtection") is not True:
+            report(f"EKS cluster {cluster.name} has no deletionProtection.", cluster.urn)
+    for bucket in buckets:
+        if truthy(get(bucket.props, "forceDestroy")):
+            report(f"bucket {bucket.name} sets forceDestroy: deleting it deletes every object.", bucket.urn)
+    floor = _int(args, "minKeyDeletionWindowDays", 30)
+    for key in keys:
+        window = number(get(key.props, "deletionWindowInDays"))
+        if window is None or window < floor:  # KMS's default window is 30 days; the program always sets it
+            shown = "unset" if window is None else f"{int(window)} days"
+            report(f"KMS key {key.name}: deletionWindowInDays is {shown}; the floor here is {floor}.", key.urn)
+
+
+# ----------------------------------------------------------------------------------------- audit trail
+
+
+def _log_kind(g: Graph, log_group: PolicyResource) -> str:
+    name = str(get(log_group.props, "name", ""))
+    if name.startswith("/aws/eks/") and name.endswith("/cluster"):
+        return "controlPlane"
+    if g.referrers(log_group, "logDestination", FLOW_LOG):
+        return "flowLogs"
+    return "other"
+
+
+_LOG_KEYS = {
+    "controlPlane": ("controlPlaneMinDays", "eks.log_retention_days", "EKS control-plane (audit) logs"),
+    "flowLogs": ("flowLogsMinDays", "network.flow_logs_retention_days", "VPC flow logs"),
+    "other": ("otherMinDays", "the log group's retention (for example storage.fsx.log_retention_days)", "logs"),
+}
+
+
+@stack_rule(
+    name="log-retention-floor",
+    description="CloudWatch log groups keep the audit trail (control-plane audit and authenticator logs, VPC "
+    "flow logs) and operational logs for at least the environment's floor: an incident is often found months "
+    "after it happened, and expired logs cannot answer who did what (CKV_AWS_338: at least one year; CIS EKS "
+    "2.1.1; EKS best practices, detective controls).",
+    severity=Severity.MEDIUM,
+    config={
+        "controlPlaneMinDays": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 90,
+            "description": "Fewest days EKS control-plane logs are kept. Why: the audit log is the record of who "
+            "did what through the API server. Source: CKV_AWS_338 (365 days); EKS best practices, auditing.",
+        },
+        "flowLogsMinDays": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 30,
+            "description": "Fewest days VPC flow logs are kept. Why: a compromised node's connections are traced "
+            "from them after the fact. Source: CKV_AWS_338; CIS AWS Foundations 3.7 (flow logs).",
+        },
+        "otherMinDays": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 14,
+            "description": "Fewest days any other log group (FSx data repository events) is kept. Why: failed "
+            "imports and exports are debugged from them. Source: CKV_AWS_338.",
+        },
+    },
+)
+def log_retention_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    groups = g.of_type(LOG_GROUP)
+    if not groups:
+        args.not_applicable("no CloudWatch log groups")
+    for log_group in groups:
+        kind = _log_kind(g, log_group)
+        key, stack_key, what = _LOG_KEYS[kind]
+        floor = _int(args, key, 1)
+        days = number(get(log_group.props, "retentionInDays"))
+        if days is not None and 0 < days < floor:  # unset or 0: never expire
+            report(
+                f"{what} {get(log_group.props, 'name')} are kept {int(days)} days ({stack_key}); the floor here is "
+                f"{floor} days.",
+                log_group.urn,
+            )
+
+
+# ---------------------------------------------------------------------------------------- availability
+
+
+def _az(subnet: PolicyResource) -> str:
+    return str(get(subnet.props, "availabilityZone") or get(subnet.props, "availabilityZoneId"))
+
+
+def system_node_groups(g: Graph) -> list[PolicyResource]:
+    """Managed node groups of non-accelerated instances: where CoreDNS, Kueue and the operators run."""
+    accelerated = {group.urn for group, _ in accelerated_node_groups(g)}
+    return [group for group in g.of_type(EKS_NODE_GROUP) if group.urn not in accelerated]
+
+
+@stack_rule(
+    name="system-nodes-floor",
+    description="The cluster's controllers (CoreDNS, Kueue, the training and GPU operators, the CSI "
+    "controllers) run on at least the floor of system nodes across at least the floor of AZs: with one node, "
+    "a node replacement or an AZ event stops DNS and job admission for every GPU in the cluster (EKS best "
+    "practices, reliability: run CoreDNS and critical add-ons on multiple nodes across AZs).",
+    severity=Severity.HIGH,
+    config={
+        "minNodes": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 2,
+            "description": "Fewest system nodes (minSize summed over non-accelerated node groups). Why: CoreDNS "
+            "runs two replicas with anti-affinity, and a rolling update takes one node away. Source: EKS best "
+            "practices, reliability (CoreDNS); EKS managed node group update behaviour.",
+        },
+        "minAvailabilityZones": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 2,
+            "description": "Fewest AZs the system node groups' subnets span. Why: a single-AZ controller plane "
+            "fails with its AZ. Source: EKS best practices, reliability (spread across AZs).",
+        },
+    },
+)
+def system_nodes_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    groups = system_node_groups(g)
+    if not g.of_type(EKS_CLUSTER):
+        args.not_applicable("no EKS cluster")
+    nodes = sum(int(number(get(group.props, "scalingConfig.minSize")) or 0) for group in groups)
+    azs = sorted({_az(s) for group in groups for s in Graph.deps(group, "subnetIds", SUBNET)})
+    min_nodes, min_azs = _int(args, "minNodes", 2), _int(args, "minAvailabilityZones", 2)
+    names = ", ".join(group.name for group in groups) or "none"
+    urn = groups[0].urn if groups else g.of_type(EKS_CLUSTER)[0].urn
+    if nodes < min_nodes:
+        report(
+            f"system node groups ({names}) keep at least {nodes} node(s) (eks.system_node_group.min_size); the floor "
+            f"here is {min_nodes}, so DNS and job admission survive the loss of a node.",
+            urn,
+        )
+    if len(azs) < min_azs:
+        report(f"system node groups ({names}) span {len(azs)} AZ(s) {azs}; the floor here is {min_azs}.", urn)
+
+
+@stack_rule(
+    name="nat-per-az",
+    description="Every AZ with node subnets has its own NAT gateway: with one shared NAT gateway, losing its "
+    "AZ cuts every other AZ's nodes off image pulls, package mirrors and AWS APIs not on endpoints (VPC User "
+    "Guide, NAT gateways: 'create a NAT gateway in each Availability Zone').",
+    severity=Severity.MEDIUM,
+)
+def nat_per_az(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    # The subnets that carry nodes and the control plane's interfaces: the node groups' and the cluster's.
+    private: list[PolicyResource] = []
+    for holder in g.of_type(EKS_NODE_GROUP, EKS_CLUSTER):
+        prop = "subnetIds" if holder.resource_type == EKS_NODE_GROUP else "vpcConfig"
+        private += [s for s in Graph.deps(holder, prop, SUBNET) if s not in private]
+    nats = g.of_type(NAT_GATEWAY)
+    if not private or not nats:
+        args.not_applicable("no node subnets behind NAT")
+    nat_azs = {_az(s) for nat in nats for s in Graph.deps(nat, "subnetId", SUBNET)}
+    for subnet in private:
+        if _az(subnet) not in nat_azs:
+            report(
+                f"private subnet {subnet.name} in {_az(subnet)} has no NAT gateway in its AZ (NAT gateways in "
+                f"{sorted(nat_azs)}); set network.nat_gateways per_az, so one AZ's outage does not take the others' "
+                "egress with it.",
+                subnet.urn,
+            )
+
+
+@stack_rule(
+    name="node-update-budget",
+    description="An accelerated node group replaces at most the floor's share of its nodes at a time during "
+    "updates: a managed node group update drains maxUnavailable nodes at once, and every drained node kills "
+    "the multi-node jobs that span it (EKS User Guide, managed node group update behaviour).",
+    severity=Severity.MEDIUM,
+    config={
+        "maxUnavailablePercent": {
+            "type": "number",
+            "minimum": 1,
+            "maximum": 100,
+            "default": 25,
+            "description": "Largest share of a GPU node group's maxSize an update may take down at once (one node "
+            "is always allowed). Why: a fleet-wide update must not stop every training job at once. Source: EKS "
+            "UpdateConfig maxUnavailable / maxUnavailablePercentage.",
+        }
+    },
+)
+def node_update_budget(args: StackValidationArgs, report: ReportViolation) -> None:
+    groups = accelerated_node_groups(graph(args))
+    if not groups:
+        args.not_applicable("no GPU or Trainium node group")
+    limit = float(args.get_config().get("maxUnavailablePercent", 25))
+    for group, _ in groups:
+        size = number(get(group.props, "scalingConfig.maxSize")) or 0
+        count = number(get(group.props, "updateConfig.maxUnavailable"))
+        percent = number(get(group.props, "updateConfig.maxUnavailablePercentage"))
+        share = percent if percent is not None else (100 * count / size if count and size else 0)
+        if share > limit and not (percent is None and count == 1):
+            report(
+                f"node group {group.name} may replace {share:.0f}% of its {int(size)} nodes at once "
+                f"(gpu_node_groups[].max_unavailable {int(count or 0)}); the floor here allows {limit:g}%.",
+                group.urn,
+            )
+
+
+# -------------------------------------------------------------------------------------- fabric performance
+
+
+@stack_rule(
+    name="efa-on-capable-groups",
+    description="An accelerated node group whose instance type has EFA and that spans nodes (maxSize of at least "
+    "the floor) runs with EFA: without it NCCL sends every all-reduce over TCP sockets at a fraction of the "
+    "fabric's bandwidth, the job still runs, and nobody is told (EC2 User Guide, EFA; aws-ofi-nccl).",
+    severity=Severity.HIGH,
+    config={
+        "minNodes": {
+            "type": "integer",
+            "minimum": 2,
+            "default": 2,
+            "description": "maxSize from which an EFA-capable group must use EFA. Why: a single-node job needs no "
+            "fabric, two nodes already all-reduce across it. Source: EC2 User Guide, EFA supported instance types.",
+        }
+    },
+)
+def efa_on_capable_groups(args: StackValidationArgs, report: ReportViolation) -> None:
+    capable = []
+    for group, facts in accelerated_node_groups(graph(args)):
+        if facts.max_efa_interfaces:
+            capable.append(group)
+    if not capable:
+        args.not_applicable("no node group of an EFA-capable instance type")
+    floor = _int(args, "minNodes", 2)
+    for group in capable:
+        size = int(number(get(group.props, "scalingConfig.maxSize")) or 0)
+        template = launch_template_of(group)
+        has_efa = template is not None and bool(efa_interfaces(template.props))
+        if size >= floor and not has_efa:
+            types = ", ".join(instance_types_of(group))
+            report(
+                f"node group {group.name} runs up to {size} {types} nodes without EFA (gpu_node_groups[].efa_enabled "
+                "false): multi-node jobs would fall back to TCP sockets. Enable EFA, or keep the group to one node.",
+                group.urn,
+            )
+
+
+def _nvidia_efa_groups(g: Graph) -> list[PolicyResource]:
+    out = []
+    for group, facts in accelerated_node_groups(g):
+        template = launch_template_of(group)
+        if facts.accelerator == "nvidia" and template is not None and efa_interfaces(template.props):
+            out.append(group)
+    return out
+
+
+@stack_rule(
+    name="fabric-validation",
+    description="A cluster with NVIDIA EFA node groups plans the multi-node NCCL all-reduce validation job "
+    "(kubernetes.validation): it is the only check that proves traffic goes over EFA and not TCP sockets before "
+    "a long run starts (AWS EFA on EKS guide, 'Run an NCCL test'; NVIDIA/nvcf #1349 'prove traffic actually "
+    "goes over EFA').",
+    severity=Severity.MEDIUM,
+)
+def fabric_validation(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    groups = _nvidia_efa_groups(g)
+    if not groups:
+        args.not_applicable("no NVIDIA node group with EFA")
+    if not g.of_type(*NCCL_WORKLOADS):
+        for group in groups:
+            report(
+                f"no NCCL validation job proves node group {group.name}'s EFA fabric: set "
+                "kubernetes.validation.enabled true.",
+                group.urn,
+            )
+
+
+def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any]]:
+    per_gpu = float(args.get_config().get("perGpuReadMbPerS", 200))
+    capacity = accelerator_capacity(g)
+    supply = sum(lustre_throughput_mb_s(fs.props) for fs in g.of_type(FSX_LUSTRE))
+    return supply, per_gpu * sum(c.accelerators for c in capacity), capacity
+
+
+@stack_rule(
+    name="storage-throughput-floor",
+    description="Lustre's baseline throughput may fall below what the accelerators read at full scale only "
+    "down to the environment's floor: above it the shortfall is the advisory storage-throughput-feeds-gpus, "
+    "below it GPUs that cost the same per hour sit waiting on storage and the plan is refused (FSx for Lustre "
+    "User Guide, performance; trainstack's sizing in stacks/fsx_sizing.py).",
+    severity=Severity.HIGH,
+    config={
+        "minCoverage": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": 0.75,
+            "description": "Least share of the GPUs' read demand Lustre's baseline must cover (no Lustre at all is "
+            "0). Why: below it an epoch is storage-bound. Source: FSx for Lustre User Guide, 'Amazon FSx for "
+            "Lustre performance' (throughput scales with storage capacity x per-unit throughput).",
+        },
+        "perGpuReadMbPerS": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 200,
+            "description": "Read throughput one GPU needs, MB/s (trainstack's sizing default; the stack file's "
+            "per_gpu_read_mb_s is not trusted here).",
+        },
+    },
+)
+def storage_throughput_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    supply, demand, capacity = _demand(args, g)
+    if not capacity:
+        args.not_applicable("no accelerated capacity")
+    floor = float(args.get_config().get("minCoverage", 0.75))
+    coverage = supply / demand if demand else 1.0
+    if coverage < floor:
+        systems = g.of_type(FSX_LUSTRE)
+        what = f"Lustre gives {supply:,.0f} MB/s" if systems else "there is no Lustre file system (storage.fsx)"
+        report(
+            f"{what} for {demand:,.0f} MB/s of GPU read demand: {coverage:.0%} coverage, below the floor of "
+            f"{floor:.0%}. Raise storage.fsx.storage_capacity_gib or throughput_mb_s_per_tib.",
+            systems[0].urn if systems else _first_accelerated(g),
+        )
+
+
+def _first_accelerated(g: Graph) -> str | None:
+    groups = accelerated_node_groups(g)
+    return groups[0][0].urn if groups else None
+
+
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+ACCELERATOR_REQUESTS = ("requests.nvidia.com/gpu", "requests.aws.amazon.com/neuron")
+
+
+@stack_rule(
+    name="team-quota-fits-capacity",
+    description="A team's accelerator quota is judged against what the cluster can hold: a quota above every "
+    "accelerator the node groups (at maxSize) and HyperPod can ever run limits nothing, and jobs admitted up to "
+    "it wait for nodes that never come (kubernetes-sigs/kueue#2665: Kueue does not check quotas against "
+    "physical capacity).",
+    severity=Severity.MEDIUM,
+)
+def team_quota_fits_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
+    g = graph(args)
+    quotas = g.of_type(RESOURCE_QUOTA)
+    if not quotas:
+        args.not_applicable("no ResourceQuota")
+    capacity = sum(c.accelerators for c in accelerator_capacity(g))
+    for quota in quotas:
+        for key in ACCELERATOR_REQUESTS:
+            hard = get(quota.props, "spec.hard")
+            amount = number(hard[key]) if isinstance(hard, Mapping) and key in iter(hard) else None
+            if amount is not None and amount > capacity:
+                namespace = get(quota.props, "metadata.namespace")
+                report(
+                    f"team {namespace!r} may request {int(amount)} accelerators ({key}; kubernetes.teams[].gpu_quota), "
+                    f"more than the {capacity} the cluster can hold: a quota above capacity limits nothing; use at "
+                    f"most {capacity}.",
+                    quota.urn,
+                )

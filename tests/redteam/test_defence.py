@@ -1,0 +1,127 @@
+"""The pieces the corpus relies on, tested directly: the environment/stack tie (loader, CLI, program, pack),
+patterns explained in words, and waivers (what they may waive, and that every format shows them)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from policies.rules.floors import environment_of_stack as pack_environment_of_stack
+from stacks.load import FULL_KEY, PATTERNS, ConfigError, check_stack, environment_of_stack
+from stacks.schema import json_schema
+from stacks.schema.waivers import WaiverSpec
+from tests.conftest import ROOT, recording, stack_config, stack_document
+from trainstack.cli import EXIT_BAD_INPUT, main
+from trainstack.engine import run_program
+from trainstack.report import json_report, markdown, text
+from trainstack.report.model import build_report
+from trainstack.review import Violation, apply_waivers, review
+
+NAMES = ["dev", "staging", "prod", "prod-eu-west-1", "staging-bench", "dev-", "qa", "prod2", "production", "", "Prod"]
+
+
+def test_the_pack_maps_stack_names_like_the_loader() -> None:
+    for name in NAMES:
+        mapped = environment_of_stack(name)
+        assert pack_environment_of_stack(name) == (mapped.value if mapped else None), name
+    assert environment_of_stack("prod-eu-west-1") is not None and environment_of_stack("prod2") is None
+
+
+def test_a_stack_file_cannot_choose_another_environment() -> None:
+    with pytest.raises(ConfigError) as raised:
+        check_stack("prod", stack_config("staging"), "test")
+    (problem,) = raised.value.problems
+    assert problem.key == f"{FULL_KEY}.environment" and problem.value == "staging"
+    assert "stack 'prod' is a prod stack" in problem.message
+    with pytest.raises(ConfigError, match="maps to no environment"):
+        check_stack("qa", stack_config("dev"), "test")
+    assert check_stack("prod-eu-west-1", stack_config("prod"), "test") is stack_config("prod")
+
+
+def test_the_plan_refuses_a_flipped_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = copy.deepcopy(stack_document("prod"))
+    document["config"][FULL_KEY]["environment"] = "dev"
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert main(["plan", "--config", str(path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{FULL_KEY}.environment (got 'dev')" in err and "must be 'prod'" in err
+
+
+def test_the_program_refuses_a_flipped_environment() -> None:
+    """`__main__.py` under the real CLI gets `pulumi.get_stack()`: the same tie holds there."""
+    with pytest.raises(Exception, match="is a prod stack"):
+        run_program(stack_config("staging"), stack="prod")
+
+
+def test_every_schema_pattern_is_explained_in_words() -> None:
+    found: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "pattern" in node:
+                found.add(node["pattern"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json_schema())
+    assert found and found <= set(PATTERNS), sorted(found - set(PATTERNS))
+    assert all(" such as " in text for text in PATTERNS.values())
+
+
+def _violation(policy: str, name: str, level: str = "mandatory") -> Violation:
+    return Violation(policy, level, "high", f"urn:pulumi:prod::trainstack::t::{name}", "t", name, "m")
+
+
+REASON = "approved by the platform team for the evaluation quarter, with an owner"
+
+
+def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
+    violations = [_violation("nat-per-az", "a"), _violation("nat-per-az", "b"), _violation("log-retention-floor", "a")]
+    kept, waived = apply_waivers(violations, [WaiverSpec(rule="nat-per-az", resource="a", reason=REASON)])
+    assert [(v.policy, v.name) for v in kept] == [("nat-per-az", "b"), ("log-retention-floor", "a")]
+    assert [(w.violation.name, w.reason) for w in waived] == [("a", REASON)]
+
+
+@pytest.mark.parametrize(
+    ("waiver", "key", "says"),
+    [
+        (WaiverSpec(rule="no-such-rule", resource="a", reason=REASON), "waivers.0.rule", "no such policy rule"),
+        (WaiverSpec(rule="sg-no-world-ingress", resource="a", reason=REASON), "waivers.0.rule", "critical rule"),
+        (WaiverSpec(rule="nat-per-az", resource="zzz", reason=REASON), "waivers.0.resource", "waives nothing"),
+    ],
+)
+def test_a_waiver_that_cannot_stand_is_refused(waiver: WaiverSpec, key: str, says: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        apply_waivers([_violation("nat-per-az", "a"), _violation("sg-no-world-ingress", "a")], [waiver])
+    assert any(p.key == f"{FULL_KEY}.{key}" and says in p.message for p in raised.value.problems)
+
+
+def test_a_reason_must_be_written() -> None:
+    with pytest.raises(ValueError, match="too short"):
+        WaiverSpec(rule="nat-per-az", resource="a", reason="ok")
+
+
+def test_every_format_shows_the_waivers() -> None:
+    cluster = stack_config("staging")
+    assert cluster.waivers, "the staging stack carries a waiver"
+    result = review(recording("staging"), "staging", waivers=cluster.waivers)
+    (waived,) = result.waived
+    assert waived.violation.policy == "nat-per-az" and waived.reason.startswith("Staging runs one NAT gateway")
+    report = build_report(cluster, recording("staging"), result)
+    assert "waived    nat-per-az on trainstack-staging-network-private-us-east-1b" in text.render(
+        report, text.Style(color=False), tree=False
+    )
+    assert "| waived (advisory) | nat-per-az |" in markdown.render(report)
+    document = json.loads(json_report.render(report))
+    schema = json.loads((ROOT / "trainstack" / "report" / "plan.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    assert document["trainstack"]["policy"]["waived"][0]["reason"] == waived.reason
