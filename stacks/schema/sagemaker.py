@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
 from stacks.schema.base import Spec
+from stacks.schema.values import Limits
 
 
 class HyperPodOrchestrator(StrEnum):
@@ -39,11 +40,15 @@ _HYPERPOD_GROUP = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 class HyperPodInstanceGroupSpec(Spec):
     """One HyperPod instance group: a set of identical ml.* instances with one role and lifecycle."""
 
-    name: str = Field(pattern=_HYPERPOD_GROUP, description="Instance group name, unique in the cluster.")
-    instance_type: str = Field(
-        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="SageMaker instance type, for example ml.p5.48xlarge."
+    name: str = Field(
+        pattern=_HYPERPOD_GROUP, examples=["compute"], description="Instance group name, unique in the cluster."
     )
-    instance_count: int = Field(ge=1, description="Instances in the group.")
+    instance_type: str = Field(
+        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        examples=["ml.p5.48xlarge"],
+        description="SageMaker instance type, for example ml.p5.48xlarge.",
+    )
+    instance_count: int = Field(ge=1, le=Limits.HYPERPOD_INSTANCES_PER_GROUP, description="Instances in the group.")
     role: HyperPodGroupRole = Field(
         default=HyperPodGroupRole.COMPUTE, description="Slurm role of the group (EKS takes compute groups only)."
     )
@@ -97,11 +102,12 @@ class HyperPodSpec(Spec):
     enabled: bool = Field(default=False, description="Create a SageMaker HyperPod cluster.")
     orchestrator: HyperPodOrchestrator = Field(default=HyperPodOrchestrator.EKS, description="eks or slurm.")
     instance_groups: list[HyperPodInstanceGroupSpec] = Field(
-        default_factory=list, description="HyperPod instance groups."
+        default_factory=list, max_length=Limits.HYPERPOD_GROUPS, description="HyperPod instance groups."
     )
     training_plan_arn: str | None = Field(
         default=None,
         pattern=r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$",
+        examples=["arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5-plan"],
         description="SageMaker training plan (target resource hyperpod-cluster) for training_plan groups.",
     )
 
