@@ -174,7 +174,8 @@ def parse(text: str) -> Parsed:
         return parsed
     except yaml.MarkedYAMLError as error:
         reason = error.problem or str(error)
-        raise YamlRefused(f"YAML syntax error: {reason}", _origin(error.problem_mark)) from None
+        where = f" at {_origin(error.problem_mark)}" if error.problem_mark is not None else ""
+        raise YamlRefused(f"YAML syntax error{where}: {reason}", None) from None
     except yaml.YAMLError as error:
         raise YamlRefused(f"YAML error: {error}", None) from None
     finally:
