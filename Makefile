@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint schema bench clean
+.PHONY: plan test lint schema bench clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -19,17 +19,31 @@ $(VENV)/.synced: pyproject.toml uv.lock
 	UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never .tools/bin/uv sync --frozen --quiet --compile-bytecode --python $(PYTHON)
 	touch $@
 
+# The policy pack's own virtualenv, as `pulumi preview --policy-pack policies` uses it (PulumiPolicy.yaml:
+# toolchain pip, virtualenv .venv), made from the pack's requirements.txt with the same uv.
+POLICY_VENV := policies/.venv
+$(POLICY_VENV)/.synced: policies/requirements.txt $(VENV)/.synced
+	UV_PYTHON_DOWNLOADS=never .tools/bin/uv venv --quiet --allow-existing --python $(PYTHON) $(POLICY_VENV)
+	UV_PYTHON_DOWNLOADS=never .tools/bin/uv pip install --quiet --python $(POLICY_VENV)/bin/python -r policies/requirements.txt
+	touch $@
+
+policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.venv) from policies/requirements.txt
+
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced ## Lint and format check, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format check, workflow lint, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/python -m pytest -n 2
 
 lint: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
@@ -38,4 +52,4 @@ bench: $(VENV)/.synced
 	$(VENV)/bin/python bench/plan_scaling.py
 
 clean:
-	rm -rf $(VENV) .tools
+	rm -rf $(VENV) .tools $(POLICY_VENV)

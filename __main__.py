@@ -5,6 +5,7 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.buckets import DataBuckets, DataBucketsArgs
+from components.deploy_guard import refuse_placeholders
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
@@ -18,6 +19,7 @@ from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePlug
 from components.providers import aws_provider
 from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
+from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
@@ -27,6 +29,7 @@ try:
     cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
 except ConfigError as error:
     raise pulumi.RunError(error.render()) from None
+refuse_placeholders(cluster, pulumi.get_stack())
 
 tags = default_tags(
     project=pulumi.get_project(),
@@ -63,6 +66,9 @@ pulumi.export("workload_security_group_id", network.workload_security_group_id)
 pulumi.export("cluster_name", eks.cluster_name)
 pulumi.export("cluster_endpoint", eks.cluster_endpoint)
 pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
+pulumi.export("oidc_issuer_url", eks.oidc_issuer_url)
+pulumi.export("cluster_security_group_id", eks.cluster_security_group_id)
+pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
@@ -119,6 +125,9 @@ data = DataBuckets(
 )
 pulumi.export("datasets_bucket", data.datasets_bucket_name)
 pulumi.export("checkpoints_bucket", data.checkpoints_bucket_name)
+pulumi.export("datasets_bucket_arn", data.datasets_bucket_arn)
+pulumi.export("checkpoints_bucket_arn", data.checkpoints_bucket_arn)
+pulumi.export("data_kms_key_arn", data.kms_key_arn)
 lustre: LustreFileSystem | None = None
 if cluster.storage.fsx.enabled:
     lustre = LustreFileSystem(
@@ -143,6 +152,7 @@ if cluster.storage.fsx.enabled:
     pulumi.export("fsx_file_system_id", lustre.file_system_id)
     pulumi.export("fsx_dns_name", lustre.dns_name)
     pulumi.export("fsx_mount_name", lustre.mount_name)
+    pulumi.export("fsx_security_group_id", lustre.security_group_id)
 
 # Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
 k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider)
@@ -187,6 +197,18 @@ scheduling = Scheduling(
     ),
     opts=k8s_opts,
 )
+team_members = members_by_role([(team.name, team.member_role_arns) for team in k8s_spec.teams])
+if team_members:
+    TeamAccess(
+        f"{cluster.name}-team-access",
+        TeamAccessArgs(
+            cluster_name=eks.cluster_name,
+            region=cluster.region,
+            members=team_members,
+            after=list(scheduling.team_namespaces.values()),
+        ),
+        opts=pulumi.ResourceOptions(provider=aws),
+    )
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:

@@ -487,6 +487,7 @@ class EksCluster(pulumi.ComponentResource):
             aws.eks.NodeGroupArgs(
                 cluster_name=cluster.name,
                 version=cluster.version,
+                release_version=system.ami_release_version,
                 node_role_arn=node_role.arn,
                 subnet_ids=list(args.private_subnet_ids),
                 ami_type=SYSTEM_AMI_TYPE,

@@ -257,6 +257,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 node_role_arn=args.node_role_arn,
                 subnet_ids=[args.subnet_id],
                 version=args.kubernetes_version,
+                release_version=spec.ami_release_version,
                 ami_type=spec.ami_family.value,
                 capacity_type=eks_capacity_type(spec),
                 instance_types=[spec.instance_type],

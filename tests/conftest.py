@@ -26,12 +26,18 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from stacks.load import FULL_KEY, load_file, validate_object
 from stacks.schema import ClusterConfig
 from trainstack.engine import Recording, run, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Speed is measured by bench/, not by timed tests: no per-example deadline, so a loaded machine cannot make a
+# property test fail for being slow.
+settings.register_profile("trainstack", deadline=None)
+settings.load_profile("trainstack")
 STACKS = ("dev", "staging", "prod")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -30,10 +31,13 @@ from pathlib import Path
 from typing import TextIO
 
 from stacks.load import STACK_NAME, ConfigError, load_file, stack_file
+from stacks.placeholders import find as find_placeholders
 from stacks.schema import ClusterConfig, json_schema
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
+from trainstack.report.model import Report
+from trainstack.review import Violation
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -267,11 +271,39 @@ class ProgramFailed(Exception):
     """__main__.py raised under the mock engine."""
 
 
+def with_violations(report: Report, extra: tuple[Violation, ...]) -> Report:
+    """The report with violations the pack cannot see (the diff's, the example values) added to its review."""
+    if report.policy is None or not extra:
+        return report
+    return dataclasses.replace(
+        report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + extra)
+    )
+
+
+PLACEHOLDER_POLICY = "deploy-example-value"
+
+
+def placeholder_advisories(cluster: ClusterConfig) -> tuple[Violation, ...]:
+    """One advisory per example value: fine offline, refused by `pulumi up` (components/deploy_guard.py)."""
+    return tuple(
+        Violation(
+            policy=PLACEHOLDER_POLICY,
+            level="advisory",
+            severity="high",
+            urn="",
+            type="",
+            name=p.path,
+            message=f"{p.render()} (`pulumi up` refuses example values)",
+        )
+        for p in find_placeholders(cluster)
+    )
+
+
 # ------------------------------------------------------------------------------------------------ commands
 
 
 def plan(args: argparse.Namespace) -> int:
-    from trainstack.diff import diff_reports
+    from trainstack.diff import ResourceChange, apply_ignore_changes, diff_reports, diff_violations
     from trainstack.report import json_report, markdown, text
     from trainstack.report.model import build_report
     from trainstack.review import review
@@ -290,13 +322,19 @@ def plan(args: argparse.Namespace) -> int:
     show = _isatty(sys.stderr)
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, str(path))
-    report = build_report(cluster, recording, review(recording, cluster.environment.value))
-
     diff = None
     baseline = None
-    if baseline_cluster is not None:
+    ignored: tuple[ResourceChange, ...] = ()
+    if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
-        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against))
+        recording, ignored = apply_ignore_changes(baseline, recording)
+    report = with_violations(
+        build_report(cluster, recording, review(recording, cluster.environment.value)),
+        placeholder_advisories(cluster),
+    )
+    if baseline_cluster is not None and baseline is not None:
+        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against), ignored)
+        report = with_violations(report, diff_violations(diff))
 
     if args.format == "json":
         rendered = json_report.render(report, baseline, diff)

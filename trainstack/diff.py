@@ -4,17 +4,24 @@ Both configs run through the same program under the same mock engine and the sam
 resource keeps its URN unless the change renames or re-parents it. Resources are matched by URN: added,
 removed, or changed (with each changed input by its engine path, the old and the new value). The totals
 that matter for review (GPUs, EFA fabric bandwidth, cost) are compared too.
+
+The diff follows what `pulumi up` would do, not what the config says: an input under a resource's
+`ignoreChanges` keeps its old value (the change is listed as ignored, and not priced), and what Pulumi
+refuses is a mandatory violation (`diff_violations`): deleting or replacing a protected resource, and an
+EKS control plane moved by more than one minor version or downgraded.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report.model import Report
+from trainstack.review import Violation
 
 _MISSING = "<absent>"
 
@@ -128,6 +135,8 @@ class PlanDiff:
     usd_per_hour_max: Delta
     usd_per_month_desired: Delta
     usd_per_month_max: Delta
+    protected_removals: tuple[str, ...] = ()  # URNs protected in the baseline that the change deletes
+    ignored: tuple[ResourceChange, ...] = ()  # config changes `ignoreChanges` keeps `pulumi up` from applying
 
     @property
     def empty(self) -> bool:
@@ -162,6 +171,15 @@ class PlanDiff:
                 for c in self.changed
             ],
             "protectedReplacements": [c.urn for c in self.protected_replacements],
+            "protectedDeletions": list(self.protected_removals),
+            "ignored": [
+                {
+                    "urn": c.urn,
+                    "type": c.type,
+                    "changes": [{"path": i.path, "old": i.old, "new": i.new} for i in c.changes],
+                }
+                for c in self.ignored
+            ],
             "note": PROVIDER_DIFF_NOTE,
             "acceleratorsDesired": delta(self.accelerators_desired),
             "acceleratorsMax": delta(self.accelerators_max),
@@ -199,6 +217,75 @@ def resource_changes(before: RecordedResource, after: RecordedResource) -> tuple
     return tuple(changes)
 
 
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def path_parts(path: str) -> list[str | int]:
+    """`scalingConfig.desiredSize` -> ['scalingConfig', 'desiredSize']; `subnetIds[0]` -> ['subnetIds', 0]."""
+    return [int(index) if index else key for key, index in _PATH_PART.findall(path)]
+
+
+def _lookup(tree: Any, parts: list[str | int]) -> Any:
+    for part in parts:
+        if isinstance(part, int):
+            if not isinstance(tree, list) or part >= len(tree):
+                return _MISSING
+            tree = tree[part]
+        elif isinstance(tree, dict) and part in tree:
+            tree = tree[part]
+        else:
+            return _MISSING
+    return tree
+
+
+def _with_value(tree: Any, parts: list[str | int], value: Any) -> Any:
+    """A copy of `tree` with `value` at `parts` (containers along the path copied, the rest shared)."""
+    if not parts:
+        return value
+    head, rest = parts[0], parts[1:]
+    if isinstance(head, int) and isinstance(tree, list) and head < len(tree):
+        return [*tree[:head], _with_value(tree[head], rest, value), *tree[head + 1 :]]
+    if isinstance(head, str) and isinstance(tree, dict):
+        return {**tree, head: _with_value(tree.get(head, {}), rest, value)}
+    return tree
+
+
+def under(path: str, ignored: tuple[str, ...]) -> bool:
+    """True when `path` is one of `ignored` or inside one of them."""
+    return any(path == i or path.startswith((f"{i}.", f"{i}[")) for i in ignored)
+
+
+def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Recording, tuple[ResourceChange, ...]]:
+    """`proposed` as `pulumi up` would leave it over `baseline`, and the config changes it would not apply.
+
+    For a resource that exists in both, every input under its `ignoreChanges` keeps the baseline's value, as the
+    engine does (a new resource takes its inputs as they are). Sizes the cluster autoscaler owns
+    (`scalingConfig.desiredSize`) are the usual case: editing them in the stack file changes nothing in AWS.
+    """
+    old = baseline.by_urn()
+    resources: list[RecordedResource] = []
+    ignored: list[ResourceChange] = []
+    for resource in proposed.resources:
+        before = old.get(resource.urn)
+        if before is None or not resource.ignore_changes:
+            resources.append(resource)
+            continue
+        inputs = resource.inputs
+        skipped = []
+        for path in resource.ignore_changes:
+            parts = path_parts(path)
+            was, now = _lookup(before.inputs, parts), _lookup(inputs, parts)
+            if was is _MISSING or was == now:
+                continue
+            skipped.append(InputChange(path, was, now))
+            inputs = _with_value(inputs, parts, was)
+        if skipped:
+            ignored.append(ResourceChange(resource.urn, resource.type, tuple(skipped), protected=resource.protect))
+            resource = replace(resource, inputs=inputs)
+        resources.append(resource)
+    return replace(proposed, resources=tuple(resources)), tuple(ignored)
+
+
 def diff_recordings(
     before: Recording, after: Recording
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[ResourceChange, ...]]:
@@ -215,14 +302,19 @@ def diff_recordings(
     return added, removed, changed
 
 
-def diff_reports(before: Report, after: Report, against: str) -> PlanDiff:
+def diff_reports(before: Report, after: Report, against: str, ignored: tuple[ResourceChange, ...] = ()) -> PlanDiff:
+    """What `after` changes over `before`. `after` should already be `apply_ignore_changes`'s result, whose
+    skipped changes come in as `ignored`."""
     added, removed, changed = diff_recordings(before.recording, after.recording)
+    was_protected = {r.urn for r in before.recording.resources if r.protect}
     b, a = before.summary, after.summary
     return PlanDiff(
         against=against,
         added=added,
         removed=removed,
         changed=changed,
+        protected_removals=tuple(urn for urn, _ in removed if urn in was_protected),
+        ignored=ignored,
         accelerators_desired=Delta(b.accelerators_desired, a.accelerators_desired),
         accelerators_max=Delta(b.accelerators_max, a.accelerators_max),
         fabric_gbps_desired=Delta(b.fabric_gbps_desired, a.fabric_gbps_desired),
@@ -232,3 +324,77 @@ def diff_reports(before: Report, after: Report, against: str) -> PlanDiff:
         usd_per_month_desired=Delta(before.cost.usd_per_month_desired, after.cost.usd_per_month_desired),
         usd_per_month_max=Delta(before.cost.usd_per_month_max, after.cost.usd_per_month_max),
     )
+
+
+# Rules Pulumi or AWS apply to a change, not to a single plan: each is a mandatory violation of the diff.
+PROTECTED_DELETE = "protected-resource-delete"
+PROTECTED_REPLACE = "protected-resource-replace"
+EKS_UPGRADE = "eks-upgrade-one-minor-version"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+
+
+def _minor(version: Any) -> tuple[int, int] | None:
+    match = re.fullmatch(r"(\d+)\.(\d+)", str(version))
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def _violation(policy: str, change_urn: str, type_: str, message: str) -> Violation:
+    return Violation(
+        policy=policy,
+        level="mandatory",
+        severity="critical",
+        urn=change_urn,
+        type=type_,
+        name=change_urn.rsplit("::", 1)[-1],
+        message=message,
+    )
+
+
+def diff_violations(diff: PlanDiff) -> tuple[Violation, ...]:
+    """What `pulumi up` or AWS would refuse in this change, as mandatory violations (the plan exits 1).
+
+    - A protected resource deleted or replaced: `pulumi up` stops with "cannot be deleted because it is
+      protected" (Pulumi docs, resource option `protect`); forcing it past that destroys the data.
+    - EKS moves one minor version per update and never down (Amazon EKS User Guide, "Update existing cluster
+      to new Kubernetes version": update to the next minor only; clusters cannot be downgraded).
+    """
+    found: list[Violation] = []
+    types = dict(diff.removed)
+    for urn in diff.protected_removals:
+        found.append(
+            _violation(
+                PROTECTED_DELETE,
+                urn,
+                types.get(urn, ""),
+                "the change deletes a protected resource (or moves it to a new logical name without an alias); "
+                "`pulumi up` refuses, and forcing it destroys what it holds",
+            )
+        )
+    for change in diff.protected_replacements:
+        found.append(
+            _violation(
+                PROTECTED_REPLACE,
+                change.urn,
+                change.type,
+                f"the change replaces a protected resource (create-only input(s) {', '.join(change.replace_reasons)} "
+                "changed); `pulumi up` refuses, and forcing it destroys what it holds",
+            )
+        )
+    for change in diff.changed:
+        if change.type != EKS_CLUSTER:
+            continue
+        for item in change.changes:
+            old, new = _minor(item.old), _minor(item.new)
+            if item.path != "version" or old is None or new is None:
+                continue
+            if new < old:
+                message = f"EKS version {item.old} -> {item.new}: a cluster cannot be downgraded"
+            elif new[0] != old[0] or new[1] - old[1] > 1:
+                message = (
+                    f"EKS version {item.old} -> {item.new}: EKS updates one minor version at a time; "
+                    f"go to {old[0]}.{old[1] + 1} first (then its add-ons and nodes), then on"
+                )
+            else:
+                continue
+            found.append(_violation(EKS_UPGRADE, change.urn, change.type, message))
+    return tuple(found)

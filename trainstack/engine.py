@@ -53,6 +53,7 @@ class RecordedResource:
     provider: str  # "<provider urn>::<provider id>", empty for components and providers
     id: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
+    ignore_changes: tuple[str, ...] = ()  # input paths `pulumi up` leaves as they are after creation
 
     @property
     def provider_urn(self) -> str:
@@ -165,6 +166,7 @@ class Recorder(MockMonitor):
                 provider=request.provider,
                 id=registration.id if registration and registration.id else "",
                 outputs=MessageToDict(response.object) if response.object else {},
+                ignore_changes=tuple(request.ignoreChanges),
             )
         )
         return response

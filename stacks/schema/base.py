@@ -16,6 +16,7 @@ CONFIG_KEY = "cluster"
 DNS_LABEL = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
 AZ_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$"
 REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
+ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$"
 
 
 class Spec(BaseModel):
@@ -38,6 +39,20 @@ def _instance_type(value: str) -> str:
 
 
 CatalogInstanceType = Annotated[str, AfterValidator(_instance_type)]
+
+# An EKS-optimized AMI release (EKS API CreateNodegroup/UpdateNodegroupVersion `releaseVersion`): AL2023 AMIs
+# are `<kubernetes version>-<build date>` (amazon-eks-ami releases, e.g. 1.36.0-20260915), Bottlerocket ones
+# `<Bottlerocket version>-<commit>` (e.g. 1.44.0-0f2a6ffa). Pinning one makes AMI rotation a reviewed change.
+AMI_RELEASE_PATTERN = r"^\d+\.\d+\.\d+-(\d{8}|[0-9a-f]{8})$"
+AmiReleaseVersion = Annotated[
+    str,
+    Field(
+        pattern=AMI_RELEASE_PATTERN,
+        examples=["1.36.0-20260915"],
+        description="EKS AMI release, e.g. 1.36.0-20260915 (AL2023) or 1.44.0-0f2a6ffa (Bottlerocket); "
+        "left out, EKS takes the newest release at creation and nodes keep it until you set one.",
+    ),
+]
 
 
 # CloudWatch Logs accepts only these retention periods (CloudWatch Logs API Reference, PutRetentionPolicy

@@ -91,6 +91,25 @@ class ClusterConfig(Spec):
             for az in azs
             if not az.startswith(self.region)
         ]
+        admins = set(self.eks.admin_role_arns)
+        for i, team in enumerate(self.kubernetes.teams):
+            for j, role in enumerate(team.member_role_arns):
+                if role in admins:
+                    problems.append(
+                        f"kubernetes.teams.{i}.member_role_arns.{j} {role} is in eks.admin_role_arns: an IAM role has "
+                        "one EKS access entry; admins already reach every namespace"
+                    )
+        # AL2023 AMI releases belong to one Kubernetes minor (EKS refuses a release of another version).
+        releases = [("eks.system_node_group", True, self.eks.system_node_group.ami_release_version)] + [
+            (f"gpu_node_groups.{i}", g.ami_family.value.startswith("AL2023"), g.ami_release_version)
+            for i, g in enumerate(self.gpu_node_groups)
+        ]
+        for where, al2023, release in releases:
+            if release and al2023 and not release.startswith(f"{self.eks.version}."):
+                problems.append(
+                    f"{where}.ami_release_version {release} is not a release for Kubernetes {self.eks.version} "
+                    f"(eks.version); AL2023 releases look like {self.eks.version}.0-20260915"
+                )
         # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
         node_group_gpus = sum(g.max_gpus for g in self.gpu_node_groups)
         hyperpod_gpus = self.sagemaker.hyperpod.accelerators if self.sagemaker.hyperpod.enabled else 0

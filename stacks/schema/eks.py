@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import RetentionDays, Spec
+from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, RetentionDays, Spec
 from stacks.schema.values import Cidr, Limits
 
 
@@ -56,6 +56,9 @@ class SystemNodeGroupSpec(Spec):
     desired_size: int = Field(default=2, ge=1, le=Limits.NODES_PER_GROUP, description="Nodes at creation.")
     max_size: int = Field(default=4, ge=1, le=Limits.NODES_PER_GROUP, description="Maximum nodes.")
     disk_size_gib: int = Field(default=100, ge=20, le=16384, description="gp3 root volume in GiB.")
+    ami_release_version: AmiReleaseVersion | None = Field(
+        default=None, description="Pinned EKS AL2023 AMI release (e.g. 1.36.0-20260915); left out, the newest."
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:
@@ -80,13 +83,7 @@ class EksSpec(Spec):
         default=AuthenticationMode.API, description="Cluster access: access entries only (API) or with aws-auth."
     )
     admin_role_arns: list[
-        Annotated[
-            str,
-            Field(
-                pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$",
-                examples=["arn:aws:iam::111122223333:role/ml-platform-admin"],
-            ),
-        ]
+        Annotated[str, Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/ml-platform-admin"])]
     ] = Field(
         min_length=1,
         max_length=Limits.ADMIN_ROLES,

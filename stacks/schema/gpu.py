@@ -8,7 +8,7 @@ from typing import Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
-from stacks.schema.base import CatalogInstanceType, Spec
+from stacks.schema.base import AmiReleaseVersion, CatalogInstanceType, Spec
 from stacks.schema.values import AvailabilityZone, GroupName, LabelKey, LabelValue, Limits
 
 
@@ -193,6 +193,11 @@ class GpuNodeGroupSpec(Spec):
     )
     max_unavailable: int = Field(
         default=1, ge=1, le=100, description="Nodes replaced at a time during updates (EKS allows 1 to 100)."
+    )
+    ami_release_version: AmiReleaseVersion | None = Field(
+        default=None,
+        description="Pinned EKS AMI release of the group (rotation: change it; EKS replaces max_unavailable "
+        "nodes at a time). Left out, EKS takes the newest release at creation and nodes keep it.",
     )
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import Spec
+from stacks.schema.base import ROLE_ARN_PATTERN, Spec
 from stacks.schema.values import Limits, PinnedImage, TeamNamespace
 
 
@@ -97,6 +97,14 @@ class TeamSpec(Spec):
         ge=0,
         le=Limits.ACCELERATORS,
         description="Accelerators (GPUs or Neuron devices) the namespace may request at once.",
+    )
+    member_role_arns: list[
+        Annotated[str, Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/research-engineer"])]
+    ] = Field(
+        default_factory=list,
+        max_length=Limits.ADMIN_ROLES,
+        description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "
+        "scoped to this namespace (and to the namespaces of any other team that lists it).",
     )
 
 

@@ -166,12 +166,26 @@ def test_main_assembles_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:
 # --------------------------------------------------------------------------------- the served pack
 
 
+PACK_PYTHON = ROOT / "policies" / ".venv" / "bin" / "python"  # `make policy-venv`, from policies/requirements.txt
+
+
+def pack_python() -> str:
+    """The pack's own interpreter, as the CLI runs a local Python pack (PulumiPolicy.yaml: virtualenv .venv).
+    `make test` creates it; a bare `pytest` outside CI falls back to the program's interpreter."""
+    if PACK_PYTHON.exists():
+        return str(PACK_PYTHON)
+    if os.environ.get("CI"):
+        pytest.fail("policies/.venv is missing: `make test` creates it (make policy-venv)")
+    return sys.executable
+
+
 @pytest.fixture(scope="module")
 def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
-    """A copy of the pack, outside the repository and not named `policies`, served as the CLI would."""
+    """A copy of the pack, outside the repository and not named `policies`, served as the CLI would: the pack's
+    own virtualenv runs `python -m pulumi.policy <engine> <pack dir>`."""
     copy = _copy_pack(tmp_path_factory.mktemp("served") / "trainstack-guardrails")
     process = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:0", str(copy)],
+        [pack_python(), "-m", "pulumi.policy", "127.0.0.1:0", str(copy)],
         cwd=copy,
         env=_pack_env(),
         stdout=subprocess.PIPE,

@@ -20,7 +20,7 @@ from stacks.load import FULL_KEY
 from stacks.schema import json_schema
 from tests.conftest import ROOT, program_recording, recording, stack_config, stack_document
 from trainstack import cli
-from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_PROGRAM_FAILED, main
+from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_POLICY, EXIT_PROGRAM_FAILED, main
 from trainstack.engine import run_program
 from trainstack.report import json_report, markdown, text
 from trainstack.report.model import build_report
@@ -99,7 +99,8 @@ def test_a_fresh_interpreter_plans_prod_byte_for_byte_like_this_one() -> None:
     assert result.returncode == EXIT_OK, result.stderr.decode()
     assert b"Traceback" not in result.stderr
     here = recording("prod")
-    expected = json_report.render(build_report(stack_config("prod"), here, review(here, "prod")))
+    report = build_report(stack_config("prod"), here, review(here, "prod"))
+    expected = json_report.render(cli.with_violations(report, cli.placeholder_advisories(stack_config("prod"))))
     assert result.stdout.decode() == expected
 
 
@@ -294,8 +295,11 @@ def test_a_protected_replacement_is_flagged_in_every_format(tmp_path: Path, caps
     )
     baseline = str(ROOT / "stacks" / "Pulumi.prod.yaml")
     code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--format", "json")
-    assert code == EXIT_OK, err
+    assert code == EXIT_POLICY, err  # `pulumi up` refuses it: a mandatory violation, not only a line
     document = json.loads(out)
+    assert [v["policy"] for v in document["trainstack"]["policy"]["violations"] if v["level"] == "mandatory"] == [
+        "protected-resource-replace"
+    ]
     fs_urn = next(s["urn"] for s in document["steps"] if s["type"] == "aws:fsx/lustreFileSystem:LustreFileSystem")
     step = next(s for s in document["steps"] if s["urn"] == fs_urn)
     assert step["op"] == "replace" and "efaEnabled" in step["replaceReasons"]

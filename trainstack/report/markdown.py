@@ -38,6 +38,9 @@ def _diff(diff: PlanDiff) -> list[str]:
             "forcing it destroys the data."
         )
         out.append("")
+    for change in diff.ignored:
+        paths = ", ".join(f"`{c.path}` stays `{c.old}` (config: `{c.new}`)" for c in change.changes)
+        out += [f"- `{change.urn.rsplit('::', 1)[-1]}` ignoreChanges: {paths}", ""]
     d = diff
     rows = [
         [

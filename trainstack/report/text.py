@@ -170,6 +170,10 @@ def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
         for c in change.changes:
             forced = "  [forces replacement]" if c.path in change.replace_reasons else ""
             lines.append(f"      {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}{forced}")
+    for change in diff.ignored:
+        lines.append(style.dim(f"  = {change.urn} (ignoreChanges: `pulumi up` keeps the deployed value)"))
+        for c in change.changes:
+            lines.append(style.dim(f"      {c.path}: stays {fmt.short(c.old)} (config says {fmt.short(c.new)})"))
     a_des, a_max = diff.accelerators_desired, diff.accelerators_max
     lines.append(
         f"  Accelerators (incl. HyperPod) at desired {a_des.before:g} -> {a_des.after:g} "

@@ -1,0 +1,165 @@
+"""The offline diff agrees with what `pulumi up` would do: ignored inputs are not changes and not priced,
+protected deletes and replacements refuse the plan (exit 1), and EKS moves one minor version at a time."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stacks.load import FULL_KEY
+from tests.conftest import ROOT, program_recording, stack_document
+from trainstack import cli
+from trainstack.cli import EXIT_OK, EXIT_POLICY, main
+from trainstack.diff import (
+    EKS_UPGRADE,
+    PROTECTED_DELETE,
+    Delta,
+    InputChange,
+    PlanDiff,
+    ResourceChange,
+    apply_ignore_changes,
+    diff_violations,
+    path_parts,
+)
+from trainstack.engine import RecordedResource, Recording
+
+
+@pytest.fixture(autouse=True)
+def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
+    )
+
+
+def proposed(tmp_path: Path, base: str, edit: Any) -> Path:
+    document = copy.deepcopy(stack_document(base))
+    edit(document["config"][FULL_KEY])
+    path = tmp_path / f"Pulumi.{base}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], path: Path, base: str) -> tuple[int, dict[str, Any]]:
+    baseline = str(ROOT / "stacks" / f"Pulumi.{base}.yaml")
+    code = main(["plan", "--config", str(path), "--against", baseline, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_path_parts() -> None:
+    assert path_parts("scalingConfig.desiredSize") == ["scalingConfig", "desiredSize"]
+    assert path_parts("subnetIds[1]") == ["subnetIds", 1]
+    assert path_parts("a[0].b") == ["a", 0, "b"]
+
+
+def resource(urn: str, inputs: dict[str, Any], ignore: tuple[str, ...] = ()) -> RecordedResource:
+    return RecordedResource(
+        type="aws:eks/nodeGroup:NodeGroup",
+        name=urn,
+        urn=urn,
+        parent="",
+        custom=True,
+        inputs=inputs,
+        dependencies=(),
+        property_dependencies={},
+        protect=False,
+        retain_on_delete=False,
+        provider="",
+        ignore_changes=ignore,
+    )
+
+
+def test_ignored_inputs_keep_the_old_value_and_the_rest_changes() -> None:
+    old = Recording("s", False, (resource("a", {"scalingConfig": {"desiredSize": 1, "maxSize": 2}}),), {})
+    new = Recording(
+        "s",
+        False,
+        (resource("a", {"scalingConfig": {"desiredSize": 4, "maxSize": 8}}, ("scalingConfig.desiredSize",)),),
+        {},
+    )
+    effective, ignored = apply_ignore_changes(old, new)
+    assert effective.resources[0].inputs == {"scalingConfig": {"desiredSize": 1, "maxSize": 8}}
+    assert ignored == (
+        ResourceChange("a", "aws:eks/nodeGroup:NodeGroup", (InputChange("scalingConfig.desiredSize", 1, 4),)),
+    )
+    added_only = Recording("s", False, (resource("b", {"x": 1}, ("x",)),), {})
+    assert apply_ignore_changes(old, added_only) == (added_only, ())  # a new resource takes its inputs
+
+
+def test_a_desired_size_edit_is_ignored_and_not_priced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The g5 group's desired size belongs to the autoscaler after creation (ignoreChanges)."""
+
+    def edit(c: dict[str, Any]) -> None:
+        c["gpu_node_groups"][0]["desired_size"] = 2
+
+    code, document = plan_json(capsys, proposed(tmp_path, "dev", edit), "dev")
+    diff = document["trainstack"]["diff"]
+    assert code == EXIT_OK
+    assert diff["changed"] == []
+    assert diff["usdPerHourDesired"]["change"] == 0 and diff["acceleratorsDesired"]["change"] == 0
+    (ignored,) = diff["ignored"]
+    assert ignored["type"] == "aws:eks/nodeGroup:NodeGroup"
+    assert ignored["changes"] == [{"path": "scalingConfig.desiredSize", "old": 0, "new": 2}]
+
+
+def test_a_max_size_edit_is_a_change_and_is_priced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def edit(c: dict[str, Any]) -> None:
+        c["gpu_node_groups"][0]["max_size"] = 4
+
+    code, document = plan_json(capsys, proposed(tmp_path, "dev", edit), "dev")
+    diff = document["trainstack"]["diff"]
+    assert code == EXIT_OK and diff["ignored"] == []
+    assert [c["path"] for c in diff["changed"][0]["changes"]] == ["scalingConfig.maxSize"]
+    assert diff["usdPerHourMax"]["change"] > 0
+
+
+def test_removing_protected_data_refuses_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Logical names carry the base name today, so renaming it moves every protected data resource to a new
+    URN: `pulumi up` would try to delete the old ones, and the plan refuses with the protected URNs listed."""
+
+    def edit(c: dict[str, Any]) -> None:
+        c["name"] = "trainstack-prod-b"
+
+    code, document = plan_json(capsys, proposed(tmp_path, "prod", edit), "prod")
+    mandatory = {v["policy"] for v in document["trainstack"]["policy"]["violations"] if v["level"] == "mandatory"}
+    assert code == EXIT_POLICY
+    assert PROTECTED_DELETE in mandatory
+    assert document["trainstack"]["diff"]["protectedDeletions"]
+
+
+def eks_diff(old: str, new: str) -> PlanDiff:
+    zero = Delta(0, 0)
+    change = ResourceChange("urn:eks", "aws:eks/cluster:Cluster", (InputChange("version", old, new),))
+    return PlanDiff("base", (), (), (change,), *(zero,) * 8)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refused"),
+    [("1.35", "1.36", False), ("1.34", "1.36", True), ("1.36", "1.35", True), ("1.33", "1.34", False)],
+)
+def test_eks_moves_one_minor_version_at_a_time(old: str, new: str, refused: bool) -> None:
+    found = diff_violations(eks_diff(old, new))
+    assert [v.policy for v in found] == ([EKS_UPGRADE] if refused else [])
+    assert all(v.level == "mandatory" for v in found)
+
+
+def test_eks_two_minor_jump_refuses_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    old = proposed(base, "staging", lambda c: c["eks"].update(version="1.34"))
+    new = proposed(tmp_path, "staging", lambda c: None)
+    code = main(["plan", "--config", str(new), "--against", str(old), "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    messages = [v["message"] for v in document["trainstack"]["policy"]["violations"] if v["policy"] == EKS_UPGRADE]
+    assert code == EXIT_POLICY
+    assert messages and "go to 1.35 first" in messages[0]
+
+
+def test_a_protected_resource_replaced_in_place_is_not_a_deletion() -> None:
+    diff = replace(eks_diff("1.35", "1.36"), removed=(("urn:x", "aws:s3/bucket:Bucket"),))
+    assert diff_violations(diff) == ()  # not protected in the baseline: an ordinary removal
