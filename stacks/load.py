@@ -65,32 +65,39 @@ def short(value: Any, limit: int = SHOWN_CHARS) -> str:
 
 
 def _pieces(value: Any, depth: int) -> Iterator[str]:
+    """The text of `value` in pieces, each small: nothing here renders a whole value at once."""
     if isinstance(value, str):
-        yield repr(value[: SHOWN_CHARS + 1]) if len(value) > SHOWN_CHARS else repr(value)
+        yield repr(value[: SHOWN_CHARS + 1])
     elif isinstance(value, bool) or value is None:
         yield json.dumps(value)
     elif isinstance(value, int):
         yield (
-            str(value)
-            if value.bit_length() < 200
-            else f"<integer of {len(str(value)) if value.bit_length() < 10_000 else 'many'} digits>"
+            str(value) if value.bit_length() < 200 else f"<integer of about {int(value.bit_length() * 0.30103)} digits>"
         )
-    elif isinstance(value, Mapping) and depth < 8:
+    elif isinstance(value, float):
+        yield repr(value)
+    elif isinstance(value, datetime.date):
+        yield value.isoformat()
+    elif isinstance(value, Mapping):
+        if depth >= 8:
+            yield "{...}"
+            return
         yield "{"
         for i, (key, item) in enumerate(value.items()):
-            yield (", " if i else "") + json.dumps(str(key)) + ": "
+            yield (", " if i else "") + repr(str(key)[: SHOWN_CHARS + 1]) + ": "
             yield from _pieces(item, depth + 1)
         yield "}"
-    elif isinstance(value, list | tuple) and depth < 8:
+    elif isinstance(value, list | tuple):
+        if depth >= 8:
+            yield "[...]"
+            return
         yield "["
         for i, item in enumerate(value):
             yield ", " if i else ""
             yield from _pieces(item, depth + 1)
         yield "]"
-    elif isinstance(value, datetime.date):
-        yield value.isoformat()
     else:
-        yield str(value)[: SHOWN_CHARS + 1]
+        yield f"<{type(value).__name__}>"
 
 
 class ConfigError(Exception):
