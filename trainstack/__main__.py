@@ -4,6 +4,8 @@ Ctrl-C is taken over before anything heavy is imported, so an interrupt at any m
 the Pulumi SDK load) ends in one line and exit 130, never a traceback.
 """
 
+import contextlib
+import os
 import signal
 import sys
 
@@ -16,6 +18,12 @@ try:
     code = main()
 except KeyboardInterrupt:
     code = report_interrupt()
-if code != EXIT_INTERRUPTED:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C changes nothing
+if code == EXIT_INTERRUPTED:
+    # End now: an interrupted run leaves SDK tasks and threads behind whose shutdown would log their
+    # KeyboardInterrupt ("Task exception was never retrieved") after our one line.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C changes nothing
 sys.exit(code)

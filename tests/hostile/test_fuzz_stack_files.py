@@ -31,7 +31,7 @@ settings.register_profile(
 settings.register_profile("nightly", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PROFILE = os.environ.get("TRAINSTACK_FUZZ", "default")
 PLANS = PROFILE == "nightly"
-SECONDS_PER_EXAMPLE = 120 if PLANS else 10
+SECONDS_PER_EXAMPLE = 300 if PLANS else 30  # generous: a loaded CI machine is slow, a hang is not
 PEAK_BYTES = 512 * 1024 * 1024
 
 

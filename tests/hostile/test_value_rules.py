@@ -77,7 +77,7 @@ def test_a_thousand_teams_are_refused_at_once() -> None:
     started = time.monotonic()
     found = refused(setting("kubernetes.teams", teams))
     assert any(f"at most {Limits.TEAMS} items" in p for p in found)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # refused before any model is built (main: a minute of planning)
 
 
 def test_valid_values_pass() -> None:

@@ -79,7 +79,7 @@ def test_an_alias_bomb_is_refused_at_the_first_alias_within_a_memory_cap(tmp_pat
     assert done.returncode == 2, done.stderr
     assert "alias *a: stack files do not use anchors and aliases" in done.stderr
     assert "[line 11, column 14]" in done.stderr and "Traceback" not in done.stderr
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 110  # the bound that matters is the memory cap above
 
 
 def test_duplicate_keys_name_both_lines(tmp_path: Path) -> None:
