@@ -329,7 +329,7 @@ def _pattern_message(loc: Path_, item: Mapping[str, Any]) -> str:
     examples = (field.examples if field else None) or []
     pattern = (item.get("ctx") or {}).get("pattern", "")
     example = f"for example {examples[0]!r}" if examples else "see docs/config.md"
-    return f"not a valid value here: {example} (the rule: {pattern})"
+    return f"does not match the expected pattern: {example} (the pattern: {pattern})"
 
 
 def _quote_hint(item: Mapping[str, Any], origin: Origin | None) -> str:

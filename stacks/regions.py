@@ -4,7 +4,8 @@ the plan instead of `pulumi up`.
 Source: AWS "Regions and Availability Zones" (docs.aws.amazon.com/global-infrastructure/latest/regions/
 aws-regions.html and aws-availability-zones.html) for the region codes and the number of AZs per region.
 (verify) This table was written from that page's content as known, not re-read against the live page on
-2026-11-30 (no network here): a region or AZ added since is refused until it is added here. AZ *names* are mapped to physical zones per account, and a few regions give accounts a subset
+2026-11-30 (no network here): a region or AZ added since is refused until it is added here.
+AZ *names* are mapped to physical zones per account, and a few regions give accounts a subset
 of their letters (us-west-1 shows two of a-c; ap-northeast-1 shows a, c and d to accounts made since 2012;
 ca-central-1 has a, b and d). The letters below are every name an account can see, so the rule refuses only
 names that cannot exist; `aws ec2 describe-availability-zones` says which ones your account has. Opt-in
