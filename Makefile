@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint schema bench clean policy-venv workflows
+.PHONY: plan test lint schema bench hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -32,11 +32,17 @@ policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.v
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format check, workflow lint, then the whole test suite
+# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Lint, format, workflow and shell script checks, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/python -m pytest -n 2
 
 lint: $(VENV)/.synced
@@ -44,12 +50,22 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
+	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
 
-bench: $(VENV)/.synced
+bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod plan (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py
+	$(VENV)/bin/python bench/prod_plan.py $(ARGS)
+
+# The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
+# it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.
+hyperpod-chart: $(VENV)/.synced
+	@set -e; eval "$$($(VENV)/bin/python -c 'from components.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
+	rm -rf .hyperpod-chart/$$TAG; \
+	git clone --quiet --depth 1 --branch $$TAG $$REPO .hyperpod-chart/$$TAG; \
+	helm dependency update .hyperpod-chart/$$TAG/$$CHART
 
 clean:
 	rm -rf $(VENV) .tools $(POLICY_VENV)

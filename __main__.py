@@ -2,6 +2,8 @@
 compose the components, export what exists. Every decision lives in `stacks/` (what) or `components/`
 (how); this file only wires them together."""
 
+from pathlib import Path
+
 import pulumi
 
 from components.buckets import DataBuckets, DataBucketsArgs
@@ -11,6 +13,12 @@ from components.eks import EksCluster, EksClusterArgs
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
 from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+from components.hyperpod_dependencies import (
+    CHART_PATH,
+    HYPERPOD_CLI_TAG,
+    HyperPodDependencies,
+    HyperPodDependenciesArgs,
+)
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import LustreVolume, LustreVolumeArgs
 from components.naming import default_tags
@@ -23,7 +31,14 @@ from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, validate_object
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, HyperPodGroupRole, HyperPodOrchestrator
+from stacks.schema import (
+    CONFIG_KEY,
+    CONFIG_NAMESPACE,
+    HYPERPOD_EKS_VERSIONS_DOCUMENTED,
+    HYPERPOD_EKS_VERSIONS_UNCONFIRMED,
+    HyperPodGroupRole,
+    HyperPodOrchestrator,
+)
 
 try:
     cluster = validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}")
@@ -256,6 +271,26 @@ hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.E
 gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
 if sagemaker_spec.hyperpod.enabled:
     aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)
+    hyperpod_after: list[pulumi.Resource] = []
+    if hyperpod_on_eks and cluster.eks.version in HYPERPOD_EKS_VERSIONS_UNCONFIRMED:
+        pulumi.log.warn(
+            f"HyperPod on EKS {cluster.eks.version}: no public AWS source confirms HyperPod supports this Kubernetes "
+            f"version (documented: {', '.join(HYPERPOD_EKS_VERSIONS_DOCUMENTED)}); check the SageMaker guide "
+            "(EKS support in SageMaker HyperPod, Kubernetes version support) before deploying"
+        )
+    if hyperpod_on_eks:
+        # SageMaker requires its dependencies chart on the EKS cluster before the HyperPod cluster joins it;
+        # `make hyperpod-chart` fetches it at its pinned tag into .hyperpod-chart/ (never copied into the repo).
+        core = [*eks.addons.values(), eks.system_node_group]
+        dependencies = HyperPodDependencies(
+            f"{cluster.name}-hyperpod-dependencies",
+            HyperPodDependenciesArgs(
+                chart_dir=str(Path(__file__).resolve().parent / ".hyperpod-chart" / HYPERPOD_CLI_TAG / CHART_PATH),
+                after=core,
+            ),
+            opts=k8s_opts,
+        )
+        hyperpod_after = [dependencies.release, *core]
     hyperpod = HyperPodCluster(
         f"{cluster.name}-hyperpod",
         HyperPodClusterArgs(
@@ -274,6 +309,7 @@ if sagemaker_spec.hyperpod.enabled:
             fsx_dns_name=lustre.dns_name if lustre else None,
             fsx_mount_name=lustre.mount_name if lustre else None,
             protect=cluster.protect_data,
+            after=hyperpod_after,
         ),
         opts=pulumi.ResourceOptions(providers=[aws, aws_native]),
     )

@@ -161,9 +161,13 @@ class DataBuckets(pulumi.ComponentResource):
 
     def _bucket(self, name: str, args: DataBucketsArgs) -> aws.s3.Bucket:
         # Auto-named (logical name + random suffix): bucket names are global, so no fixed name can collide.
+        # Unprotected (dev, staging): force_destroy, so `pulumi destroy` empties the versioned bucket (every
+        # version and delete marker, including what the data repository association exported) instead of
+        # failing with BucketNotEmpty. Protected (prod): Pulumi refuses to delete it at all, and force_destroy
+        # stays off so that even after `protect` is lifted a destroy cannot wipe the data.
         return secure_bucket(
             name,
-            aws.s3.BucketArgs(force_destroy=False),
+            aws.s3.BucketArgs(force_destroy=not args.protect),
             kms_key_arn=self.key.arn,
             rules=lifecycle_rules(args.spec),
             parent=self,

@@ -264,6 +264,8 @@ class EksCluster(pulumi.ComponentResource):
     system_node_group: aws.eks.NodeGroup
     """The system node group: add-ons and charts that run Deployments should depend on it."""
     node_dependencies: list[pulumi.Resource]
+    addons: dict[str, aws.eks.Addon]
+    """Every core add-on by EKS name (vpc-cni, kube-proxy, coredns, ...), for `depends_on`."""
     """What every node group must wait for: the vpc-cni, kube-proxy and Pod Identity agent add-ons and the node
     role's policy attachments."""
     k8s_provider: k8s.Provider
@@ -506,6 +508,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_dependencies),
         )
         self.system_node_group = node_group
+        self.addons = addons
         self.system_node_group_name = node_group.node_group_name
 
         # ------------------------------------------------------------------------- add-ons, phase 2

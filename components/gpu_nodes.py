@@ -14,8 +14,13 @@ Decisions a reader may look for:
 - Reserved groups update with EKS's MINIMAL strategy (terminate, then launch) for the same reason; the
   DEFAULT strategy launches first (EKS API reference, NodegroupUpdateConfig.updateStrategy).
 - The launch template names no AMI, so EKS picks the accelerated AMI from `ami_type` and merges its bootstrap
-  with ours; it names no instance type either (the node group does: EKS refuses both). The schema makes
-  `ami_type` fit the type's CPU: p6e-gb200 (NVIDIA Grace, arm64) gets AL2023_ARM_64_NVIDIA, not the x86_64 AMI.
+  with ours. The instance type goes on exactly one of the two (EKS refuses both: botocore CreateNodegroup
+  `instanceTypes`): on the node group, except for a Capacity Block, where EKS requires it on the launch
+  template with the capacity-block market and the reservation target, and the node group lists none (EKS
+  User Guide, "Create a managed node group with Capacity Blocks for ML"). The schema makes `ami_type` fit the
+  type's CPU: p6e-gb200 (NVIDIA Grace, arm64) gets AL2023_ARM_64_NVIDIA, not the x86_64 AMI.
+- Labels: only trainstack's own and the user's. The kubelet sets `node.kubernetes.io/instance-type` itself,
+  and EKS refuses any node group label under kubernetes.io/, k8s.io/ or eks.amazonaws.com/.
 """
 
 from __future__ import annotations
@@ -33,7 +38,6 @@ from stacks.catalog import CATALOG, Accelerator, InstanceType
 from stacks.schema import (
     ACCELERATOR_LABEL,
     EFA_PRESENT_LABEL,
-    INSTANCE_TYPE_LABEL,
     NODE_GROUP_LABEL,
     NVIDIA_GPU_PRESENT_LABEL,
     AmiFamily,
@@ -83,7 +87,6 @@ def node_labels(spec: GpuNodeGroupSpec) -> dict[str, str]:
         **spec.labels,
         NODE_GROUP_LABEL: spec.name,
         ACCELERATOR_LABEL: row.accelerator.value,
-        INSTANCE_TYPE_LABEL: spec.instance_type,
     }
     if row.accelerator is Accelerator.NVIDIA:
         labels[NVIDIA_GPU_PRESENT_LABEL] = "true"
@@ -110,6 +113,11 @@ def user_data(spec: GpuNodeGroupSpec) -> str:
     if spec.ami_family.bottlerocket:
         return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
     return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
+
+
+def instance_type_on_template(spec: GpuNodeGroupSpec) -> bool:
+    """Whether the instance type goes on the launch template (Capacity Blocks) instead of the node group."""
+    return spec.capacity.type is CapacityType.CAPACITY_BLOCK
 
 
 def update_strategy(spec: GpuNodeGroupSpec) -> str:
@@ -193,6 +201,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
                 f"{efa_interface_count(slots)} EFA interfaces",
                 update_default_version=True,
+                instance_type=spec.instance_type if instance_type_on_template(spec) else None,
                 user_data=encode(user_data(spec)),
                 metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                     http_endpoint="enabled",
@@ -260,7 +269,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 release_version=spec.ami_release_version,
                 ami_type=spec.ami_family.value,
                 capacity_type=eks_capacity_type(spec),
-                instance_types=[spec.instance_type],
+                instance_types=None if instance_type_on_template(spec) else [spec.instance_type],
                 scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                     min_size=spec.min_size, desired_size=spec.desired_size, max_size=spec.max_size
                 ),

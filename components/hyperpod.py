@@ -11,10 +11,14 @@
 - for Slurm, `provisioning_parameters.json` (controller, login and worker groups, FSx DNS and mount names)
   next to the scripts: its content comes from the FSx outputs, its key does not;
 - the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py);
-- the `aws-native:sagemaker:Cluster`: one instance group per configured group, threads per core 1, an extra
-  EBS volume, the lifecycle config, deep health checks on start for accelerated groups, automatic node
-  recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as orchestrator
-  (Slurm when absent: the API's default), and the training plan on the groups that use it.
+- for Slurm, one NCCL validation sbatch script per EFA GPU group (components/slurm_validation.py), which the
+  scripts install under /opt/trainstack/validation;
+- the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
+  chart of components/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
+  group per configured group, threads per core 1, an extra EBS volume encrypted with the data key (continuous
+  provisioning, which that needs), the lifecycle config, deep health checks on start for accelerated groups,
+  automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as
+  orchestrator (Slurm when absent: the API's default), and the training plan on the groups that use it.
 
 The cluster is registered with the explicit `aws-native` provider; IAM and S3 children use the explicit
 `aws` provider. Pass both as `providers=[aws, aws_native]` on the component.
@@ -37,6 +41,7 @@ from pulumi_aws_native import sagemaker
 from components.buckets import secure_bucket
 from components.naming import child_name, physical_name
 from components.sagemaker_roles import LIFECYCLE_KEY_ROOT, HyperPodExecutionRole, HyperPodExecutionRoleArgs
+from components.slurm_validation import validation_scripts
 from stacks.catalog import CATALOG
 from stacks.schema import (
     HyperPodCapacity,
@@ -44,6 +49,7 @@ from stacks.schema import (
     HyperPodInstanceGroupSpec,
     HyperPodOrchestrator,
     HyperPodSpec,
+    SlurmSpec,
 )
 
 LIFECYCLE_ROOT = Path(__file__).resolve().parent / "lifecycle"
@@ -88,12 +94,27 @@ def read_bundle(directory: Path) -> dict[str, bytes]:
     return files
 
 
+def slurm_settings(slurm: SlurmSpec) -> dict[str, Any]:
+    """The `trainstack` block of provisioning_parameters.json: what components/lifecycle/slurm/node_config.py
+    hands the step scripts (containers is null when off)."""
+    return {
+        "containers": {"enroot_version": slurm.enroot_version, "pyxis_version": slurm.pyxis_version}
+        if slurm.containers
+        else None,
+        "accounting": slurm.accounting,
+        "homes_on_lustre": slurm.homes_on_lustre,
+        "hold_lustre_client": slurm.hold_lustre_client,
+        "users": [u.model_dump(mode="json") for u in slurm.users],
+    }
+
+
 def provisioning_parameters(
     spec: HyperPodSpec, fsx_dns_name: str | None = None, fsx_mount_name: str | None = None
 ) -> dict[str, Any]:
     """`provisioning_parameters.json` for the Slurm lifecycle scripts (the format of AWS's HyperPod
     base-config: controller_group, login_group, worker_groups with partition names, fsx_dns_name,
-    fsx_mountname). Each compute group is its own Slurm partition, named after the group."""
+    fsx_mountname, plus trainstack's settings under `trainstack`). Each compute group is its own Slurm
+    partition, named after the group."""
     controller = spec.groups(HyperPodGroupRole.CONTROLLER)
     login = spec.groups(HyperPodGroupRole.LOGIN)
     params: dict[str, Any] = {
@@ -106,6 +127,7 @@ def provisioning_parameters(
     }
     if login:
         params["login_group"] = login[0].name
+    params["trainstack"] = slurm_settings(spec.slurm)
     if fsx_dns_name and fsx_mount_name:
         params["fsx_dns_name"] = fsx_dns_name
         params["fsx_mountname"] = fsx_mount_name
@@ -190,7 +212,8 @@ class HyperPodClusterArgs:
     eks_cluster_arn: pulumi.Input[str] | None = None
     """Required for the EKS orchestrator."""
     kms_key_arn: pulumi.Input[str] | None = None
-    """The data key: encrypts the lifecycle bucket (the execution role may decrypt with it)."""
+    """The data key: encrypts the lifecycle bucket and every group's extra EBS volume (the execution role may
+    decrypt with it and create the grants EBS needs)."""
     fsx_dns_name: pulumi.Input[str] | None = None
     fsx_mount_name: pulumi.Input[str] | None = None
     """FSx for Lustre the Slurm nodes mount at /fsx."""
@@ -198,6 +221,9 @@ class HyperPodClusterArgs:
     """Lifecycle scripts to upload; defaults to components/lifecycle/<orchestrator>."""
     protect: bool = False
     """Protect the cluster and its lifecycle bucket against deletion (prod)."""
+    after: Sequence[pulumi.Resource] = ()
+    """What must exist before HyperPod provisions nodes. With the EKS orchestrator: the HyperPod dependencies
+    chart (health agent, deep health checks), the core add-ons and the system node group."""
 
 
 class HyperPodCluster(pulumi.ComponentResource):
@@ -235,6 +261,9 @@ class HyperPodCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         files = read_bundle(args.lifecycle_dir or LIFECYCLE_ROOT / spec.orchestrator.value)
+        if not eks:
+            # The NCCL validation jobs are generated (group, node count, floor): they ship with the scripts.
+            files |= {name: body.encode() for name, body in validation_scripts(spec).items()}
         static = dict(files)
         if not eks:
             # The group names are known now: put them in the digest so a changed layout changes the prefix.
@@ -249,7 +278,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                     bucket=bucket.id,
                     key=f"{prefix}/{file_name}",
                     content=body.decode("utf-8"),
-                    content_type="text/x-shellscript" if file_name.endswith(".sh") else "text/plain",
+                    content_type="text/x-shellscript" if file_name.endswith((".sh", ".sbatch")) else "text/plain",
                     checksum_algorithm="SHA256",
                 ),
                 child,
@@ -288,13 +317,22 @@ class HyperPodCluster(pulumi.ComponentResource):
         )
 
         self.lifecycle_source_s3_uri = bucket.bucket.apply(lambda b: f"s3://{b}/{prefix}/")
-        groups = [self._group(g, spec, self.role.role_arn, self.lifecycle_source_s3_uri) for g in spec.instance_groups]
+        groups = [
+            self._group(g, spec, self.role.role_arn, self.lifecycle_source_s3_uri, args.kms_key_arn)
+            for g in spec.instance_groups
+        ]
         self.cluster = sagemaker.Cluster(
             child_name(name, "cluster"),
             sagemaker.ClusterArgs(
                 cluster_name=self.cluster_name,
                 instance_groups=groups,
                 node_recovery=sagemaker.ClusterNodeRecovery.AUTOMATIC,
+                # A customer managed key on the EBS volumes needs continuous provisioning (SageMaker Developer
+                # Guide, "Customer managed AWS KMS key encryption for SageMaker HyperPod"); both orchestrators
+                # support it ("Continuous provisioning" for Slurm and for EKS).
+                node_provisioning_mode=sagemaker.ClusterNodeProvisioningMode.CONTINUOUS
+                if args.kms_key_arn is not None
+                else None,
                 vpc_config=sagemaker.ClusterVpcConfigArgs(
                     subnets=list(args.subnet_ids), security_group_ids=list(args.security_group_ids)
                 ),
@@ -309,7 +347,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # Scripts and role policies must exist before HyperPod provisions the first node; the fixed
                 # cluster name cannot exist twice, so a replacement deletes first.
-                depends_on=[*objects, self.role],
+                depends_on=[*objects, self.role, *args.after],
                 delete_before_replace=True,
             ),
         )
@@ -334,6 +372,7 @@ class HyperPodCluster(pulumi.ComponentResource):
         spec: HyperPodSpec,
         role_arn: pulumi.Input[str],
         source_s3_uri: pulumi.Input[str],
+        kms_key_arn: pulumi.Input[str] | None,
     ) -> sagemaker.ClusterInstanceGroupArgs:
         checks = deep_health_checks(group)
         return sagemaker.ClusterInstanceGroupArgs(
@@ -344,7 +383,9 @@ class HyperPodCluster(pulumi.ComponentResource):
             threads_per_core=THREADS_PER_CORE,
             instance_storage_configs=[
                 sagemaker.ClusterInstanceStorageConfigArgs(
-                    ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(volume_size_in_gb=group.ebs_volume_size_gib)
+                    ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(
+                        volume_size_in_gb=group.ebs_volume_size_gib, volume_kms_key_id=kms_key_arn
+                    )
                 )
             ],
             life_cycle_config=sagemaker.ClusterLifeCycleConfigArgs(source_s3_uri=source_s3_uri, on_create=ON_CREATE),

@@ -201,8 +201,8 @@ class LustreFileSystem(pulumi.ComponentResource):
         )
 
     def _rules(self, name: str, args: LustreFileSystemArgs) -> list[pulumi.Resource]:
-        """Lustre ports in and out between the file servers (self) and each client group; EFA: all traffic
-        to and from itself."""
+        """Lustre ports in and out between the file servers (self) and each client group, and into each client
+        group from the file servers; EFA: all traffic to and from itself."""
         sg = self.security_group.id
         child = pulumi.ResourceOptions(parent=self)
         peers: list[tuple[str, pulumi.Input[str]]] = [("self", sg)]
@@ -229,6 +229,26 @@ class LustreFileSystem(pulumi.ComponentResource):
                             opts=child,
                         )
                     )
+        # Client side: file servers also open LNet connections to clients (lock callbacks, reconnects), and a
+        # group admits only replies to what its own side opened, so each client group admits the file system's
+        # group on the Lustre ports (User Guide, "File system access control with Amazon VPC", client rules).
+        for peer, group in peers[1:]:
+            for ports in LUSTRE_PORT_RANGES:
+                label = port_label(ports)
+                rules.append(
+                    aws.vpc.SecurityGroupIngressRule(
+                        child_name(name, "client-sg", "in", peer, label),
+                        aws.vpc.SecurityGroupIngressRuleArgs(
+                            security_group_id=group,
+                            referenced_security_group_id=sg,
+                            ip_protocol="tcp",
+                            from_port=ports[0],
+                            to_port=ports[1],
+                            description=f"Lustre TCP {label} from the FSx file system",
+                        ),
+                        opts=child,
+                    )
+                )
         if args.spec.efa_enabled:
             rules.append(
                 aws.vpc.SecurityGroupIngressRule(

@@ -446,14 +446,14 @@ class Network(pulumi.ComponentResource):
                         "Statement": [
                             {
                                 "Effect": "Allow",
-                                "Action": [
-                                    "logs:CreateLogStream",
-                                    "logs:PutLogEvents",
-                                    "logs:DescribeLogGroups",
-                                    "logs:DescribeLogStreams",
-                                ],
+                                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
                                 "Resource": [log_group.arn, pulumi.Output.concat(log_group.arn, ":*")],
-                            }
+                            },
+                            # Settled dispute: logs:DescribeLogGroups is a List action with no resource type in
+                            # the Service Authorization Reference (CloudWatch Logs), so a statement scoping it
+                            # to one log group ARN never matches and the call is denied; it takes "*" (as in
+                            # the VPC guide's flow-log role policy). It only lists group names and settings.
+                            {"Effect": "Allow", "Action": "logs:DescribeLogGroups", "Resource": "*"},
                         ],
                     }
                 ),

@@ -64,6 +64,15 @@ HYPERPOD_ENI_EXTRA_ACTIONS = (
     "ec2:ModifyNetworkInterfaceAttribute",
     "ec2:UnassignPrivateIpAddresses",
 )
+# The Slurm orchestrator's execution role: the reference grants DetachNetworkInterface next to the common ENI
+# actions (aws-samples/awsome-distributed-training, 1.architectures/5.sagemaker-hyperpod/
+# 1.AmazonSageMakerClustersExecutionRolePolicy.json "AdditionToEnableVpcConfig", and the same set in
+# sagemaker-hyperpod.yaml and terraform-modules/hyperpod-slurm-tf/modules/sagemaker_iam_role/main.tf).
+HYPERPOD_SLURM_ENI_EXTRA_ACTIONS = ("ec2:DetachNetworkInterface",)
+# A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
+# role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS KMS
+# key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
+EBS_KEY_ACTIONS = ("kms:CreateGrant", "kms:DescribeKey")
 ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 
 
@@ -111,7 +120,10 @@ def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequenc
         _statement(
             "VpcNetworkInterfaces",
             (*ENI_MUTATE_ACTIONS, *extra),
-            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"],
+            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"]
+            # ec2:DetachNetworkInterface requires the instance resource type as well as the interface (Service
+            # Authorization Reference, Amazon EC2): without it the statement never matches that action.
+            + ([f"{regional}:instance/*"] if "ec2:DetachNetworkInterface" in extra else []),
         ),
         # Not limited to ec2:CreateAction: the HyperPod guide grants CreateTags on interfaces without that condition.
         _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [f"{regional}:network-interface/*"]),
@@ -139,8 +151,9 @@ def hyperpod_execution_policy(
 ) -> dict[str, Any]:
     """The inline policy of the HyperPod execution role, next to AmazonSageMakerClusterInstanceRolePolicy.
 
-    Read-only on the lifecycle prefix, the VPC network-interface actions, and for the EKS orchestrator ECR
-    pull, Pod Identity and describe on the one cluster.
+    Read-only on the lifecycle prefix, the VPC network-interface actions (with the orchestrator's extra ones),
+    grants on the data key for the EBS volumes it encrypts, and for the EKS orchestrator ECR pull, Pod Identity
+    and describe on the one cluster.
     """
     prefix = lifecycle_prefix.strip("/")
     statements = [
@@ -152,11 +165,15 @@ def hyperpod_execution_policy(
             Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
         *_vpc_statements(
-            partition, region, account_id, HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else ()
+            partition,
+            region,
+            account_id,
+            HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else HYPERPOD_SLURM_ENI_EXTRA_ACTIONS,
         ),
     ]
     if kms_key_arn is not None:
         statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn]))
+        statements.append(_statement("EbsVolumeKey", EBS_KEY_ACTIONS, [kms_key_arn]))
     if eks_cluster_arn is not None:
         statements += [
             _statement("EksDescribe", ["eks:DescribeCluster"], [eks_cluster_arn]),
@@ -195,7 +212,9 @@ def training_job_policy(
         _statement("LogStreams", ["logs:CreateLogStream", "logs:PutLogEvents"], [f"{log_group}:log-stream:*"]),
     ]
     if fsx_arn is not None:
-        statements.append(_statement("FsxInput", ["fsx:DescribeFileSystems"], [fsx_arn]))
+        # fsx:DescribeFileSystems has no resource-level permission (Service Authorization Reference, Amazon FSx:
+        # no resource type): scoped to the file system's ARN it is never allowed, so it takes "*".
+        statements.append(_statement("FsxInput", ["fsx:DescribeFileSystems"], ["*"]))
     if kms_key_arn is not None:
         statements.append(
             _statement("DataKey", ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"], [kms_key_arn])

@@ -147,30 +147,34 @@ def nccl_launcher_script(plan: NcclPlan) -> str:
         f"{env_flags} --mca pml ^ucx --mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0,pod-id-link0 "
         f"{ALL_REDUCE_PERF} -b 8 -e {plan.max_message_size} -f 2 -g 1 -c 1 -n 50"
     )
-    floor = f"{plan.busbw_floor_gb_s:.1f}"
     return "\n".join(
-        [
-            "set -euo pipefail",
-            f"{mpirun} 2>&1 | tee /tmp/nccl.log",
-            "if grep -Eq 'NET/Socket|Using network Socket' /tmp/nccl.log; then",
-            "  echo 'trainstack-nccl: FAIL NCCL fell back to TCP sockets (EFA not used)'; exit 1",
-            "fi",
-            "if ! grep -Eqi 'selected provider is efa|Using network (AWS Libfabric|Libfabric)' /tmp/nccl.log; then",
-            "  echo 'trainstack-nccl: FAIL the OFI plugin did not select the efa provider'; exit 1",
-            "fi",
-            "grep 'Avg bus bandwidth' /tmp/nccl.log || true",
-            # Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
-            "read -r size busbw wrong < <(awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 13 "
-            "{s=$1; b=($8>$12)?$8:$12; w=$9+$13} END {print s, b, w}' /tmp/nccl.log)",
-            'if [ -z "${busbw:-}" ]; then echo "trainstack-nccl: FAIL no results parsed"; exit 1; fi',
-            'if [ "${wrong}" != "0" ]; then echo "trainstack-nccl: FAIL ${wrong} wrong results"; exit 1; fi',
-            f"if awk -v b=\"$busbw\" -v f={floor} 'BEGIN {{exit !(b + 0 >= f + 0)}}'; then",
-            f'  echo "trainstack-nccl: PASS busbw ${{busbw}} GB/s >= floor {floor} GB/s at ${{size}} bytes"',
-            "else",
-            f'  echo "trainstack-nccl: FAIL busbw ${{busbw}} GB/s < floor {floor} GB/s at ${{size}} bytes"; exit 1',
-            "fi",
-        ]
+        ["set -euo pipefail", f"{mpirun} 2>&1 | tee /tmp/nccl.log", *nccl_verdict_lines(plan, "/tmp/nccl.log")]
     )
+
+
+def nccl_verdict_lines(plan: NcclPlan, log: str) -> list[str]:
+    """Shell lines that judge an all_reduce_perf log (NCCL_DEBUG=INFO) and print one `trainstack-nccl: PASS` or
+    `trainstack-nccl: FAIL <why>` line, exiting 1 on FAIL. Shared by the EKS launcher and the Slurm sbatch job."""
+    floor = f"{plan.busbw_floor_gb_s:.1f}"
+    return [
+        f"if grep -Eq 'NET/Socket|Using network Socket' {log}; then",
+        "  echo 'trainstack-nccl: FAIL NCCL fell back to TCP sockets (EFA not used)'; exit 1",
+        "fi",
+        f"if ! grep -Eqi 'selected provider is efa|Using network (AWS Libfabric|Libfabric)' {log}; then",
+        "  echo 'trainstack-nccl: FAIL the OFI plugin did not select the efa provider'; exit 1",
+        "fi",
+        f"grep 'Avg bus bandwidth' {log} || true",
+        # Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
+        "read -r size busbw wrong < <(awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 13 "
+        f"{{s=$1; b=($8>$12)?$8:$12; w=$9+$13}} END {{print s, b, w}}' {log})",
+        'if [ -z "${busbw:-}" ]; then echo "trainstack-nccl: FAIL no results parsed"; exit 1; fi',
+        'if [ "${wrong}" != "0" ]; then echo "trainstack-nccl: FAIL ${wrong} wrong results"; exit 1; fi',
+        f"if awk -v b=\"$busbw\" -v f={floor} 'BEGIN {{exit !(b + 0 >= f + 0)}}'; then",
+        f'  echo "trainstack-nccl: PASS busbw ${{busbw}} GB/s >= floor {floor} GB/s at ${{size}} bytes"',
+        "else",
+        f'  echo "trainstack-nccl: FAIL busbw ${{busbw}} GB/s < floor {floor} GB/s at ${{size}} bytes"; exit 1',
+        "fi",
+    ]
 
 
 def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:

@@ -16,6 +16,12 @@ Pulumi. Sources (AWS, checked for this module):
   per TiB baseline (1300 burst, credit-based; we size on the baseline, never on burst).
 - Metadata IOPS (PERSISTENT_2, USER_PROVISIONED): API Reference, CreateFileSystemLustreMetadataConfiguration:
   1500, 3000, 6000, 12000 and multiples of 12000 up to 192000 (SSD file systems).
+- Metadata IOPS in AUTOMATIC mode by capacity: FSx for Lustre User Guide, "Amazon FSx for Lustre performance",
+  "File system metadata performance" (the table `AUTOMATIC_METADATA_IOPS`). A USER_PROVISIONED value below what
+  AUTOMATIC would provision for the capacity is refused by CreateFileSystem ("Lustre metadata performance
+  configuration"; botocore's shape documents only the value steps). The table as recorded here was read
+  from two public summaries of the guide that agree with each other and with the review in issue 11; the
+  guide page itself was not reachable from this workplace, so check it when the capacity nears a tier edge.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ EFA_INCREMENT_GIB: dict[int, int] = {125: 38400, 250: 19200, 500: 9600, 1000: 48
 METADATA_IOPS_STEPS = (1500, 3000, 6000, 12000)  # then multiples of 12000 up to 192000
 METADATA_IOPS_INCREMENT = 12000
 METADATA_IOPS_MAX = 192000
+# Metadata IOPS that AUTOMATIC mode provisions: (largest capacity in GiB, IOPS) tiers, then 12000 IOPS per 24000
+# GiB from 48000 GiB on (User Guide, "File system metadata performance").
+AUTOMATIC_METADATA_IOPS: tuple[tuple[int, int], ...] = ((1200, 1500), (2400, 3000), (9600, 6000), (45600, 12000))
+AUTOMATIC_IOPS_PER_24000_GIB = 12000
 
 
 def valid_throughputs(deployment_type: str) -> tuple[int, ...]:
@@ -111,6 +121,43 @@ def is_valid_metadata_iops(iops: int) -> bool:
     return iops in METADATA_IOPS_STEPS or (
         iops % METADATA_IOPS_INCREMENT == 0 and METADATA_IOPS_INCREMENT <= iops <= METADATA_IOPS_MAX
     )
+
+
+def automatic_metadata_iops(capacity_gib: int) -> int:
+    """Metadata IOPS AUTOMATIC mode provisions for an SSD file system of `capacity_gib`."""
+    for largest_gib, iops in AUTOMATIC_METADATA_IOPS:
+        if capacity_gib <= largest_gib:
+            return iops
+    return capacity_gib * AUTOMATIC_IOPS_PER_24000_GIB // 24000
+
+
+def minimum_metadata_iops(capacity_gib: int) -> int | None:
+    """The smallest valid USER_PROVISIONED value at or above AUTOMATIC's for the capacity; None if there is
+    none (AUTOMATIC provisions more than 192000 there, so only AUTOMATIC fits)."""
+    floor = automatic_metadata_iops(capacity_gib)
+    candidates = [
+        *METADATA_IOPS_STEPS,
+        *range(2 * METADATA_IOPS_INCREMENT, METADATA_IOPS_MAX + 1, METADATA_IOPS_INCREMENT),
+    ]
+    return next((iops for iops in candidates if iops >= floor), None)
+
+
+def metadata_iops_problem(iops: int, capacity_gib: int) -> str | None:
+    """Why `iops` cannot be USER_PROVISIONED on `capacity_gib`, or None."""
+    if not is_valid_metadata_iops(iops):
+        return (
+            f"metadata_iops {iops} is not valid: use 1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000 "
+            "(or leave it unset for AUTOMATIC)"
+        )
+    floor = automatic_metadata_iops(capacity_gib)
+    if iops < floor:
+        minimum = minimum_metadata_iops(capacity_gib)
+        use = f"at least {minimum}" if minimum else "AUTOMATIC (leave it unset)"
+        return (
+            f"metadata_iops {iops} is below the {floor} IOPS that AUTOMATIC mode provisions for {capacity_gib} GiB, "
+            f"which FSx refuses: use {use}, or leave it unset for AUTOMATIC"
+        )
+    return None
 
 
 def per_unit_throughput(spec: FsxSpec) -> int:

@@ -1,7 +1,7 @@
 """`python -m trainstack`: the offline plan and the config schema.
 
     python -m trainstack plan [--stack NAME | --config PATH] [--format text|json|markdown] [--output PATH]
-                              [--preview] [--against PATH] [--no-color] [--no-tree]
+                              [--preview] [--against PATH] [--no-color] [--tree]
     python -m trainstack schema [--output PATH]
 
 Exit codes (docs/cli.md): 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an
@@ -20,6 +20,7 @@ import dataclasses
 import errno
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -80,7 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--preview", action="store_true", help="leave computed outputs unknown, as `pulumi preview`")
     plan.add_argument("--against", metavar="PATH", type=Path, help="diff against this stack file (the baseline)")
     plan.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR set, not a TTY)")
-    plan.add_argument("--no-tree", action="store_true", help="text format: leave out the resource tree")
+    tree = plan.add_mutually_exclusive_group()
+    tree.add_argument("--tree", action="store_true", help="text format: add the resource tree (off by default)")
+    tree.add_argument(
+        "--no-tree", action="store_true", help=argparse.SUPPRESS
+    )  # the old default's switch, still accepted
 
     schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
     schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")
@@ -324,6 +329,7 @@ def plan(args: argparse.Namespace) -> int:
     recording = run(cluster, stack, args.preview, show, str(path))
     diff = None
     baseline = None
+    before = None
     ignored: tuple[ResourceChange, ...] = ()
     if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
@@ -333,16 +339,19 @@ def plan(args: argparse.Namespace) -> int:
         placeholder_advisories(cluster),
     )
     if baseline_cluster is not None and baseline is not None:
-        diff = diff_reports(build_report(baseline_cluster, baseline), report, str(args.against), ignored)
+        before = build_report(baseline_cluster, baseline)
+        diff = diff_reports(before, report, str(args.against), ignored)
         report = with_violations(report, diff_violations(diff))
 
     if args.format == "json":
-        rendered = json_report.render(report, baseline, diff)
+        rendered = json_report.render(report, baseline, diff, before)
     elif args.format == "markdown":
-        rendered = markdown.render(report, diff)
+        rendered = markdown.render(report, diff, before)
     else:
         color = not args.no_color and "NO_COLOR" not in os.environ and output is None and _isatty(sys.stdout)
-        rendered = text.render(report, text.Style(color=color), diff, tree=not args.no_tree)
+        # The terminal's width (COLUMNS, else the tty's, else 100 for a pipe or a file).
+        width = shutil.get_terminal_size((100, 50)).columns if output is None else 100
+        rendered = text.render(report, text.Style(color=color), diff, tree=args.tree, width=width, before=before)
     write(rendered, output, sys.stdout)
     if args.format == "text":  # timing stays out of the report itself, which is byte-for-byte reproducible
         say(f"planned in {time.perf_counter() - started:.1f} s")

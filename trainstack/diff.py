@@ -77,6 +77,26 @@ REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
 )
 
 
+# Changes `pulumi up` applies to AWS but not to what already runs, and what it takes to apply them there.
+# HyperPod runs lifecycle scripts only on the nodes it creates: UpdateCluster runs them for new instance groups
+# only; UpdateClusterSoftware re-runs them on whole instance groups (SageMaker Developer Guide, "Updating a
+# cluster with new or updated lifecycle scripts"). It also replaces each node's root volume with the current
+# AMI ("Update the SageMaker HyperPod platform software"): data on the root volume is lost.
+LIFECYCLE_PATH = re.compile(r"^instanceGroups\[\d+\]\.lifeCycleConfig\.")
+LIFECYCLE_ROLLOUT = (
+    "lifecycle scripts changed: running HyperPod nodes keep the old ones until "
+    "`aws sagemaker update-cluster-software --cluster-name {cluster}` re-runs the new scripts on every instance "
+    "group (root volumes are replaced: keep data on /fsx or S3); nodes created later run the new scripts"
+)
+
+
+def rollout_notes(type_token: str, changes: tuple[InputChange, ...], cluster_name: str) -> tuple[str, ...]:
+    """What applying these changes to running machines takes, beyond `pulumi up` (empty for most changes)."""
+    if type_token == "aws-native:sagemaker:Cluster" and any(LIFECYCLE_PATH.match(c.path) for c in changes):
+        return (LIFECYCLE_ROLLOUT.format(cluster=cluster_name),)
+    return ()
+
+
 def replaces(type_token: str, path: str) -> bool:
     """True when changing the input at `path` (engine names, e.g. subnetIds[0]) replaces a `type_token`."""
     for field in REPLACE_ON_CHANGE.get(type_token, ()):
@@ -98,6 +118,7 @@ class ResourceChange:
     type: str
     changes: tuple[InputChange, ...]
     protected: bool = False  # protect=True before or after: a replacement would fail `up` or lose data
+    notes: tuple[str, ...] = ()  # what applying the change to running machines takes (`rollout_notes`)
 
     @property
     def replace_reasons(self) -> tuple[str, ...]:
@@ -166,6 +187,7 @@ class PlanDiff:
                     "op": c.op,
                     "protect": c.protected,
                     "replaceReasons": list(c.replace_reasons),
+                    "notes": list(c.notes),
                     "changes": [{"path": i.path, "old": i.old, "new": i.new} for i in c.changes],
                 }
                 for c in self.changed
@@ -295,7 +317,13 @@ def diff_recordings(
     added = tuple((r.urn, r.type) for r in after.resources if r.urn not in old)
     removed = tuple((r.urn, r.type) for r in before.resources if r.urn not in new)
     changed = tuple(
-        ResourceChange(r.urn, r.type, changes, protected=old[r.urn].protect or r.protect)
+        ResourceChange(
+            r.urn,
+            r.type,
+            changes,
+            protected=old[r.urn].protect or r.protect,
+            notes=rollout_notes(r.type, changes, str(r.inputs.get("clusterName", r.name))),
+        )
         for r in after.resources
         if r.urn in old and (changes := resource_changes(old[r.urn], r))
     )

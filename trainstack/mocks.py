@@ -41,6 +41,9 @@ _ID_PREFIX: dict[str, str] = {
 }
 
 
+AUTO_NAME_MAX = 64
+
+
 def _digest(*parts: str, length: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
 
@@ -70,7 +73,9 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         return physical_id, {**inputs, **self._computed(args.typ, args.name, inputs, physical_id)}
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], physical_id: str) -> dict[str, Any]:
-        auto_name = inputs.get("name") or f"{name}-{_digest(typ, name, length=7)}"
+        # Pulumi auto-names a resource "<logical name>-<7 random hex>", and pulumi-aws trims the logical part to
+        # the type's maximum; 64 (IAM roles, the tightest auto-named type here) keeps every mock name valid.
+        auto_name = inputs.get("name") or f"{name[: AUTO_NAME_MAX - 8]}-{_digest(typ, name, length=7)}"
         arn = f"arn:{PARTITION}:{_service(typ)}:{self.region}:{ACCOUNT_ID}:{auto_name}"
         out: dict[str, Any] = {"arn": arn, "name": auto_name, "tagsAll": inputs.get("tags", {})}
         if typ == "aws:eks/cluster:Cluster":

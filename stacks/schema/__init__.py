@@ -28,6 +28,7 @@ from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
     EFA_HUGEPAGES_2MI,
     EFA_PRESENT_LABEL,
+    EKS_RESERVED_LABEL_PREFIXES,
     INSTANCE_TYPE_LABEL,
     NODE_GROUP_LABEL,
     NVIDIA_GPU_PRESENT_LABEL,
@@ -41,6 +42,7 @@ from stacks.schema.gpu import (
     ami_families_for,
     default_ami_family,
     efa_layout_problem,
+    eks_reserved_label_prefix,
 )
 from stacks.schema.kubernetes import (
     CHART_VERSION,
@@ -58,12 +60,19 @@ from stacks.schema.kubernetes import (
 )
 from stacks.schema.network import NatGateways, NetworkSpec
 from stacks.schema.sagemaker import (
+    HYPERPOD_EKS_VERSIONS,
+    HYPERPOD_EKS_VERSIONS_DOCUMENTED,
+    HYPERPOD_EKS_VERSIONS_SOURCE,
+    HYPERPOD_EKS_VERSIONS_UNCONFIRMED,
     HyperPodCapacity,
     HyperPodGroupRole,
     HyperPodInstanceGroupSpec,
     HyperPodOrchestrator,
     HyperPodSpec,
     SageMakerSpec,
+    SlurmSpec,
+    SlurmUserSpec,
+    hyperpod_eks_version_problem,
 )
 from stacks.schema.storage import BucketsSpec, FsxDeploymentType, FsxSpec, StorageSpec
 
@@ -76,6 +85,11 @@ __all__ = [
     "DNS_LABEL",
     "EFA_HUGEPAGES_2MI",
     "EFA_PRESENT_LABEL",
+    "EKS_RESERVED_LABEL_PREFIXES",
+    "HYPERPOD_EKS_VERSIONS",
+    "HYPERPOD_EKS_VERSIONS_DOCUMENTED",
+    "HYPERPOD_EKS_VERSIONS_SOURCE",
+    "HYPERPOD_EKS_VERSIONS_UNCONFIRMED",
     "INSTANCE_TYPE_LABEL",
     "LOG_RETENTION_DAYS",
     "NEURON_HELM_CHART_VERSION",
@@ -117,6 +131,8 @@ __all__ = [
     "PlacementMode",
     "RetentionDays",
     "SageMakerSpec",
+    "SlurmSpec",
+    "SlurmUserSpec",
     "Spec",
     "StorageSpec",
     "SystemNodeGroupSpec",
@@ -127,5 +143,7 @@ __all__ = [
     "ami_families_for",
     "default_ami_family",
     "efa_layout_problem",
+    "eks_reserved_label_prefix",
+    "hyperpod_eks_version_problem",
     "json_schema",
 ]

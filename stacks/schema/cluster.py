@@ -7,12 +7,13 @@ from typing import Self
 from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
+from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
-from stacks.schema.sagemaker import SageMakerSpec
+from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 from stacks.schema.values import Limits, Region, ResourceName, TagKey, TagValue
 
@@ -146,6 +147,19 @@ class ClusterConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
+        hyperpod = self.sagemaker.hyperpod
+        slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
+        if (
+            hyperpod.enabled
+            and hyperpod.orchestrator.value == "slurm"
+            and slurm_on_lustre
+            and not self.storage.fsx.enabled
+        ):
+            # Homes (and the users' SSH keys) must be the same on every node: that is the shared /fsx.
+            problems.append(
+                "sagemaker.hyperpod.slurm.homes_on_lustre and users need storage.fsx.enabled: set "
+                "homes_on_lustre false and users [] or enable FSx for Lustre"
+            )
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.
@@ -155,6 +169,18 @@ class ClusterConfig(Spec):
                 f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
                 "(remove the null to use the pinned default chart_version)"
             )
+        hyperpod = self.sagemaker.hyperpod
+        if hyperpod.enabled:
+            offered = sagemaker_cluster_instance_types(self.region)
+            problems += [
+                f"sagemaker.hyperpod.instance_groups.{i}.instance_type {g.instance_type} is not offered for HyperPod "
+                f"in {self.region} (AWS::SageMaker::Cluster InstanceType, cfn-lint {cfn_lint_version()} regional list)"
+                for i, g in enumerate(hyperpod.instance_groups)
+                if g.instance_type not in offered
+            ]
+        on_eks = hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
+        if on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
+            problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
         if problems:
             raise ValueError("\n".join(problems))
         return self

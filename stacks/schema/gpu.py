@@ -141,14 +141,24 @@ NODE_GROUP_LABEL = "trainstack.io/node-group"
 ACCELERATOR_LABEL = "trainstack.io/accelerator"
 NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on
 EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"  # what the EFA device plugin selects on
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # well-known label; kubelet sets the same value
+# Well-known label the kubelet sets itself on every node; selectors may use it, node groups may not set it.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 RESERVED_NODE_LABELS = (
     NODE_GROUP_LABEL,
     ACCELERATOR_LABEL,
     NVIDIA_GPU_PRESENT_LABEL,
     EFA_PRESENT_LABEL,
-    INSTANCE_TYPE_LABEL,
 )
+# EKS managed node groups refuse any label key containing one of these: CreateNodegroup fails with
+# InvalidParameterException "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
+# eks.amazonaws.com/]" (the error as reported in eksctl-io/eksctl#4007 for node-role.kubernetes.io/test, and
+# kubernetes/cloud-provider-aws#242); botocore's labelsMap shape does not encode it.
+EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+def eks_reserved_label_prefix(key: str) -> str | None:
+    """The reserved prefix `key` contains (so EKS refuses it as a managed node group label), or None."""
+    return next((prefix for prefix in EKS_RESERVED_LABEL_PREFIXES if prefix in key), None)
 
 
 class GpuNodeGroupSpec(Spec):
@@ -256,6 +266,18 @@ class GpuNodeGroupSpec(Spec):
         reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
         if reserved_labels:
             problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")
+        # EKS CreateNodegroup labelsMap (botocore): keys 1-63 characters in all (prefix included), values at most 63.
+        too_long = sorted(key for key, value in self.labels.items() if not 1 <= len(key) <= 63 or len(value) > 63)
+        if too_long:
+            problems.append(
+                f"labels {too_long}: EKS takes label keys of 1-63 characters (prefix included) and values of at most 63"
+            )
+        eks_reserved = sorted(key for key in self.labels if eks_reserved_label_prefix(key))
+        if eks_reserved:
+            problems.append(
+                f"labels {eks_reserved}: EKS managed node groups refuse label keys containing "
+                f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)} (the kubelet sets those itself); use your own domain"
+            )
         if self.placement is PlacementMode.CLUSTER and self.capacity.type is CapacityType.CAPACITY_BLOCK:
             problems.append(
                 "placement cluster on a capacity_block: EC2 co-locates a block's instances itself and a block "

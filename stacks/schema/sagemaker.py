@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Self
 
@@ -9,7 +10,33 @@ from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
 from stacks.schema.base import Spec
-from stacks.schema.values import Limits
+from stacks.schema.values import Limits, PinnedImage
+
+# Kubernetes versions HyperPod's EKS orchestrator runs on, with what each claim rests on. Source: SageMaker
+# Developer Guide, "Getting started with Amazon EKS support in SageMaker HyperPod", Kubernetes version support.
+# The page grew over time (copies list 1.28-1.32, then 1.28-1.33); the newest copy we could read (2026, the
+# China regions' edition) lists 1.28-1.34. EKS ships 1.35 and 1.36 on standard support, but no AWS page or
+# release note we could reach says whether HyperPod supports them: they are UNCONFIRMED, like the FSx CSI add-on
+# pin, and the plan warns about them (__main__.py). Check the guide before deploying.
+# A version in neither list is refused.
+HYPERPOD_EKS_VERSIONS_DOCUMENTED = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+HYPERPOD_EKS_VERSIONS_UNCONFIRMED = ("1.35", "1.36")
+HYPERPOD_EKS_VERSIONS = HYPERPOD_EKS_VERSIONS_DOCUMENTED + HYPERPOD_EKS_VERSIONS_UNCONFIRMED
+HYPERPOD_EKS_VERSIONS_SOURCE = (
+    "SageMaker Developer Guide, Getting started with Amazon EKS support in SageMaker HyperPod (Kubernetes version "
+    "support: 1.28-1.34 documented; 1.35-1.36 unconfirmed)"
+)
+
+
+def hyperpod_eks_version_problem(version: str) -> str | None:
+    """Why HyperPod cannot join an EKS cluster of `version`, or None."""
+    if version in HYPERPOD_EKS_VERSIONS:
+        return None
+    return (
+        f"SageMaker HyperPod does not support Kubernetes {version} on its EKS orchestrator; "
+        f"documented: {', '.join(HYPERPOD_EKS_VERSIONS_DOCUMENTED)} (unconfirmed: "
+        f"{', '.join(HYPERPOD_EKS_VERSIONS_UNCONFIRMED)})"
+    )
 
 
 class HyperPodOrchestrator(StrEnum):
@@ -35,6 +62,112 @@ class HyperPodCapacity(StrEnum):
 # HyperPod instance group names: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker API, ClusterInstanceGroupSpecification);
 # trainstack keeps them DNS labels so they double as Slurm partition and Kubernetes label values.
 _HYPERPOD_GROUP = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+
+
+# Debian's useradd default NAME_REGEX (adduser.conf(5)), at most 32 characters (useradd(8)).
+_POSIX_USER = r"^[a-z][-a-z0-9_]{0,31}$"
+# OpenSSH authorized_keys(5) key types trainstack accepts (no DSA: OpenSSH 9.8 removed it).
+_SSH_PUBLIC_KEY = (
+    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521|"
+    r"sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n]*)?$"
+)
+# Debian policy 9.2.2: UIDs 1000-59999 are for normal users; the HyperPod AMI's `ubuntu` user is 1000.
+USER_UID_MIN = 2000
+USER_UID_MAX = 59999
+
+
+class SlurmUserSpec(Spec):
+    """A cluster user: the same name and UID on every node, home on Lustre, an SSH key pair for the cluster."""
+
+    name: str = Field(pattern=_POSIX_USER, description="Login name (lower case, at most 32 characters).")
+    uid: int = Field(
+        ge=USER_UID_MIN, le=USER_UID_MAX, description="Numeric user id, the same on every node (2000-59999)."
+    )
+    ssh_public_keys: list[str] = Field(
+        default_factory=list,
+        description="Public keys the user logs in with (added to ~/.ssh/authorized_keys next to the cluster key).",
+    )
+
+    @model_validator(mode="after")
+    def _keys(self) -> Self:
+        bad = [i for i, key in enumerate(self.ssh_public_keys) if not re.match(_SSH_PUBLIC_KEY, key)]
+        if bad:
+            raise ValueError(
+                f"ssh_public_keys {bad} of user {self.name} are not OpenSSH public keys "
+                "('<type> <base64> [comment]', type ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp*)"
+            )
+        return self
+
+
+# enroot and pyxis as AWS's HyperPod reference lifecycle scripts pin them (aws-samples/awsome-distributed-training
+# 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/utils/install_enroot_pyxis.sh, 2026-02).
+ENROOT_VERSION = "3.4.1"
+PYXIS_VERSION = "0.19.0"
+# The nccl-tests image the committed stacks validate EKS with (AWS's public hpc-cloud/nccl-tests build).
+NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+
+
+class SlurmSpec(Spec):
+    """What the Slurm lifecycle scripts set up beyond HyperPod's own Slurm: each part can be turned off.
+
+    The defaults follow AWS's HyperPod reference lifecycle scripts (base-config `config.py` and
+    `lifecycle_script.py`): containers, accounting and Lustre home directories on, the Lustre client held.
+    """
+
+    containers: bool = Field(
+        default=True, description="Install enroot and the pyxis SPANK plugin: `srun --container-image=...`."
+    )
+    enroot_version: str = Field(
+        default=ENROOT_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="NVIDIA enroot release."
+    )
+    pyxis_version: str = Field(default=PYXIS_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="NVIDIA pyxis release.")
+    accounting: bool = Field(
+        default=True, description="Slurm accounting (`sacct`): MariaDB and slurmdbd on the controller."
+    )
+    homes_on_lustre: bool = Field(
+        default=True,
+        description="Home directories of `ubuntu` and `users` on FSx for Lustre (/fsx/<user>) with a per-user "
+        "SSH key pair, so every node sees the same home and users ssh between their nodes.",
+    )
+    users: list[SlurmUserSpec] = Field(default_factory=list, description="Cluster users created on every node.")
+    hold_lustre_client: bool = Field(
+        default=True,
+        description="Hold the Lustre client module package (apt-mark hold), so an upgrade cannot pull in a kernel "
+        "the client has no module for.",
+    )
+    nccl_validation: bool = Field(
+        default=True,
+        description="Ship an sbatch script per EFA GPU group that runs the NCCL all-reduce across the group "
+        "(/opt/trainstack/validation on every node); needs containers.",
+    )
+    nccl_tests_image: PinnedImage = Field(
+        default=NCCL_TESTS_IMAGE,
+        description="Container image with nccl-tests, aws-ofi-nccl, libfabric and Open MPI, pinned by tag or digest.",
+    )
+    nccl_max_message_size: str = Field(
+        default="16G",
+        pattern=r"^\d+[KMG]?$",
+        description="Largest all-reduce message (all_reduce_perf -e); bus bandwidth is judged at it.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        problems: list[str] = []
+        names = [u.name for u in self.users]
+        uids = [u.uid for u in self.users]
+        if len(set(names)) != len(names):
+            problems.append(f"users names must be unique, got {names}")
+        if len(set(uids)) != len(uids):
+            problems.append(f"users uids must be unique, got {uids}")
+        if "ubuntu" in names:
+            problems.append("users must not list ubuntu: the HyperPod AMI creates it (uid 1000)")
+        if self.nccl_validation and not self.containers:
+            problems.append(
+                "nccl_validation runs nccl-tests in a container (pyxis): set containers true or nccl_validation false"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
 
 
 class HyperPodInstanceGroupSpec(Spec):
@@ -110,6 +243,9 @@ class HyperPodSpec(Spec):
         examples=["arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5-plan"],
         description="SageMaker training plan (target resource hyperpod-cluster) for training_plan groups.",
     )
+    slurm: SlurmSpec = Field(
+        default_factory=SlurmSpec, description="Slurm lifecycle settings (orchestrator slurm only)."
+    )
 
     @model_validator(mode="after")
     def _groups(self) -> Self:
@@ -137,7 +273,11 @@ class HyperPodSpec(Spec):
                     )
                 if roles.count(HyperPodGroupRole.LOGIN) > 1:
                     problems.append("a Slurm HyperPod cluster takes at most one login instance group")
-            elif set(roles) - {HyperPodGroupRole.COMPUTE}:
+            elif self.slurm != SlurmSpec():  # the defaults (a dumped config carries them) are fine
+                problems.append(
+                    "slurm settings apply to orchestrator slurm only: remove them or use orchestrator slurm"
+                )
+            if self.orchestrator is HyperPodOrchestrator.EKS and set(roles) - {HyperPodGroupRole.COMPUTE}:
                 problems.append(
                     "an EKS HyperPod cluster takes compute instance groups only: the EKS control plane schedules; "
                     "remove the controller and login groups or use orchestrator slurm"

@@ -43,15 +43,16 @@ class FsxSpec(Spec):
         description="EFA-enabled file system (GPUDirect Storage): PERSISTENT_2 only; trainstack then adds the "
         "metadata configuration and the EFA security group. Set at creation, cannot change later.",
     )
-    metadata_iops: int | None = Field(
-        default=None,
-        description="PERSISTENT_2 metadata IOPS (USER_PROVISIONED): 1500, 3000, 6000, 12000 or a multiple of "
-        "12000 up to 192000. Unset: AUTOMATIC mode (scales with capacity).",
-    )
     storage_capacity_gib: int = Field(
         gt=0,
         description="Capacity in GiB: 1200, 2400 or a multiple of 2400; EFA-enabled: a multiple of 38400/19200/"
         "9600/4800 at 125/250/500/1000 MB/s/TiB.",
+    )
+    metadata_iops: int | None = Field(
+        default=None,
+        description="PERSISTENT_2 metadata IOPS (USER_PROVISIONED): 1500, 3000, 6000, 12000 or a multiple of "
+        "12000 up to 192000, and no fewer than AUTOMATIC mode provisions for the capacity (12000 per 24000 GiB "
+        "from 48000 GiB). Unset: AUTOMATIC mode (scales with capacity).",
     )
     data_compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Lustre data compression.")
     import_path_prefix: str = Field(
@@ -122,11 +123,10 @@ class FsxSpec(Spec):
         deployment = _deployment(info)
         if deployment is FsxDeploymentType.SCRATCH_2:
             raise ValueError("metadata_iops is for PERSISTENT_2 only; SCRATCH_2 has no metadata configuration")
-        if not fsx_sizing.is_valid_metadata_iops(value):
-            raise ValueError(
-                f"metadata_iops {value} is not valid: use 1500, 3000, 6000, 12000 or a multiple of 12000 up to "
-                "192000 (or leave it unset for AUTOMATIC)"
-            )
+        # The capacity is validated first (field order); absent when it failed its own rule, reported there.
+        capacity = info.data.get("storage_capacity_gib", 0)
+        if problem := fsx_sizing.metadata_iops_problem(value, capacity):
+            raise ValueError(problem)
         return value
 
     @field_validator("storage_capacity_gib")

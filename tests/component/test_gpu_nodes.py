@@ -116,6 +116,10 @@ def test_capacity_block_targets_the_block_with_capacity_block_market() -> None:
     node_group = recording.one(NG).inputs
     assert node_group["capacityType"] == "CAPACITY_BLOCK"
     assert node_group["updateConfig"]["updateStrategy"] == "MINIMAL"
+    # Issue 11 regression: EKS takes a Capacity Block's instance type from the launch template only, and
+    # refuses a node group that also lists instanceTypes.
+    assert template["instanceType"] == "p5.48xlarge"
+    assert "instanceTypes" not in node_group
     assert recording.by_type(PG) == []  # EC2 co-locates a Capacity Block itself
 
 
@@ -127,6 +131,8 @@ def test_odcr_is_on_demand_targeting_the_reservation_without_market_options() ->
         "capacityReservationId": ODCR["reservation_id"]
     }
     assert recording.one(NG).inputs["capacityType"] == "ON_DEMAND"
+    # Outside Capacity Blocks the node group names the type and the template does not (never both).
+    assert "instanceType" not in template and recording.one(NG).inputs["instanceTypes"] == ["p5.48xlarge"]
 
 
 def test_plain_on_demand_and_spot_target_nothing() -> None:
@@ -236,7 +242,6 @@ def test_node_group_single_subnet_scaling_labels_and_taint() -> None:
         "team": "pretraining",
         "trainstack.io/node-group": "train",
         "trainstack.io/accelerator": "nvidia",
-        "node.kubernetes.io/instance-type": "p5.48xlarge",
         "nvidia.com/gpu.present": "true",
         "vpc.amazonaws.com/efa.present": "true",
     }
@@ -288,6 +293,11 @@ def test_desired_size_is_ignored_and_the_group_is_replaced_delete_first(monkeypa
         ({"capacity": {**BLOCK, "reservation_placement_group": "pg"}}, "capacity_block takes no reservation_placement"),
         ({"placement": "cluster", "capacity": ODCR}, "placement cluster on a reservation made without"),
         ({"labels": {"nvidia.com/gpu.present": "false"}}, "labels may not set"),
+        # Issue 11: EKS refuses these prefixes anywhere in a node group label key.
+        ({"labels": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}, "EKS managed node groups refuse"),
+        ({"labels": {"node-role.kubernetes.io/gpu": ""}}, r"refuse label keys containing kubernetes.io/"),
+        ({"labels": {"example.k8s.io/team": "a"}}, "EKS managed node groups refuse"),
+        ({"labels": {"eks.amazonaws.com/nodegroup": "x"}}, "EKS managed node groups refuse"),
         ({"instance_type": "p6e-gb200.36xlarge", "efa_layout": "efa_primary"}, "needs EFA on network card 0"),
         ({"instance_type": "trn1n.32xlarge", "ami_family": "AL2023_x86_64_NVIDIA"}, "does not fit trn1n"),
         (

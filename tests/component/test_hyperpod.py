@@ -27,6 +27,7 @@ CLUSTER = "aws-native:sagemaker:Cluster"
 OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/trainstack-test"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-plan"
+KEY = "arn:aws:kms:us-east-1:123456789012:key/k"
 
 EKS_SPEC = HyperPodSpec.model_validate(
     {
@@ -62,7 +63,7 @@ def build(spec: HyperPodSpec, **overrides: Any) -> Recording:
             "subnet_ids": ["subnet-0gpu"],
             "security_group_ids": ["sg-0efa"],
             "eks_cluster_arn": EKS_ARN if spec.orchestrator.value == "eks" else None,
-            "kms_key_arn": "arn:aws:kms:us-east-1:123456789012:key/k",
+            "kms_key_arn": KEY,
             "fsx_dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com",
             "fsx_mount_name": "mnt1234",
         }
@@ -97,8 +98,16 @@ def test_eks_cluster_settings(eks_run: Recording) -> None:
     assert group["instanceType"] == "ml.p5.48xlarge" and group["instanceCount"] == 2
     assert group["threadsPerCore"] == 1
     assert group["onStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
-    assert group["instanceStorageConfigs"] == [{"ebsVolumeConfig": {"volumeSizeInGb": 1000}}]
+    assert group["instanceStorageConfigs"] == [{"ebsVolumeConfig": {"volumeSizeInGb": 1000, "volumeKmsKeyId": KEY}}]
+    assert cluster.inputs["nodeProvisioningMode"] == "Continuous"  # a customer managed EBS key needs it
     assert "trainingPlanArn" not in group
+
+
+def test_without_a_data_key_volumes_use_the_default_and_provisioning_stays_default() -> None:
+    recording = build(EKS_SPEC, kms_key_arn=None)
+    [group] = groups(recording).values()
+    assert group["instanceStorageConfigs"] == [{"ebsVolumeConfig": {"volumeSizeInGb": 1000}}]
+    assert "nodeProvisioningMode" not in recording.one(CLUSTER).inputs
 
 
 def test_lifecycle_objects_sit_under_the_groups_source_uri(eks_run: Recording) -> None:

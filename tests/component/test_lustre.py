@@ -52,12 +52,20 @@ def prod():
 
 def test_lustre_ports_from_clients_and_between_servers(prod) -> None:
     sg_id = prod.one("aws:ec2/securityGroup:SecurityGroup").id
-    ingress = prod.by_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    everything = prod.by_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    ingress = [r for r in everything if r.inputs["securityGroupId"] == sg_id]
     seen = {(r.inputs["referencedSecurityGroupId"], r.inputs["fromPort"], r.inputs["toPort"]) for r in ingress}
     assert seen == {(peer, low, high) for peer in (sg_id, "sg-cluster") for low, high in ((988, 988), (1018, 1023))}
-    assert all(r.inputs["ipProtocol"] == "tcp" and r.inputs["securityGroupId"] == sg_id for r in ingress)
+    assert all(r.inputs["ipProtocol"] == "tcp" for r in everything)
     egress = prod.by_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
     assert len(egress) == 4
+    # Issue 11: the file servers also open connections to clients, so each client group admits them.
+    client_side = {
+        (r.inputs["securityGroupId"], r.inputs["referencedSecurityGroupId"], r.inputs["fromPort"])
+        for r in everything
+        if r.inputs["securityGroupId"] != sg_id
+    }
+    assert client_side == {("sg-cluster", sg_id, 988), ("sg-cluster", sg_id, 1018)}
 
 
 def test_persistent_file_system_settings(prod) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from components.efa import efa_interfaces
 from stacks.catalog import CATALOG
-from tests.conftest import edited_config, recording, stack_config
-from trainstack.engine import Recording, run_program
+from tests.conftest import edited_config, program_recording, recording, stack_config
+from trainstack.engine import Recording
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 NG = "aws:eks/nodeGroup:NodeGroup"
@@ -27,7 +27,8 @@ def swapped(instance_type: str) -> Recording:
     def edit(raw: dict[str, Any]) -> None:
         raw["gpu_node_groups"][0]["instance_type"] = instance_type  # the only edit
 
-    return run_program(edited_config("prod", edit), stack="prod")
+    # Shared with the contract tier's catalog sweep (tests/stack/test_contracts_aws.py): one run per type.
+    return program_recording(edited_config("prod", edit), "prod")
 
 
 def gpu_launch_template(rec: Recording) -> dict[str, Any]:

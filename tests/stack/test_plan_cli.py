@@ -61,8 +61,11 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 def test_dev_text_report_has_every_section(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "plan", "--stack", "dev", "--no-color")
     assert code == EXIT_OK, err
-    for heading in ("Settings", "Compute", "Storage", "Cost (estimate", "Policy review", "Resources (", "Next step"):
+    for heading in ("Verdict: ", "Risks", "Time to ready", "Compute", "Storage", "Cost (estimate", "Policy review"):
         assert f"\n{heading}" in out, heading
+    assert "\nResources (" not in out  # the tree only with --tree
+    _, with_tree, _ = run_cli(capsys, "plan", "--stack", "dev", "--no-color", "--tree")
+    assert "\nResources (" in with_tree
     assert "trainstack plan: stack dev" in out
     assert "g5.2xlarge" in out and "pulumi up --stack dev" in out
     assert "\033[" not in out  # no colour when asked for none (and not a terminal)
@@ -186,9 +189,10 @@ def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsy
         "--no-color",
     )
     assert code == EXIT_OK, err
-    assert "Diff against" in out and "0 to remove" in out
-    assert "+ urn:pulumi:prod::trainstack::" in out and "p5-extra" in out
-    assert "Cost at desired" in out and "+$" in out
+    assert out.startswith("trainstack diff: stack prod against ") and "0 to delete" in out
+    assert "+ GpuNodeGroup p5-extra: placement group, launch template" in out
+    assert "urn:pulumi:" not in out  # short names only
+    assert "cost at desired" in out and "+$" in out
 
 
 # ------------------------------------------------------------------------------------------- bad input

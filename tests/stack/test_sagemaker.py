@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from stacks.load import FULL_KEY, ConfigError
-from tests.conftest import edited_config, recording, stack_config
-from trainstack.engine import Recording, run_program
+from tests.conftest import edited_config, program_recording, recording, stack_config
+from trainstack.engine import Recording
 
 CLUSTER = "aws-native:sagemaker:Cluster"
 
@@ -75,7 +75,7 @@ def slurm(cluster: dict[str, Any]) -> None:
 
 
 def test_slurm_variation_mounts_the_stacks_fsx() -> None:
-    run: Recording = run_program(edited_config("staging", slurm), stack="staging")
+    run: Recording = program_recording(edited_config("staging", slurm), "staging")
     cluster = run.one(CLUSTER)
     assert "orchestrator" not in cluster.inputs
     assert cluster.inputs["vpcConfig"]["securityGroupIds"] == [
@@ -111,6 +111,7 @@ P5 = {"name": "p5", "instance_type": "ml.p5.48xlarge", "instance_count": 2}
 CONTROLLER = {"name": "ctl", "instance_type": "ml.m5.2xlarge", "instance_count": 1, "role": "controller"}
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-plan"
 HYPERPOD = f"{FULL_KEY}.sagemaker.hyperpod"
+ALICE = {"name": "alice", "uid": 2001}
 
 
 @pytest.mark.parametrize(
@@ -138,6 +139,34 @@ HYPERPOD = f"{FULL_KEY}.sagemaker.hyperpod"
             "not in the catalog",
         ),
         (
+            groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"containers": False}),
+            f"{HYPERPOD}.slurm",
+            "set containers true or nccl_validation false",
+        ),
+        (
+            groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"users": [ALICE, {**ALICE, "name": "bob"}]}),
+            f"{HYPERPOD}.slurm",
+            "uids must be unique",
+        ),
+        (
+            groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"users": [{**ALICE, "name": "ubuntu"}]}),
+            f"{HYPERPOD}.slurm",
+            "must not list ubuntu",
+        ),
+        (
+            groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"users": [{**ALICE, "uid": 1000}]}),
+            f"{HYPERPOD}.slurm.users.0.uid",
+            "greater than or equal to 2000",
+        ),
+        (
+            groups_edit(
+                P5, CONTROLLER, orchestrator="slurm", slurm={"users": [{**ALICE, "ssh_public_keys": ["AAAA no type"]}]}
+            ),
+            f"{HYPERPOD}.slurm.users.0",
+            "not OpenSSH public keys",
+        ),
+        (groups_edit(P5, slurm={"accounting": False}), HYPERPOD, "slurm settings apply to orchestrator slurm only"),
+        (
             groups_edit(P5, training_plan_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/abc"),
             f"{HYPERPOD}.training_plan_arn",
             "pattern",
@@ -147,3 +176,12 @@ HYPERPOD = f"{FULL_KEY}.sagemaker.hyperpod"
 def test_impossible_hyperpod_combinations_are_config_errors(edit: Any, key: str, fragment: str) -> None:
     found = problems(edit)
     assert any(p.startswith(f"{key}:") and fragment in p for p in found), found
+
+
+def test_slurm_homes_on_lustre_need_fsx() -> None:
+    def edit(cluster: dict[str, Any]) -> None:
+        groups_edit(P5, CONTROLLER, orchestrator="slurm")(cluster)
+        cluster["storage"]["fsx"]["enabled"] = False
+
+    found = problems(edit)
+    assert any("homes_on_lustre and users need storage.fsx.enabled" in p for p in found), found

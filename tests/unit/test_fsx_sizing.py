@@ -79,3 +79,40 @@ def test_warning_when_supply_is_below_demand() -> None:
 def test_no_demand_has_no_ratio() -> None:
     idle = fs.StorageSizing("SCRATCH_2", 1200, 200, 234.375, 0, 200.0, 0.0)
     assert idle.ratio is None and idle.warning is None
+
+
+@pytest.mark.parametrize(
+    ("capacity", "automatic"),
+    [
+        (1200, 1500),
+        (2400, 3000),
+        (4800, 6000),
+        (9600, 6000),
+        (12000, 12000),
+        (45600, 12000),
+        (48000, 24000),
+        (124800, 62400),
+    ],
+)
+def test_automatic_metadata_iops_follows_the_guide_table(capacity: int, automatic: int) -> None:
+    assert fs.automatic_metadata_iops(capacity) == automatic
+
+
+@given(st.integers(min_value=1, max_value=200))
+def test_user_provisioned_metadata_iops_is_never_below_automatic(k: int) -> None:
+    # Issue 11 regression: prod asked for 12000 metadata IOPS on 124800 GiB, where AUTOMATIC gives 62400.
+    capacity = 2400 * k
+    minimum = fs.minimum_metadata_iops(capacity)
+    floor = fs.automatic_metadata_iops(capacity)
+    if minimum is None:
+        assert floor > 192000
+        return
+    assert minimum >= floor and fs.is_valid_metadata_iops(minimum)
+    assert fs.metadata_iops_problem(minimum, capacity) is None
+    below = [i for i in (1500, 3000, 6000, *range(12000, 192001, 12000)) if i < floor]
+    assert all(fs.metadata_iops_problem(i, capacity) for i in below)
+
+
+def test_prod_size_needs_at_least_72000_user_provisioned_iops() -> None:
+    problem = fs.metadata_iops_problem(12000, 124800)
+    assert problem is not None and "62400" in problem and "at least 72000" in problem

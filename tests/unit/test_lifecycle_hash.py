@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import io
 import json
+import re
 import subprocess
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -94,12 +95,17 @@ def test_shipped_scripts_are_strict_bash_that_parses(orchestrator: str) -> None:
         subprocess.run(["bash", "-n", str(LIFECYCLE_ROOT / orchestrator / name)], check=True)
 
 
-def test_slurm_entry_point_uses_only_files_of_its_bundle() -> None:
-    files = read_bundle(LIFECYCLE_ROOT / "slurm")
-    on_create = files[ON_CREATE].decode()
-    for helper in ("node_role.py", "mount_fsx.sh", "start_slurm.sh"):
-        assert helper in on_create and helper in files
-    assert PROVISIONING_PARAMETERS in on_create  # written next to the scripts by the component
+@pytest.mark.parametrize("orchestrator", ["eks", "slurm"])
+def test_entry_point_runs_exactly_the_files_of_its_bundle(orchestrator: str) -> None:
+    files = read_bundle(LIFECYCLE_ROOT / orchestrator)
+    scripts = {name: body.decode() for name, body in files.items() if name.endswith((".sh", ".py"))}
+    called = set()
+    for text in scripts.values():  # helpers call helpers (setup_users.sh runs node_config.py)
+        called |= set(re.findall(r"(?:bash|python3) ([a-z_]+\.(?:sh|py))", text))
+    assert called <= set(files), called - set(files)  # nothing runs a script the bundle lacks
+    assert set(scripts) - {ON_CREATE} <= called  # and no script is dead weight
+    if orchestrator == "slurm":
+        assert PROVISIONING_PARAMETERS in files[ON_CREATE].decode()  # written next to the scripts by the component
 
 
 def test_provisioning_parameters_name_groups_and_fsx() -> None:
@@ -119,41 +125,57 @@ def test_provisioning_parameters_without_fsx_or_login_leave_the_keys_out() -> No
     assert "fsx_dns_name" not in params and "fsx_mountname" not in params and "login_group" not in params
 
 
-def _node_role_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("node_role", LIFECYCLE_ROOT / "slurm" / "node_role.py")
+def _node_config_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("node_config", LIFECYCLE_ROOT / "slurm" / "node_config.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+RESOURCES = {
+    "InstanceGroups": [
+        {"Name": "controller", "Instances": [{"CustomerIpAddress": "10.0.0.10"}]},
+        {"Name": "login", "Instances": [{"CustomerIpAddress": "10.0.0.20"}]},
+        {"Name": "p5", "Instances": [{"CustomerIpAddress": "10.0.0.30"}, {"CustomerIpAddress": "10.0.0.31"}]},
+    ]
+}
+
+
 @pytest.mark.parametrize(
     ("address", "role"), [("10.0.0.10", "controller"), ("10.0.0.20", "login"), ("10.0.0.31", "compute")]
 )
-def test_node_role_finds_this_node_by_address(tmp_path: Path, address: str, role: str) -> None:
-    params = tmp_path / "params.json"
-    params.write_text(json.dumps(provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt")))
-    resources = tmp_path / "resource_config.json"
-    resources.write_text(
-        json.dumps(
-            {
-                "InstanceGroups": [
-                    {"Name": "controller", "Instances": [{"CustomerIpAddress": "10.0.0.10"}]},
-                    {"Name": "login", "Instances": [{"CustomerIpAddress": "10.0.0.20"}]},
-                    {
-                        "Name": "p5",
-                        "Instances": [{"CustomerIpAddress": "10.0.0.30"}, {"CustomerIpAddress": "10.0.0.31"}],
-                    },
-                ]
-            }
-        )
-    )
-    module = _node_role_module()
-    module.primary_address = lambda: address
+def test_node_config_finds_this_node_by_address(address: str, role: str) -> None:
+    params = provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt")
+    env = _node_config_module().node_env(params, RESOURCES, address)
+    assert env["ROLE"] == role and env["CONTROLLERS"] == "10.0.0.10"
+    assert (env["FSX_DNS_NAME"], env["FSX_MOUNT_NAME"]) == ("fs-1.fsx", "mnt")
+    # The schema's defaults reach the scripts: containers, accounting, homes on Lustre, the client hold.
+    assert env["CONTAINERS"] == env["ACCOUNTING"] == env["HOMES_ON_LUSTRE"] == env["HOLD_LUSTRE_CLIENT"] == "1"
+    assert env["ENROOT_VERSION"] == "3.4.1" and env["PYXIS_VERSION"] == "0.19.0"
+
+
+def test_node_config_prints_shell_safe_assignments(tmp_path: Path) -> None:
+    params = provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt; rm -rf /")
+    module = _node_config_module()
+    module.primary_address = lambda: "10.0.0.31"
+    (tmp_path / "p.json").write_text(json.dumps(params))
+    (tmp_path / "r.json").write_text(json.dumps(RESOURCES))
     out = io.StringIO()
     with redirect_stdout(out):
-        module.main(str(params), str(resources))
-    assert out.getvalue().split() == [role, "10.0.0.10", "fs-1.fsx", "mnt"]
+        module.main(["env", str(tmp_path / "p.json"), str(tmp_path / "r.json")])
+    sourced = subprocess.run(
+        ["bash", "-c", 'eval "$1"; printf %s "$FSX_MOUNT_NAME"', "_", out.getvalue()],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert sourced.stdout == "mnt; rm -rf /"
+
+
+def test_node_config_refuses_a_node_outside_the_layout() -> None:
+    with pytest.raises(SystemExit, match=r"10\.9\.9\.9 is in no InstanceGroups"):
+        _node_config_module().node_env(provisioning_parameters(slurm_spec()), RESOURCES, "10.9.9.9")
 
 
 def test_deep_health_checks_follow_accelerator_and_efa() -> None:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from components.gpu_nodes import INSTANCE_TYPE_LABEL, node_labels, node_taint
+from components.gpu_nodes import node_labels, node_taint
 from components.neuron_device_plugin import neuron_device_plugin_values
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError
-from stacks.schema import NEURON_HELM_CHART_VERSION, GpuNodeGroupSpec, NeuronDevicePluginSpec
+from stacks.schema import INSTANCE_TYPE_LABEL, NEURON_HELM_CHART_VERSION, GpuNodeGroupSpec, NeuronDevicePluginSpec
 from tests.conftest import edited_config
 from tests.unit.test_helm_values import check_snapshot
 

@@ -143,23 +143,29 @@ def test_scratch_throughput_uses_its_fixed_baseline() -> None:
     assert lustre_throughput_mb_s("PERSISTENT_2", 2400, 1000) == pytest.approx(2400 / 1024 * 1000)
 
 
-def test_the_diagram_groups_by_az_and_links_the_file_system_to_its_bucket() -> None:
+def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabric() -> None:
     source = flowchart(run_component(program))
     assert check(source) == []
-    assert 'subgraph az0_0["us-east-1a"]' in source and 'subgraph az0_1["us-east-1b"]' in source
-    ids = {label: node for node, label in _labels(source).items()}
-    fs = next(n for label, n in ids.items() if label.startswith("FSx for Lustre"))
-    bucket = next(n for label, n in ids.items() if label.startswith("S3 "))
-    group = next(n for label, n in ids.items() if label.startswith("node group"))
-    eks = next(n for label, n in ids.items() if label.startswith("EKS"))
-    assert f"{fs} --> {bucket}" in source
-    assert f"{group} --> {eks}" in source
+    labels = _labels(source)
+    by_label = {label: node for node, label in labels.items()}
+    group = next(n for label, n in by_label.items() if label.startswith("gpu: 4 x p5.48xlarge"))
+    fs = next(n for label, n in by_label.items() if label.startswith("FSx for Lustre"))
+    bucket = next(n for label, n in by_label.items() if label.startswith("S3"))
+    fabric = next(n for label, n in by_label.items() if label.startswith("EFA fabric: 32/32"))
+    eks = next(n for label, n in by_label.items() if label.startswith("control plane"))
+    # The AZ with the GPUs and the file system is a subgraph; the AZ with only a subnet is folded into one node.
+    assert 'subgraph az_us_east_1a["us-east-1a"]' in source and "az_us_east_1b" not in source
+    assert any(label.startswith("us-east-1b: 1 subnet") for label in labels.values())
+    assert f'{group} -->|"Lustre"| {fs}' in source  # GPU nodes -> Lustre -> S3
+    assert f'{fs} <-->|"import / export"| {bucket}' in source
+    assert f'{group} ===|"RDMA"| {fabric}' in source
+    assert f'{eks} -->|"manages"| {group}' in source
 
 
 def _labels(source: str) -> dict[str, str]:
     import re
 
-    return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n\d+)\W+"([^"]*)"', source, re.MULTILINE)}
+    return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n_\w+)[\[({]+"([^"]*)"', source, re.MULTILINE)}
 
 
 def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None:

@@ -30,6 +30,7 @@ UNSCOPABLE = {
     "ec2:DescribeSubnets",
     "ec2:DescribeVpcs",
     "ecr:GetAuthorizationToken",
+    "fsx:DescribeFileSystems",
 }
 
 
@@ -108,6 +109,15 @@ def test_hyperpod_on_slurm_gets_no_eks_ecr_or_cni_actions() -> None:
     assert not {a for a in allowed if a.startswith(("eks", "ecr:"))}
     assert "ec2:AssignPrivateIpAddresses" not in allowed
     assert set(ENI_MUTATE_ACTIONS) <= set(allowed)
+    # AWS's Slurm execution-role templates grant DetachNetworkInterface too; scoped like the other ENI actions.
+    assert allowed["ec2:DetachNetworkInterface"] == allowed["ec2:CreateNetworkInterface"]
+
+
+def test_ebs_volume_grants_only_on_the_data_key() -> None:
+    for document in (hyperpod(), hyperpod(eks_cluster_arn=None)):
+        allowed = grants(document)
+        assert allowed["kms:CreateGrant"] == allowed["kms:DescribeKey"] == {KEY_ARN}
+    assert "kms:CreateGrant" not in grants(hyperpod(kms_key_arn=None))
 
 
 def test_kms_decrypt_only_on_the_given_key() -> None:
@@ -130,7 +140,7 @@ def test_training_job_reads_datasets_and_writes_checkpoints_only() -> None:
     assert allowed["s3:DeleteObject"] == {f"{CHECKPOINTS}/*"}
     assert allowed["s3:GetObject"] == {f"{DATASETS}/*", f"{CHECKPOINTS}/*"}
     assert allowed["s3:ListBucket"] == {DATASETS, CHECKPOINTS}
-    assert allowed["fsx:DescribeFileSystems"] == {FSX}
+    assert allowed["fsx:DescribeFileSystems"] == {"*"}  # no resource-level permission (Service Authorization Reference)
     assert allowed["kms:GenerateDataKey"] == allowed["kms:Decrypt"] == {KEY_ARN}
     log_group = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs"
     assert allowed["logs:PutLogEvents"] == {f"{log_group}:log-stream:*"}

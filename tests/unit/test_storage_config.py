@@ -36,6 +36,14 @@ def test_bad_capacity_step_names_key_value_and_neighbours() -> None:
     assert "122400 or 124800" in problem.message
 
 
+def test_metadata_iops_below_automatic_for_the_capacity_is_refused_at_its_key() -> None:
+    # Issue 11: prod once set 12000 on 124800 GiB; FSx refuses fewer IOPS than AUTOMATIC (62400) would provision.
+    [problem] = problems("prod", fsx_edit(metadata_iops=12000))
+    assert problem.key == f"{FSX}.metadata_iops" and problem.value == 12000
+    assert "62400" in problem.message and "at least 72000" in problem.message
+    edited_config("prod", fsx_edit(metadata_iops=72000))  # the smallest value that fits is accepted
+
+
 def test_persistent_needs_a_throughput_tier() -> None:
     [problem] = problems("prod", fsx_edit(throughput_mb_s_per_tib=None))
     assert problem.key == f"{FSX}.throughput_mb_s_per_tib"

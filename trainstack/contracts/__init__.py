@@ -52,7 +52,9 @@ Contract = Callable[[Recording], Iterable[ContractViolation]]
 
 def _contracts() -> tuple[Contract, ...]:
     """Every contract the plan runs. Each module owns one family of rules; add a module's checker here."""
-    return ()
+    from trainstack.contracts import aws_models, aws_rules, cloudformation, iam  # here: each imports this module
+
+    return (aws_models.check, cloudformation.check, iam.check, aws_rules.check)
 
 
 def check(recording: Recording, contracts: Iterable[Contract] | None = None) -> tuple[ContractViolation, ...]:

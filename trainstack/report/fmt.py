@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 
@@ -28,6 +29,23 @@ def gbps(value: float) -> str:
     return f"{value:,.0f} Gbit/s"
 
 
+def gbps_row(*values: float, signed_last: bool = False) -> list[str]:
+    """Several bandwidths in one unit (the largest value's), so a row never mixes Tbit/s and Gbit/s; with
+    `signed_last` the last value is a change and carries its sign."""
+    tera = max((abs(v) for v in values), default=0.0) >= 1000
+    out = []
+    for i, v in enumerate(values):
+        sign = "+" if signed_last and i == len(values) - 1 and v >= 0 else ""
+        out.append(f"{sign}{v / 1000:,.1f} Tbit/s" if tera else f"{sign}{v:,.0f} Gbit/s")
+    return out
+
+
+def gbps_pair(after: float, before: float) -> tuple[str, str]:
+    """(after, before) in one unit."""
+    a, b = gbps_row(after, before)
+    return a, b
+
+
 def mb_s(value: float) -> str:
     return f"{value / 1000:,.1f} GB/s" if value >= 1000 else f"{value:,.0f} MB/s"
 
@@ -52,6 +70,47 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
     return lines
 
 
+def number(value: float) -> str:
+    """An engine number as a reviewer writes it: 16, not 16.0 (the wire format has only doubles)."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,g}"
+
+
 def short(value: object, limit: int = 60) -> str:
-    text = repr(value) if not isinstance(value, str) else value
+    """An input value for a diff line: numbers as numbers, strings bare, the rest as JSON-like text, cut."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int | float):
+        text = number(value).replace(",", "")
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = repr(_whole(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _whole(value: object) -> object:
+    """Whole floats inside lists and dicts as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
+def fit(text: str, width: int, indent: str = "") -> list[str]:
+    """`text` wrapped at spaces to `width` columns; continuation lines start with `indent`. A word longer than
+    the width is cut hard, so no line is ever wider than `width`."""
+    return textwrap.wrap(
+        text, width=width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False
+    ) or [""]
+
+
+def clip(lines: list[str], count: int) -> list[str]:
+    """At most `count` lines; a cut shows as an ellipsis at the end of the last one kept."""
+    if len(lines) <= count:
+        return lines
+    kept = lines[:count]
+    kept[-1] = kept[-1][:-1].rstrip() + "…" if kept[-1] else "…"
+    return kept

@@ -5,7 +5,9 @@
 propertyDependencies}; tools made for Pulumi's output read it. With `--against`, ops are `create`, `update`
 (with oldState and diffReasons), `replace` (also replaceReasons: inputs trainstack's table says the provider
 cannot change in place), `same` or `delete` (oldState only). `changeSummary` counts the ops.
-`trainstack` holds the summary, cost and policy (null when the policy evaluator is absent) and the diff.
+`trainstack` holds the verdict (status, headline figures, counts of a diff), the ranked risks, the time to ready
+(and to apply a diff) with the critical path and each step's source, the summary, cost and policy (null when
+the policy evaluator is absent) and the diff.
 The fields are documented in the README (section plan) and pinned by `plan.schema.json`.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 
 from trainstack.diff import PlanDiff
 from trainstack.engine import RecordedResource, Recording
+from trainstack.report import verdict
 from trainstack.report.model import Report
 from trainstack.review import Review
 
@@ -36,11 +39,22 @@ def _state(resource: RecordedResource) -> dict[str, Any]:
         "protect": resource.protect,
         "retainOnDelete": resource.retain_on_delete,
         "provider": resource.provider,
-        "inputs": resource.inputs,
-        "outputs": resource.outputs,
+        "inputs": whole_numbers(resource.inputs),
+        "outputs": whole_numbers(resource.outputs),
         "dependencies": list(resource.dependencies),
         "propertyDependencies": {k: list(v) for k, v in resource.property_dependencies.items()},
     }
+
+
+def whole_numbers(value: Any) -> Any:
+    """Whole floats as integers: the engine's wire format has only doubles, and `desiredSize: 16.0` is noise."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value
 
 
 def _top(path: str) -> str:
@@ -152,21 +166,34 @@ def policy_dict(review: Review) -> dict[str, Any]:
     }
 
 
-def document(report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None) -> dict[str, Any]:
+def verdict_dict(v: verdict.Verdict) -> dict[str, Any]:
+    return {**v.to_dict(), "headline": v.headline}
+
+
+def document(
+    report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None, before: Report | None = None
+) -> dict[str, Any]:
     all_steps = steps(report.recording, baseline, diff)
+    v = verdict.assess(report, diff, before)
     return {
         "steps": all_steps,
         "changeSummary": dict(Counter(step["op"] for step in all_steps)),
         "trainstack": {
             "formatVersion": FORMAT_VERSION,
+            "verdict": verdict_dict(v),
+            "risks": [r.to_dict() for r in v.risks],
+            "timeToReady": v.time.to_dict(),
+            "changeTime": v.change.to_dict() if v.change is not None else None,
             "summary": summary_dict(report),
             "cost": report.cost.to_dict(),
             "policy": policy_dict(report.policy) if report.policy is not None else None,
             "contracts": [c.to_dict() for c in report.contracts],
-            "diff": diff.to_dict() if diff is not None else None,
+            "diff": whole_numbers(diff.to_dict()) if diff is not None else None,
         },
     }
 
 
-def render(report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None) -> str:
-    return json.dumps(document(report, baseline, diff), indent=2, sort_keys=False, default=str) + "\n"
+def render(
+    report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None, before: Report | None = None
+) -> str:
+    return json.dumps(document(report, baseline, diff, before), indent=2, sort_keys=False, default=str) + "\n"

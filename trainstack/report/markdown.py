@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
-from trainstack.report import fmt
+from trainstack.report import fmt, verdict
+from trainstack.report.changes import entries
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
-from trainstack.report.text import COMPUTE_HEADERS, COST_HEADERS, compute_rows, cost_rows, hyperpod_lines, next_steps
+from trainstack.report.text import (
+    COMPUTE_HEADERS,
+    COST_HEADERS,
+    change_line,
+    compute_rows,
+    cost_rows,
+    hyperpod_lines,
+    next_steps,
+    ready_line,
+    system_lines,
+)
+from trainstack.report.time_to_ready import minutes
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> list[str]:
+MAX_ROWS = 40  # rows of one table in the comment; the rest are counted (the JSON has them all)
+
+
+def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]], limit: int = MAX_ROWS) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:limit]]
+    if len(rows) > limit:
+        more = [f"… {len(rows) - limit} more rows: see `--format json`"] + [""] * (len(headers) - 1)
+        lines.append("| " + " | ".join(more) + " |")
     return lines
 
 
@@ -23,14 +41,8 @@ def diff_note() -> str:
     return PROVIDER_DIFF_NOTE[0].upper() + PROVIDER_DIFF_NOTE[1:] + "."
 
 
-def _diff(diff: PlanDiff) -> list[str]:
-    out = [f"### Diff against `{diff.against}`", ""]
-    updates = len(diff.changed) - len(diff.replaced)
-    out.append(
-        f"**{len(diff.added)} to add, {updates} to change, {len(diff.replaced)} to replace, "
-        f"{len(diff.removed)} to remove.**"
-    )
-    out.append("")
+def _diff(report: Report, diff: PlanDiff, before: Report | None) -> list[str]:
+    out = [f"### Changes against `{diff.against}`", ""]
     for change in diff.protected_replacements:
         out.append(
             f"> [!CAUTION]\n> **Replaces protected `{change.urn.rsplit('::', 1)[-1]}`** "
@@ -42,25 +54,23 @@ def _diff(diff: PlanDiff) -> list[str]:
         paths = ", ".join(f"`{c.path}` stays `{c.old}` (config: `{c.new}`)" for c in change.changes)
         out += [f"- `{change.urn.rsplit('::', 1)[-1]}` ignoreChanges: {paths}", ""]
     d = diff
+    fabric = fmt.gbps_row(
+        d.fabric_gbps_desired.before, d.fabric_gbps_desired.after, d.fabric_gbps_desired.change, signed_last=True
+    )
     rows = [
         [
-            "Accelerators at desired",
-            f"{d.accelerators_desired.before:g}",
-            f"{d.accelerators_desired.after:g}",
+            "accelerators at desired",
+            fmt.number(d.accelerators_desired.before),
+            fmt.number(d.accelerators_desired.after),
             fmt.signed(d.accelerators_desired.change),
         ],
         [
-            "Accelerators at max",
-            f"{d.accelerators_max.before:g}",
-            f"{d.accelerators_max.after:g}",
+            "accelerators at max",
+            fmt.number(d.accelerators_max.before),
+            fmt.number(d.accelerators_max.after),
             fmt.signed(d.accelerators_max.change),
         ],
-        [
-            "EFA fabric at desired",
-            fmt.gbps(d.fabric_gbps_desired.before),
-            fmt.gbps(d.fabric_gbps_desired.after),
-            fmt.signed(d.fabric_gbps_desired.change, " Gbit/s"),
-        ],
+        ["EFA fabric at desired", *fabric],
         [
             "$/h at desired",
             fmt.usd(d.usd_per_hour_desired.before),
@@ -73,63 +83,121 @@ def _diff(diff: PlanDiff) -> list[str]:
             fmt.usd(d.usd_per_month_desired.after),
             fmt.signed_usd(d.usd_per_month_desired.change),
         ],
-        [
-            "$/h at max",
-            fmt.usd(d.usd_per_hour_max.before),
-            fmt.usd(d.usd_per_hour_max.after),
-            fmt.signed_usd(d.usd_per_hour_max.change),
-        ],
     ]
     out += md_table(["", "before", "after", "change"], rows)
     out.append("")
-    if diff.added or diff.removed or diff.changed:
+    found = entries(diff, report.recording, before.recording if before is not None else None, report.summary.name)
+    if found:
         out.append("```diff")
-        out += [f"+ {urn}" for urn, _ in diff.added]
-        out += [f"- {urn}" for urn, _ in diff.removed]
-        for change in diff.changed:
-            mark = "!" if change.op == "replace" else "~"
-            tag = " (REPLACE" + (", PROTECTED" if change.protected else "") + ")" if change.op == "replace" else ""
-            out.append(f"{mark} {change.urn}{tag}")
-            out += [f"{mark}     {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}" for c in change.changes]
+        for entry in found[:MAX_ROWS]:
+            out.append(entry.line)
+            out += [f"{entry.mark}     {line}" for line in entry.details[:MAX_ROWS]]
+        if len(found) > MAX_ROWS:
+            out.append(f"  … {len(found) - MAX_ROWS} more components changed: see `--format json`")
         out.append("```")
         out.append("")
+    for change in diff.changed:
+        out += [f"> [!IMPORTANT]\n> **{change.urn.rsplit('::', 1)[-1]}**: {note}\n" for note in change.notes]
     out.append(f"_{diff_note()}_")
     out.append("")
     return out
 
 
-def render(report: Report, diff: PlanDiff | None = None) -> str:
-    s, cost = report.summary, report.cost
-    out = [
-        f"## trainstack plan: `{s.stack}` ({s.region}, {s.environment})",
-        "",
-        f"{s.resource_count} resources ({s.custom_count} cloud, {s.component_count} components). {s.mode}.",
-        "",
-    ]
-    if report.contracts:
-        out += [f"**Contracts: {len(report.contracts)} input(s) a real deployment would refuse.**", ""]
-    if report.policy is not None:
-        p = report.policy
-        verdict = "passes" if p.passed else "**blocked**"
-        out.append(f"Policy review {verdict}: {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s).")
+def _verdict(v: verdict.Verdict) -> list[str]:
+    icon = {verdict.OK: "✅", verdict.ATTENTION: "⚠️", verdict.REFUSED: "⛔"}[v.status]
+    out = [f"**{icon} Verdict: {v.headline}**", ""]
+    if v.counts is not None:
+        out += [f"**{change_line(v)}.**", ""]
+    rows = [[f.label, f.value if f.before is None else f"{f.before} → {f.value}"] for f in v.figures]
+    rows.append(["time to ready", ready_line(v).removeprefix("ready in ")])
+    out += md_table(["", ""], rows)
+    out.append("")
+    return out
+
+
+def _risks(v: verdict.Verdict) -> list[str]:
+    out = ["### Risks", ""]
+    if not v.risks:
+        return [*out, "None found.", ""]
+    out += [f"{i}. **{r.severity}**: {r.title}. {r.why}" for i, r in enumerate(v.risks[:MAX_ROWS], 1)]
+    if len(v.risks) > MAX_ROWS:
+        out.append(f"{MAX_ROWS + 1}. … {len(v.risks) - MAX_ROWS} more (`--format json` lists them all)")
+    return [*out, ""]
+
+
+def _time(v: verdict.Verdict) -> list[str]:
+    out = []
+    for title, estimate in (("Time to ready", v.time), ("Time to apply the change", v.change)):
+        if estimate is None:
+            continue
+        out += [f"### {title}: about {minutes(estimate.low, estimate.high)}", ""]
+        pole = estimate.long_pole
+        out.append(
+            "Critical path of the recorded dependency graph"
+            + (f"; the long pole is the {pole.what} (`{pole.name}`)." if pole else ".")
+        )
         out.append("")
+        out += md_table(
+            ["step", "typical", "source"],
+            [
+                [f"{s.what} `{s.name}`", minutes(s.time.low, s.time.high), s.time.source]
+                for s in estimate.path
+                if s.time.high >= 1
+            ],
+        )
+        out += [""] + [f"_{note}._" for note in estimate.notes] + ([""] if estimate.notes else [])
+    return out
+
+
+def _resources(report: Report, budget: int) -> list[str]:
+    """The resource list, cut to fit `budget` characters (GitHub refuses comments over 65,536)."""
+    s = report.summary
+    head = [f"<details><summary>Resources ({s.resource_count})</summary>", ""]
+    rows = md_table(
+        ["type", "name", "protect"],
+        [[f"`{r.type}`", f"`{r.name}`", "yes" if r.protect else ""] for r in report.recording.resources],
+        limit=len(report.recording.resources),
+    )
+    tail = ["", "</details>", ""]
+    kept: list[str] = []
+    used = sum(len(line) + 1 for line in head + tail) + 120
+    for i, line in enumerate(rows):
+        if used + len(line) + 1 > budget:
+            kept.append(f"| … | {len(rows) - i} more: see `--format json` | |")
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return head + kept + tail
+
+
+GITHUB_COMMENT_LIMIT = 65_536  # characters GitHub accepts in an issue or pull-request comment body
+
+
+def render(report: Report, diff: PlanDiff | None = None, before: Report | None = None) -> str:
+    """The pull-request comment: verdict, risks and time to ready first, then the tables, always under
+    GitHub's comment limit (the resource list gives way first)."""
+    s, cost = report.summary, report.cost
+    v = verdict.assess(report, diff, before)
+    head = (
+        f"## trainstack diff: `{s.stack}` against `{diff.against}` ({s.region})"
+        if diff is not None
+        else f"## trainstack plan: `{s.stack}` ({s.region}, {s.environment})"
+    )
+    out = [head, "", *_verdict(v), *_risks(v), *_time(v)]
+    if diff is not None:
+        out += _diff(report, diff, before)
 
     out += ["### Compute", ""]
-    if s.node_groups:
+    if s.gpu_groups:
         out += md_table(COMPUTE_HEADERS, compute_rows(report))
         out.append("")
-        out.append(
-            f"Accelerators: **{s.gpus_desired}** at desired, **{s.gpus_max}** at max"
-            + (f" + {s.hyperpod_gpus} in SageMaker HyperPod" if s.hyperpod_gpus else "")
-            + f" (budget {s.gpu_budget}). "
-            f"EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired, {fmt.gbps(s.fabric_gbps_max)} at max."
-        )
-    else:
-        out.append("No node groups recorded.")
+    out += [f"- {line}" for line in system_lines(report) + hyperpod_lines(report)]
+    out.append(
+        f"- accelerators **{s.accelerators_desired}** at desired, **{s.accelerators_max}** at max "
+        f"(budget {s.gpu_budget})"
+        + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
+    )
     out.append("")
-    hyperpod = hyperpod_lines(report)
-    if hyperpod:
-        out += [f"- {line}" for line in hyperpod] + [""]
 
     out += ["### Storage", ""]
     for fs in s.file_systems:
@@ -172,24 +240,28 @@ def render(report: Report, diff: PlanDiff | None = None) -> str:
         )
         out.append("")
 
-    if report.policy is not None and report.policy.violations:
+    if report.policy is not None:
+        p = report.policy
         out += ["### Policy review", ""]
-        out += md_table(
-            ["level", "policy", "resource", "message"],
-            [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in report.policy.violations],
+        out.append(
+            f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies."
         )
         out.append("")
+        if p.violations:
+            out += md_table(
+                ["level", "policy", "resource", "message"],
+                [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in p.violations],
+            )
+            out.append("")
 
-    if diff is not None:
-        out += _diff(diff)
-
-    out += ["### Architecture", "", "```mermaid", flowchart(report.recording), "```", ""]
-
-    out += [f"<details><summary>Resources ({s.resource_count})</summary>", ""]
-    out += md_table(
-        ["type", "name", "protect"],
-        [[f"`{r.type}`", f"`{r.name}`", "yes" if r.protect else ""] for r in report.recording.resources],
-    )
-    out += ["", "</details>", "", "### Next step", ""]
-    out += ["```sh", *[line.strip() for line in next_steps(s.stack, s.environment)[1:]], "```", ""]
-    return "\n".join(out)
+    out += [
+        "### Architecture",
+        "",
+        "```mermaid",
+        flowchart(report.recording, diff, before.recording if before else None),
+    ]
+    out += ["```", ""]
+    tail = ["### Next step", "", "```sh", *[line.strip() for line in next_steps(s.stack, s.environment)[1:]], "```", ""]
+    budget = GITHUB_COMMENT_LIMIT - sum(len(line) + 1 for line in out + tail)
+    out += _resources(report, budget)
+    return "\n".join(out + tail)

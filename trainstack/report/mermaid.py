@@ -1,53 +1,71 @@
-"""A Mermaid `flowchart` of the architecture, drawn from the recorded resource graph.
+"""A Mermaid `flowchart` for a reviewer, drawn from the recorded resource graph.
 
-Nodes are the resources a reviewer thinks in (VPC, subnets grouped by AZ, NAT gateways, interface endpoints,
-the EKS cluster, node groups, FSx, S3, Helm add-ons, SageMaker HyperPod); every other recorded resource is
-transparent: an edge A --> B means A depends on B, directly or through resources that are not drawn (a node
-group reaches its subnet through its launch template, a Helm release reaches the cluster through the
-Kubernetes provider). Containment (VPC > AZ > subnet, node group, file system) replaces edges to subnets.
+What a reviewer looks for, readable at a pull request's width (about 880 px): the AZ with the GPUs first, its
+GPU groups with their EFA fabric, the data path (GPU nodes to FSx for Lustre to S3), the control plane the nodes
+join, and the cluster add-ons grouped under EKS, with the GPU Operator and the EFA device plugin drawn on the
+GPU nodes they run on (found from the tolerations in their values). Everything numerous is folded: the
+interface endpoints into one node, AZs with nothing but subnets and NAT into one node, the EKS managed add-ons
+into one node, GPU groups beyond `MAX_GROUPS_PER_AZ` in an AZ into one node; so the node count stays bounded
+however many groups a stack has. In a diff, added, changed and removed nodes are coloured.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
+from trainstack.diff import PlanDiff
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import graph
+from trainstack.report import fmt, graph
 from trainstack.report.graph import Index, as_int, get
-from trainstack.report.summary import node_group_summary
+from trainstack.report.names import urn_type
+from trainstack.report.summary import NodeGroupSummary, node_group_summary
 
-_DRAWN = {
-    graph.VPC,
-    graph.SUBNET,
-    graph.NAT_GATEWAY,
-    graph.VPC_ENDPOINT,
-    graph.EKS_CLUSTER,
-    graph.NODE_GROUP,
-    graph.FSX_LUSTRE,
-    *graph.S3_BUCKETS,
-    graph.HELM_RELEASE,
-    graph.HELM_CHART,
-    graph.HYPERPOD_CLUSTER,
-}
-_CONTAINERS = {graph.VPC, graph.SUBNET}
-_IN_VPC = {graph.VPC_ENDPOINT, graph.NODE_GROUP, graph.HYPERPOD_CLUSTER}
-_ZONAL = {graph.SUBNET, graph.NAT_GATEWAY, graph.NODE_GROUP, graph.FSX_LUSTRE}
+MAX_GROUPS_PER_AZ = 3  # GPU groups drawn one by one in an AZ; the rest fold into one node
+ROW = 3  # nodes side by side in the EKS box: three boxes of about 200 px fit a comment's 880 px
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 NODE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+# GitHub-like colours: green added, amber changed, red removed (dashed).
+CLASSES = {
+    "added": "fill:#dafbe1,stroke:#1a7f37,color:#0d1117",
+    "changed": "fill:#fff8c5,stroke:#9a6700,color:#0d1117",
+    "removed": "fill:#ffebe9,stroke:#cf222e,color:#0d1117,stroke-dasharray:4 3",
+}
+
+
+@dataclass
+class Node:
+    key: str  # stable across two recordings of the same stack: what a diff matches on
+    label: str
+    shape: str  # rect, cyl (storage), round (add-on), stadium (gateway), hex (fabric)
+    container: str  # "", "vpc", "az:<zone>", "eks"
+    urns: set[str] = field(default_factory=set)  # the recorded resources the node stands for
+    status: str = ""  # added, changed, removed (diffs only)
+
+    @property
+    def id(self) -> str:
+        return "n_" + re.sub(r"[^A-Za-z0-9]", "_", self.key)
 
 
 @dataclass(frozen=True)
-class Node:
-    id: str
-    label: str
-    shape: str  # rect, cyl (storage), round (add-on), stadium (gateway)
-    urn: str
-    zone: str | None  # the AZ the node sits in, when it has one
+class Edge:
+    source: str  # node keys
+    target: str
+    label: str = ""
+    style: str = "-->"  # --> flow, -.-> runs on, === fabric, <--> both ways, ~~~ layout only (invisible)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _label(text: str) -> str:
-    """Mermaid label text: no double quotes (they end the label), no backticks or pipes."""
+    """Mermaid label text: no double quotes (they end the label), no backticks, pipes or brackets of markdown."""
     return text.replace('"', "'").replace("`", "'").replace("|", "/")
 
 
@@ -57,163 +75,308 @@ def _shape(node: Node) -> str:
         "cyl": f"[({text})]",
         "round": f"({text})",
         "stadium": f"([{text}])",
+        "hex": "{{" + text + "}}",
     }.get(node.shape, f"[{text}]")
 
 
-def _zone_of(index: Index, resource: RecordedResource) -> str | None:
-    """The one AZ a resource sits in; None when it has none or spans several (then it is drawn in the VPC)."""
-    zone = get(resource.inputs, "availabilityZone")
-    if zone:
-        return str(zone)
-    zones: set[str] = set()
-    for prop in ("subnetId", "subnetIds", "launchTemplate"):
-        for target in index.refs(resource, prop):
-            subnets = [target] if target.type == graph.SUBNET else []
-            if target.type == graph.LAUNCH_TEMPLATE:
-                subnets = index.refs(target, "networkInterfaces", graph.SUBNET)
-            zones |= {str(z) for s in subnets if (z := get(s.inputs, "availabilityZone"))}
-    return zones.pop() if len(zones) == 1 else None
-
-
-def _describe(index: Index, r: RecordedResource) -> tuple[str, str]:
-    """(label, shape) of a drawn resource."""
-    i = r.inputs
-    if r.type == graph.VPC:
-        return f"VPC {get(i, 'cidrBlock') or ''}".strip(), "rect"
-    if r.type == graph.SUBNET:
-        public = bool(get(i, "mapPublicIpOnLaunch")) or "public" in r.name
-        return f"{'public' if public else 'private'} subnet {get(i, 'cidrBlock') or r.name}", "rect"
-    if r.type == graph.NAT_GATEWAY:
-        return "NAT gateway", "stadium"
-    if r.type == graph.VPC_ENDPOINT:
-        # com.amazonaws.<region>.ecr.api -> ecr.api
-        service = str(get(i, "serviceName") or r.name).split(".", 3)[-1]
-        return f"endpoint {service}", "stadium"
-    if r.type == graph.EKS_CLUSTER:
-        return f"EKS {get(i, 'name') or r.name} {get(i, 'version') or ''}".strip(), "rect"
-    if r.type == graph.NODE_GROUP:
-        g = node_group_summary(index, r)
-        efa = f", {g.efa_interfaces} EFA" if g.efa_interfaces else ""
-        sizes = f"{g.desired_size} x {g.instance_type} (min {g.min_size}, max {g.max_size})"
-        return f"node group {g.name}: {sizes}{efa}", "rect"
-    if r.type == graph.FSX_LUSTRE:
-        return (
-            f"FSx for Lustre {get(i, 'deploymentType') or ''} {as_int(get(i, 'storageCapacity')) or 0:,} GiB",
-            "cyl",
-        )
-    if r.type in graph.S3_BUCKETS:
-        return f"S3 {get(i, 'bucket') or r.name}", "cyl"
-    if r.type in (graph.HELM_RELEASE, graph.HELM_CHART):
-        chart = str(get(i, "chart") or r.name).rstrip("/").rsplit("/", 1)[-1]  # oci://.../charts/kueue -> kueue
-        return f"Helm {chart} {get(i, 'version') or ''}".strip(), "round"
-    if r.type == graph.HYPERPOD_CLUSTER:
-        groups = i.get("instanceGroups") or []
-        count = sum(as_int(get(g, "instanceCount")) or 0 for g in groups if isinstance(g, dict))
-        return f"SageMaker HyperPod {get(i, 'clusterName') or r.name}: {count} instances", "rect"
-    return r.name, "rect"
-
-
-def _depends_on(index: Index, r: RecordedResource, drawn: set[str]) -> set[str]:
-    """The drawn resources `r` reaches through dependencies and providers, crossing undrawn ones only."""
-    seen: set[str] = set()
+def _tolerated_keys(values: Any) -> set[str]:
+    """Taint keys a chart's values tolerate, wherever the tolerations sit (daemonsets.tolerations, ...)."""
     found: set[str] = set()
-    stack = [*r.dependencies, r.provider_urn]
-    while stack:
-        urn = stack.pop()
-        if not urn or urn in seen:
-            continue
-        seen.add(urn)
-        if urn in drawn:
-            found.add(urn)
-            continue
-        target = index.by_urn.get(urn)
-        if target is not None:
-            stack += [*target.dependencies, target.provider_urn]
-    found.discard(r.urn)
+    if isinstance(values, dict):
+        if "effect" in values or "operator" in values:
+            key = values.get("key")
+            if isinstance(key, str):
+                found.add(key)
+        for value in values.values():
+            found |= _tolerated_keys(value)
+    elif isinstance(values, list):
+        for value in values:
+            found |= _tolerated_keys(value)
     return found
 
 
-def _edge_sources(recording: Recording, drawn: set[str]) -> list[tuple[RecordedResource, RecordedResource]]:
-    """(drawn resource, resource whose dependencies it shows): each drawn resource for itself, plus the
-    undrawn siblings of a component's only drawn resource (a file system's data repository association
-    shows as the file system's link to its bucket)."""
-    pairs = [(r, r) for r in recording.resources if r.urn in drawn]
-    by_parent: dict[str, list[RecordedResource]] = defaultdict(list)
-    for r in recording.resources:
-        by_parent[r.parent].append(r)
-    for siblings in by_parent.values():
-        anchors = [r for r in siblings if r.urn in drawn]
-        if len(anchors) == 1 and anchors[0].parent:
-            pairs += [(anchors[0], r) for r in siblings if r.urn not in drawn and r.custom]
-    return pairs
+def _chart(release: RecordedResource) -> str:
+    return str(get(release.inputs, "chart") or release.name).rstrip("/").rsplit("/", 1)[-1]
 
 
-def flowchart(recording: Recording) -> str:
+def _group_label(g: NodeGroupSummary, prefix: str) -> str:
+    name = g.name.removeprefix(prefix + "-")
+    return (
+        f"{name}: {g.desired_size} x {g.instance_type}, {g.gpus_desired} {g.accelerator_model} "
+        f"(max {g.max_size} nodes), {g.capacity.split(' ')[0]}"
+    )
+
+
+class _Model:
+    """The drawn nodes and edges of one recording."""
+
+    def __init__(self, recording: Recording, prefix: str) -> None:
+        self.index = Index(recording)
+        self.prefix = prefix
+        self.nodes: dict[str, Node] = {}
+        self.edges: list[Edge] = []
+        self.zones: list[str] = []  # AZ subgraphs to draw, GPU AZ first
+        self.folded_zones: list[str] = []
+        self.vpc_label = ""
+        self._build(recording)
+
+    def add(self, key: str, label: str, shape: str, container: str, urns: Iterable[str]) -> Node:
+        node = self.nodes.get(key)
+        if node is None:
+            node = self.nodes[key] = Node(key, label, shape, container)
+        node.urns |= set(urns)
+        return node
+
+    def _members(self, resource: RecordedResource) -> set[str]:
+        """A resource and its component's other resources (a node group stands for its launch template too)."""
+        urns = {resource.urn}
+        if resource.parent:
+            urns |= {r.urn for r in self.index.recording.resources if r.parent == resource.parent}
+            urns.add(resource.parent)
+        return urns
+
+    def _build(self, recording: Recording) -> None:
+        index = self.index
+        vpcs = index.of_type(graph.VPC)
+        self.vpc_label = f"VPC {get(vpcs[0].inputs, 'cidrBlock') or ''}".strip() if vpcs else ""
+        subnet_zone = {s.urn: str(get(s.inputs, "availabilityZone") or "") for s in index.of_type(graph.SUBNET)}
+        all_zones = sorted({z for z in subnet_zone.values() if z})
+
+        # GPU groups by AZ, system groups in the VPC.
+        groups = [(r, node_group_summary(index, r)) for r in index.of_type(graph.NODE_GROUP)]
+        gpu_by_zone: dict[str, list[tuple[RecordedResource, NodeGroupSummary]]] = defaultdict(list)
+        for r, g in groups:
+            if g.gpu:
+                zone = g.availability_zones[0] if len(g.availability_zones) == 1 else ""
+                gpu_by_zone[zone].append((r, g))
+            else:
+                label = (
+                    f"system nodes: {g.desired_size} x {g.instance_type} (max {g.max_size}) "
+                    f"over {len(g.availability_zones)} AZs"
+                )
+                self.add(f"ng_{g.name}", label, "rect", "vpc" if vpcs else "", self._members(r))
+        file_systems = index.of_type(graph.FSX_LUSTRE)
+        fs_zone: dict[str, str] = {}
+        for fs in file_systems:
+            zones = {subnet_zone.get(s.urn, "") for s in index.refs(fs, "subnetIds", graph.SUBNET)}
+            fs_zone[fs.urn] = zones.pop() if len(zones) == 1 else ""
+        hyperpods = index.of_type(graph.HYPERPOD_CLUSTER)
+
+        busy = {z for z in gpu_by_zone if z} | {z for z in fs_zone.values() if z}
+        self.zones = sorted(busy, key=lambda z: (z not in gpu_by_zone, z not in fs_zone.values(), z))
+        self.folded_zones = [z for z in all_zones if z not in busy]
+
+        # Subnets and NAT per drawn AZ fold into one node; the empty AZs into one node together.
+        nats = index.of_type(graph.NAT_GATEWAY)
+        for zone in self.zones:
+            subnets = [u for u, z in subnet_zone.items() if z == zone]
+            nat = [n.urn for n in nats if any(s in subnets for s in n.dependencies) or _nat_zone(index, n) == zone]
+            self.add(
+                f"subnets_{zone}",
+                plural(len(subnets), "subnet") + (", NAT gateway" if nat else ""),
+                "stadium",
+                f"az:{zone}",
+                subnets + nat,
+            )
+        if self.folded_zones:
+            subnets = [u for u, z in subnet_zone.items() if z in self.folded_zones]
+            nat = [n.urn for n in nats if _nat_zone(index, n) in self.folded_zones]
+            self.add(
+                "zones_folded",
+                f"{', '.join(self.folded_zones)}: {plural(len(subnets), 'subnet')}"
+                + (f", {plural(len(nat), 'NAT gateway')}" if nat else "")
+                + " (no GPUs, no file system)",
+                "stadium",
+                "vpc",
+                subnets + nat,
+            )
+
+        for zone, members in sorted(gpu_by_zone.items()):
+            container = f"az:{zone}" if zone else ("vpc" if vpcs else "")
+            members.sort(key=lambda m: (-m[1].gpus_max, m[1].name))
+            for r, g in members[:MAX_GROUPS_PER_AZ]:
+                key = f"ng_{g.name}"
+                self.add(key, _group_label(g, self.prefix), "rect", container, self._members(r))
+                if g.fabric_gbps_per_node:
+                    fabric = (
+                        f"EFA fabric: {g.efa_interfaces}/{g.efa_max} interfaces, "
+                        f"{fmt.gbps(g.fabric_gbps_desired)} at desired"
+                        + (f", placement group {g.placement_group}" if g.placement_group else "")
+                    )
+                    # The fabric is the launch template's interfaces in the group's placement: the same resources.
+                    self.add(f"efa_{g.name}", fabric, "hex", container, self._members(r))
+                    self.edges.append(Edge(key, f"efa_{g.name}", "RDMA", "==="))
+            rest = members[MAX_GROUPS_PER_AZ:]
+            if rest:
+                accelerators = sum(g.gpus_desired for _, g in rest)
+                self.add(
+                    f"ng_more_{zone or 'vpc'}",
+                    f"{plural(len(rest), 'more GPU group')}: {accelerators} accelerators at desired",
+                    "rect",
+                    container,
+                    {u for r, _ in rest for u in self._members(r)},
+                )
+
+        for fs in file_systems:
+            zone = fs_zone[fs.urn]
+            capacity = as_int(get(fs.inputs, "storageCapacity")) or 0
+            label = f"FSx for Lustre {get(fs.inputs, 'deploymentType') or ''} {capacity / 1024:,.1f} TiB" + (
+                ", EFA" if get(fs.inputs, "efaEnabled") else ""
+            )
+            self.add(f"fs_{fs.name}", label, "cyl", f"az:{zone}" if zone else "vpc", self._members(fs))
+
+        endpoints = index.of_type(graph.VPC_ENDPOINT)
+        if endpoints:
+            services = sorted(str(get(e.inputs, "serviceName") or e.name).split(".", 3)[-1] for e in endpoints)
+            self.add(
+                "endpoints",
+                f"{plural(len(endpoints), 'VPC endpoint')}: {', '.join(services)}",
+                "stadium",
+                "vpc" if vpcs else "",
+                {e.urn for e in endpoints},
+            )
+
+        buckets = index.of_type(*graph.S3_BUCKETS)
+        if buckets:
+            names = sorted(r.name.removeprefix(self.prefix + "-") for r in buckets)
+            self.add("s3", f"S3: {', '.join(names)}", "cyl", "", {b.urn for b in buckets})
+
+        for cluster in index.of_type(graph.EKS_CLUSTER):
+            label = f"control plane {get(cluster.inputs, 'version') or ''}".strip()
+            self.add("eks", label, "rect", "eks", {cluster.urn})
+        addons = index.of_type(graph.EKS_ADDON)
+        if addons:
+            names = sorted(str(get(a.inputs, "addonName") or a.name) for a in addons)
+            self.add("eks_addons", f"EKS add-ons: {', '.join(names)}", "round", "eks", {a.urn for a in addons})
+        for release in index.of_type(graph.HELM_RELEASE, graph.HELM_CHART):
+            key = f"helm_{_chart(release)}"
+            self.add(
+                key, f"{_chart(release)} {get(release.inputs, 'version') or ''}".strip(), "round", "eks", {release.urn}
+            )
+            tolerated = _tolerated_keys(release.inputs.get("values"))
+            for _, g in groups:
+                taints = {t.split("=", 1)[0] for t in g.taints}
+                if g.gpu and taints & tolerated and f"ng_{g.name}" in self.nodes:
+                    self.edges.append(Edge(key, f"ng_{g.name}", "runs on", "-.->"))
+
+        for hp in hyperpods:
+            count = sum(as_int(get(g, "instanceCount")) or 0 for g in hp.inputs.get("instanceGroups") or [])
+            self.add("hyperpod", f"SageMaker HyperPod: {count} instances", "rect", "vpc" if vpcs else "", {hp.urn})
+            if get(hp.inputs, "orchestrator", "eks"):
+                self.edges.append(Edge("eks", "hyperpod", "orchestrates"))
+
+        # The data path and the control plane: every drawn node group joins EKS and mounts each file system.
+        compute = [k for k in self.nodes if k.startswith("ng_")] + (["hyperpod"] if hyperpods else [])
+        for key in compute:
+            if "eks" in self.nodes and key != "hyperpod":
+                self.edges.append(Edge("eks", key, "manages"))
+            if key == "hyperpod" or not self.nodes[key].label.startswith("system"):
+                self.edges += [Edge(key, f"fs_{fs.name}", "Lustre") for fs in file_systems]
+        for dra in index.of_type(DRA):
+            for fs in index.refs(dra, "fileSystemId", graph.FSX_LUSTRE):
+                if "s3" in self.nodes:
+                    self.nodes[f"fs_{fs.name}"].urns.add(dra.urn)
+                    self.edges.append(Edge(f"fs_{fs.name}", "s3", "import / export", "<-->"))
+
+
+def _layout(model: _Model) -> None:
+    """Invisible links that stack nodes which have no edge between them, so the chart grows down, not sideways:
+    the EKS add-ons in rows of `ROW` above the control plane, the VPC's own nodes (system nodes, folded AZs,
+    endpoints) in one column."""
+    # The control plane goes last, so everything it manages ranks below the whole EKS box, not beside it.
+    eks = sorted((k for k, n in model.nodes.items() if n.container == "eks"), key=lambda k: k == "eks")
+    model.edges += [Edge(eks[i], eks[i + ROW], "", "~~~") for i in range(len(eks) - ROW)]
+    vpc = [k for k, n in model.nodes.items() if n.container == "vpc"]
+    model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(vpc)]
+
+
+def _nat_zone(index: Index, nat: RecordedResource) -> str:
+    zones = {str(get(s.inputs, "availabilityZone") or "") for s in index.refs(nat, "subnetId", graph.SUBNET)}
+    return zones.pop() if len(zones) == 1 else ""
+
+
+def _mark(model: _Model, diff: PlanDiff, before: Recording | None, prefix: str) -> None:
+    """Colour what the diff touches; draw what it removes (from the baseline recording) as removed nodes."""
+    added = {urn for urn, _ in diff.added}
+    changed = {c.urn for c in diff.changed}
+    for node in model.nodes.values():
+        own = {u for u in node.urns if not urn_type(u).startswith("trainstack:")}  # components have no cloud state
+        if own and own <= added:
+            node.status = "added"
+        elif node.urns & (added | changed):
+            node.status = "changed"
+    if before is None:
+        return
+    old = _Model(before, prefix)
+    for key, node in old.nodes.items():
+        if key not in model.nodes:
+            node.status = "removed"
+            if node.container.startswith("az:") and node.container[3:] not in model.zones:
+                node.container = "vpc"
+            model.nodes[key] = node
+
+
+def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Recording | None = None) -> str:
     """The Mermaid source (without the code fence)."""
-    index = Index(recording)
-    resources = [r for r in recording.resources if r.type in _DRAWN]
-    nodes: dict[str, Node] = {}
-    for n, r in enumerate(resources):
-        label, shape = _describe(index, r)
-        zone = _zone_of(index, r) if r.type in _ZONAL else None
-        nodes[r.urn] = Node(id=f"n{n}", label=label, shape=shape, urn=r.urn, zone=zone)
+    prefix = _cluster_prefix(recording)
+    model = _Model(recording, prefix)
+    if diff is not None:
+        _mark(model, diff, before, prefix)
+    _layout(model)
+    nodes = model.nodes
+    by_container: dict[str, list[Node]] = defaultdict(list)
+    for node in nodes.values():
+        by_container[node.container].append(node)
 
-    lines = ["flowchart LR"]
-    vpcs = [r for r in resources if r.type == graph.VPC][:1]  # trainstack builds one VPC per stack
-    in_vpc = {u for u, node in nodes.items() if node.zone} if vpcs else set()
-    for v, vpc in enumerate(vpcs):
-        lines.append(f'  subgraph vpc{v}["{_label(nodes[vpc.urn].label)}"]')
-        by_zone: dict[str, list[Node]] = defaultdict(list)
-        for node in nodes.values():
-            if node.zone:
-                by_zone[node.zone].append(node)
-        for z, zone in enumerate(sorted(by_zone)):
-            lines.append(f'    subgraph az{v}_{z}["{_label(zone)}"]')
-            lines.append("      direction TB")
-            lines += [f"      {node.id}{_shape(node)}" for node in by_zone[zone]]
-            lines.append("    end")
-        # Endpoints, multi-AZ node groups and HyperPod sit in the VPC without one AZ.
-        spanning = [r for r in resources if r.type in _IN_VPC and not nodes[r.urn].zone]
-        for r in spanning:
-            lines.append(f"    {nodes[r.urn].id}{_shape(nodes[r.urn])}")
-            in_vpc.add(r.urn)
+    lines = ["flowchart TB"]
+
+    def draw(container: str, indent: str) -> None:
+        lines.extend(f"{indent}{n.id}{_shape(n)}" for n in by_container.get(container, []))
+
+    if "eks" in {n.container for n in nodes.values()}:
+        lines.append('  subgraph eks_cluster["EKS"]')
+        draw("eks", "    ")
         lines.append("  end")
-        in_vpc.add(vpc.urn)
-    for urn, node in nodes.items():
-        if urn not in in_vpc:
-            lines.append(f"  {node.id}{_shape(node)}")
-
-    drawn = set(nodes)
-    edges: set[tuple[str, str]] = set()
-    for source, r in _edge_sources(recording, drawn):
-        if source.type in _CONTAINERS or source.type == graph.VPC_ENDPOINT:
+    if model.vpc_label or any(n.container.startswith(("vpc", "az:")) for n in nodes.values()):
+        lines.append(f'  subgraph vpc["{_label(model.vpc_label or "VPC")}"]')
+        for zone in model.zones:
+            lines.append(f'    subgraph az_{re.sub(r"[^A-Za-z0-9]", "_", zone)}["{_label(zone)}"]')
+            draw(f"az:{zone}", "      ")
+            lines.append("    end")
+        draw("vpc", "    ")
+        lines.append("  end")
+    draw("", "  ")
+    seen: set[tuple[str, str]] = set()
+    for edge in model.edges:
+        if edge.source not in nodes or edge.target not in nodes or (edge.source, edge.target) in seen:
             continue
-        for target in _depends_on(index, r, drawn):
-            if target == source.urn or index.by_urn[target].type in _CONTAINERS:
-                continue  # containment already shows it
-            edges.add((nodes[source.urn].id, nodes[target].id))
-    edges = transitive_reduction(edges)
-    lines += [f"  {a} --> {b}" for a, b in sorted(edges, key=lambda e: (int(e[0][1:]), int(e[1][1:])))]
+        seen.add((edge.source, edge.target))
+        label = f'|"{_label(edge.label)}"|' if edge.label else ""
+        lines.append(f"  {nodes[edge.source].id} {edge.style}{label} {nodes[edge.target].id}")
+    marked = {status: [n.id for n in nodes.values() if n.status == status] for status in CLASSES}
+    for status, ids in marked.items():
+        if ids:
+            lines.append(f"  classDef {status} {CLASSES[status]}")
+            lines.append(f"  class {','.join(ids)} {status}")
     return "\n".join(lines)
 
 
-def transitive_reduction(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Drop a --> c when c is reachable from a another way (a --> b --> c): the diagram shows the order."""
-    succ: dict[str, set[str]] = defaultdict(set)
-    for a, b in edges:
-        succ[a].add(b)
+def _cluster_prefix(recording: Recording) -> str:
+    clusters = Index(recording).of_type(graph.EKS_CLUSTER)
+    if clusters and (name := get(clusters[0].inputs, "name")):
+        return str(name)
+    return ""
 
-    def reachable(start: str, skip: tuple[str, str]) -> set[str]:
-        seen: set[str] = set()
-        todo = [b for b in succ[start] if (start, b) != skip]
-        while todo:
-            node = todo.pop()
-            if node not in seen:
-                seen.add(node)
-                todo += succ[node]
-        return seen
 
-    return {(a, b) for a, b in edges if b not in reachable(a, (a, b))}
+def node_count(source: str) -> int:
+    """How many nodes a flowchart this module writes defines."""
+    return sum(1 for line in source.splitlines() if _SHAPE.match(line.strip()))
+
+
+_SHAPE = re.compile(
+    r'^([A-Za-z][A-Za-z0-9_]*)(\[\("[^"]*"\)\]|\(\["[^"]*"\]\)|\("[^"]*"\)|\["[^"]*"\]|\{\{"[^"]*"\}\})$'
+)
+_EDGE = re.compile(r'^([A-Za-z][A-Za-z0-9_]*) (-->|-\.->|===|<-->|~~~)(\|"[^"]*"\|)? ([A-Za-z][A-Za-z0-9_]*)$')
 
 
 def check(source: str) -> list[str]:
@@ -224,9 +387,8 @@ def check(source: str) -> list[str]:
         problems.append("first line must be `flowchart <direction>`")
     depth = 0
     defined: set[str] = set()
-    shape = re.compile(r'^([A-Za-z][A-Za-z0-9_]*)(\[\("[^"]*"\)\]|\(\["[^"]*"\]\)|\("[^"]*"\)|\["[^"]*"\])$')
-    edge = re.compile(r"^([A-Za-z][A-Za-z0-9_]*) --> ([A-Za-z][A-Za-z0-9_]*)$")
     edges: list[tuple[str, str]] = []
+    classes: set[str] = set()
     for line in lines[1:]:
         if line.startswith("subgraph "):
             depth += 1
@@ -238,12 +400,18 @@ def check(source: str) -> list[str]:
                 problems.append("`end` without a subgraph")
         elif line.startswith("direction "):
             continue
-        elif m := shape.match(line):
+        elif m := re.match(r"^classDef ([a-z]+) [^ ]+$", line):
+            classes.add(m.group(1))
+        elif m := re.match(r"^class ([A-Za-z0-9_,]+) ([a-z]+)$", line):
+            if m.group(2) not in classes:
+                problems.append(f"class {m.group(2)} used before its classDef")
+            edges += [(node, node) for node in m.group(1).split(",")]
+        elif m := _SHAPE.match(line):
             if m.group(1) in defined:
                 problems.append(f"node {m.group(1)} defined twice")
             defined.add(m.group(1))
-        elif m := edge.match(line):
-            edges.append((m.group(1), m.group(2)))
+        elif m := _EDGE.match(line):
+            edges.append((m.group(1), m.group(4)))
         else:
             problems.append(f"unparsed line: {line}")
     if depth != 0:

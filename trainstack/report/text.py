@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
-from trainstack.engine import RecordedResource
-from trainstack.report import fmt
+from trainstack.engine import RecordedResource, Recording
+from trainstack.report import fmt, verdict
+from trainstack.report.changes import entries
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
+from trainstack.report.time_to_ready import minutes
 
 
 @dataclass(frozen=True)
@@ -58,47 +60,62 @@ def efa_cell(group: NodeGroupSummary) -> str:
     return f"{group.efa_interfaces}/{group.efa_max}"
 
 
+def _fabric(g: NodeGroupSummary) -> str:
+    if not g.fabric_gbps_per_node:
+        return "-"
+    return f"{efa_cell(g)} EFA, {fmt.gbps(g.fabric_gbps_per_node)}/node"
+
+
 def compute_rows(report: Report) -> list[list[str]]:
-    rows = []
-    for g in report.summary.node_groups:
-        rows.append(
-            [
-                g.name,
-                g.instance_type or "?",
-                f"{g.min_size}/{g.desired_size}/{g.max_size}",
-                f"{g.gpus_desired}/{g.gpus_max}" if g.gpu else "-",
-                f"{g.gpus_per_node} x {g.accelerator_model}, {g.gpu_memory_gib_per_node:,} GiB" if g.gpu else "-",
-                efa_cell(g),
-                fmt.gbps(g.fabric_gbps_per_node) if g.fabric_gbps_per_node else "-",
-                f"{fmt.gbps(g.fabric_gbps_desired)} / {fmt.gbps(g.fabric_gbps_max)}" if g.fabric_gbps_per_node else "-",
-                g.placement_group or "-",
-                ",".join(g.availability_zones) or "-",
-                g.capacity,
-            ]
-        )
-    return rows
+    """One row per GPU group: what a reviewer checks (the system group is one line below the table)."""
+    return [
+        [
+            g.name.removeprefix(report.summary.name + "-"),
+            g.instance_type or "?",
+            f"{g.desired_size}/{g.max_size}",
+            f"{g.gpus_desired}/{g.gpus_max} {g.accelerator_model}",
+            _fabric(g),
+            g.capacity,
+            ",".join(g.availability_zones) or "-",
+        ]
+        for g in report.summary.gpu_groups
+    ]
 
 
-COMPUTE_HEADERS = (
-    "group",
-    "instance",
-    "nodes min/des/max",
-    "GPUs des/max",
-    "per node",
-    "EFA",
-    "fabric/node",
-    "fabric des/max",
-    "placement group",
-    "AZ",
-    "capacity",
-)
+COMPUTE_HEADERS = ("group", "type", "nodes des/max", "accelerators des/max", "fabric", "capacity", "AZ")
+
+
+def system_lines(report: Report) -> list[str]:
+    """The CPU (system) groups, one line each."""
+    return [
+        f"system {g.name.removeprefix(report.summary.name + '-')}: {g.desired_size} x {g.instance_type} "
+        f"(min {g.min_size}, max {g.max_size}) in {', '.join(g.availability_zones) or '-'}"
+        for g in report.summary.node_groups
+        if not g.gpu
+    ]
+
+
+def group_block(report: Report, g: NodeGroupSummary) -> list[str]:
+    """One GPU group as a few short lines, for a narrow terminal."""
+    name = g.name.removeprefix(report.summary.name + "-")
+    placement = f"placement group {g.placement_group}" if g.placement_group else "no placement group"
+    if not g.placement_group and g.capacity.startswith(("reservation", "capacity-block")):
+        placement += " (the reservation decides)"
+    return [
+        f"{name}: {g.desired_size} x {g.instance_type} (min {g.min_size}, max {g.max_size}) in "
+        f"{', '.join(g.availability_zones) or '-'}",
+        f"  accelerators {g.gpus_desired}/{g.gpus_max} {g.accelerator_model} ({g.gpus_per_node} x "
+        f"{g.gpu_memory_gib_per_node // max(g.gpus_per_node, 1)} GiB per node)"
+        + (f"; EFA {efa_cell(g)}, {fmt.gbps(g.fabric_gbps_per_node)}/node" if g.fabric_gbps_per_node else ""),
+        f"  capacity {g.capacity}; {placement}; {g.subnets} subnet(s); taint {', '.join(g.taints) or 'none'}",
+    ]
 
 
 def cost_rows(report: Report) -> list[list[str]]:
     return [
         [
-            i.name,
-            f"{i.quantity_desired:,g} / {i.quantity_max:,g} {i.unit}",
+            i.name.replace(report.summary.name + "-", "").replace(f" {report.summary.name} ", " "),
+            f"{fmt.number(i.quantity_desired)} / {fmt.number(i.quantity_max)} {i.unit}",
             fmt.unit_usd(i.unit_usd),
             fmt.usd(i.usd_per_hour_desired),
             fmt.usd(i.usd_per_hour_max),
@@ -144,205 +161,304 @@ def resource_tree(resources: list[RecordedResource]) -> list[str]:
     return lines
 
 
-def diff_lines(diff: PlanDiff, style: Style) -> list[str]:
-    lines = [style.heading(f"Diff against {diff.against}")]
-    updates = len(diff.changed) - len(diff.replaced)
-    lines.append(
-        f"  {len(diff.added)} to add, {updates} to change, {len(diff.replaced)} to replace, "
-        f"{len(diff.removed)} to remove"
+def _status(style: Style, status: str) -> str:
+    text = status.upper()
+    return (
+        style.ok(text) if status == verdict.OK else style.bad(text) if status == verdict.REFUSED else style.warn(text)
     )
-    for change in diff.protected_replacements:
-        lines.append(
-            style.bad(
-                f"  !! REPLACES PROTECTED {change.urn.rsplit('::', 1)[-1]} ({', '.join(change.replace_reasons)}): "
-                "`pulumi up` refuses to delete a protected resource, and forcing it destroys the data"
-            )
-        )
-    for urn, _type in diff.added:
-        lines.append(style.ok(f"  + {urn}"))
-    for urn, _type in diff.removed:
-        lines.append(style.bad(f"  - {urn}"))
-    for change in diff.changed:
-        if change.op == "replace":
-            lines.append(style.bad(f"  +- {change.urn} (replace{', protected' if change.protected else ''})"))
-        else:
-            lines.append(style.warn(f"  ~ {change.urn}"))
-        for c in change.changes:
-            forced = "  [forces replacement]" if c.path in change.replace_reasons else ""
-            lines.append(f"      {c.path}: {fmt.short(c.old)} -> {fmt.short(c.new)}{forced}")
-    for change in diff.ignored:
-        lines.append(style.dim(f"  = {change.urn} (ignoreChanges: `pulumi up` keeps the deployed value)"))
-        for c in change.changes:
-            lines.append(style.dim(f"      {c.path}: stays {fmt.short(c.old)} (config says {fmt.short(c.new)})"))
-    a_des, a_max = diff.accelerators_desired, diff.accelerators_max
-    lines.append(
-        f"  Accelerators (incl. HyperPod) at desired {a_des.before:g} -> {a_des.after:g} "
-        f"({fmt.signed(a_des.change)}), at max {a_max.before:g} -> {a_max.after:g} ({fmt.signed(a_max.change)})"
-    )
-    lines.append(
-        f"  EFA fabric at desired {fmt.gbps(diff.fabric_gbps_desired.before)} -> "
-        f"{fmt.gbps(diff.fabric_gbps_desired.after)} ({fmt.signed(diff.fabric_gbps_desired.change, ' Gbit/s')})"
-    )
-    lines.append(
-        f"  Cost at desired {fmt.usd(diff.usd_per_hour_desired.before)}/h -> "
-        f"{fmt.usd(diff.usd_per_hour_desired.after)}/h "
-        f"({fmt.signed_usd(diff.usd_per_hour_desired.change)}/h, {fmt.signed_usd(diff.usd_per_month_desired.change)}"
-        f"/month); at max {fmt.signed_usd(diff.usd_per_hour_max.change)}/h"
-    )
-    lines.append(style.dim(f"  {PROVIDER_DIFF_NOTE}"))
-    return lines
 
 
-def contract_lines(report: Report, style: Style) -> list[str]:
-    """The contract check: what AWS or Kubernetes would refuse, one violation per block."""
-    out = [style.heading("Contracts (what AWS and Kubernetes would accept)")]
-    if not report.contracts:
-        out += [style.ok("  every checked input meets its API contract"), ""]
-        return out
-    out.append(style.bad(f"  {len(report.contracts)} input(s) a real deployment would refuse"))
-    for c in report.contracts:
-        out.append(f"  {style.bad('REFUSED')} {c.name} {c.path or '(resource)'} = {c.value}: {c.rule}")
-        out.append(style.dim(f"          source: {c.source}"))
+def _severity(style: Style, severity: str) -> str:
+    label = severity.ljust(7)
+    if severity == verdict.REFUSED:
+        return style.bad(label)
+    return style.warn(label) if severity in ("high", "medium") else style.dim(label)
+
+
+def ready_line(v: verdict.Verdict) -> str:
+    pole = v.time.long_pole
+    line = f"ready in about {minutes(v.time.low, v.time.high)}"
+    return line + (f" (long pole: {pole.what})" if pole else "")
+
+
+def change_line(v: verdict.Verdict) -> str:
+    c = v.counts or {}
+    line = f"{c.get('add', 0)} to add, {c.get('change', 0)} to change, {c.get('replace', 0)} to replace, "
+    line += f"{c.get('delete', 0)} to delete"
+    if v.change is not None:
+        line += f"; the change applies in about {minutes(v.change.low, v.change.high)}"
+        if (pole := v.change.long_pole) is not None:
+            line += f" ({pole.what})"
+    return line
+
+
+def verdict_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
+    out = [style.bold("Verdict: ") + _status(style, v.headline)]
+    if v.counts is not None:
+        out += ["  " + line for line in fmt.fit(change_line(v), width - 2, "  ")]
+    parts = []
+    for f in v.figures:
+        value = f"{f.before} -> {f.value}" if f.before is not None and f.before != f.value else f.value
+        parts.append(f"{f.label} {value}")
+    parts.append(ready_line(v))
+    out += ["  " + line for line in fmt.fit(" · ".join(parts), width - 2, "")]
+    return out
+
+
+def risk_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
+    if not v.risks:
+        return [style.heading("Risks"), style.ok("  none found"), ""]
+    out = [style.heading(f"Risks ({len(v.risks)}, most serious first)")]
+    for risk in v.risks:
+        lines = fmt.clip(fmt.fit(f"{risk.title}: {risk.why}", width - 11, "  "), 2)
+        out.append("  " + _severity(style, risk.severity) + "  " + lines[0])
+        out += [" " * 11 + line for line in lines[1:]]
     out.append("")
     return out
 
 
-def render(report: Report, style: Style, diff: PlanDiff | None = None, tree: bool = True) -> str:
-    s, c, cost = report.summary, report.cluster, report.cost
-    out: list[str] = []
-    out.append(
-        style.bold(f"trainstack plan: stack {s.stack}")
-        + f"  ·  {s.region}  ·  {s.environment}  ·  {s.resource_count} resources "
-        f"({s.custom_count} cloud, {s.component_count} components)"
-    )
-    out.append(style.dim(f"  mode: {s.mode}"))
+def time_lines(v: verdict.Verdict, width: int) -> list[str]:
+    """The critical path in one or two lines: what waits for what, with each step's typical minutes."""
+    out = []
+    for title, estimate in (("Time to ready", v.time), ("Time to apply the change", v.change)):
+        if estimate is None:
+            continue
+        head = f"{title}: about {minutes(estimate.low, estimate.high)} on the critical path"
+        path = " > ".join(f"{s.what} {minutes(s.time.low, s.time.high)}" for s in estimate.path if s.time.high >= 1)
+        out += fmt.fit(head, width)
+        if path:
+            out += ["  " + line for line in fmt.fit(path, width - 2, "  ")]
+        out += ["  " + line for note in estimate.notes for line in fmt.fit(note, width - 2)]
     out.append("")
+    return out
 
-    out.append(style.heading("Settings"))
-    net = c.network
-    out.append(
-        f"  {c.name}: VPC {net.vpc_cidr} over {', '.join(net.availability_zones)}; NAT {net.nat_gateways.value}; "
-        f"interface endpoints {'on' if net.interface_endpoints else 'off'}"
-    )
-    endpoint = "public (" + ", ".join(c.eks.public_access_cidrs) + ")" if c.eks.endpoint_public_access else "private"
-    out.append(
-        f"  EKS {c.eks.version} ({c.eks.support_type.lower()} support), endpoint {endpoint}, "
-        f"auth {c.eks.authentication_mode.value}, {len(c.eks.admin_role_arns)} admin role(s)"
-    )
-    out.append(
-        f"  GPU budget {c.cost.max_gpus} accelerators at max size; data protected: {'yes' if c.protect_data else 'no'}"
-    )
-    out.append("")
 
-    out.append(style.heading("Compute"))
-    if s.node_groups:
-        out += fmt.table(COMPUTE_HEADERS, compute_rows(report))
-        total = s.gpus_max + s.hyperpod_gpus
-        hyperpod = f" + {s.hyperpod_gpus} in HyperPod" if s.hyperpod_gpus else ""
-        budget = f"{s.gpus_max} at max{hyperpod}: {total} of budget {s.gpu_budget}"
-        out.append(
-            f"  Accelerators: {s.gpus_desired} at desired, "
-            + (style.bad(budget) if total > s.gpu_budget else budget)
-            + f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired, {fmt.gbps(s.fabric_gbps_max)} at max"
+def diff_lines(report: Report, diff: PlanDiff, style: Style, width: int, before: Recording | None = None) -> list[str]:
+    lines = [style.heading(f"Changes against {diff.against}")]
+    for change in diff.protected_replacements:
+        text = (
+            f"!! REPLACES PROTECTED {change.urn.rsplit('::', 1)[-1]} ({', '.join(change.replace_reasons)}): "
+            "`pulumi up` refuses to delete a protected resource, and forcing it destroys the data"
         )
-        for g in s.node_groups:
-            if g.gpu:
-                placement = f"placement group {g.placement_group}" if g.placement_group else "no placement group"
-                if not g.placement_group and g.capacity.startswith(("reservation", "capacity-block")):
-                    placement += " (the reservation decides placement)"
-                out.append(
-                    f"  {g.name}: {g.subnets} subnet(s) in {', '.join(g.availability_zones)}; {placement}; "
-                    f"taint {', '.join(g.taints) or 'none'}"
-                )
-            if g.efa_max and 0 < g.efa_interfaces < g.efa_max:
-                out.append(
-                    style.warn(
-                        f"  {g.name}: {g.efa_interfaces} of {g.efa_max} EFA interfaces configured; the fabric runs at "
-                        f"{g.efa_interfaces / g.efa_max:.0%} of {g.instance_type}'s bandwidth"
-                    )
-                )
-    else:
-        out.append(style.dim("  no node groups recorded"))
-    out += [f"  {line}" for line in hyperpod_lines(report)]
-    out.append("")
+        lines += [style.bad("  " + line) for line in fmt.fit(text, width - 2, "   ")]
+    paint = {"+": style.ok, "-": style.bad, "!": style.bad, "~": style.warn}
+    for entry in entries(diff, report.recording, before, report.summary.name):
+        lines += [paint[entry.mark]("  " + line) for line in fmt.fit(entry.line, width - 2, "    ")]
+        lines += ["      " + line for d in entry.details for line in fmt.fit(d, width - 6, "    ")]
+    for change in diff.ignored:
+        text = f"= {change.urn.rsplit('::', 1)[-1]} (ignoreChanges: `pulumi up` keeps the deployed value)"
+        lines += [style.dim("  " + line) for line in fmt.fit(text, width - 2, "    ")]
+        for c in change.changes:
+            kept = f"{c.path}: stays {fmt.short(c.old, 30)} (config says {fmt.short(c.new, 30)})"
+            lines += [style.dim("      " + line) for line in fmt.fit(kept, width - 6, "  ")]
+    d = diff
+    acc = [
+        f"{int(d.accelerators_desired.before):,} -> {int(d.accelerators_desired.after):,} at desired "
+        f"({fmt.signed(d.accelerators_desired.change)})",
+        f"{int(d.accelerators_max.before):,} -> {int(d.accelerators_max.after):,} at max "
+        f"({fmt.signed(d.accelerators_max.change)})",
+    ]
+    fabric = fmt.gbps_row(
+        d.fabric_gbps_desired.before, d.fabric_gbps_desired.after, d.fabric_gbps_desired.change, signed_last=True
+    )
+    deltas = [
+        f"accelerators {acc[0]}, {acc[1]}",
+        f"EFA fabric at desired {fabric[0]} -> {fabric[1]} ({fabric[2]})",
+        f"cost at desired {fmt.usd(d.usd_per_hour_desired.before)}/h -> {fmt.usd(d.usd_per_hour_desired.after)}/h "
+        f"({fmt.signed_usd(d.usd_per_hour_desired.change)}/h, {fmt.signed_usd(d.usd_per_month_desired.change)}/month)",
+    ]
+    lines += ["  " + line for delta in deltas for line in fmt.fit(delta, width - 2, "  ")]
+    lines += [style.dim("  " + line) for line in fmt.fit(PROVIDER_DIFF_NOTE, width - 2)]
+    return lines
 
-    out.append(style.heading("Storage"))
+
+def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
+    """The contract check: what AWS or Kubernetes would refuse, one violation per block."""
+    if not report.contracts:
+        return [style.heading("Contracts: ") + style.ok("every checked input meets its API contract"), ""]
+    out = [style.heading("Contracts (what AWS and Kubernetes would accept)")]
+    out.append(style.bad(f"  {len(report.contracts)} input(s) a real deployment would refuse"))
+    for c in report.contracts:
+        body = fmt.fit(f"{c.name} {c.path or '(resource)'} = {c.value}: {c.rule}", width - 10, "  ")
+        out.append(f"  {style.bad('REFUSED')} {body[0]}")
+        out += ["          " + line for line in body[1:]]
+        out += [style.dim("          " + line) for line in fmt.fit(f"source: {c.source}", width - 10)]
+    out.append("")
+    return out
+
+
+def _compute(report: Report, style: Style, width: int) -> list[str]:
+    s = report.summary
+    out = [style.heading("Compute")]
+    if s.gpu_groups:
+        table = fmt.table(COMPUTE_HEADERS, compute_rows(report))
+        if max(len(line) for line in table) <= width:
+            out += table
+        else:  # narrow: one block per group
+            for g in s.gpu_groups:
+                out += ["  " + line for text in group_block(report, g) for line in fmt.fit(text, width - 2, "    ")]
+    out += ["  " + line for text in system_lines(report) + hyperpod_lines(report) for line in fmt.fit(text, width - 2)]
+    if not s.node_groups:
+        out.append(style.dim("  no node groups recorded"))
+    total = s.accelerators_max
+    line = (
+        f"accelerators {s.accelerators_desired} at desired, {total} of budget {s.gpu_budget} at max"
+        + (f" ({s.hyperpod_gpus} in HyperPod)" if s.hyperpod_gpus else "")
+        + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
+    )
+    paint = style.bad if total > s.gpu_budget else (lambda text: text)
+    out += [paint("  " + part) for part in fmt.fit(line, width - 2, "  ")]
+    out.append("")
+    return out
+
+
+def _storage(report: Report, style: Style, width: int) -> list[str]:
+    s = report.summary
+    out = [style.heading("Storage")]
     for fs in s.file_systems:
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
         line = (
-            f"  FSx for Lustre {fs.name}: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
-            f"{', EFA' if fs.efa_enabled else ''} -> {fmt.mb_s(fs.throughput_mb_s)} aggregate"
+            f"FSx for Lustre {fs.name.removeprefix(s.name + '-')}: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
+            f"{', EFA' if fs.efa_enabled else ''} -> {fmt.mb_s(fs.throughput_mb_s)}"
         )
-        out.append(line)
         if fs.coverage is not None:
-            verdict = (
-                f"  demand {s.accelerators_max} accelerators x {s.per_gpu_read_mb_s:g} MB/s"
-                f" = {fmt.mb_s(fs.demand_mb_s)}: "
-                f"throughput covers {fmt.percent(fs.coverage)}"
+            line += (
+                f"; demand {s.accelerators_max} x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)}, "
+                f"covered {fmt.percent(fs.coverage)}"
             )
-            out.append(style.ok(verdict) if fs.coverage >= 1 else style.warn(verdict + " (under demand)"))
-    out.append(f"  S3 buckets: {s.bucket_count}" if s.bucket_count else style.dim("  no S3 buckets recorded"))
+        paint = style.ok if fs.coverage is None or fs.coverage >= 1 else style.warn
+        out += [paint("  " + text) for text in fmt.fit(line, width - 2, "  ")]
     if not s.file_systems:
         out.append(style.dim("  no FSx for Lustre file system recorded"))
+    out.append(f"  S3 buckets: {s.bucket_count}")
     out.append("")
+    return out
 
-    out.append(style.heading("Network and platform"))
-    out.append(
-        f"  NAT gateways {s.nat_gateways}; interface endpoints {s.interface_endpoints} "
-        f"({s.interface_endpoint_azs} endpoint-AZs)"
+
+def _platform(report: Report, style: Style, width: int) -> list[str]:
+    s, c = report.summary, report.cluster
+    endpoint = "public (" + ", ".join(c.eks.public_access_cidrs) + ")" if c.eks.endpoint_public_access else "private"
+    out = [style.heading("Network and platform")]
+    clusters = "; ".join(f"EKS {version} ({support.lower()} support)" for _n, version, support in s.eks_clusters)
+    head = (
+        f"VPC {c.network.vpc_cidr} over {len(c.network.availability_zones)} AZs; NAT gateways {s.nat_gateways}; "
+        f"{s.interface_endpoints} interface endpoints; {clusters or 'no EKS cluster'}, endpoint {endpoint}"
     )
-    for name, version, support in s.eks_clusters:
-        out.append(f"  EKS cluster {name}: Kubernetes {version}, {support.lower()} support")
-    for addon in s.addons:
-        where = f" in {addon.namespace}" if addon.namespace else ""
-        out.append(f"  {addon.kind} {addon.name}: {addon.chart} {addon.version}{where}")
+    out += ["  " + line for line in fmt.fit(head, width - 2, "  ")]
+    helm = ", ".join(f"{a.chart.rstrip('/').rsplit('/', 1)[-1]} {a.version}" for a in s.addons if a.kind == "helm")
+    eks = ", ".join(f"{a.name} {a.version}" for a in s.addons if a.kind == "eks-addon")
+    for label, items in (("Helm", helm), ("EKS add-ons", eks)):
+        if items:
+            out += ["  " + line for line in fmt.fit(f"{label}: {items}", width - 2, "  ")]
     out.append("")
+    return out
 
-    out.append(style.heading(f"Cost (estimate, {cost.region} list prices)"))
+
+def _cost(report: Report, style: Style, width: int) -> list[str]:
+    cost = report.cost
+    out = [style.heading(f"Cost (estimate, {cost.region} list prices)")]
     if cost.items:
-        out += fmt.table(COST_HEADERS, cost_rows(report))
-        out.append(
-            style.bold(
-                f"  Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max"
-                f"; {fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month "
-                f"({cost.hours_per_month:g} h)"
+        rows = cost_rows(report)
+        table = fmt.table(COST_HEADERS, rows)
+        if max(len(line) for line in table) > width:  # narrow: drop the unit price and date columns
+            table = fmt.table(
+                ("item", "quantity des / max", "$/h desired", "$/h max"), [[r[0], r[1], r[3], r[4]] for r in rows]
             )
+        out += [line[:width] for line in table]
+        total = (
+            f"Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
+            f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month "
+            f"({cost.hours_per_month:g} h); GPU share {fmt.percent(cost.gpu_share_desired)}"
         )
-        out.append(
-            f"  GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
-            f"{fmt.percent(cost.gpu_share_max)} at max; top items: "
-            + ", ".join(i.name for i in cost.top(3) if i.usd_per_hour_desired or i.usd_per_hour_max)
-        )
+        out += [style.bold("  " + line) for line in fmt.fit(total, width - 2, "  ")]
     else:
         out.append(style.dim("  nothing recorded that the cost model prices"))
-    for note in cost.notes:
-        out.append(style.dim(f"  * {note}"))
     out.append("")
+    return out
 
-    out += contract_lines(report, style)
 
-    if report.policy is not None:
-        p = report.policy
-        out.append(style.heading("Policy review"))
-        head = f"  {len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
-        if p.not_applicable:
-            head += f"; {len(p.not_applicable)} check(s) not applicable"
-        out.append(style.ok(head) if p.passed else style.bad(head))
-        for v in p.violations:
-            tag = style.bad("MANDATORY") if v.level == "mandatory" else style.warn("advisory ")
-            out.append(f"  {tag} {v.policy}: {v.message}")
-            out.append(style.dim(f"            {v.urn or '(stack)'}"))
-        out.append("")
+def _policy(report: Report, style: Style, width: int) -> list[str]:
+    if report.policy is None:
+        return []
+    p = report.policy
+    out = [style.heading("Policy review")]
+    head = f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
+    if p.not_applicable:
+        head += f"; {len(p.not_applicable)} check(s) not applicable"
+    out += ["  " + (style.ok(part) if p.passed else style.bad(part)) for part in fmt.fit(head, width - 2, "  ")]
+    for v in p.violations:
+        tag = style.bad("MANDATORY") if v.level == "mandatory" else style.warn("advisory ")
+        where = v.urn.rsplit("::", 1)[-1].removeprefix(report.summary.name + "-") if v.urn else "stack"
+        body = fmt.fit(f"{v.policy} on {where}: {v.message}", width - 12, "  ")
+        out.append(f"  {tag} {body[0]}")
+        out += ["            " + line for line in body[1:]]
+    out.append("")
+    return out
 
+
+def _notes(report: Report, style: Style, width: int) -> list[str]:
+    out = [style.heading("Cost notes")]
+    for note in report.cost.notes:
+        out += [style.dim("  " + line) for line in fmt.fit(f"* {note}", width - 2, "  ")]
+    out.append("")
+    return out
+
+
+def title(report: Report, diff: PlanDiff | None) -> str:
+    s = report.summary
     if diff is not None:
-        out += diff_lines(diff, style)
-        out.append("")
+        return (
+            f"trainstack diff: stack {s.stack} against {diff.against}  ·  {s.region}  ·  {s.resource_count} resources"
+        )
+    return (
+        f"trainstack plan: stack {s.stack}  ·  {s.region}  ·  {s.environment}  ·  {s.resource_count} resources "
+        f"({s.custom_count} cloud, {s.component_count} components)"
+    )
 
+
+def render(
+    report: Report,
+    style: Style,
+    diff: PlanDiff | None = None,
+    tree: bool = False,
+    width: int = 100,
+    before: Report | None = None,
+) -> str:
+    """The terminal report, no line wider than `width`: the verdict and risks first, the summary line last, so
+    both the top and the tail of a run show where the plan stands. The resource tree only when asked for."""
+    s = report.summary
+    width = max(width, 60)
+    v = verdict.assess(report, diff, before)
+    out = [style.bold(line) for line in fmt.fit(title(report, diff), width)]
+    out.append(style.dim(f"  mode: {s.mode}"[:width]))
+    out.append("")
+    out += verdict_lines(v, style, width)
+    out.append("")
+    out += risk_lines(v, style, width)
+    out += time_lines(v, width)
+    if diff is not None:
+        out += diff_lines(report, diff, style, width, before.recording if before is not None else None)
+        out.append("")
+    out += _compute(report, style, width)
+    out += _storage(report, style, width)
+    out += _cost(report, style, width)
+    out += contract_lines(report, style, width)
+    out += _policy(report, style, width)
+    out += _platform(report, style, width)  # reference sections after the result, above the summary line
+    out += _notes(report, style, width)
     if tree:
         out.append(style.heading(f"Resources ({s.resource_count})"))
-        out += resource_tree(report.recording.resources)
+        out += [
+            line if len(line) <= width else line[: width - 1] + "…"
+            for line in resource_tree(report.recording.resources)
+        ]
         out.append("")
-
     out.append(style.heading("Next step"))
-    out += ["  " + line for line in next_steps(s.stack, s.environment)]
+    out += ["  " + line for step in next_steps(s.stack, s.environment) for line in fmt.fit(step, width - 2, "    ")]
+    out.append("")
+    summary = f"{s.stack}: {v.headline} · {report.cost and fmt.usd(report.cost.usd_per_hour_desired)}/h at desired"
+    if report.policy is not None:
+        summary += f" · policy {len(report.policy.mandatory)} mandatory, {len(report.policy.advisory)} advisory"
+    summary += f" · contracts {len(report.contracts)} refused · {ready_line(v)}"
+    out += [style.bold(line) for line in fmt.fit(summary, width)]
     return "\n".join(out) + "\n"

@@ -1,0 +1,87 @@
+"""What a whole `python -m trainstack plan --stack prod` costs, and what the contract tier adds to it.
+
+Runs the real CLI in fresh processes (imports, program, contracts, policy review, report), REPEATS times, and
+takes the median wall and CPU (user + system) seconds. With `--baseline DIR` it alternates each run with the
+same command in another checkout (for example `git worktree add /tmp/base main`), so load on a shared machine
+falls on both alike, and prints the change. CPU time is the figure to compare on a busy machine: wall time
+there mostly measures the neighbours. Also times the contract tier alone on one prod recording.
+
+    .venv/bin/python bench/prod_plan.py [--baseline DIR] [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPEATS = 5
+COMMAND = ("-m", "trainstack", "plan", "--stack", "prod", "--format", "json", "--output", os.devnull)
+
+
+def one_run(tree: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one prod plan in `tree`, run by this virtualenv's interpreter."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, *COMMAND], cwd=tree, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"plan in {tree} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def contract_tier_seconds() -> tuple[float, float, int]:
+    """Wall and CPU seconds the contract tier takes on one prod recording (its lazy imports included, the
+    program run not), and how many inputs it refused."""
+    sys.path.insert(0, str(ROOT))
+    from stacks.load import load_file
+    from trainstack import contracts
+    from trainstack.engine import run_program
+
+    recording = run_program(load_file(ROOT / "stacks" / "Pulumi.prod.yaml"), stack="prod")
+    started, cpu = time.perf_counter(), time.process_time()
+    found = contracts.check(recording)
+    return time.perf_counter() - started, time.process_time() - cpu, len(found)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="another checkout to time alongside, alternating")
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    args = parser.parse_args(argv)
+    trees = {"this tree": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for tree in trees.values():
+        one_run(tree)  # warm the file cache and .pyc files; not counted
+    for _ in range(args.repeats):
+        for name, tree in trees.items():
+            samples[name].append(one_run(tree))
+    print(f"prod plan, median of {args.repeats} runs (`python -m trainstack plan --stack prod --format json`):")
+    print("| tree | wall s | CPU s |")
+    print("|---|---:|---:|")
+    medians = {}
+    for name, runs in samples.items():
+        medians[name] = (median([w for w, _ in runs]), median([c for _, c in runs]))
+        print(f"| {name} | {medians[name][0]:.2f} | {medians[name][1]:.2f} |")
+    if args.baseline:
+        wall = medians["this tree"][0] / medians["baseline"][0] - 1
+        cpu = medians["this tree"][1] / medians["baseline"][1] - 1
+        print(f"change against the baseline: wall {wall:+.1%}, CPU {cpu:+.1%}")
+    wall, cpu, refused = contract_tier_seconds()
+    print(f"contract tier alone on the prod recording: wall {wall:.2f} s, CPU {cpu:.2f} s, {refused} refusal(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

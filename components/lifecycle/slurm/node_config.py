@@ -1,0 +1,94 @@
+"""This node's lifecycle settings, from provisioning_parameters.json and HyperPod's resource_config.json.
+
+    python3 node_config.py env PARAMS RESOURCES   shell assignments (ROLE, CONTROLLERS, FSX_*, settings)
+    python3 node_config.py users PARAMS           one "name uid" line per cluster user
+    python3 node_config.py keys PARAMS NAME       the configured SSH public keys of one user, one a line
+
+The node is found by its primary private IPv4 address among the instances HyperPod lists per instance group
+(resource_config.json: InstanceGroups[].Instances[].CustomerIpAddress, as AWS's HyperPod reference
+lifecycle_script.py reads it). Any problem exits non-zero with a message naming the file and the key.
+"""
+
+import json
+import shlex
+import socket
+import sys
+from typing import Any
+
+
+def primary_address() -> str:
+    # A UDP connect sends nothing; it only makes the kernel choose the source address of the default route.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("10.255.255.255", 1))
+        return probe.getsockname()[0]
+
+
+def load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        sys.exit(f"cannot read {path}: {error}")
+
+
+def flag(value: object) -> str:
+    return "1" if value else "0"
+
+
+def node_env(params: dict[str, Any], resources: dict[str, Any], me: str) -> dict[str, str]:
+    """The shell variables on_create.sh sources."""
+    addresses = {
+        group["Name"]: [i["CustomerIpAddress"] for i in group.get("Instances") or []]
+        for group in resources.get("InstanceGroups", [])
+    }
+    mine = [name for name, ips in addresses.items() if me in ips]
+    if not mine:
+        sys.exit(f"this node's address {me} is in no InstanceGroups[].Instances of the resource config")
+    controller_group = params.get("controller_group")
+    if not controller_group:
+        sys.exit("provisioning parameters have no controller_group")
+    controllers = addresses.get(controller_group, [])
+    if not controllers:
+        sys.exit(f"controller group {controller_group} has no instances in the resource config")
+    role = (
+        "controller" if mine[0] == controller_group else "login" if mine[0] == params.get("login_group") else "compute"
+    )
+    slurm = params.get("trainstack", {})
+    containers = slurm.get("containers") or {}
+    return {
+        "ROLE": role,
+        "GROUP": mine[0],
+        "CONTROLLERS": ",".join(controllers),
+        "FSX_DNS_NAME": params.get("fsx_dns_name") or "",
+        "FSX_MOUNT_NAME": params.get("fsx_mountname") or "",
+        "CONTAINERS": flag(containers),
+        "ENROOT_VERSION": containers.get("enroot_version", ""),
+        "PYXIS_VERSION": containers.get("pyxis_version", ""),
+        "ACCOUNTING": flag(slurm.get("accounting")),
+        "HOMES_ON_LUSTRE": flag(slurm.get("homes_on_lustre")),
+        "HOLD_LUSTRE_CLIENT": flag(slurm.get("hold_lustre_client")),
+    }
+
+
+def users(params: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(params.get("trainstack", {}).get("users", []))
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) >= 3 and argv[0] == "env":
+        for key, value in node_env(load(argv[1]), load(argv[2]), primary_address()).items():
+            print(f"{key}={shlex.quote(value)}")
+    elif len(argv) >= 2 and argv[0] == "users":
+        for user in users(load(argv[1])):
+            print(user["name"], int(user["uid"]))
+    elif len(argv) >= 3 and argv[0] == "keys":
+        for user in users(load(argv[1])):
+            if user["name"] == argv[2]:
+                for key in user.get("ssh_public_keys", []):
+                    print(key)
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,71 @@
+"""Reports the reviewer-facing tests share: prod, staging, and prod with one more GPU group as a diff."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from stacks.load import FULL_KEY
+from tests.conftest import edited_config, program_recording, recording, stack_config
+from tests.stack.test_plan_cli import add_p5_group
+from trainstack.diff import PlanDiff, diff_reports
+from trainstack.engine import RecordedResource, Recording
+from trainstack.report.model import Report, build_report
+from trainstack.review import review
+
+
+@functools.cache
+def report(stack: str) -> Report:
+    rec = recording(stack)
+    return build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
+
+
+def _with_extra_group(raw: dict[str, Any]) -> None:
+    add_p5_group({"config": {FULL_KEY: raw}})
+
+
+@functools.cache
+def added_group_diff() -> tuple[Report, PlanDiff, Report]:
+    """(after, diff, before): prod plus a 16-node p5 group on demand, the same config the CLI tests plan."""
+    config = edited_config("prod", _with_extra_group)
+    rec = program_recording(config, "prod")
+    after = build_report(config, rec, review(rec, "prod"))
+    before = report("prod")
+    return after, diff_reports(before, after, "stacks/Pulumi.prod.yaml"), before
+
+
+def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
+    """`source` plus `copies` clones of its GPU group component (node group, launch template, component) under
+    new names: a stack with many GPU groups without running the program again."""
+    component = next(r for r in source.resources if r.type == "trainstack:gpu:GpuNodeGroup")
+    members = [component, *(r for r in source.resources if r.parent == component.urn)]
+    extra: list[RecordedResource] = []
+    for i in range(copies):
+
+        def renamed(text: str, i: int = i) -> str:
+            return text.replace(component.name, f"{component.name}-x{i}")
+
+        def rewrite(value: Any, i: int = i) -> Any:
+            if isinstance(value, str):
+                return renamed(value, i)
+            if isinstance(value, dict):
+                return {k: rewrite(v, i) for k, v in value.items()}
+            if isinstance(value, list):
+                return [rewrite(v, i) for v in value]
+            return value
+
+        for r in members:
+            extra.append(
+                dataclasses.replace(
+                    r,
+                    name=renamed(r.name),
+                    urn=renamed(r.urn),
+                    parent=renamed(r.parent),
+                    id=renamed(r.id) if r.id else r.id,
+                    inputs=rewrite(r.inputs),
+                    dependencies=tuple(renamed(d) for d in r.dependencies),
+                    property_dependencies={k: tuple(renamed(u) for u in v) for k, v in r.property_dependencies.items()},
+                )
+            )
+    return Recording(source.stack, source.preview, (*source.resources, *extra), source.outputs)

@@ -1,0 +1,262 @@
+"""The AWS side of the contract tier: every shipped stack and every catalog swap passes it; each contract refuses
+a mutated recording with the resource's URN, the input path, the value, the rule and the rule's source."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from stacks.catalog import CATALOG
+from tests.conftest import STACKS, edited_config, program_recording, recording
+from tests.policy.helpers import mutated
+from trainstack import contracts
+from trainstack.contracts import ContractViolation, aws_models, aws_rules, cloudformation, iam
+from trainstack.engine import Recording
+
+AWS_CONTRACTS = {
+    "aws_models": aws_models.check,
+    "cloudformation": cloudformation.check,
+    "iam": iam.check,
+    "aws_rules": aws_rules.check,
+}
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+NG = "aws:eks/nodeGroup:NodeGroup"
+HYPERPOD = "aws-native:sagemaker:Cluster"
+
+
+def found(contract: Callable[[Recording], Any], rec: Recording) -> list[ContractViolation]:
+    return sorted(contract(rec))
+
+
+def test_every_aws_contract_is_registered() -> None:
+    assert set(AWS_CONTRACTS.values()) <= set(contracts._contracts())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("name", sorted(AWS_CONTRACTS))
+def test_shipped_stacks_pass(stack: str, name: str) -> None:
+    assert found(AWS_CONTRACTS[name], recording(stack)) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_shipped_stacks_pass_in_preview_where_ids_are_unknown(stack: str) -> None:
+    assert contracts.check(recording(stack, preview=True)) == ()
+
+
+def swap(instance_type: str) -> Recording:
+    """Prod with only its GPU group's instance type swapped (EFA off for the types that have none)."""
+
+    def edit(raw: dict[str, Any]) -> None:
+        raw["gpu_node_groups"][0]["instance_type"] = instance_type
+        if not CATALOG[instance_type].supports_efa:
+            raw["gpu_node_groups"][0]["efa_enabled"] = False
+
+    return program_recording(edited_config("prod", edit), "prod")
+
+
+@pytest.mark.parametrize("instance_type", sorted(CATALOG))
+def test_every_catalog_type_in_prods_gpu_group_passes(instance_type: str) -> None:
+    assert contracts.check(swap(instance_type)) == ()
+
+
+# ------------------------------------------------------------------------------------------- mutations
+
+
+def one(violations: list[ContractViolation], rule_part: str) -> ContractViolation:
+    hits = [v for v in violations if rule_part in v.rule]
+    assert len(hits) == 1, violations
+    return hits[0]
+
+
+def gpu_template(rec: Recording) -> str:
+    return next(r.name for r in rec.by_type(LT) if "-gpu-" in r.name)
+
+
+def gpu_group(rec: Recording) -> str:
+    return next(r.name for r in rec.by_type(NG) if "-gpu-" in r.name)
+
+
+def test_botocore_enum_refuses_an_unknown_imds_token_setting() -> None:
+    rec = recording("prod")
+    bad = mutated(rec, gpu_template(rec), lambda i: i["metadataOptions"].update(httpTokens="sometimes"))
+    hit = one(found(aws_models.check, bad), "must be one of: optional, required")
+    assert hit.path == "metadataOptions.httpTokens" and hit.value == "sometimes"
+    assert hit.urn.endswith(gpu_template(rec)) and hit.source.startswith("botocore ")
+    assert "ec2 CreateLaunchTemplate request: LaunchTemplateData.MetadataOptions.HttpTokens" in hit.source
+
+
+def test_botocore_bounds_refuse_a_negative_node_count_and_a_long_label() -> None:
+    rec = recording("prod")
+
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs["scalingConfig"]["minSize"] = -1
+        inputs["labels"]["team"] = "x" * 64
+
+    bad = found(aws_models.check, mutated(rec, gpu_group(rec), edit))
+    assert one(bad, "ZeroCapacity must be at least 0").path == "scalingConfig.minSize"
+    label = one(bad, "labelValue takes at most 63 characters")
+    assert label.path == "labels" and "eks CreateNodegroup request: labels" in label.source
+
+
+def test_botocore_required_member_and_scalar_subnet() -> None:
+    rec = recording("prod")
+    bad = mutated(rec, gpu_group(rec), lambda i: i.pop("clusterName"))
+    hit = one(found(aws_models.check, bad), "clusterName is required")
+    assert hit.path == "clusterName" and hit.value == "(absent)"
+    fsx = mutated(rec, "aws:fsx/lustreFileSystem:LustreFileSystem", lambda i: i.update(perUnitStorageThroughput=5))
+    assert one(found(aws_models.check, fsx), "PerUnitStorageThroughput must be at least 12").value == "5"
+
+
+def test_cloudformation_schema_refuses_a_zero_volume_and_an_unknown_property() -> None:
+    rec = recording("staging")
+
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs["instanceGroups"][0]["instanceStorageConfigs"][0]["ebsVolumeConfig"]["volumeSizeInGb"] = 0
+        inputs["instanceGroups"][0]["threadsPerCores"] = 1
+
+    bad = found(cloudformation.check, mutated(rec, HYPERPOD, edit))
+    size = next(v for v in bad if v.path.endswith("volumeSizeInGb"))
+    assert size.path == "instanceGroups[0].instanceStorageConfigs[0].ebsVolumeConfig.volumeSizeInGb"
+    assert "minimum" in size.rule and size.value == "0"
+    assert size.source.startswith("CloudFormation resource schema AWS::SageMaker::Cluster (us-east-1)")
+    assert any("threadsPerCores" in v.rule or "ThreadsPerCores" in v.rule for v in bad)
+
+
+def test_cloudformation_regional_list_refuses_a_type_the_region_lacks() -> None:
+    rec = recording("staging")
+    bad = mutated(rec, HYPERPOD, lambda i: i["instanceGroups"][0].update(instanceType="ml.p9.96xlarge"))
+    hit = one(found(cloudformation.check, bad), "not offered in us-east-1")
+    assert hit.path == "instanceGroups[0].instanceType" and hit.value == "ml.p9.96xlarge"
+    assert "instancetype_enum.json" in hit.source
+
+
+def policy_edit(mutate: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        document = json.loads(inputs["policy"])
+        mutate(document)
+        inputs["policy"] = json.dumps(document)
+
+    return edit
+
+
+def test_iam_linter_refuses_an_unknown_action_and_a_resource_the_action_cannot_take() -> None:
+    rec = recording("prod")
+    flow = "-network-flow-logs-delivery"
+    bad = mutated(rec, flow, policy_edit(lambda d: d["Statement"][0]["Action"].append("logs:PutLogEventz")))
+    hit = one(found(iam.check, bad), "UNKNOWN_ACTION")
+    assert hit.path == "policy" and hit.source.startswith("parliament ")
+    # The review's disputed fact: logs:DescribeLogGroups scoped to one log group ARN never matches.
+    scoped = mutated(rec, flow, policy_edit(lambda d: d["Statement"][0]["Action"].append("logs:DescribeLogGroups")))
+    assert "logs:DescribeLogGroups" in one(found(iam.check, scoped), "RESOURCE_MISMATCH").rule
+
+
+def test_iam_grammar_refuses_a_trust_policy_with_a_resource_and_a_bucket_policy_without_a_principal() -> None:
+    rec = recording("prod")
+
+    def trust(inputs: dict[str, Any]) -> None:
+        document = json.loads(inputs["assumeRolePolicy"])
+        document["Statement"][0]["Resource"] = "*"
+        inputs["assumeRolePolicy"] = json.dumps(document)
+
+    hit = one(found(iam.check, mutated(rec, "aws:iam/role:Role", trust)), "trust policy takes no Resource")
+    assert hit.path == "assumeRolePolicy:Statement[0]" and "element reference" in hit.source
+    bucket = mutated(rec, "aws:s3/bucketPolicy:BucketPolicy", policy_edit(lambda d: d["Statement"][0].pop("Principal")))
+    assert one(found(iam.check, bucket), "resource policy statement names a Principal").path == "policy:Statement[0]"
+
+
+def block_group(rec: Recording) -> Recording:
+    """Prod's GPU group as if it were on a Capacity Block but built the old way (type on the group only)."""
+    rec = mutated(rec, gpu_group(rec), lambda i: i.update(capacityType="CAPACITY_BLOCK"))
+    return mutated(rec, gpu_template(rec), lambda i: i.update(instanceMarketOptions={"marketType": "capacity-block"}))
+
+
+def test_capacity_block_group_listing_its_type_and_a_template_without_one_is_refused() -> None:
+    # Issue 11 regression: the template had no instance type and the node group listed one.
+    bad = found(aws_rules.capacity_block_node_groups, block_group(recording("prod")))
+    listed = one(bad, "lists no instanceTypes")
+    assert listed.path == "instanceTypes" and listed.value == '["p5.48xlarge"]' and "Capacity Blocks" in listed.source
+    assert one(bad, "names the instance type").path == "instanceType"
+
+
+def test_capacity_block_built_as_the_component_builds_it_passes() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["gpu_node_groups"][0]["capacity"]["type"] = "capacity_block"
+
+    rec = program_recording(edited_config("prod", edit), "prod")
+    assert contracts.check(rec) == ()
+    template = next(r for r in rec.by_type(LT) if "-gpu-" in r.name).inputs
+    assert template["instanceType"] == "p5.48xlarge" and "instanceTypes" not in rec.by_type(NG)[-1].inputs
+
+
+def test_reserved_label_prefix_is_refused() -> None:
+    # Issue 11 regression: node groups carried node.kubernetes.io/instance-type.
+    rec = recording("prod")
+    bad = mutated(
+        rec, gpu_group(rec), lambda i: i["labels"].update({"node.kubernetes.io/instance-type": "p5.48xlarge"})
+    )
+    hit = one(found(aws_rules.reserved_node_labels, bad), "may not contain kubernetes.io/")
+    assert hit.path == "labels.node.kubernetes.io/instance-type" and "eksctl#4007" in hit.source
+
+
+def test_metadata_iops_below_automatic_is_refused() -> None:
+    # Issue 11 regression: 12000 USER_PROVISIONED IOPS on 124800 GiB (AUTOMATIC gives 62400).
+    bad = mutated(
+        recording("prod"),
+        "aws:fsx/lustreFileSystem:LustreFileSystem",
+        lambda i: i.update(metadataConfiguration={"mode": "USER_PROVISIONED", "iops": 12000}),
+    )
+    hit = one(found(aws_rules.lustre_metadata, bad), "below the 62400 IOPS")
+    assert hit.path == "metadataConfiguration.iops" and hit.value == "12000"
+
+
+def test_efa_only_primary_and_duplicate_slots_are_refused() -> None:
+    rec = recording("prod")
+
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs["networkInterfaces"][0]["interfaceType"] = "efa-only"
+        inputs["networkInterfaces"].append(dict(inputs["networkInterfaces"][-1]))
+
+    bad = found(aws_rules.launch_template_interfaces, mutated(rec, gpu_template(rec), edit))
+    assert one(bad, "primary interface (card 0, device 0) cannot be efa-only").path == "networkInterfaces[0]"
+    assert one(bad, "same network card and device index").path == f"networkInterfaces[{33}]"
+
+
+def test_unprotected_bucket_without_force_destroy_is_refused_and_prod_keeps_its_buckets() -> None:
+    # Issue 11 regression: dev's versioned data buckets made `pulumi destroy` fail with BucketNotEmpty.
+    dev = recording("dev")
+    buckets = dev.by_type("aws:s3/bucket:Bucket")
+    assert buckets and all(b.inputs["forceDestroy"] is True and not b.protect for b in buckets)
+    bad = mutated(dev, "-data-datasets", lambda i: i.update(forceDestroy=False))
+    assert one(found(aws_rules.destroyable_buckets, bad), "must set force_destroy").path == "forceDestroy"
+    prod = [b for b in recording("prod").by_type("aws:s3/bucket:Bucket") if "-data-" in b.name]
+    assert prod and all(b.protect and b.inputs["forceDestroy"] is False for b in prod)
+
+
+def test_hyperpod_without_its_dependencies_chart_or_core_addons_is_refused() -> None:
+    # Issue 11 regression: HyperPod on EKS was created without the dependencies chart SageMaker requires.
+    rec = recording("staging")
+    resources = [replace(r, dependencies=()) if r.type == HYPERPOD else r for r in rec.resources]
+    bare = Recording(stack=rec.stack, preview=rec.preview, resources=resources, outputs=rec.outputs)
+    bad = found(aws_rules.hyperpod_on_eks, bare)
+    assert one(bad, "after the HyperPod dependencies Helm chart").source.startswith("SageMaker Developer Guide")
+    assert "coredns" in one(bad, "after the core add-ons and the system node group").value
+
+
+def test_hyperpod_on_an_unsupported_kubernetes_version_is_refused() -> None:
+    rec = mutated(recording("staging"), "aws:eks/cluster:Cluster", lambda i: i.update(version="1.27"))
+    hit = one(found(aws_rules.hyperpod_on_eks, rec), "does not support Kubernetes 1.27")
+    assert hit.value == "1.27" and "Kubernetes version support" in hit.source
+
+
+def test_the_longest_valid_cluster_name_passes() -> None:
+    # Physical and auto-generated names derive from `name` (a DNS label of at most 32 characters): at its longest
+    # every name must still fit its API's limit (IAM role names 64, and so on).
+    def edit(raw: dict[str, Any]) -> None:
+        raw["name"] = "trainstack-production-gpu-east-1"
+
+    assert len("trainstack-production-gpu-east-1") == 32
+    assert contracts.check(program_recording(edited_config("staging", edit), "staging")) == ()

@@ -1,0 +1,332 @@
+"""Rules AWS enforces that no model encodes: across members, across resources, or stated only in a guide.
+
+Each rule is one function from the recording to its violations, with its source beside it. The stack schema
+refuses the same mistakes where a stack-file key causes them (so users meet their key path first); these
+rules hold the program itself to them, whatever config or code path produced the inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from stacks import fsx_sizing
+from stacks.schema import HYPERPOD_EKS_VERSIONS, HYPERPOD_EKS_VERSIONS_SOURCE, eks_reserved_label_prefix
+from trainstack.contracts import ContractViolation, render_value
+from trainstack.engine import UNKNOWN, RecordedResource, Recording
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+BUCKET = "aws:s3/bucket:Bucket"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_ADDON = "aws:eks/addon:Addon"
+HYPERPOD = "aws-native:sagemaker:Cluster"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+CAPACITY_BLOCKS = (
+    "EKS User Guide, Create a managed node group with Capacity Blocks for ML; botocore eks CreateNodegroup "
+    "instanceTypes (an instance type in the launch template and any instanceTypes: the deployment fails)"
+)
+RESERVED_LABELS = (
+    "EKS CreateNodegroup InvalidParameterException 'Label cannot contain reserved prefixes [kubernetes.io/, "
+    "k8s.io/, eks.amazonaws.com/]' (eksctl-io/eksctl#4007, kubernetes/cloud-provider-aws#242)"
+)
+METADATA = (
+    "FSx for Lustre User Guide, File system metadata performance; FSx API CreateFileSystemLustreMetadataConfiguration"
+)
+INTERFACES = (
+    "EC2 User Guide, Maximize network bandwidth on instances with multiple network cards (an EFA-only interface "
+    "cannot be the primary); EC2 API LaunchTemplateInstanceNetworkInterfaceSpecificationRequest.InterfaceType "
+    "(interface | efa | efa-only)"
+)
+HOP_LIMIT = "EC2 API InstanceMetadataOptionsRequest.HttpPutResponseHopLimit: integers from 1 to 64"
+SG_PLACEMENT = (
+    "EC2 RunInstances: security groups go on the network interfaces when the launch template lists them, "
+    "never on both the instance and its interfaces"
+)
+DESTROY = (
+    "S3 API DeleteBucket: all objects, versions and delete markers must be deleted first; pulumi-aws "
+    "aws.s3.Bucket force_destroy empties a bucket before deleting it"
+)
+HYPERPOD_CHART = (
+    "SageMaker Developer Guide, Installing packages on the Amazon EKS cluster using Helm (required when the "
+    "HyperPod cluster is created through the API)"
+)
+INTERFACE_TYPES = ("interface", "efa", "efa-only")
+# The add-ons every node needs to join and resolve names (HyperPod's guide: the VPC CNI, and Pod Identity for
+# the HyperPod agents); the FSx and EBS CSI drivers are storage, not prerequisites of HyperPod nodes.
+CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
+SYSTEM_LABEL = "trainstack.io/node-role"  # components/eks.py labels the system node group `system`
+
+
+def _known(value: Any) -> bool:
+    return value is not None and value != UNKNOWN
+
+
+def _launch_template_of(
+    node_group: RecordedResource, by_urn: Mapping[str, RecordedResource]
+) -> RecordedResource | None:
+    for urn in node_group.property_dependencies.get("launchTemplate", ()):
+        if (found := by_urn.get(urn)) is not None and found.type == LAUNCH_TEMPLATE:
+            return found
+    template_id = (node_group.inputs.get("launchTemplate") or {}).get("id")
+    return next((r for r in by_urn.values() if r.type == LAUNCH_TEMPLATE and r.id and r.id == template_id), None)
+
+
+def capacity_block_node_groups(recording: Recording) -> Iterator[ContractViolation]:
+    """A Capacity Block group names its type on the launch template only, with the capacity-block market and
+    the reservation target; no group names its type in both places; the market matches the capacity type."""
+    by_urn = recording.by_urn()
+    for group in recording.by_type(NODE_GROUP):
+        template = _launch_template_of(group, by_urn)
+        lt = template.inputs if template is not None else {}
+        listed = group.inputs.get("instanceTypes")
+        capacity = group.inputs.get("capacityType")
+        market = (lt.get("instanceMarketOptions") or {}).get("marketType")
+        target = ((lt.get("capacityReservationSpecification") or {}).get("capacityReservationTarget") or {}).get(
+            "capacityReservationId"
+        )
+        if capacity == "CAPACITY_BLOCK":
+            if listed:
+                yield ContractViolation(
+                    group.urn,
+                    "instanceTypes",
+                    render_value(listed),
+                    "a CAPACITY_BLOCK node group lists no instanceTypes: the type goes on its launch template",
+                    CAPACITY_BLOCKS,
+                )
+            if template is None:
+                yield ContractViolation(
+                    group.urn,
+                    "launchTemplate",
+                    "(none)",
+                    "a CAPACITY_BLOCK node group needs a launch template",
+                    CAPACITY_BLOCKS,
+                )
+                continue
+            if not lt.get("instanceType"):
+                yield ContractViolation(
+                    template.urn,
+                    "instanceType",
+                    "(absent)",
+                    "the launch template of a CAPACITY_BLOCK node group names the instance type",
+                    CAPACITY_BLOCKS,
+                )
+            if market != "capacity-block":
+                yield ContractViolation(
+                    template.urn,
+                    "instanceMarketOptions.marketType",
+                    render_value(market or "(absent)"),
+                    "a CAPACITY_BLOCK node group's launch template sets marketType capacity-block",
+                    CAPACITY_BLOCKS,
+                )
+            if not target:
+                yield ContractViolation(
+                    template.urn,
+                    "capacityReservationSpecification.capacityReservationTarget.capacityReservationId",
+                    "(absent)",
+                    "a CAPACITY_BLOCK node group's launch template targets the block's reservation id",
+                    CAPACITY_BLOCKS,
+                )
+        elif market == "capacity-block" and template is not None:
+            yield ContractViolation(
+                group.urn,
+                "capacityType",
+                render_value(capacity or "(absent)"),
+                "its launch template buys from a Capacity Block: capacityType must be CAPACITY_BLOCK",
+                CAPACITY_BLOCKS,
+            )
+        if listed and lt.get("instanceType"):
+            yield ContractViolation(
+                group.urn,
+                "instanceTypes",
+                render_value(listed),
+                f"the launch template already names {lt['instanceType']}: name the type in one place only",
+                CAPACITY_BLOCKS,
+            )
+
+
+def reserved_node_labels(recording: Recording) -> Iterator[ContractViolation]:
+    """No managed node group label under a prefix EKS reserves."""
+    for group in recording.by_type(NODE_GROUP):
+        for key, value in (group.inputs.get("labels") or {}).items():
+            if (prefix := eks_reserved_label_prefix(key)) is not None:
+                yield ContractViolation(
+                    group.urn,
+                    f"labels.{key}",
+                    render_value(value),
+                    f"label keys may not contain {prefix} (EKS reserves it; the kubelet sets its own labels there)",
+                    RESERVED_LABELS,
+                )
+
+
+def lustre_metadata(recording: Recording) -> Iterator[ContractViolation]:
+    """USER_PROVISIONED metadata IOPS at least what AUTOMATIC gives for the capacity; no IOPS with AUTOMATIC;
+    a metadata configuration on PERSISTENT_2 only."""
+    for fs in recording.by_type(LUSTRE):
+        config = fs.inputs.get("metadataConfiguration")
+        if not isinstance(config, Mapping):
+            continue
+        mode, iops, capacity = config.get("mode"), config.get("iops"), fs.inputs.get("storageCapacity")
+        if fs.inputs.get("deploymentType") not in (None, UNKNOWN, "PERSISTENT_2"):
+            yield ContractViolation(
+                fs.urn,
+                "metadataConfiguration",
+                render_value(config),
+                "a metadata configuration is for PERSISTENT_2 file systems only",
+                METADATA,
+            )
+        if mode == "AUTOMATIC" and _known(iops):
+            yield ContractViolation(
+                fs.urn,
+                "metadataConfiguration.iops",
+                render_value(iops),
+                "AUTOMATIC mode takes no iops: FSx sets them from the storage capacity",
+                METADATA,
+            )
+        provisioned = mode == "USER_PROVISIONED" and _known(iops) and _known(capacity)
+        if provisioned and (problem := fsx_sizing.metadata_iops_problem(int(iops), int(capacity))):
+            yield ContractViolation(fs.urn, "metadataConfiguration.iops", render_value(iops), problem, METADATA)
+
+
+def launch_template_interfaces(recording: Recording) -> Iterator[ContractViolation]:
+    """Interface types EC2 knows; an ENA or EFA primary; one interface per card and device index; security
+    groups on the interfaces or the instance, not both; an IMDS hop limit EC2 takes."""
+    for template in recording.by_type(LAUNCH_TEMPLATE):
+        interfaces = template.inputs.get("networkInterfaces") or []
+        seen: set[tuple[Any, Any]] = set()
+        for index, interface in enumerate(interfaces):
+            where = f"networkInterfaces[{index}]"
+            kind = interface.get("interfaceType", "interface")
+            if _known(kind) and kind not in INTERFACE_TYPES:
+                yield ContractViolation(
+                    template.urn,
+                    f"{where}.interfaceType",
+                    render_value(kind),
+                    f"interfaceType must be one of {', '.join(INTERFACE_TYPES)}",
+                    INTERFACES,
+                )
+            slot = (interface.get("networkCardIndex", 0), interface.get("deviceIndex"))
+            if float(slot[0]) == 0 and _known(slot[1]) and float(slot[1]) == 0 and kind == "efa-only":
+                yield ContractViolation(
+                    template.urn,
+                    where,
+                    render_value(interface),
+                    "the primary interface (card 0, device 0) cannot be efa-only: use interface or efa there and "
+                    "put card 0's EFA-only interface on device 1",
+                    INTERFACES,
+                )
+            if slot in seen:
+                yield ContractViolation(
+                    template.urn,
+                    where,
+                    render_value(interface),
+                    "two interfaces on the same network card and device index",
+                    INTERFACES,
+                )
+            seen.add(slot)
+        if interfaces and template.inputs.get("vpcSecurityGroupIds"):
+            yield ContractViolation(
+                template.urn,
+                "vpcSecurityGroupIds",
+                render_value(template.inputs["vpcSecurityGroupIds"]),
+                "with explicit network interfaces the security groups go on each interface, not on the instance",
+                SG_PLACEMENT,
+            )
+        hops = (template.inputs.get("metadataOptions") or {}).get("httpPutResponseHopLimit")
+        if _known(hops) and not 1 <= float(hops) <= 64:
+            yield ContractViolation(
+                template.urn,
+                "metadataOptions.httpPutResponseHopLimit",
+                render_value(hops),
+                "must be 1 to 64",
+                HOP_LIMIT,
+            )
+
+
+def destroyable_buckets(recording: Recording) -> Iterator[ContractViolation]:
+    """A bucket `pulumi destroy` may delete (not protected) is force-destroyed, or the first versioned object
+    in it makes the destroy fail with BucketNotEmpty. Protected buckets cannot be deleted by Pulumi at all."""
+    for bucket in recording.by_type(BUCKET):
+        if not bucket.protect and bucket.inputs.get("forceDestroy") is not True:
+            yield ContractViolation(
+                bucket.urn,
+                "forceDestroy",
+                render_value(bucket.inputs.get("forceDestroy", "(absent)")),
+                "an unprotected bucket must set force_destroy, or `pulumi destroy` stops at BucketNotEmpty once it "
+                "holds any object version",
+                DESTROY,
+            )
+
+
+def hyperpod_on_eks(recording: Recording) -> Iterator[ContractViolation]:
+    """A HyperPod cluster joining an EKS cluster: a Kubernetes version HyperPod supports, and created after the
+    HyperPod dependencies chart, the core add-ons and the system node group."""
+    by_urn = recording.by_urn()
+    clusters = recording.by_type(EKS_CLUSTER)
+    for hyperpod in recording.by_type(HYPERPOD):
+        if not (hyperpod.inputs.get("orchestrator") or {}).get("eks"):
+            continue
+        after = set(hyperpod.dependencies)
+        for cluster in clusters:
+            version = cluster.inputs.get("version")
+            if _known(version) and version not in HYPERPOD_EKS_VERSIONS:
+                yield ContractViolation(
+                    hyperpod.urn,
+                    "orchestrator.eks.clusterArn",
+                    render_value(version),
+                    f"HyperPod does not support Kubernetes {version} on its EKS orchestrator; supported: "
+                    f"{', '.join(HYPERPOD_EKS_VERSIONS)}",
+                    HYPERPOD_EKS_VERSIONS_SOURCE,
+                )
+        charts = [
+            urn
+            for urn in after
+            if (r := by_urn.get(urn)) is not None
+            and r.type == HELM_RELEASE
+            and "HyperPodHelmChart" in str(r.inputs.get("chart", ""))
+        ]
+        if not charts:
+            yield ContractViolation(
+                hyperpod.urn,
+                "",
+                "(no dependency)",
+                "the HyperPod cluster must be created after the HyperPod dependencies Helm chart is installed",
+                HYPERPOD_CHART,
+            )
+        missing = [
+            r.name
+            for r in (
+                *(a for a in recording.by_type(EKS_ADDON) if a.inputs.get("addonName") in CORE_ADDONS),
+                *(
+                    g
+                    for g in recording.by_type(NODE_GROUP)
+                    if (g.inputs.get("labels") or {}).get(SYSTEM_LABEL) == "system"
+                ),
+            )
+            if r.urn not in after
+        ]
+        if missing:
+            yield ContractViolation(
+                hyperpod.urn,
+                "",
+                render_value(sorted(missing)),
+                "the HyperPod cluster must be created after the core add-ons and the system node group",
+                "SageMaker Developer Guide, Getting started with Amazon EKS support in SageMaker HyperPod",
+            )
+
+
+RULES: tuple[Callable[[Recording], Iterable[ContractViolation]], ...] = (
+    capacity_block_node_groups,
+    reserved_node_labels,
+    lustre_metadata,
+    launch_template_interfaces,
+    destroyable_buckets,
+    hyperpod_on_eks,
+)
+
+
+def check(recording: Recording) -> Iterable[ContractViolation]:
+    for rule in RULES:
+        yield from rule(recording)

@@ -1,0 +1,104 @@
+"""Record, from botocore's service models, the constraints of every request member `aws_models.API_MAP` names.
+
+    .venv/bin/python -m trainstack.contracts.record_aws_api          # rewrite facts/aws_api.json
+    .venv/bin/python -m trainstack.contracts.record_aws_api --check  # exit 1 if the file is stale
+
+Uses botocore's own loader and shape objects (`botocore.loaders.Loader`, `botocore.model.ServiceModel`), never
+the JSON by hand. What is recorded is data about the API (shape names, types, enums, bounds, patterns, which
+members are required), not botocore's files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import botocore
+from botocore.loaders import Loader
+from botocore.model import ServiceModel, Shape
+
+from trainstack.contracts.aws_models import API_MAP, FACTS_FILE, ApiCall, _split, member_key, operation_key
+
+_BOUNDS = ("min", "max", "pattern")
+
+
+def shape_fact(shape: Shape) -> dict[str, Any]:
+    """A shape's own constraints; list members and map keys/values recursively, structures by name only."""
+    fact: dict[str, Any] = {"shape": shape.name, "type": shape.type_name}
+    fact |= {bound: shape.metadata[bound] for bound in _BOUNDS if bound in shape.metadata}
+    if getattr(shape, "enum", None):
+        fact["enum"] = list(shape.enum)
+    if shape.type_name == "list":
+        fact["member"] = shape_fact(shape.member)
+    elif shape.type_name == "map":
+        fact["key"], fact["value"] = shape_fact(shape.key), shape_fact(shape.value)
+    return fact
+
+
+def resolve(model: ServiceModel, call: ApiCall, member_path: str) -> dict[str, Any]:
+    """The fact at `member_path` of the operation's request, with whether its parent requires it."""
+    shape = model.operation_model(call.operation).input_shape
+    required = False
+    for name, into_list in _split(member_path):
+        if shape.type_name != "structure" or name not in shape.members:
+            raise KeyError(f"{member_key(call, member_path)}: {shape.name} has no member {name}")
+        required = name in shape.required_members
+        shape = shape.members[name]
+        if into_list:
+            if shape.type_name != "list":
+                raise KeyError(f"{member_key(call, member_path)}: {name} is a {shape.type_name}, not a list")
+            shape, required = shape.member, False
+    return {**shape_fact(shape), "required": required}
+
+
+def load_model(service: str, loader: Loader | None = None) -> ServiceModel:
+    """botocore's model of `service`, from the package's own data files."""
+    return ServiceModel((loader or Loader()).load_service_model(service, "service-2"), service_name=service)
+
+
+def record() -> dict[str, Any]:
+    loader = Loader()
+    models: dict[str, ServiceModel] = {}
+    members: dict[str, Any] = {}
+    required: dict[str, list[str]] = {}
+    for calls in API_MAP.values():
+        for call in calls:
+            if call.service not in models:
+                models[call.service] = load_model(call.service, loader)
+            model = models[call.service]
+            required[operation_key(call)] = list(model.operation_model(call.operation).input_shape.required_members)
+            for member_path in call.members.values():
+                members[member_key(call, member_path)] = resolve(model, call, member_path)
+    return {
+        "botocore": botocore.__version__,
+        "recorded_by": "python -m trainstack.contracts.record_aws_api",
+        "members": dict(sorted(members.items())),
+        "required": dict(sorted(required.items())),
+    }
+
+
+def render(facts: dict[str, Any]) -> str:
+    return json.dumps(facts, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the recorded file differs")
+    args = parser.parse_args(argv)
+    text = render(record())
+    if args.check:
+        current = FACTS_FILE.read_text(encoding="utf-8") if FACTS_FILE.exists() else ""
+        if current != text:
+            print(f"{FACTS_FILE} is stale: run python -m trainstack.contracts.record_aws_api", file=sys.stderr)
+            return 1
+        return 0
+    FACTS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    FACTS_FILE.write_text(text, encoding="utf-8")
+    print(f"wrote {FACTS_FILE} ({len(text)} bytes, botocore {botocore.__version__})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""The verdict a reviewer reads first: one status, the headline figures, the risks ranked, the time to ready.
+
+Status: `refused` when a real deployment would refuse the change (a contract violation, a mandatory policy
+violation, the replacement of a protected resource); `needs attention` when a high or medium risk stands (storage
+below demand, accelerators with nothing reserved behind them, a replacement of accelerator nodes, ...); `ok`
+otherwise. Low risks (estimated prices, unconfirmed pins, advisories) are listed but do not move the status.
+
+Pure functions over a Report (and a PlanDiff for a diff); every renderer shows the same Verdict.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from stacks.catalog import CATALOG
+from trainstack.diff import PlanDiff
+from trainstack.report import fmt, graph
+from trainstack.report.model import Report
+from trainstack.report.names import short, urn_name
+from trainstack.report.pins import unconfirmed
+from trainstack.report.time_to_ready import Estimate, change_estimate, deploy_estimate
+
+OK = "ok"
+ATTENTION = "needs attention"
+REFUSED = "refused"
+SEVERITIES = (REFUSED, "high", "medium", "low")  # most serious first
+_ACCELERATOR_TYPES = {graph.NODE_GROUP, graph.LAUNCH_TEMPLATE, graph.PLACEMENT_GROUP, graph.HYPERPOD_CLUSTER}
+
+
+@dataclass(frozen=True)
+class Risk:
+    """One thing a reviewer should know before approving, and one line of why."""
+
+    severity: str  # one of SEVERITIES
+    title: str
+    why: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"severity": self.severity, "title": self.title, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One headline figure: a label, its value, and in a diff the value before."""
+
+    label: str
+    value: str
+    before: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    figures: tuple[Figure, ...]
+    risks: tuple[Risk, ...]
+    time: Estimate  # from nothing to a ready stack
+    change: Estimate | None  # applying the diff (None without one)
+    counts: dict[str, int] | None  # add, change, replace, delete (None without a diff)
+
+    @property
+    def headline(self) -> str:
+        """The verdict in a few words: `needs attention: 2 high, 1 medium risk(s)`."""
+        counts = Counter(r.severity for r in self.risks)
+        parts = [f"{counts[s]} {s}" for s in SEVERITIES if counts[s] and s != "low"]
+        return self.status + (f" ({', '.join(parts)})" if parts and self.status != OK else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "figures": [{"label": f.label, "value": f.value, "before": f.before} for f in self.figures],
+            "counts": self.counts,
+        }
+
+
+# ------------------------------------------------------------------------------------------- figures
+
+
+def accelerator_mix(report: Report) -> str:
+    """`128 x H100 (desired) / 128 (max)`, or per model when the stack mixes them."""
+    desired: Counter[str] = Counter()
+    maximum: Counter[str] = Counter()
+    for g in report.summary.gpu_groups:
+        desired[g.accelerator_model or "?"] += g.gpus_desired
+        maximum[g.accelerator_model or "?"] += g.gpus_max
+    for h in report.summary.hyperpod:
+        row = CATALOG.get(h.instance_type.removeprefix("ml."))
+        if row is not None:
+            desired[row.accelerator_model] += h.count * row.accelerator_count
+            maximum[row.accelerator_model] += h.count * row.accelerator_count
+    if not maximum:
+        return "none"
+    return " + ".join(f"{desired[m]:,} / {maximum[m]:,} {m}" for m in sorted(maximum))
+
+
+def storage_coverage(report: Report) -> str:
+    covered = [fs.coverage for fs in report.summary.file_systems if fs.coverage is not None]
+    if not report.summary.file_systems:
+        return "no file system"
+    if not covered:
+        return "no accelerators to serve"
+    return f"{fmt.percent(min(covered))} of demand"
+
+
+def figures(report: Report) -> tuple[Figure, ...]:
+    s, cost = report.summary, report.cost
+    found = [
+        Figure("accelerators desired / max", accelerator_mix(report)),
+        Figure("EFA fabric at desired", fmt.gbps(s.fabric_gbps_desired) if s.fabric_gbps_desired else "no EFA"),
+        Figure("storage throughput", storage_coverage(report)),
+        Figure("cost at desired", f"{fmt.usd(cost.usd_per_month_desired)}/month"),
+    ]
+    if report.policy is not None:
+        p = report.policy
+        found.append(Figure("policy", f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory"))
+    found.append(Figure("contracts", f"{len(report.contracts)} refused"))
+    return tuple(found)
+
+
+def diff_figures(before: Report | None, diff: PlanDiff) -> tuple[Figure, ...]:
+    """The headline deltas: accelerators, fabric and cost, before and after, one unit per row."""
+    d = diff
+    rows = [
+        Figure(
+            "accelerators desired / max",
+            f"{int(d.accelerators_desired.after):,} / {int(d.accelerators_max.after):,}",
+            f"{int(d.accelerators_desired.before):,} / {int(d.accelerators_max.before):,}",
+        ),
+        Figure("EFA fabric at desired", *fmt.gbps_pair(d.fabric_gbps_desired.after, d.fabric_gbps_desired.before)),
+        Figure(
+            "cost at desired",
+            f"{fmt.usd(d.usd_per_month_desired.after)}/month",
+            f"{fmt.usd(d.usd_per_month_desired.before)}/month",
+        ),
+    ]
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------------------------- risks
+
+
+def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
+    s, cluster = report.summary, report.summary.name
+    found: list[Risk] = []
+    for c in report.contracts:
+        found.append(Risk(REFUSED, f"contract: {short(c.name, cluster)} {c.path or '(resource)'}", c.rule))
+    if report.policy is not None:
+        for v in report.policy.mandatory:
+            where = short(urn_name(v.urn), cluster) if v.urn else "stack"
+            found.append(Risk(REFUSED, f"policy {v.policy} on {where}", v.message))
+    if diff is not None:
+        for urn in diff.protected_removals:
+            found.append(
+                Risk(
+                    REFUSED,
+                    f"deletes protected {short(urn_name(urn), cluster)}",
+                    "`pulumi up` refuses to delete a protected resource; removing protect first destroys the data",
+                )
+            )
+        for change in diff.protected_replacements:
+            found.append(
+                Risk(
+                    REFUSED,
+                    f"replaces protected {short(urn_name(change.urn), cluster)}",
+                    f"{', '.join(change.replace_reasons)} cannot change in place; `pulumi up` refuses to delete a "
+                    "protected resource, and forcing it destroys the data",
+                )
+            )
+    for fs in s.file_systems:
+        if fs.coverage is not None and fs.coverage < 1:
+            found.append(
+                Risk(
+                    "high",
+                    f"storage covers {fmt.percent(fs.coverage)} of demand",
+                    f"{short(fs.name, cluster)} gives {fmt.mb_s(fs.throughput_mb_s)} for {s.accelerators_max} "
+                    f"accelerators x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)}: data loading "
+                    "stalls the GPUs",
+                )
+            )
+    if diff is not None:
+        for change in diff.replaced:
+            if change.type in _ACCELERATOR_TYPES and not change.protected:
+                found.append(
+                    Risk(
+                        "high",
+                        f"replaces {short(urn_name(change.urn), cluster)}",
+                        f"{', '.join(change.replace_reasons)} forces a new resource: its nodes are recreated and "
+                        "running jobs stop",
+                    )
+                )
+    for g in s.gpu_groups:
+        name = short(g.name, cluster)
+        if g.capacity in ("on-demand", "spot"):
+            why = (
+                "Spot capacity can be reclaimed with two minutes' notice and is often short for GPU types"
+                if g.capacity == "spot"
+                else "On-Demand launches of large GPU types fail with InsufficientInstanceCapacity when the AZ is short"
+            )
+            found.append(
+                Risk(
+                    # Spot is a deliberate trade (cheap, interruptible); On-Demand is the one that surprises.
+                    "medium" if g.capacity == "on-demand" and g.max_size else "low",
+                    f"{name}: {g.max_size} x {g.instance_type} with no reservation or Capacity Block",
+                    why,
+                )
+            )
+        elif g.desired_size < g.max_size:
+            found.append(
+                Risk(
+                    "medium",
+                    f"{name}: desired {g.desired_size} below max {g.max_size} on {g.capacity}",
+                    "a reservation bills every reserved instance whether a node runs on it or not",
+                )
+            )
+        if g.efa_max and 0 < g.efa_interfaces < g.efa_max:
+            found.append(
+                Risk(
+                    "medium",
+                    f"{name}: {g.efa_interfaces} of {g.efa_max} EFA interfaces",
+                    f"the fabric runs at {g.efa_interfaces / g.efa_max:.0%} of {g.instance_type}'s bandwidth",
+                )
+            )
+    if s.accelerators_max > s.gpu_budget:
+        found.append(
+            Risk("high", f"{s.accelerators_max} accelerators at max over the budget of {s.gpu_budget}", "cost.max_gpus")
+        )
+    for _name, version, _support in s.eks_clusters:
+        pins = {a.name: a.version for a in s.addons if a.kind == "eks-addon"}
+        for addon, build, why in unconfirmed(version, pins):
+            found.append(Risk("low", f"unconfirmed pin: {addon} {build} on Kubernetes {version}", why))
+    estimated = [i.name for i in report.cost.items if i.estimated]
+    if estimated:
+        found.append(
+            Risk(
+                "low",
+                f"estimated price{'s' if len(estimated) > 1 else ''}: {', '.join(estimated)}",
+                "no list price was read for the type, or the catalog doubts it",
+            )
+        )
+    if report.policy is not None:
+        advisories: dict[str, list[str]] = {}
+        for v in report.policy.advisory:
+            advisories.setdefault(v.policy, []).append(v.message)
+        for policy, messages in advisories.items():
+            more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
+            found.append(Risk("low", f"advisory {policy}: {len(messages)} finding(s)", messages[0] + more))
+    rank = {severity: i for i, severity in enumerate(SEVERITIES)}
+    return sorted(found, key=lambda r: rank[r.severity])  # stable: detection order within a severity
+
+
+def assess(report: Report, diff: PlanDiff | None = None, before: Report | None = None) -> Verdict:
+    """The verdict of a plan, or of a diff when `diff` is given."""
+    risks = tuple(_risks(report, diff))
+    if any(r.severity == REFUSED for r in risks):
+        status = REFUSED
+    elif any(r.severity in ("high", "medium") for r in risks):
+        status = ATTENTION
+    else:
+        status = OK
+    counts = None
+    shown = figures(report)
+    if diff is not None:
+        counts = {
+            "add": len(diff.added),
+            "change": len(diff.changed) - len(diff.replaced),
+            "replace": len(diff.replaced),
+            "delete": len(diff.removed),
+        }
+        keep = {f.label: f for f in diff_figures(before, diff)}
+        shown = tuple(keep.get(f.label, f) for f in shown)
+    return Verdict(
+        status=status,
+        figures=shown,
+        risks=risks,
+        time=deploy_estimate(report.recording),
+        change=change_estimate(report.recording, diff) if diff is not None else None,
+        counts=counts,
+    )
