@@ -119,7 +119,7 @@ def _label_key(value: str) -> str:
         )
     if not _LABEL_NAME.match(name):
         raise ValueError(
-            f"label key {value!r}: the name must be 1 to 63 characters, letters and digits at both ends and - _ . "
+            f"label key {value!r}: the name must be 1-63 characters, letters and digits at both ends and - _ . "
             "inside; for example 'example.com/team'"
         )
     return value
@@ -128,7 +128,7 @@ def _label_key(value: str) -> str:
 def _label_value(value: str) -> str:
     if value and not _LABEL_NAME.match(value):
         raise ValueError(
-            f"label value {value!r}: empty, or 1 to 63 characters, letters and digits at both ends and - _ . "
+            f"label value {value!r}: empty, or 1-63 characters, letters and digits at both ends and - _ . "
             "inside; for example 'research'"
         )
     return value

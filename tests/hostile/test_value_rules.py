@@ -47,7 +47,7 @@ def setting(path: str, value: Any) -> Edit:
         ("gpu_node_groups.0.labels", {"Team Name": "x"}, "label key 'Team Name'"),
         ("gpu_node_groups.0.labels", {"example.com/team": "-bad-"}, "label value '-bad-'"),
         ("gpu_node_groups.0.labels", {"Example.COM/team": "x"}, "DNS subdomain"),
-        ("gpu_node_groups.0.labels", {"team": "x" * 64}, "1 to 63 characters"),
+        ("gpu_node_groups.0.labels", {"team": "x" * 64}, "1-63 characters"),
         ("kubernetes.teams.0.name", "kube-system", "the platform's own"),
         ("kubernetes.teams.0.name", "gpu-operator", "the platform's own"),
         ("kubernetes.teams.0.name", "kube-team", "kube- prefix is reserved"),
