@@ -8,6 +8,7 @@ launch templates add to instances, volumes and network interfaces, which default
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 PROJECT_TAG = "project"
@@ -17,6 +18,7 @@ OWNER_TAG = "owner"
 REQUIRED_TAGS = (PROJECT_TAG, ENV_TAG, COST_CENTER_TAG, OWNER_TAG)
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
+_DIGEST = 8  # hex digits of the hash that keeps cut or folded names distinct
 
 
 def aws_partition(region: str) -> str:
@@ -38,14 +40,22 @@ def child_name(parent: str, *parts: str | int) -> str:
 
 
 def physical_name(base: str, *parts: str | int, max_length: int = 63) -> str:
-    """A lower-case, dash-separated AWS name, cut to `max_length` without a trailing dash.
+    """A lower-case, dash-separated AWS name of at most `max_length` characters.
+
+    A name that fits is kept as it reads. One that is too long, or that had to be changed to be valid
+    (upper case, other characters, repeated dashes), ends in 8 hex digits of a hash of the name as asked
+    for, so two different requests never end with the same physical name: cutting `...-p5-train-a` and
+    `...-p5-train-b` to 63 characters, or folding `a--b` into `a-b`, would otherwise collide.
 
     >>> physical_name("trainstack-prod", "p5-train", "lt")
     'trainstack-prod-p5-train-lt'
     """
-    name = _INVALID.sub("-", "-".join([base, *(str(p) for p in parts)]).lower()).strip("-")
-    name = re.sub("-{2,}", "-", name)
-    return name[:max_length].rstrip("-")
+    asked = "-".join([base, *(str(p) for p in parts)])
+    name = re.sub("-{2,}", "-", _INVALID.sub("-", asked.lower())).strip("-")
+    if name == asked and len(name) <= max_length:
+        return name
+    digest = hashlib.sha256(asked.encode()).hexdigest()[:_DIGEST]
+    return f"{name[: max_length - _DIGEST - 1].rstrip('-')}-{digest}"
 
 
 def default_tags(project: str, environment: str, cost_center: str, owner: str, extra: dict[str, str]) -> dict[str, str]:

@@ -1,26 +1,35 @@
 """Loading a stack file (or the Pulumi config object) into a validated `ClusterConfig`.
 
 Every way a file can be wrong ends in one `ConfigError` that lists each problem with its key path, the value
-given and what would be valid, so the plan command and `__main__.py` can print it and stop cleanly.
+given, what would be valid and, where the YAML gives one, the line and column, so the plan command and
+`__main__.py` can print it and stop cleanly. The YAML itself is read strictly by `stacks.reader`.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
+from stacks.reader import Origin, Parsed, Path_, UnreadableFile, YamlRefused, parse, read_text
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig, Environment
 
 STACKS_DIR = Path(__file__).resolve().parent
 FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
 # Other keys a stack file may carry beside ours: Pulumi's own and provider settings.
 ALLOWED_OTHER_NAMESPACES = ("pulumi:", "aws:", "aws-native:", "kubernetes:")
+# Pulumi's own rule for stack names (pulumi/pulumi pkg/backend: stackNameAndProjectRegexp, at most 100
+# characters): also keeps a --stack value from naming a path outside stacks/ or needing shell quoting.
+STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+SHOWN_CHARS = 80  # a value echoed back in a problem is cut to this many characters
 
 
 @dataclass(frozen=True)
@@ -28,32 +37,84 @@ class Problem:
     """One thing wrong with a stack file."""
 
     key: str  # dotted key path, for example trainstack:cluster.gpu_node_groups.0.max_size
-    value: Any  # what the file gave (or None when the key is missing)
+    value: Any  # what the file gave (or _MISSING when the key is missing or the value is not worth echoing)
     message: str  # what is wrong and what would be valid
+    origin: Origin | None = None  # where in the file, when it came from YAML
 
     def __str__(self) -> str:
-        shown = "" if self.value is _MISSING else f" (got {_short(self.value)})"
-        return f"{self.key}{shown}: {self.message}"
+        shown = "" if self.value is _MISSING else f" (got {short(self.value)})"
+        where = f" [{self.origin}]" if self.origin is not None else ""
+        return f"{self.key}{shown}: {self.message}{where}"
 
 
 _MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def short(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """`value` as JSON-like text of at most `limit` characters, without ever rendering more than that: a
+    huge or deeply nested value costs no more to show than a small one."""
+    out: list[str] = []
+    size = 0
+    for piece in _pieces(value, depth=0):
+        out.append(piece)
+        size += len(piece)
+        if size > limit:
+            break
+    text = "".join(out)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _pieces(value: Any, depth: int) -> Iterator[str]:
+    """The text of `value` in pieces, each small: nothing here renders a whole value at once."""
+    if isinstance(value, str):
+        yield repr(value[: SHOWN_CHARS + 1])
+    elif isinstance(value, bool) or value is None:
+        yield json.dumps(value)
+    elif isinstance(value, int):
+        yield (
+            str(value) if value.bit_length() < 200 else f"<integer of about {int(value.bit_length() * 0.30103)} digits>"
+        )
+    elif isinstance(value, float):
+        yield repr(value)
+    elif isinstance(value, datetime.date):
+        yield value.isoformat()
+    elif isinstance(value, Mapping):
+        if depth >= 8:
+            yield "{...}"
+            return
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield (", " if i else "") + repr(str(key)[: SHOWN_CHARS + 1]) + ": "
+            yield from _pieces(item, depth + 1)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        if depth >= 8:
+            yield "[...]"
+            return
+        yield "["
+        for i, item in enumerate(value):
+            yield ", " if i else ""
+            yield from _pieces(item, depth + 1)
+        yield "]"
+    else:
+        yield f"<{type(value).__name__}>"
 
 
 class ConfigError(Exception):
-    """A stack file that cannot be used; `problems` lists every reason at once."""
+    """A stack file that cannot be used; `problems` lists every reason at once. `baseline` marks the file
+    given to --against, so the message says the problems are in the baseline, not in the planned config."""
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+    def __init__(self, source: str, problems: list[Problem], *, baseline: bool = False) -> None:
         self.source = source
         self.problems = problems
+        self.baseline = baseline
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = [f"invalid stack config {self.source}: {len(self.problems)} problem(s)"]
+        what = "baseline (--against) stack config" if self.baseline else "stack config"
+        lines = [f"invalid {what} {self.source}: {len(self.problems)} problem(s)"]
+        if self.baseline:
+            lines[0] += "; they are in the baseline you compare against, not in the config being planned"
         lines += [f"  - {problem}" for problem in self.problems]
         return "\n".join(lines)
 
@@ -108,39 +169,84 @@ def check_stack(stack: str, cluster: ClusterConfig, source: str) -> ClusterConfi
 
 def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
     """The file of a named stack; ConfigError lists the stacks that exist when it does not."""
+    known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml"))
+    if not STACK_NAME.match(stack):
+        raise ConfigError(
+            "--stack",
+            [
+                Problem(
+                    "--stack",
+                    stack,
+                    "not a Pulumi stack name (letters, digits, `-`, `_` and `.`, 1 to 100 characters); "
+                    f"stacks here: {', '.join(known)}",
+                )
+            ],
+        )
     path = stacks_dir / f"Pulumi.{stack}.yaml"
     if not path.is_file():
-        known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml"))
         raise ConfigError(str(path), [Problem("--stack", stack, f"no such stack; valid: {', '.join(known)}")])
     return path
 
 
 def load_file(path: Path, option: str = "--config") -> ClusterConfig:
-    """Read and validate a `Pulumi.<env>.yaml` stack file; `option` names the flag it came from in problems."""
+    """Read and validate a `Pulumi.<env>.yaml` stack file; `option` names the flag it came from in problems
+    (`--against` marks the file as the baseline)."""
     source = str(path)
+    baseline = option == "--against"
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(source, [Problem(option, source, "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(source, [Problem(option, source, f"cannot read: {error}")]) from None
+        text = read_text(path)
+    except UnreadableFile as error:
+        raise ConfigError(source, [Problem(option, source, str(error))], baseline=baseline) from None
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        reason = getattr(error, "problem", None) or str(error)
-        raise ConfigError(source, [Problem("<yaml>", _MISSING, f"YAML syntax error at {where}: {reason}")]) from None
-    return validate_document(document, source)
+        parsed = parse(text)
+    except YamlRefused as error:
+        problem = Problem("<yaml>", _MISSING, error.message, error.origin)
+        if _looks_like_report(text, None):
+            problem = _report_problem(option, source)
+        raise ConfigError(source, [problem], baseline=baseline) from None
+    if _looks_like_report(text, parsed.document):
+        raise ConfigError(source, [_report_problem(option, source)], baseline=baseline)
+    try:
+        return validate_document(parsed.document, source, parsed)
+    except ConfigError as error:
+        raise ConfigError(source, error.problems, baseline=baseline) from None
 
 
-def validate_document(document: Any, source: str) -> ClusterConfig:
+def _looks_like_report(text: str, document: Any) -> bool:
+    """A plan report (JSON, Markdown or text) given where a stack file belongs, a common mix-up with --against."""
+    if isinstance(document, Mapping) and "config" not in document:
+        return "steps" in document and ("trainstack" in document or "changeSummary" in document)
+    head = text.lstrip()[:200]
+    return head.startswith(("## trainstack plan", "trainstack plan:"))
+
+
+def _report_problem(option: str, source: str) -> Problem:
+    return Problem(
+        option,
+        source,
+        "this is a trainstack plan report, not a stack file: give the stack file itself, for example "
+        "stacks/Pulumi.prod.yaml, or main's copy of it (git show main:stacks/Pulumi.prod.yaml > base.yaml)",
+    )
+
+
+def validate_document(document: Any, source: str, parsed: Parsed | None = None) -> ClusterConfig:
     """Validate a parsed stack file: a mapping with a `config` mapping holding `trainstack:cluster`."""
-    if not isinstance(document, Mapping) or not isinstance(document.get("config"), Mapping):
-        raise ConfigError(source, [Problem("config", _MISSING, "a stack file is a mapping with a `config:` mapping")])
-    config = document["config"]
+    parsed = parsed or Parsed(document=document)
     problems = [
-        Problem(str(key), _MISSING, f"unknown config key; trainstack reads `{FULL_KEY}` (plus pulumi:/aws: settings)")
+        Problem(_dotted(r.path), _MISSING, r.message, r.origin) for r in parsed.refusals if not _is_inside(r.path)
+    ]
+    inside = [r for r in parsed.refusals if _is_inside(r.path)]
+    if not isinstance(document, Mapping) or not isinstance(document.get("config"), Mapping):
+        problems.append(Problem("config", _MISSING, "a stack file is a mapping with a `config:` mapping"))
+        raise ConfigError(source, problems)
+    config = document["config"]
+    problems += [
+        Problem(
+            str(key),
+            _MISSING,
+            f"unknown config key; trainstack reads `{FULL_KEY}` (plus pulumi:/aws: settings)",
+            parsed.origins.get(("config", key)),
+        )
         for key in config
         if key != FULL_KEY and not str(key).startswith(ALLOWED_OTHER_NAMESPACES)
     ]
@@ -148,7 +254,7 @@ def validate_document(document: Any, source: str) -> ClusterConfig:
         problems.append(Problem(FULL_KEY, _MISSING, "missing: the stack's settings live under this one key"))
         raise ConfigError(source, problems)
     try:
-        cluster = validate_object(config[FULL_KEY], source)
+        cluster = validate_object(config[FULL_KEY], source, parsed, inside)
     except ConfigError as error:
         raise ConfigError(source, problems + error.problems) from None
     if problems:
@@ -156,38 +262,112 @@ def validate_document(document: Any, source: str) -> ClusterConfig:
     return cluster
 
 
-def validate_object(value: Any, source: str) -> ClusterConfig:
-    """Validate the `trainstack:cluster` object itself (as YAML, or as the JSON string Pulumi gives)."""
+_PREFIX: Path_ = ("config", FULL_KEY)
+
+
+def _is_inside(path: Path_) -> bool:
+    return path[:2] == _PREFIX
+
+
+def _dotted(path: Path_) -> str:
+    """The key path as problems name it: `trainstack:cluster.eks.version`, `aws:region`, `config`."""
+    parts = path[1:] if path[:1] == ("config",) and len(path) > 1 else path
+    return ".".join(map(str, parts)) or "<document>"
+
+
+def validate_object(
+    value: Any, source: str, parsed: Parsed | None = None, refusals: list[Any] | None = None
+) -> ClusterConfig:
+    """Validate the `trainstack:cluster` object itself (as YAML, or as the JSON string Pulumi gives).
+
+    `parsed` (from a YAML file) adds line numbers, the text of unquoted scalars and the refusals inside the
+    object; a refused value is not validated again."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ConfigError(source, [Problem(FULL_KEY, value, f"not a JSON object: {error}")]) from None
+            value = json.loads(value, parse_constant=_no_constant, object_pairs_hook=_unique_pairs)
+        except (ValueError, RecursionError) as error:
+            raise ConfigError(source, [Problem(FULL_KEY, _MISSING, f"not a JSON object: {error}")]) from None
+    origins = parsed.origins if parsed else {}
+    problems = [Problem(_dotted(r.path), _MISSING, r.message, r.origin) for r in refusals or []]
+    secrets = [path[2:] for path in parsed.secrets if _is_inside(path)] if parsed else list(_secure_paths(value, ()))
+    if () in secrets:
+        raise ConfigError(source, [_secret_problem((), origins)])
+    problems += [_secret_problem(path, origins) for path in secrets]
+    skip = [tuple(path) for path in secrets] + [r.path[2:] for r in refusals or []]
     try:
-        return ClusterConfig.model_validate(value)
+        cluster = ClusterConfig.model_validate(value)
     except ValidationError as error:
-        raise ConfigError(source, _problems(error)) from None
+        problems += [p for loc, p in _problems(error, origins) if not any(loc[: len(s)] == s for s in skip if s)]
+        raise ConfigError(source, problems or _problems_all(error, origins)) from None
+    if problems:
+        raise ConfigError(source, problems)
+    return cluster
 
 
-def _problems(error: ValidationError) -> list[Problem]:
-    problems: list[Problem] = []
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = item
+    return result
+
+
+def _secure_paths(value: Any, path: Path_) -> Iterator[Path_]:
+    if isinstance(value, Mapping):
+        if set(value) == {"secure"}:
+            yield path
+            return
+        for key, item in value.items():
+            yield from _secure_paths(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _secure_paths(item, (*path, i))
+
+
+def _secret_problem(loc: Path_, origins: Mapping[Path_, Origin]) -> Problem:
+    return Problem(
+        ".".join([FULL_KEY, *map(str, loc)]),
+        _MISSING,
+        "an encrypted Pulumi secret (`secure:`): the offline plan has no Pulumi CLI or key to decrypt it. To "
+        "plan anyway, copy the stack file and put a placeholder plain value here (the plan reports the shape, "
+        "not the secret); trainstack's settings hold no secrets, so keep secrets in their own config keys",
+        origins.get((*_PREFIX, *loc)),
+    )
+
+
+def _problems_all(error: ValidationError, origins: Mapping[Path_, Origin]) -> list[Problem]:
+    return [problem for _, problem in _problems(error, origins)]
+
+
+def _problems(error: ValidationError, origins: Mapping[Path_, Origin]) -> list[tuple[Path_, Problem]]:
+    problems: list[tuple[Path_, Problem]] = []
     for item in error.errors(include_url=False):
-        loc = tuple(item["loc"])
+        loc: Path_ = tuple(item["loc"])
         key = ".".join([FULL_KEY, *map(str, loc)])
+        origin = origins.get((*_PREFIX, *loc))
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "default_factory_not_called":
             continue  # a default that depends on a field that failed: that field's problem is reported
         if item["type"] == "extra_forbidden":
             valid = _valid_keys(loc[:-1])
             message = f"unknown key; valid keys here: {', '.join(valid)}" if valid else "unknown key"
-        elif item["type"] == "string_pattern_mismatch":
-            pattern = str((item.get("ctx") or {}).get("pattern", ""))
-            message = f"expected {PATTERNS[pattern]}" if pattern in PATTERNS else f"does not match {pattern}"
         elif item["type"] == "missing":
-            problems.append(Problem(key, _MISSING, "required key is missing"))
+            problems.append(
+                (loc, Problem(key, _MISSING, "required key is missing", origins.get((*_PREFIX, *loc[:-1]))))
+            )
             continue
+        elif item["type"] == "string_pattern_mismatch":
+            message = _pattern_message(loc, item)
+        elif item["type"] in ("finite_number", "float_parsing") and isinstance(item.get("input"), str):
+            message = "not a finite number: give a plain number"
+        message += _quote_hint(item, origin)
         # A cross-field validator reports several problems, one per line.
-        problems += [Problem(key, _value_at(item), line) for line in message.splitlines() if line]
+        problems += [(loc, Problem(key, _value_at(item), line, origin)) for line in message.splitlines() if line]
     return problems
 
 
@@ -222,13 +402,58 @@ PATTERNS: dict[str, str] = {
 }
 
 
+def _pattern_message(loc: Path_, item: Mapping[str, Any]) -> str:
+    """A pattern mismatch said for people: an example of a valid value, and the pattern for the precise rule."""
+    field = _field_at(loc)
+    examples = (field.examples if field else None) or []
+    pattern = str((item.get("ctx") or {}).get("pattern", ""))
+    example = f"for example {examples[0]!r}" if examples else "see docs/config.md"
+    if pattern in PATTERNS:  # the rule in words first
+        return f"expected {PATTERNS[pattern]}" + (f"; {example}" if examples else "")
+    return f"does not match the expected pattern: {example} (the pattern: {pattern})"
+
+
+def _quote_hint(item: Mapping[str, Any], origin: Origin | None) -> str:
+    """YAML reads unquoted 1.30 as the number 1.3 and 7:03:00 as 25380: say so, and how to quote."""
+    value = item.get("input")
+    wants_text = item["type"] in ("string_type", "literal_error", "enum", "string_pattern_mismatch")
+    plain = origin.plain if origin else None
+    if not wants_text or plain is None or isinstance(value, str | Mapping | list):
+        return ""
+    if (isinstance(value, float) and math.isfinite(value)) or isinstance(value, int | bool | datetime.date):
+        return f'; YAML reads the unquoted {plain} as {_type_of(value)}: quote it, "{plain}"'
+    return ""
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, datetime.date):
+        return f"the date {value.isoformat()}"
+    return f"the number {value}"
+
+
 def _value_at(item: Mapping[str, Any]) -> Any:
     value = item.get("input", _MISSING)
     # For a model-level rule the input is the whole sub-object; do not echo it back.
     return _MISSING if isinstance(value, Mapping) else value
 
 
-def _valid_keys(loc: tuple[Any, ...]) -> list[str]:
+def _field_at(loc: Path_) -> FieldInfo | None:
+    """The schema field at `loc` (list indices and dict keys skipped), for messages that need its examples."""
+    model: type[BaseModel] | None = ClusterConfig
+    field: FieldInfo | None = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if model is None:
+            break
+        field = model.model_fields.get(str(part))
+        model = _model_of(field.annotation) if field else None
+    return field
+
+
+def _valid_keys(loc: Path_) -> list[str]:
     """The field names of the model at `loc` (list indices skipped), for 'unknown key' messages."""
     model: type[BaseModel] | None = ClusterConfig
     for part in loc:

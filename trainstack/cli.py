@@ -4,11 +4,12 @@
                               [--preview] [--against PATH] [--no-color] [--tree]
     python -m trainstack schema [--output PATH]
 
-Exit codes: 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an input AWS or
-Kubernetes would refuse (it wins over 1); 2 bad input (invalid config, bad
-arguments, missing stack, unreadable path, unwritable --output); 3 the program itself failed under the mock
-engine, the policy review failed, or an internal error. Errors are one clear line (or the config's list of
-problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
+Exit codes (docs/cli.md): 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an
+input AWS or Kubernetes would refuse (it wins over 1); 2 bad input (invalid config, bad arguments, missing
+stack, unreadable path, unusable --output); 3 the program itself failed under the mock engine, the policy
+review failed, or an internal error; 5 the report could not be delivered (stdout closed, disk full, the
+reader went away, an encoding that cannot show it); 130 interrupted (Ctrl-C). Errors are one clear line (or
+the config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -28,10 +31,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from stacks.load import ConfigError, check_stack, environment_of_stack, load_file, stack_file
+from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
 from stacks.placeholders import find as find_placeholders
 from stacks.schema import ClusterConfig, json_schema
 from trainstack.engine import Recording, run_program
+from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
+from trainstack.interrupt import interrupted, report_interrupt
 from trainstack.report.model import Report
 from trainstack.review import Violation
 
@@ -40,11 +45,16 @@ EXIT_POLICY = 1
 EXIT_BAD_INPUT = 2
 EXIT_PROGRAM_FAILED = 3
 EXIT_CONTRACT = 4
+EXIT_OUTPUT = 5
 FORMATS = ("text", "json", "markdown")
 
 
 class BadInput(Exception):
     """A problem with what the user asked for; the message is the one line we print."""
+
+
+class OutputFailed(Exception):
+    """The report was made but could not be delivered; the message is the one line we print."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,53 +95,124 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def check_writable(path: Path, option: str = "--output") -> None:
-    """Fail before the (slower) plan when `path` cannot be written, by trying: open for append (nothing is
-    truncated), then remove the file again if the probe created it. Permission bits alone (os.access) say yes
-    to root even on a read-only mount."""
-    if path.is_dir():
-        raise BadInput(f"{option} {path}: is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise BadInput(f"{option} {path}: directory {parent} does not exist")
-    existed = path.exists()
+def output_target(path: Path, inputs: Sequence[tuple[str, Path]], option: str = "--output") -> Path:
+    """The regular file the report will replace, checked before the (slower) plan runs, without opening it (a
+    FIFO would block, a device would take the bytes). A symlink is followed: its target is replaced, the link
+    stays. Refused: a directory, a FIFO, a device or a socket; any of `inputs` (the stack files being read);
+    a read-only file; a directory where no file can be created."""
+    target = Path(os.path.realpath(path))
     try:
-        with path.open("a", encoding="utf-8"):
-            pass
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise BadInput(f"{option} {path}: cannot use it: {error.strerror or error}") from None
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"{option} {path}: is a directory")
+        if not stat.S_ISREG(mode):
+            raise BadInput(f"{option} {path}: is {_kind(mode)}; --output writes regular files only")
+        for flag, source in inputs:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(target, source):
+                    raise BadInput(f"{option} {path}: is the stack file given to {flag}; write the report elsewhere")
+        if not os.access(target, os.W_OK):
+            raise BadInput(f"{option} {path}: is read-only")
+    if not target.parent.is_dir():
+        raise BadInput(f"{option} {path}: directory {target.parent} does not exist")
+    try:  # the report is written beside the target and renamed over it: that needs a file created here
+        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
     except OSError as error:
         raise BadInput(f"{option} {path}: not writable: {error.strerror or error}") from None
-    if not existed:
-        path.unlink(missing_ok=True)
+    return target
 
 
-def write(text: str, output: Path | None, stream: TextIO) -> None:
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def write(text: str, output: Path | None, stream: TextIO | None) -> None:
     """The report to `stream`, or atomically to `output`: a temporary file beside it, then os.replace, so a
     reader never sees half a report and a failed write leaves the old file as it was."""
     if output is None:
-        stream.write(text)
-        stream.flush()
+        emit(text, stream)
         return
     temporary: Path | None = None
     try:
-        with tempfile.NamedTemporaryFile(
-            "w",
-            encoding="utf-8",
-            dir=output.parent if str(output.parent) else ".",
-            prefix=f".{output.name}.",
-            suffix=".tmp",
-            delete=False,
-        ) as handle:
-            temporary = Path(handle.name)
+        fd, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+        temporary = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        if output.exists():
-            shutil.copymode(output, temporary)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            mode = os.stat(output).st_mode
+        except FileNotFoundError:
+            os.chmod(temporary, 0o666 & ~_umask())
         else:
-            temporary.chmod(0o666 & ~_umask())
+            if not stat.S_ISREG(mode):  # swapped for a FIFO or a device while the plan ran
+                raise BadInput(f"--output {output}: is {_kind(mode)} now; --output writes regular files only")
+            os.chmod(temporary, stat.S_IMODE(mode))
         os.replace(temporary, output)
+        temporary = None
     except OSError as error:
+        raise OutputFailed(f"--output {output}: cannot write: {error.strerror or error}") from None
+    finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
-        raise BadInput(f"--output {output}: cannot write: {error.strerror or error}") from None
+
+
+def emit(text: str, stream: TextIO | None) -> None:
+    """The whole report to stdout, or OutputFailed with why not. The encoding is checked before the first
+    byte, so a terminal that cannot show the report gets nothing rather than half of it."""
+    if stream is None:
+        raise OutputFailed("stdout is closed: nothing can be written there; use --output PATH")
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    if getattr(stream, "errors", "strict") == "strict":
+        try:
+            text.encode(encoding)
+        except UnicodeEncodeError as error:
+            raise OutputFailed(
+                f"stdout's encoding {encoding} cannot show the report (it has {error.object[error.start]!r}): "
+                "set PYTHONIOENCODING=utf-8 or a UTF-8 locale, or use --output PATH"
+            ) from None
+        except LookupError:
+            pass
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        _discard(stream)
+        raise OutputFailed("stdout's reader went away before the report was complete") from None
+    except OSError as error:
+        _discard(stream)
+        reason = "the disk is full" if error.errno == errno.ENOSPC else (error.strerror or str(error))
+        raise OutputFailed(f"cannot write the report to stdout: {reason}") from None
+    except ValueError:  # the stream object was closed
+        raise OutputFailed("stdout is closed: nothing can be written there; use --output PATH") from None
+
+
+def _discard(stream: TextIO) -> None:
+    """Point a broken stdout at /dev/null so the interpreter's last flush at exit does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def _isatty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def _umask() -> int:
@@ -146,6 +227,11 @@ def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
     name = path.name
     if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
         stack = name.removeprefix("Pulumi.").rsplit(".", 1)[0]
+        if not STACK_NAME.match(stack):
+            raise BadInput(
+                f"{path}: {stack!r} is not a Pulumi stack name (letters, digits, `-`, `_` and `.`, 1 to 100 "
+                "characters), so Pulumi could never use this file; rename it"
+            )
         # A stack name that maps to an environment is a real stack and decides it (check_stack); another name
         # (Pulumi.proposed.yaml) is a proposal, reviewed as its environment's stack. `pulumi up` on a stack of
         # such a name is still refused by the program itself.
@@ -232,20 +318,22 @@ def plan(args: argparse.Namespace) -> int:
     from trainstack.report.model import build_report
     from trainstack.review import review
 
-    if args.output is not None:
-        check_writable(args.output)
-    path = args.config if args.config is not None else stack_file(args.stack or "dev")
+    path = args.config if args.config is not None else stack_file(args.stack if args.stack is not None else "dev")
+    inputs = [("--stack" if args.config is None else "--config", path)]
+    if args.against is not None:
+        inputs.append(("--against", args.against))
+    output = output_target(args.output, inputs) if args.output is not None else None
     cluster = load_file(path)
     baseline_cluster = load_file(args.against, option="--against") if args.against is not None else None
     stack = stack_name_of(args.against if args.against is not None else path, cluster)
-    if args.stack and args.against is None:
+    if args.stack is not None and args.against is None:
         stack = args.stack
     # The stack's name decides the environment (stacks/load.py): a file cannot talk itself out of prod's floors.
     check_stack(stack, cluster, str(path))
     if baseline_cluster is not None:
         check_stack(stack, baseline_cluster, str(args.against))
 
-    show = sys.stderr.isatty()
+    show = _isatty(sys.stderr)
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, str(path))
     diff = None
@@ -269,63 +357,80 @@ def plan(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         rendered = markdown.render(report, diff, before)
     else:
-        color = not args.no_color and "NO_COLOR" not in os.environ and args.output is None and sys.stdout.isatty()
+        color = not args.no_color and "NO_COLOR" not in os.environ and output is None and _isatty(sys.stdout)
         # The terminal's width (COLUMNS, else the tty's, else 100 for a pipe or a file).
-        width = shutil.get_terminal_size((100, 50)).columns if args.output is None else 100
+        width = shutil.get_terminal_size((100, 50)).columns if output is None else 100
         rendered = text.render(report, text.Style(color=color), diff, tree=args.tree, width=width, before=before)
-    write(rendered, args.output, sys.stdout)
+    write(rendered, output, sys.stdout)
     if args.format == "text":  # timing stays out of the report itself, which is byte-for-byte reproducible
-        print(f"planned in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        say(f"planned in {time.perf_counter() - started:.1f} s")
     if report.contracts:
-        print(f"contract check: {len(report.contracts)} input(s) a real deployment would refuse", file=sys.stderr)
+        say(f"contract check: {len(report.contracts)} input(s) a real deployment would refuse")
         return EXIT_CONTRACT
     if report.policy is not None and not report.policy.passed:
-        print(f"policy review: {len(report.policy.mandatory)} mandatory violation(s)", file=sys.stderr)
+        say(f"policy review: {len(report.policy.mandatory)} mandatory violation(s)")
         return EXIT_POLICY
     return EXIT_OK
 
 
 def schema(args: argparse.Namespace) -> int:
-    if args.output is not None:
-        check_writable(args.output)
-    write(json.dumps(json_schema(), indent=2) + "\n", args.output, sys.stdout)
+    output = output_target(args.output, []) if args.output is not None else None
+    write(json.dumps(json_schema(), indent=2) + "\n", output, sys.stdout)
     return EXIT_OK
+
+
+def say(text: str) -> None:
+    """One line on stderr; when stderr itself is gone, the exit code still tells."""
+    try:
+        if sys.stderr is not None:
+            print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line, in-process: returns the exit code instead of exiting."""
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
-        return plan(args) if args.command == "plan" else schema(args)
-    except ConfigError as error:
-        print(error.render(), file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except BadInput as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except ProgramFailed as error:
-        print(f"error: the program failed under the mock engine: {error}", file=sys.stderr)
-        return EXIT_PROGRAM_FAILED
-    except Exception as error:  # the policy pack's config or run errors, named by type
-        from trainstack.review import PolicyConfigError, PolicyRunError
-
-        if isinstance(error, PolicyConfigError):
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        if isinstance(error, PolicyRunError):
-            print(f"error: the policy review failed: {error}", file=sys.stderr)
-            return EXIT_PROGRAM_FAILED
-        # A bug in trainstack itself: one line, not exit 1 (which means "policy violation"); the traceback
-        # only when asked for.
-        if os.environ.get("TRAINSTACK_DEBUG") == "1":
-            traceback.print_exc(file=sys.stderr)
-        first = (str(error).strip().splitlines() or [""])[0]
-        print(f"error: internal error: {type(error).__name__}: {first}".rstrip(": "), file=sys.stderr)
-        if os.environ.get("TRAINSTACK_DEBUG") != "1":
-            print("(set TRAINSTACK_DEBUG=1 for the traceback)", file=sys.stderr)
-        return EXIT_PROGRAM_FAILED
-    except SystemExit as exit_:  # --help
-        return int(exit_.code or 0) if isinstance(exit_.code, int | None) else EXIT_BAD_INPUT
+        code = plan(args) if args.command == "plan" else schema(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return report_interrupt()
+    except BaseException as error:  # every failure ends in one line and a documented code
+        # An interrupt that the SDK's runtime turned into another exception is still an interrupt.
+        return report_interrupt() if interrupted() else failure(error)
+    return report_interrupt() if interrupted() else code
+
+
+def failure(error: BaseException) -> int:
+    """The one line (or the config's problems) for a failure, and its exit code."""
+    from trainstack.review import PolicyConfigError, PolicyRunError
+
+    if isinstance(error, ConfigError):
+        say(error.render())
+        return EXIT_BAD_INPUT
+    if isinstance(error, BadInput | PolicyConfigError):
+        say(f"error: {error}")
+        return EXIT_BAD_INPUT
+    if isinstance(error, OutputFailed):
+        say(f"error: {error}")
+        return EXIT_OUTPUT
+    if isinstance(error, ProgramFailed):
+        say(f"error: the program failed under the mock engine: {error}")
+        return EXIT_PROGRAM_FAILED
+    if isinstance(error, PolicyRunError):
+        say(f"error: the policy review failed: {error}")
+        return EXIT_PROGRAM_FAILED
+    if isinstance(error, SystemExit):  # --help, --version
+        return int(error.code or 0) if isinstance(error.code, int | None) else EXIT_BAD_INPUT
+    if isinstance(error, MemoryError | RecursionError):
+        say(f"error: out of resources: {type(error).__name__}; is the input far larger than a stack file?")
+        return EXIT_PROGRAM_FAILED
+    # A bug in trainstack itself: one line, not exit 1 (which means "policy violation"); the traceback only when
+    # asked for.
+    if os.environ.get("TRAINSTACK_DEBUG") == "1":
+        traceback.print_exception(error, file=sys.stderr)
+    first = (str(error).strip().splitlines() or [""])[0]
+    say(f"error: internal error: {type(error).__name__}: {first}".rstrip(": "))
+    if os.environ.get("TRAINSTACK_DEBUG") != "1":
+        say("(set TRAINSTACK_DEBUG=1 for the traceback)")
+    return EXIT_PROGRAM_FAILED

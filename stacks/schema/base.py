@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from stacks.catalog import CATALOG
+from stacks.schema.values import Cidr as Cidr  # re-exported: the schema package exports it
 
 CONFIG_NAMESPACE = "trainstack"
 CONFIG_KEY = "cluster"
@@ -22,21 +22,14 @@ ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$"
 class Spec(BaseModel):
     """Base of every config model: frozen, unknown keys refused, described fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=False)
+    # allow_inf_nan=False: no setting takes `inf` or `nan` (and the JSON report could not carry them).
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=False, allow_inf_nan=False)
 
 
 class Environment(StrEnum):
     DEV = "dev"
     STAGING = "staging"
     PROD = "prod"
-
-
-def _ipv4_cidr(value: str) -> str:
-    network = ipaddress.IPv4Network(value, strict=True)  # ValueError names the problem
-    return str(network)
-
-
-Cidr = Annotated[str, AfterValidator(_ipv4_cidr)]
 
 
 def _instance_type(value: str) -> str:
@@ -55,6 +48,7 @@ AmiReleaseVersion = Annotated[
     str,
     Field(
         pattern=AMI_RELEASE_PATTERN,
+        examples=["1.36.0-20260915"],
         description="EKS AMI release, e.g. 1.36.0-20260915 (AL2023) or 1.44.0-0f2a6ffa (Bottlerocket); "
         "left out, EKS takes the newest release at creation and nodes keep it until you set one.",
     ),

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from stacks.catalog import CATALOG
 from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kueue_trainer_problem
-from stacks.schema.base import DNS_LABEL, REGION_PATTERN, Environment, Spec
+from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import GpuNodeGroupSpec
 from stacks.schema.health import HealthSpec
@@ -18,16 +18,29 @@ from stacks.schema.network import NetworkSpec
 from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
 from stacks.schema.security import SecuritySpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
+from stacks.schema.values import Limits, Region, ResourceName, TagKey, TagValue
 from stacks.schema.waivers import WaiverSpec
+
+# AWS keeps 5 addresses of every subnet (VPC User Guide, "Subnet CIDR blocks": network, router, DNS, future
+# use, broadcast).
+SUBNET_RESERVED_ADDRESSES = 5
+# Pod addresses a node can take from its subnet under the VPC CNI (secondary-IP mode): the Kubernetes default of
+# 110 pods per node, which EKS's max-pods calculation recommends for nodes under 30 vCPUs; large GPU nodes
+# run far fewer pods. A planning allowance, not an AWS limit.
+POD_ADDRESSES_PER_NODE = 110
 
 
 class TagsSpec(Spec):
     """Cost-allocation tags. They go on the AWS provider's default_tags (and launch templates' instances,
     volumes and network interfaces), together with `project` and `env`, which trainstack sets itself."""
 
-    cost_center: str = Field(min_length=1, max_length=256, description="Value of the `cost-center` tag.")
-    owner: str = Field(min_length=1, max_length=256, description="Value of the `owner` tag (team or e-mail).")
-    extra: dict[str, str] = Field(default_factory=dict, description="Further tags for every resource.")
+    cost_center: TagValue = Field(min_length=1, description="Value of the `cost-center` tag.")
+    owner: TagValue = Field(min_length=1, description="Value of the `owner` tag (team or e-mail).")
+    extra: dict[TagKey, TagValue] = Field(
+        default_factory=dict,
+        max_length=Limits.EXTRA_TAGS,
+        description=f"Further tags for every resource (AWS tag rules; at most {Limits.EXTRA_TAGS}).",
+    )
 
     @model_validator(mode="after")
     def _no_reserved_keys(self) -> Self:
@@ -41,7 +54,9 @@ class CostSpec(Spec):
     """Guardrails and assumptions for the cost estimate and the GPU budget policy."""
 
     max_gpus: int = Field(
-        ge=0, description="GPU budget: the sum over GPU node groups of max nodes x GPUs per node may not exceed it."
+        ge=0,
+        le=Limits.ACCELERATORS,
+        description="GPU budget: the sum over GPU node groups of max nodes x GPUs per node may not exceed it.",
     )
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
@@ -50,13 +65,15 @@ class ClusterConfig(Spec):
     """The `trainstack:cluster` object of one stack."""
 
     environment: Environment = Field(description="dev, staging or prod; decides protection and policy levels.")
-    region: str = Field(pattern=REGION_PATTERN, description="AWS region, for example us-east-1.")
-    name: str = Field(pattern=DNS_LABEL, description="Base name for every resource, for example trainstack-dev.")
+    region: Region = Field(description="AWS region, for example us-east-1 (stacks/regions.py lists them).")
+    name: ResourceName = Field(description="Base name for every resource, for example trainstack-dev.")
     tags: TagsSpec = Field(description="Cost-allocation tags.")
     cost: CostSpec = Field(description="GPU budget and cost assumptions.")
     network: NetworkSpec = Field(description="VPC, subnets, NAT, endpoints, flow logs.")
     eks: EksSpec = Field(description="EKS control plane and add-ons.")
-    gpu_node_groups: list[GpuNodeGroupSpec] = Field(default_factory=list, description="GPU node groups.")
+    gpu_node_groups: list[GpuNodeGroupSpec] = Field(
+        default_factory=list, max_length=Limits.GPU_NODE_GROUPS, description="GPU node groups."
+    )
     storage: StorageSpec = Field(description="S3 buckets and FSx for Lustre.")
     kubernetes: KubernetesSpec = Field(description="GPU Operator, EFA plugin, Kueue, teams, validation.")
     sagemaker: SageMakerSpec = Field(default_factory=SageMakerSpec, description="Optional SageMaker HyperPod.")
@@ -122,6 +139,7 @@ class ClusterConfig(Spec):
             for rule, res in sorted(set(pairs))
             if pairs.count((rule, res)) > 1
         ]
+        problems += self._subnet_capacity_problems()
         efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
         if self.storage.fsx.enabled and len(efa_azs) > 1:
             problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
@@ -232,6 +250,27 @@ class ClusterConfig(Spec):
             if why:
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
         return problems
+
+    def _subnet_capacity_problems(self) -> list[str]:
+        """Each AZ's private subnet must hold, at every group's max size, one address per node for its
+        primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
+        pod the VPC CNI can place on it. The system group may land wholly in any AZ, so it counts in each."""
+        usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
+        per_node = 1 + POD_ADDRESSES_PER_NODE
+        nodes = dict.fromkeys(self.network.availability_zones, self.eks.system_node_group.max_size)
+        for group in self.gpu_node_groups:
+            if group.availability_zone in nodes:
+                nodes[group.availability_zone] += group.max_size
+        if self.sagemaker.hyperpod.enabled and self.gpu_availability_zone in nodes:
+            nodes[self.gpu_availability_zone] += sum(g.instance_count for g in self.sagemaker.hyperpod.instance_groups)
+        return [
+            f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
+            f"addresses in {az}, but {count} nodes at max size need up to {count * per_node} (1 + "
+            f"{POD_ADDRESSES_PER_NODE} pods each): use a larger private subnet (a smaller prefix length) or "
+            "smaller groups"
+            for az, count in nodes.items()
+            if count * per_node > usable
+        ]
 
     @property
     def validation_candidates(self) -> list[GpuNodeGroupSpec]:

@@ -8,7 +8,8 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, Cidr, RetentionDays, Spec
+from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, RetentionDays, Spec
+from stacks.schema.values import Cidr, Limits
 
 
 class LogType(StrEnum):
@@ -24,30 +25,37 @@ class AuthenticationMode(StrEnum):
     API_AND_CONFIG_MAP = "API_AND_CONFIG_MAP"
 
 
+ADDON_VERSION = r"^v\d+\.\d+\.\d+-eksbuild\.\d+$"
+
+
 class EksAddonVersions(Spec):
     """EKS managed add-on versions, pinned (`aws eks describe-addon-versions` lists them per cluster version)."""
 
-    vpc_cni: str = Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="vpc-cni add-on version.")
-    coredns: str = Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="coredns add-on version.")
-    kube_proxy: str = Field(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="kube-proxy add-on version.")
+    vpc_cni: str = Field(pattern=ADDON_VERSION, examples=["v1.22.4-eksbuild.3"], description="vpc-cni add-on version.")
+    coredns: str = Field(pattern=ADDON_VERSION, examples=["v1.22.4-eksbuild.3"], description="coredns add-on version.")
+    kube_proxy: str = Field(
+        pattern=ADDON_VERSION, examples=["v1.22.4-eksbuild.3"], description="kube-proxy add-on version."
+    )
     pod_identity_agent: str = Field(
-        pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="eks-pod-identity-agent add-on version."
+        pattern=ADDON_VERSION, examples=["v1.22.4-eksbuild.3"], description="eks-pod-identity-agent add-on version."
     )
     ebs_csi_driver: str = Field(
-        pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="aws-ebs-csi-driver add-on version."
+        pattern=ADDON_VERSION, examples=["v1.22.4-eksbuild.3"], description="aws-ebs-csi-driver add-on version."
     )
     fsx_csi_driver: str = Field(
-        pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$", description="aws-fsx-csi-driver add-on version."
+        pattern=ADDON_VERSION, examples=["v1.22.4-eksbuild.3"], description="aws-fsx-csi-driver add-on version."
     )
 
 
 class SystemNodeGroupSpec(Spec):
     """The small on-demand CPU node group for controllers (CoreDNS, Kueue, operators)."""
 
-    instance_type: str = Field(default="m7i.xlarge", pattern=r"^[a-z0-9-]+\.[a-z0-9]+$", description="CPU type.")
-    min_size: int = Field(default=2, ge=1, description="Minimum nodes.")
-    desired_size: int = Field(default=2, ge=1, description="Nodes at creation.")
-    max_size: int = Field(default=4, ge=1, description="Maximum nodes.")
+    instance_type: str = Field(
+        default="m7i.xlarge", pattern=r"^[a-z0-9-]+\.[a-z0-9]+$", examples=["m7i.xlarge"], description="CPU type."
+    )
+    min_size: int = Field(default=2, ge=1, le=Limits.NODES_PER_GROUP, description="Minimum nodes.")
+    desired_size: int = Field(default=2, ge=1, le=Limits.NODES_PER_GROUP, description="Nodes at creation.")
+    max_size: int = Field(default=4, ge=1, le=Limits.NODES_PER_GROUP, description="Maximum nodes.")
     disk_size_gib: int = Field(default=100, ge=20, le=16384, description="gp3 root volume in GiB.")
     ami_release_version: AmiReleaseVersion | None = Field(
         default=None, description="Pinned EKS AL2023 AMI release (e.g. 1.36.0-20260915); left out, the newest."
@@ -89,7 +97,11 @@ def cidr_union_addresses(cidrs: list[str]) -> int:
     return sum(n.num_addresses for n in ipaddress.collapse_addresses(networks))
 
 
-AdminRoleArn = Annotated[str, Field(pattern=ROLE_ARN_PATTERN), AfterValidator(_one_admin_role)]
+AdminRoleArn = Annotated[
+    str,
+    Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/ml-platform-admin"]),
+    AfterValidator(_one_admin_role),
+]
 
 
 class EksSpec(Spec):
@@ -107,13 +119,17 @@ class EksSpec(Spec):
     )
     admin_role_arns: list[AdminRoleArn] = Field(
         min_length=1,
+        max_length=Limits.ADMIN_ROLES,
+        examples=[["arn:aws:iam::111122223333:role/ml-platform-admin"]],
         description="IAM roles given cluster-admin through access entries; at least one. The cluster gives its creator "
         "no implicit admin, so the identity running `pulumi up` must be one of these roles (or assume one): the "
         "Kubernetes provider authenticates as that identity.",
     )
     endpoint_public_access: bool = Field(description="Whether the API endpoint is reachable from the internet.")
     public_access_cidrs: list[Cidr] = Field(
-        default_factory=list, description="CIDRs allowed to the public endpoint; required when it is public."
+        default_factory=list,
+        max_length=Limits.PUBLIC_ACCESS_CIDRS,
+        description="CIDRs allowed to the public endpoint; required when it is public.",
     )
     control_plane_log_types: list[LogType] = Field(
         default_factory=lambda: [LogType.API, LogType.AUDIT, LogType.AUTHENTICATOR],

@@ -8,7 +8,8 @@ from typing import Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
-from stacks.schema.base import AZ_PATTERN, DNS_LABEL, AmiReleaseVersion, CatalogInstanceType, Spec
+from stacks.schema.base import AmiReleaseVersion, CatalogInstanceType, Spec
+from stacks.schema.values import AvailabilityZone, GroupName, LabelKey, LabelValue, Limits
 
 
 class AmiFamily(StrEnum):
@@ -59,10 +60,13 @@ class CapacitySpec(Spec):
 
     type: CapacityType = Field(default=CapacityType.ON_DEMAND, description="Purchase option.")
     reservation_id: str | None = Field(
-        default=None, pattern=r"^cr-[0-9a-f]{8,17}$", description="ODCR or Capacity Block id (cr-...)."
+        default=None,
+        pattern=r"^cr-[0-9a-f]{8,17}$",
+        examples=["cr-0123456789abcdef0"],
+        description="ODCR or Capacity Block id (cr-...).",
     )
-    reservation_availability_zone: str | None = Field(
-        default=None, pattern=AZ_PATTERN, description="The AZ the reservation was made in; must equal the group's AZ."
+    reservation_availability_zone: AvailabilityZone | None = Field(
+        default=None, description="The AZ the reservation was made in; must equal the group's AZ."
     )
     reservation_placement_group: str | None = Field(
         default=None,
@@ -160,9 +164,9 @@ def eks_reserved_label_prefix(key: str) -> str | None:
 class GpuNodeGroupSpec(Spec):
     """A managed node group of accelerated instances with its own launch template."""
 
-    name: str = Field(pattern=DNS_LABEL, description="Short name, unique in the stack (DNS label).")
+    name: GroupName = Field(description="Short name, unique in the stack (DNS label).")
     instance_type: CatalogInstanceType = Field(description="An instance type from the accelerator catalog.")
-    availability_zone: str = Field(pattern=AZ_PATTERN, description="The one AZ (and subnet) of the group.")
+    availability_zone: AvailabilityZone = Field(description="The one AZ (and subnet) of the group.")
     ami_family: AmiFamily = Field(
         default_factory=_default_ami_family,
         description="EKS accelerated AMI family. No fixed default: left out, it follows the instance type's "
@@ -170,9 +174,11 @@ class GpuNodeGroupSpec(Spec):
         "AL2023_x86_64_NEURON for Trainium), so swapping the instance type alone is enough.",
     )
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Purchase option and reservation.")
-    min_size: int = Field(ge=0, description="Minimum nodes (0 lets the group scale to zero).")
-    desired_size: int = Field(ge=0, description="Nodes at creation.")
-    max_size: int = Field(ge=1, description="Maximum nodes.")
+    min_size: int = Field(
+        ge=0, le=Limits.NODES_PER_GROUP, description="Minimum nodes (0 lets the group scale to zero)."
+    )
+    desired_size: int = Field(ge=0, le=Limits.NODES_PER_GROUP, description="Nodes at creation.")
+    max_size: int = Field(ge=1, le=Limits.NODES_PER_GROUP, description="Maximum nodes.")
     efa_enabled: bool = Field(default=True, description="Attach EFA interfaces (all the type supports).")
     efa_layout: EfaLayout = Field(default=EfaLayout.ENA_PRIMARY, description="EFA interface layout.")
     placement: PlacementMode = Field(default=PlacementMode.AUTO, description="Cluster placement group choice.")
@@ -190,6 +196,7 @@ class GpuNodeGroupSpec(Spec):
     hugepages_2mi: int = Field(
         default_factory=_default_hugepages,
         ge=0,
+        le=2**31,
         description=f"2 MiB hugepages pre-allocated per node for EFA (libfabric) buffers. Left out: "
         f"{EFA_HUGEPAGES_2MI} (10 GiB) on EFA groups, 0 without EFA. At most {MAX_HUGEPAGES_FRACTION:.0%} of the "
         "instance's memory.",
@@ -202,7 +209,9 @@ class GpuNodeGroupSpec(Spec):
         description="Pinned EKS AMI release of the group (rotation: change it; EKS replaces max_unavailable "
         "nodes at a time). Left out, EKS takes the newest release at creation and nodes keep it.",
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels.")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
+    )
 
     @field_validator("ami_family")
     @classmethod

@@ -5,9 +5,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
-from stacks.schema.base import DNS_LABEL, ROLE_ARN_PATTERN, Spec
+from stacks.schema.base import ROLE_ARN_PATTERN, Spec
+from stacks.schema.values import Limits, PinnedImage, TeamNamespace
 
 
 class MigStrategy(StrEnum):
@@ -19,25 +20,12 @@ class MigStrategy(StrEnum):
 CHART_VERSION = r"^v?\d+\.\d+\.\d+$"
 
 
-def _pinned_image(value: str) -> str:
-    """A container image pinned by digest or by a tag that is not `latest` (or a `latest-*` alias)."""
-    if "@sha256:" in value:
-        return value
-    name, _, tag = value.rpartition(":")
-    if not name or "/" in tag or not tag:
-        raise ValueError(f"image {value!r} has no tag: pin it by tag or digest")
-    if tag == "latest" or tag.startswith("latest-"):
-        raise ValueError(f"image {value!r} uses a moving `latest` tag: pin a versioned tag or a digest")
-    return value
-
-
-PinnedImage = Annotated[str, AfterValidator(_pinned_image)]
-
-
 class GpuOperatorSpec(Spec):
     """NVIDIA GPU Operator (Helm chart `gpu-operator` from https://helm.ngc.nvidia.com/nvidia)."""
 
-    chart_version: str = Field(pattern=CHART_VERSION, description="NVIDIA gpu-operator Helm chart version.")
+    chart_version: str = Field(
+        pattern=CHART_VERSION, examples=["0.14.3"], description="NVIDIA gpu-operator Helm chart version."
+    )
     mig_strategy: MigStrategy = Field(default=MigStrategy.NONE, description="MIG strategy for the device plugin.")
     dcgm_exporter: bool = Field(default=True, description="Run the DCGM exporter for GPU metrics.")
 
@@ -47,6 +35,7 @@ class EfaDevicePluginSpec(Spec):
 
     chart_version: str = Field(
         pattern=CHART_VERSION,
+        examples=["0.14.3"],
         # Plugins before v0.5.10 counted p6-b200's NVLink ibp* controllers as EFA devices (aws/sagemaker-hyperpod-cli
         # PR #282, user pain point 4).
         description="aws-efa-k8s-device-plugin chart version; pick one that ships plugin v0.5.10 or newer on "
@@ -69,6 +58,7 @@ class NeuronDevicePluginSpec(Spec):
     chart_version: str = Field(
         default=NEURON_HELM_CHART_VERSION,
         pattern=CHART_VERSION,
+        examples=["0.14.3"],
         description="neuron-helm-chart version (no leading v); its device plugin advertises aws.amazon.com/neuron.",
     )
 
@@ -76,10 +66,13 @@ class NeuronDevicePluginSpec(Spec):
 class KueueSpec(Spec):
     """Kueue job queueing (chart oci://registry.k8s.io/kueue/charts/kueue)."""
 
-    chart_version: str = Field(pattern=CHART_VERSION, description="Kueue Helm chart version (no leading v).")
+    chart_version: str = Field(
+        pattern=CHART_VERSION, examples=["0.14.3"], description="Kueue Helm chart version (no leading v)."
+    )
     wait_for_pods_ready_timeout_s: int = Field(
         default=600,
         ge=60,
+        le=Limits.TIMEOUT_S,
         description="All-or-nothing admission: a workload whose pods are not all ready within this many seconds "
         "is evicted and requeued, so a half-scheduled multi-node job never holds GPUs.",
     )
@@ -120,7 +113,7 @@ class TrainingOperatorSpec(Spec):
         description="kubeflow_trainer: Kubeflow Trainer v2 (TrainJob, Helm chart oci://ghcr.io/kubeflow/charts/"
         "kubeflow-trainer); mpi_operator: Kubeflow MPI Operator (MPIJob v2beta1, release manifest).",
     )
-    version: str = Field(pattern=CHART_VERSION, description="Operator release (chart) version.")
+    version: str = Field(pattern=CHART_VERSION, examples=["0.14.3"], description="Operator release (chart) version.")
     runtimes: TrainerRuntimesSpec = Field(
         default_factory=TrainerRuntimesSpec,
         description="The training runtimes trainstack installs for Kubeflow Trainer (ignored for mpi_operator).",
@@ -130,15 +123,22 @@ class TrainingOperatorSpec(Spec):
 class TeamSpec(Spec):
     """A team namespace with a LocalQueue per ClusterQueue and a GPU ResourceQuota."""
 
-    name: str = Field(pattern=DNS_LABEL, description="Team namespace name.")
-    gpu_quota: int = Field(ge=0, description="Accelerators (GPUs or Neuron devices) the namespace may request at once.")
+    name: TeamNamespace = Field(description="Team namespace name (not one of the platform's own namespaces).")
+    gpu_quota: int = Field(
+        ge=0,
+        le=Limits.ACCELERATORS,
+        description="Accelerators (GPUs or Neuron devices) the namespace may request at once.",
+    )
     pod_security: Literal["baseline", "restricted"] = Field(
         default="baseline",
         description="Pod Security Standard the namespace enforces: baseline (no privileged pods, host "
         "namespaces or host paths) or restricted (also non-root, no capabilities, a seccomp profile).",
     )
-    member_role_arns: list[Annotated[str, Field(pattern=ROLE_ARN_PATTERN)]] = Field(
+    member_role_arns: list[
+        Annotated[str, Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/research-engineer"])]
+    ] = Field(
         default_factory=list,
+        max_length=Limits.ADMIN_ROLES,
         description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "
         "scoped to this namespace (and to the namespaces of any other team that lists it).",
     )
@@ -149,13 +149,14 @@ class ValidationSpec(Spec):
 
     enabled: bool = Field(default=False, description="Create the validation jobs.")
     node_group: str | None = Field(default=None, description="GPU group to test; the first EFA group if unset.")
-    nodes: int = Field(default=2, ge=2, description="Nodes the NCCL test spans.")
+    nodes: int = Field(default=2, ge=2, le=Limits.NODES_PER_GROUP, description="Nodes the NCCL test spans.")
     nccl_tests_image: PinnedImage = Field(
         description="Container image with nccl-tests, aws-ofi-nccl, libfabric and Open MPI, pinned by tag or digest."
     )
     nccl_max_message_size: str = Field(
         default="16G",
         pattern=r"^\d+[KMG]?$",
+        examples=["16G"],
         description="Largest all-reduce message (all_reduce_perf -e); bus bandwidth is measured up to it.",
     )
     dcgm_image: PinnedImage = Field(
@@ -176,7 +177,9 @@ class KubernetesSpec(Spec):
     )
     kueue: KueueSpec = Field(description="Kueue job queueing.")
     training_operator: TrainingOperatorSpec = Field(description="Distributed-training operator.")
-    teams: list[TeamSpec] = Field(min_length=1, description="Team namespaces with queues and GPU quotas.")
+    teams: list[TeamSpec] = Field(
+        min_length=1, max_length=Limits.TEAMS, description="Team namespaces with queues and GPU quotas."
+    )
     validation: ValidationSpec | None = Field(default=None, description="Cluster validation jobs.")
 
     @model_validator(mode="after")

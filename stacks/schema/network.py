@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import AZ_PATTERN, Cidr, RetentionDays, Spec
+from stacks.schema.base import RetentionDays, Spec
+from stacks.schema.values import AvailabilityZone, PrivateCidr
 
 
 class NatGateways(StrEnum):
@@ -19,8 +20,8 @@ class NatGateways(StrEnum):
 class NetworkSpec(Spec):
     """The VPC: private subnets per AZ for nodes and pods, public subnets for NAT only."""
 
-    vpc_cidr: Cidr = Field(description="IPv4 CIDR of the VPC, /16 to /20.")
-    availability_zones: list[Annotated[str, Field(pattern=AZ_PATTERN)]] = Field(
+    vpc_cidr: PrivateCidr = Field(description="IPv4 CIDR of the VPC, /16 to /20, in a private range.")
+    availability_zones: list[AvailabilityZone] = Field(
         min_length=2, max_length=4, description="AZs for subnets; EKS needs two. GPU groups pick one of them."
     )
     private_subnet_prefix_length: int = Field(

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
 from stacks.schema.base import Spec
-from stacks.schema.kubernetes import PinnedImage
+from stacks.schema.values import Limits, PinnedImage
 
 # Kubernetes versions HyperPod's EKS orchestrator runs on, with what each claim rests on. Source: SageMaker
 # Developer Guide, "Getting started with Amazon EKS support in SageMaker HyperPod", Kubernetes version support.
@@ -173,11 +173,15 @@ class SlurmSpec(Spec):
 class HyperPodInstanceGroupSpec(Spec):
     """One HyperPod instance group: a set of identical ml.* instances with one role and lifecycle."""
 
-    name: str = Field(pattern=_HYPERPOD_GROUP, description="Instance group name, unique in the cluster.")
-    instance_type: str = Field(
-        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="SageMaker instance type, for example ml.p5.48xlarge."
+    name: str = Field(
+        pattern=_HYPERPOD_GROUP, examples=["compute"], description="Instance group name, unique in the cluster."
     )
-    instance_count: int = Field(ge=1, description="Instances in the group.")
+    instance_type: str = Field(
+        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        examples=["ml.p5.48xlarge"],
+        description="SageMaker instance type, for example ml.p5.48xlarge.",
+    )
+    instance_count: int = Field(ge=1, le=Limits.HYPERPOD_INSTANCES_PER_GROUP, description="Instances in the group.")
     role: HyperPodGroupRole = Field(
         default=HyperPodGroupRole.COMPUTE, description="Slurm role of the group (EKS takes compute groups only)."
     )
@@ -231,11 +235,12 @@ class HyperPodSpec(Spec):
     enabled: bool = Field(default=False, description="Create a SageMaker HyperPod cluster.")
     orchestrator: HyperPodOrchestrator = Field(default=HyperPodOrchestrator.EKS, description="eks or slurm.")
     instance_groups: list[HyperPodInstanceGroupSpec] = Field(
-        default_factory=list, description="HyperPod instance groups."
+        default_factory=list, max_length=Limits.HYPERPOD_GROUPS, description="HyperPod instance groups."
     )
     training_plan_arn: str | None = Field(
         default=None,
         pattern=r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$",
+        examples=["arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5-plan"],
         description="SageMaker training plan (target resource hyperpod-cluster) for training_plan groups.",
     )
     slurm: SlurmSpec = Field(

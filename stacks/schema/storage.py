@@ -9,6 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from stacks import fsx_sizing
 from stacks.schema.base import RetentionDays, Spec
+from stacks.schema.values import Limits
 
 
 class DraEvent(StrEnum):
@@ -74,11 +75,13 @@ class FsxSpec(Spec):
     import_path_prefix: str = Field(
         default="datasets/",
         pattern=r"^([A-Za-z0-9._-]+/)*$",
+        examples=["datasets/"],
         description="Prefix in the datasets bucket linked to Lustre: empty (whole bucket) or ending in `/`.",
     )
     file_system_path: str = Field(
         default="/datasets",
         pattern=r"^/[A-Za-z0-9._/-]*$",
+        examples=["/datasets"],
         description="Lustre directory the bucket prefix appears at (the data repository association's path).",
     )
     auto_import_events: list[DraEvent] = Field(
@@ -111,13 +114,19 @@ class FsxSpec(Spec):
         default=0, ge=0, le=90, description="Daily automatic backups kept, PERSISTENT_2 only (0 is off)."
     )
     weekly_maintenance_start_time: str = Field(
-        default="7:03:00", pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$", description="d:HH:MM in UTC (1 is Monday)."
+        default="7:03:00",
+        pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$",
+        examples=["7:03:00"],
+        description="d:HH:MM in UTC (1 is Monday); quote it in YAML.",
     )
     log_retention_days: RetentionDays = Field(
         default=90, description="CloudWatch retention of the file system's data-repository event log."
     )
     per_gpu_read_mb_s: float = Field(
-        default=200.0, gt=0, description="Read throughput each GPU needs from storage in MB/s (sizing demand)."
+        default=200.0,
+        gt=0,
+        le=Limits.READ_MB_S_PER_GPU,
+        description="Read throughput each GPU needs from storage in MB/s (sizing demand).",
     )
 
     @field_validator("throughput_mb_s_per_tib")
@@ -194,13 +203,19 @@ class BucketsSpec(Spec):
     TLS only, lifecycle rules for old versions and stale multipart uploads."""
 
     noncurrent_version_expiration_days: int = Field(
-        default=30, ge=1, description="Days after which an object version that is no longer current is deleted."
+        default=30,
+        ge=1,
+        le=Limits.DAYS,
+        description="Days after which an object version that is no longer current is deleted.",
     )
     noncurrent_versions_kept: int = Field(
         default=3, ge=0, le=100, description="Newest noncurrent versions kept regardless of age (S3 allows 100)."
     )
     abort_incomplete_multipart_days: int = Field(
-        default=7, ge=1, description="Days after which an unfinished multipart upload is aborted and its parts freed."
+        default=7,
+        ge=1,
+        le=Limits.DAYS,
+        description="Days after which an unfinished multipart upload is aborted and its parts freed.",
     )
 
 

@@ -247,8 +247,8 @@ def test_unwritable_output_fails_before_the_plan_even_for_root(
 def test_the_output_probe_leaves_files_as_they_were(tmp_path: Path) -> None:
     new, existing = tmp_path / "new.md", tmp_path / "old.md"
     existing.write_text("previous report")
-    cli.check_writable(new)
-    cli.check_writable(existing)
+    cli.output_target(new, [])
+    cli.output_target(existing, [])
     assert not new.exists() and existing.read_text() == "previous report"
 
 
@@ -263,7 +263,7 @@ def test_output_is_written_atomically(tmp_path: Path, monkeypatch: pytest.Monkey
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(cli.os, "replace", fail)
-    with pytest.raises(cli.BadInput, match="No space left on device"):
+    with pytest.raises(cli.OutputFailed, match="No space left on device"):
         cli.write("half a report", target, sys.stdout)
     assert target.read_text() == "new report"  # the old file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.md"]  # and no temporary file is left

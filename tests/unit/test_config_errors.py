@@ -30,7 +30,7 @@ def edited(edit) -> dict:
 
 def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
     [problem] = problems_of(write(tmp_path, "config:\n  trainstack:cluster: {environment: dev\n  bad: ]\n"))
-    assert "YAML syntax error at line" in problem.message
+    assert "YAML syntax error at line 3, column 6" in problem.message
 
 
 def test_unknown_key_lists_the_valid_keys(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -45,11 +46,12 @@ class Style:
 
 
 def next_steps(stack: str, environment: str) -> list[str]:
+    """The commands for a real deployment, shell-quoted: they are meant to be copied into a shell."""
+    quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
     return [
         "With AWS credentials and the Pulumi CLI:",
-        f"  pulumi preview --stack {stack} --policy-pack policies "
-        f"--policy-pack-config policies/config/{environment}.json",
-        f"  pulumi up --stack {stack}",
+        f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
+        f"  pulumi up --stack {quoted}",
     ]
 
 
