@@ -399,6 +399,15 @@ PATTERNS: dict[str, str] = {
     r"^[a-z0-9]+(-[a-z0-9]+)+$": "a policy rule id in kebab case such as nat-per-az",
     r"^[a-z][-a-z0-9_]{0,31}$": "a POSIX user name of up to 32 characters such as ubuntu",
     r"^\d+\.\d+\.\d+$": "an exact version such as 1.2.3",
+    r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN such as "
+    "arn:aws:iam::123456789012:role/NAME",
+    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d+)?/([a-z0-9._-]+/)*$": "an image registry prefix ending in /, such as "
+    "public.ecr.aws/ or nvcr.io/nvidia/",
+    r"^\d{1,10}:\d{1,10}$": "a UID:GID pair such as 65534:65534",
+    r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "an e-mail address such as ml-platform@example.com",
+    r"^((\d{1,3}|\[\d{1,3}-\d{1,3}\])\.){3}(\d{1,3}|\[\d{1,3}-\d{1,3}\])@tcp$": "a Lustre NID (range) such as "
+    "10.0.1.[10-20]@tcp",
+    r"^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$": "an absolute path without a trailing slash, such as /teams",
 }
 
 

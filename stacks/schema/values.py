@@ -138,8 +138,9 @@ LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 
 # Namespaces trainstack itself installs into or creates (components/: efa_device_plugin, neuron_device_plugin,
-# lustre_volume and eks use kube-system; gpu_operator, scheduling, validation_jobs their own), plus the ones
-# Kubernetes creates. tests/stack/test_hostile_values.py proves this list matches what the program records.
+# lustre_volume and eks use kube-system; gpu_operator, scheduling, observability, validation_jobs their own),
+# plus the ones Kubernetes creates. tests/stack/test_hostile_values.py proves this list matches what the program
+# records.
 PLATFORM_NAMESPACES: Final = (
     "default",
     "kube-system",
@@ -149,6 +150,7 @@ PLATFORM_NAMESPACES: Final = (
     "kueue-system",
     "kubeflow-system",
     "mpi-operator",
+    "trainstack-monitoring",
     "trainstack-validation",
 )
 

@@ -225,7 +225,9 @@ def test_a_diff_verdict_counts_the_change_and_flags_the_unreserved_group() -> No
     after, diff, before = added_group_diff()
     v = verdict.assess(after, diff, before)
     assert v.counts == {"add": len(diff.added), "change": 0, "replace": 0, "delete": 0}
-    assert v.status == verdict.ATTENTION
+    # Doubling the GPUs without more Lustre falls under prod's mandatory storage floor (60% of demand).
+    assert v.status == verdict.REFUSED
+    assert [p.policy for p in after.policy.mandatory] == ["storage-throughput-floor"]
     assert any(r.title.startswith("p5-extra: 16 x p5.48xlarge with no reservation") for r in v.risks)
     figure = next(f for f in v.figures if f.label == "accelerators desired / max")
     assert (figure.before, figure.value) == ("128 / 128", "256 / 256")

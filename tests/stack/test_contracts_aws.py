@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stacks.catalog import CATALOG
+from stacks.catalog import CATALOG, Accelerator
 from tests.conftest import STACKS, edited_config, program_recording, recording
 from tests.policy.helpers import mutated
 from trainstack import contracts
@@ -60,7 +60,13 @@ def swap(instance_type: str) -> Recording:
 
 @pytest.mark.parametrize("instance_type", sorted(CATALOG))
 def test_every_catalog_type_in_prods_gpu_group_passes(instance_type: str) -> None:
-    assert contracts.check(swap(instance_type)) == ()
+    found = contracts.check(swap(instance_type))
+    if CATALOG[instance_type].accelerator is Accelerator.NEURON:
+        # The one known gap (tests/unit/test_contract_facts.py): the Neuron chart's values at its pin have no
+        # recorded facts, so its release is refused until they exist. Nothing else may be.
+        assert [(v.name, v.path) for v in found] == [("trainstack-prod-neuron-plugin-release", "version")]
+        return
+    assert found == ()
 
 
 # ------------------------------------------------------------------------------------------- mutations

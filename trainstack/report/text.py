@@ -127,6 +127,7 @@ def cost_rows(report: Report) -> list[list[str]]:
 
 
 COST_HEADERS = ("item", "quantity des / max", "unit $", "$/h desired", "$/h max", "price date")
+TERMINAL_COST_ROWS = 6  # cost rows on screen, the last folding the smaller items (a 50-line screen holds the total)
 
 
 def hyperpod_lines(report: Report) -> list[str]:
@@ -369,6 +370,19 @@ def _cost(report: Report, style: Style, width: int) -> list[str]:
     out = [style.heading(f"Cost (estimate, {cost.region} list prices)")]
     if cost.items:
         rows = cost_rows(report)
+        if len(rows) > TERMINAL_COST_ROWS:  # the screen keeps the big items; Markdown and JSON list every one
+            rest = sorted(report.cost.items, key=lambda i: (-i.usd_per_hour_max, i.name))[TERMINAL_COST_ROWS - 1 :]
+            rows = [
+                *rows[: TERMINAL_COST_ROWS - 1],
+                [
+                    f"{len(rest)} smaller items",
+                    "",
+                    "",
+                    fmt.usd(sum(i.usd_per_hour_desired for i in rest)),
+                    fmt.usd(sum(i.usd_per_hour_max for i in rest)),
+                    "",
+                ],
+            ]
         table = fmt.table(COST_HEADERS, rows)
         if max(len(line) for line in table) > width:  # narrow: drop the unit price and date columns
             table = fmt.table(
