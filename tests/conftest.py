@@ -115,3 +115,14 @@ def run_component(
 @pytest.fixture(params=STACKS)
 def stack_name(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture
+def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan command runs the real program once per config per session (`program_recording`), not once per
+    test: modules that drive `trainstack.cli.main` use this fixture."""
+    from trainstack import cli
+
+    monkeypatch.setattr(
+        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
+    )

@@ -19,18 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, program_recording
+from tests.conftest import ROOT
 from trainstack import cli
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, main
 
 DEV = ROOT / "stacks" / "Pulumi.dev.yaml"
 
 
-@pytest.fixture(autouse=True)
-def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
-    )
+pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 
 
 @pytest.fixture

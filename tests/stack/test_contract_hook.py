@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests.conftest import program_recording, recording
-from trainstack import cli, contracts
+from tests.conftest import recording
+from trainstack import contracts
 from trainstack.cli import EXIT_CONTRACT, EXIT_OK, main
 from trainstack.contracts import ContractViolation, check, render_value
 from trainstack.engine import Recording
@@ -27,11 +27,7 @@ def refuse_vpc(rec: Recording) -> list[ContractViolation]:
     ]
 
 
-@pytest.fixture(autouse=True)
-def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
-    )
+pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 
 
 def test_check_sorts_and_deduplicates() -> None:

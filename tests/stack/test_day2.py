@@ -20,11 +20,7 @@ from trainstack.cli import EXIT_OK, main
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
-@pytest.fixture(autouse=True)
-def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
-    )
+pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 
 
 def write(tmp_path: Path, base: str, edit: Any, name: str | None = None) -> Path:

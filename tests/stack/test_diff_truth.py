@@ -13,8 +13,7 @@ import pytest
 import yaml
 
 from stacks.load import FULL_KEY
-from tests.conftest import ROOT, program_recording, stack_document
-from trainstack import cli
+from tests.conftest import ROOT, stack_document
 from trainstack.cli import EXIT_OK, EXIT_POLICY, main
 from trainstack.diff import (
     EKS_UPGRADE,
@@ -29,12 +28,7 @@ from trainstack.diff import (
 )
 from trainstack.engine import RecordedResource, Recording
 
-
-@pytest.fixture(autouse=True)
-def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
-    )
+pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 
 
 def proposed(tmp_path: Path, base: str, edit: Any) -> Path:

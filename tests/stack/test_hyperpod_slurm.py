@@ -40,13 +40,6 @@ def lifecycle_object(recording: Recording, suffix: str) -> dict[str, Any]:
     return found
 
 
-@pytest.fixture
-def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
-    )
-
-
 def test_the_example_is_not_picked_up_as_a_stack() -> None:
     assert not EXAMPLE.name.startswith("Pulumi.") and EXAMPLE.parent != ROOT / "stacks"
 

@@ -18,7 +18,7 @@ import yaml
 from stacks.catalog import CATALOG
 from stacks.load import FULL_KEY
 from stacks.schema import json_schema
-from tests.conftest import ROOT, program_recording, recording, stack_config, stack_document
+from tests.conftest import ROOT, recording, stack_config, stack_document
 from trainstack import cli
 from trainstack import cost as cost_model
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_POLICY, EXIT_PROGRAM_FAILED, main
@@ -27,13 +27,7 @@ from trainstack.report import json_report, markdown, text
 from trainstack.report.model import build_report
 from trainstack.review import PolicyConfigError, load_config, review
 
-
-@pytest.fixture(autouse=True)
-def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command runs the real program once per config per session (tests.conftest), not once per test."""
-    monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
-    )
+pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 
 
 def write_stack(
