@@ -37,12 +37,13 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the alert rules' unit tests, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the alert rules' unit tests, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest -n 2
 
 # promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
@@ -58,6 +59,7 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
+	$(VENV)/bin/lint-imports --no-cache
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
