@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint promtool schema bench hyperpod-chart clean policy-venv workflows
+.PHONY: plan test lint promtool schema docs bench hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -63,6 +63,9 @@ lint: $(VENV)/.synced
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
+
+docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema) and the policy tables in docs/policies.md
+	$(VENV)/bin/python -m trainstack.docs
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod plan (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py
