@@ -65,9 +65,9 @@ class Parsed:
     """A parsed stack file: the data, where each value came from, and what was refused."""
 
     document: Any
-    origins: dict[Path_, Origin] = field(default_factory=dict)
-    refusals: list[Refusal] = field(default_factory=list)
-    secrets: list[Path_] = field(default_factory=list)  # paths of `{secure: ...}` values
+    origins: dict[Path_, Origin] = field(default_factory=dict[Path_, Origin])
+    refusals: list[Refusal] = field(default_factory=list[Refusal])
+    secrets: list[Path_] = field(default_factory=list[Path_])  # paths of `{secure: ...}` values
 
 
 class UnreadableFile(Exception):
