@@ -481,9 +481,9 @@ def _valid_keys(loc: Path_) -> list[str]:
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
+    args: tuple[Any, ...] = getattr(annotation, "__args__", ())
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    args: tuple[Any, ...] = getattr(annotation, "__args__", ())
     for arg in args:
         found = _model_of(arg)
         if found:

@@ -264,6 +264,6 @@ def _tag(tag: str) -> str:
     return "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     names: dict[type[object], str] = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
     return names.get(type(value), f"a {type(value).__name__}")
