@@ -14,7 +14,6 @@ from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
-from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 from components.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
@@ -380,6 +379,10 @@ sagemaker_spec = cluster.sagemaker
 hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.EKS
 gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
 if sagemaker_spec.hyperpod.enabled:
+    # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
+    # costs every plan of a stack without HyperPod about a second (docs/testing.md, bench/results.md).
+    from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+
     aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)
     hyperpod_after: list[pulumi.Resource] = []
     if hyperpod_on_eks and cluster.eks.version in HYPERPOD_EKS_VERSIONS_UNCONFIRMED:
