@@ -380,7 +380,7 @@ hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.E
 gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
 if sagemaker_spec.hyperpod.enabled:
     # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
-    # costs every plan of a stack without HyperPod about a second (docs/testing.md, bench/results.md).
+    # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
     from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 
     aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)

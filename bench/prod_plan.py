@@ -8,7 +8,7 @@ there mostly measures the neighbours. Also times the contract tier alone on one 
 
     .venv/bin/python bench/prod_plan.py [--stack NAME] [--baseline DIR] [--repeats N]
 
-Figures measured so far, with the commit they belong to: bench/results.md.
+Figures measured so far: docs/bench.md.
 """
 
 from __future__ import annotations
