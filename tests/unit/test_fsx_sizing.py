@@ -116,3 +116,36 @@ def test_user_provisioned_metadata_iops_is_never_below_automatic(k: int) -> None
 def test_prod_size_needs_at_least_72000_user_provisioned_iops() -> None:
     problem = fs.metadata_iops_problem(12000, 124800)
     assert problem is not None and "62400" in problem and "at least 72000" in problem
+
+
+# The valid metadata IOPS, written out from the FSx for Lustre guide ("File system metadata performance"):
+# 1500, 3000, 6000, then 12000 to 192000 in steps of 12000 -- 19 values, so the rule is tested on both sides.
+VALID_METADATA_IOPS = (1500, 3000, 6000, *range(12000, 192001, 12000))
+
+
+def test_every_valid_metadata_iops_value_is_accepted_and_its_neighbours_are_not() -> None:
+    assert len(VALID_METADATA_IOPS) == 19
+    for iops in VALID_METADATA_IOPS:
+        assert fs.is_valid_metadata_iops(iops), iops
+        assert not fs.is_valid_metadata_iops(iops - 1) and not fs.is_valid_metadata_iops(iops + 1), iops
+    for iops in (0, 750, 1499, 4500, 18000, 204000, 192000 + 12000 * 2):
+        assert not fs.is_valid_metadata_iops(iops), iops
+
+
+near_valid = st.sampled_from(VALID_METADATA_IOPS).flatmap(
+    lambda v: st.sampled_from([v, v, v - 1500, v + 1500, v - 6000, v + 6000, v - 12000, v + 12000])
+)
+
+
+@given(st.one_of(st.sampled_from(VALID_METADATA_IOPS), near_valid, st.integers(0, 250_000)))
+def test_metadata_iops_rule_on_valid_and_invalid_draws(iops: int) -> None:
+    """Draws from the valid set and from values a step away, not only uniformly (where 19 in 250,000 pass)."""
+    assert fs.is_valid_metadata_iops(iops) is (iops in VALID_METADATA_IOPS)
+    # a valid value is refused only for being below AUTOMATIC's for the capacity, never as invalid
+    problem = fs.metadata_iops_problem(iops, 1200)
+    assert (problem is None) is (iops in VALID_METADATA_IOPS and iops >= 1500)
+
+
+@pytest.mark.parametrize("iops", VALID_METADATA_IOPS)
+def test_every_valid_metadata_iops_value_is_accepted_on_a_small_file_system(iops: int) -> None:
+    assert fs.metadata_iops_problem(iops, 1200) is None
