@@ -370,7 +370,9 @@ def _install_recording_hook(config):
 '''
 
 
-def coverage_map(modules: list[str], work: Path) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
+def coverage_map(
+    modules: list[str], work: Path, tests: list[str]
+) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
     """line -> tests that run it, per module, and each test's duration (from one run of the suite)."""
     plugin_dir = work / "plugin"
     plugin_dir.mkdir()
@@ -385,7 +387,7 @@ def coverage_map(modules: list[str], work: Path) -> tuple[dict[str, dict[int, se
     )
     started = time.monotonic()
     subprocess.run(
-        [str(PYTHON), "-m", "pytest", "-n", str(WORKERS), "-p", "mutate_coverage", "-q", "--no-header", *PYTEST_FIXED],
+        [str(PYTHON), "-m", "pytest", "-n", str(WORKERS), "-p", "mutate_coverage", "-q", *PYTEST_FIXED, *tests],
         cwd=ROOT,
         env=env,
         check=False,  # a failing test is left out of the map, not a reason to stop
@@ -596,6 +598,9 @@ def main() -> int:
     parser.add_argument("--id", action="append", help="only this mutant id (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite bench/mutation-report.*")
+    parser.add_argument(
+        "--tests", action="append", default=[], help="map coverage from these test paths only (a quick partial run)"
+    )
     args = parser.parse_args()
     config = tomllib.loads(CONFIG.read_text())
     equivalents = tomllib.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else {}
@@ -613,7 +618,7 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trainstack-mutate-") as tmp:
         work = Path(tmp)
-        lines, durations = coverage_map(modules, work)
+        lines, durations = coverage_map(modules, work, args.tests)
         plan = []
         for m in sampled:
             tests = set().union(*(lines[m.module].get(n, set()) for n in range(m.line, m.end_line + 1)))
@@ -632,7 +637,7 @@ def main() -> int:
             f"  {mark} {row['score']:6.1%}  {module}  (killed {row['killed']}, survived {row['survived']}, "
             f"equivalent {row['equivalent']} of {row['mutants']})"
         )
-    if not args.no_report and not args.module and not args.id:
+    if not (args.no_report or args.module or args.id or args.tests):  # the report is of whole runs only
         write_report(outcomes, table, config, seconds, equivalents)
     return 0 if all(row["score"] >= config["floor"] for row in table.values()) else 1
 
