@@ -315,7 +315,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     _cov.stop()
     _cov.save()
-    out = os.environ["MUTATE_COVERAGE"] + ".readers." + str(os.getpid()) + ".json"
+    out = os.path.join(os.path.dirname(os.environ["MUTATE_COVERAGE"]), "readers-" + str(os.getpid()) + ".json")
     with open(out, "w") as f:
         json.dump({"readers": {k: sorted(v) for k, v in _readers.items()}, "durations": _durations}, f)
 
@@ -401,7 +401,7 @@ def coverage_map(
     covdata = cov.get_data()
     readers: dict[str, set[str]] = defaultdict(set)
     durations: dict[str, float] = {}
-    for path in data.parent.glob(".coverage.readers.*.json"):
+    for path in data.parent.glob("readers-*.json"):
         loaded = json.loads(path.read_text())
         for key, tests in loaded["readers"].items():
             readers[key].update(tests)
@@ -487,11 +487,9 @@ def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equival
     while queue or running:
         while queue and free:
             mutant, tests, limit = queue.pop(0)
-            if mutant.id in equivalents:
-                outcomes.append(Outcome(mutant, "equivalent", len(tests), 0.0))
-                continue
-            if not tests:
-                outcomes.append(Outcome(mutant, "no-tests", 0, 0.0))
+            if mutant.id in equivalents or not tests:
+                outcomes.append(Outcome(mutant, "equivalent" if mutant.id in equivalents else "no-tests", 0, 0.0))
+                print(f"[{len(outcomes)}/{total}] {outcomes[-1].status:8}  {mutant.id}", flush=True)
                 continue
             slot = free.pop()
             target = slots[slot] / mutant.module
