@@ -247,3 +247,9 @@ def test_capacity_block_groups_say_they_are_paid_up_front() -> None:
     assert note.startswith("Capacity Block: paid up front")
     plain = cost.estimate(summary(node_groups=(group(capacity="on-demand"),)), 730)
     assert [i.note for i in plain.items if i.category == "gpu"] == [CATALOG["p5.48xlarge"].verify or ""]
+
+
+def test_fsx_extras_are_said_to_be_not_estimated_only_with_a_file_system() -> None:
+    fsx = (FileSystemSummary("fs", "urn:x", "PERSISTENT_2", 4800, 250, False, 1171.9, 1600),)
+    assert any("FSx backups" in n for n in cost.estimate(summary(file_systems=fsx), 730).notes)
+    assert not any("FSx backups" in n for n in cost.estimate(summary(), 730).notes)
