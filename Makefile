@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test test-fast lint promtool schema docs bench hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-fast lint promtool schema docs bench mutate hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -75,6 +75,12 @@ bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole pro
 	$(VENV)/bin/python bench/plan_scaling.py
 	$(VENV)/bin/python bench/prod_plan.py --stack prod $(ARGS)
 	$(VENV)/bin/python bench/prod_plan.py --stack dev $(ARGS)
+
+# Mutation testing of the modules in bench/mutation.toml (not part of `make test`): prints each module's score,
+# rewrites bench/mutation-report.{md,json}, fails when a module is below the floor. ARGS="--module stacks/fsx_sizing.py"
+# runs one module without touching the report.
+mutate: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Mutation scores of the core modules against the floor
+	$(VENV)/bin/python scripts/mutate.py $(ARGS)
 
 # The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
 # it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.
