@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,9 @@ from components.training_runtimes import (
     restart_wait_seconds,
     torch_runtime_spec,
 )
-from stacks.load import FULL_KEY
+from stacks.load import FULL_KEY, ConfigError
 from stacks.schema import TrainerRuntimesSpec
-from tests.conftest import stack_config, stack_document
+from tests.conftest import edited_config, stack_config, stack_document
 from trainstack.cli import EXIT_BAD_INPUT, main
 
 # JobSet v0.10.1 pkg/webhooks/jobset_webhook.go: rule names and the Job failure reasons its rules may name.
@@ -209,3 +210,22 @@ def test_the_plan_refuses_a_bad_knob_with_exit_2_naming_the_key(
     assert main(["plan", "--config", str(path)]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert FULL_KEY + where in err and says in err and "Traceback" not in err
+
+
+def test_a_restart_wait_image_the_team_namespaces_would_refuse_is_refused() -> None:
+    """Every runtime pod runs the init container: an unapproved registry would block every TrainJob."""
+
+    def image(value: str) -> Callable[[dict[str, Any]], None]:
+        def edit(cluster: dict[str, Any]) -> None:
+            cluster["kubernetes"]["training_operator"].setdefault("runtimes", {})["restart_wait_image"] = value
+
+        return edit
+
+    with pytest.raises(ConfigError) as caught:
+        edited_config("prod", image("docker.io/library/busybox:1.37.0"))
+    (problem,) = caught.value.problems
+    assert "training_operator.runtimes.restart_wait_image docker.io/library/busybox:1.37.0" in problem.message
+    assert "security.allowed_image_registries" in problem.message
+    region = stack_config("prod").region
+    mirrored = f"111122223333.dkr.ecr.{region}.amazonaws.com/busybox:1.37.0"  # the account's private ECR: allowed
+    assert edited_config("prod", image(mirrored)).kubernetes.training_operator.runtimes.restart_wait_image == mirrored
