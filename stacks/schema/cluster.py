@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Self
 
 from pydantic import Field, model_validator
@@ -167,6 +168,7 @@ class ClusterConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
+        problems += self._restart_wait_image_problems()
         hyperpod = self.sagemaker.hyperpod
         slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
         if (
@@ -206,6 +208,21 @@ class ClusterConfig(Spec):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _restart_wait_image_problems(self) -> list[str]:
+        """Every training runtime pod runs the restart-wait init container: an image the team namespaces' registry
+        policy refuses (components/tenancy.py) would stop every TrainJob from starting at all."""
+        operator = self.kubernetes.training_operator
+        image = operator.runtimes.restart_wait_image
+        allowed = self.security.allowed_image_registries
+        private_ecr = re.compile(rf"^\d{{12}}\.dkr\.ecr\.{re.escape(self.region)}\.amazonaws\.com/")
+        if operator.kind != "kubeflow_trainer" or any(image.startswith(p) for p in allowed) or private_ecr.match(image):
+            return []
+        return [
+            f"kubernetes.training_operator.runtimes.restart_wait_image {image} is not from an approved registry "
+            f"(security.allowed_image_registries {allowed}, or the account's private ECR in {self.region}): team "
+            "namespaces would refuse every training runtime pod"
+        ]
 
     def _security_problems(self) -> list[str]:
         """The protections docs/security.md promises outside dev cannot be switched off in the stack file."""
