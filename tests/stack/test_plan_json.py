@@ -34,7 +34,7 @@ def plan_json(stack: str) -> dict[str, Any]:
 def test_json_parses_and_lists_every_recorded_resource(stack_name: str) -> None:
     document = plan_json(stack_name)
     resources = recording(stack_name).resources
-    root, *rest = document["steps"]
+    _, *rest = document["steps"]
     assert [s["urn"] for s in rest] == [r.urn for r in resources]
     assert all(s["op"] == "create" and s["detailedDiff"] is None for s in document["steps"])
     assert document["changeSummary"] == {"create": len(resources) + 1}  # the root stack counts, as in Pulumi
