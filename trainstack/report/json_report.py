@@ -31,7 +31,7 @@ from trainstack.report.model import Report
 from trainstack.review import Review
 
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: root stack step, Pulumi property paths, detailedDiff, diagnostics
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"  # resource.RootStackType in the Pulumi SDK
 PSEUDO_PATHS = ("(protect)", "(provider)")  # resource options trainstack.diff reports beside the inputs
 
