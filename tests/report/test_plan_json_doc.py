@@ -13,9 +13,7 @@ PAGE = ROOT / "docs" / "plan-json.md"
 
 
 def test_the_page_is_what_the_generator_writes() -> None:
-    assert PAGE.read_text() == json_fields.render(), (
-        "docs/plan-json.md is stale: python -m trainstack.report.json_fields > docs/plan-json.md"
-    )
+    assert PAGE.read_text() == json_fields.render(), "docs/plan-json.md is stale: make docs"
 
 
 def test_every_field_of_the_schema_is_described_and_no_other() -> None:
