@@ -68,7 +68,7 @@ lint: $(VENV)/.synced
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
 
-docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema) and the policy tables in docs/policies.md
+docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
 	$(VENV)/bin/python -m trainstack.docs
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod and dev plans (ARGS="--baseline DIR" to compare)

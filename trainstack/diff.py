@@ -107,9 +107,14 @@ def replaces(type_token: str, path: str) -> bool:
 
 @dataclass(frozen=True)
 class InputChange:
-    path: str  # engine names, dotted; list items by index, e.g. scalingConfig.maxSize
-    old: Any
-    new: Any
+    path: str  # engine names in Pulumi's property path syntax, e.g. scalingConfig.maxSize, tags["kubernetes.io/x"]
+    old: Any  # ABSENT when the key is new
+    new: Any  # ABSENT when the key is gone
+
+    @property
+    def kind(self) -> str:
+        """Pulumi's name for this kind of change (`PropertyDiff.kind`, without the `-replace` suffix)."""
+        return "add" if self.old == _MISSING else "delete" if self.new == _MISSING else "update"
 
 
 @dataclass(frozen=True)
@@ -214,12 +219,22 @@ class PlanDiff:
         }
 
 
+def property_path(parent: str, key: str) -> str:
+    """`parent` extended by `key` as Pulumi writes property paths (`PropertyPath.String` in
+    sdk/go/common/resource/properties_path.go): `a.b` when the key is only letters, digits and `_`, else
+    `a["kubernetes.io/role"]` with `"` escaped."""
+    if re.fullmatch(r"[A-Za-z0-9_]+", key):
+        return f"{parent}.{key}" if parent else key
+    escaped = key.replace('"', '\\"')
+    return f'{parent}["{escaped}"]'
+
+
 def input_changes(old: Any, new: Any, path: str = "") -> list[InputChange]:
     """Every leaf that differs between two input trees (dicts by key; lists of equal length by index)."""
     if isinstance(old, dict) and isinstance(new, dict):
         found: list[InputChange] = []
         for key in sorted(set(old) | set(new)):
-            child = f"{path}.{key}" if path else str(key)
+            child = property_path(path, str(key))
             found += input_changes(old.get(key, _MISSING), new.get(key, _MISSING), child)
         return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
@@ -239,12 +254,17 @@ def resource_changes(before: RecordedResource, after: RecordedResource) -> tuple
     return tuple(changes)
 
 
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+# Pulumi's parser (parsePropertyPath) reads `\"` inside a quoted key as `"` and any other backslash as itself.
+_PATH_PART = re.compile(r'\["((?:\\"|[^"])*)"\]|([^.\[\]]+)|\[(\d+)\]')
 
 
 def path_parts(path: str) -> list[str | int]:
-    """`scalingConfig.desiredSize` -> ['scalingConfig', 'desiredSize']; `subnetIds[0]` -> ['subnetIds', 0]."""
-    return [int(index) if index else key for key, index in _PATH_PART.findall(path)]
+    """`scalingConfig.desiredSize` -> ['scalingConfig', 'desiredSize']; `subnetIds[0]` -> ['subnetIds', 0];
+    `tags["kubernetes.io/role"]` -> ['tags', 'kubernetes.io/role'] (Pulumi's property path syntax)."""
+    return [
+        quoted.replace('\\"', '"') if quoted else int(index) if index else key
+        for quoted, key, index in _PATH_PART.findall(path)
+    ]
 
 
 def _lookup(tree: Any, parts: list[str | int]) -> Any:
