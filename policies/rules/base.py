@@ -23,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from ..facts import Instance, instance
+from ..facts import GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
 
 # ----------------------------------------------------------------------------------------- type tokens
 
@@ -288,12 +288,25 @@ def launch_template_of(node_group: PolicyResource) -> PolicyResource | None:
 
 
 def efa_interfaces(launch_template_props: Mapping[str, Any]) -> list[Any]:
-    """The launch template's network interfaces of type `efa` or `efa-only`."""
+    """The launch template's network interfaces of type `efa` or `efa-only`. The one reader of a recorded
+    template's EFA interfaces: the rules and the plan's report both use it."""
     return [
         nic
         for nic in items(get(launch_template_props, "networkInterfaces"))
         if get(nic, "interfaceType") in ("efa", "efa-only")
     ]
+
+
+def lustre_throughput_mb_s(props: Any) -> float:
+    """Baseline throughput of a recorded `aws.fsx.LustreFileSystem` in MB/s: TiB of storage x MB/s per TiB,
+    where SCRATCH_2 has a fixed baseline and PERSISTENT_2 the provisioned perUnitStorageThroughput. The one
+    reader of a file system's throughput: the storage rules and the plan's report both use it."""
+    capacity_tib = float(number(get(props, "storageCapacity")) or 0) / GIB_PER_TIB
+    if get(props, "deploymentType") == "SCRATCH_2":
+        per_tib = float(SCRATCH_2_BASELINE_MB_S_PER_TIB)
+    else:
+        per_tib = float(number(get(props, "perUnitStorageThroughput")) or 0)
+    return capacity_tib * per_tib
 
 
 def instance_types_of(node_group: PolicyResource) -> list[str]:

@@ -31,11 +31,11 @@ from .base import (
     instance_types_of,
     items,
     launch_template_of,
+    lustre_throughput_mb_s,
     number,
     stack_rule,
     truthy,
 )
-from .storage import lustre_throughput_mb_s
 
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
