@@ -23,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from ..facts import GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
+from ..facts import EFA_PRESENT_LABEL, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
 
 # ----------------------------------------------------------------------------------------- type tokens
 
@@ -356,17 +356,13 @@ def accelerator_capacity(g: Graph) -> list[Capacity]:
     return out
 
 
-# The node label trainstack (and eksctl) put on EFA node groups; the EFA device plugin selects on it.
-EFA_LABEL = "vpc.amazonaws.com/efa.present"
-
-
 def efa_node_groups(g: Graph) -> list[tuple[PolicyResource, PolicyResource]]:
     """Node groups meant for EFA, each with its launch template: the template has EFA interfaces, or the
     group carries the EFA node label (so a template that lost its interfaces is still checked)."""
     out = []
     for group in g.of_type(EKS_NODE_GROUP):
         template = launch_template_of(group)
-        labelled = label(group, EFA_LABEL) == "true"
+        labelled = label(group, EFA_PRESENT_LABEL) == "true"
         if template is not None and (efa_interfaces(template.props) or labelled):
             out.append((group, template))
     return out

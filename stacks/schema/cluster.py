@@ -41,6 +41,15 @@ POD_ADDRESSES_PER_NODE = 110
 SecurityGroupRole = Literal["cluster", "efa", "workload"]
 
 
+# The tags trainstack sets on every resource itself (the AWS provider's default_tags, launch templates' instance,
+# volume and network-interface tags); the `cost-tags` policy requires them (policies/facts_generated.py).
+PROJECT_TAG = "project"
+ENV_TAG = "env"
+COST_CENTER_TAG = "cost-center"
+OWNER_TAG = "owner"
+REQUIRED_TAGS = (PROJECT_TAG, ENV_TAG, COST_CENTER_TAG, OWNER_TAG)
+
+
 class TagsSpec(Spec):
     """Cost-allocation tags. They go on the AWS provider's default_tags (and launch templates' instances,
     volumes and network interfaces), together with `project` and `env`, which trainstack sets itself."""
@@ -55,7 +64,7 @@ class TagsSpec(Spec):
 
     @model_validator(mode="after")
     def _no_reserved_keys(self) -> Self:
-        reserved = {"project", "env", "cost-center", "owner"} & set(self.extra)
+        reserved = set(REQUIRED_TAGS) & set(self.extra)
         if reserved:
             raise ValueError(f"tags.extra may not set {sorted(reserved)}: trainstack sets these itself")
         return self
