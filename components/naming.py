@@ -2,7 +2,7 @@
 
 Logical names are derived from the component's own name, so two components (or two stacks in one
 account) never collide; physical names that AWS requires to be unique per account or region carry the
-stack's base name. Tags: the global set goes on the AWS provider's `default_tags`; `instance_tags` is what
+stack's base name. Tags: the global set goes on the AWS provider's `default_tags`; `resource_tags` is what
 launch templates add to instances, volumes and network interfaces, which default tags do not reach.
 """
 
