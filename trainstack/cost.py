@@ -19,11 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stacks.catalog import CATALOG, SOURCES, InstanceType
+from stacks.catalog import CATALOG, PRICE_REGION, SOURCES, InstanceType
 from stacks.catalog import PRICE_DATE as GPU_PRICE_DATE
 from trainstack.report.summary import Summary
-
-PRICE_REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
