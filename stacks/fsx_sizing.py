@@ -1,4 +1,4 @@
-"""Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, supply versus GPU demand.
+"""Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, metadata IOPS, aggregate throughput.
 
 Used by the schema's validators and properties (`FsxSpec.throughput_mb_s`; the demand it is sized against is
 `ClusterConfig.storage_demand_mb_s`) and by the contract checks. It imports nothing of the program's, so the
