@@ -14,7 +14,6 @@ from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs, operand_opt_out_labels
-from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 from components.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
@@ -364,6 +363,10 @@ security_groups = {
     "workload": network.workload_security_group_id,
 }
 if sagemaker_spec.hyperpod.enabled:
+    # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
+    # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
+    from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+
     aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)
     hyperpod_after: list[pulumi.Resource] = []
     if warning := cluster.hyperpod_eks_version_warning:

@@ -9,6 +9,7 @@ its engine-named inputs, dependencies, property dependencies, protect flag and p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import json
 import runpy
@@ -20,9 +21,11 @@ from typing import Any
 
 import pulumi
 from google.protobuf.json_format import MessageToDict
+from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -185,6 +188,23 @@ def pulumi_config(cluster: ClusterConfig) -> dict[str, str]:
     return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
 
 
+@contextlib.contextmanager
+def _no_source_positions() -> Iterator[None]:
+    """Registrations without the caller's stack trace.
+
+    On every registration the SDK walks the Python stack and reads each frame's source line, so that the engine
+    can show where a resource was declared. A recording never keeps it (`RecordedResource` has no such field),
+    and under a deep caller (pytest) the walk was about a quarter of a run's CPU time. Only the mock runs here
+    skip it; `pulumi up` runs `__main__.py` in Pulumi's own language host, which this never touches.
+    """
+    original = pulumi_resource._get_stack_trace
+    pulumi_resource._get_stack_trace = source_pb2.StackTrace  # an empty trace: no source position
+    try:
+        yield
+    finally:
+        pulumi_resource._get_stack_trace = original
+
+
 def run(
     program: Callable[[], Any],
     *,
@@ -200,15 +220,16 @@ def run(
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
-        set_all_config(dict(config or {}), [])
-        recorder = Recorder(TrainstackMocks(region=region, preview=preview))
-        pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
-        root = pulumi_settings.get_root_resource()
-        _sync_await(run_pulumi_func(program))
-        exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
-        outputs = {name: _resolve(value) for name, value in exported.items()}
-        return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
+        with _no_source_positions():
+            pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
+            set_all_config(dict(config or {}), [])
+            recorder = Recorder(TrainstackMocks(region=region, preview=preview))
+            pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
+            root = pulumi_settings.get_root_resource()
+            _sync_await(run_pulumi_func(program))
+            exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
+            outputs = {name: _resolve(value) for name, value in exported.items()}
+            return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
