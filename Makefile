@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test test-fast lint promtool schema docs bench mutate hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-fast lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -67,6 +67,11 @@ lint: $(VENV)/.synced
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
+
+# The policy pack runs standalone and cannot import the program: the facts it shares with it (catalog, FSx
+# throughput, tag and label keys) and the thresholds the stack files assume go into policies/ from their homes.
+pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the stack thresholds in policies/config/*.json
+	$(VENV)/bin/python scripts/pack_facts.py
 
 docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
 	$(VENV)/bin/python -m trainstack.docs

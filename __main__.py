@@ -13,7 +13,7 @@ from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
+from components.gpu_operator import GpuOperator, GpuOperatorArgs, operand_opt_out_labels
 from components.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
@@ -34,17 +34,8 @@ from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
 from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
-from stacks import fsx_sizing
-from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, check_stack, validate_object
-from stacks.schema import (
-    CONFIG_KEY,
-    CONFIG_NAMESPACE,
-    HYPERPOD_EKS_VERSIONS_DOCUMENTED,
-    HYPERPOD_EKS_VERSIONS_UNCONFIRMED,
-    HyperPodGroupRole,
-    HyperPodOrchestrator,
-)
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
 
 try:
     cluster = check_stack(
@@ -98,17 +89,8 @@ pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
-# HyperPod compute groups that join this EKS cluster get the EFA plugin, GPU Operator operands and queues too.
-hyperpod_eks_groups = (
-    cluster.sagemaker.hyperpod.groups(HyperPodGroupRole.COMPUTE)
-    if cluster.sagemaker.hyperpod.enabled and cluster.sagemaker.hyperpod.orchestrator is HyperPodOrchestrator.EKS
-    else []
-)
-hyperpod_nvidia = any(CATALOG[g.ec2_instance_type].accelerator is Accelerator.NVIDIA for g in hyperpod_eks_groups)
 # One GPU Operator release serves every NVIDIA node; groups whose image differs opt out per node.
-operator_ami_family = effective_ami_family(
-    (g.ami_family for g in cluster.gpu_node_groups), hyperpod_nvidia=hyperpod_nvidia
-)
+operator_ami_family = cluster.gpu_operator_ami_family
 gpu_groups: dict[str, GpuNodeGroup] = {
     group.name: GpuNodeGroup(
         f"{cluster.name}-gpu-{group.name}",
@@ -199,7 +181,7 @@ if operator_ami_family is not None:
         GpuOperatorArgs(
             spec=k8s_spec.gpu_operator,
             ami_family=operator_ami_family,
-            hyperpod_nodes=hyperpod_nvidia,
+            hyperpod_nodes=cluster.hyperpod_eks_nvidia,
             dcgm_metrics_csv=dcgm_metrics_csv() if cluster.metrics_enabled else None,
             after=[eks],
         ),
@@ -207,16 +189,19 @@ if operator_ami_family is not None:
     )
     device_plugins.append(gpu_operator.release)
     pulumi.export("gpu_operator_values", gpu_operator.values)
-hyperpod_efa_types = [g.instance_type for g in hyperpod_eks_groups if CATALOG[g.ec2_instance_type].supports_efa]
-if any(g.efa_enabled for g in cluster.gpu_node_groups) or hyperpod_efa_types:
+if cluster.needs_efa_plugin:
     efa_plugin = EfaDevicePlugin(
         f"{cluster.name}-efa-plugin",
-        EfaDevicePluginArgs(spec=k8s_spec.efa_device_plugin, hyperpod_instance_types=hyperpod_efa_types, after=[eks]),
+        EfaDevicePluginArgs(
+            spec=k8s_spec.efa_device_plugin,
+            hyperpod_instance_types=cluster.efa_plugin_hyperpod_instance_types,
+            after=[eks],
+        ),
         opts=k8s_opts,
     )
     device_plugins.append(efa_plugin.release)
-neuron_groups = [g for g in cluster.gpu_node_groups if CATALOG[g.instance_type].accelerator is Accelerator.NEURON]
-if neuron_groups and k8s_spec.neuron_device_plugin:  # the schema requires the spec when a Neuron group exists
+# The schema requires kubernetes.neuron_device_plugin when a Neuron group exists.
+if cluster.neuron_node_groups and k8s_spec.neuron_device_plugin:
     neuron_plugin = NeuronDevicePlugin(
         f"{cluster.name}-neuron-plugin",
         NeuronDevicePluginArgs(spec=k8s_spec.neuron_device_plugin, after=[eks]),
@@ -230,7 +215,7 @@ scheduling = Scheduling(
         training_operator=k8s_spec.training_operator,
         teams=k8s_spec.teams,
         node_groups=cluster.gpu_node_groups,
-        hyperpod_groups=hyperpod_eks_groups,
+        hyperpod_groups=cluster.hyperpod_eks_groups,
         cohort=cluster.name,
         after=[eks, *device_plugins],
     ),
@@ -242,7 +227,7 @@ tenancy = Tenancy(
     TenancyArgs(
         teams=k8s_spec.teams,
         node_groups=cluster.gpu_node_groups,
-        hyperpod_groups=hyperpod_eks_groups,
+        hyperpod_groups=cluster.hyperpod_eks_groups,
         namespaces=scheduling.team_namespaces,
         vpc_cidr=cluster.network.vpc_cidr,
         lustre=cluster.storage.fsx.enabled,
@@ -348,7 +333,6 @@ if k8s_spec.validation and target is not None:
     pulumi.export("nccl_busbw_floor_gb_s", validation.plan.busbw_floor_gb_s)
 
 # Fleet health: the node monitoring agent (auto repair acts on its conditions), and metrics, alerts, dashboards.
-fsx_spec = cluster.storage.fsx
 fleet_health = FleetHealth(
     f"{cluster.name}-health",
     FleetHealthArgs(
@@ -360,11 +344,7 @@ fleet_health = FleetHealth(
         subnet_ids=list(network.private_subnet_ids.values()),
         security_group_ids=[eks.cluster_security_group_id],
         metrics=cluster.metrics_enabled,
-        fsx_throughput_mb_s=fsx_sizing.aggregate_throughput_mb_s(
-            fsx_spec.storage_capacity_gib, fsx_sizing.per_unit_throughput(fsx_spec)
-        )
-        if fsx_spec.enabled
-        else None,
+        fsx_throughput_mb_s=cluster.storage.fsx.throughput_mb_s if cluster.storage.fsx.enabled else None,
         after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
@@ -376,8 +356,12 @@ if fleet_health.workspace_id is not None:
 
 # Optional SageMaker: HyperPod on the same network and storage, and a training-job role.
 sagemaker_spec = cluster.sagemaker
-hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.EKS
 gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
+security_groups = {
+    "cluster": eks.cluster_security_group_id,
+    "efa": network.efa_security_group_id,
+    "workload": network.workload_security_group_id,
+}
 if sagemaker_spec.hyperpod.enabled:
     # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
     # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
@@ -385,13 +369,9 @@ if sagemaker_spec.hyperpod.enabled:
 
     aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)
     hyperpod_after: list[pulumi.Resource] = []
-    if hyperpod_on_eks and cluster.eks.version in HYPERPOD_EKS_VERSIONS_UNCONFIRMED:
-        pulumi.log.warn(
-            f"HyperPod on EKS {cluster.eks.version}: no public AWS source confirms HyperPod supports this Kubernetes "
-            f"version (documented: {', '.join(HYPERPOD_EKS_VERSIONS_DOCUMENTED)}); check the SageMaker guide "
-            "(EKS support in SageMaker HyperPod, Kubernetes version support) before deploying"
-        )
-    if hyperpod_on_eks:
+    if warning := cluster.hyperpod_eks_version_warning:
+        pulumi.log.warn(warning)
+    if cluster.hyperpod_on_eks:
         # SageMaker requires its dependencies chart on the EKS cluster before the HyperPod cluster joins it;
         # `make hyperpod-chart` fetches it at its pinned tag into .hyperpod-chart/ (never copied into the repo).
         core = [*eks.addons.values(), eks.system_node_group]
@@ -411,13 +391,8 @@ if sagemaker_spec.hyperpod.enabled:
             name=cluster.name,
             region=cluster.region,
             subnet_ids=[gpu_subnet_id],
-            # EKS-orchestrated nodes are cluster nodes: the cluster security group lets them reach the API
-            # endpoint and the control plane reach their kubelets (and gives them egress), as for the GPU node
-            # groups. Slurm nodes get their egress (S3, endpoints, NAT, FSx) from the workload group.
-            security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id]
-            if hyperpod_on_eks
-            else [network.efa_security_group_id, network.workload_security_group_id],
-            eks_cluster_arn=eks.cluster_arn if hyperpod_on_eks else None,
+            security_group_ids=[security_groups[role] for role in cluster.hyperpod_security_groups],
+            eks_cluster_arn=eks.cluster_arn if cluster.hyperpod_on_eks else None,
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
             fsx_mount_name=lustre.mount_name if lustre else None,

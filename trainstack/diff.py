@@ -165,10 +165,6 @@ class PlanDiff:
     ignored: tuple[ResourceChange, ...] = ()  # config changes `ignoreChanges` keeps `pulumi up` from applying
 
     @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
-
-    @property
     def replaced(self) -> tuple[ResourceChange, ...]:
         return tuple(c for c in self.changed if c.op == "replace")
 
@@ -290,11 +286,6 @@ def _with_value(tree: Any, parts: list[str | int], value: Any) -> Any:
     if isinstance(head, str) and isinstance(tree, dict):
         return {**tree, head: _with_value(tree.get(head, {}), rest, value)}
     return tree
-
-
-def under(path: str, ignored: tuple[str, ...]) -> bool:
-    """True when `path` is one of `ignored` or inside one of them."""
-    return any(path == i or path.startswith((f"{i}.", f"{i}[")) for i in ignored)
 
 
 def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Recording, tuple[ResourceChange, ...]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
 
+from ..facts import ENVIRONMENTS
 from .base import (
     EKS_CLUSTER,
     EKS_NODE_GROUP,
@@ -31,11 +32,11 @@ from .base import (
     instance_types_of,
     items,
     launch_template_of,
+    lustre_throughput_mb_s,
     number,
     stack_rule,
     truthy,
 )
-from .storage import lustre_throughput_mb_s
 
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
@@ -47,7 +48,6 @@ NCCL_WORKLOADS = (
     "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
 )
-ENVIRONMENTS = ("dev", "staging", "prod")
 
 
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
-from ..facts import GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB
 from .base import (
     FSX_LUSTRE,
     S3_BUCKETS,
@@ -22,7 +19,7 @@ from .base import (
     graph,
     has,
     items,
-    number,
+    lustre_throughput_mb_s,
     resource_rule,
     stack_rule,
 )
@@ -188,18 +185,6 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> No
                 f"{', '.join(f'{az} ({name})' for az, name in sorted(far.items()))}.",
                 fs.urn,
             )
-
-
-def lustre_throughput_mb_s(props: Any) -> float:
-    """Baseline throughput of a Lustre file system in MB/s: TiB of storage x MB/s per TiB, where SCRATCH_2
-    has a fixed baseline and PERSISTENT_2 the provisioned perUnitStorageThroughput (stacks/fsx_sizing.py's
-    rule; a test checks the two agree on every shipped stack)."""
-    capacity_tib = float(number(get(props, "storageCapacity")) or 0) / GIB_PER_TIB
-    if get(props, "deploymentType") == "SCRATCH_2":
-        per_tib = float(SCRATCH_2_BASELINE_MB_S_PER_TIB)
-    else:
-        per_tib = float(number(get(props, "perUnitStorageThroughput")) or 0)
-    return capacity_tib * per_tib
 
 
 @stack_rule(

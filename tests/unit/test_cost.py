@@ -66,6 +66,7 @@ def summary(**changes: object) -> Summary:
         eks_clusters=(),
         addons=(),
         hyperpod=(),
+        accelerators_max=0,
         gpu_budget=64,
         per_gpu_read_mb_s=200.0,
     )

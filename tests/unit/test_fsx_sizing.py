@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stacks import fsx_sizing as fs
-from tests.conftest import stack_config
+from stacks.catalog import CATALOG
+from tests.conftest import STACKS, stack_config
 
 
 @given(st.integers(min_value=1, max_value=400))
@@ -56,29 +57,32 @@ def test_aggregate_throughput_is_linear_in_capacity(k: int, tier: int) -> None:
     assert fs.aggregate_throughput_mb_s(2400 * k, tier) == pytest.approx(2400 * k / 1024 * tier)
 
 
-def test_prod_storage_feeds_its_gpus() -> None:
-    sizing = fs.sizing(stack_config("prod"))
-    assert sizing is not None
-    assert sizing.gpus == 128 and sizing.demand_mb_s == 128 * 200
-    assert sizing.supply_mb_s == pytest.approx(124800 / 1024 * 250)
-    assert sizing.ratio is not None and sizing.ratio > 1 and sizing.warning is None
+@pytest.mark.parametrize("name", STACKS)
+def test_supply_is_capacity_times_the_per_unit_throughput(name: str) -> None:
+    fsx = stack_config(name).storage.fsx
+    per_unit = 200 if fsx.deployment_type == "SCRATCH_2" else fsx.throughput_mb_s_per_tib
+    assert fsx.throughput_mb_s == pytest.approx(fsx.storage_capacity_gib / 1024 * per_unit)
 
 
-def test_scratch_uses_the_200_baseline() -> None:
-    sizing = fs.sizing(stack_config("dev"))
-    assert sizing is not None and sizing.per_unit_mb_s_per_tib == 200
-    assert sizing.supply_mb_s == pytest.approx(1200 / 1024 * 200)
+@pytest.mark.parametrize("name", STACKS)
+def test_demand_counts_every_accelerator_at_max(name: str) -> None:
+    """GPU node groups at max size and an enabled HyperPod cluster's groups (same file system) read at once."""
+    cluster = stack_config(name)
+    hyperpod = cluster.sagemaker.hyperpod
+    expected = sum(g.max_size * CATALOG[g.instance_type].accelerator_count for g in cluster.gpu_node_groups) + (
+        sum(g.instance_count * CATALOG[g.ec2_instance_type].accelerator_count for g in hyperpod.instance_groups)
+        if hyperpod.enabled
+        else 0
+    )
+    assert cluster.accelerators_at_max == expected
+    assert cluster.storage_demand_mb_s == expected * cluster.storage.fsx.per_gpu_read_mb_s
 
 
-def test_warning_when_supply_is_below_demand() -> None:
-    starved = fs.StorageSizing("PERSISTENT_2", 4800, 125, fs.aggregate_throughput_mb_s(4800, 125), 128, 200.0, 25600.0)
-    assert not starved.sufficient and starved.ratio == pytest.approx(585.9375 / 25600)
-    assert starved.warning is not None and "storage_capacity_gib" in starved.warning and "128 GPUs" in starved.warning
-
-
-def test_no_demand_has_no_ratio() -> None:
-    idle = fs.StorageSizing("SCRATCH_2", 1200, 200, 234.375, 0, 200.0, 0.0)
-    assert idle.ratio is None and idle.warning is None
+def test_per_unit_throughput_needs_a_tier_outside_scratch() -> None:
+    assert fs.per_unit_throughput("SCRATCH_2", None) == 200
+    assert fs.per_unit_throughput("PERSISTENT_2", 500) == 500
+    with pytest.raises(ValueError, match="throughput_mb_s_per_tib"):
+        fs.per_unit_throughput("PERSISTENT_2", None)
 
 
 @pytest.mark.parametrize(
