@@ -67,6 +67,8 @@ REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
                 "launchTemplate.name",
             }
         ),
+        # internal/service/eks/addon.go (terraform-provider-aws 00a35305, read 2026-11-30): both ForceNew.
+        "aws:eks/addon:Addon": frozenset({"addonName", "clusterName"}),
         "aws:ec2/subnet:Subnet": frozenset({"vpcId", "cidrBlock", "availabilityZone", "availabilityZoneId"}),
         "aws:ec2/vpc:Vpc": frozenset({"cidrBlock"}),
         "aws:ec2/placementGroup:PlacementGroup": frozenset({"name", "strategy", "partitionCount", "spreadLevel"}),

@@ -64,7 +64,7 @@ def test_every_catalog_type_in_prods_gpu_group_passes(instance_type: str) -> Non
     if CATALOG[instance_type].accelerator is Accelerator.NEURON:
         # The one known gap (tests/unit/test_contract_facts.py): the Neuron chart's values at its pin have no
         # recorded facts, so its release is refused until they exist. Nothing else may be.
-        assert [(v.name, v.path) for v in found] == [("trainstack-prod-neuron-plugin-release", "version")]
+        assert [(v.name, v.path) for v in found] == [("neuron-plugin-release", "version")]
         return
     assert found == ()
 

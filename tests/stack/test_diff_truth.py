@@ -130,7 +130,7 @@ def test_renaming_the_stack_moves_no_urn_and_replaces_what_pulumi_would(
     assert diff["added"] == [] and diff["removed"] == [] and diff["protectedDeletions"] == []
     assert PROTECTED_REPLACE in mandatory and PROTECTED_DELETE not in mandatory
     replaced = {c["type"]: c["replaceReasons"] for c in diff["changed"] if c["op"] == "replace"}
-    assert replaced["aws:eks/cluster:Cluster"] == ["name"]
+    assert replaced["aws:eks/cluster:Cluster"] == ["name"] and replaced["aws:eks/addon:Addon"] == ["clusterName"]
     assert diff["protectedReplacements"] == [
         c["urn"] for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster"
     ]

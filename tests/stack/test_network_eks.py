@@ -31,9 +31,9 @@ def test_cluster_protection_follows_the_environment(stack_name: str):
 
 def test_every_node_volume_uses_the_one_node_volume_key(stack_name: str):
     rec = recording(stack_name)
-    (key,) = [k for k in rec.by_type("aws:kms/key:Key") if k.name.endswith("-eks-node-volume-key")]
+    (key,) = [k for k in rec.by_type("aws:kms/key:Key") if k.name.endswith("eks-node-volume-key")]
     templates = rec.by_type("aws:ec2/launchTemplate:LaunchTemplate")
-    assert any("-gpu-" in t.name for t in templates) and any(t.name.endswith("-system-lt") for t in templates)
+    assert any("-gpu-" in t.name for t in templates) and any(t.name.endswith("system-lt") for t in templates)
     volumes = [m["ebs"] for t in templates for m in t.inputs["blockDeviceMappings"]]
     assert volumes and all(v["encrypted"] == "true" and v["kmsKeyId"] == key.outputs["arn"] for v in volumes)
 
@@ -70,7 +70,7 @@ def test_gpu_node_groups_wait_for_the_node_role_policies_and_the_node_add_ons():
     # A GPU node group that starts before its role has AmazonEKSWorkerNodePolicy / ECR pull cannot join;
     # one that starts before vpc-cni, kube-proxy and the Pod Identity agent never becomes Ready.
     rec = recording("prod")
-    node_role = next(r for r in rec.by_type("aws:iam/role:Role") if r.name.endswith("-node-role"))
+    node_role = next(r for r in rec.by_type("aws:iam/role:Role") if r.name.endswith("node-role"))
     attachments = [
         a
         for a in rec.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
