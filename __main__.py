@@ -162,6 +162,7 @@ data = DataBuckets(
     DataBucketsArgs(
         spec=cluster.storage.buckets,
         region=cluster.region,
+        base_name=cluster.name,
         protect=cluster.protect_data,
         key_administrator_arns=cluster.security.key_administrator_arns,
         vpc_endpoint_ids=[network.s3_endpoint_id] if cluster.data_buckets_vpc_only else [],
