@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint promtool schema bench hyperpod-chart clean policy-venv workflows
+.PHONY: plan test lint promtool schema docs bench hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -37,12 +37,13 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the alert rules' unit tests, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the alert rules' unit tests, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest -n 2
 
 # promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
@@ -58,9 +59,13 @@ lint: $(VENV)/.synced
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
+	$(VENV)/bin/lint-imports --no-cache
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
+
+docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema) and the policy tables in docs/policies.md
+	$(VENV)/bin/python -m trainstack.docs
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod plan (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py

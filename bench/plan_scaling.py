@@ -3,7 +3,7 @@
 Plans copies of the prod stack with 1 to 64 GPU node groups (p5.48xlarge, all EFA interfaces, one AZ) under
 the mock engine, and the same number of bare resources (`aws.ec2.Vpc` with an explicit provider) under the
 same engine: the floor no program can beat. Reports seconds per run and per resource, checks that plan time
-grows linearly with resources (least-squares fit), and writes the table into README.md's `benchmarks`
+grows linearly with resources (least-squares fit), and writes the table into docs/bench.md's `benchmarks`
 section with the machine it ran on. Run it once (`make bench`); it is not a test.
 """
 
@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SIZES = (1, 2, 4, 8, 16, 32, 64)
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "bench.md"
 SECTION = "benchmarks"
 LINEAR_R2 = 0.98  # a straight line must explain at least this share of the variance
 
@@ -172,7 +172,7 @@ BEGIN, END = "<!-- bench:begin -->\n", "<!-- bench:end -->\n"
 
 
 def replace_section(text: str, name: str, body: str) -> str:
-    """README text with the generated block inside section NAME replaced (or appended to the section).
+    """Page text with the generated block inside section NAME replaced (or appended to the section).
 
     The section is what sits between `<!-- section:NAME -->` and `<!-- /section:NAME -->`; prose there stays,
     only the part between the bench markers is rewritten.
@@ -181,7 +181,7 @@ def replace_section(text: str, name: str, body: str) -> str:
     start = text.find(opening)
     stop = text.find(closing, start + 1)
     if start < 0 or stop < 0:
-        raise ValueError(f"README has no section {name}")
+        raise ValueError(f"the page has no section {name}")
     current = text[start + len(opening) : stop]
     if BEGIN in current and END in current:
         before, _, rest = current.partition(BEGIN)
@@ -242,7 +242,7 @@ def main() -> int:
     floor_fit = linear_fit([r.resources for r in rows], [r.floor_s for r in rows])
     table = markdown(rows, fit, floor_fit, machine(), time.strftime("%Y-%m-%d"))
     print(table)
-    README.write_text(replace_section(README.read_text(), SECTION, table))
+    PAGE.write_text(replace_section(PAGE.read_text(), SECTION, table))
     return 0 if fit[2] >= LINEAR_R2 else 1
 
 

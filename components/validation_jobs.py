@@ -367,7 +367,7 @@ def dcgm_job_spec(validation: ValidationSpec, group: GpuNodeGroupSpec) -> dict[s
         "suspend": True,
         # No ttlSecondsAfterFinished: the TTL controller would delete this Pulumi-managed Job, and the next
         # `pulumi up --refresh` would recreate it and rerun dcgmi diag on every node at an arbitrary time.
-        # Pulumi owns its lifetime; the README (Validate) shows how to rerun it.
+        # Pulumi owns its lifetime; docs/validate.md shows how to rerun it.
         "template": {
             "spec": {
                 **_scheduling(group),

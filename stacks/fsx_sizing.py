@@ -94,7 +94,7 @@ def valid_capacities_near(
 
 
 def capacity_rule(efa_enabled: bool = False, throughput_mb_s_per_tib: int | None = None) -> str:
-    """The capacity rule in words, for error messages and the README."""
+    """The capacity rule in words, for error messages and the docs."""
     if efa_enabled:
         step = capacity_increment_gib(True, throughput_mb_s_per_tib)
         return f"a multiple of {step} GiB (EFA-enabled at {throughput_mb_s_per_tib} MB/s/TiB)"

@@ -449,9 +449,7 @@ def apply_waivers(
         key = f"{FULL_KEY}.waivers.{i}"
         policy = BY_NAME.get(waiver.rule)
         if policy is None:
-            problems.append(
-                Problem(f"{key}.rule", waiver.rule, "no such policy rule; the README's policy table lists them")
-            )
+            problems.append(Problem(f"{key}.rule", waiver.rule, "no such policy rule; docs/policies.md lists them"))
         elif _severity(policy) == UNWAIVABLE_SEVERITY:
             problems.append(
                 Problem(f"{key}.rule", waiver.rule, "a critical rule cannot be waived: fix the resource instead")
@@ -477,7 +475,7 @@ _SHORT = {"advisory": "advisory", "mandatory": "**mandatory**", "remediate": "re
 
 
 def rules_table(policies: Iterable[Policy] = POLICIES) -> str:
-    """The README's rules table, generated from the rules and the three config files."""
+    """The rules table of docs/policies.md, generated from the rules and the three config files."""
     from policies.rules import DOMAINS
 
     configs = {env: load_config(env) for env in ENVIRONMENTS}
@@ -549,7 +547,7 @@ def stack_mapping() -> str:
 
 
 def policy_tables() -> str:
-    """What the README's policies section carries, generated: the tie, the rules, the floors, the waivers."""
+    """The generated part of docs/policies.md (`make docs`): the tie, the rules, the floors, the waivers."""
     return "\n\n".join(
         [
             stack_mapping(),

@@ -34,7 +34,7 @@ def _collect(module: ModuleType) -> list[Policy]:
 
 POLICIES: list[Policy] = [policy for module in MODULES for policy in _collect(module)]
 BY_NAME: dict[str, Policy] = {policy.name: policy for policy in POLICIES}
-# Stable ids: the README table, the config files and the review name rules by these.
+# Stable ids: the docs/policies.md table, the config files and the review name rules by these.
 DOMAINS: dict[str, str] = {
     policy.name: module.__name__.rsplit(".", 1)[-1] for module in MODULES for policy in _collect(module)
 }

@@ -2,7 +2,7 @@
 performance, and the tie between a stack and its environment.
 
 Each floor is a threshold in `policies/config/<env>.json`; its config property says why and where the number
-comes from (CIS EKS benchmark, EKS best practices, AWS guides, checkov), and the README's floors table is
+comes from (CIS EKS benchmark, EKS best practices, AWS guides, checkov), and docs/policies.md's floors table is
 generated from those descriptions and the three config files. A one-line edit of a stack file that lowers
 one of these values below the floor fails the plan with the key's meaning, the value, the floor and why.
 """

@@ -125,7 +125,11 @@ class EksSpec(Spec):
         "no implicit admin, so the identity running `pulumi up` must be one of these roles (or assume one): the "
         "Kubernetes provider authenticates as that identity.",
     )
-    endpoint_public_access: bool = Field(description="Whether the API endpoint is reachable from the internet.")
+    endpoint_public_access: bool = Field(
+        description="Whether the API endpoint is also reachable from the internet (the private one always is). "
+        "With false, `pulumi up` must run from inside the VPC or a network joined to it: the Kubernetes "
+        "provider talks to the API endpoint."
+    )
     public_access_cidrs: list[Cidr] = Field(
         default_factory=list,
         max_length=Limits.PUBLIC_ACCESS_CIDRS,

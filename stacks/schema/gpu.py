@@ -58,7 +58,11 @@ class CapacityType(StrEnum):
 class CapacitySpec(Spec):
     """Where the instances come from. A reservation fixes the AZ."""
 
-    type: CapacityType = Field(default=CapacityType.ON_DEMAND, description="Purchase option.")
+    type: CapacityType = Field(
+        default=CapacityType.ON_DEMAND,
+        description="Purchase option: on_demand, spot (not with EFA), reservation (an On-Demand Capacity "
+        "Reservation) or capacity_block (a Capacity Block for ML); the last two need reservation_id.",
+    )
     reservation_id: str | None = Field(
         default=None,
         pattern=r"^cr-[0-9a-f]{8,17}$",
@@ -180,8 +184,16 @@ class GpuNodeGroupSpec(Spec):
     desired_size: int = Field(ge=0, le=Limits.NODES_PER_GROUP, description="Nodes at creation.")
     max_size: int = Field(ge=1, le=Limits.NODES_PER_GROUP, description="Maximum nodes.")
     efa_enabled: bool = Field(default=True, description="Attach EFA interfaces (all the type supports).")
-    efa_layout: EfaLayout = Field(default=EfaLayout.ENA_PRIMARY, description="EFA interface layout.")
-    placement: PlacementMode = Field(default=PlacementMode.AUTO, description="Cluster placement group choice.")
+    efa_layout: EfaLayout = Field(
+        default=EfaLayout.ENA_PRIMARY,
+        description="EFA interface layout: ena_primary (AWS's current guidance: an ENA primary, then efa-only on "
+        "every EFA card) or efa_primary (legacy: an efa primary; needs EFA on network card 0).",
+    )
+    placement: PlacementMode = Field(
+        default=PlacementMode.AUTO,
+        description="Cluster placement group: auto (a new one for EFA groups; on a reservation, only the one it "
+        "was made in), cluster (always) or none.",
+    )
     root_volume_size_gib: int = Field(
         default=200,
         ge=50,

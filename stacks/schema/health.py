@@ -74,10 +74,26 @@ class HealthSpec(Spec):
     alert_emails: list[Email] = Field(
         default_factory=list, description="E-mail addresses subscribed to the alerts' SNS topic."
     )
-    node_exporter_chart: str = Field(default=NODE_EXPORTER_CHART, pattern=CHART_VERSION)
-    kube_state_metrics_chart: str = Field(default=KUBE_STATE_METRICS_CHART, pattern=CHART_VERSION)
-    yace_chart: str = Field(default=YACE_CHART, pattern=CHART_VERSION)
-    grafana_chart: str = Field(default=GRAFANA_CHART, pattern=CHART_VERSION)
+    node_exporter_chart: str = Field(
+        default=NODE_EXPORTER_CHART,
+        pattern=CHART_VERSION,
+        description="Version of the prometheus-node-exporter chart (node metrics; its sidecar adds the EFA counters).",
+    )
+    kube_state_metrics_chart: str = Field(
+        default=KUBE_STATE_METRICS_CHART,
+        pattern=CHART_VERSION,
+        description="Version of the kube-state-metrics chart (node conditions and pod states as metrics).",
+    )
+    yace_chart: str = Field(
+        default=YACE_CHART,
+        pattern=CHART_VERSION,
+        description="Version of the YACE chart (prometheus-yet-another-cloudwatch-exporter): FSx CloudWatch metrics.",
+    )
+    grafana_chart: str = Field(
+        default=GRAFANA_CHART,
+        pattern=CHART_VERSION,
+        description="Version of the grafana chart that serves the dashboards, reading the Prometheus workspace.",
+    )
     efa_sidecar_image: PinnedImage = Field(
         default="public.ecr.aws/docker/library/busybox:1.37.0",
         description="Image of node-exporter's EFA counter sidecar (a POSIX shell is all it needs).",

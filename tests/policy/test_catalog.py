@@ -1,4 +1,4 @@
-"""The rules as a catalogue: ids, descriptions, severities, schemas, levels per environment, the README table."""
+"""The rules as a catalogue: ids, descriptions, severities, schemas, levels per environment, docs/policies.md."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pulumi_policy import ResourceValidationPolicy, Severity, StackValidationPol
 from policies.rules import DOMAINS, POLICIES
 from policies.rules.base import RESOURCE_TYPES
 from tests.conftest import ROOT
+from trainstack.docs import block
 from trainstack.review import ENVIRONMENTS, load_config, policy_tables
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
@@ -72,8 +73,7 @@ def test_prod_is_at_least_as_strict_as_dev() -> None:
         assert rank[prod.levels[policy.name].value] >= rank[dev.levels[policy.name].value], policy.name
 
 
-def test_readme_table_matches_the_code() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("<!-- section:policies -->", 1)[1].split("<!-- /section:policies -->", 1)[0]
-    assert policy_tables() in section, "regenerate: .venv/bin/python -m trainstack.review"
+def test_docs_tables_match_the_code() -> None:
+    page = (ROOT / "docs" / "policies.md").read_text()
+    assert block(page, "policies") == policy_tables(), "regenerate: make docs"
     assert len(ENVIRONMENTS) == 3

@@ -1,4 +1,4 @@
-"""The benchmark's pure helpers: the linear fit, the scaled stack configs and the README section rewrite."""
+"""The benchmark's pure helpers: the linear fit, the scaled stack configs and the docs/bench.md section rewrite."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ cannot change in place), `same` or `delete` (oldState only). `changeSummary` cou
 `trainstack` holds the verdict (status, headline figures, counts of a diff), the ranked risks, the time to ready
 (and to apply a diff) with the critical path and each step's source, the summary, cost and policy (null when
 the policy evaluator is absent) and the diff.
-The fields are documented in the README (section plan) and pinned by `plan.schema.json`.
+The fields are documented in docs/plan.md (JSON) and pinned by `plan.schema.json`.
 """
 
 from __future__ import annotations
