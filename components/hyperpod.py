@@ -435,10 +435,16 @@ class HyperPodCluster(pulumi.ComponentResource):
         )
 
 
-def aws_native_provider(name: str, region: str, tags: Mapping[str, str]) -> aws_native.Provider:
-    """The explicit aws-native provider (SageMaker HyperPod), with the stack's tags as default tags."""
+def aws_native_provider(
+    name: str, region: str, tags: Mapping[str, str], aliases: Sequence[pulumi.Alias] = ()
+) -> aws_native.Provider:
+    """The explicit aws-native provider (SageMaker HyperPod), with the stack's tags as default tags.
+
+    `aliases`: names it had before, so renaming it does not move the HyperPod resources to a new provider.
+    """
     return aws_native.Provider(
         name,
         region=region,
         default_tags=aws_native.ProviderDefaultTagsArgs(tags=dict(tags)),
+        opts=pulumi.ResourceOptions(aliases=list(aliases)),
     )

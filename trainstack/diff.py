@@ -67,6 +67,8 @@ REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
                 "launchTemplate.name",
             }
         ),
+        # internal/service/eks/addon.go (terraform-provider-aws 00a35305, read 2026-11-30): both ForceNew.
+        "aws:eks/addon:Addon": frozenset({"addonName", "clusterName"}),
         "aws:ec2/subnet:Subnet": frozenset({"vpcId", "cidrBlock", "availabilityZone", "availabilityZoneId"}),
         "aws:ec2/vpc:Vpc": frozenset({"cidrBlock"}),
         "aws:ec2/placementGroup:PlacementGroup": frozenset({"name", "strategy", "partitionCount", "spreadLevel"}),
@@ -241,11 +243,27 @@ def input_changes(old: Any, new: Any, path: str = "") -> list[InputChange]:
     return [] if old == new else [InputChange(path, old, new)]
 
 
-def resource_changes(before: RecordedResource, after: RecordedResource) -> tuple[InputChange, ...]:
+def matched_baseline(before: Recording, after: Recording) -> dict[str, RecordedResource]:
+    """Each resource of `after` (by its URN) and the `before` resource whose state it takes over: the one with the
+    same URN, else the one at one of its aliases, as `pulumi up` matches state (an aliased move is no change)."""
+    old = before.by_urn()
+    matched: dict[str, RecordedResource] = {}
+    for resource in after.resources:
+        found = next((old[u] for u in (resource.urn, *resource.aliases) if u in old), None)
+        if found is not None:
+            matched[resource.urn] = found
+    return matched
+
+
+def resource_changes(
+    before: RecordedResource, after: RecordedResource, moved: Mapping[str, str] | None = None
+) -> tuple[InputChange, ...]:
+    """What changed; `moved` maps a baseline URN to the URN that took it over by an alias (a renamed provider)."""
     changes = input_changes(before.inputs, after.inputs)
     if before.protect != after.protect:
         changes.append(InputChange("(protect)", before.protect, after.protect))
-    if before.provider_urn != after.provider_urn:
+    old_provider = (moved or {}).get(before.provider_urn, before.provider_urn)
+    if old_provider != after.provider_urn:
         changes.append(InputChange("(provider)", before.provider_urn, after.provider_urn))
     return tuple(changes)
 
@@ -295,7 +313,7 @@ def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Reco
     engine does (a new resource takes its inputs as they are). Sizes the cluster autoscaler owns
     (`scalingConfig.desiredSize`) are the usual case: editing them in the stack file changes nothing in AWS.
     """
-    old = baseline.by_urn()
+    old = matched_baseline(baseline, proposed)
     resources: list[RecordedResource] = []
     ignored: list[ResourceChange] = []
     for resource in proposed.resources:
@@ -322,11 +340,12 @@ def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Reco
 def diff_recordings(
     before: Recording, after: Recording
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[ResourceChange, ...]]:
-    """(added, removed, changed) between two recordings, matched by URN, in the recordings' stable order."""
-    old = before.by_urn()
-    new = after.by_urn()
+    """(added, removed, changed) between two recordings, matched by URN or alias (`matched_baseline`), in the
+    recordings' stable order."""
+    old = matched_baseline(before, after)
+    moved = {was.urn: urn for urn, was in old.items()}
     added = tuple((r.urn, r.type) for r in after.resources if r.urn not in old)
-    removed = tuple((r.urn, r.type) for r in before.resources if r.urn not in new)
+    removed = tuple((r.urn, r.type) for r in before.resources if r.urn not in moved)
     changed = tuple(
         ResourceChange(
             r.urn,
@@ -336,7 +355,7 @@ def diff_recordings(
             notes=rollout_notes(r.type, changes, str(r.inputs.get("clusterName", r.name))),
         )
         for r in after.resources
-        if r.urn in old and (changes := resource_changes(old[r.urn], r))
+        if r.urn in old and (changes := resource_changes(old[r.urn], r, moved))
     )
     return added, removed, changed
 

@@ -57,6 +57,7 @@ class RecordedResource:
     id: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     ignore_changes: tuple[str, ...] = ()  # input paths `pulumi up` leaves as they are after creation
+    aliases: tuple[str, ...] = ()  # earlier URNs `pulumi up` matches this resource's state by (`Recorder.alias_urns`)
 
     @property
     def provider_urn(self) -> str:
@@ -138,6 +139,34 @@ class Recorder(MockMonitor):
     def __init__(self, mocks: TrainstackMocks) -> None:
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []
+        self.alias_urns_of: dict[str, tuple[str, ...]] = {}
+
+    def alias_urns(self, request: Any) -> tuple[str, ...]:
+        """The URNs the engine would match this registration's prior state by, computed as the engine does for
+        alias specs (pulumi/pulumi pkg/resource/deploy/source_eval.go; the SDK's own fallback for engines without
+        alias specs, `pulumi.runtime.resource.all_aliases`, is the same rule): each alias's name, type and parent
+        default to the resource's own; and every alias of the parent is inherited, the child's name rewritten
+        when it starts with the parent's name (`<parent>-vpc` under a parent aliased from `old` becomes
+        `old-vpc`) and kept as it is when it does not.
+        """
+        own: list[str] = []
+        for alias in request.aliases:
+            if alias.urn:
+                own.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            own.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        parent_name = request.parent.rsplit("::", 1)[-1]
+        inherited: list[str] = []
+        for parent_alias in self.alias_urns_of.get(request.parent, ()):
+            alias_parent_name = parent_alias.rsplit("::", 1)[-1]
+            for urn in [self.make_urn(request.parent, request.type, request.name), *own]:
+                name, type_ = urn.rsplit("::", 1)[-1], urn.split("::")[2].split("$")[-1]
+                if name.startswith(parent_name):
+                    name = alias_parent_name + name[len(parent_name) :]
+                inherited.append(self.make_urn(parent_alias, type_, name))
+        return tuple(dict.fromkeys(own + inherited))
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine leaves the root Stack out of its children's URNs; the SDK's mock does not.
@@ -150,6 +179,7 @@ class Recorder(MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return response
         registration = self.resources.get(response.urn)
+        aliases = self.alias_urns_of[response.urn] = self.alias_urns(request)
         self.recorded.append(
             RecordedResource(
                 type=request.type,
@@ -170,6 +200,7 @@ class Recorder(MockMonitor):
                 id=registration.id if registration and registration.id else "",
                 outputs=MessageToDict(response.object) if response.object else {},
                 ignore_changes=tuple(request.ignoreChanges),
+                aliases=aliases,
             )
         )
         return response

@@ -106,7 +106,7 @@ def shipped(stack: str, preview: bool = False) -> Recording:
 
 
 def _matches(resource: RecordedResource, match: str) -> bool:
-    return resource.name == match or resource.name.endswith(match) or resource.type == match
+    return f"-{resource.name}".endswith(match) or resource.type == match  # match: a whole name or its "-..." tail
 
 
 def mutated(
