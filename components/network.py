@@ -5,6 +5,10 @@ CIDR by `carve_subnets`, an internet gateway, NAT gateways (one, or one per AZ),
 endpoint on the private route tables, optional interface endpoints for private clusters, VPC flow logs to
 CloudWatch, the EFA security group that allows all traffic to and from itself, and an egress-only workload
 security group for SageMaker jobs and Slurm HyperPod nodes.
+
+With `network.existing_vpc` it creates none of the network itself: the VPC and its private subnets come from
+the stack file, their routing, endpoints and flow logs stay with the VPC's owner, and only the EFA and
+workload security groups are created, in that VPC (docs/existing-infra.md).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.naming import aws_partition, child_name, physical_name
-from stacks.schema import NatGateways, NetworkSpec
+from stacks.schema import ExistingVpcSpec, NatGateways, NetworkSpec
 
 Tier = Literal["private", "public"]
 
@@ -190,6 +194,38 @@ def _key(text: str) -> str:
     return text.replace(".", "-")
 
 
+@dataclass(frozen=True)
+class ExistingSubnet:
+    """What AWS says about a subnet the stack file names (EC2 DescribeSubnets)."""
+
+    id: str
+    availability_zone: str
+    vpc_id: str
+    map_public_ip_on_launch: bool
+
+
+def existing_subnet_problem(subnet: ExistingSubnet, availability_zone: str, vpc_id: str) -> str | None:
+    """Why an existing subnet cannot serve as the private subnet of `availability_zone` in `vpc_id`, or None."""
+    where = f"network.existing_vpc.private_subnet_ids.{availability_zone}"
+    if subnet.vpc_id != vpc_id:
+        return f"{where}: subnet {subnet.id} is in VPC {subnet.vpc_id}, not in network.existing_vpc.vpc_id {vpc_id}"
+    if subnet.availability_zone != availability_zone:
+        return f"{where}: subnet {subnet.id} is in {subnet.availability_zone}, not in {availability_zone}"
+    if subnet.map_public_ip_on_launch:
+        return (
+            f"{where}: subnet {subnet.id} maps public IPs on launch; nodes must not get public addresses: "
+            "give a private subnet"
+        )
+    return None
+
+
+def _checked_subnet(subnet: ExistingSubnet, availability_zone: str, vpc_id: str) -> str:
+    problem = existing_subnet_problem(subnet, availability_zone, vpc_id)
+    if problem is not None:
+        raise ValueError(problem)
+    return subnet.id
+
+
 @dataclass
 class NetworkArgs:
     """Spec (what exists) and wiring of a `Network`."""
@@ -206,7 +242,7 @@ class Network(pulumi.ComponentResource):
     """VPC, subnets, NAT, endpoints, flow logs, the EFA security group and the workload security group."""
 
     vpc_id: pulumi.Output[str]
-    """ID of the VPC."""
+    """ID of the VPC (created, or the existing one of `network.existing_vpc`)."""
     vpc_cidr: str
     """CIDR of the VPC (from the spec, so it is known while the program runs)."""
     private_subnet_ids: dict[str, pulumi.Output[str]]
@@ -222,17 +258,43 @@ class Network(pulumi.ComponentResource):
     workload_security_group_id: pulumi.Output[str]
     """Egress-only group (all IPv4 egress, no ingress) for workloads that carry no EKS cluster security group:
     Slurm HyperPod nodes and SageMaker training jobs; FSx for Lustre admits it as a client."""
-    s3_endpoint_id: pulumi.Output[str]
-    """The S3 gateway endpoint (data buckets may deny requests that do not come through it)."""
+    s3_endpoint_id: pulumi.Output[str] | None
+    """The S3 gateway endpoint (data buckets may deny requests that do not come through it); an existing VPC's
+    when the stack file names one, else None."""
     endpoint_security_group_id: pulumi.Output[str] | None
     """Security group of the interface endpoints (HTTPS from the VPC), when they exist."""
-    flow_log_group_name: pulumi.Output[str]
-    """CloudWatch log group of the VPC flow logs."""
+    flow_log_group_name: pulumi.Output[str] | None
+    """CloudWatch log group of the VPC flow logs; None for an existing VPC (its owner keeps its flow logs)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:network:Network", name, None, opts)
         self.vpc_cidr = args.spec.vpc_cidr
+        if args.spec.existing_vpc is None:
+            self._create_vpc(name, args)
+        else:
+            self._use_existing_vpc(args.spec.existing_vpc, args.spec.availability_zones)
+        # trainstack's own security groups, in its VPC or the existing one.
+        self.efa_security_group_id = self._efa_security_group(name, args, self.vpc_id)
+        self.workload_security_group_id = self._workload_security_group(name, args, self.vpc_id)
 
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "vpc_cidr": self.vpc_cidr,
+                "private_subnet_ids": self.private_subnet_ids,
+                "public_subnet_ids": self.public_subnet_ids,
+                "private_route_table_ids": self.private_route_table_ids,
+                "nat_gateway_ids": self.nat_gateway_ids,
+                "efa_security_group_id": self.efa_security_group_id,
+                "workload_security_group_id": self.workload_security_group_id,
+                "endpoint_security_group_id": self.endpoint_security_group_id,
+                "s3_endpoint_id": self.s3_endpoint_id,
+                "flow_log_group_name": self.flow_log_group_name,
+            }
+        )
+
+    def _create_vpc(self, name: str, args: NetworkArgs) -> None:
+        """The whole network: VPC, subnets, internet and NAT gateways, routes, endpoints and flow logs."""
         vpc = self._vpc(name, args)
         self.vpc_id = vpc.id
         subnets = self._subnets(name, args, vpc.id)
@@ -251,24 +313,35 @@ class Network(pulumi.ComponentResource):
             else None
         )
         self.flow_log_group_name = self._flow_logs(name, args, vpc.id)
-        self.efa_security_group_id = self._efa_security_group(name, args, vpc.id)
-        self.workload_security_group_id = self._workload_security_group(name, args, vpc.id)
 
-        self.register_outputs(
-            {
-                "vpc_id": self.vpc_id,
-                "vpc_cidr": self.vpc_cidr,
-                "private_subnet_ids": self.private_subnet_ids,
-                "public_subnet_ids": self.public_subnet_ids,
-                "private_route_table_ids": self.private_route_table_ids,
-                "nat_gateway_ids": self.nat_gateway_ids,
-                "efa_security_group_id": self.efa_security_group_id,
-                "workload_security_group_id": self.workload_security_group_id,
-                "endpoint_security_group_id": self.endpoint_security_group_id,
-                "s3_endpoint_id": self.s3_endpoint_id,
-                "flow_log_group_name": self.flow_log_group_name,
-            }
+    def _use_existing_vpc(self, existing: ExistingVpcSpec, availability_zones: Sequence[str]) -> None:
+        """An existing VPC: its ids from the stack file, nothing created. Its routing, endpoints and flow logs
+        belong to its owner, so the public subnets, NAT gateways and route tables are empty here.
+
+        Each subnet is read back (ec2 DescribeSubnets through `get_subnet`) and checked against the stack file
+        before anything uses it: a subnet in another AZ or VPC, or one that maps public IPs, stops `pulumi up`
+        before a node, FSx or the cluster lands there."""
+        self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.private_subnet_ids = {}
+        for az in availability_zones:
+            found = aws.ec2.get_subnet_output(
+                id=existing.private_subnet_ids[az], opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            self.private_subnet_ids[az] = found.apply(
+                lambda subnet, az=az: _checked_subnet(
+                    ExistingSubnet(subnet.id, subnet.availability_zone, subnet.vpc_id, subnet.map_public_ip_on_launch),
+                    az,
+                    existing.vpc_id,
+                )
+            )
+        self.public_subnet_ids = {}
+        self.nat_gateway_ids = {}
+        self.private_route_table_ids = {}
+        self.s3_endpoint_id = (
+            pulumi.Output.from_input(existing.s3_endpoint_id) if existing.s3_endpoint_id is not None else None
         )
+        self.endpoint_security_group_id = None
+        self.flow_log_group_name = None
 
     def _vpc(self, name: str, args: NetworkArgs) -> aws.ec2.Vpc:
         """The VPC, with the DNS settings EKS and private endpoint DNS need."""
