@@ -14,7 +14,7 @@ import heapq
 import json
 import runpy
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from stacks.load import FULL_KEY
 from stacks.schema import ClusterConfig
-from trainstack.mocks import TrainstackMocks
+from trainstack.mocks import ExistingSubnetFacts, TrainstackMocks, existing_subnet_facts
 
 PROJECT = "trainstack"
 ROOT = Path(__file__).resolve().parent.parent
@@ -243,6 +243,7 @@ def run(
     region: str,
     config: dict[str, str] | None = None,
     preview: bool = False,
+    existing_subnets: Mapping[str, ExistingSubnetFacts] | None = None,
 ) -> Recording:
     """Run `program` under fresh mocks and return what it registered.
 
@@ -254,7 +255,7 @@ def run(
         with _no_source_positions():
             pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
             set_all_config(dict(config or {}), [])
-            recorder = Recorder(TrainstackMocks(region=region, preview=preview))
+            recorder = Recorder(TrainstackMocks(region=region, preview=preview, existing_subnets=existing_subnets))
             pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
             root = pulumi_settings.get_root_resource()
             _sync_await(run_pulumi_func(program))
@@ -276,4 +277,5 @@ def run_program(cluster: ClusterConfig, *, stack: str, preview: bool = False, pr
         region=cluster.region,
         config=pulumi_config(cluster),
         preview=preview,
+        existing_subnets=existing_subnet_facts(cluster),
     )

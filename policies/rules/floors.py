@@ -316,6 +316,16 @@ def system_node_groups(g: Graph) -> list[PolicyResource]:
     return [group for group in g.of_type(EKS_NODE_GROUP) if group.urn not in accelerated]
 
 
+def _subnets_outside_stack(groups: list[PolicyResource]) -> set[str]:
+    """Subnet ids of node groups whose subnets no subnet resource of this stack produced (an existing VPC's)."""
+    return {
+        str(subnet)
+        for group in groups
+        if not Graph.deps(group, "subnetIds", SUBNET)
+        for subnet in items(get(group.props, "subnetIds"))
+    }
+
+
 @stack_rule(
     name="system-nodes-floor",
     description="The cluster's controllers (CoreDNS, Kueue, the training and GPU operators, the CSI "
@@ -348,6 +358,10 @@ def system_nodes_floor(args: StackValidationArgs, report: ReportViolation) -> No
         args.not_applicable("no EKS cluster")
     nodes = sum(int(number(get(group.props, "scalingConfig.minSize")) or 0) for group in groups)
     azs = sorted({_az(s) for group in groups for s in Graph.deps(group, "subnetIds", SUBNET)})
+    # Subnets of an existing VPC carry no AZ in the stack: each counts as one AZ of its own (trainstack's stack
+    # file names one subnet per AZ, and `pulumi up` checks each subnet's AZ against it before using it).
+    outside = sorted(_subnets_outside_stack(groups))
+    azs += [f"{subnet} (outside the stack)" for subnet in outside]
     min_nodes, min_azs = _int(args, "minNodes", 2), _int(args, "minAvailabilityZones", 2)
     names = ", ".join(group.name for group in groups) or "none"
     urn = groups[0].urn if groups else g.of_type(EKS_CLUSTER)[0].urn

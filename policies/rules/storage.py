@@ -176,7 +176,21 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> No
     for fs in systems:
         fs_azs = {_az(s) for s in Graph.deps(fs, "subnetIds", SUBNET)}
         if not fs_azs:
-            report(f"{fs.name}: its subnet is not a subnet of this stack; cannot check its AZ.", fs.urn)
+            # A subnet of an existing VPC: its AZ is not in the stack, but a subnet lies in one AZ (VPC User
+            # Guide, "Subnets for your VPC"), so GPU groups in the very same subnet are in the file system's AZ.
+            value = get(fs.props, "subnetIds")  # pulumi-aws 7 types it as one string; older SDKs as a list
+            fs_subnets = {value} if isinstance(value, str) else {str(s) for s in items(value)}
+            elsewhere = sorted(
+                group.name
+                for group, _ in groups
+                if not {str(s) for s in items(get(group.props, "subnetIds"))} <= fs_subnets
+            )
+            if elsewhere:
+                report(
+                    f"{fs.name}: its subnet is not a subnet of this stack and GPU node groups {', '.join(elsewhere)} "
+                    "use other subnets; cannot check that they share its AZ.",
+                    fs.urn,
+                )
             continue
         far = {az: name for az, name in gpu_azs.items() if az not in fs_azs}
         if far:

@@ -165,12 +165,21 @@ class ClusterConfig(Spec):
             problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
         if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
             problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
-        if not self.eks.endpoint_public_access and not self.network.interface_endpoints:
+        if not self.eks.endpoint_public_access and self.network.creates_vpc and not self.network.interface_endpoints:
             # Nodes reach a private endpoint inside the VPC either way; this is trainstack's policy for private
             # clusters, not an EKS requirement (interface endpoints are required only without NAT).
             problems.append(
                 "eks.endpoint_public_access is false: set network.interface_endpoints true (trainstack policy: a "
                 "private cluster keeps its AWS API traffic on interface endpoints, off NAT)"
+            )
+        existing = self.network.existing_vpc
+        if existing is not None and existing.s3_endpoint_id is None and self.data_buckets_vpc_only:
+            # The buckets' policy admits requests through the VPC's S3 gateway endpoint only; trainstack creates
+            # none in a VPC it does not own, so it must be named.
+            problems.append(
+                "network.existing_vpc.s3_endpoint_id is missing: the data buckets admit only requests through the "
+                "VPC's S3 gateway endpoint here (security.data_buckets_vpc_only, on outside dev); give its id "
+                "(vpce-...) or set security.data_buckets_vpc_only false"
             )
         validation = self.kubernetes.validation
         if validation and validation.enabled:

@@ -10,6 +10,7 @@ by the policy pack's readers (`policies/rules/base.py`), so the report and the r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from policies.rules.base import efa_interfaces, lustre_throughput_mb_s
@@ -218,12 +219,17 @@ def _placement_group(index: Index, launch_template: RecordedResource | None) -> 
     return str(name) if name else None
 
 
-def _availability_zones(index: Index, node_group: RecordedResource, lt: RecordedResource | None) -> tuple[str, ...]:
+def _availability_zones(
+    index: Index, node_group: RecordedResource, lt: RecordedResource | None, existing_subnets: Mapping[str, str]
+) -> tuple[str, ...]:
     zones = {
         str(zone)
         for subnet in index.refs(node_group, "subnetIds", graph.SUBNET)
         if (zone := get(subnet.inputs, "availabilityZone"))
     }
+    # Subnets of an existing VPC are not in the recording: the stack file says where they are (and `pulumi up`
+    # checks it, components/network.py).
+    zones |= {existing_subnets[s] for s in get(node_group.inputs, "subnetIds") or [] if s in existing_subnets}
     if not zones and lt is not None and (zone := get(lt.inputs, "placement", "availabilityZone")):
         zones.add(str(zone))
     return tuple(sorted(zones))
@@ -238,8 +244,11 @@ def _root_volume_gib(launch_template: RecordedResource | None, node_group: Recor
     return as_int(get(node_group.inputs, "diskSize")) or 0
 
 
-def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupSummary:
-    """One recorded `aws.eks.NodeGroup`, joined with its launch template, subnets and placement group."""
+def node_group_summary(
+    index: Index, node_group: RecordedResource, existing_subnets: Mapping[str, str] | None = None
+) -> NodeGroupSummary:
+    """One recorded `aws.eks.NodeGroup`, joined with its launch template, subnets and placement group;
+    `existing_subnets` maps the ids of subnets outside the stack to their AZs."""
     templates = index.refs(node_group, "launchTemplate", graph.LAUNCH_TEMPLATE)
     lt = templates[0] if templates else None
     instance_type = get(lt.inputs, "instanceType") if lt is not None else None
@@ -263,7 +272,7 @@ def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupS
         efa_max=row.max_efa_interfaces if row else 0,
         fabric_gbps_per_node=fabric_gbps(instance_type, efa),
         placement_group=_placement_group(index, lt),
-        availability_zones=_availability_zones(index, node_group, lt),
+        availability_zones=_availability_zones(index, node_group, lt, existing_subnets or {}),
         subnets=len(get(node_group.inputs, "subnetIds") or []),
         taints=tuple(
             f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}"
@@ -351,7 +360,9 @@ def _endpoint_azs(index: Index) -> tuple[int, int]:
 def summarize(recording: Recording, cluster: ClusterConfig) -> Summary:
     """The summary of one plan."""
     index = Index(recording)
-    node_groups = tuple(node_group_summary(index, ng) for ng in index.of_type(graph.NODE_GROUP))
+    existing = cluster.network.existing_vpc
+    existing_subnets = {sid: az for az, sid in existing.private_subnet_ids.items()} if existing else {}
+    node_groups = tuple(node_group_summary(index, ng, existing_subnets) for ng in index.of_type(graph.NODE_GROUP))
     hyperpod = hyperpod_summaries(index)
     demand = cluster.storage_demand_mb_s
     endpoints, endpoint_azs = _endpoint_azs(index)
