@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test lint promtool schema docs bench hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-fast lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -48,6 +48,10 @@ test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ##
 	node_modules/.bin/pyright
 	$(VENV)/bin/python -m pytest -n 2
 
+# The tests not marked slow (docs/testing.md): no whole-program run, no browser; for the edit-test loop.
+test-fast: $(VENV)/.synced
+	$(VENV)/bin/python -m pytest -m "not slow"
+
 # promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 promtool: ## The alert rules (monitoring/rules.yaml) against their firing and non-firing cases
@@ -67,12 +71,24 @@ lint: $(VENV)/.synced node_modules/.installed
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json
 
-docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema) and the policy tables in docs/policies.md
+# The policy pack runs standalone and cannot import the program: the facts it shares with it (catalog, FSx
+# throughput, tag and label keys) and the thresholds the stack files assume go into policies/ from their homes.
+pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the stack thresholds in policies/config/*.json
+	$(VENV)/bin/python scripts/pack_facts.py
+
+docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
 	$(VENV)/bin/python -m trainstack.docs
 
-bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod plan (ARGS="--baseline DIR" to compare)
+bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod and dev plans (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py
-	$(VENV)/bin/python bench/prod_plan.py $(ARGS)
+	$(VENV)/bin/python bench/prod_plan.py --stack prod $(ARGS)
+	$(VENV)/bin/python bench/prod_plan.py --stack dev $(ARGS)
+
+# Mutation testing of the modules in bench/mutation.toml (not part of `make test`): prints each module's score,
+# rewrites bench/mutation-report.{md,json}, fails when a module is below the floor. ARGS="--module stacks/fsx_sizing.py"
+# runs one module without touching the report.
+mutate: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Mutation scores of the core modules against the floor
+	$(VENV)/bin/python scripts/mutate.py $(ARGS)
 
 # The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
 # it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.

@@ -13,8 +13,7 @@ from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs, effective_ami_family, operand_opt_out_labels
-from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+from components.gpu_operator import GpuOperator, GpuOperatorArgs, operand_opt_out_labels
 from components.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
@@ -35,17 +34,8 @@ from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
 from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
-from stacks import fsx_sizing
-from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError, check_stack, validate_object
-from stacks.schema import (
-    CONFIG_KEY,
-    CONFIG_NAMESPACE,
-    HYPERPOD_EKS_VERSIONS_DOCUMENTED,
-    HYPERPOD_EKS_VERSIONS_UNCONFIRMED,
-    HyperPodGroupRole,
-    HyperPodOrchestrator,
-)
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
 
 try:
     cluster = check_stack(
@@ -64,16 +54,27 @@ tags = default_tags(
     owner=cluster.tags.owner,
     extra=cluster.tags.extra,
 )
-aws = aws_provider(f"{cluster.name}-aws", cluster.region, tags)
+
+
+def moved(logical: str) -> list[pulumi.Alias]:
+    """The name `logical` had while logical names carried the base name (`<name>-<logical>`): an alias, so a stack
+    deployed then moves to the fixed name without a replace. Children whose names start with their parent's name
+    inherit it (the engine rewrites the prefix); docs/day2.md, "Renaming a stack's `name`"."""
+    return [pulumi.Alias(name=f"{cluster.name}-{logical}")]
+
+
+# Logical names are fixed ("network", "eks", ...) so that changing `name` in a stack file changes physical names
+# only: the URNs Pulumi tracks state by stay put (tests/stack/golden_urns/). Physical names come from `name`.
+aws = aws_provider("aws", cluster.region, tags, aliases=moved("aws"))
 
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(
-    f"{cluster.name}-network",
+    "network",
     NetworkArgs(spec=cluster.network, name=cluster.name, region=cluster.region),
-    opts=pulumi.ResourceOptions(provider=aws),
+    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("network")),
 )
 eks = EksCluster(
-    f"{cluster.name}-eks",
+    "eks",
     EksClusterArgs(
         spec=cluster.eks,
         name=cluster.name,
@@ -84,7 +85,7 @@ eks = EksCluster(
         tags=tags,
         key_administrator_arns=cluster.security.key_administrator_arns,
     ),
-    opts=pulumi.ResourceOptions(provider=aws),
+    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
 )
 pulumi.export("vpc_id", network.vpc_id)
 pulumi.export("private_subnet_ids", network.private_subnet_ids)
@@ -99,20 +100,11 @@ pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
-# HyperPod compute groups that join this EKS cluster get the EFA plugin, GPU Operator operands and queues too.
-hyperpod_eks_groups = (
-    cluster.sagemaker.hyperpod.groups(HyperPodGroupRole.COMPUTE)
-    if cluster.sagemaker.hyperpod.enabled and cluster.sagemaker.hyperpod.orchestrator is HyperPodOrchestrator.EKS
-    else []
-)
-hyperpod_nvidia = any(CATALOG[g.ec2_instance_type].accelerator is Accelerator.NVIDIA for g in hyperpod_eks_groups)
 # One GPU Operator release serves every NVIDIA node; groups whose image differs opt out per node.
-operator_ami_family = effective_ami_family(
-    (g.ami_family for g in cluster.gpu_node_groups), hyperpod_nvidia=hyperpod_nvidia
-)
+operator_ami_family = cluster.gpu_operator_ami_family
 gpu_groups: dict[str, GpuNodeGroup] = {
     group.name: GpuNodeGroup(
-        f"{cluster.name}-gpu-{group.name}",
+        f"gpu-{group.name}",
         GpuNodeGroupArgs(
             spec=group,
             name=cluster.name,
@@ -127,7 +119,7 @@ gpu_groups: dict[str, GpuNodeGroup] = {
             extra_labels=operand_opt_out_labels(group.ami_family, operator_ami_family),
             repair=cluster.health.node_repair,
         ),
-        opts=pulumi.ResourceOptions(provider=aws),
+        opts=pulumi.ResourceOptions(provider=aws, aliases=moved(f"gpu-{group.name}")),
     )
     for group in cluster.gpu_node_groups
 }
@@ -147,17 +139,18 @@ pulumi.export(
 
 # Data: S3 datasets and checkpoints, FSx for Lustre in the GPU AZ.
 data = DataBuckets(
-    f"{cluster.name}-data",
+    "data",
     DataBucketsArgs(
         spec=cluster.storage.buckets,
         region=cluster.region,
+        base_name=cluster.name,
         protect=cluster.protect_data,
         key_administrator_arns=cluster.security.key_administrator_arns,
         vpc_endpoint_ids=[network.s3_endpoint_id] if cluster.data_buckets_vpc_only else [],
         outside_vpc_role_arns=cluster.security.outside_vpc_data_role_arns,
         checkpoint_lock=cluster.security.checkpoint_lock,
     ),
-    opts=pulumi.ResourceOptions(provider=aws),
+    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("data")),
 )
 pulumi.export("datasets_bucket", data.datasets_bucket_name)
 pulumi.export("checkpoints_bucket", data.checkpoints_bucket_name)
@@ -167,7 +160,7 @@ pulumi.export("data_kms_key_arn", data.kms_key_arn)
 lustre: LustreFileSystem | None = None
 if cluster.storage.fsx.enabled:
     lustre = LustreFileSystem(
-        f"{cluster.name}-lustre",
+        "lustre",
         LustreFileSystemArgs(
             spec=cluster.storage.fsx,
             base_name=cluster.name,
@@ -183,7 +176,7 @@ if cluster.storage.fsx.enabled:
             datasets_bucket_name=data.datasets_bucket_name,
             protect=cluster.protect_data,
         ),
-        opts=pulumi.ResourceOptions(provider=aws),
+        opts=pulumi.ResourceOptions(provider=aws, aliases=moved("lustre")),
     )
     pulumi.export("fsx_file_system_id", lustre.file_system_id)
     pulumi.export("fsx_dns_name", lustre.dns_name)
@@ -191,59 +184,61 @@ if cluster.storage.fsx.enabled:
     pulumi.export("fsx_security_group_id", lustre.security_group_id)
 
 # Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
-k8s_opts = pulumi.ResourceOptions(provider=eks.k8s_provider)
 k8s_spec = cluster.kubernetes
 device_plugins: list[pulumi.Resource] = []
 if operator_ami_family is not None:
     gpu_operator = GpuOperator(
-        f"{cluster.name}-gpu-operator",
+        "gpu-operator",
         GpuOperatorArgs(
             spec=k8s_spec.gpu_operator,
             ami_family=operator_ami_family,
-            hyperpod_nodes=hyperpod_nvidia,
+            hyperpod_nodes=cluster.hyperpod_eks_nvidia,
             dcgm_metrics_csv=dcgm_metrics_csv() if cluster.metrics_enabled else None,
             after=[eks],
         ),
-        opts=k8s_opts,
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("gpu-operator")),
     )
     device_plugins.append(gpu_operator.release)
     pulumi.export("gpu_operator_values", gpu_operator.values)
-hyperpod_efa_types = [g.instance_type for g in hyperpod_eks_groups if CATALOG[g.ec2_instance_type].supports_efa]
-if any(g.efa_enabled for g in cluster.gpu_node_groups) or hyperpod_efa_types:
+if cluster.needs_efa_plugin:
     efa_plugin = EfaDevicePlugin(
-        f"{cluster.name}-efa-plugin",
-        EfaDevicePluginArgs(spec=k8s_spec.efa_device_plugin, hyperpod_instance_types=hyperpod_efa_types, after=[eks]),
-        opts=k8s_opts,
+        "efa-plugin",
+        EfaDevicePluginArgs(
+            spec=k8s_spec.efa_device_plugin,
+            hyperpod_instance_types=cluster.efa_plugin_hyperpod_instance_types,
+            after=[eks],
+        ),
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("efa-plugin")),
     )
     device_plugins.append(efa_plugin.release)
-neuron_groups = [g for g in cluster.gpu_node_groups if CATALOG[g.instance_type].accelerator is Accelerator.NEURON]
-if neuron_groups and k8s_spec.neuron_device_plugin:  # the schema requires the spec when a Neuron group exists
+# The schema requires kubernetes.neuron_device_plugin when a Neuron group exists.
+if cluster.neuron_node_groups and k8s_spec.neuron_device_plugin:
     neuron_plugin = NeuronDevicePlugin(
-        f"{cluster.name}-neuron-plugin",
+        "neuron-plugin",
         NeuronDevicePluginArgs(spec=k8s_spec.neuron_device_plugin, after=[eks]),
-        opts=k8s_opts,
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("neuron-plugin")),
     )
     device_plugins.append(neuron_plugin.release)
 scheduling = Scheduling(
-    f"{cluster.name}-scheduling",
+    "scheduling",
     SchedulingArgs(
         kueue=k8s_spec.kueue,
         training_operator=k8s_spec.training_operator,
         teams=k8s_spec.teams,
         node_groups=cluster.gpu_node_groups,
-        hyperpod_groups=hyperpod_eks_groups,
+        hyperpod_groups=cluster.hyperpod_eks_groups,
         cohort=cluster.name,
         after=[eks, *device_plugins],
     ),
-    opts=k8s_opts,
+    opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("scheduling")),
 )
 # What keeps teams apart on shared nodes: compute quotas, default limits, network policies, approved registries.
 tenancy = Tenancy(
-    f"{cluster.name}-tenancy",
+    "tenancy",
     TenancyArgs(
         teams=k8s_spec.teams,
         node_groups=cluster.gpu_node_groups,
-        hyperpod_groups=hyperpod_eks_groups,
+        hyperpod_groups=cluster.hyperpod_eks_groups,
         namespaces=scheduling.team_namespaces,
         vpc_cidr=cluster.network.vpc_cidr,
         lustre=cluster.storage.fsx.enabled,
@@ -251,12 +246,12 @@ tenancy = Tenancy(
         region=cluster.region,
         account_id=eks.account_id,
     ),
-    opts=k8s_opts,
+    opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("tenancy")),
 )
 pulumi.export("team_compute_quotas", tenancy.quotas)
 # Per-team AWS credentials: datasets read-only, checkpoints only under the team's own prefix.
 team_storage = TeamStorageAccess(
-    f"{cluster.name}-team-storage",
+    "team-storage",
     TeamStorageAccessArgs(
         cluster_name=eks.cluster_name,
         teams=[team.name for team in k8s_spec.teams],
@@ -266,37 +261,37 @@ team_storage = TeamStorageAccess(
         data_key_arn=data.kms_key_arn,
         checkpoints_key_arn=data.checkpoints_kms_key_arn,
     ),
-    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("team-storage")),
 )
 pulumi.export("team_storage_role_arns", team_storage.role_arns)
 team_members = members_by_role([(team.name, team.member_role_arns) for team in k8s_spec.teams])
 if team_members:
     TeamAccess(
-        f"{cluster.name}-team-access",
+        "team-access",
         TeamAccessArgs(
             cluster_name=eks.cluster_name,
             region=cluster.region,
             members=team_members,
             after=list(scheduling.team_namespaces.values()),
         ),
-        opts=pulumi.ResourceOptions(provider=aws),
+        opts=pulumi.ResourceOptions(provider=aws, aliases=moved("team-access")),
     )
 pulumi.export("kueue_cluster_queue_quotas", scheduling.quotas)
 # Resume: where each team's jobs write checkpoints (docs/health.md); team_storage gives the credentials.
 CheckpointAccess(
-    f"{cluster.name}-checkpoints",
+    "checkpoints",
     CheckpointAccessArgs(
         teams=[team.name for team in k8s_spec.teams],
         checkpoints_bucket_name=data.checkpoints_bucket_name,
         after=list(scheduling.team_namespaces.values()),
     ),
-    opts=k8s_opts,
+    opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("checkpoints")),
 )
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
 if lustre is not None:
     # The FSx CSI driver and one static PV + PVC per team namespace, all on the same file system.
     lustre_volume = LustreVolume(
-        f"{cluster.name}-lustre-volume",
+        "lustre-volume",
         LustreVolumeArgs(
             cluster_name=eks.cluster_name,
             addon_version=cluster.eks.addons.fsx_csi_driver,
@@ -309,21 +304,21 @@ if lustre is not None:
             datasets_path=cluster.storage.fsx.file_system_path,
             depends_on=[eks.system_node_group, *scheduling.team_namespaces.values()],
         ),
-        opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+        opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("lustre-volume")),
     )
     pulumi.export("fsx_claims", lustre_volume.claims)
     pulumi.export("fsx_datasets_claims", lustre_volume.datasets_claims)
 if k8s_spec.training_operator.kind == "kubeflow_trainer" and cluster.gpu_node_groups:
     # Trainer's chart installs no runtimes: trainstack's own, per GPU group, with its taint, EFA and Lustre.
     runtimes = TrainingRuntimes(
-        f"{cluster.name}-training-runtimes",
+        "training-runtimes",
         TrainingRuntimesArgs(
             spec=k8s_spec.training_operator.runtimes,
             node_groups=cluster.gpu_node_groups,
             lustre_claim=CLAIM_NAME if lustre is not None else None,
             after=[scheduling.training_operator],
         ),
-        opts=k8s_opts,
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("training-runtimes")),
     )
     pulumi.export("training_runtimes", sorted(runtimes.runtimes))
 target = cluster.validation_node_group
@@ -331,7 +326,7 @@ if k8s_spec.validation and k8s_spec.validation.enabled and target is None:
     pulumi.log.warn("kubernetes.validation is on but no NVIDIA EFA GPU group exists: no NCCL/DCGM jobs planned")
 if k8s_spec.validation and target is not None:
     validation = ValidationJobs(
-        f"{cluster.name}-validation",
+        "validation",
         ValidationJobsArgs(
             spec=k8s_spec.validation,
             node_group=target,
@@ -343,15 +338,14 @@ if k8s_spec.validation and target is not None:
                 scheduling.cluster_queues[target.name],
             ],
         ),
-        opts=k8s_opts,
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("validation")),
     )
     pulumi.export("validation_namespace", validation.namespace.metadata.name)
     pulumi.export("nccl_busbw_floor_gb_s", validation.plan.busbw_floor_gb_s)
 
 # Fleet health: the node monitoring agent (auto repair acts on its conditions), and metrics, alerts, dashboards.
-fsx_spec = cluster.storage.fsx
 fleet_health = FleetHealth(
-    f"{cluster.name}-health",
+    "health",
     FleetHealthArgs(
         spec=cluster.health,
         name=cluster.name,
@@ -361,14 +355,10 @@ fleet_health = FleetHealth(
         subnet_ids=list(network.private_subnet_ids.values()),
         security_group_ids=[eks.cluster_security_group_id],
         metrics=cluster.metrics_enabled,
-        fsx_throughput_mb_s=fsx_sizing.aggregate_throughput_mb_s(
-            fsx_spec.storage_capacity_gib, fsx_sizing.per_unit_throughput(fsx_spec)
-        )
-        if fsx_spec.enabled
-        else None,
+        fsx_throughput_mb_s=cluster.storage.fsx.throughput_mb_s if cluster.storage.fsx.enabled else None,
         after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
     ),
-    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider]),
+    opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),
 )
 pulumi.export("node_monitoring_agent_version", cluster.health.node_monitoring_agent_version)
 if fleet_health.workspace_id is not None:
@@ -377,51 +367,50 @@ if fleet_health.workspace_id is not None:
 
 # Optional SageMaker: HyperPod on the same network and storage, and a training-job role.
 sagemaker_spec = cluster.sagemaker
-hyperpod_on_eks = sagemaker_spec.hyperpod.orchestrator is HyperPodOrchestrator.EKS
 gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
+security_groups = {
+    "cluster": eks.cluster_security_group_id,
+    "efa": network.efa_security_group_id,
+    "workload": network.workload_security_group_id,
+}
 if sagemaker_spec.hyperpod.enabled:
-    aws_native = aws_native_provider(f"{cluster.name}-aws-native", cluster.region, tags)
+    # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
+    # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
+    from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+
+    aws_native = aws_native_provider("aws-native", cluster.region, tags, aliases=moved("aws-native"))
     hyperpod_after: list[pulumi.Resource] = []
-    if hyperpod_on_eks and cluster.eks.version in HYPERPOD_EKS_VERSIONS_UNCONFIRMED:
-        pulumi.log.warn(
-            f"HyperPod on EKS {cluster.eks.version}: no public AWS source confirms HyperPod supports this Kubernetes "
-            f"version (documented: {', '.join(HYPERPOD_EKS_VERSIONS_DOCUMENTED)}); check the SageMaker guide "
-            "(EKS support in SageMaker HyperPod, Kubernetes version support) before deploying"
-        )
-    if hyperpod_on_eks:
+    if warning := cluster.hyperpod_eks_version_warning:
+        pulumi.log.warn(warning)
+    if cluster.hyperpod_on_eks:
         # SageMaker requires its dependencies chart on the EKS cluster before the HyperPod cluster joins it;
         # `make hyperpod-chart` fetches it at its pinned tag into .hyperpod-chart/ (never copied into the repo).
         core = [*eks.addons.values(), eks.system_node_group]
         dependencies = HyperPodDependencies(
-            f"{cluster.name}-hyperpod-dependencies",
+            "hyperpod-dependencies",
             HyperPodDependenciesArgs(
                 chart_dir=str(Path(__file__).resolve().parent / ".hyperpod-chart" / HYPERPOD_CLI_TAG / CHART_PATH),
                 after=core,
             ),
-            opts=k8s_opts,
+            opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("hyperpod-dependencies")),
         )
         hyperpod_after = [dependencies.release, *core]
     hyperpod = HyperPodCluster(
-        f"{cluster.name}-hyperpod",
+        "hyperpod",
         HyperPodClusterArgs(
             spec=sagemaker_spec.hyperpod,
             name=cluster.name,
             region=cluster.region,
             subnet_ids=[gpu_subnet_id],
-            # EKS-orchestrated nodes are cluster nodes: the cluster security group lets them reach the API
-            # endpoint and the control plane reach their kubelets (and gives them egress), as for the GPU node
-            # groups. Slurm nodes get their egress (S3, endpoints, NAT, FSx) from the workload group.
-            security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id]
-            if hyperpod_on_eks
-            else [network.efa_security_group_id, network.workload_security_group_id],
-            eks_cluster_arn=eks.cluster_arn if hyperpod_on_eks else None,
+            security_group_ids=[security_groups[role] for role in cluster.hyperpod_security_groups],
+            eks_cluster_arn=eks.cluster_arn if cluster.hyperpod_on_eks else None,
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
             fsx_mount_name=lustre.mount_name if lustre else None,
             protect=cluster.protect_data,
             after=hyperpod_after,
         ),
-        opts=pulumi.ResourceOptions(providers=[aws, aws_native]),
+        opts=pulumi.ResourceOptions(providers=[aws, aws_native], aliases=moved("hyperpod")),
     )
     pulumi.export("hyperpod_cluster_name", hyperpod.cluster_name)
     pulumi.export("hyperpod_cluster_arn", hyperpod.cluster_arn)
@@ -430,7 +419,7 @@ if sagemaker_spec.hyperpod.enabled:
     pulumi.export("hyperpod_lifecycle_s3_uri", hyperpod.lifecycle_source_s3_uri)
 if sagemaker_spec.training_job_role:
     training = TrainingJobRole(
-        f"{cluster.name}-sagemaker-training",
+        "sagemaker-training",
         TrainingJobRoleArgs(
             name=cluster.name,
             region=cluster.region,
@@ -441,7 +430,7 @@ if sagemaker_spec.training_job_role:
             fsx_arn=lustre.arn if lustre else None,
             kms_key_arn=data.kms_key_arn,
         ),
-        opts=pulumi.ResourceOptions(provider=aws),
+        opts=pulumi.ResourceOptions(provider=aws, aliases=moved("sagemaker-training")),
     )
     pulumi.export("sagemaker_training_role_arn", training.role_arn)
     pulumi.export("sagemaker_training_subnet_ids", training.subnet_ids)

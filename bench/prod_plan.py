@@ -1,4 +1,4 @@
-"""What a whole `python -m trainstack plan --stack prod` costs, and what the contract tier adds to it.
+"""What a whole `python -m trainstack plan --stack prod` costs (or another stack's), and what the contract tier adds.
 
 Runs the real CLI in fresh processes (imports, program, contracts, policy review, report), REPEATS times, and
 takes the median wall and CPU (user + system) seconds. With `--baseline DIR` it alternates each run with the
@@ -6,13 +6,14 @@ same command in another checkout (for example `git worktree add /tmp/base main`)
 falls on both alike, and prints the change. CPU time is the figure to compare on a busy machine: wall time
 there mostly measures the neighbours. Also times the contract tier alone on one prod recording.
 
-    .venv/bin/python bench/prod_plan.py [--baseline DIR] [--repeats N]
+    .venv/bin/python bench/prod_plan.py [--stack NAME] [--baseline DIR] [--repeats N]
+
+Figures measured so far: docs/bench.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -22,14 +23,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = 5
-COMMAND = ("-m", "trainstack", "plan", "--stack", "prod", "--format", "json", "--output", os.devnull)
+STACK = "prod"
 
 
-def one_run(tree: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of one prod plan in `tree`, run by this virtualenv's interpreter."""
+def command(stack: str) -> tuple[str, ...]:
+    return ("-m", "trainstack", "plan", "--stack", stack, "--format", "json")  # stdout is captured
+
+
+def one_run(tree: Path, stack: str = STACK) -> tuple[float, float]:
+    """Wall and CPU seconds of one plan of `stack` in `tree`, run by this virtualenv's interpreter."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, *COMMAND], cwd=tree, capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, *command(stack)], cwd=tree, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -37,15 +42,15 @@ def one_run(tree: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def contract_tier_seconds() -> tuple[float, float, int]:
-    """Wall and CPU seconds the contract tier takes on one prod recording (its lazy imports included, the
+def contract_tier_seconds(stack: str = STACK) -> tuple[float, float, int]:
+    """Wall and CPU seconds the contract tier takes on one recording of `stack` (its lazy imports included, the
     program run not), and how many inputs it refused."""
     sys.path.insert(0, str(ROOT))
     from stacks.load import load_file
     from trainstack import contracts
     from trainstack.engine import run_program
 
-    recording = run_program(load_file(ROOT / "stacks" / "Pulumi.prod.yaml"), stack="prod")
+    recording = run_program(load_file(ROOT / "stacks" / f"Pulumi.{stack}.yaml"), stack=stack)
     started, cpu = time.perf_counter(), time.process_time()
     found = contracts.check(recording)
     return time.perf_counter() - started, time.process_time() - cpu, len(found)
@@ -59,15 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout to time alongside, alternating")
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--stack", default=STACK, help="the stack to plan (default: prod)")
     args = parser.parse_args(argv)
     trees = {"this tree": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
     for tree in trees.values():
-        one_run(tree)  # warm the file cache and .pyc files; not counted
+        one_run(tree, args.stack)  # warm the file cache and .pyc files; not counted
     for _ in range(args.repeats):
         for name, tree in trees.items():
-            samples[name].append(one_run(tree))
-    print(f"prod plan, median of {args.repeats} runs (`python -m trainstack plan --stack prod --format json`):")
+            samples[name].append(one_run(tree, args.stack))
+    print(
+        f"{args.stack} plan, median of {args.repeats} runs "
+        f"(`python -m trainstack plan --stack {args.stack} --format json`):"
+    )
     print("| tree | wall s | CPU s |")
     print("|---|---:|---:|")
     medians = {}
@@ -78,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         wall = medians["this tree"][0] / medians["baseline"][0] - 1
         cpu = medians["this tree"][1] / medians["baseline"][1] - 1
         print(f"change against the baseline: wall {wall:+.1%}, CPU {cpu:+.1%}")
-    wall, cpu, refused = contract_tier_seconds()
-    print(f"contract tier alone on the prod recording: wall {wall:.2f} s, CPU {cpu:.2f} s, {refused} refusal(s)")
+    wall, cpu, refused = contract_tier_seconds(args.stack)
+    print(f"contract tier alone on the {args.stack} recording: wall {wall:.2f} s, CPU {cpu:.2f} s, {refused} refused")
     return 0
 
 

@@ -160,6 +160,9 @@ class DataBucketsArgs:
     spec: BucketsSpec
     region: str
     """The stack's region: the partition of the key policy's ARNs and the S3 endpoint of its ViaService."""
+    base_name: str
+    """The stack's base name: the keys' aliases and descriptions are `<base_name>-data...` (physical names never come
+    from the component's logical name, which stays fixed when `name` changes)."""
     protect: bool = False
     """Protect the buckets and the keys against deletion (prod)."""
     key_administrator_arns: Sequence[str] = ()
@@ -200,20 +203,21 @@ class DataBuckets(pulumi.ComponentResource):
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         key_policy = account_id.apply(lambda account: json.dumps(data_key_policy(account, partition, args.region)))
         # The logical name and alias of the data key predate the checkpoints key; FSx cannot change keys in place.
+        label = f"{args.base_name}-data"
         self.key = customer_key(
             child_name(name, "key"),
-            description=f"{name}: training datasets and FSx for Lustre",
+            description=f"{label}: training datasets and FSx for Lustre",
             policy=key_policy,
-            alias=name,
+            alias=label,
             parent=self,
             protect=args.protect,
             administrators=args.key_administrator_arns,
         )
         self.checkpoints_key = customer_key(
             child_name(name, "checkpoints-key"),
-            description=f"{name}: model checkpoints",
+            description=f"{label}: model checkpoints",
             policy=account_id.apply(lambda account: json.dumps(checkpoints_key_policy(account, partition))),
-            alias=f"{name}-checkpoints",
+            alias=f"{label}-checkpoints",
             parent=self,
             protect=args.protect,
             administrators=args.key_administrator_arns,

@@ -3,8 +3,8 @@
 Per team, a `trainstack-checkpoints` ConfigMap a job loads with `envFrom`: the team's checkpoint prefix in S3
 (`components/team_storage.py` gives the team's `training` service account read-write there, and nowhere else)
 and where the Lustre claim is mounted. The per-job Lustre directory (`TRAINSTACK_CHECKPOINT_DIR`) is the
-training runtime's to set, so this ConfigMap never names it. The contract a training script follows is in
-docs/health.md ("Resume").
+training runtime's to set, so this ConfigMap never names it; the runtimes load this ConfigMap by name
+(`components/training_runtimes.py`). The contract a training script follows is in docs/health.md ("Resume").
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.kms import account_root_statement, customer_key
+from components.launch_template import NodeVolume, node_launch_template
 from components.naming import aws_partition, child_name, physical_name, resource_tags
 from components.pod_identity import PodIdentityRole, managed_policy_arn, pod_identity_role
 from stacks.schema import EksSpec
@@ -283,10 +284,10 @@ class EksCluster(pulumi.ComponentResource):
     system_node_group: aws.eks.NodeGroup
     """The system node group: add-ons and charts that run Deployments should depend on it."""
     node_dependencies: list[pulumi.Resource]
-    addons: dict[str, aws.eks.Addon]
-    """Every core add-on by EKS name (vpc-cni, kube-proxy, coredns, ...), for `depends_on`."""
     """What every node group must wait for: the vpc-cni, kube-proxy and Pod Identity agent add-ons and the node
     role's policy attachments."""
+    addons: dict[str, aws.eks.Addon]
+    """Every core add-on by EKS name (vpc-cni, kube-proxy, coredns, ...), for `depends_on`."""
     k8s_provider: k8s.Provider
     """Kubernetes provider for this cluster (exec auth through `aws eks get-token`)."""
     kubeconfig: pulumi.Output[str]
@@ -296,14 +297,66 @@ class EksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:eks:EksCluster", name, None, opts)
-        spec = args.spec
-        child = pulumi.ResourceOptions(parent=self)
         partition = aws_partition(args.region)
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        self.account_id = account_id
+        self.account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
 
-        # ------------------------------------------------------------------------------ control-plane role
-        cluster_role = aws.iam.Role(
+        cluster_role, cluster_policy = self._cluster_role(name, args, partition)
+        secrets_key = self._secrets_key(name, args, partition, cluster_role)
+        node_volume_key = self._node_volume_key(name, args, partition)
+        log_group = self._control_plane_log_group(name, args)
+        cluster = self._cluster(name, args, cluster_role, secrets_key, depends_on=[log_group, cluster_policy])
+        admin_access = self._admin_access(name, args, partition, cluster)
+        self.oidc_issuer_url = cluster.identities.apply(_oidc_issuer)
+        oidc = self._oidc_provider(name, self.oidc_issuer_url)
+        node_role, node_policies = self._node_role(name, args, partition)
+        identity_roles = self._pod_identity_roles(name, partition, cluster)
+        self.addons = self._addons_before_compute(name, args, cluster, identity_roles)
+        # Nodes join only with a CNI, kube-proxy and Pod Identity (vpc-cni's credentials), and only once the
+        # node role can register (AmazonEKSWorkerNodePolicy) and pull images (ECR pull-only): a node group
+        # created before its role's attachments fails to join. Every node group waits on all of these.
+        self.node_dependencies = [*self.addons.values(), *node_policies]
+        self.system_node_group = self._system_node_group(name, args, cluster, node_role, node_volume_key.arn)
+        self.addons |= self._addons_after_compute(name, args, cluster, identity_roles, self.system_node_group)
+
+        self.cluster_name = cluster.name
+        self.cluster_arn = cluster.arn
+        self.cluster_endpoint = cluster.endpoint
+        self.cluster_certificate_authority = cluster.certificate_authority.data
+        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+        self.oidc_provider_arn = oidc.arn
+        self.kms_key_arn = secrets_key.arn
+        self.node_volume_kms_key_arn = node_volume_key.arn
+        self.node_role_arn = node_role.arn
+        self.node_role_name = node_role.name
+        self.system_node_group_name = self.system_node_group.node_group_name
+        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, self.cluster_certificate_authority).apply(
+            lambda v: json.dumps(kubeconfig(v[0], v[1], v[2], args.region))
+        )
+        self.k8s_provider = self._kubernetes_provider(name, cluster, self.kubeconfig, admin_access)
+
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "cluster_arn": self.cluster_arn,
+                "cluster_endpoint": self.cluster_endpoint,
+                "cluster_security_group_id": self.cluster_security_group_id,
+                "oidc_provider_arn": self.oidc_provider_arn,
+                "oidc_issuer_url": self.oidc_issuer_url,
+                "kms_key_arn": self.kms_key_arn,
+                "node_volume_kms_key_arn": self.node_volume_kms_key_arn,
+                "node_role_arn": self.node_role_arn,
+                "node_role_name": self.node_role_name,
+                "system_node_group_name": self.system_node_group_name,
+                "kubeconfig": self.kubeconfig,
+            }
+        )
+
+    def _cluster_role(
+        self, name: str, args: EksClusterArgs, partition: str
+    ) -> tuple[aws.iam.Role, aws.iam.RolePolicyAttachment]:
+        """The control plane's IAM role and its AmazonEKSClusterPolicy attachment (the cluster waits for it)."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
             child_name(name, "cluster-role"),
             aws.iam.RoleArgs(
                 assume_role_policy=_trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
@@ -311,59 +364,69 @@ class EksCluster(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        cluster_policy = aws.iam.RolePolicyAttachment(
+        attachment = aws.iam.RolePolicyAttachment(
             child_name(name, "cluster-policy"),
-            aws.iam.RolePolicyAttachmentArgs(
-                role=cluster_role.name, policy_arn=managed_policy_arn(CLUSTER_POLICY, partition)
-            ),
+            aws.iam.RolePolicyAttachmentArgs(role=role.name, policy_arn=managed_policy_arn(CLUSTER_POLICY, partition)),
             opts=child,
         )
+        return role, attachment
 
-        # ---------------------------------------------------------------------------- secrets KMS key
-        key = customer_key(
+    def _secrets_key(self, name: str, args: EksClusterArgs, partition: str, cluster_role: aws.iam.Role) -> aws.kms.Key:
+        """The customer KMS key that envelope-encrypts Kubernetes secrets; the cluster role may use it."""
+        return customer_key(
             child_name(name, "secrets-key"),
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.name}",
             policy=pulumi.Output.json_dumps(
-                pulumi.Output.all(account_id, cluster_role.arn).apply(lambda v: kms_key_policy(partition, v[0], v[1]))
+                pulumi.Output.all(self.account_id, cluster_role.arn).apply(
+                    lambda v: kms_key_policy(partition, v[0], v[1])
+                )
             ),
             alias=physical_name(args.name, "eks-secrets"),
             parent=self,
             protect=args.protect,
             administrators=args.key_administrator_arns,
         )
-        self.kms_key_arn = key.arn
 
-        # ---------------------------------------------------------------------- node-volume KMS key
-        # A separate key from the secrets key: different users (EC2 Auto Scaling vs. the EKS control plane),
-        # so each policy grants only what its service needs.
-        node_volume_key = customer_key(
+    def _node_volume_key(self, name: str, args: EksClusterArgs, partition: str) -> aws.kms.Key:
+        """The customer KMS key of node root/data volumes. A separate key from the secrets key: different users
+        (EC2 Auto Scaling vs. the EKS control plane), so each policy grants only what its service needs."""
+        return customer_key(
             child_name(name, "node-volume-key"),
             description=f"EBS encryption of the node root/data volumes of EKS cluster {args.name}",
-            policy=pulumi.Output.json_dumps(account_id.apply(lambda a: node_volume_key_policy(partition, a))),
+            policy=pulumi.Output.json_dumps(self.account_id.apply(lambda a: node_volume_key_policy(partition, a))),
             alias=physical_name(args.name, "eks-node-volumes"),
             parent=self,
             protect=args.protect,
             administrators=args.key_administrator_arns,
         )
-        self.node_volume_kms_key_arn = node_volume_key.arn
 
-        # EKS writes control-plane logs to this exact name; creating it first sets retention (EKS User Guide,
-        # "Send control plane logs to CloudWatch Logs").
-        log_group = aws.cloudwatch.LogGroup(
+    def _control_plane_log_group(self, name: str, args: EksClusterArgs) -> aws.cloudwatch.LogGroup:
+        """The control-plane log group. EKS writes to this exact name; creating it first sets retention (EKS User
+        Guide, "Send control plane logs to CloudWatch Logs")."""
+        return aws.cloudwatch.LogGroup(
             child_name(name, "cluster-logs"),
             aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/eks/{args.name}/cluster", retention_in_days=spec.log_retention_days
+                name=f"/aws/eks/{args.name}/cluster", retention_in_days=args.spec.log_retention_days
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
-        # ---------------------------------------------------------------------------------- cluster
-        cluster = aws.eks.Cluster(
+    def _cluster(
+        self,
+        name: str,
+        args: EksClusterArgs,
+        role: aws.iam.Role,
+        secrets_key: aws.kms.Key,
+        depends_on: Sequence[pulumi.Resource],
+    ) -> aws.eks.Cluster:
+        """The control plane: private endpoint always, public per config, access entries only, secrets encrypted."""
+        spec = args.spec
+        return aws.eks.Cluster(
             child_name(name, "cluster"),
             aws.eks.ClusterArgs(
                 name=args.name,
                 version=spec.version,
-                role_arn=cluster_role.arn,
+                role_arn=role.arn,
                 vpc_config=aws.eks.ClusterVpcConfigArgs(
                     subnet_ids=list(args.private_subnet_ids),
                     endpoint_private_access=True,
@@ -375,7 +438,7 @@ class EksCluster(pulumi.ComponentResource):
                     bootstrap_cluster_creator_admin_permissions=False,  # admins come from access entries only
                 ),
                 encryption_config=aws.eks.ClusterEncryptionConfigArgs(
-                    provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn),
+                    provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=secrets_key.arn),
                     resources=["secrets"],
                 ),
                 enabled_cluster_log_types=[t.value for t in spec.control_plane_log_types],
@@ -384,20 +447,20 @@ class EksCluster(pulumi.ComponentResource):
                 bootstrap_self_managed_addons=False,
                 deletion_protection=args.protect,
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=[log_group, cluster_policy]),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect, depends_on=list(depends_on)),
         )
-        self.cluster_name = cluster.name
-        self.cluster_arn = cluster.arn
-        self.cluster_endpoint = cluster.endpoint
-        self.cluster_certificate_authority = cluster.certificate_authority.data
-        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
 
-        # --------------------------------------------------------------------------- admin access
+    def _admin_access(
+        self, name: str, args: EksClusterArgs, partition: str, cluster: aws.eks.Cluster
+    ) -> list[pulumi.Resource]:
+        """An access entry with the cluster-admin policy for each admin role. The creator gets no implicit admin
+        (bootstrap off), so the deployer's Kubernetes access exists only once these are in place: the Kubernetes
+        provider waits for them."""
+        child = pulumi.ResourceOptions(parent=self)
         admin_policy_arn = f"arn:{partition}:eks::aws:cluster-access-policy/{CLUSTER_ADMIN_ACCESS_POLICY}"
-        # The creator gets no implicit admin (bootstrap off), so the deployer's Kubernetes access exists only once
-        # these are in place: the Kubernetes provider waits for them (below).
+        role_arns = args.spec.admin_role_arns
         admin_access: list[pulumi.Resource] = []
-        for key_part, role_arn in zip(access_entry_keys(spec.admin_role_arns), spec.admin_role_arns, strict=True):
+        for key_part, role_arn in zip(access_entry_keys(role_arns), role_arns, strict=True):
             entry = aws.eks.AccessEntry(
                 child_name(name, "admin", key_part),
                 aws.eks.AccessEntryArgs(cluster_name=cluster.name, principal_arn=role_arn, type="STANDARD"),
@@ -414,18 +477,22 @@ class EksCluster(pulumi.ComponentResource):
                 opts=child,
             )
             admin_access += [entry, association]
+        return admin_access
 
-        # -------------------------------------------------------------------------------- OIDC
-        self.oidc_issuer_url = cluster.identities.apply(_oidc_issuer)
-        oidc = aws.iam.OpenIdConnectProvider(
+    def _oidc_provider(self, name: str, issuer_url: pulumi.Output[str]) -> aws.iam.OpenIdConnectProvider:
+        """The IAM OIDC provider of the cluster's issuer (IRSA, for tools without Pod Identity support)."""
+        return aws.iam.OpenIdConnectProvider(
             child_name(name, "oidc"),
-            aws.iam.OpenIdConnectProviderArgs(url=self.oidc_issuer_url, client_id_lists=["sts.amazonaws.com"]),
-            opts=child,
+            aws.iam.OpenIdConnectProviderArgs(url=issuer_url, client_id_lists=["sts.amazonaws.com"]),
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        self.oidc_provider_arn = oidc.arn
 
-        # ------------------------------------------------------------------------------- node role
-        node_role = aws.iam.Role(
+    def _node_role(
+        self, name: str, args: EksClusterArgs, partition: str
+    ) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
+        """The node IAM role (system and GPU groups) and its NODE_POLICIES attachments."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
             child_name(name, "node-role"),
             aws.iam.RoleArgs(
                 assume_role_policy=_trust("ec2.amazonaws.com", "sts:AssumeRole"),
@@ -433,19 +500,20 @@ class EksCluster(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        node_policies = [
+        attachments = [
             aws.iam.RolePolicyAttachment(
                 child_name(name, "node", policy.lower()),
-                aws.iam.RolePolicyAttachmentArgs(role=node_role.name, policy_arn=managed_policy_arn(policy, partition)),
+                aws.iam.RolePolicyAttachmentArgs(role=role.name, policy_arn=managed_policy_arn(policy, partition)),
                 opts=child,
             )
             for policy in NODE_POLICIES
         ]
-        self.node_role_arn = node_role.arn
-        self.node_role_name = node_role.name
+        return role, attachments
 
-        # ------------------------------------------------------------------------- add-ons, phase 1
-        identity_roles: dict[str, PodIdentityRole] = {
+    def _pod_identity_roles(self, name: str, partition: str, cluster: aws.eks.Cluster) -> dict[str, PodIdentityRole]:
+        """The Pod Identity roles of the add-ons that call AWS (vpc-cni, EBS CSI), keyed by add-on name."""
+        child = pulumi.ResourceOptions(parent=self)
+        return {
             "vpc-cni": pod_identity_role(
                 child_name(name, "vpc-cni-pod-identity"),
                 cluster_name=cluster.name,
@@ -463,52 +531,58 @@ class EksCluster(pulumi.ComponentResource):
                 opts=child,
             ),
         }
-        plans = addon_plan(spec)
+
+    def _addons_before_compute(
+        self, name: str, args: EksClusterArgs, cluster: aws.eks.Cluster, identity_roles: Mapping[str, PodIdentityRole]
+    ) -> dict[str, aws.eks.Addon]:
+        """The add-ons nodes need to become Ready, in `addon_plan` order; vpc-cni waits for the Pod Identity
+        agent and its role, which give it its AWS credentials."""
         addons: dict[str, aws.eks.Addon] = {}
-        for plan in (p for p in plans if p.before_compute):
+        for plan in (p for p in addon_plan(args.spec) if p.before_compute):
             waits: list[pulumi.Resource] = []
             if plan.name == "vpc-cni":
                 waits = [addons["eks-pod-identity-agent"], identity_roles["vpc-cni"]]
             addons[plan.name] = self._addon(name, cluster, plan, waits)
-        # Nodes join only with a CNI, kube-proxy and Pod Identity (vpc-cni's credentials), and only once the
-        # node role can register (AmazonEKSWorkerNodePolicy) and pull images (ECR pull-only): a node group
-        # created before its role's attachments fails to join. Every node group waits on all of these.
-        self.node_dependencies = [*(addons[p.name] for p in plans if p.before_compute), *node_policies]
+        return addons
 
-        # ------------------------------------------------------------------------- system node group
-        system = spec.system_node_group
-        template = aws.ec2.LaunchTemplate(
+    def _addons_after_compute(
+        self,
+        name: str,
+        args: EksClusterArgs,
+        cluster: aws.eks.Cluster,
+        identity_roles: Mapping[str, PodIdentityRole],
+        system_node_group: aws.eks.NodeGroup,
+    ) -> dict[str, aws.eks.Addon]:
+        """The add-ons that run Deployments (CoreDNS, the EBS CSI controller): after the system nodes they run on,
+        and after their Pod Identity role where they have one."""
+        addons: dict[str, aws.eks.Addon] = {}
+        for plan in (p for p in addon_plan(args.spec) if not p.before_compute):
+            waits: list[pulumi.Resource] = [system_node_group]
+            if plan.name in identity_roles:
+                waits.append(identity_roles[plan.name])
+            addons[plan.name] = self._addon(name, cluster, plan, waits)
+        return addons
+
+    def _system_node_group(
+        self,
+        name: str,
+        args: EksClusterArgs,
+        cluster: aws.eks.Cluster,
+        node_role: aws.iam.Role,
+        node_volume_key_arn: pulumi.Output[str],
+    ) -> aws.eks.NodeGroup:
+        """The On-Demand system node group over every private subnet, with its launch template; it waits for
+        `node_dependencies`."""
+        system = args.spec.system_node_group
+        template = node_launch_template(
             child_name(name, "system-lt"),
-            aws.ec2.LaunchTemplateArgs(
-                description=f"System nodes of {args.name}",
-                update_default_version=True,
-                metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                    http_endpoint="enabled",
-                    http_tokens="required",  # IMDSv2 only
-                    http_put_response_hop_limit=1,  # pods off the host network cannot reach the node role
-                ),
-                block_device_mappings=[
-                    aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                        device_name=ROOT_DEVICE,
-                        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                            volume_size=system.disk_size_gib,
-                            volume_type="gp3",
-                            encrypted="true",
-                            kms_key_id=node_volume_key.arn,
-                            delete_on_termination="true",
-                        ),
-                    )
-                ],
-                tag_specifications=[
-                    aws.ec2.LaunchTemplateTagSpecificationArgs(
-                        resource_type=kind, tags=resource_tags(dict(args.tags), physical_name(args.name, "system"))
-                    )
-                    for kind in ("instance", "volume", "network-interface")
-                ],
-            ),
-            opts=child,
+            description=f"System nodes of {args.name}",
+            volume=NodeVolume(ROOT_DEVICE, system.disk_size_gib, node_volume_key_arn),
+            hop_limit=1,  # pods off the host network cannot reach the node role
+            launch_tags=resource_tags(dict(args.tags), physical_name(args.name, "system")),
+            parent=self,
         )
-        node_group = aws.eks.NodeGroup(
+        return aws.eks.NodeGroup(
             child_name(name, "system"),
             aws.eks.NodeGroupArgs(
                 cluster_name=cluster.name,
@@ -531,47 +605,20 @@ class EksCluster(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_dependencies),
         )
-        self.system_node_group = node_group
-        self.addons = addons
-        self.system_node_group_name = node_group.node_group_name
 
-        # ------------------------------------------------------------------------- add-ons, phase 2
-        for plan in (p for p in plans if not p.before_compute):
-            waits = [node_group]
-            if plan.name in identity_roles:
-                waits.append(identity_roles[plan.name])
-            addons[plan.name] = self._addon(name, cluster, plan, waits)
-
-        # ------------------------------------------------------------------------- Kubernetes provider
-        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, self.cluster_certificate_authority).apply(
-            lambda v: json.dumps(kubeconfig(v[0], v[1], v[2], args.region))
-        )
-        # Every Kubernetes object waits for the admin access entries and their policy associations: without
-        # them the first `pulumi up` races them and the API answers Unauthorized.
-        self.k8s_provider = k8s.Provider(
+    def _kubernetes_provider(
+        self, name: str, cluster: aws.eks.Cluster, config: pulumi.Output[str], admin_access: Sequence[pulumi.Resource]
+    ) -> k8s.Provider:
+        """The Kubernetes provider of this cluster. Every Kubernetes object waits for the admin access entries
+        and their policy associations: without them the first `pulumi up` races them and the API answers
+        Unauthorized."""
+        return k8s.Provider(
             child_name(name, "k8s"),
             # The cluster's ARN is its identity: a change in the generated kubeconfig (endpoint, CA rotation,
             # the token command) then updates the provider instead of replacing it and every object it manages,
             # Helm releases and PVCs included (pulumi-kubernetes ProviderArgs.cluster_identifier).
-            k8s.ProviderArgs(kubeconfig=self.kubeconfig, enable_server_side_apply=True, cluster_identifier=cluster.arn),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=admin_access),
-        )
-
-        self.register_outputs(
-            {
-                "cluster_name": self.cluster_name,
-                "cluster_arn": self.cluster_arn,
-                "cluster_endpoint": self.cluster_endpoint,
-                "cluster_security_group_id": self.cluster_security_group_id,
-                "oidc_provider_arn": self.oidc_provider_arn,
-                "oidc_issuer_url": self.oidc_issuer_url,
-                "kms_key_arn": self.kms_key_arn,
-                "node_volume_kms_key_arn": self.node_volume_kms_key_arn,
-                "node_role_arn": self.node_role_arn,
-                "node_role_name": self.node_role_name,
-                "system_node_group_name": self.system_node_group_name,
-                "kubeconfig": self.kubeconfig,
-            }
+            k8s.ProviderArgs(kubeconfig=config, enable_server_side_apply=True, cluster_identifier=cluster.arn),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(admin_access)),
         )
 
     def _addon(

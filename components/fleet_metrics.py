@@ -55,19 +55,6 @@ DCGM_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
 )
 
-# EFA hw_counters worth a dashboard or an alert (AWS EFA User Guide, "Monitor an EFA": EFA device counters).
-EFA_COUNTERS: tuple[str, ...] = (
-    "tx_bytes",
-    "rx_bytes",
-    "rdma_read_bytes",
-    "rdma_write_bytes",
-    "retrans_bytes",
-    "retrans_pkts",
-    "retrans_timeout_events",
-    "impaired_remote_conn_events",
-    "unresponsive_remote_events",
-    "rx_drops",
-)
 EFA_METRIC = "efa_hw_counter_total"
 EFA_TEXTFILE_DIR = "/run/efa-textfile"
 EFA_SCRAPE_PERIOD_S = 15

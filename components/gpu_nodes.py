@@ -32,6 +32,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interfaces
+from components.launch_template import GpuLaunchOptions, NodeVolume, node_launch_template
 from components.naming import child_name, physical_name, resource_tags
 from components.userdata import bottlerocket_user_data, encode, nodeadm_user_data
 from stacks.catalog import CATALOG, Accelerator, InstanceType
@@ -208,35 +209,19 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 placement_group = created.name
 
         slots = interface_layout(spec)
-        tags = resource_tags(args.default_tags, physical, **{NODE_GROUP_LABEL: spec.name})
-        launch_template = aws.ec2.LaunchTemplate(
+        launch_template = node_launch_template(
             child_name(name, "lt"),
-            aws.ec2.LaunchTemplateArgs(
+            description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
+            f"{efa_interface_count(slots)} EFA interfaces",
+            volume=NodeVolume(volume_device(spec.ami_family), spec.root_volume_size_gib, args.node_volume_kms_key_arn),
+            hop_limit=spec.imds_hop_limit,
+            launch_tags=resource_tags(args.default_tags, physical, **{NODE_GROUP_LABEL: spec.name}),
+            parent=self,
+            instance_metadata_tags="disabled",
+            gpu=GpuLaunchOptions(
                 name=physical_name(physical, "lt"),
-                description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
-                f"{efa_interface_count(slots)} EFA interfaces",
-                update_default_version=True,
                 instance_type=spec.instance_type if instance_type_on_template(spec) else None,
                 user_data=encode(user_data(spec)),
-                metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                    http_endpoint="enabled",
-                    http_tokens="required",  # IMDSv2 only
-                    http_put_response_hop_limit=spec.imds_hop_limit,
-                    instance_metadata_tags="disabled",
-                ),
-                block_device_mappings=[
-                    aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                        device_name=volume_device(spec.ami_family),
-                        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                            volume_size=spec.root_volume_size_gib,
-                            volume_type="gp3",
-                            encrypted="true",
-                            kms_key_id=args.node_volume_kms_key_arn,
-                            delete_on_termination="true",
-                        ),
-                    )
-                ],
-                # With explicit interfaces the security groups go on each interface (EC2 refuses both).
                 network_interfaces=[
                     aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                         network_card_index=slot.network_card_index,
@@ -246,29 +231,23 @@ class GpuNodeGroup(pulumi.ComponentResource):
                         security_groups=args.security_group_ids,
                     )
                     for slot in slots
-                ]
-                or None,
-                vpc_security_group_ids=None if slots else args.security_group_ids,
+                ],
+                security_group_ids=args.security_group_ids,
                 placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group)
                 if placement_group is not None
                 else None,
-                capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                     capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                         capacity_reservation_id=spec.capacity.reservation_id,
                     )
                 )
                 if spec.capacity.reserved
                 else None,
-                instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+                market=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
                 if spec.capacity.type is CapacityType.CAPACITY_BLOCK
                 else None,
-                tag_specifications=[
-                    aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
-                    for kind in ("instance", "volume", "network-interface")
-                ],
                 tags=resource_tags(args.default_tags, physical_name(physical, "lt")),
             ),
-            opts=child,
         )
 
         labels = {**node_labels(spec), **args.extra_labels}

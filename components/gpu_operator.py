@@ -11,15 +11,14 @@ the operator's driver and toolkit are always off:
 SageMaker HyperPod nodes (EKS orchestrator) run HyperPod's accelerated AMI, which also ships the driver and
 toolkit; they count as AL2023 here. Their operands tolerate HyperPod's deep-health-check taint.
 
-A cluster mixing families gets one release (`effective_ami_family`): the device plugin is off only when every
-NVIDIA group is Bottlerocket. In a mixed AL2023 + Bottlerocket cluster the Bottlerocket nodes opt out of the
-operator's device plugin with the per-node labels from `operand_opt_out_labels` (the operator honours
-`nvidia.com/gpu.deploy.<operand>=false`).
+A cluster mixing families gets one release (`ClusterConfig.gpu_operator_ami_family`): the device plugin is
+off only when every NVIDIA group is Bottlerocket. In a mixed AL2023 + Bottlerocket cluster the Bottlerocket
+nodes opt out of the operator's device plugin with the per-node labels from `operand_opt_out_labels` (the
+operator honours `nvidia.com/gpu.deploy.<operand>=false`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,23 +84,6 @@ def gpu_operator_values(
     }
 
 
-def effective_ami_family(families: Iterable[AmiFamily], *, hyperpod_nvidia: bool = False) -> AmiFamily | None:
-    """The one AMI family the cluster-wide release is configured for, or None without NVIDIA nodes.
-
-    The values depend on the image (Bottlerocket or not), never on the CPU architecture: the operator's images
-    are multi-arch, so x86_64 and Grace (ARM_64) groups share one release. HyperPod NVIDIA nodes run
-    HyperPod's accelerated AMI, which ships the driver and toolkit and no device plugin: they count as AL2023.
-    """
-    nvidia = {f for f in families if f.accelerator is Accelerator.NVIDIA}
-    if hyperpod_nvidia:
-        nvidia.add(AmiFamily.AL2023_NVIDIA)
-    if not nvidia:
-        return None
-    if len(nvidia) == 1:
-        return next(iter(nvidia))
-    return AmiFamily.BOTTLEROCKET_NVIDIA if all(f.bottlerocket for f in nvidia) else AmiFamily.AL2023_NVIDIA
-
-
 def operand_opt_out_labels(ami_family: AmiFamily, cluster_family: AmiFamily | None) -> dict[str, str]:
     """Node labels that keep the operator's operands off a node whose image already provides them.
 
@@ -115,7 +97,8 @@ def operand_opt_out_labels(ami_family: AmiFamily, cluster_family: AmiFamily | No
 
 @dataclass
 class GpuOperatorArgs:
-    """Spec (which chart, MIG, DCGM) and the cluster's one NVIDIA AMI family (`effective_ami_family`)."""
+    """Spec (which chart, MIG, DCGM) and the cluster's one NVIDIA AMI family
+    (`ClusterConfig.gpu_operator_ami_family`)."""
 
     spec: GpuOperatorSpec
     ami_family: AmiFamily

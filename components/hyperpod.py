@@ -197,55 +197,6 @@ def deep_health_checks(group: HyperPodInstanceGroupSpec) -> list[sagemaker.Clust
     return [INSTANCE_STRESS, INSTANCE_CONNECTIVITY] if row.supports_efa else [INSTANCE_STRESS]
 
 
-@dataclass(frozen=True)
-class HyperPodGroupSummary:
-    """One instance group, for the plan's compute and cost tables."""
-
-    name: str
-    role: str
-    instance_type: str  # ml.* type, as SageMaker bills it
-    ec2_instance_type: str  # the catalog row behind it
-    instance_count: int
-    accelerators: int  # in the whole group
-    capacity: str
-
-
-@dataclass(frozen=True)
-class HyperPodSummary:
-    """What a HyperPod cluster adds to the plan: its groups, instance and accelerator totals."""
-
-    cluster_name: str
-    orchestrator: str
-    groups: tuple[HyperPodGroupSummary, ...]
-
-    @property
-    def instances(self) -> int:
-        return sum(g.instance_count for g in self.groups)
-
-    @property
-    def accelerators(self) -> int:
-        return sum(g.accelerators for g in self.groups)
-
-
-def summarize(cluster_name: str, spec: HyperPodSpec) -> HyperPodSummary:
-    return HyperPodSummary(
-        cluster_name=cluster_name,
-        orchestrator=spec.orchestrator.value,
-        groups=tuple(
-            HyperPodGroupSummary(
-                name=g.name,
-                role=g.role.value,
-                instance_type=g.instance_type,
-                ec2_instance_type=g.ec2_instance_type,
-                instance_count=g.instance_count,
-                accelerators=g.accelerators,
-                capacity=g.capacity.value,
-            )
-            for g in spec.instance_groups
-        ),
-    )
-
-
 # ---------------------------------------------------------------------------------------- component
 
 
@@ -294,8 +245,6 @@ class HyperPodCluster(pulumi.ComponentResource):
     """The content-hashed S3 prefix of the lifecycle scripts (the instance groups' SourceS3Uri)."""
     orchestrator: str
     """eks or slurm."""
-    summary: HyperPodSummary
-    """Instance groups with type and count, for the plan's compute and cost views."""
 
     def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:sagemaker:HyperPodCluster", name, None, opts)
@@ -310,7 +259,6 @@ class HyperPodCluster(pulumi.ComponentResource):
 
         self.orchestrator = spec.orchestrator.value
         self.cluster_name = physical_name(args.name, "hyperpod")
-        self.summary = summarize(self.cluster_name, spec)
         child = pulumi.ResourceOptions(parent=self)
 
         files = read_bundle(args.lifecycle_dir or LIFECYCLE_ROOT / spec.orchestrator.value)
@@ -487,10 +435,16 @@ class HyperPodCluster(pulumi.ComponentResource):
         )
 
 
-def aws_native_provider(name: str, region: str, tags: Mapping[str, str]) -> aws_native.Provider:
-    """The explicit aws-native provider (SageMaker HyperPod), with the stack's tags as default tags."""
+def aws_native_provider(
+    name: str, region: str, tags: Mapping[str, str], aliases: Sequence[pulumi.Alias] = ()
+) -> aws_native.Provider:
+    """The explicit aws-native provider (SageMaker HyperPod), with the stack's tags as default tags.
+
+    `aliases`: names it had before, so renaming it does not move the HyperPod resources to a new provider.
+    """
     return aws_native.Provider(
         name,
         region=region,
         default_tags=aws_native.ProviderDefaultTagsArgs(tags=dict(tags)),
+        opts=pulumi.ResourceOptions(aliases=list(aliases)),
     )

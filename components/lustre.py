@@ -118,7 +118,12 @@ class LustreFileSystem(pulumi.ComponentResource):
             child_name(name, "sg"),
             aws.ec2.SecurityGroupArgs(
                 vpc_id=args.vpc_id,
-                description=f"FSx for Lustre {name}: Lustre TCP 988 and 1018-1023 from clients and file servers",
+                # A security group's description is create-only: it keeps the text it had when the name was
+                # `<base>-lustre`, from the base name (never the logical name, which is fixed).
+                description=(
+                    f"FSx for Lustre {args.base_name}-lustre: "
+                    "Lustre TCP 988 and 1018-1023 from clients and file servers"
+                ),
             ),
             opts=child,
         )

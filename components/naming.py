@@ -2,7 +2,7 @@
 
 Logical names are derived from the component's own name, so two components (or two stacks in one
 account) never collide; physical names that AWS requires to be unique per account or region carry the
-stack's base name. Tags: the global set goes on the AWS provider's `default_tags`; `instance_tags` is what
+stack's base name. Tags: the global set goes on the AWS provider's `default_tags`; `resource_tags` is what
 launch templates add to instances, volumes and network interfaces, which default tags do not reach.
 """
 
@@ -11,11 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-PROJECT_TAG = "project"
-ENV_TAG = "env"
-COST_CENTER_TAG = "cost-center"
-OWNER_TAG = "owner"
-REQUIRED_TAGS = (PROJECT_TAG, ENV_TAG, COST_CENTER_TAG, OWNER_TAG)
+from stacks.schema.cluster import COST_CENTER_TAG, ENV_TAG, OWNER_TAG, PROJECT_TAG
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
 _DIGEST = 8  # hex digits of the hash that keeps cut or folded names distinct

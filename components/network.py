@@ -5,6 +5,10 @@ CIDR by `carve_subnets`, an internet gateway, NAT gateways (one, or one per AZ),
 endpoint on the private route tables, optional interface endpoints for private clusters, VPC flow logs to
 CloudWatch, the EFA security group that allows all traffic to and from itself, and an egress-only workload
 security group for SageMaker jobs and Slurm HyperPod nodes.
+
+With `network.existing_vpc` it creates none of the network itself: the VPC and its private subnets come from
+the stack file, their routing, endpoints and flow logs stay with the VPC's owner, and only the EFA and
+workload security groups are created, in that VPC (docs/existing-infra.md).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.naming import aws_partition, child_name, physical_name
-from stacks.schema import NatGateways, NetworkSpec
+from stacks.schema import ExistingVpcSpec, NatGateways, NetworkSpec
 
 Tier = Literal["private", "public"]
 
@@ -191,6 +195,38 @@ def _key(text: str) -> str:
     return text.replace(".", "-")
 
 
+@dataclass(frozen=True)
+class ExistingSubnet:
+    """What AWS says about a subnet the stack file names (EC2 DescribeSubnets)."""
+
+    id: str
+    availability_zone: str
+    vpc_id: str
+    map_public_ip_on_launch: bool
+
+
+def existing_subnet_problem(subnet: ExistingSubnet, availability_zone: str, vpc_id: str) -> str | None:
+    """Why an existing subnet cannot serve as the private subnet of `availability_zone` in `vpc_id`, or None."""
+    where = f"network.existing_vpc.private_subnet_ids.{availability_zone}"
+    if subnet.vpc_id != vpc_id:
+        return f"{where}: subnet {subnet.id} is in VPC {subnet.vpc_id}, not in network.existing_vpc.vpc_id {vpc_id}"
+    if subnet.availability_zone != availability_zone:
+        return f"{where}: subnet {subnet.id} is in {subnet.availability_zone}, not in {availability_zone}"
+    if subnet.map_public_ip_on_launch:
+        return (
+            f"{where}: subnet {subnet.id} maps public IPs on launch; nodes must not get public addresses: "
+            "give a private subnet"
+        )
+    return None
+
+
+def _checked_subnet(subnet: ExistingSubnet, availability_zone: str, vpc_id: str) -> str:
+    problem = existing_subnet_problem(subnet, availability_zone, vpc_id)
+    if problem is not None:
+        raise ValueError(problem)
+    return subnet.id
+
+
 @dataclass
 class NetworkArgs:
     """Spec (what exists) and wiring of a `Network`."""
@@ -207,7 +243,7 @@ class Network(pulumi.ComponentResource):
     """VPC, subnets, NAT, endpoints, flow logs, the EFA security group and the workload security group."""
 
     vpc_id: pulumi.Output[str]
-    """ID of the VPC."""
+    """ID of the VPC (created, or the existing one of `network.existing_vpc`)."""
     vpc_cidr: str
     """CIDR of the VPC (from the spec, so it is known while the program runs)."""
     private_subnet_ids: dict[str, pulumi.Output[str]]
@@ -223,60 +259,140 @@ class Network(pulumi.ComponentResource):
     workload_security_group_id: pulumi.Output[str]
     """Egress-only group (all IPv4 egress, no ingress) for workloads that carry no EKS cluster security group:
     Slurm HyperPod nodes and SageMaker training jobs; FSx for Lustre admits it as a client."""
-    s3_endpoint_id: pulumi.Output[str]
-    """The S3 gateway endpoint (data buckets may deny requests that do not come through it)."""
+    s3_endpoint_id: pulumi.Output[str] | None
+    """The S3 gateway endpoint (data buckets may deny requests that do not come through it); an existing VPC's
+    when the stack file names one, else None."""
     endpoint_security_group_id: pulumi.Output[str] | None
     """Security group of the interface endpoints (HTTPS from the VPC), when they exist."""
-    flow_log_group_name: pulumi.Output[str]
-    """CloudWatch log group of the VPC flow logs."""
+    flow_log_group_name: pulumi.Output[str] | None
+    """CloudWatch log group of the VPC flow logs; None for an existing VPC (its owner keeps its flow logs)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:network:Network", name, None, opts)
-        spec = args.spec
-        child = pulumi.ResourceOptions(parent=self)
-        self.vpc_cidr = spec.vpc_cidr
+        self.vpc_cidr = args.spec.vpc_cidr
+        if args.spec.existing_vpc is None:
+            self._create_vpc(name, args)
+        else:
+            self._use_existing_vpc(args.spec.existing_vpc, args.spec.availability_zones)
+        # trainstack's own security groups, in its VPC or the existing one.
+        self.efa_security_group_id = self._efa_security_group(name, args, self.vpc_id)
+        self.workload_security_group_id = self._workload_security_group(name, args, self.vpc_id)
 
-        vpc = aws.ec2.Vpc(
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "vpc_cidr": self.vpc_cidr,
+                "private_subnet_ids": self.private_subnet_ids,
+                "public_subnet_ids": self.public_subnet_ids,
+                "private_route_table_ids": self.private_route_table_ids,
+                "nat_gateway_ids": self.nat_gateway_ids,
+                "efa_security_group_id": self.efa_security_group_id,
+                "workload_security_group_id": self.workload_security_group_id,
+                "endpoint_security_group_id": self.endpoint_security_group_id,
+                "s3_endpoint_id": self.s3_endpoint_id,
+                "flow_log_group_name": self.flow_log_group_name,
+            }
+        )
+
+    def _create_vpc(self, name: str, args: NetworkArgs) -> None:
+        """The whole network: VPC, subnets, internet and NAT gateways, routes, endpoints and flow logs."""
+        vpc = self._vpc(name, args)
+        self.vpc_id = vpc.id
+        subnets = self._subnets(name, args, vpc.id)
+        azs = list(args.spec.availability_zones)
+        self.private_subnet_ids = {az: subnets[("private", az)].id for az in azs}
+        self.public_subnet_ids = {az: subnets[("public", az)].id for az in azs}
+        igw = self._public_routes(name, args, vpc.id, self.public_subnet_ids)
+        nat_gateways = self._nat_gateways(name, args, self.public_subnet_ids, igw)
+        self.nat_gateway_ids = {az: nat.id for az, nat in nat_gateways.items()}
+        self.private_route_table_ids = self._private_routes(name, args, vpc.id, self.private_subnet_ids, nat_gateways)
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        self.s3_endpoint_id = self._s3_endpoint(name, args, vpc.id, self.private_route_table_ids, account_id)
+        self.endpoint_security_group_id = (
+            self._interface_endpoints(name, args, vpc.id, self.private_subnet_ids, account_id)
+            if args.spec.interface_endpoints
+            else None
+        )
+        self.flow_log_group_name = self._flow_logs(name, args, vpc.id)
+
+    def _use_existing_vpc(self, existing: ExistingVpcSpec, availability_zones: Sequence[str]) -> None:
+        """An existing VPC: its ids from the stack file, nothing created. Its routing, endpoints and flow logs
+        belong to its owner, so the public subnets, NAT gateways and route tables are empty here.
+
+        Each subnet is read back (ec2 DescribeSubnets through `get_subnet`) and checked against the stack file
+        before anything uses it: a subnet in another AZ or VPC, or one that maps public IPs, stops `pulumi up`
+        before a node, FSx or the cluster lands there."""
+        self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.private_subnet_ids = {}
+        for az in availability_zones:
+            found = aws.ec2.get_subnet_output(
+                id=existing.private_subnet_ids[az], opts=pulumi.InvokeOutputOptions(parent=self)
+            )
+            self.private_subnet_ids[az] = found.apply(
+                lambda subnet, az=az: _checked_subnet(
+                    ExistingSubnet(subnet.id, subnet.availability_zone, subnet.vpc_id, subnet.map_public_ip_on_launch),
+                    az,
+                    existing.vpc_id,
+                )
+            )
+        self.public_subnet_ids = {}
+        self.nat_gateway_ids = {}
+        self.private_route_table_ids = {}
+        self.s3_endpoint_id = (
+            pulumi.Output.from_input(existing.s3_endpoint_id) if existing.s3_endpoint_id is not None else None
+        )
+        self.endpoint_security_group_id = None
+        self.flow_log_group_name = None
+
+    def _vpc(self, name: str, args: NetworkArgs) -> aws.ec2.Vpc:
+        """The VPC, with the DNS settings EKS and private endpoint DNS need."""
+        return aws.ec2.Vpc(
             child_name(name, "vpc"),
             aws.ec2.VpcArgs(
-                cidr_block=spec.vpc_cidr,
+                cidr_block=args.spec.vpc_cidr,
                 enable_dns_support=True,  # both are required for EKS and for private DNS on interface endpoints
                 enable_dns_hostnames=True,
                 tags={"Name": physical_name(args.name, "vpc")},
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        self.vpc_id = vpc.id
 
+    def _subnets(
+        self, name: str, args: NetworkArgs, vpc_id: pulumi.Input[str]
+    ) -> dict[tuple[Tier, str], aws.ec2.Subnet]:
+        """One private and one public subnet per AZ, carved from the VPC CIDR, keyed by (tier, AZ)."""
+        spec = args.spec
         plans = carve_subnets(
             spec.vpc_cidr, spec.availability_zones, spec.private_subnet_prefix_length, spec.public_subnet_prefix_length
         )
-        subnets: dict[tuple[Tier, str], aws.ec2.Subnet] = {}
-        for plan in plans:
-            subnets[(plan.tier, plan.availability_zone)] = aws.ec2.Subnet(
+        return {
+            (plan.tier, plan.availability_zone): aws.ec2.Subnet(
                 child_name(name, plan.tier, plan.availability_zone),
                 aws.ec2.SubnetArgs(
-                    vpc_id=vpc.id,
+                    vpc_id=vpc_id,
                     cidr_block=plan.cidr,
                     availability_zone=plan.availability_zone,
                     map_public_ip_on_launch=False,  # public subnets host NAT gateways only
                     tags=subnet_tags(args.name, plan),
                 ),
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self),
             )
-        azs = list(spec.availability_zones)
-        self.private_subnet_ids = {az: subnets[("private", az)].id for az in azs}
-        self.public_subnet_ids = {az: subnets[("public", az)].id for az in azs}
+            for plan in plans
+        }
 
-        # Public side: internet gateway and one public route table for every public subnet.
+    def _public_routes(
+        self, name: str, args: NetworkArgs, vpc_id: pulumi.Input[str], public_subnet_ids: dict[str, pulumi.Output[str]]
+    ) -> aws.ec2.InternetGateway:
+        """The internet gateway and one public route table for every public subnet; returns the gateway."""
+        child = pulumi.ResourceOptions(parent=self)
         igw = aws.ec2.InternetGateway(
             child_name(name, "igw"),
-            aws.ec2.InternetGatewayArgs(vpc_id=vpc.id, tags={"Name": physical_name(args.name, "igw")}),
+            aws.ec2.InternetGatewayArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.name, "igw")}),
             opts=child,
         )
         public_rt = aws.ec2.RouteTable(
             child_name(name, "public-rt"),
-            aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": physical_name(args.name, "public")}),
+            aws.ec2.RouteTableArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.name, "public")}),
             opts=child,
         )
         aws.ec2.Route(
@@ -284,39 +400,57 @@ class Network(pulumi.ComponentResource):
             aws.ec2.RouteArgs(route_table_id=public_rt.id, destination_cidr_block=ANYWHERE_IPV4, gateway_id=igw.id),
             opts=child,
         )
-        for az in azs:
+        for az, subnet_id in public_subnet_ids.items():
             aws.ec2.RouteTableAssociation(
                 child_name(name, "public-rta", az),
-                aws.ec2.RouteTableAssociationArgs(route_table_id=public_rt.id, subnet_id=subnets[("public", az)].id),
+                aws.ec2.RouteTableAssociationArgs(route_table_id=public_rt.id, subnet_id=subnet_id),
                 opts=child,
             )
+        return igw
 
-        # NAT gateways with their Elastic IPs, in the public subnets.
+    def _nat_gateways(
+        self,
+        name: str,
+        args: NetworkArgs,
+        public_subnet_ids: dict[str, pulumi.Output[str]],
+        igw: aws.ec2.InternetGateway,
+    ) -> dict[str, aws.ec2.NatGateway]:
+        """NAT gateways with their Elastic IPs in the public subnets (one, or one per AZ), keyed by AZ."""
         nat_gateways: dict[str, aws.ec2.NatGateway] = {}
-        for az in nat_gateway_azs(spec):
+        for az in nat_gateway_azs(args.spec):
             eip = aws.ec2.Eip(
                 child_name(name, "nat-eip", az),
                 aws.ec2.EipArgs(domain="vpc", tags={"Name": physical_name(args.name, "nat", az)}),
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self),
             )
             nat_gateways[az] = aws.ec2.NatGateway(
                 child_name(name, "nat", az),
                 aws.ec2.NatGatewayArgs(
                     allocation_id=eip.id,
-                    subnet_id=subnets[("public", az)].id,
+                    subnet_id=public_subnet_ids[az],
                     connectivity_type="public",
                     tags={"Name": physical_name(args.name, "nat", az)},
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
             )
-        self.nat_gateway_ids = {az: nat.id for az, nat in nat_gateways.items()}
+        return nat_gateways
 
-        # Private side: a route table per AZ, so switching to per-AZ NAT never re-associates subnets.
-        private_rts: dict[str, aws.ec2.RouteTable] = {}
-        for az in azs:
+    def _private_routes(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc_id: pulumi.Input[str],
+        private_subnet_ids: dict[str, pulumi.Output[str]],
+        nat_gateways: dict[str, aws.ec2.NatGateway],
+    ) -> dict[str, pulumi.Output[str]]:
+        """A private route table per AZ (so switching to per-AZ NAT never re-associates subnets), default route
+        to its NAT gateway; returns the route table ids by AZ."""
+        child = pulumi.ResourceOptions(parent=self)
+        route_table_ids: dict[str, pulumi.Output[str]] = {}
+        for az, subnet_id in private_subnet_ids.items():
             rt = aws.ec2.RouteTable(
                 child_name(name, "private-rt", az),
-                aws.ec2.RouteTableArgs(vpc_id=vpc.id, tags={"Name": physical_name(args.name, "private", az)}),
+                aws.ec2.RouteTableArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.name, "private", az)}),
                 opts=child,
             )
             aws.ec2.Route(
@@ -324,89 +458,105 @@ class Network(pulumi.ComponentResource):
                 aws.ec2.RouteArgs(
                     route_table_id=rt.id,
                     destination_cidr_block=ANYWHERE_IPV4,
-                    nat_gateway_id=nat_gateways[nat_gateway_for(spec, az)].id,
+                    nat_gateway_id=nat_gateways[nat_gateway_for(args.spec, az)].id,
                 ),
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
                 child_name(name, "private-rta", az),
-                aws.ec2.RouteTableAssociationArgs(route_table_id=rt.id, subnet_id=subnets[("private", az)].id),
+                aws.ec2.RouteTableAssociationArgs(route_table_id=rt.id, subnet_id=subnet_id),
                 opts=child,
             )
-            private_rts[az] = rt
-        self.private_route_table_ids = {az: rt.id for az, rt in private_rts.items()}
+            route_table_ids[az] = rt.id
+        return route_table_ids
 
-        # S3 gateway endpoint: free, and keeps dataset, checkpoint and ECR layer traffic off the NAT gateways.
+    def _s3_endpoint(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc_id: pulumi.Input[str],
+        route_table_ids: dict[str, pulumi.Output[str]],
+        account_id: pulumi.Output[str],
+    ) -> pulumi.Output[str]:
+        """The S3 gateway endpoint on the private route tables: free, and keeps dataset, checkpoint and ECR layer
+        traffic off the NAT gateways. Returns its id."""
         partition = aws_partition(args.region)
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        s3_endpoint = aws.ec2.VpcEndpoint(
+        endpoint = aws.ec2.VpcEndpoint(
             child_name(name, "s3"),
             aws.ec2.VpcEndpointArgs(
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 service_name=endpoint_service_name(args.region, "s3"),
                 vpc_endpoint_type="Gateway",
-                route_table_ids=[rt.id for rt in private_rts.values()],
+                route_table_ids=list(route_table_ids.values()),
                 policy=pulumi.Output.json_dumps(
                     account_id.apply(lambda account: s3_gateway_endpoint_policy(partition, args.region, account))
                 ),
                 tags={"Name": physical_name(args.name, "s3")},
             ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return endpoint.id
+
+    def _interface_endpoints(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc_id: pulumi.Input[str],
+        private_subnet_ids: dict[str, pulumi.Output[str]],
+        account_id: pulumi.Output[str],
+    ) -> pulumi.Output[str]:
+        """The interface endpoints of INTERFACE_ENDPOINT_SERVICES in the private subnets, behind a security group
+        that admits HTTPS from the VPC. Returns the group's id."""
+        child = pulumi.ResourceOptions(parent=self)
+        endpoint_sg = aws.ec2.SecurityGroup(
+            child_name(name, "endpoints-sg"),
+            aws.ec2.SecurityGroupArgs(
+                vpc_id=vpc_id,
+                description="Interface VPC endpoints: HTTPS from inside the VPC",
+                tags={"Name": physical_name(args.name, "endpoints")},
+            ),
             opts=child,
         )
-        self.s3_endpoint_id = s3_endpoint.id
-
-        self.endpoint_security_group_id = None
-        if spec.interface_endpoints:
-            endpoint_sg = aws.ec2.SecurityGroup(
-                child_name(name, "endpoints-sg"),
-                aws.ec2.SecurityGroupArgs(
-                    vpc_id=vpc.id,
-                    description="Interface VPC endpoints: HTTPS from inside the VPC",
-                    tags={"Name": physical_name(args.name, "endpoints")},
-                ),
-                opts=child,
-            )
-            aws.vpc.SecurityGroupIngressRule(
-                child_name(name, "endpoints-https"),
-                aws.vpc.SecurityGroupIngressRuleArgs(
-                    security_group_id=endpoint_sg.id,
-                    ip_protocol="tcp",
-                    from_port=HTTPS_PORT,
-                    to_port=HTTPS_PORT,
-                    cidr_ipv4=spec.vpc_cidr,
-                    description="HTTPS from the VPC",
-                ),
-                opts=child,
-            )
-            for service in INTERFACE_ENDPOINT_SERVICES:
-                aws.ec2.VpcEndpoint(
-                    child_name(name, _key(service)),
-                    aws.ec2.VpcEndpointArgs(
-                        vpc_id=vpc.id,
-                        service_name=endpoint_service_name(args.region, service),
-                        vpc_endpoint_type="Interface",
-                        private_dns_enabled=True,
-                        subnet_ids=list(self.private_subnet_ids.values()),
-                        security_group_ids=[endpoint_sg.id],
-                        policy=pulumi.Output.json_dumps(
-                            account_id.apply(
-                                lambda account, service=service: interface_endpoint_policy(service, account)
-                            )
-                        ),
-                        tags={"Name": physical_name(args.name, _key(service))},
+        aws.vpc.SecurityGroupIngressRule(
+            child_name(name, "endpoints-https"),
+            aws.vpc.SecurityGroupIngressRuleArgs(
+                security_group_id=endpoint_sg.id,
+                ip_protocol="tcp",
+                from_port=HTTPS_PORT,
+                to_port=HTTPS_PORT,
+                cidr_ipv4=args.spec.vpc_cidr,
+                description="HTTPS from the VPC",
+            ),
+            opts=child,
+        )
+        for service in INTERFACE_ENDPOINT_SERVICES:
+            aws.ec2.VpcEndpoint(
+                child_name(name, _key(service)),
+                aws.ec2.VpcEndpointArgs(
+                    vpc_id=vpc_id,
+                    service_name=endpoint_service_name(args.region, service),
+                    vpc_endpoint_type="Interface",
+                    private_dns_enabled=True,
+                    subnet_ids=list(private_subnet_ids.values()),
+                    security_group_ids=[endpoint_sg.id],
+                    policy=pulumi.Output.json_dumps(
+                        account_id.apply(lambda account, service=service: interface_endpoint_policy(service, account))
                     ),
-                    opts=child,
-                )
-            self.endpoint_security_group_id = endpoint_sg.id
+                    tags={"Name": physical_name(args.name, _key(service))},
+                ),
+                opts=child,
+            )
+        return endpoint_sg.id
 
-        self.flow_log_group_name = self._flow_logs(name, args, vpc)
-
-        # EFA: all traffic to and from the group itself, ingress AND egress (EC2 User Guide, "Get started
-        # with EFA and NCCL", step "Prepare an EFA-enabled security group"). GPU launch templates attach it.
+    def _efa_security_group(self, name: str, args: NetworkArgs, vpc_id: pulumi.Input[str]) -> pulumi.Output[str]:
+        """The EFA group: all traffic to and from the group itself, ingress AND egress (EC2 User Guide, "Get
+        started with EFA and NCCL", step "Prepare an EFA-enabled security group"). GPU launch templates attach it.
+        Returns its id."""
+        child = pulumi.ResourceOptions(parent=self)
         efa_sg = aws.ec2.SecurityGroup(
             child_name(name, "efa-sg"),
             aws.ec2.SecurityGroupArgs(
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 description="EFA: all traffic to and from members of this group",
                 tags={"Name": physical_name(args.name, "efa")},
             ),
@@ -432,20 +582,24 @@ class Network(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.efa_security_group_id = efa_sg.id
+        return efa_sg.id
 
-        # Workload egress. The EFA group only talks to itself (pulumi-aws drops the default allow-all egress rule
-        # of every group it creates), so anything that carries no other group -- Slurm HyperPod nodes, SageMaker
-        # training jobs -- would reach neither the S3 gateway endpoint, the interface endpoints, NAT, nor FSx
-        # (TCP 988, 1018-1023). This group gives them egress to anywhere, the usual choice for nodes behind NAT
-        # (the egress an EKS cluster security group or a new default group has): the private subnets have no
-        # inbound path from the internet, and a port list would break on every new dependency (pip mirrors, Hugging
-        # Face, container registries, experiment trackers). No ingress: replies are admitted statefully, and
-        # peer traffic comes through the EFA group.
+    def _workload_security_group(self, name: str, args: NetworkArgs, vpc_id: pulumi.Input[str]) -> pulumi.Output[str]:
+        """Workload egress; returns the group's id.
+
+        The EFA group only talks to itself (pulumi-aws drops the default allow-all egress rule of every group it
+        creates), so anything that carries no other group -- Slurm HyperPod nodes, SageMaker training jobs --
+        would reach neither the S3 gateway endpoint, the interface endpoints, NAT, nor FSx (TCP 988, 1018-1023).
+        This group gives them egress to anywhere, the usual choice for nodes behind NAT (the egress an EKS
+        cluster security group or a new default group has): the private subnets have no inbound path from the
+        internet, and a port list would break on every new dependency (pip mirrors, Hugging Face, container
+        registries, experiment trackers). No ingress: replies are admitted statefully, and peer traffic comes
+        through the EFA group."""
+        child = pulumi.ResourceOptions(parent=self)
         workload_sg = aws.ec2.SecurityGroup(
             child_name(name, "workload-sg"),
             aws.ec2.SecurityGroupArgs(
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 description="Training workloads: egress to AWS endpoints, FSx, NAT; no ingress",
                 tags={"Name": physical_name(args.name, "workload")},
             ),
@@ -461,25 +615,9 @@ class Network(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.workload_security_group_id = workload_sg.id
+        return workload_sg.id
 
-        self.register_outputs(
-            {
-                "vpc_id": self.vpc_id,
-                "vpc_cidr": self.vpc_cidr,
-                "private_subnet_ids": self.private_subnet_ids,
-                "public_subnet_ids": self.public_subnet_ids,
-                "private_route_table_ids": self.private_route_table_ids,
-                "nat_gateway_ids": self.nat_gateway_ids,
-                "efa_security_group_id": self.efa_security_group_id,
-                "workload_security_group_id": self.workload_security_group_id,
-                "endpoint_security_group_id": self.endpoint_security_group_id,
-                "s3_endpoint_id": self.s3_endpoint_id,
-                "flow_log_group_name": self.flow_log_group_name,
-            }
-        )
-
-    def _flow_logs(self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc) -> pulumi.Output[str]:
+    def _flow_logs(self, name: str, args: NetworkArgs, vpc_id: pulumi.Input[str]) -> pulumi.Output[str]:
         """VPC flow logs to a CloudWatch log group, delivered through a role only the flow-logs service of
         this account may assume."""
         spec = args.spec
@@ -551,7 +689,7 @@ class Network(pulumi.ComponentResource):
         aws.ec2.FlowLog(
             child_name(name, "flow-log"),
             aws.ec2.FlowLogArgs(
-                vpc_id=vpc.id,
+                vpc_id=vpc_id,
                 traffic_type=spec.flow_logs_traffic_type,
                 log_destination_type="cloud-watch-logs",
                 log_destination=log_group.arn,

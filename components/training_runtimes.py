@@ -11,10 +11,22 @@ tolerate the GPU taint nor request EFA devices. Per GPU node group, trainstack i
 Each pins its pods to the group (node selector and the taint tolerated), requests every accelerator, EFA device
 and the hugepages of a node (EFA groups; without the EFA request NCCL silently falls back to TCP sockets), and
 mounts the team's FSx for Lustre claim at `/fsx` with a per-job checkpoint directory:
-`TRAINSTACK_CHECKPOINT_DIR=/fsx/checkpoints/<TrainJob name>`, stable across restarts. A node failure fails its
-pod; the Job has no retries of its own (a lone restarted rank cannot rejoin the collective), so the JobSet
-restarts every job together, at most `max_restarts` times, and the training script resumes from the newest
-checkpoint in that directory (docs/validate.md, "Training runtimes").
+`TRAINSTACK_CHECKPOINT_DIR=/fsx/checkpoints/<TrainJob name>`, stable across restarts. Pods run as the team's
+`training` service account (EKS Pod Identity: its checkpoint prefix in S3) and load the team's
+`trainstack-checkpoints` ConfigMap; both have the same name in every team namespace, which is what lets a
+cluster-scoped runtime name them.
+
+Restart policy (docs/health.md, "Resume"): a lone restarted rank cannot rejoin the collective, so no Job retries
+a pod (`backoffLimit: 0`); any pod failure fails its Job, and the JobSet's failure rules decide:
+
+| the pod failed with | Job (`podFailurePolicy`) | JobSet (`failurePolicy.rules`) |
+|---|---|---|
+| condition `DisruptionTarget` (drained, evicted, preempted, node lost) | FailJob | restart, not counted |
+| a fatal exit code of the `node` container | FailJob | fail the TrainJob |
+| anything else (exit 1, a signal, CUDA/NCCL errors) | BackoffLimitExceeded | restart, counted (`max_restarts`) |
+
+JobSet 0.10.1 (Trainer 2.1.0's chart dependency) restarts at once, with no backoff; an init container on the
+pods that hold the GPUs waits `restart_backoff_s * 2^(attempt-1)` seconds, capped, before restart `attempt`.
 
 MPI's ssh keys: Trainer 2.1.0 mounts its generated key Secret with the default mode 0644 and OpenSSH refuses a
 private key others can read ("UNPROTECTED PRIVATE KEY FILE", kubeflow/trainer issues 2716 and 3262). The Secret is
@@ -31,8 +43,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
 from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, taint_key, toleration
 from components.naming import child_name
+from components.team_storage import TEAM_SERVICE_ACCOUNT
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import GpuNodeGroupSpec, TrainerRuntimesSpec
 
@@ -51,6 +65,17 @@ SSH_PORT = 22
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"  # on every pod; the JobSet is named after its TrainJob
 LUSTRE_MOUNT = "/fsx"
 CHECKPOINT_ENV = "TRAINSTACK_CHECKPOINT_DIR"
+# JobSet labels every Job and pod with its restart number (jobset v0.10.1 pkg/constants RestartsKey).
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+RESTART_WAIT = "restart-wait"
+
+# Job failure reasons JobSet's rules match (batch/v1 JobReasonPodFailurePolicy, JobReasonBackoffLimitExceeded;
+# jobset v0.10.1 pkg/webhooks validOnJobFailureReasons).
+POD_FAILURE_POLICY = "PodFailurePolicy"
+BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+# The Job controller's message when a FailJob rule on a pod condition fires: "Pod <ns>/<name> has condition
+# DisruptionTarget matching FailJob rule at index <i>" (kubernetes pkg/controller/job/pod_failure_policy.go).
+DISRUPTION_MESSAGE = "has condition DisruptionTarget matching FailJob rule"
 
 
 # ----------------------------------------------------------------------------------------------- pure
@@ -143,20 +168,136 @@ def checkpoint_env(lustre: bool) -> list[dict[str, Any]]:
     return env
 
 
+# The init container's settings, as env so the plan (trainstack/report/health.py) can read them back.
+BACKOFF_ENV = "TRAINSTACK_RESTART_BACKOFF_S"
+BACKOFF_MAX_ENV = "TRAINSTACK_RESTART_BACKOFF_MAX_S"
+ATTEMPT_ENV = "TRAINSTACK_RESTART_ATTEMPT"
+# POSIX sh: no wait on the first run, then BACKOFF, 2*BACKOFF, ... capped at BACKOFF_MAX before each restart.
+RESTART_WAIT_SCRIPT = (
+    f'attempt="${{{ATTEMPT_ENV}:-0}}"; first="${BACKOFF_ENV}"; cap="${BACKOFF_MAX_ENV}"; wait=0; '
+    'if [ "$attempt" -gt 0 ]; then wait="$first"; i=1; '
+    'while [ "$i" -lt "$attempt" ] && [ "$wait" -lt "$cap" ]; do wait=$((wait * 2)); i=$((i + 1)); done; fi; '
+    'if [ "$wait" -gt "$cap" ]; then wait="$cap"; fi; '
+    'echo "trainstack: restart $attempt, waiting ${wait}s before starting"; sleep "$wait"'
+)
+
+
+def restart_wait_seconds(attempt: int, initial_s: int, max_s: int) -> int:
+    """What RESTART_WAIT_SCRIPT sleeps before restart `attempt` (0: the first run)."""
+    return 0 if attempt <= 0 else min(initial_s * 2 ** (attempt - 1), max_s)
+
+
+def restart_wait_init_container(spec: TrainerRuntimesSpec) -> dict[str, Any]:
+    """Waits before a restarted pod starts, by JobSet's restart number (JobSet 0.10.1 itself restarts at once)."""
+    return {
+        "name": RESTART_WAIT,
+        "image": spec.restart_wait_image,
+        "command": ["/bin/sh", "-c", RESTART_WAIT_SCRIPT],
+        "env": [
+            {
+                "name": ATTEMPT_ENV,
+                "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"}},
+            },
+            {"name": BACKOFF_ENV, "value": str(spec.restart_backoff_s)},
+            {"name": BACKOFF_MAX_ENV, "value": str(spec.restart_backoff_max_s)},
+        ],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "32Mi"}},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+
+
+def pod_failure_policy(fatal_exit_codes: Sequence[int]) -> dict[str, Any]:
+    """Which pod failures fail the Job at once, and how JobSet can tell them apart afterwards (by the message).
+
+    Rule order matters (first match wins): a drained pod may also exit non-zero. Without a match the failure is
+    counted, and with backoffLimit 0 the Job fails with BackoffLimitExceeded. The API wants the codes sorted and
+    unique, without 0 (batch/v1 PodFailurePolicyOnExitCodesRequirement)."""
+    rules: list[dict[str, Any]] = [
+        {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    ]
+    if fatal_exit_codes:
+        rules.append(
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": NODE, "operator": "In", "values": sorted(set(fatal_exit_codes))},
+            }
+        )
+    return {"rules": rules}
+
+
+def jobset_failure_policy(spec: TrainerRuntimesSpec) -> dict[str, Any]:
+    """Restart on a lost node without counting it, fail on a fatal exit code, restart (counted) on anything else.
+
+    BlockingRecreate: the old pods are gone before new ones start, so no new rank meets an old one and the new
+    pods find the whole nodes the old ones held free."""
+    return {
+        "maxRestarts": spec.max_restarts,
+        "restartStrategy": "BlockingRecreate",
+        "rules": [
+            {
+                "name": "nodeDisruption",
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": [POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": [DISRUPTION_MESSAGE],
+            },
+            {"name": "fatalExitCode", "action": "FailJobSet", "onJobFailureReasons": [POD_FAILURE_POLICY]},
+            {"name": "crash", "action": "RestartJobSet", "onJobFailureReasons": [BACKOFF_LIMIT_EXCEEDED]},
+        ],
+    }
+
+
+def team_checkpoint_access() -> dict[str, Any]:
+    """The team's `training` service account (Pod Identity: its checkpoint prefix) and checkpoint ConfigMap."""
+    return {
+        "serviceAccountName": TEAM_SERVICE_ACCOUNT,
+        "envFrom": [{"configMapRef": {"name": CHECKPOINT_CONFIG_MAP}}],
+    }
+
+
 def _pod(
-    group: GpuNodeGroupSpec, container: dict[str, Any], lustre_claim: str | None, extra_volumes: list[dict[str, Any]]
+    group: GpuNodeGroupSpec,
+    container: dict[str, Any],
+    lustre_claim: str | None,
+    extra_volumes: list[dict[str, Any]],
+    init_containers: list[dict[str, Any]],
 ) -> dict[str, Any]:
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}, *extra_volumes]
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if lustre_claim:
         volumes.append({"name": "fsx", "persistentVolumeClaim": {"claimName": lustre_claim}})
         mounts.append({"name": "fsx", "mountPath": LUSTRE_MOUNT})
-    container = {**container, "volumeMounts": [*container.get("volumeMounts", []), *mounts]}
-    return {**group_scheduling(group), "restartPolicy": "Never", "containers": [container], "volumes": volumes}
+    access = team_checkpoint_access()
+    container = {
+        **container,
+        "envFrom": access["envFrom"],
+        "volumeMounts": [*container.get("volumeMounts", []), *mounts],
+    }
+    pod = {
+        **group_scheduling(group),
+        "serviceAccountName": access["serviceAccountName"],
+        "restartPolicy": "Never",  # podFailurePolicy requires it; the JobSet, not the kubelet, restarts ranks
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if init_containers:
+        pod["initContainers"] = init_containers
+    return pod
 
 
-def _job(pod: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    job: dict[str, Any] = {"spec": {"backoffLimit": 0, "template": {"spec": pod}}}
+def _job(pod: dict[str, Any], spec: TrainerRuntimesSpec, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "spec": {
+            "backoffLimit": 0,
+            "podFailurePolicy": pod_failure_policy(spec.fatal_exit_codes),
+            "template": {"spec": pod},
+        }
+    }
     if labels:
         job["metadata"] = {"labels": labels}
     return job
@@ -172,10 +313,11 @@ def torch_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustr
         "env": checkpoint_env(lustre_claim is not None),
         "resources": {"requests": resources, "limits": resources},
     }
-    node = {"name": NODE, "template": _job(_pod(group, container, lustre_claim, []), ANCESTOR_LABEL)}
+    pod = _pod(group, container, lustre_claim, [], [restart_wait_init_container(spec)])
+    node = {"name": NODE, "template": _job(pod, spec, ANCESTOR_LABEL)}
     return {
         "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": row.accelerator_count}},
-        "template": {"spec": {"failurePolicy": {"maxRestarts": spec.max_restarts}, "replicatedJobs": [node]}},
+        "template": {"spec": {"failurePolicy": jobset_failure_policy(spec), "replicatedJobs": [node]}},
     }
 
 
@@ -201,20 +343,20 @@ def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre_
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}},
         "volumeMounts": [ssh_home_mount()],
     }
-    worker_pod = _pod(group, worker, lustre_claim, ssh)
-    launcher_pod = _pod(group, launcher, lustre_claim, ssh)
-    for pod in (worker_pod, launcher_pod):
-        pod["initContainers"] = [ssh_key_init_container(spec.mpi_image)]
+    keys = ssh_key_init_container(spec.mpi_image)
+    # The workers hold the GPUs and wait before a restart; the launcher starts only once they are Ready.
+    worker_pod = _pod(group, worker, lustre_claim, ssh, [restart_wait_init_container(spec), keys])
+    launcher_pod = _pod(group, launcher, lustre_claim, ssh, [keys])
     return {
         "mlPolicy": mpi_policy(1, row.accelerator_count),
         "template": {
             "spec": {
                 "network": {"publishNotReadyAddresses": True},
                 "successPolicy": {"operator": "All", "targetReplicatedJobs": [LAUNCHER]},
-                "failurePolicy": {"maxRestarts": spec.max_restarts},
+                "failurePolicy": jobset_failure_policy(spec),
                 "replicatedJobs": launcher_after_workers(
-                    {"name": LAUNCHER, "template": _job(launcher_pod, ANCESTOR_LABEL)},
-                    {"name": NODE, "template": _job(worker_pod)},
+                    {"name": LAUNCHER, "template": _job(launcher_pod, spec, ANCESTOR_LABEL)},
+                    {"name": NODE, "template": _job(worker_pod, spec)},
                 ),
             }
         },

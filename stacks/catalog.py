@@ -97,6 +97,11 @@ class InstanceType(BaseModel):
     on_demand_usd_per_hour: float = Field(gt=0, description=f"On-Demand list price, {PRICE_REGION}.")
     sources: tuple[str, ...] = Field(description="Keys into SOURCES that back this row.")
     verify: str | None = Field(default=None, description="What public sources disagree on, if anything.")
+    price_estimated: bool = Field(
+        default=False,
+        description="The On-Demand rate is an estimate, not a list price read from the pricing page (the type is "
+        "sold mainly or only through Capacity Blocks, or the reference doubts the rate); the plan says so.",
+    )
 
     @model_validator(mode="after")
     def _efa_cards_fit(self) -> InstanceType:
@@ -110,6 +115,8 @@ class InstanceType(BaseModel):
                 f"{self.name}: EFA cards {list(cards)} must be {self.max_efa_interfaces} distinct indices "
                 f"below network_cards {self.network_cards}"
             )
+        if "price" not in self.sources and not self.price_estimated:
+            raise ValueError(f"{self.name}: no list price was read (no 'price' source), so set price_estimated")
         return self
 
     @property
@@ -217,6 +224,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 on_demand_usd_per_hour=60.20,
                 sources=("ec2-p5", "ec2-efa", "price", "ref"),
                 verify="p5e is sold mainly through Capacity Blocks; the On-Demand rate is a list estimate.",
+                price_estimated=True,
             ),
             _row(
                 name="p5en.48xlarge",
@@ -274,6 +282,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 verify="GPU memory, bandwidth and price are marked (verify) in the reference. 17 network cards, "
                 "16 EFA: card 0 takes ENA only (4 ENIs), EFA is on cards 1-16 (AWS engineering quoted in "
                 "aws-parallelcluster #7143; PR #7210 builds ENA primary + efa-only on them).",
+                price_estimated=True,
             ),
             _row(
                 name="p6e-gb200.36xlarge",
@@ -300,6 +309,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 "odd indices), which exceeds MaximumEfaInterfaces 4 unless most of them come up without an EFA "
                 "device. Check with `aws ec2 describe-instance-types` (NetworkCards[].MaximumNetworkInterfaces) "
                 "before deploying.",
+                price_estimated=True,
             ),
             _row(
                 name="trn1.32xlarge",
@@ -350,6 +360,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 sources=("ec2-trn", "ec2-efa", "ref"),
                 verify="EFA count and bandwidth are marked (verify) in the reference; trn2 is sold mainly "
                 "through Capacity Blocks, so the hourly rate is an estimate.",
+                price_estimated=True,
             ),
             _row(
                 name="g5.48xlarge",

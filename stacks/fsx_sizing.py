@@ -1,7 +1,9 @@
-"""Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, supply versus GPU demand.
+"""Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, metadata IOPS, aggregate throughput.
 
-Used by the schema validators (stacks/schema/), the plan report and the storage policy, so it imports no
-Pulumi. Sources (AWS, checked for this module):
+Used by the schema's validators and properties (`FsxSpec.throughput_mb_s`; the demand it is sized against is
+`ClusterConfig.storage_demand_mb_s`) and by the contract checks. It imports nothing of the program's, so the
+schema can import it without a circle; the policy pack gets the throughput facts it needs through
+`make pack-facts` (policies/facts_generated.py). Sources (AWS, checked for this module):
 
 - Capacity at creation: FSx API Reference, CreateFileSystem `StorageCapacity`: "For SCRATCH_2, PERSISTENT_2,
   and PERSISTENT_1 deployment types using SSD storage type, the valid values are 1200 GiB, 2400 GiB, and
@@ -25,12 +27,6 @@ Pulumi. Sources (AWS, checked for this module):
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the schema imports this module for its validators: no import cycle at run time
-    from stacks.schema import ClusterConfig, FsxSpec
 
 # Deployment types by value (stacks.schema.FsxDeploymentType is a StrEnum, so its members compare equal).
 SCRATCH_2 = "SCRATCH_2"
@@ -160,81 +156,15 @@ def metadata_iops_problem(iops: int, capacity_gib: int) -> str | None:
     return None
 
 
-def per_unit_throughput(spec: FsxSpec) -> int:
-    """The throughput (MB/s per TiB) sizing counts on: the provisioned tier, or SCRATCH_2's baseline."""
-    if spec.deployment_type == SCRATCH_2:
-        return SCRATCH_2_BASELINE_MB_S_PER_TIB
-    if spec.throughput_mb_s_per_tib is None:
-        raise ValueError("PERSISTENT_2 needs throughput_mb_s_per_tib")
-    return spec.throughput_mb_s_per_tib
-
-
 def aggregate_throughput_mb_s(capacity_gib: int, per_unit_mb_s_per_tib: int) -> float:
     """Baseline aggregate throughput: capacity in TiB x per-unit throughput (MB/s)."""
     return capacity_gib / GIB_PER_TIB * per_unit_mb_s_per_tib
 
 
-def demand_mb_s(gpus: int, per_gpu_read_mb_s: float) -> float:
-    """What the GPUs read when all train at once: GPUs x per-GPU read rate (MB/s)."""
-    return gpus * per_gpu_read_mb_s
-
-
-@dataclass(frozen=True)
-class StorageSizing:
-    """Storage supply against GPU demand for one stack."""
-
-    deployment_type: str
-    capacity_gib: int
-    per_unit_mb_s_per_tib: int
-    supply_mb_s: float
-    gpus: int
-    per_gpu_read_mb_s: float
-    demand_mb_s: float
-
-    @property
-    def ratio(self) -> float | None:
-        """Supply divided by demand; None when there is no demand (no GPUs)."""
-        return None if self.demand_mb_s == 0 else self.supply_mb_s / self.demand_mb_s
-
-    @property
-    def sufficient(self) -> bool:
-        return self.supply_mb_s >= self.demand_mb_s
-
-    @property
-    def warning(self) -> str | None:
-        """A plain-language warning when the file system cannot feed the GPUs, else None."""
-        if self.sufficient:
-            return None
-        needed_tib = self.demand_mb_s / self.per_unit_mb_s_per_tib
-        return (
-            f"FSx for Lustre delivers {self.supply_mb_s:,.0f} MB/s ({self.capacity_gib} GiB x "
-            f"{self.per_unit_mb_s_per_tib} MB/s/TiB) but {self.gpus} GPUs reading {self.per_gpu_read_mb_s:,.0f} MB/s "
-            f"each need {self.demand_mb_s:,.0f} MB/s (ratio {self.ratio:.2f}): GPUs will wait on storage. Raise "
-            f"storage.fsx.storage_capacity_gib to about {needed_tib * GIB_PER_TIB:,.0f} GiB or a higher "
-            "throughput_mb_s_per_tib tier."
-        )
-
-
-def cluster_gpus(cluster: ClusterConfig) -> int:
-    """Accelerators that read from the file system at once: every GPU node group at its maximum size, plus
-    an enabled HyperPod cluster's groups (its nodes mount the same FSx)."""
-    hyperpod = cluster.sagemaker.hyperpod
-    return sum(group.max_gpus for group in cluster.gpu_node_groups) + (hyperpod.accelerators if hyperpod.enabled else 0)
-
-
-def sizing(cluster: ClusterConfig) -> StorageSizing | None:
-    """The stack's storage supply versus demand; None when the stack has no file system."""
-    fsx = cluster.storage.fsx
-    if not fsx.enabled:
-        return None
-    per_unit = per_unit_throughput(fsx)
-    gpus = cluster_gpus(cluster)
-    return StorageSizing(
-        deployment_type=str(fsx.deployment_type),
-        capacity_gib=fsx.storage_capacity_gib,
-        per_unit_mb_s_per_tib=per_unit,
-        supply_mb_s=aggregate_throughput_mb_s(fsx.storage_capacity_gib, per_unit),
-        gpus=gpus,
-        per_gpu_read_mb_s=fsx.per_gpu_read_mb_s,
-        demand_mb_s=demand_mb_s(gpus, fsx.per_gpu_read_mb_s),
-    )
+def per_unit_throughput(deployment_type: str, provisioned_mb_s_per_tib: int | None) -> int:
+    """The per-unit throughput (MB/s/TiB) sizing counts on: SCRATCH_2's fixed baseline, else the provisioned tier."""
+    if deployment_type == SCRATCH_2:
+        return SCRATCH_2_BASELINE_MB_S_PER_TIB
+    if provisioned_mb_s_per_tib is None:
+        raise ValueError(f"{deployment_type} needs a provisioned throughput_mb_s_per_tib")
+    return provisioned_mb_s_per_tib

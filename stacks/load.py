@@ -391,6 +391,9 @@ PATTERNS: dict[str, str] = {
     r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$": "a SageMaker training plan ARN "
     "such as arn:aws:sagemaker:us-east-1:123456789012:training-plan/NAME",
     r"^cr-[0-9a-f]{8,17}$": "a capacity reservation id such as cr-0a1b2c3d4e5f67890",
+    r"^vpc-[0-9a-f]{8,17}$": "a VPC id such as vpc-0a1b2c3d4e5f67890",
+    r"^subnet-[0-9a-f]{8,17}$": "a subnet id such as subnet-0a1b2c3d4e5f67890",
+    r"^vpce-[0-9a-f]{8,17}$": "a VPC endpoint id such as vpce-0a1b2c3d4e5f67890",
     r"^ml\.[a-z0-9-]+\.[a-z0-9]+$": "a SageMaker instance type such as ml.p5.48xlarge",
     r"^[a-z0-9-]+\.[a-z0-9]+$": "an EC2 instance type such as m7i.xlarge",
     r"^v?\d+\.\d+\.\d+$": "an exact chart version such as v25.3.4 or 0.14.3 (no ranges, no `latest`)",

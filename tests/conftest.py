@@ -9,6 +9,10 @@
   worker, one run per key under a file lock) and each call unpickles a fresh copy, so no test can change what
   another one reads.
 - `run_component(build, ...)`: one component under fresh recording mocks.
+
+Tiers (docs/testing.md): tests that run the whole program are marked `slow` (every test under the whole-program
+directories below, and by hand elsewhere), so `pytest -m "not slow"` (`make test-fast`) runs in seconds. A test
+without the mark that tries to run the whole program fails and says to mark it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from hypothesis import settings
 
 from stacks.load import FULL_KEY, load_file, validate_object
 from stacks.schema import ClusterConfig
+from trainstack import engine
 from trainstack.engine import Recording, run, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # property test fail for being slow.
 settings.register_profile("trainstack", deadline=None)
 settings.load_profile("trainstack")
-STACKS = ("dev", "staging", "prod")
+# The committed stacks, discovered: a new stack file is tested like the others without editing a list, and the
+# tests over them assert what every valid stack must have, never one stack's current size.
+STACKS = tuple(
+    sorted(path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+)
 
 
 def stack_document(name: str) -> dict[str, Any]:
@@ -94,6 +103,8 @@ def _load_or_run(key: str, run_it: Callable[[], Recording]) -> bytes:
 
 def program_recording(cluster: ClusterConfig, stack: str, preview: bool = False) -> Recording:
     """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call."""
+    if _fast_test:
+        _refuse_whole_program()
     identity = json.dumps([cluster.model_dump(mode="json"), stack, preview], sort_keys=True)
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     blob = _blobs.get(key)
@@ -126,3 +137,48 @@ def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
     )
+
+
+# ------------------------------------------------------------------------------------------------ tiers
+
+# Tier 3 (design.md): every test here reads a whole-program recording, or the plan command that makes one.
+WHOLE_PROGRAM_DIRS = ("tests/stack", "tests/policy", "tests/redteam", "tests/report")
+_fast_test: list[bool] = []  # [True] while a test not marked slow runs
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(item.path).resolve().parent.relative_to(ROOT).as_posix().startswith(WHOLE_PROGRAM_DIRS):
+            item.add_marker(pytest.mark.slow)
+
+
+def _refuse_whole_program() -> None:
+    pytest.fail(
+        "this test runs the whole program (seconds of CPU): mark it @pytest.mark.slow, or build only the "
+        "component it tests with run_component (docs/testing.md)",
+        pytrace=False,
+    )
+
+
+class _NoProgram:
+    """Stands in for `runpy` in the engine while a fast test runs: `run_program` calls `run_path`."""
+
+    def run_path(self, *args: Any, **kwargs: Any) -> None:
+        _refuse_whole_program()
+
+
+@pytest.fixture(autouse=True)
+def _whole_program_only_in_slow_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """A fast test that reaches the whole program, directly or through a shared recording, fails: the fast
+    tier stays fast because the rule is checked, not remembered."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    monkeypatch.setattr(engine, "runpy", _NoProgram())
+    _fast_test[:] = [True]
+    try:
+        yield
+    finally:
+        _fast_test.clear()

@@ -1,7 +1,7 @@
 """`python -m trainstack`: the offline plan and the config schema.
 
     python -m trainstack plan [--stack NAME | --config PATH] [--format text|json|markdown] [--output PATH]
-                              [--preview] [--against PATH] [--no-color] [--tree]
+                              [--preview] [--against PATH] [--max-chars N] [--no-color] [--tree]
     python -m trainstack schema [--output PATH]
 
 Exit codes (docs/cli.md): 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an
@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--output", metavar="PATH", type=Path, help="write the report here instead of stdout")
     plan.add_argument("--preview", action="store_true", help="leave computed outputs unknown, as `pulumi preview`")
     plan.add_argument("--against", metavar="PATH", type=Path, help="diff against this stack file (the baseline)")
+    plan.add_argument(
+        "--max-chars",
+        metavar="N",
+        type=int,
+        help="markdown: cut the comment to N characters, sections giving way with a notice (default 65536, "
+        "GitHub's comment limit; 0: no cut)",
+    )
     plan.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR set, not a TTY)")
     tree = plan.add_mutually_exclusive_group()
     tree.add_argument("--tree", action="store_true", help="text format: add the resource tree (off by default)")
@@ -221,6 +228,22 @@ def _umask() -> int:
     return mask
 
 
+def comment_limit(max_chars: int | None, format_: str) -> int:
+    """The Markdown comment's cap: `--max-chars`, else GitHub's comment limit; 0 for none."""
+    from trainstack.report.markdown import GITHUB_COMMENT_LIMIT, MIN_LIMIT
+
+    if max_chars is None:
+        return GITHUB_COMMENT_LIMIT
+    if format_ != "markdown":
+        raise BadInput(f"--max-chars {max_chars}: applies to --format markdown only (this is --format {format_})")
+    if max_chars != 0 and max_chars < MIN_LIMIT:
+        raise BadInput(
+            f"--max-chars {max_chars}: too small to hold the verdict; use 0 (no cut) or at least {MIN_LIMIT:,}"
+            f" (GitHub's limit is {GITHUB_COMMENT_LIMIT:,})"
+        )
+    return max_chars
+
+
 def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
     """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment (a proposed change
     in a file of another name; the plan then reviews it as that environment's stack)."""
@@ -323,6 +346,7 @@ def plan(args: argparse.Namespace) -> int:
     if args.against is not None:
         inputs.append(("--against", args.against))
     output = output_target(args.output, inputs) if args.output is not None else None
+    limit = comment_limit(args.max_chars, args.format)
     cluster = load_file(path)
     baseline_cluster = load_file(args.against, option="--against") if args.against is not None else None
     stack = stack_name_of(args.against if args.against is not None else path, cluster)
@@ -355,7 +379,7 @@ def plan(args: argparse.Namespace) -> int:
     if args.format == "json":
         rendered = json_report.render(report, baseline, diff, before)
     elif args.format == "markdown":
-        rendered = markdown.render(report, diff, before)
+        rendered = markdown.render(report, diff, before, limit=limit)
     else:
         color = not args.no_color and "NO_COLOR" not in os.environ and output is None and _isatty(sys.stdout)
         # The terminal's width (COLUMNS, else the tty's, else 100 for a pipe or a file).

@@ -19,11 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from stacks.catalog import CATALOG, SOURCES, InstanceType
+from stacks.catalog import CATALOG, PRICE_REGION, SOURCES, InstanceType
 from stacks.catalog import PRICE_DATE as GPU_PRICE_DATE
 from trainstack.report.summary import Summary
-
-PRICE_REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -87,23 +85,20 @@ FSX_LUSTRE: MappingProxyType[tuple[str, int | None], Price] = MappingProxyType(
 # estimate says so.
 HYPERPOD_INSTANCES: MappingProxyType[str, Price] = MappingProxyType({})
 HYPERPOD_FALLBACK_SOURCE = "EC2 On-Demand rate of the same type (lower bound for ml.*)"
-# Words in a catalog row's `verify` note that say its price itself is uncertain (not just its network facts).
-_PRICE_DOUBT = ("price", "rate", "estimate")
 
 
 def catalog_price(row: InstanceType, unit: str = "instance-hour", source_prefix: str = "") -> tuple[Price, bool, str]:
     """A catalog row's On-Demand rate as a Price, whether it is an estimate, and the row's verify note.
 
     The row's own sources back the price. A row without the "price" source (no list price was read, e.g.
-    p6e-gb200, sold only as UltraServer Capacity Blocks) has no read date; a row whose `verify` note doubts the
-    price or calls the rate an estimate (p5e, p6-b300, trn2) is an estimate even though it is dated.
+    p6e-gb200, sold only as UltraServer Capacity Blocks) has no read date; whether the rate is an estimate is
+    the row's own `price_estimated` field (the catalog requires it where no list price was read).
     """
     cited = "; ".join(SOURCES[key] for key in row.sources if key in SOURCES)
     source = f"{source_prefix}stacks/catalog.py {row.name}: {cited}"
     dated = "price" in row.sources
-    doubted = row.verify is not None and any(word in row.verify.lower() for word in _PRICE_DOUBT)
     price = Price(row.on_demand_usd_per_hour, unit, source, GPU_PRICE_DATE if dated else "")
-    return price, (not dated) or doubted, row.verify or ""
+    return price, row.price_estimated, row.verify or ""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
                 "launchTemplate.name",
             }
         ),
+        # internal/service/eks/addon.go (terraform-provider-aws 00a35305, read 2026-11-30): both ForceNew.
+        "aws:eks/addon:Addon": frozenset({"addonName", "clusterName"}),
         "aws:ec2/subnet:Subnet": frozenset({"vpcId", "cidrBlock", "availabilityZone", "availabilityZoneId"}),
         "aws:ec2/vpc:Vpc": frozenset({"cidrBlock"}),
         "aws:ec2/placementGroup:PlacementGroup": frozenset({"name", "strategy", "partitionCount", "spreadLevel"}),
@@ -107,9 +109,14 @@ def replaces(type_token: str, path: str) -> bool:
 
 @dataclass(frozen=True)
 class InputChange:
-    path: str  # engine names, dotted; list items by index, e.g. scalingConfig.maxSize
-    old: Any
-    new: Any
+    path: str  # engine names in Pulumi's property path syntax, e.g. scalingConfig.maxSize, tags["kubernetes.io/x"]
+    old: Any  # ABSENT when the key is new
+    new: Any  # ABSENT when the key is gone
+
+    @property
+    def kind(self) -> str:
+        """Pulumi's name for this kind of change (`PropertyDiff.kind`, without the `-replace` suffix)."""
+        return "add" if self.old == _MISSING else "delete" if self.new == _MISSING else "update"
 
 
 @dataclass(frozen=True)
@@ -158,10 +165,6 @@ class PlanDiff:
     usd_per_month_max: Delta
     protected_removals: tuple[str, ...] = ()  # URNs protected in the baseline that the change deletes
     ignored: tuple[ResourceChange, ...] = ()  # config changes `ignoreChanges` keeps `pulumi up` from applying
-
-    @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
 
     @property
     def replaced(self) -> tuple[ResourceChange, ...]:
@@ -214,12 +217,22 @@ class PlanDiff:
         }
 
 
+def property_path(parent: str, key: str) -> str:
+    """`parent` extended by `key` as Pulumi writes property paths (`PropertyPath.String` in
+    sdk/go/common/resource/properties_path.go): `a.b` when the key is only letters, digits and `_`, else
+    `a["kubernetes.io/role"]` with `"` escaped."""
+    if re.fullmatch(r"[A-Za-z0-9_]+", key):
+        return f"{parent}.{key}" if parent else key
+    escaped = key.replace('"', '\\"')
+    return f'{parent}["{escaped}"]'
+
+
 def input_changes(old: Any, new: Any, path: str = "") -> list[InputChange]:
     """Every leaf that differs between two input trees (dicts by key; lists of equal length by index)."""
     if isinstance(old, dict) and isinstance(new, dict):
         found: list[InputChange] = []
         for key in sorted(set(old) | set(new)):
-            child = f"{path}.{key}" if path else str(key)
+            child = property_path(path, str(key))
             found += input_changes(old.get(key, _MISSING), new.get(key, _MISSING), child)
         return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
@@ -230,21 +243,42 @@ def input_changes(old: Any, new: Any, path: str = "") -> list[InputChange]:
     return [] if old == new else [InputChange(path, old, new)]
 
 
-def resource_changes(before: RecordedResource, after: RecordedResource) -> tuple[InputChange, ...]:
+def matched_baseline(before: Recording, after: Recording) -> dict[str, RecordedResource]:
+    """Each resource of `after` (by its URN) and the `before` resource whose state it takes over: the one with the
+    same URN, else the one at one of its aliases, as `pulumi up` matches state (an aliased move is no change)."""
+    old = before.by_urn()
+    matched: dict[str, RecordedResource] = {}
+    for resource in after.resources:
+        found = next((old[u] for u in (resource.urn, *resource.aliases) if u in old), None)
+        if found is not None:
+            matched[resource.urn] = found
+    return matched
+
+
+def resource_changes(
+    before: RecordedResource, after: RecordedResource, moved: Mapping[str, str] | None = None
+) -> tuple[InputChange, ...]:
+    """What changed; `moved` maps a baseline URN to the URN that took it over by an alias (a renamed provider)."""
     changes = input_changes(before.inputs, after.inputs)
     if before.protect != after.protect:
         changes.append(InputChange("(protect)", before.protect, after.protect))
-    if before.provider_urn != after.provider_urn:
+    old_provider = (moved or {}).get(before.provider_urn, before.provider_urn)
+    if old_provider != after.provider_urn:
         changes.append(InputChange("(provider)", before.provider_urn, after.provider_urn))
     return tuple(changes)
 
 
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+# Pulumi's parser (parsePropertyPath) reads `\"` inside a quoted key as `"` and any other backslash as itself.
+_PATH_PART = re.compile(r'\["((?:\\"|[^"])*)"\]|([^.\[\]]+)|\[(\d+)\]')
 
 
 def path_parts(path: str) -> list[str | int]:
-    """`scalingConfig.desiredSize` -> ['scalingConfig', 'desiredSize']; `subnetIds[0]` -> ['subnetIds', 0]."""
-    return [int(index) if index else key for key, index in _PATH_PART.findall(path)]
+    """`scalingConfig.desiredSize` -> ['scalingConfig', 'desiredSize']; `subnetIds[0]` -> ['subnetIds', 0];
+    `tags["kubernetes.io/role"]` -> ['tags', 'kubernetes.io/role'] (Pulumi's property path syntax)."""
+    return [
+        quoted.replace('\\"', '"') if quoted else int(index) if index else key
+        for quoted, key, index in _PATH_PART.findall(path)
+    ]
 
 
 def _lookup(tree: Any, parts: list[str | int]) -> Any:
@@ -272,11 +306,6 @@ def _with_value(tree: Any, parts: list[str | int], value: Any) -> Any:
     return tree
 
 
-def under(path: str, ignored: tuple[str, ...]) -> bool:
-    """True when `path` is one of `ignored` or inside one of them."""
-    return any(path == i or path.startswith((f"{i}.", f"{i}[")) for i in ignored)
-
-
 def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Recording, tuple[ResourceChange, ...]]:
     """`proposed` as `pulumi up` would leave it over `baseline`, and the config changes it would not apply.
 
@@ -284,7 +313,7 @@ def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Reco
     engine does (a new resource takes its inputs as they are). Sizes the cluster autoscaler owns
     (`scalingConfig.desiredSize`) are the usual case: editing them in the stack file changes nothing in AWS.
     """
-    old = baseline.by_urn()
+    old = matched_baseline(baseline, proposed)
     resources: list[RecordedResource] = []
     ignored: list[ResourceChange] = []
     for resource in proposed.resources:
@@ -311,11 +340,12 @@ def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Reco
 def diff_recordings(
     before: Recording, after: Recording
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[ResourceChange, ...]]:
-    """(added, removed, changed) between two recordings, matched by URN, in the recordings' stable order."""
-    old = before.by_urn()
-    new = after.by_urn()
+    """(added, removed, changed) between two recordings, matched by URN or alias (`matched_baseline`), in the
+    recordings' stable order."""
+    old = matched_baseline(before, after)
+    moved = {was.urn: urn for urn, was in old.items()}
     added = tuple((r.urn, r.type) for r in after.resources if r.urn not in old)
-    removed = tuple((r.urn, r.type) for r in before.resources if r.urn not in new)
+    removed = tuple((r.urn, r.type) for r in before.resources if r.urn not in moved)
     changed = tuple(
         ResourceChange(
             r.urn,
@@ -325,7 +355,7 @@ def diff_recordings(
             notes=rollout_notes(r.type, changes, str(r.inputs.get("clusterName", r.name))),
         )
         for r in after.resources
-        if r.urn in old and (changes := resource_changes(old[r.urn], r))
+        if r.urn in old and (changes := resource_changes(old[r.urn], r, moved))
     )
     return added, removed, changed
 

@@ -2,6 +2,8 @@
 
 - docs/config.md, whole: the stack-file reference, from the schema's field descriptions
   (trainstack/config_reference.py).
+- docs/plan-json.md, whole: the fields of `plan --format json`, from plan.schema.json and their descriptions
+  (trainstack/report/json_fields.py).
 - docs/policies.md, between `<!-- generated:policies -->` markers: the environment tie, the rules, the floors
   and the waivers, from the policy pack, its three config files and the committed stacks (trainstack/review.py).
 
@@ -20,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 CONFIG_PAGE = DOCS / "config.md"
 POLICIES_PAGE = DOCS / "policies.md"
+PLAN_JSON_PAGE = DOCS / "plan-json.md"
 POLICIES_BLOCK = "policies"
 
 
@@ -44,13 +47,23 @@ def config_page(_current: str) -> str:
     return render() + "\n"
 
 
+def plan_json_page(_current: str) -> str:
+    from trainstack.report.json_fields import render
+
+    return render()
+
+
 def policies_page(current: str) -> str:
     from trainstack.review import policy_tables
 
     return replace_block(current, POLICIES_BLOCK, policy_tables())
 
 
-PAGES: dict[Path, Callable[[str], str]] = {CONFIG_PAGE: config_page, POLICIES_PAGE: policies_page}
+PAGES: dict[Path, Callable[[str], str]] = {
+    CONFIG_PAGE: config_page,
+    PLAN_JSON_PAGE: plan_json_page,
+    POLICIES_PAGE: policies_page,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

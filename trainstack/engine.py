@@ -9,26 +9,29 @@ its engine-named inputs, dependencies, property dependencies, protect flag and p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import json
 import runpy
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 from google.protobuf.json_format import MessageToDict
+from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from stacks.load import FULL_KEY
 from stacks.schema import ClusterConfig
-from trainstack.mocks import TrainstackMocks
+from trainstack.mocks import ExistingSubnetFacts, TrainstackMocks, existing_subnet_facts
 
 PROJECT = "trainstack"
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +57,7 @@ class RecordedResource:
     id: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     ignore_changes: tuple[str, ...] = ()  # input paths `pulumi up` leaves as they are after creation
+    aliases: tuple[str, ...] = ()  # earlier URNs `pulumi up` matches this resource's state by (`Recorder.alias_urns`)
 
     @property
     def provider_urn(self) -> str:
@@ -135,6 +139,34 @@ class Recorder(MockMonitor):
     def __init__(self, mocks: TrainstackMocks) -> None:
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []
+        self.alias_urns_of: dict[str, tuple[str, ...]] = {}
+
+    def alias_urns(self, request: Any) -> tuple[str, ...]:
+        """The URNs the engine would match this registration's prior state by, computed as the engine does for
+        alias specs (pulumi/pulumi pkg/resource/deploy/source_eval.go; the SDK's own fallback for engines without
+        alias specs, `pulumi.runtime.resource.all_aliases`, is the same rule): each alias's name, type and parent
+        default to the resource's own; and every alias of the parent is inherited, the child's name rewritten
+        when it starts with the parent's name (`<parent>-vpc` under a parent aliased from `old` becomes
+        `old-vpc`) and kept as it is when it does not.
+        """
+        own: list[str] = []
+        for alias in request.aliases:
+            if alias.urn:
+                own.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            own.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        parent_name = request.parent.rsplit("::", 1)[-1]
+        inherited: list[str] = []
+        for parent_alias in self.alias_urns_of.get(request.parent, ()):
+            alias_parent_name = parent_alias.rsplit("::", 1)[-1]
+            for urn in [self.make_urn(request.parent, request.type, request.name), *own]:
+                name, type_ = urn.rsplit("::", 1)[-1], urn.split("::")[2].split("$")[-1]
+                if name.startswith(parent_name):
+                    name = alias_parent_name + name[len(parent_name) :]
+                inherited.append(self.make_urn(parent_alias, type_, name))
+        return tuple(dict.fromkeys(own + inherited))
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine leaves the root Stack out of its children's URNs; the SDK's mock does not.
@@ -147,6 +179,7 @@ class Recorder(MockMonitor):
         if request.type == "pulumi:pulumi:Stack":
             return response
         registration = self.resources.get(response.urn)
+        aliases = self.alias_urns_of[response.urn] = self.alias_urns(request)
         self.recorded.append(
             RecordedResource(
                 type=request.type,
@@ -167,6 +200,7 @@ class Recorder(MockMonitor):
                 id=registration.id if registration and registration.id else "",
                 outputs=MessageToDict(response.object) if response.object else {},
                 ignore_changes=tuple(request.ignoreChanges),
+                aliases=aliases,
             )
         )
         return response
@@ -185,6 +219,23 @@ def pulumi_config(cluster: ClusterConfig) -> dict[str, str]:
     return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
 
 
+@contextlib.contextmanager
+def _no_source_positions() -> Iterator[None]:
+    """Registrations without the caller's stack trace.
+
+    On every registration the SDK walks the Python stack and reads each frame's source line, so that the engine
+    can show where a resource was declared. A recording never keeps it (`RecordedResource` has no such field),
+    and under a deep caller (pytest) the walk was about a quarter of a run's CPU time. Only the mock runs here
+    skip it; `pulumi up` runs `__main__.py` in Pulumi's own language host, which this never touches.
+    """
+    original = pulumi_resource._get_stack_trace
+    pulumi_resource._get_stack_trace = source_pb2.StackTrace  # an empty trace: no source position
+    try:
+        yield
+    finally:
+        pulumi_resource._get_stack_trace = original
+
+
 def run(
     program: Callable[[], Any],
     *,
@@ -192,6 +243,7 @@ def run(
     region: str,
     config: dict[str, str] | None = None,
     preview: bool = False,
+    existing_subnets: Mapping[str, ExistingSubnetFacts] | None = None,
 ) -> Recording:
     """Run `program` under fresh mocks and return what it registered.
 
@@ -200,15 +252,16 @@ def run(
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
-        set_all_config(dict(config or {}), [])
-        recorder = Recorder(TrainstackMocks(region=region, preview=preview))
-        pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
-        root = pulumi_settings.get_root_resource()
-        _sync_await(run_pulumi_func(program))
-        exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
-        outputs = {name: _resolve(value) for name, value in exported.items()}
-        return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
+        with _no_source_positions():
+            pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
+            set_all_config(dict(config or {}), [])
+            recorder = Recorder(TrainstackMocks(region=region, preview=preview, existing_subnets=existing_subnets))
+            pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
+            root = pulumi_settings.get_root_resource()
+            _sync_await(run_pulumi_func(program))
+            exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
+            outputs = {name: _resolve(value) for name, value in exported.items()}
+            return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
@@ -224,4 +277,5 @@ def run_program(cluster: ClusterConfig, *, stack: str, preview: bool = False, pr
         region=cluster.region,
         config=pulumi_config(cluster),
         preview=preview,
+        existing_subnets=existing_subnet_facts(cluster),
     )

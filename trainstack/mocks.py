@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from stacks.catalog import CATALOG
+from stacks.schema import ClusterConfig
 
 ACCOUNT_ID = "123456789012"
 PARTITION = "aws"
@@ -53,12 +56,32 @@ def _service(type_token: str) -> str:
     return package if package != "aws" else module_and_type.split("/")[0]
 
 
+@dataclass(frozen=True)
+class ExistingSubnetFacts:
+    """Where an existing subnet is, as the stack file says (`network.existing_vpc`)."""
+
+    availability_zone: str
+    vpc_id: str
+
+
+def existing_subnet_facts(cluster: ClusterConfig) -> dict[str, ExistingSubnetFacts]:
+    """The stack file's existing subnets by id (empty when trainstack creates the VPC)."""
+    existing = cluster.network.existing_vpc
+    if existing is None:
+        return {}
+    return {sid: ExistingSubnetFacts(az, existing.vpc_id) for az, sid in existing.private_subnet_ids.items()}
+
+
 class TrainstackMocks(pulumi.runtime.Mocks):
     """Deterministic, realistic answers for every resource and data source the program uses."""
 
-    def __init__(self, region: str, preview: bool = False) -> None:
+    def __init__(
+        self, region: str, preview: bool = False, existing_subnets: Mapping[str, ExistingSubnetFacts] | None = None
+    ) -> None:
         self.region = region
         self.preview = preview
+        self.existing_subnets = dict(existing_subnets or {})
+        """Subnets outside the stack that `ec2.getSubnet` answers for: what the stack file says about them."""
 
     # ----------------------------------------------------------------------------------------- resources
 
@@ -193,6 +216,8 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "version": 1,
                 "insecureValue": "ami-" + _digest(name),
             }, []
+        if token == "aws:ec2/getSubnet:getSubnet":
+            return self._subnet(str(a.get("id", ""))), []
         if token == "aws:ec2/getInstanceType:getInstanceType":
             return self._instance_type(str(a.get("instanceType", ""))), []
         if token == "aws:iam/getPolicyDocument:getPolicyDocument":
@@ -203,6 +228,22 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         raise NotImplementedError(
             f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
         )
+
+    def _subnet(self, subnet_id: str) -> dict[str, Any]:
+        """A subnet of an existing VPC as DescribeSubnets would show it: where the stack file puts it, private.
+        An id the stack file does not name fails as AWS fails it."""
+        facts = self.existing_subnets.get(subnet_id)
+        if facts is None:
+            raise ValueError(f"InvalidSubnetID.NotFound: The subnet ID '{subnet_id}' does not exist")
+        return {
+            "id": subnet_id,
+            "availabilityZone": facts.availability_zone,
+            "vpcId": facts.vpc_id,
+            "mapPublicIpOnLaunch": False,
+            "arn": f"arn:{PARTITION}:ec2:{self.region}:{ACCOUNT_ID}:subnet/{subnet_id}",
+            "ownerId": ACCOUNT_ID,
+            "state": "available",
+        }
 
     @staticmethod
     def _instance_type(name: str) -> dict[str, Any]:

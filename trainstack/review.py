@@ -49,7 +49,6 @@ from trainstack.engine import RecordedResource, Recording
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "policies" / "config"
-PACK_NAME = "trainstack"
 PACK_LEVEL = EnforcementLevel.ADVISORY  # policies/__main__.py builds the pack with this default
 LEVELS = tuple(level.value for level in EnforcementLevel)
 

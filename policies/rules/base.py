@@ -23,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from ..facts import Instance, instance
+from ..facts import EFA_PRESENT_LABEL, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
 
 # ----------------------------------------------------------------------------------------- type tokens
 
@@ -288,12 +288,25 @@ def launch_template_of(node_group: PolicyResource) -> PolicyResource | None:
 
 
 def efa_interfaces(launch_template_props: Mapping[str, Any]) -> list[Any]:
-    """The launch template's network interfaces of type `efa` or `efa-only`."""
+    """The launch template's network interfaces of type `efa` or `efa-only`. The one reader of a recorded
+    template's EFA interfaces: the rules and the plan's report both use it."""
     return [
         nic
         for nic in items(get(launch_template_props, "networkInterfaces"))
         if get(nic, "interfaceType") in ("efa", "efa-only")
     ]
+
+
+def lustre_throughput_mb_s(props: Any) -> float:
+    """Baseline throughput of a recorded `aws.fsx.LustreFileSystem` in MB/s: TiB of storage x MB/s per TiB,
+    where SCRATCH_2 has a fixed baseline and PERSISTENT_2 the provisioned perUnitStorageThroughput. The one
+    reader of a file system's throughput: the storage rules and the plan's report both use it."""
+    capacity_tib = float(number(get(props, "storageCapacity")) or 0) / GIB_PER_TIB
+    if get(props, "deploymentType") == "SCRATCH_2":
+        per_tib = float(SCRATCH_2_BASELINE_MB_S_PER_TIB)
+    else:
+        per_tib = float(number(get(props, "perUnitStorageThroughput")) or 0)
+    return capacity_tib * per_tib
 
 
 def instance_types_of(node_group: PolicyResource) -> list[str]:
@@ -343,17 +356,13 @@ def accelerator_capacity(g: Graph) -> list[Capacity]:
     return out
 
 
-# The node label trainstack (and eksctl) put on EFA node groups; the EFA device plugin selects on it.
-EFA_LABEL = "vpc.amazonaws.com/efa.present"
-
-
 def efa_node_groups(g: Graph) -> list[tuple[PolicyResource, PolicyResource]]:
     """Node groups meant for EFA, each with its launch template: the template has EFA interfaces, or the
     group carries the EFA node label (so a template that lost its interfaces is still checked)."""
     out = []
     for group in g.of_type(EKS_NODE_GROUP):
         template = launch_template_of(group)
-        labelled = label(group, EFA_LABEL) == "true"
+        labelled = label(group, EFA_PRESENT_LABEL) == "true"
         if template is not None and (efa_interfaces(template.props) or labelled):
             out.append((group, template))
     return out

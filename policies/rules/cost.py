@@ -7,6 +7,7 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
+from ..facts import REQUIRED_TAGS
 from .base import (
     EKS_CLUSTER,
     FSX_LUSTRE,
@@ -24,8 +25,6 @@ from .base import (
     resource_rule,
     stack_rule,
 )
-
-REQUIRED_TAGS = ["project", "env", "cost-center", "owner"]
 
 # AWS resources trainstack creates that take tags (each has a `tags` argument in pulumi-aws; a test checks
 # this list against the SDK and against what the program registers).
@@ -72,7 +71,7 @@ _TAG_CONFIG = {
         "type": "array",
         "items": {"type": "string"},
         "uniqueItems": True,
-        "default": REQUIRED_TAGS,
+        "default": list(REQUIRED_TAGS),
         "description": "Tag keys every taggable resource carries.",
     },
     "environment": {"type": "string", "description": "The value the `env` tag must have (the stack's environment)."},

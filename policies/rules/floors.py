@@ -14,6 +14,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
 
+from ..facts import ENVIRONMENTS
 from .base import (
     EKS_CLUSTER,
     EKS_NODE_GROUP,
@@ -31,11 +32,11 @@ from .base import (
     instance_types_of,
     items,
     launch_template_of,
+    lustre_throughput_mb_s,
     number,
     stack_rule,
     truthy,
 )
-from .storage import lustre_throughput_mb_s
 
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
@@ -47,7 +48,6 @@ NCCL_WORKLOADS = (
     "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
 )
-ENVIRONMENTS = ("dev", "staging", "prod")
 
 
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
@@ -316,6 +316,16 @@ def system_node_groups(g: Graph) -> list[PolicyResource]:
     return [group for group in g.of_type(EKS_NODE_GROUP) if group.urn not in accelerated]
 
 
+def _subnets_outside_stack(groups: list[PolicyResource]) -> set[str]:
+    """Subnet ids of node groups whose subnets no subnet resource of this stack produced (an existing VPC's)."""
+    return {
+        str(subnet)
+        for group in groups
+        if not Graph.deps(group, "subnetIds", SUBNET)
+        for subnet in items(get(group.props, "subnetIds"))
+    }
+
+
 @stack_rule(
     name="system-nodes-floor",
     description="The cluster's controllers (CoreDNS, Kueue, the training and GPU operators, the CSI "
@@ -348,6 +358,10 @@ def system_nodes_floor(args: StackValidationArgs, report: ReportViolation) -> No
         args.not_applicable("no EKS cluster")
     nodes = sum(int(number(get(group.props, "scalingConfig.minSize")) or 0) for group in groups)
     azs = sorted({_az(s) for group in groups for s in Graph.deps(group, "subnetIds", SUBNET)})
+    # Subnets of an existing VPC carry no AZ in the stack: each counts as one AZ of its own (trainstack's stack
+    # file names one subnet per AZ, and `pulumi up` checks each subnet's AZ against it before using it).
+    outside = sorted(_subnets_outside_stack(groups))
+    azs += [f"{subnet} (outside the stack)" for subnet in outside]
     min_nodes, min_azs = _int(args, "minNodes", 2), _int(args, "minAvailabilityZones", 2)
     names = ", ".join(group.name for group in groups) or "none"
     urn = groups[0].urn if groups else g.of_type(EKS_CLUSTER)[0].urn

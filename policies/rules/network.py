@@ -153,7 +153,7 @@ def vpc_flow_logs(args: StackValidationArgs, report: ReportViolation) -> None:
     g = graph(args)
     vpcs = g.of_type(VPC)
     if not vpcs:
-        args.not_applicable("no VPC in the stack")
+        args.not_applicable("no VPC in the stack (an existing VPC keeps its owner's flow logs)")
     required = args.get_config().get("requiredTrafficType", "ANY")
     for vpc in vpcs:
         logs = g.referrers(vpc, "vpcId", FLOW_LOG)

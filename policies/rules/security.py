@@ -10,6 +10,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from ..facts import DATA_CLASS_TAG, FSX_CSI_DRIVER, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM
 from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
@@ -43,13 +44,6 @@ OBJECT_LOCK = (
     "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2",
 )
 
-# The labels and tags the program sets (components/tenancy.py, components/buckets.py); kept here as data so the
-# pack imports nothing from the program (tests/unit/test_tenancy.py proves the copies equal).
-PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
-TENANT_LABEL = "trainstack.io/tenant"
-TENANT_TEAM = "team"
-DATA_CLASS_TAG = "trainstack:data-class"
-FSX_CSI_DRIVER = "fsx.csi.aws.com"
 LEVELS = ("privileged", "baseline", "restricted")
 _DEFAULT_PRIVILEGED = ["gpu-operator", "trainstack-monitoring", "trainstack-validation"]
 SAGEMAKER_FULL_ACCESS = "AmazonSageMakerFullAccess"

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
-from ..facts import GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB
 from .base import (
     FSX_LUSTRE,
     S3_BUCKETS,
@@ -22,7 +19,7 @@ from .base import (
     graph,
     has,
     items,
-    number,
+    lustre_throughput_mb_s,
     resource_rule,
     stack_rule,
 )
@@ -179,7 +176,21 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> No
     for fs in systems:
         fs_azs = {_az(s) for s in Graph.deps(fs, "subnetIds", SUBNET)}
         if not fs_azs:
-            report(f"{fs.name}: its subnet is not a subnet of this stack; cannot check its AZ.", fs.urn)
+            # A subnet of an existing VPC: its AZ is not in the stack, but a subnet lies in one AZ (VPC User
+            # Guide, "Subnets for your VPC"), so GPU groups in the very same subnet are in the file system's AZ.
+            value = get(fs.props, "subnetIds")  # pulumi-aws 7 types it as one string; older SDKs as a list
+            fs_subnets = {value} if isinstance(value, str) else {str(s) for s in items(value)}
+            elsewhere = sorted(
+                group.name
+                for group, _ in groups
+                if not {str(s) for s in items(get(group.props, "subnetIds"))} <= fs_subnets
+            )
+            if elsewhere:
+                report(
+                    f"{fs.name}: its subnet is not a subnet of this stack and GPU node groups {', '.join(elsewhere)} "
+                    "use other subnets; cannot check that they share its AZ.",
+                    fs.urn,
+                )
             continue
         far = {az: name for az, name in gpu_azs.items() if az not in fs_azs}
         if far:
@@ -188,18 +199,6 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> No
                 f"{', '.join(f'{az} ({name})' for az, name in sorted(far.items()))}.",
                 fs.urn,
             )
-
-
-def lustre_throughput_mb_s(props: Any) -> float:
-    """Baseline throughput of a Lustre file system in MB/s: TiB of storage x MB/s per TiB, where SCRATCH_2
-    has a fixed baseline and PERSISTENT_2 the provisioned perUnitStorageThroughput (stacks/fsx_sizing.py's
-    rule; a test checks the two agree on every shipped stack)."""
-    capacity_tib = float(number(get(props, "storageCapacity")) or 0) / GIB_PER_TIB
-    if get(props, "deploymentType") == "SCRATCH_2":
-        per_tib = float(SCRATCH_2_BASELINE_MB_S_PER_TIB)
-    else:
-        per_tib = float(number(get(props, "perUnitStorageThroughput")) or 0)
-    return capacity_tib * per_tib
 
 
 @stack_rule(

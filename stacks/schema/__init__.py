@@ -60,7 +60,7 @@ from stacks.schema.kubernetes import (
     TrainingOperatorSpec,
     ValidationSpec,
 )
-from stacks.schema.network import NatGateways, NetworkSpec
+from stacks.schema.network import ExistingVpcSpec, NatGateways, NetworkSpec
 from stacks.schema.sagemaker import (
     HYPERPOD_EKS_VERSIONS,
     HYPERPOD_EKS_VERSIONS_DOCUMENTED,
@@ -116,6 +116,7 @@ __all__ = [
     "EksAddonVersions",
     "EksSpec",
     "Environment",
+    "ExistingVpcSpec",
     "FsxDeploymentType",
     "FsxSpec",
     "GpuNodeGroupSpec",

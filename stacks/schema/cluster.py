@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Self
+import re
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from stacks.catalog import CATALOG
+from stacks.catalog import CATALOG, Accelerator
 from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kueue_trainer_problem
 from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
-from stacks.schema.gpu import GpuNodeGroupSpec
+from stacks.schema.gpu import AmiFamily, GpuNodeGroupSpec, effective_ami_family
 from stacks.schema.health import HealthSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
-from stacks.schema.sagemaker import HyperPodOrchestrator, SageMakerSpec, hyperpod_eks_version_problem
+from stacks.schema.sagemaker import (
+    HYPERPOD_EKS_VERSIONS_DOCUMENTED,
+    HYPERPOD_EKS_VERSIONS_UNCONFIRMED,
+    HyperPodGroupRole,
+    HyperPodInstanceGroupSpec,
+    HyperPodOrchestrator,
+    SageMakerSpec,
+    hyperpod_eks_version_problem,
+)
 from stacks.schema.security import SecuritySpec
 from stacks.schema.storage import FsxDeploymentType, StorageSpec
 from stacks.schema.values import Limits, Region, ResourceName, TagKey, TagValue
@@ -28,6 +37,18 @@ SUBNET_RESERVED_ADDRESSES = 5
 # 110 pods per node, which EKS's max-pods calculation recommends for nodes under 30 vCPUs; large GPU nodes
 # run far fewer pods. A planning allowance, not an AWS limit.
 POD_ADDRESSES_PER_NODE = 110
+
+# trainstack's security groups, by role (components/network.py and the EKS cluster's own group).
+SecurityGroupRole = Literal["cluster", "efa", "workload"]
+
+
+# The tags trainstack sets on every resource itself (the AWS provider's default_tags, launch templates' instance,
+# volume and network-interface tags); the `cost-tags` policy requires them (policies/facts_generated.py).
+PROJECT_TAG = "project"
+ENV_TAG = "env"
+COST_CENTER_TAG = "cost-center"
+OWNER_TAG = "owner"
+REQUIRED_TAGS = (PROJECT_TAG, ENV_TAG, COST_CENTER_TAG, OWNER_TAG)
 
 
 class TagsSpec(Spec):
@@ -44,7 +65,7 @@ class TagsSpec(Spec):
 
     @model_validator(mode="after")
     def _no_reserved_keys(self) -> Self:
-        reserved = {"project", "env", "cost-center", "owner"} & set(self.extra)
+        reserved = set(REQUIRED_TAGS) & set(self.extra)
         if reserved:
             raise ValueError(f"tags.extra may not set {sorted(reserved)}: trainstack sets these itself")
         return self
@@ -126,12 +147,11 @@ class ClusterConfig(Spec):
                     f"(eks.version); AL2023 releases look like {self.eks.version}.0-20260915"
                 )
         # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
-        node_group_gpus = sum(g.max_gpus for g in self.gpu_node_groups)
-        hyperpod_gpus = self.sagemaker.hyperpod.accelerators if self.sagemaker.hyperpod.enabled else 0
-        if node_group_gpus + hyperpod_gpus > self.cost.max_gpus:
+        if self.accelerators_at_max > self.cost.max_gpus:
+            node_group_gpus = self.accelerators_at_max - self.hyperpod_accelerators
             problems.append(
-                f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({hyperpod_gpus}) reach "
-                f"{node_group_gpus + hyperpod_gpus} accelerators, over cost.max_gpus {self.cost.max_gpus}"
+                f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({self.hyperpod_accelerators}) reach "
+                f"{self.accelerators_at_max} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
         pairs = [(w.rule, w.resource) for w in self.waivers]
         problems += [
@@ -145,12 +165,21 @@ class ClusterConfig(Spec):
             problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
         if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
             problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
-        if not self.eks.endpoint_public_access and not self.network.interface_endpoints:
+        if not self.eks.endpoint_public_access and self.network.creates_vpc and not self.network.interface_endpoints:
             # Nodes reach a private endpoint inside the VPC either way; this is trainstack's policy for private
             # clusters, not an EKS requirement (interface endpoints are required only without NAT).
             problems.append(
                 "eks.endpoint_public_access is false: set network.interface_endpoints true (trainstack policy: a "
                 "private cluster keeps its AWS API traffic on interface endpoints, off NAT)"
+            )
+        existing = self.network.existing_vpc
+        if existing is not None and existing.s3_endpoint_id is None and self.data_buckets_vpc_only:
+            # The buckets' policy admits requests through the VPC's S3 gateway endpoint only; trainstack creates
+            # none in a VPC it does not own, so it must be named.
+            problems.append(
+                "network.existing_vpc.s3_endpoint_id is missing: the data buckets admit only requests through the "
+                "VPC's S3 gateway endpoint here (security.data_buckets_vpc_only, on outside dev); give its id "
+                "(vpce-...) or set security.data_buckets_vpc_only false"
             )
         validation = self.kubernetes.validation
         if validation and validation.enabled:
@@ -167,6 +196,7 @@ class ClusterConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
+        problems += self._restart_wait_image_problems()
         hyperpod = self.sagemaker.hyperpod
         slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
         if (
@@ -183,10 +213,10 @@ class ClusterConfig(Spec):
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.
-        neuron_groups = [g.name for g in self.gpu_node_groups if CATALOG[g.instance_type].accelerator.value == "neuron"]
-        if neuron_groups and self.kubernetes.neuron_device_plugin is None:
+        if self.neuron_node_groups and self.kubernetes.neuron_device_plugin is None:
             problems.append(
-                f"gpu_node_groups {neuron_groups} are Neuron (Trainium): set kubernetes.neuron_device_plugin "
+                f"gpu_node_groups {[g.name for g in self.neuron_node_groups]} are Neuron (Trainium): set "
+                "kubernetes.neuron_device_plugin "
                 "(remove the null to use the pinned default chart_version)"
             )
         hyperpod = self.sagemaker.hyperpod
@@ -198,14 +228,28 @@ class ClusterConfig(Spec):
                 for i, g in enumerate(hyperpod.instance_groups)
                 if g.instance_type not in offered
             ]
-        on_eks = hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
-        if on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
+        if self.hyperpod_on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
             problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
         problems += self._security_problems()
         problems += self._version_pairings()
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _restart_wait_image_problems(self) -> list[str]:
+        """Every training runtime pod runs the restart-wait init container: an image the team namespaces' registry
+        policy refuses (components/tenancy.py) would stop every TrainJob from starting at all."""
+        operator = self.kubernetes.training_operator
+        image = operator.runtimes.restart_wait_image
+        allowed = self.security.allowed_image_registries
+        private_ecr = re.compile(rf"^\d{{12}}\.dkr\.ecr\.{re.escape(self.region)}\.amazonaws\.com/")
+        if operator.kind != "kubeflow_trainer" or any(image.startswith(p) for p in allowed) or private_ecr.match(image):
+            return []
+        return [
+            f"kubernetes.training_operator.runtimes.restart_wait_image {image} is not from an approved registry "
+            f"(security.allowed_image_registries {allowed}, or the account's private ECR in {self.region}): team "
+            "namespaces would refuse every training runtime pod"
+        ]
 
     def _security_problems(self) -> list[str]:
         """The protections docs/security.md promises outside dev cannot be switched off in the stack file."""
@@ -290,6 +334,84 @@ class ClusterConfig(Spec):
         if validation.node_group is not None:
             return next((g for g in candidates if g.name == validation.node_group), None)
         return next(iter(candidates), None)
+
+    # ------------------------------------------------------------------ facts derived from the config alone
+
+    @property
+    def hyperpod_accelerators(self) -> int:
+        """Accelerators in an enabled HyperPod cluster (its groups have one fixed count each); 0 without one."""
+        return self.sagemaker.hyperpod.accelerators if self.sagemaker.hyperpod.enabled else 0
+
+    @property
+    def accelerators_at_max(self) -> int:
+        """Every accelerator trainstack can start: each GPU node group at its max size, plus an enabled HyperPod
+        cluster's groups (whose nodes mount the same FSx). What `cost.max_gpus` caps and what storage must feed."""
+        return sum(g.max_gpus for g in self.gpu_node_groups) + self.hyperpod_accelerators
+
+    @property
+    def storage_demand_mb_s(self) -> float:
+        """What the accelerators read from FSx when all train at once: accelerators at max x the per-GPU read
+        rate (`storage.fsx.per_gpu_read_mb_s`). Sizing compares it with `storage.fsx.throughput_mb_s`."""
+        return self.accelerators_at_max * self.storage.fsx.per_gpu_read_mb_s
+
+    @property
+    def hyperpod_on_eks(self) -> bool:
+        """Whether an enabled HyperPod cluster joins this EKS cluster (orchestrator eks)."""
+        hyperpod = self.sagemaker.hyperpod
+        return hyperpod.enabled and hyperpod.orchestrator is HyperPodOrchestrator.EKS
+
+    @property
+    def hyperpod_eks_groups(self) -> list[HyperPodInstanceGroupSpec]:
+        """HyperPod compute groups that join this EKS cluster: they get the EFA plugin, GPU Operator operands and
+        Kueue queues like the GPU node groups. Empty without HyperPod on EKS."""
+        return self.sagemaker.hyperpod.groups(HyperPodGroupRole.COMPUTE) if self.hyperpod_on_eks else []
+
+    @property
+    def hyperpod_eks_nvidia(self) -> bool:
+        """Whether NVIDIA HyperPod nodes join this EKS cluster (the GPU Operator then serves them too)."""
+        return any(CATALOG[g.ec2_instance_type].accelerator is Accelerator.NVIDIA for g in self.hyperpod_eks_groups)
+
+    @property
+    def gpu_operator_ami_family(self) -> AmiFamily | None:
+        """The AMI family the one GPU Operator release is configured for (groups whose image differs opt out per
+        node); None when no NVIDIA node exists, so no operator is installed."""
+        return effective_ami_family(
+            (g.ami_family for g in self.gpu_node_groups), hyperpod_nvidia=self.hyperpod_eks_nvidia
+        )
+
+    @property
+    def efa_plugin_hyperpod_instance_types(self) -> list[str]:
+        """HyperPod instance types (ml.*) on this EKS cluster that carry EFA: the EFA plugin must select them."""
+        return [g.instance_type for g in self.hyperpod_eks_groups if CATALOG[g.ec2_instance_type].supports_efa]
+
+    @property
+    def needs_efa_plugin(self) -> bool:
+        """Whether the EFA device plugin is installed: an EFA GPU group, or EFA HyperPod nodes on this cluster."""
+        return any(g.efa_enabled for g in self.gpu_node_groups) or bool(self.efa_plugin_hyperpod_instance_types)
+
+    @property
+    def neuron_node_groups(self) -> list[GpuNodeGroupSpec]:
+        """Trainium (Neuron) GPU node groups: they need the Neuron device plugin."""
+        return [g for g in self.gpu_node_groups if CATALOG[g.instance_type].accelerator is Accelerator.NEURON]
+
+    @property
+    def hyperpod_security_groups(self) -> tuple[SecurityGroupRole, ...]:
+        """Which of trainstack's security groups HyperPod nodes get. EKS-orchestrated nodes are cluster nodes:
+        the cluster security group lets them reach the API endpoint and the control plane reach their kubelets
+        (and gives them egress), as for the GPU node groups. Slurm nodes get their egress (S3, endpoints, NAT,
+        FSx) from the workload group. Both get the EFA group (all traffic to and from itself)."""
+        return ("cluster", "efa") if self.hyperpod_on_eks else ("efa", "workload")
+
+    @property
+    def hyperpod_eks_version_warning(self) -> str | None:
+        """A warning when HyperPod joins an EKS version no public AWS source confirms it supports, else None."""
+        if not self.hyperpod_on_eks or self.eks.version not in HYPERPOD_EKS_VERSIONS_UNCONFIRMED:
+            return None
+        return (
+            f"HyperPod on EKS {self.eks.version}: no public AWS source confirms HyperPod supports this Kubernetes "
+            f"version (documented: {', '.join(HYPERPOD_EKS_VERSIONS_DOCUMENTED)}); check the SageMaker guide "
+            "(EKS support in SageMaker HyperPod, Kubernetes version support) before deploying"
+        )
 
     @property
     def gpu_availability_zone(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Literal, Self
 
@@ -35,6 +36,23 @@ class AmiFamily(StrEnum):
     def bottlerocket(self) -> bool:
         """Bottlerocket takes TOML settings as user data and keeps its data on a second volume."""
         return self.value.startswith("BOTTLEROCKET_")
+
+
+def effective_ami_family(families: Iterable[AmiFamily], *, hyperpod_nvidia: bool = False) -> AmiFamily | None:
+    """The one AMI family the GPU Operator's cluster-wide release is configured for; None without NVIDIA nodes.
+
+    The values depend on the image (Bottlerocket or not), never on the CPU architecture: the operator's images
+    are multi-arch, so x86_64 and Grace (ARM_64) groups share one release. HyperPod NVIDIA nodes run
+    HyperPod's accelerated AMI, which ships the driver and toolkit and no device plugin: they count as AL2023.
+    """
+    nvidia = {f for f in families if f.accelerator is Accelerator.NVIDIA}
+    if hyperpod_nvidia:
+        nvidia.add(AmiFamily.AL2023_NVIDIA)
+    if not nvidia:
+        return None
+    if len(nvidia) == 1:
+        return next(iter(nvidia))
+    return AmiFamily.BOTTLEROCKET_NVIDIA if all(f.bottlerocket for f in nvidia) else AmiFamily.AL2023_NVIDIA
 
 
 def ami_families_for(row: InstanceType) -> list[AmiFamily]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from stacks.schema.base import ROLE_ARN_PATTERN, Spec
 from stacks.schema.values import Limits, PinnedImage, TeamNamespace
@@ -83,6 +83,12 @@ class KueueSpec(Spec):
 NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 
 
+# Exit codes a training script may declare fatal (docs/health.md, "Resume"): 1 and 128+N stay retryable.
+FATAL_EXIT_CODE_MIN = 2
+FATAL_EXIT_CODE_MAX = 127
+DEFAULT_FATAL_EXIT_CODES = (2, 78, 126, 127)
+
+
 class TrainerRuntimesSpec(Spec):
     """trainstack's ClusterTrainingRuntimes (a torch and an MPI one per GPU node group), Kubeflow Trainer only."""
 
@@ -100,9 +106,56 @@ class TrainerRuntimesSpec(Spec):
         default=3,
         ge=0,
         le=20,
-        description="Times a failed job (a node lost, a rank crashed) is restarted as a whole before it fails; "
-        "each restart resumes from the newest checkpoint under TRAINSTACK_CHECKPOINT_DIR.",
+        description="Times a failed job (a rank crashed: CUDA or NCCL error, Xid, OOM kill) is restarted as a "
+        "whole before it fails; each restart resumes from the newest checkpoint under TRAINSTACK_CHECKPOINT_DIR. "
+        "Restarts after a node was drained, evicted or lost (pod condition DisruptionTarget) do not count.",
     )
+    fatal_exit_codes: list[Annotated[int, Field(ge=FATAL_EXIT_CODE_MIN, le=FATAL_EXIT_CODE_MAX)]] = Field(
+        default_factory=lambda: list(DEFAULT_FATAL_EXIT_CODES),
+        max_length=FATAL_EXIT_CODE_MAX - FATAL_EXIT_CODE_MIN + 1,
+        description="Exit codes of the training container that fail the job at once, without a restart: a "
+        "bug or a bad config does not get better by retrying. 2: usage error (argparse, a missing script, a "
+        "shell syntax error); 78: EX_CONFIG (sysexits.h), trainstack's code for 'my config is wrong'; 126 and "
+        "127: command not executable or not found. Only 2-127: 1 is what Python and torchrun exit with on any "
+        "error (an NCCL or CUDA failure included) and 128+N is death by signal N (OOM kill, NCCL watchdog "
+        "abort, SIGBUS on an ECC error, SIGTERM on a drain), all of which a restart on a healthy node may cure.",
+    )
+    restart_backoff_s: int = Field(
+        default=30,
+        ge=0,
+        le=600,
+        description="Wait before the first restart, doubled for each further one (0: no wait). JobSet restarts "
+        "at once; the wait gives the node monitoring agent and auto repair time to take a bad node out before "
+        "the job lands on it again.",
+    )
+    restart_backoff_max_s: int = Field(
+        default=300,
+        ge=0,
+        le=3600,
+        description="Longest wait before a restart; below kueue.wait_for_pods_ready_timeout_s, or Kueue evicts "
+        "a job that restarts before all its pods were first ready.",
+    )
+    restart_wait_image: PinnedImage = Field(
+        default="public.ecr.aws/docker/library/busybox:1.37.0",
+        description="Image of the init container that waits before a restart (a POSIX shell is all it needs).",
+    )
+
+    @field_validator("fatal_exit_codes")
+    @classmethod
+    def _unique_codes(cls, codes: list[int]) -> list[int]:
+        repeated = sorted({code for code in codes if codes.count(code) > 1})
+        if repeated:
+            raise ValueError(f"exit codes must be unique, {repeated} repeated")
+        return codes
+
+    @model_validator(mode="after")
+    def _backoff_bounds(self) -> Self:
+        if self.restart_backoff_max_s < self.restart_backoff_s:
+            raise ValueError(
+                f"restart_backoff_max_s {self.restart_backoff_max_s} is below restart_backoff_s "
+                f"{self.restart_backoff_s}: the longest wait must be at least the first"
+            )
+        return self
 
 
 class TrainingOperatorSpec(Spec):
@@ -187,4 +240,15 @@ class KubernetesSpec(Spec):
         names = [t.name for t in self.teams]
         if len(set(names)) != len(names):
             raise ValueError(f"team names must be unique, got {names}")
+        return self
+
+    @model_validator(mode="after")
+    def _restart_wait_within_kueue_timeout(self) -> Self:
+        runtimes, timeout = self.training_operator.runtimes, self.kueue.wait_for_pods_ready_timeout_s
+        if self.training_operator.kind == "kubeflow_trainer" and runtimes.restart_backoff_max_s >= timeout:
+            raise ValueError(
+                f"training_operator.runtimes.restart_backoff_max_s {runtimes.restart_backoff_max_s} must be below "
+                f"kueue.wait_for_pods_ready_timeout_s {timeout}: a job that restarts before all its pods were "
+                "first ready would be evicted by Kueue while it waits"
+            )
         return self

@@ -197,6 +197,13 @@ class FsxSpec(Spec):
     def persistent(self) -> bool:
         return self.deployment_type is FsxDeploymentType.PERSISTENT_2
 
+    @property
+    def throughput_mb_s(self) -> float:
+        """Baseline aggregate throughput (MB/s) the file system delivers: TiB of storage x the provisioned tier,
+        or SCRATCH_2's fixed baseline. The supply side of sizing; the demand is `ClusterConfig.storage_demand_mb_s`."""
+        per_unit = fsx_sizing.per_unit_throughput(self.deployment_type, self.throughput_mb_s_per_tib)
+        return fsx_sizing.aggregate_throughput_mb_s(self.storage_capacity_gib, per_unit)
+
 
 class BucketsSpec(Spec):
     """S3 buckets for datasets and checkpoints: SSE-KMS with a bucket key, versioning, public access blocked,

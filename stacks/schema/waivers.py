@@ -26,7 +26,7 @@ class WaiverSpec(Spec):
     resource: str = Field(
         min_length=1,
         description="The logical name of the one resource the waiver covers (the last part of its URN, as the "
-        "plan's policy review shows it), e.g. trainstack-prod-gpu-eval-ng.",
+        "plan's policy review shows it), e.g. gpu-eval-ng.",
     )
     reason: str = Field(
         description=f"Why the rule does not apply here, for the reviewer: at least {MIN_REASON_WORDS} words and "

@@ -15,7 +15,11 @@ SPEC = BucketsSpec(noncurrent_version_expiration_days=45, noncurrent_versions_ke
 
 def record(protect: bool = False, region: str = REGION):
     return run_component(
-        lambda: DataBuckets("data", DataBucketsArgs(spec=SPEC, region=region, protect=protect), opts=aws_opts())
+        lambda: DataBuckets(
+            "data",
+            DataBucketsArgs(spec=SPEC, region=region, base_name="trainstack-test", protect=protect),
+            opts=aws_opts(),
+        )
     )
 
 

@@ -97,6 +97,7 @@ def test_the_program_refuses_a_bad_config_with_a_run_error() -> None:
         )
 
 
+@pytest.mark.slow
 def test_the_program_registers_an_explicit_aws_provider_with_default_tags() -> None:
     recording = shared_recording("dev")
     providers = [r for r in recording.resources if r.type == "pulumi:providers:aws"]
@@ -106,6 +107,7 @@ def test_the_program_registers_an_explicit_aws_provider_with_default_tags() -> N
     assert all(r.provider for r in recording.resources if r.custom and r.type.startswith("aws:"))
 
 
+@pytest.mark.slow
 def test_preview_outputs_are_known_where_the_config_decides_them() -> None:
     recording = shared_recording("dev", preview=True)
     assert recording.outputs["environment"] == "dev"
@@ -164,6 +166,7 @@ def test_stable_order_breaks_ties_by_urn() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_recording_cannot_be_changed_through_a_shared_copy() -> None:
     first = shared_recording("dev")
     assert isinstance(first.resources, tuple)

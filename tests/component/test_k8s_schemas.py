@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import STACKS, recording, stack_config
 
+pytestmark = pytest.mark.slow  # every committed stack's whole-program recording
+
 CORE_TYPES = {
     "kubernetes:core/v1:Namespace": ("v1", "Namespace"),
     "kubernetes:core/v1:ResourceQuota": ("v1", "ResourceQuota"),

@@ -131,6 +131,7 @@ def test_a_fifo_as_input_is_refused_without_blocking(
     assert code == EXIT_BAD_INPUT and "not a regular file (a FIFO)" in err
 
 
+@pytest.mark.slow
 def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,6 +165,7 @@ class _Broken(io.StringIO):
         raise self.error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stream", "says"),
     [

@@ -140,6 +140,7 @@ def test_the_cut_that_collided_on_main_now_differs() -> None:
     assert physical_name("trainstack-prod", "p5-train", "lt") == "trainstack-prod-p5-train-lt"  # names that fit stay
 
 
+@pytest.mark.slow
 def test_platform_namespaces_cover_every_namespace_the_program_uses() -> None:
     """The schema's list of the platform's namespaces is the one source; the program may use no other (apart
     from the teams' own)."""

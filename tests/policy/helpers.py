@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from stacks.load import environment_of_stack
 from tests.conftest import edited_config, program_recording, recording
 from trainstack.engine import RecordedResource, Recording
 from trainstack.review import Review, Violation, review
@@ -105,7 +106,7 @@ def shipped(stack: str, preview: bool = False) -> Recording:
 
 
 def _matches(resource: RecordedResource, match: str) -> bool:
-    return resource.name == match or resource.name.endswith(match) or resource.type == match
+    return f"-{resource.name}".endswith(match) or resource.type == match  # match: a whole name or its "-..." tail
 
 
 def mutated(
@@ -158,4 +159,11 @@ def found(result: Review, policy: str) -> list[Violation]:
 
 
 def run(source: Recording, environment: str | None = None) -> Review:
-    return review(source, environment or source.stack)
+    """The review of `source` with the policy config of `environment`, by default the one its stack maps to."""
+    return review(source, environment or _environment(source.stack))
+
+
+def _environment(stack: str) -> str:
+    environment = environment_of_stack(stack)
+    assert environment is not None, f"stack {stack!r} maps to no environment"
+    return environment.value

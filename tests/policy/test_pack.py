@@ -26,32 +26,12 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from policies import facts
 from policies.rules import POLICIES
-from stacks import fsx_sizing
-from stacks.catalog import CATALOG
 from tests.conftest import ROOT, recording
 from tests.policy.helpers import mutated, scenario
 from trainstack.review import load_config, review
 
 PACK = ROOT / "policies"
-
-
-def test_facts_equal_the_catalog() -> None:
-    assert set(facts.INSTANCES) == set(CATALOG)
-    for name, row in CATALOG.items():
-        copy = facts.INSTANCES[name]
-        assert copy.accelerator == row.accelerator.value, name
-        assert copy.accelerators == row.accelerator_count, name
-        assert copy.max_efa_interfaces == row.max_efa_interfaces, name
-        assert copy.efa_cards == row.efa_cards, name
-    assert facts.instance("ml.p5.48xlarge") == facts.INSTANCES["p5.48xlarge"]
-    assert facts.instance("m7i.xlarge") is None
-
-
-def test_lustre_facts_equal_the_sizing() -> None:
-    assert facts.SCRATCH_2_BASELINE_MB_S_PER_TIB == fsx_sizing.SCRATCH_2_BASELINE_MB_S_PER_TIB
-    assert facts.GIB_PER_TIB == fsx_sizing.GIB_PER_TIB
 
 
 def _imports(path: Path) -> Iterator[tuple[str, int]]:

@@ -73,7 +73,7 @@ def test_storage_demand_counts_hyperpod_accelerators(count: int, per_gpu: int) -
     inputs = {r.type: r.inputs for r in source.resources}
     fsx = inputs["aws:fsx/lustreFileSystem:LustreFileSystem"]
     supply = fsx["storageCapacity"] / 1024 * fsx["perUnitStorageThroughput"]
-    node_group = next(r.inputs for r in source.resources if r.name.endswith("-gpu-p5-ng"))
+    node_group = next(r.inputs for r in source.resources if r.name.endswith("gpu-p5-ng"))
     per_node = facts.INSTANCES["p5.48xlarge"].accelerators  # staging: p5.48xlarge and ml.p5.48xlarge
     demand = (node_group["scalingConfig"]["maxSize"] + count) * per_node * per_gpu
     assert _violated("storage-throughput-feeds-gpus", source, {"perGpuReadMbPerS": per_gpu}) == (supply < demand)
@@ -101,7 +101,7 @@ def test_hop_limit_threshold(hops: int, allowed: int) -> None:
         resolve_config({"lt-imds-hop-limit": {"enforcementLevel": "mandatory", "maxHopLimit": allowed}}),
         [BY_NAME["lt-imds-hop-limit"]],
     )
-    assert any(v.name.endswith("-gpu-p5-train-lt") for v in violations) == (hops > allowed)
+    assert any(v.name.endswith("gpu-p5-train-lt") for v in violations) == (hops > allowed)
 
 
 @given(
@@ -183,7 +183,7 @@ def test_toleration_matching_over_every_combination(
 
 
 def test_node_group_taints_use_kubernetes_effects() -> None:
-    group = next(r for r in recording("staging").resources if r.name.endswith("-gpu-p5-ng"))
+    group = next(r for r in recording("staging").resources if r.name.endswith("gpu-p5-ng"))
 
     class _Group:
         props = group.inputs

@@ -352,7 +352,7 @@ na("efa-single-subnet", dev)
 
 
 def _two_subnets(source: Recording) -> Recording:
-    other = next(r.urn for r in source.resources if r.name.endswith("-network-private-us-east-1b"))
+    other = next(r.urn for r in source.resources if r.name.endswith("network-private-us-east-1b"))
 
     def deps(d: dict[str, tuple[str, ...]]) -> None:
         d["subnetIds"] = (*d["subnetIds"], other)
@@ -361,7 +361,7 @@ def _two_subnets(source: Recording) -> Recording:
 
 
 ok("efa-sg-self-all", staging)
-bad("efa-sg-self-all", lambda: without(staging(), lambda r: r.name.endswith("-network-efa-self-egress")))
+bad("efa-sg-self-all", lambda: without(staging(), lambda r: r.name.endswith("network-efa-self-egress")))
 bad("efa-sg-self-all", lambda: mutated(staging(), "-network-efa-self-ingress", set_path("ipProtocol", "tcp")))
 na("efa-sg-self-all", dev)
 
@@ -429,7 +429,7 @@ bad(
         lambda i: i["labels"].pop("nvidia.com/gpu.deploy.device-plugin"),
     ),
 )
-na("gpu-operator-values", lambda: without(staging(), lambda r: r.name.endswith("-gpu-operator-release")))
+na("gpu-operator-values", lambda: without(staging(), lambda r: r.name.endswith("gpu-operator-release")))
 
 ok("efa-plugin-tolerates-gpu-taint", staging)
 bad("efa-plugin-tolerates-gpu-taint", lambda: mutated(staging(), "-efa-plugin-release", drop("values.tolerations")))
@@ -544,7 +544,7 @@ na("hyperpod-node-recovery", prod)
 
 ok("hyperpod-vpc-efa-sg", staging)
 bad("hyperpod-vpc-efa-sg", lambda: mutated(staging(), HYPERPOD, drop("vpcConfig")))
-bad("hyperpod-vpc-efa-sg", lambda: without(staging(), lambda r: r.name.endswith("-network-efa-self-egress")))
+bad("hyperpod-vpc-efa-sg", lambda: without(staging(), lambda r: r.name.endswith("network-efa-self-egress")))
 na("hyperpod-vpc-efa-sg", prod)
 
 # ------------------------------------------------------------------------------------------- security
@@ -592,7 +592,7 @@ bad(
 na("k8s-namespace-pod-security", lambda: without(prod(), of_type(NAMESPACE)))
 
 ok("k8s-team-network-isolation", prod)
-bad("k8s-team-network-isolation", lambda: without(prod(), lambda r: r.name.endswith("-research-np-default-deny")))
+bad("k8s-team-network-isolation", lambda: without(prod(), lambda r: r.name.endswith("research-np-default-deny")))
 bad(
     "k8s-team-network-isolation",
     lambda: mutated(
@@ -740,7 +740,7 @@ P5_TRAIN_NG, P5_TRAIN_LT = "-gpu-p5-train-ng", "-gpu-p5-train-lt"
 
 
 def dev_without_gpus() -> Recording:
-    return without(dev(), lambda r: r.name.endswith("-gpu-g5-ng"))
+    return without(dev(), lambda r: r.name.endswith("gpu-g5-ng"))
 
 
 for floor in (

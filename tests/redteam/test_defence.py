@@ -117,7 +117,7 @@ def test_every_format_shows_the_waivers() -> None:
     (waived,) = result.waived
     assert waived.violation.policy == "nat-per-az" and waived.reason.startswith("Staging runs one NAT gateway")
     report = build_report(cluster, recording("staging"), result)
-    assert "waived    nat-per-az on trainstack-staging-network-private-us-east-1b" in text.render(
+    assert "waived    nat-per-az on network-private-us-east-1b" in text.render(
         report, text.Style(color=False), tree=False
     )
     assert "| waived (advisory) | nat-per-az |" in markdown.render(report)

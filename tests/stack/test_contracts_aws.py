@@ -64,7 +64,7 @@ def test_every_catalog_type_in_prods_gpu_group_passes(instance_type: str) -> Non
     if CATALOG[instance_type].accelerator is Accelerator.NEURON:
         # The one known gap (tests/unit/test_contract_facts.py): the Neuron chart's values at its pin have no
         # recorded facts, so its release is refused until they exist. Nothing else may be.
-        assert [(v.name, v.path) for v in found] == [("trainstack-prod-neuron-plugin-release", "version")]
+        assert [(v.name, v.path) for v in found] == [("neuron-plugin-release", "version")]
         return
     assert found == ()
 
@@ -79,11 +79,11 @@ def one(violations: list[ContractViolation], rule_part: str) -> ContractViolatio
 
 
 def gpu_template(rec: Recording) -> str:
-    return next(r.name for r in rec.by_type(LT) if "-gpu-" in r.name)
+    return next(r.name for r in rec.by_type(LT) if r.name.startswith("gpu-"))
 
 
 def gpu_group(rec: Recording) -> str:
-    return next(r.name for r in rec.by_type(NG) if "-gpu-" in r.name)
+    return next(r.name for r in rec.by_type(NG) if r.name.startswith("gpu-"))
 
 
 def test_botocore_enum_refuses_an_unknown_imds_token_setting() -> None:
@@ -194,7 +194,7 @@ def test_capacity_block_built_as_the_component_builds_it_passes() -> None:
 
     rec = program_recording(edited_config("prod", edit), "prod")
     assert contracts.check(rec) == ()
-    template = next(r for r in rec.by_type(LT) if "-gpu-" in r.name).inputs
+    template = next(r for r in rec.by_type(LT) if r.name.startswith("gpu-")).inputs
     assert template["instanceType"] == "p5.48xlarge" and "instanceTypes" not in rec.by_type(NG)[-1].inputs
 
 
@@ -238,7 +238,7 @@ def test_unprotected_bucket_without_force_destroy_is_refused_and_prod_keeps_its_
     assert buckets and all(b.inputs["forceDestroy"] is True and not b.protect for b in buckets)
     bad = mutated(dev, "-data-datasets", lambda i: i.update(forceDestroy=False))
     assert one(found(aws_rules.destroyable_buckets, bad), "must set force_destroy").path == "forceDestroy"
-    prod = [b for b in recording("prod").by_type("aws:s3/bucket:Bucket") if "-data-" in b.name]
+    prod = [b for b in recording("prod").by_type("aws:s3/bucket:Bucket") if b.name.startswith("data-")]
     assert prod and all(b.protect and b.inputs["forceDestroy"] is False for b in prod)
 
 

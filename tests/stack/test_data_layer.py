@@ -42,7 +42,7 @@ def test_fsx_security_group_admits_the_cluster(stack_name: str) -> None:
     rec = recording(stack_name)
     cluster = rec.one("aws:eks/cluster:Cluster")
     cluster_sg = cluster.outputs["vpcConfig"]["clusterSecurityGroupId"]
-    lustre_sg = next(r.id for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("-lustre-sg"))
+    lustre_sg = next(r.id for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("lustre-sg"))
     rules = [
         r.inputs
         for r in rec.by_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
@@ -55,7 +55,7 @@ def test_fsx_security_group_admits_the_workload_group(stack_name: str) -> None:
     # SageMaker training jobs and Slurm HyperPod nodes mount FSx through the workload group.
     rec = recording(stack_name)
     workload_sg = rec.outputs["workload_security_group_id"]
-    lustre_sg = next(r.id for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("-lustre-sg"))
+    lustre_sg = next(r.id for r in rec.by_type("aws:ec2/securityGroup:SecurityGroup") if r.name.endswith("lustre-sg"))
     for kind in ("Ingress", "Egress"):
         rules = [
             r.inputs

@@ -18,11 +18,13 @@ from trainstack.cli import EXIT_OK, EXIT_POLICY, main
 from trainstack.diff import (
     EKS_UPGRADE,
     PROTECTED_DELETE,
+    PROTECTED_REPLACE,
     Delta,
     InputChange,
     PlanDiff,
     ResourceChange,
     apply_ignore_changes,
+    diff_recordings,
     diff_violations,
     path_parts,
 )
@@ -112,18 +114,42 @@ def test_a_max_size_edit_is_a_change_and_is_priced(tmp_path: Path, capsys: pytes
     assert diff["usdPerHourMax"]["change"] > 0
 
 
-def test_removing_protected_data_refuses_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Logical names carry the base name today, so renaming it moves every protected data resource to a new
-    URN: `pulumi up` would try to delete the old ones, and the plan refuses with the protected URNs listed."""
+def test_renaming_the_stack_moves_no_urn_and_replaces_what_pulumi_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Logical names are fixed, so a new `name` deletes and creates nothing; physical names follow it, so resources
+    whose name is a create-only input are replaced, and the protected EKS cluster among them refuses the plan."""
 
     def edit(c: dict[str, Any]) -> None:
-        c["name"] = "trainstack-prod-b"
+        c["name"] = f"{c['name']}-b"
 
     code, document = plan_json(capsys, proposed(tmp_path, "prod", edit), "prod")
+    diff = document["trainstack"]["diff"]
     mandatory = {v["policy"] for v in document["trainstack"]["policy"]["violations"] if v["level"] == "mandatory"}
     assert code == EXIT_POLICY
-    assert PROTECTED_DELETE in mandatory
-    assert document["trainstack"]["diff"]["protectedDeletions"]
+    assert diff["added"] == [] and diff["removed"] == [] and diff["protectedDeletions"] == []
+    assert PROTECTED_REPLACE in mandatory and PROTECTED_DELETE not in mandatory
+    replaced = {c["type"]: c["replaceReasons"] for c in diff["changed"] if c["op"] == "replace"}
+    assert replaced["aws:eks/cluster:Cluster"] == ["name"] and replaced["aws:eks/addon:Addon"] == ["clusterName"]
+    assert diff["protectedReplacements"] == [
+        c["urn"] for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster"
+    ]
+    # The rest of what carries the base name is an in-place update (tags, descriptions, policies).
+    assert any(c["op"] == "update" and c["type"] == "aws:ec2/vpc:Vpc" for c in diff["changed"])
+
+
+def test_an_aliased_move_is_no_change() -> None:
+    """Matched by alias as `pulumi up` matches state: a resource (and its provider) renamed with an alias to the old
+    URN is neither deleted nor created."""
+    old_provider, new_provider = "urn:p::old-aws", "urn:p::aws"
+    was = replace(resource("urn:x::old-ng", {"a": 1}), provider=f"{old_provider}::id")
+    old = Recording("s", False, (replace(resource(old_provider, {}), type="pulumi:providers:aws"), was), {})
+    now = replace(resource("urn:x::ng", {"a": 1}), provider=f"{new_provider}::id", aliases=("urn:x::old-ng",))
+    provider = replace(resource(new_provider, {}), type="pulumi:providers:aws", aliases=(old_provider,))
+    assert diff_recordings(old, Recording("s", False, (provider, now), {})) == ((), (), ())
+    unaliased = replace(now, aliases=())
+    added, removed, _ = diff_recordings(old, Recording("s", False, (provider, unaliased), {}))
+    assert added == (("urn:x::ng", now.type),) and removed == (("urn:x::old-ng", now.type),)
 
 
 def eks_diff(old: str, new: str) -> PlanDiff:

@@ -32,12 +32,12 @@ def swapped(instance_type: str) -> Recording:
 
 
 def gpu_launch_template(rec: Recording) -> dict[str, Any]:
-    (template,) = [r for r in rec.by_type(LT) if "-gpu-" in r.name]
+    (template,) = [r for r in rec.by_type(LT) if r.name.startswith("gpu-")]
     return template.inputs
 
 
 def gpu_node_group(rec: Recording) -> dict[str, Any]:
-    (node_group,) = [r for r in rec.by_type(NG) if "-gpu-" in r.name]
+    (node_group,) = [r for r in rec.by_type(NG) if r.name.startswith("gpu-")]
     return node_group.inputs
 
 

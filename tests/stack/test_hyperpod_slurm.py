@@ -60,7 +60,7 @@ def test_slurm_cluster_on_the_shared_network_with_the_data_key() -> None:
         recording.outputs["efa_security_group_id"],
         recording.outputs["workload_security_group_id"],
     ]
-    [data_key] = [k.outputs["arn"] for k in recording.by_type("aws:kms/key:Key") if k.name.endswith("-data-key")]
+    [data_key] = [k.outputs["arn"] for k in recording.by_type("aws:kms/key:Key") if k.name.endswith("data-key")]
     for group in cluster.inputs["instanceGroups"]:
         assert group["instanceStorageConfigs"][0]["ebsVolumeConfig"]["volumeKmsKeyId"] == data_key
     policy = json.loads(

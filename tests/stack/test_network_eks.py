@@ -24,16 +24,16 @@ def test_cluster_protection_follows_the_environment(stack_name: str):
     rec = recording(stack_name)
     protect = stack_config(stack_name).protect_data
     assert rec.one("aws:eks/cluster:Cluster").protect is protect
-    keys = [k for k in rec.by_type("aws:kms/key:Key") if "-eks-" in k.name]
-    assert sorted(k.name.rsplit("-eks-", 1)[1] for k in keys) == ["node-volume-key", "secrets-key"]
+    keys = [k for k in rec.by_type("aws:kms/key:Key") if k.name.startswith("eks-")]
+    assert sorted(k.name.removeprefix("eks-") for k in keys) == ["node-volume-key", "secrets-key"]
     assert all(k.protect is protect for k in keys)
 
 
 def test_every_node_volume_uses_the_one_node_volume_key(stack_name: str):
     rec = recording(stack_name)
-    (key,) = [k for k in rec.by_type("aws:kms/key:Key") if k.name.endswith("-eks-node-volume-key")]
+    (key,) = [k for k in rec.by_type("aws:kms/key:Key") if k.name.endswith("eks-node-volume-key")]
     templates = rec.by_type("aws:ec2/launchTemplate:LaunchTemplate")
-    assert any("-gpu-" in t.name for t in templates) and any(t.name.endswith("-system-lt") for t in templates)
+    assert any(t.name.startswith("gpu-") for t in templates) and any(t.name.endswith("system-lt") for t in templates)
     volumes = [m["ebs"] for t in templates for m in t.inputs["blockDeviceMappings"]]
     assert volumes and all(v["encrypted"] == "true" and v["kmsKeyId"] == key.outputs["arn"] for v in volumes)
 
@@ -61,7 +61,7 @@ def test_aws_resources_all_use_the_stack_provider(stack_name: str):
     mine = [
         r
         for r in rec.resources
-        if r.custom and r.type.startswith("aws:") and ("-network-" in r.name or "-eks-" in r.name)
+        if r.custom and r.type.startswith("aws:") and (r.name.startswith("network-") or r.name.startswith("eks-"))
     ]
     assert mine and all(r.provider_urn in providers for r in mine)
 
@@ -70,7 +70,7 @@ def test_gpu_node_groups_wait_for_the_node_role_policies_and_the_node_add_ons():
     # A GPU node group that starts before its role has AmazonEKSWorkerNodePolicy / ECR pull cannot join;
     # one that starts before vpc-cni, kube-proxy and the Pod Identity agent never becomes Ready.
     rec = recording("prod")
-    node_role = next(r for r in rec.by_type("aws:iam/role:Role") if r.name.endswith("-node-role"))
+    node_role = next(r for r in rec.by_type("aws:iam/role:Role") if r.name.endswith("node-role"))
     attachments = [
         a
         for a in rec.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -78,7 +78,7 @@ def test_gpu_node_groups_wait_for_the_node_role_policies_and_the_node_add_ons():
     ]
     assert sorted(a.inputs["policyArn"].rsplit("/", 1)[1] for a in attachments) == sorted(NODE_POLICIES)
     addons = {a.inputs["addonName"]: a.urn for a in rec.by_type("aws:eks/addon:Addon")}
-    gpu_groups = [g for g in rec.by_type("aws:eks/nodeGroup:NodeGroup") if "-gpu-" in g.name]
+    gpu_groups = [g for g in rec.by_type("aws:eks/nodeGroup:NodeGroup") if g.name.startswith("gpu-")]
     assert gpu_groups
     for group in gpu_groups:
         waits = set(group.dependencies)

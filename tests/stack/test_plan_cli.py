@@ -309,10 +309,10 @@ def test_a_protected_replacement_is_flagged_in_every_format(tmp_path: Path, caps
     assert document["trainstack"]["diff"]["protectedReplacements"] == [fs_urn]
     assert {s["op"] for s in document["steps"] if s["urn"] != fs_urn} <= {"create", "same", "update"}
     code, out, _ = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--no-tree", "--no-color")
-    assert "REPLACES PROTECTED trainstack-prod-lustre-fs (efaEnabled" in out and "1 to replace" in out
+    assert "REPLACES PROTECTED lustre-fs (efaEnabled" in out and "1 to replace" in out
     assert "provider's own diff is not run" in out
     code, out, _ = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--format", "markdown")
-    assert "[!CAUTION]" in out and "Replaces protected `trainstack-prod-lustre-fs`" in out
+    assert "[!CAUTION]" in out and "Replaces protected `lustre-fs`" in out
 
 
 @pytest.mark.parametrize("where", ["missing-dir", "is-a-directory"])

@@ -87,3 +87,11 @@ def test_every_row_has_an_eks_ami_for_its_accelerator_and_cpu() -> None:
         assert families, row.name
         assert all(f.accelerator is row.accelerator and f.architecture == row.architecture for f in families)
         assert not families[0].bottlerocket  # AL2023 is the default
+
+
+def test_a_price_nobody_read_is_marked_estimated() -> None:
+    row = CATALOG["p6e-gb200.36xlarge"]
+    assert "price" not in row.sources and row.price_estimated
+    unread = row.model_dump() | {"price_estimated": False}
+    with pytest.raises(ValueError, match="price_estimated"):
+        type(row).model_validate(unread)

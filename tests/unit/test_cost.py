@@ -66,6 +66,7 @@ def summary(**changes: object) -> Summary:
         eks_clusters=(),
         addons=(),
         hyperpod=(),
+        accelerators_max=0,
         gpu_budget=64,
         per_gpu_read_mb_s=200.0,
     )
@@ -208,3 +209,48 @@ def test_every_catalog_row_without_a_price_source_or_with_a_doubted_price_is_an_
         _, estimated, _ = cost.catalog_price(row)
         doubted = row.verify is not None and any(w in row.verify.lower() for w in ("price", "rate", "estimate"))
         assert estimated == ("price" not in row.sources or doubted), row.name
+
+
+def test_max_size_totals_include_the_control_plane_and_every_fixed_item() -> None:
+    """At max size the total is every item's max (the GPU headroom plus everything that does not scale)."""
+    estimate = cost.estimate(
+        summary(
+            node_groups=(group(root_gib=0),),
+            eks_clusters=(("c", "1.33", "STANDARD"),),
+            nat_gateways=2,
+        ),
+        730,
+    )
+    gpu = 4 * CATALOG["p5.48xlarge"].on_demand_usd_per_hour
+    assert estimate.usd_per_hour_max == pytest.approx(gpu + 0.10 + 2 * 0.045)
+    assert estimate.usd_per_month_max == pytest.approx((gpu + 0.10 + 2 * 0.045) * 730)
+    eks = next(i for i in estimate.items if i.category == "eks")
+    assert (eks.quantity_max, eks.usd_per_hour_max) == (1, pytest.approx(0.10))
+    assert estimate.to_dict()["usdPerHourMax"] == pytest.approx(round(gpu + 0.10 + 2 * 0.045, 4))
+    assert estimate.gpu_share_max == pytest.approx(gpu / (gpu + 0.10 + 2 * 0.045))
+
+
+def test_what_is_not_estimated_is_said_in_the_notes() -> None:
+    estimate = cost.estimate(summary(nat_gateways=1, bucket_count=3), 730)
+    notes = " ".join(estimate.notes)
+    assert "NAT data processing ($0.045/GB) is not estimated" in notes
+    assert "S3 (3 buckets)" in notes and "not estimated" in notes
+    assert "CloudWatch logs and metrics" in notes
+    nat = next(i for i in estimate.items if i.category == "nat")
+    assert "not estimated" in nat.note
+    quiet = " ".join(cost.estimate(summary(), 730).notes)
+    assert "NAT data" not in quiet and "S3 (" not in quiet  # said only where there is such a thing
+
+
+def test_capacity_block_groups_say_they_are_paid_up_front() -> None:
+    estimate = cost.estimate(summary(node_groups=(group(capacity="capacity-block cr-0abc12345"),)), 730)
+    (note,) = [i.note for i in estimate.items if i.category == "gpu"]
+    assert note.startswith("Capacity Block: paid up front")
+    plain = cost.estimate(summary(node_groups=(group(capacity="on-demand"),)), 730)
+    assert [i.note for i in plain.items if i.category == "gpu"] == [CATALOG["p5.48xlarge"].verify or ""]
+
+
+def test_fsx_extras_are_said_to_be_not_estimated_only_with_a_file_system() -> None:
+    fsx = (FileSystemSummary("fs", "urn:x", "PERSISTENT_2", 4800, 250, False, 1171.9, 1600),)
+    assert any("FSx backups" in n for n in cost.estimate(summary(file_systems=fsx), 730).notes)
+    assert not any("FSx backups" in n for n in cost.estimate(summary(), 730).notes)

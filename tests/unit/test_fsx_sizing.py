@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stacks import fsx_sizing as fs
-from tests.conftest import stack_config
+from stacks.catalog import CATALOG
+from tests.conftest import STACKS, stack_config
 
 
 @given(st.integers(min_value=1, max_value=400))
@@ -56,29 +57,32 @@ def test_aggregate_throughput_is_linear_in_capacity(k: int, tier: int) -> None:
     assert fs.aggregate_throughput_mb_s(2400 * k, tier) == pytest.approx(2400 * k / 1024 * tier)
 
 
-def test_prod_storage_feeds_its_gpus() -> None:
-    sizing = fs.sizing(stack_config("prod"))
-    assert sizing is not None
-    assert sizing.gpus == 128 and sizing.demand_mb_s == 128 * 200
-    assert sizing.supply_mb_s == pytest.approx(124800 / 1024 * 250)
-    assert sizing.ratio is not None and sizing.ratio > 1 and sizing.warning is None
+@pytest.mark.parametrize("name", STACKS)
+def test_supply_is_capacity_times_the_per_unit_throughput(name: str) -> None:
+    fsx = stack_config(name).storage.fsx
+    per_unit = 200 if fsx.deployment_type == "SCRATCH_2" else fsx.throughput_mb_s_per_tib
+    assert fsx.throughput_mb_s == pytest.approx(fsx.storage_capacity_gib / 1024 * per_unit)
 
 
-def test_scratch_uses_the_200_baseline() -> None:
-    sizing = fs.sizing(stack_config("dev"))
-    assert sizing is not None and sizing.per_unit_mb_s_per_tib == 200
-    assert sizing.supply_mb_s == pytest.approx(1200 / 1024 * 200)
+@pytest.mark.parametrize("name", STACKS)
+def test_demand_counts_every_accelerator_at_max(name: str) -> None:
+    """GPU node groups at max size and an enabled HyperPod cluster's groups (same file system) read at once."""
+    cluster = stack_config(name)
+    hyperpod = cluster.sagemaker.hyperpod
+    expected = sum(g.max_size * CATALOG[g.instance_type].accelerator_count for g in cluster.gpu_node_groups) + (
+        sum(g.instance_count * CATALOG[g.ec2_instance_type].accelerator_count for g in hyperpod.instance_groups)
+        if hyperpod.enabled
+        else 0
+    )
+    assert cluster.accelerators_at_max == expected
+    assert cluster.storage_demand_mb_s == expected * cluster.storage.fsx.per_gpu_read_mb_s
 
 
-def test_warning_when_supply_is_below_demand() -> None:
-    starved = fs.StorageSizing("PERSISTENT_2", 4800, 125, fs.aggregate_throughput_mb_s(4800, 125), 128, 200.0, 25600.0)
-    assert not starved.sufficient and starved.ratio == pytest.approx(585.9375 / 25600)
-    assert starved.warning is not None and "storage_capacity_gib" in starved.warning and "128 GPUs" in starved.warning
-
-
-def test_no_demand_has_no_ratio() -> None:
-    idle = fs.StorageSizing("SCRATCH_2", 1200, 200, 234.375, 0, 200.0, 0.0)
-    assert idle.ratio is None and idle.warning is None
+def test_per_unit_throughput_needs_a_tier_outside_scratch() -> None:
+    assert fs.per_unit_throughput("SCRATCH_2", None) == 200
+    assert fs.per_unit_throughput("PERSISTENT_2", 500) == 500
+    with pytest.raises(ValueError, match="throughput_mb_s_per_tib"):
+        fs.per_unit_throughput("PERSISTENT_2", None)
 
 
 @pytest.mark.parametrize(
@@ -116,3 +120,66 @@ def test_user_provisioned_metadata_iops_is_never_below_automatic(k: int) -> None
 def test_prod_size_needs_at_least_72000_user_provisioned_iops() -> None:
     problem = fs.metadata_iops_problem(12000, 124800)
     assert problem is not None and "62400" in problem and "at least 72000" in problem
+
+
+# The valid metadata IOPS, written out from the FSx for Lustre guide ("File system metadata performance"):
+# 1500, 3000, 6000, then 12000 to 192000 in steps of 12000 -- 19 values, so the rule is tested on both sides.
+VALID_METADATA_IOPS = (1500, 3000, 6000, *range(12000, 192001, 12000))
+
+
+def test_every_valid_metadata_iops_value_is_accepted_and_its_neighbours_are_not() -> None:
+    assert len(VALID_METADATA_IOPS) == 19
+    for iops in VALID_METADATA_IOPS:
+        assert fs.is_valid_metadata_iops(iops), iops
+        assert not fs.is_valid_metadata_iops(iops - 1) and not fs.is_valid_metadata_iops(iops + 1), iops
+    for iops in (0, 750, 1499, 4500, 18000, 204000, 192000 + 12000 * 2):
+        assert not fs.is_valid_metadata_iops(iops), iops
+
+
+near_valid = st.sampled_from(VALID_METADATA_IOPS).flatmap(
+    lambda v: st.sampled_from([v, v, v - 1500, v + 1500, v - 6000, v + 6000, v - 12000, v + 12000])
+)
+
+
+@given(st.one_of(st.sampled_from(VALID_METADATA_IOPS), near_valid, st.integers(0, 250_000)))
+def test_metadata_iops_rule_on_valid_and_invalid_draws(iops: int) -> None:
+    """Draws from the valid set and from values a step away, not only uniformly (where 19 in 250,000 pass)."""
+    assert fs.is_valid_metadata_iops(iops) is (iops in VALID_METADATA_IOPS)
+    # a valid value is refused only for being below AUTOMATIC's for the capacity, never as invalid
+    problem = fs.metadata_iops_problem(iops, 1200)
+    assert (problem is None) is (iops in VALID_METADATA_IOPS and iops >= 1500)
+
+
+@pytest.mark.parametrize("iops", VALID_METADATA_IOPS)
+def test_every_valid_metadata_iops_value_is_accepted_on_a_small_file_system(iops: int) -> None:
+    assert fs.metadata_iops_problem(iops, 1200) is None
+
+
+@pytest.mark.parametrize("efa", [False, True])
+def test_zero_and_negative_capacities_are_invalid_though_divisible(efa: bool) -> None:
+    tier = 1000 if efa else None
+    for capacity in (0, -2400, -4800):
+        assert not fs.is_valid_capacity(capacity, efa_enabled=efa, throughput_mb_s_per_tib=tier), capacity
+
+
+@pytest.mark.parametrize(
+    ("capacity", "minimum"),
+    [(1200, 1500), (2400, 3000), (9600, 6000), (45600, 12000), (48000, 24000), (72000, 36000), (384000, 192000)],
+)
+def test_minimum_metadata_iops_is_automatic_when_that_is_a_valid_value(capacity: int, minimum: int) -> None:
+    assert fs.automatic_metadata_iops(capacity) == minimum
+    assert fs.minimum_metadata_iops(capacity) == minimum
+
+
+def test_no_user_provisioned_value_fits_above_the_largest() -> None:
+    assert fs.automatic_metadata_iops(386400) == 193200
+    assert fs.minimum_metadata_iops(386400) is None
+
+
+def test_the_warning_names_the_capacity_that_would_feed_the_gpus() -> None:
+    sizing = fs.StorageSizing("PERSISTENT_2", 2400, 250, fs.aggregate_throughput_mb_s(2400, 250), 16, 125.0, 2000.0)
+    assert not sizing.sufficient and sizing.ratio == pytest.approx(585.9375 / 2000)
+    # 2000 MB/s at 250 MB/s per TiB: 8 TiB
+    assert sizing.warning is not None and "about 8,192 GiB" in sizing.warning
+    enough = fs.StorageSizing("PERSISTENT_2", 9600, 250, 2343.75, 16, 125.0, 2000.0)
+    assert enough.sufficient and enough.warning is None

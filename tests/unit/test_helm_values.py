@@ -15,14 +15,11 @@ import pytest
 import yaml
 
 from components.efa_device_plugin import efa_device_plugin_values
-from components.gpu_operator import (
-    effective_ami_family,
-    gpu_operator_values,
-    operand_opt_out_labels,
-)
+from components.gpu_operator import gpu_operator_values, operand_opt_out_labels
 from components.k8s_common import EFA_NODE_LABEL, INSTANCE_TYPE_LABEL, hyperpod_health_toleration
 from components.scheduling import kueue_frameworks, kueue_values
 from stacks.schema import AmiFamily, MigStrategy
+from stacks.schema.gpu import effective_ami_family
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policies.rules.base import lustre_throughput_mb_s
 from stacks.catalog import CATALOG
 from tests.conftest import run_component, stack_config
 from trainstack.report.mermaid import check, flowchart
-from trainstack.report.summary import fabric_gbps, lustre_throughput_mb_s, summarize
+from trainstack.report.summary import fabric_gbps, summarize
 
 
 def program(efa_cards: int = 32, reservation: bool = True) -> None:
@@ -116,7 +117,8 @@ def test_a_gpu_group_is_read_from_its_launch_template_subnet_and_placement_group
     assert group.root_volume_gib == 300
     (fs,) = summary.file_systems
     assert fs.throughput_mb_s == pytest.approx(9600 / 1024 * 500)
-    assert fs.demand_mb_s == pytest.approx(64 * stack_config("prod").storage.fsx.per_gpu_read_mb_s)
+    # The demand is the config's (its accelerators at max), not this hand-made program's: one source.
+    assert fs.demand_mb_s == stack_config("prod").storage_demand_mb_s
     assert summary.nat_gateways == 1 and summary.bucket_count == 1
     assert summary.eks_clusters == (("eks", "1.33", "STANDARD"),)
 
@@ -141,8 +143,10 @@ def test_fabric_never_exceeds_the_line_rate_and_is_zero_without_efa(instance_typ
 
 
 def test_scratch_throughput_uses_its_fixed_baseline() -> None:
-    assert lustre_throughput_mb_s("SCRATCH_2", 2400, None) == pytest.approx(2400 / 1024 * 200)
-    assert lustre_throughput_mb_s("PERSISTENT_2", 2400, 1000) == pytest.approx(2400 / 1024 * 1000)
+    scratch = {"deploymentType": "SCRATCH_2", "storageCapacity": 2400}
+    persistent = {"deploymentType": "PERSISTENT_2", "storageCapacity": 2400, "perUnitStorageThroughput": 1000}
+    assert lustre_throughput_mb_s(scratch) == pytest.approx(2400 / 1024 * 200)
+    assert lustre_throughput_mb_s(persistent) == pytest.approx(2400 / 1024 * 1000)
 
 
 def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabric() -> None:
@@ -170,6 +174,7 @@ def _labels(source: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n_\w+)[\[({]+"([^"]*)"', source, re.MULTILINE)}
 
 
+@pytest.mark.slow
 def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None:
     """HyperPod nodes mount the same FSx file system and spend the same GPU budget as the node groups."""
     from tests.conftest import edited_config, program_recording, recording
@@ -180,7 +185,7 @@ def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None
     with_hyperpod = build_report(config, recording("staging"))
     s = with_hyperpod.summary
     assert s.hyperpod_gpus > 0
-    assert s.accelerators_max == s.gpus_max + s.hyperpod_gpus
+    assert s.accelerators_max == s.gpus_max + s.hyperpod_gpus == config.accelerators_at_max
     for fs in s.file_systems:
         assert fs.demand_mb_s == pytest.approx(s.accelerators_max * config.storage.fsx.per_gpu_read_mb_s)
 

@@ -112,3 +112,15 @@ def test_scratch_outside_dev_is_refused() -> None:
         ),
     )
     assert any("dev only" in p.message for p in found)
+
+
+def test_every_valid_metadata_iops_value_at_or_above_automatic_is_accepted_in_the_schema() -> None:
+    """The accept side at the schema: prod's capacity (AUTOMATIC 62400) takes each valid value from 72000 up,
+    and refuses each valid value below it as below AUTOMATIC, not as invalid."""
+    valid = (1500, 3000, 6000, *range(12000, 192001, 12000))
+    for iops in valid:
+        if iops >= 62400:
+            assert edited_config("prod", fsx_edit(metadata_iops=iops)).storage.fsx.metadata_iops == iops
+        else:
+            [problem] = problems("prod", fsx_edit(metadata_iops=iops))
+            assert "below the 62400 IOPS" in problem.message, (iops, problem.message)

@@ -9,9 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components import tenancy
-from components.buckets import DATA_CLASS_TAG
 from components.k8s_common import TEAM_LABEL
-from components.lustre_volume import CSI_DRIVER
 from components.tenancy import (
     LUSTRE_PORTS,
     PSA_ENFORCE,
@@ -122,11 +120,3 @@ def test_registry_expression_names_every_prefix() -> None:
     expression = registry_expression(["nvcr.io/nvidia/", "public.ecr.aws/"])
     assert expression.startswith("variables.images.all(image, ")
     assert "'nvcr.io/nvidia/'" in expression and "'public.ecr.aws/'" in expression
-
-
-def test_policy_pack_copies_equal_the_program() -> None:
-    """The pack imports nothing from the program; its copies of the program's names must stay equal."""
-    assert rules.PSA_ENFORCE == PSA_ENFORCE
-    assert (rules.TENANT_LABEL, rules.TENANT_TEAM) == (TENANT_LABEL, TENANT_TEAM)
-    assert rules.DATA_CLASS_TAG == DATA_CLASS_TAG
-    assert rules.FSX_CSI_DRIVER == CSI_DRIVER

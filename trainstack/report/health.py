@@ -13,6 +13,7 @@ from trainstack.engine import RecordedResource, Recording
 from trainstack.report.graph import get
 
 NMA_ADDON = "eks-node-monitoring-agent"
+RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class HealthSummary:
     alerts: tuple[str, ...]
     alert_destination: str | None
     dashboards: tuple[str, ...]
+    resume: tuple[str, ...] = ()  # the training runtimes' restart policies, runtimes with the same one together
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -52,6 +54,35 @@ def _repair_text(config: dict[str, Any] | None) -> str:
     stop = config.get("maxUnhealthyNodeThresholdPercentage")
     stop_text = f"{stop}% of the group" if stop else (config.get("maxUnhealthyNodeThresholdCount") or "EKS default")
     return f"auto repair: {parallel} node(s) at a time, stops above {stop_text} unhealthy"
+
+
+def _restart_policy_text(spec: dict[str, Any]) -> str:
+    """What a runtime does when a pod fails: from its JobSet failure policy and its Jobs' pod failure policies."""
+    policy = get(spec, "template", "spec", "failurePolicy") or {}
+    jobs = get(spec, "template", "spec", "replicatedJobs") or []
+    pod_rules = [rule for job in jobs for rule in get(job, "template", "spec", "podFailurePolicy", "rules") or []]
+    actions = {rule.get("name"): rule.get("action") for rule in policy.get("rules") or []}
+    codes = sorted({int(c) for rule in pod_rules for c in get(rule, "onExitCodes", "values") or []})
+    wait_env = next(
+        (
+            {e.get("name"): e.get("value") for e in init.get("env") or []}
+            for job in jobs
+            for init in get(job, "template", "spec", "template", "spec", "initContainers") or []
+            if init.get("name") == "restart-wait"
+        ),
+        {},
+    )
+    restarts = int(policy.get("maxRestarts") or 0)
+    parts = [f"up to {restarts} restarts after a crash" if restarts else "no restarts: any failure fails the job"]
+    first, cap = wait_env.get("TRAINSTACK_RESTART_BACKOFF_S"), wait_env.get("TRAINSTACK_RESTART_BACKOFF_MAX_S")
+    if restarts and first is not None and cap is not None:
+        waits = "/".join(str(min(int(first) * 2**i, int(cap))) for i in range(restarts))
+        parts[0] += f" (waits {waits} s)"
+    if actions.get("nodeDisruption") == "RestartJobSetAndIgnoreMaxRestarts":
+        parts.append("a lost or drained node (DisruptionTarget) restarts without counting")
+    if codes and actions.get("fatalExitCode") == "FailJobSet":
+        parts.append(f"exit codes {', '.join(map(str, codes))} fail it at once")
+    return "; ".join(parts)
 
 
 def summarize_health(recording: Recording) -> HealthSummary:
@@ -115,6 +146,11 @@ def summarize_health(recording: Recording) -> HealthSummary:
         for r in by_type.get("kubernetes:core/v1:ConfigMap", [])
         if (get(r.inputs, "metadata", "labels") or {}).get("grafana_dashboard") == "1"
     )
+    by_policy: dict[str, list[str]] = {}
+    for runtime in by_type.get(RUNTIME, []):
+        text = _restart_policy_text(get(runtime.inputs, "spec") or {})
+        by_policy.setdefault(text, []).append(get(runtime.inputs, "metadata", "name") or runtime.name)
+    resume = tuple(f"{', '.join(sorted(names))}: {text}" for text, names in by_policy.items())
     return HealthSummary(
         node_monitoring_agent=agent,
         repairs=tuple(repairs),
@@ -126,6 +162,7 @@ def summarize_health(recording: Recording) -> HealthSummary:
         alerts=tuple(alerts),
         alert_destination=destination,
         dashboards=dashboards,
+        resume=resume,
     )
 
 
@@ -145,4 +182,5 @@ def lines(health: HealthSummary) -> list[str]:
         out.append(f"Dashboards (Grafana in trainstack-monitoring): {', '.join(health.dashboards)}")
     else:
         out.append("Metrics, alerts and dashboards: off (health.metrics)")
+    out += [f"Resume {line}" for line in health.resume]
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
 from trainstack.report.changes import entries
@@ -150,33 +152,146 @@ def _time(v: verdict.Verdict) -> list[str]:
     return out
 
 
-def _resources(report: Report, budget: int) -> list[str]:
-    """The resource list, cut to fit `budget` characters (GitHub refuses comments over 65,536)."""
+GITHUB_COMMENT_LIMIT = 65_536  # characters GitHub accepts in an issue or pull-request comment body
+MIN_LIMIT = 2_000  # the smallest cap `--max-chars` takes: the verdict and the risks' first lines fit
+COLLAPSE_LINES = 15  # a table or diff longer than this is folded under <details>
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the comment. When the comment is over its limit, `body` lines are cut from the end (the head and
+    the tail stay, so tables keep their header and fences close); an `atomic` section goes whole."""
+
+    name: str  # what a cut notice calls it
+    head: tuple[str, ...]
+    body: tuple[str, ...] = ()
+    tail: tuple[str, ...] = ()
+    atomic: bool = False  # a Mermaid diagram cut in half does not render
+    gone: bool = False  # cut whole: only its name is left, in a notice
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return self.head + self.body + self.tail
+
+
+# The order in which sections give way when the comment is too long: the resource list first, the verdict never.
+GIVE_WAY = (
+    "resource list",
+    "architecture diagram",
+    "cost table",
+    "health",
+    "storage",
+    "compute table",
+    "policy review",
+    "time to ready",
+    "diff",
+    "contract violations",
+    "risks",
+    "next step",
+)
+
+
+def size(text: str) -> int:
+    """Length as GitHub may count it: UTF-8 bytes, never fewer than characters, so the cap holds either way."""
+    return len(text.encode("utf-8"))
+
+
+def cut_notice(what: str, limit: int) -> str:
+    """The line that says what was cut and how to see all of it."""
+    return (
+        f"> ✂️ **Cut: {what}**, to fit the comment's {limit:,}-character limit. "
+        "All of it: the plan with `--format markdown --max-chars 0`, or `--format json`."
+    )
+
+
+def _joined(sections: list[Section], limit: int) -> str:
+    """The comment; sections cut whole in a row share one notice."""
+    lines: list[str] = []
+    gone: list[str] = []
+    for section in [*sections, Section("", ())]:
+        if section.gone:
+            gone.append(f"the {section.name}")
+            continue
+        if gone:
+            names = ", ".join(gone[:-1]) + " and " + gone[-1] if len(gone) > 1 else gone[0]
+            lines += [cut_notice(names, limit), ""]
+            gone = []
+        lines += section.lines
+    return "\n".join(lines)
+
+
+def _closing(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """What closes a fence or a <details> left open by a cut."""
+    fence = ("```",) if sum(line.startswith("```") for line in lines) % 2 else ()
+    opened = sum(line.startswith("<details>") for line in lines) - sum(line == "</details>" for line in lines)
+    return fence + ("", "</details>") * max(opened, 0)
+
+
+def _shrink(section: Section, excess: int, limit: int) -> Section:
+    """`section` at least `excess` bytes shorter (or gone), with a notice saying what was cut."""
+    total = len(section.body)
+    if not section.body and not section.atomic:
+        return section  # a heading and a line: nothing worth cutting
+    gone = Section(section.name, (), gone=True)
+    if section.atomic:
+        return gone
+    keep, saved = total, 0
+    notice_cost = size(cut_notice(f"{total} of {total} lines of the {section.name}", limit)) + 16
+    while keep > 0 and saved < excess + notice_cost:
+        keep -= 1
+        saved += size(section.body[keep]) + 1
+    if keep == 0:
+        return gone
+    kept = section.body[:keep]
+    notice = ("", cut_notice(f"{total - keep} of {total} lines of the {section.name}", limit), "")
+    closing = _closing(section.head + kept + section.tail)
+    return Section(section.name, section.head, kept + closing, (*section.tail, *notice))
+
+
+def fit(sections: list[Section], limit: int) -> str:
+    """The sections joined, cut to `limit` bytes (0: no limit): sections give way in GIVE_WAY order, each cut
+    only as far as needed and with a notice saying what was cut and how to see it all."""
+    if limit <= 0:
+        return _joined(sections, limit)
+    for name in GIVE_WAY:
+        excess = size(_joined(sections, limit)) - limit
+        if excess <= 0:
+            break
+        sections = [_shrink(s, excess, limit) if s.name == name else s for s in sections]
+    text = _joined(sections, limit)
+    if size(text) > limit:  # only a limit below the verdict's own size gets here
+        notice = cut_notice("the rest of the plan", limit)
+        budget = limit - size(notice) - 2
+        kept = text.encode("utf-8")[: max(budget, 0)].decode("utf-8", "ignore").rsplit("\n", 1)[0]
+        text = kept + "\n\n" + notice
+    return text
+
+
+def _resources(report: Report) -> Section:
     s = report.summary
-    head = [f"<details><summary>Resources ({s.resource_count})</summary>", ""]
-    rows = md_table(
+    table = md_table(
         ["type", "name", "protect"],
         [[f"`{r.type}`", f"`{r.name}`", "yes" if r.protect else ""] for r in report.recording.resources],
         limit=len(report.recording.resources),
     )
-    tail = ["", "</details>", ""]
-    kept: list[str] = []
-    used = sum(len(line) + 1 for line in head + tail) + 120
-    for i, line in enumerate(rows):
-        if used + len(line) + 1 > budget:
-            kept.append(f"| … | {len(rows) - i} more: see `--format json` | |")
-            break
-        kept.append(line)
-        used += len(line) + 1
-    return head + kept + tail
+    head = (f"<details><summary>Resources ({s.resource_count})</summary>", "", *table[:2])
+    return Section("resource list", head, tuple(table[2:]), ("", "</details>", ""))
 
 
-GITHUB_COMMENT_LIMIT = 65_536  # characters GitHub accepts in an issue or pull-request comment body
+def _table(name: str, title: tuple[str, ...], table: list[str], what: str) -> Section:
+    """A Markdown table (header and separator first) as a section, folded under <details> when it is long."""
+    header, rows = tuple(table[:2]), (*table[2:], "")
+    if len(rows) <= COLLAPSE_LINES:
+        return Section(name, title + header, rows)
+    fold = (f"<details><summary>{len(rows) - 1} {what}</summary>", "")
+    return Section(name, title + fold + header, rows, ("</details>", ""))
 
 
-def render(report: Report, diff: PlanDiff | None = None, before: Report | None = None) -> str:
-    """The pull-request comment: verdict, risks and time to ready first, then the tables, always under
-    GitHub's comment limit (the resource list gives way first)."""
+def render(
+    report: Report, diff: PlanDiff | None = None, before: Report | None = None, limit: int = GITHUB_COMMENT_LIMIT
+) -> str:
+    """The pull-request comment: verdict, risks and time to ready first, then the tables, at most `limit` bytes
+    (0: no limit): what does not fit is cut, resource list first (`fit`), and a notice says so."""
     s, cost = report.summary, report.cost
     v = verdict.assess(report, diff, before)
     head = (
@@ -184,23 +299,29 @@ def render(report: Report, diff: PlanDiff | None = None, before: Report | None =
         if diff is not None
         else f"## trainstack plan: `{s.stack}` ({s.region}, {s.environment})"
     )
-    out = [head, "", *_verdict(v), *_risks(v), *_time(v)]
+    risks = _risks(v)
+    sections = [
+        Section("verdict", (head, "", *_verdict(v))),
+        Section("risks", tuple(risks[:2]), tuple(risks[2:])),
+        Section("time to ready", (), tuple(_time(v))),
+    ]
     if diff is not None:
-        out += _diff(report, diff, before)
+        sections.append(Section("diff", (), tuple(_diff(report, diff, before))))
 
-    out += ["### Compute", ""]
+    compute = ["### Compute", ""]
     if s.gpu_groups:
-        out += md_table(COMPUTE_HEADERS, compute_rows(report))
-        out.append("")
-    out += [f"- {line}" for line in system_lines(report) + hyperpod_lines(report)]
-    out.append(
+        compute += md_table(COMPUTE_HEADERS, compute_rows(report))
+        compute.append("")
+    compute += [f"- {line}" for line in system_lines(report) + hyperpod_lines(report)]
+    compute.append(
         f"- accelerators **{s.accelerators_desired}** at desired, **{s.accelerators_max}** at max "
         f"(budget {s.gpu_budget})"
         + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
     )
-    out.append("")
+    compute.append("")
+    sections.append(Section("compute table", tuple(compute[:2]), tuple(compute[2:])))
 
-    out += ["### Storage", ""]
+    storage = ["### Storage", ""]
     for fs in s.file_systems:
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
         line = (
@@ -213,68 +334,72 @@ def render(report: Report, diff: PlanDiff | None = None, before: Report | None =
                 f" = {fmt.mb_s(fs.demand_mb_s)} "
                 f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
             )
-        out.append(line)
-    out.append(f"- S3 buckets: {s.bucket_count}")
-    out.append("")
+        storage.append(line)
+    storage.append(f"- S3 buckets: {s.bucket_count}")
+    storage.append("")
+    sections.append(Section("storage", tuple(storage[:2]), tuple(storage[2:])))
 
     if report.health is not None:
-        out += ["### Health", "", *[f"- {line}" for line in health_lines(report.health)], ""]
+        sections.append(
+            Section("health", ("### Health", ""), (*[f"- {line}" for line in health_lines(report.health)], ""))
+        )
 
-    out += ["### Cost (estimate)", ""]
+    money = ["### Cost (estimate)", ""]
     if cost.items:
-        out += md_table(COST_HEADERS, cost_rows(report))
-        out.append("")
-        out.append(
+        money += md_table(COST_HEADERS, cost_rows(report))
+        money.append("")
+        money.append(
             f"**Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
             f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month** "
             f"({cost.hours_per_month:g} h). GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
             f"{fmt.percent(cost.gpu_share_max)} at max."
         )
     else:
-        out.append("Nothing recorded that the cost model prices.")
-    out.append("")
-    out += [f"> {note}  " for note in cost.notes]
-    out.append("")
+        money.append("Nothing recorded that the cost model prices.")
+    money.append("")
+    money += [f"> {note}  " for note in cost.notes]
+    money.append("")
+    sections.append(Section("cost table", tuple(money[:2]), tuple(money[2:])))
 
     if report.contracts:
-        out += ["### Contracts: refused", ""]
-        out += md_table(
+        refused = md_table(
             ["resource", "input", "value", "rule", "source"],
             [[f"`{c.name}`", f"`{c.path}`", f"`{c.value}`", c.rule, c.source] for c in report.contracts],
         )
-        out.append("")
+        sections.append(_table("contract violations", ("### Contracts: refused", ""), refused, "refused input(s)"))
 
     if report.policy is not None:
         p = report.policy
-        out += ["### Policy review", ""]
-        out.append(
-            f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies."
+        title = (
+            "### Policy review",
+            "",
+            f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies.",
+            "",
         )
-        out.append("")
-        if p.violations or p.waived:
-            out += md_table(
-                ["level", "policy", "resource", "message"],
-                [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in p.violations]
-                + [
-                    [
-                        f"waived ({w.violation.level})",
-                        w.violation.policy,
-                        f"`{w.violation.name}`",
-                        f"{w.violation.message} Reason: {w.reason}",
-                    ]
-                    for w in p.waived
-                ],
-            )
-            out.append("")
+        rows = md_table(
+            ["level", "policy", "resource", "message"],
+            [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in p.violations]
+            + [
+                [
+                    f"waived ({w.violation.level})",
+                    w.violation.policy,
+                    f"`{w.violation.name}`",
+                    f"{w.violation.message} Reason: {w.reason}",
+                ]
+                for w in p.waived
+            ],
+        )
+        sections.append(
+            _table("policy review", title, rows, "violation(s) and waiver(s)")
+            if p.violations or p.waived
+            else Section("policy review", title)
+        )
 
-    out += [
-        "### Architecture",
-        "",
-        "```mermaid",
-        flowchart(report.recording, diff, before.recording if before else None),
-    ]
-    out += ["```", ""]
-    tail = ["### Next step", "", "```sh", *[line.strip() for line in next_steps(s.stack, s.environment)[1:]], "```", ""]
-    budget = GITHUB_COMMENT_LIMIT - sum(len(line) + 1 for line in out + tail)
-    out += _resources(report, budget)
-    return "\n".join(out + tail)
+    diagram = flowchart(report.recording, diff, before.recording if before else None)
+    sections.append(
+        Section("architecture diagram", ("### Architecture", ""), ("```mermaid", diagram, "```", ""), atomic=True)
+    )
+    steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
+    sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
+    sections.append(_resources(report))
+    return fit(sections, limit)

@@ -28,7 +28,6 @@ from trainstack.report.summary import NodeGroupSummary, node_group_summary
 MAX_GROUPS_PER_AZ = 3  # GPU groups drawn one by one in an AZ; the rest fold into one node
 ROW = 3  # nodes side by side in the EKS box: three boxes of about 200 px fit a comment's 880 px
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-NODE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 # GitHub-like colours: green added, amber changed, red removed (dashed).
 CLASSES = {

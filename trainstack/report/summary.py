@@ -1,17 +1,19 @@
 """The plan's summary: what a stack builds, read from what the program recorded.
 
-Pure functions from a `Recording` (and the validated `ClusterConfig` for the few assumptions that are not
-resources, like the storage demand per GPU) to plain frozen dataclasses. Nothing here knows which component
-created a resource: node groups, launch templates, file systems and add-ons are found by type and joined
-through the recorded dependency graph, so the summary fills in as components land and stays right when
-they change.
+Pure functions from a `Recording` (and the validated `ClusterConfig` for what follows from the config
+alone: the accelerators at max size and the storage demand they make) to plain frozen dataclasses. Nothing
+here knows which component created a resource: node groups, launch templates, file systems and add-ons are
+found by type and joined through the recorded dependency graph, so the summary fills in as components land
+and stays right when they change. Launch templates' EFA interfaces and file systems' throughput are read
+by the policy pack's readers (`policies/rules/base.py`), so the report and the review agree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from stacks import fsx_sizing
+from policies.rules.base import efa_interfaces, lustre_throughput_mb_s
 from stacks.catalog import CATALOG
 from stacks.schema import ClusterConfig
 from trainstack.engine import RecordedResource, Recording
@@ -20,8 +22,6 @@ from trainstack.report.graph import Index, as_int, get, known
 
 MODE_APPLY = "offline: mock engine, computed outputs mocked (as after `pulumi up`)"
 MODE_PREVIEW = "offline: mock engine, computed outputs unknown (as in `pulumi preview`)"
-
-EFA_TYPES = ("efa", "efa-only")
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class FileSystemSummary:
     throughput_mb_s_per_tib: int | None
     efa_enabled: bool
     throughput_mb_s: float  # aggregate baseline: capacity in TiB x per-unit throughput
-    demand_mb_s: float  # GPUs at max size x the configured read rate per GPU
+    demand_mb_s: float  # accelerators at max size x the configured read rate per GPU (ClusterConfig)
 
     @property
     def coverage(self) -> float | None:
@@ -125,6 +125,7 @@ class Summary:
     eks_clusters: tuple[tuple[str, str, str], ...]  # (name, version, support type)
     addons: tuple[AddonSummary, ...]
     hyperpod: tuple[HyperPodGroupSummary, ...]
+    accelerators_max: int  # every accelerator at max size: what the budget and FSx serve (ClusterConfig)
     gpu_budget: int
     per_gpu_read_mb_s: float
     type_counts: dict[str, int] = field(default_factory=dict)
@@ -156,11 +157,6 @@ class Summary:
         return self.gpus_desired + self.hyperpod_gpus
 
     @property
-    def accelerators_max(self) -> int:
-        """Every accelerator at max size (HyperPod groups have one fixed count): what the budget and FSx serve."""
-        return self.gpus_max + self.hyperpod_gpus
-
-    @property
     def fabric_gbps_desired(self) -> float:
         return sum(g.fabric_gbps_desired for g in self.node_groups)
 
@@ -179,14 +175,6 @@ def hyperpod_accelerators(groups: tuple[HyperPodGroupSummary, ...]) -> int:
 
 
 # ------------------------------------------------------------------------------------------ node groups
-
-
-def efa_interface_count(launch_template: RecordedResource | None) -> int:
-    """EFA interfaces a launch template configures (`efa` or `efa-only`)."""
-    if launch_template is None:
-        return 0
-    interfaces = launch_template.inputs.get("networkInterfaces") or []
-    return sum(1 for nic in interfaces if isinstance(nic, dict) and nic.get("interfaceType") in EFA_TYPES)
 
 
 def fabric_gbps(instance_type: str | None, efa_interfaces: int) -> float:
@@ -231,12 +219,17 @@ def _placement_group(index: Index, launch_template: RecordedResource | None) -> 
     return str(name) if name else None
 
 
-def _availability_zones(index: Index, node_group: RecordedResource, lt: RecordedResource | None) -> tuple[str, ...]:
+def _availability_zones(
+    index: Index, node_group: RecordedResource, lt: RecordedResource | None, existing_subnets: Mapping[str, str]
+) -> tuple[str, ...]:
     zones = {
         str(zone)
         for subnet in index.refs(node_group, "subnetIds", graph.SUBNET)
         if (zone := get(subnet.inputs, "availabilityZone"))
     }
+    # Subnets of an existing VPC are not in the recording: the stack file says where they are (and `pulumi up`
+    # checks it, components/network.py).
+    zones |= {existing_subnets[s] for s in get(node_group.inputs, "subnetIds") or [] if s in existing_subnets}
     if not zones and lt is not None and (zone := get(lt.inputs, "placement", "availabilityZone")):
         zones.add(str(zone))
     return tuple(sorted(zones))
@@ -251,8 +244,11 @@ def _root_volume_gib(launch_template: RecordedResource | None, node_group: Recor
     return as_int(get(node_group.inputs, "diskSize")) or 0
 
 
-def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupSummary:
-    """One recorded `aws.eks.NodeGroup`, joined with its launch template, subnets and placement group."""
+def node_group_summary(
+    index: Index, node_group: RecordedResource, existing_subnets: Mapping[str, str] | None = None
+) -> NodeGroupSummary:
+    """One recorded `aws.eks.NodeGroup`, joined with its launch template, subnets and placement group;
+    `existing_subnets` maps the ids of subnets outside the stack to their AZs."""
     templates = index.refs(node_group, "launchTemplate", graph.LAUNCH_TEMPLATE)
     lt = templates[0] if templates else None
     instance_type = get(lt.inputs, "instanceType") if lt is not None else None
@@ -260,7 +256,7 @@ def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupS
         types = get(node_group.inputs, "instanceTypes") or []
         instance_type = types[0] if types else None
     row = CATALOG.get(instance_type or "")
-    efa = efa_interface_count(lt)
+    efa = len(efa_interfaces(lt.inputs)) if lt is not None else 0
     scaling = node_group.inputs.get("scalingConfig") or {}
     return NodeGroupSummary(
         name=str(get(node_group.inputs, "nodeGroupName") or node_group.name),
@@ -276,7 +272,7 @@ def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupS
         efa_max=row.max_efa_interfaces if row else 0,
         fabric_gbps_per_node=fabric_gbps(instance_type, efa),
         placement_group=_placement_group(index, lt),
-        availability_zones=_availability_zones(index, node_group, lt),
+        availability_zones=_availability_zones(index, node_group, lt, existing_subnets or {}),
         subnets=len(get(node_group.inputs, "subnetIds") or []),
         taints=tuple(
             f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}"
@@ -291,15 +287,6 @@ def node_group_summary(index: Index, node_group: RecordedResource) -> NodeGroupS
 # -------------------------------------------------------------------------------------------- storage
 
 
-def lustre_throughput_mb_s(deployment_type: str | None, capacity_gib: int, per_unit_mb_s_per_tib: int | None) -> float:
-    """Aggregate baseline throughput of an FSx for Lustre file system: TiB of storage x MB/s per TiB
-    (SCRATCH_2 at its fixed baseline; the sizing rules are stacks/fsx_sizing.py's)."""
-    per_unit = per_unit_mb_s_per_tib
-    if per_unit is None and deployment_type == fsx_sizing.SCRATCH_2:
-        per_unit = fsx_sizing.SCRATCH_2_BASELINE_MB_S_PER_TIB
-    return fsx_sizing.aggregate_throughput_mb_s(capacity_gib, per_unit or 0)
-
-
 def file_system_summary(fs: RecordedResource, demand_mb_s: float) -> FileSystemSummary:
     deployment = get(fs.inputs, "deploymentType")
     capacity = as_int(get(fs.inputs, "storageCapacity")) or 0
@@ -311,7 +298,7 @@ def file_system_summary(fs: RecordedResource, demand_mb_s: float) -> FileSystemS
         capacity_gib=capacity,
         throughput_mb_s_per_tib=per_unit,
         efa_enabled=bool(get(fs.inputs, "efaEnabled")),
-        throughput_mb_s=lustre_throughput_mb_s(deployment, capacity, per_unit),
+        throughput_mb_s=lustre_throughput_mb_s(fs.inputs),
         demand_mb_s=demand_mb_s,
     )
 
@@ -373,12 +360,11 @@ def _endpoint_azs(index: Index) -> tuple[int, int]:
 def summarize(recording: Recording, cluster: ClusterConfig) -> Summary:
     """The summary of one plan."""
     index = Index(recording)
-    node_groups = tuple(node_group_summary(index, ng) for ng in index.of_type(graph.NODE_GROUP))
+    existing = cluster.network.existing_vpc
+    existing_subnets = {sid: az for az, sid in existing.private_subnet_ids.items()} if existing else {}
+    node_groups = tuple(node_group_summary(index, ng, existing_subnets) for ng in index.of_type(graph.NODE_GROUP))
     hyperpod = hyperpod_summaries(index)
-    per_gpu = cluster.storage.fsx.per_gpu_read_mb_s
-    # HyperPod nodes mount the same FSx for Lustre file system, so their accelerators read from it too.
-    accelerators = sum(g.gpus_max for g in node_groups) + hyperpod_accelerators(hyperpod)
-    demand = fsx_sizing.demand_mb_s(accelerators, per_gpu)
+    demand = cluster.storage_demand_mb_s
     endpoints, endpoint_azs = _endpoint_azs(index)
     type_counts: dict[str, int] = {}
     for resource in recording.resources:
@@ -408,7 +394,8 @@ def summarize(recording: Recording, cluster: ClusterConfig) -> Summary:
         ),
         addons=addon_summaries(index),
         hyperpod=hyperpod,
+        accelerators_max=cluster.accelerators_at_max,
         gpu_budget=cluster.cost.max_gpus,
-        per_gpu_read_mb_s=per_gpu,
+        per_gpu_read_mb_s=cluster.storage.fsx.per_gpu_read_mb_s,
         type_counts=dict(sorted(type_counts.items())),
     )

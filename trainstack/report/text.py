@@ -342,10 +342,16 @@ def _platform(report: Report, style: Style, width: int) -> list[str]:
     endpoint = "public (" + ", ".join(c.eks.public_access_cidrs) + ")" if c.eks.endpoint_public_access else "private"
     out = [style.heading("Network and platform")]
     clusters = "; ".join(f"EKS {version} ({support.lower()} support)" for _n, version, support in s.eks_clusters)
-    head = (
+    existing = c.network.existing_vpc
+    vpc = (
         f"VPC {c.network.vpc_cidr} over {len(c.network.availability_zones)} AZs; NAT gateways {s.nat_gateways}; "
-        f"{s.interface_endpoints} interface endpoints; {clusters or 'no EKS cluster'}, endpoint {endpoint}"
+        f"{s.interface_endpoints} interface endpoints"
+        if existing is None
+        else f"existing VPC {existing.vpc_id} ({c.network.vpc_cidr}), private subnets "
+        + ", ".join(f"{az} {sid}" for az, sid in existing.private_subnet_ids.items())
+        + "; its routing, endpoints and flow logs are its owner's"
     )
+    head = f"{vpc}; {clusters or 'no EKS cluster'}, endpoint {endpoint}"
     out += ["  " + line for line in fmt.fit(head, width - 2, "  ")]
     helm = ", ".join(f"{a.chart.rstrip('/').rsplit('/', 1)[-1]} {a.version}" for a in s.addons if a.kind == "helm")
     eks = ", ".join(f"{a.name} {a.version}" for a in s.addons if a.kind == "eks-addon")

@@ -1,0 +1,69 @@
+"""Facts the policy pack shares with the program, generated from their homes: do not edit.
+
+Written by `make pack-facts` (scripts/pack_facts.py); tests/policy/test_pack_facts.py fails while it is stale.
+`policies/facts.py` gives the rules typed access to these.
+"""
+
+# stacks/catalog.py CATALOG: instance type -> (accelerator family, accelerators per instance,
+# EfaInfo.MaximumEfaInterfaces, network cards with one EFA interface each)
+INSTANCES = {
+    "p4d.24xlarge": ("nvidia", 8, 4, tuple(range(0, 4))),
+    "p4de.24xlarge": ("nvidia", 8, 4, tuple(range(0, 4))),
+    "p5.48xlarge": ("nvidia", 8, 32, tuple(range(0, 32))),
+    "p5e.48xlarge": ("nvidia", 8, 32, tuple(range(0, 32))),
+    "p5en.48xlarge": ("nvidia", 8, 16, tuple(range(0, 16))),
+    "p6-b200.48xlarge": ("nvidia", 8, 8, tuple(range(0, 8))),
+    "p6-b300.48xlarge": ("nvidia", 8, 16, tuple(range(1, 17))),
+    "p6e-gb200.36xlarge": ("nvidia", 4, 4, (1, 5, 9, 13)),
+    "trn1.32xlarge": ("neuron", 16, 8, tuple(range(0, 8))),
+    "trn1n.32xlarge": ("neuron", 16, 16, tuple(range(0, 16))),
+    "trn2.48xlarge": ("neuron", 16, 16, tuple(range(0, 16))),
+    "g5.48xlarge": ("nvidia", 8, 1, (0,)),
+    "g6e.48xlarge": ("nvidia", 8, 4, tuple(range(0, 4))),
+    "g5.2xlarge": ("nvidia", 1, 0, ()),
+    "g6e.xlarge": ("nvidia", 1, 0, ()),
+}
+
+# stacks/catalog.py DEVICE_RESOURCE: the device resource per family, also the GPU groups' taint key
+TAINT_KEYS = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
+
+# stacks/schema/gpu.py AmiFamily: EKS amiType values per family
+ACCELERATED_AMI_TYPES = {
+    "nvidia": (
+        "AL2023_ARM_64_NVIDIA",
+        "AL2023_x86_64_NVIDIA",
+        "BOTTLEROCKET_ARM_64_NVIDIA",
+        "BOTTLEROCKET_x86_64_NVIDIA",
+    ),
+    "neuron": ("AL2023_x86_64_NEURON",),
+}
+
+# stacks/fsx_sizing.py: SCRATCH_2's fixed baseline throughput (PERSISTENT_2 provisions its own)
+SCRATCH_2_BASELINE_MB_S_PER_TIB = 200
+
+# stacks/fsx_sizing.py
+GIB_PER_TIB = 1024
+
+# stacks/schema/cluster.py: tags trainstack sets everywhere
+REQUIRED_TAGS = ("project", "env", "cost-center", "owner")
+
+# stacks/schema/base.py Environment
+ENVIRONMENTS = ("dev", "staging", "prod")
+
+# stacks/schema/gpu.py: the EFA node groups' label
+EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+
+# components/tenancy.py: Pod Security Admission enforce label
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+
+# components/tenancy.py: marks team namespaces
+TENANT_LABEL = "trainstack.io/tenant"
+
+# components/tenancy.py: TENANT_LABEL's value on team namespaces
+TENANT_TEAM = "team"
+
+# components/buckets.py: datasets or checkpoints
+DATA_CLASS_TAG = "trainstack:data-class"
+
+# components/lustre_volume.py: the FSx CSI driver's name
+FSX_CSI_DRIVER = "fsx.csi.aws.com"

@@ -1,0 +1,644 @@
+"""Mutation testing of the core modules (`make mutate`): how many small, realistic mistakes the tests catch.
+
+mutmut skips every decorated function (pydantic validators, properties, policy rules), which is most of what
+matters here, so this is a small AST-based driver of our own:
+
+1. Mutants: every function body of each module in bench/mutation.toml is walked for the operators below; a
+   mutant is a text edit at the node's exact position (comments, layout and line numbers stay), and its id is
+   stable across moves: module::function::operator::original->replacement#n.
+2. Sampling: a fixed number per module (`cap`), drawn with a fixed seed from the sorted ids.
+3. Tests per mutant: the suite runs once under coverage with one dynamic context per test (and one per shared
+   program recording, credited to every test that reads it), mapping each line to the tests that run it.
+4. Each mutant is written into a temporary copy of the tree (never the working tree) and its tests run there
+   with `-x`, fastest first, in a child forked from a process that has already imported the heavy SDKs.
+   Killed: any failure, error or timeout. Survived: all pass, or no test reaches the line.
+5. Per module: killed / (mutants - equivalents listed in bench/mutation-equivalents.toml) against the floor;
+   the report goes to bench/mutation-report.{md,json} and the exit code is 1 if any module is below it.
+
+Usage: python scripts/mutate.py [--module PATH ...] [--id ID ...] [--no-report] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import datetime
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "bench" / "mutation.toml"
+EQUIVALENTS = ROOT / "bench" / "mutation-equivalents.toml"
+REPORT_MD = ROOT / "bench" / "mutation-report.md"
+REPORT_JSON = ROOT / "bench" / "mutation-report.json"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+WORKERS = 2
+# The same examples in every run (a mutant's verdict must not depend on the draw), and no coverage warnings.
+PYTEST_FIXED = ("--hypothesis-seed=0", "-W", "ignore::coverage.exceptions.CoverageWarning")
+
+COMPARE_FLIPS: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Lt: ("<", "<="),
+    ast.LtE: ("<=", "<"),
+    ast.Gt: (">", ">="),
+    ast.GtE: (">=", ">"),
+    ast.Eq: ("==", "!="),
+    ast.NotEq: ("!=", "=="),
+    ast.In: ("in", "not in"),
+    ast.NotIn: ("not in", "in"),
+    ast.Is: ("is", "is not"),
+    ast.IsNot: ("is not", "is"),
+}
+BINOP_FLIPS: dict[type[ast.operator], tuple[str, str]] = {
+    ast.Add: ("+", "-"),
+    ast.Sub: ("-", "+"),
+    ast.Mult: ("*", "/"),
+    ast.Div: ("/", "*"),
+    ast.FloorDiv: ("//", "*"),
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str  # repository-relative path
+    function: str  # qualified name of the enclosing function
+    operator: str
+    original: str
+    replacement: str
+    occurrence: int
+    line: int
+    end_line: int
+    start: int  # character offsets of the replaced text in the module's source
+    end: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}::{self.function}::{self.operator}::{self.original}->{self.replacement}#{self.occurrence}"
+
+    def apply(self, source: str) -> str:
+        return source[: self.start] + self.replacement_text(source) + source[self.end :]
+
+    def replacement_text(self, source: str) -> str:
+        if self.operator != "delete-statement":
+            return self.replacement
+        # keep the line count, so line numbers (and the coverage map) still match
+        return "pass" + "\n" * source[self.start : self.end].count("\n")
+
+
+def _offsets(source: str) -> list[int]:
+    starts, total = [], 0
+    for line in source.splitlines(keepends=True):
+        starts.append(total)
+        total += len(line)
+    starts.append(total)
+    return starts
+
+
+class _Finder(ast.NodeVisitor):
+    """Walks function bodies only: module-level tables are facts checked by their own tests, not logic."""
+
+    def __init__(self, module: str, source: str) -> None:
+        self.module, self.source, self.lines = module, source, _offsets(source)
+        self.scope: list[str] = []
+        self.functions = 0
+        self.found: list[tuple[str, str, str, str, ast.AST, int, int]] = []
+        self.docstrings: set[int] = set()
+
+    def pos(self, line: int, col: int) -> int:
+        # ast columns are UTF-8 byte offsets
+        text = self.source[self.lines[line - 1] : self.lines[line]]
+        return self.lines[line - 1] + len(text.encode()[:col].decode())
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return self.pos(node.lineno, node.col_offset), self.pos(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    def add(self, op: str, original: str, replacement: str, node: ast.AST, start: int, end: int) -> None:
+        if self.functions:
+            self.found.append((".".join(self.scope), op, original, replacement, node, start, end))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._scoped(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.functions += 1
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            self.docstrings.add(id(body[0].value))
+        self._scoped(node)
+        self.functions -= 1
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _scoped(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.scope.append(node.name)
+        for child in node.body:  # decorators and defaults are evaluated at import: not function logic
+            self.visit(child)
+        self.scope.pop()
+
+    def _between(self, left: ast.AST, right: ast.AST, pattern: str) -> tuple[int, int] | None:
+        """The one operator token between two operands, or None when the text there is ambiguous."""
+        start, end = self.span(left)[1], self.span(right)[0]
+        text = self.source[start:end]
+        hits = [m for m in re.finditer(pattern, text)]
+        if len(hits) != 1 or "#" in text:
+            return None
+        return start + hits[0].start(), start + hits[0].end()
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        operands = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            flip = COMPARE_FLIPS.get(type(op))
+            if flip is None:
+                continue
+            original, replacement = flip
+            pattern = r"(?<![<>=!])" + r"\s+".join(map(re.escape, original.split())) + r"(?![<>=])"
+            if original in ("in", "is"):
+                pattern = rf"(?<!not )\b{original}\b(?! not\b)"
+            span = self._between(operands[i], operands[i + 1], pattern)
+            if span:
+                self.add("compare", original, replacement, node, *span)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        flip = BINOP_FLIPS.get(type(node.op))
+        if flip:
+            original, replacement = flip
+            pattern = r"(?<![*/])" + re.escape(original) + r"(?![*/=])"
+            span = self._between(node.left, node.right, pattern)
+            if span:
+                self.add("arithmetic", original, replacement, node, *span)
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        original, replacement = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+        for left, right in zip(node.values, node.values[1:], strict=False):
+            span = self._between(left, right, rf"\b{original}\b")
+            if span:
+                self.add("boolean", original, replacement, node, *span)
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            start, end = self.span(node)
+            operand_start = self.span(node.operand)[0]
+            self.add("negation", "not", "", node, start, operand_start)
+            del end
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id in ("any", "all"):
+            original = node.func.id
+            self.add("any-all", original, "all" if original == "any" else "any", node, *self.span(node.func))
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        value, (start, end) = node.value, self.span(node)
+        text = self.source[start:end]
+        if isinstance(value, bool):
+            self.add("boolean-constant", text, str(not value), node, start, end)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            for delta in (1, -1):
+                new = value + delta
+                if isinstance(value, float):
+                    new = round(new, 12)
+                if new < 0 and value >= 0:
+                    continue
+                self.add("number", text, repr(new), node, start, end)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value:
+            self.add("string", repr(key.value), repr(key.value + "_x"), key, *self.span(key))
+            self.visit(node.value)
+            return
+        self.generic_visit(node)
+
+    def _compared_strings(self, node: ast.Compare) -> None:
+        for operand in [node.left, *node.comparators]:
+            if isinstance(operand, ast.Constant) and isinstance(operand.value, str) and operand.value:
+                self.add("string", repr(operand.value), repr(operand.value + "_x"), operand, *self.span(operand))
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Compare):
+            self._compared_strings(node)
+        if isinstance(node, ast.stmt) and self.functions and self._deletable(node):
+            self._delete(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Constant) and isinstance(child.value, str):
+                continue  # strings: only as keys and comparands (above); messages are not logic
+            if isinstance(child, ast.JoinedStr):
+                continue
+            self.visit(child)
+
+    def _deletable(self, node: ast.stmt) -> bool:
+        if isinstance(node, ast.Expr):
+            return not (isinstance(node.value, ast.Constant))  # a call, a yield: not a docstring
+        return isinstance(node, ast.Raise | ast.If | ast.Return | ast.AugAssign | ast.Continue | ast.Break)
+
+    def _delete(self, node: ast.stmt) -> None:
+        start, end = self.span(node)
+        first = self.source[start:end].splitlines()[0].strip()
+        label = first if len(first) <= 60 else first[:57] + "..."
+        self.add("delete-statement", label, "pass", node, start, end)
+
+    def visit(self, node: ast.AST) -> None:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            if isinstance(node, ast.stmt) and self.functions and self._deletable(node):
+                self._delete(node)
+            method(node)
+        else:
+            self.generic_visit(node)
+
+
+def mutants_of(module: str) -> list[Mutant]:
+    source = (ROOT / module).read_text()
+    tree = ast.parse(source)
+    finder = _Finder(module, source)
+    finder.visit(tree)
+    seen: Counter[tuple[str, str, str, str]] = Counter()
+    found, reference = [], ast.dump(tree)
+    for function, op, original, replacement, node, start, end in finder.found:
+        key = (function, op, original, replacement)
+        seen[key] += 1
+        mutant = Mutant(
+            module, function, op, original, replacement, seen[key], node.lineno, node.end_lineno, start, end
+        )
+        try:
+            changed = ast.dump(ast.parse(mutant.apply(source)))
+        except SyntaxError:
+            continue
+        if changed != reference:
+            found.append(mutant)
+    return found
+
+
+def sample(mutants: list[Mutant], cap: int, seed: int) -> list[Mutant]:
+    ordered = sorted(mutants, key=lambda m: m.id)
+    if len(ordered) <= cap:
+        return ordered
+    rng = random.Random(f"{seed}:{ordered[0].module}")
+    return sorted(rng.sample(ordered, cap), key=lambda m: (m.line, m.id))
+
+
+# --- the coverage map -------------------------------------------------------------------------------------
+
+COVERAGE_PLUGIN = '''
+"""Loaded by scripts/mutate.py into the coverage run: one coverage context per test, and one per shared
+program recording (tests/conftest.py), whose readers are listed in readers.json."""
+import json, os, pytest
+import coverage
+
+_cov = None
+_current = [""]
+_readers = {}
+_durations = {}
+
+def pytest_configure(config):
+    global _cov
+    _cov = coverage.Coverage(data_file=os.environ["MUTATE_COVERAGE"], data_suffix=True,
+                             include=os.environ["MUTATE_INCLUDE"].split(","), branch=False)
+    _cov.start()
+
+def pytest_unconfigure(config):
+    _cov.stop()
+    _cov.save()
+    out = os.path.join(os.path.dirname(os.environ["MUTATE_COVERAGE"]), "readers-" + str(os.getpid()) + ".json")
+    with open(out, "w") as f:
+        json.dump({"readers": {k: sorted(v) for k, v in _readers.items()}, "durations": _durations}, f)
+
+def _switch(name):
+    _current[0] = name
+    _cov.switch_context(name)
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _install_recording_hook(item.config)
+    _switch(item.nodeid)
+    yield
+    _switch("")
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or report.outcome != "passed":
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+    if report.outcome == "failed":
+        _durations[report.nodeid] = -1.0
+
+_installed = [False]
+def _install_recording_hook(config):
+    if _installed[0]:
+        return
+    _installed[0] = True
+    try:
+        from tests import conftest
+    except ImportError:
+        return
+    if not hasattr(conftest, "_blobs") or not hasattr(conftest, "_load_or_run"):
+        return
+
+    class Blobs(dict):
+        def get(self, key, default=None):
+            _readers.setdefault(key, set()).add(_current[0])
+            return super().get(key, default)
+
+    conftest._blobs = Blobs(conftest._blobs)
+    original = conftest._load_or_run
+
+    def load_or_run(key, run_it):
+        def traced():
+            test = _current[0]
+            _switch("recording:" + key)
+            try:
+                return run_it()
+            finally:
+                _switch(test)
+        return original(key, traced)
+
+    conftest._load_or_run = load_or_run
+'''
+
+
+def coverage_map(
+    modules: list[str], work: Path, tests: list[str]
+) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
+    """line -> tests that run it, per module, and each test's duration (from one run of the suite)."""
+    plugin_dir = work / "plugin"
+    plugin_dir.mkdir()
+    (plugin_dir / "mutate_coverage.py").write_text(COVERAGE_PLUGIN)
+    data = work / "coverage" / ".coverage"
+    data.parent.mkdir()
+    env = dict(os.environ)
+    env.update(
+        MUTATE_COVERAGE=str(data),
+        MUTATE_INCLUDE=",".join(str(ROOT / m) for m in modules),
+        PYTHONPATH=os.pathsep.join([str(plugin_dir), str(ROOT)]),
+    )
+    started = time.monotonic()
+    subprocess.run(
+        [str(PYTHON), "-m", "pytest", "-n", str(WORKERS), "-p", "mutate_coverage", "-q", *PYTEST_FIXED, *tests],
+        cwd=ROOT,
+        env=env,
+        check=False,  # a failing test is left out of the map, not a reason to stop
+        stdout=subprocess.DEVNULL,
+    )
+    print(f"coverage map: the suite ran in {time.monotonic() - started:.0f} s", flush=True)
+    import coverage
+
+    cov = coverage.Coverage(data_file=str(data))
+    cov.combine([str(data.parent)], keep=False)
+    covdata = cov.get_data()
+    readers: dict[str, set[str]] = defaultdict(set)
+    durations: dict[str, float] = {}
+    for path in data.parent.glob("readers-*.json"):
+        loaded = json.loads(path.read_text())
+        for key, tests in loaded["readers"].items():
+            readers[key].update(tests)
+        for test, seconds in loaded["durations"].items():
+            durations[test] = -1.0 if seconds < 0 or durations.get(test, 0) < 0 else durations.get(test, 0) + seconds
+    by_module: dict[str, dict[int, set[str]]] = {}
+    for module in modules:
+        lines: dict[int, set[str]] = defaultdict(set)
+        for line, contexts in (covdata.contexts_by_lineno(str(ROOT / module)) or {}).items():
+            for context in contexts:
+                tests = (
+                    readers.get(context.removeprefix("recording:"), set())
+                    if context.startswith("recording:")
+                    else {context}
+                )
+                lines[line].update(t for t in tests if t and durations.get(t, 0) >= 0)
+        by_module[module] = lines
+    return by_module, durations
+
+
+# --- running the mutants ----------------------------------------------------------------------------------
+
+PRELOAD = ("pydantic", "yaml", "pytest", "hypothesis", "pulumi", "pulumi_aws", "pulumi_aws_native", "pulumi_kubernetes")
+PRELOAD += ("pulumi_policy", "botocore.session", "jsonschema", "xdist")
+LINKED = (".venv", ".tools", "node_modules", "policies/.venv")
+
+
+def copy_tree(target: Path) -> None:
+    """The working tree as it is (tracked and untracked, not ignored), with the virtualenvs linked."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
+    ).stdout.decode()
+    for name in filter(None, files.split("\0")):
+        source = ROOT / name
+        if source.is_file() and not source.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    for name in LINKED:
+        if (ROOT / name).exists() and not (target / name).exists():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).symlink_to(ROOT / name)
+
+
+@dataclass
+class Outcome:
+    mutant: Mutant
+    status: str  # killed, survived, no-tests, timeout, equivalent
+    tests: int
+    seconds: float
+
+
+def _child(tree: Path, tests: list[str], log: Path) -> None:
+    """In the forked child: run the tests against the mutated copy, exit with pytest's code."""
+    os.setpgid(0, 0)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.chdir(tree)
+    sys.path[:0] = [str(tree)]
+    os.environ["PYTHONPATH"] = str(tree)
+    import pytest
+
+    code = pytest.main(["-x", "-q", "--no-header", "-p", "no:cacheprovider", *PYTEST_FIXED, *tests])
+    sys.stdout.flush()
+    os._exit(int(code))
+
+
+def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equivalents: dict[str, str]) -> list[Outcome]:
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    slots = []
+    for i in range(WORKERS):
+        tree = work / f"tree{i}"
+        tree.mkdir()
+        copy_tree(tree)
+        slots.append(tree)
+    queue = list(plan)
+    running: dict[int, tuple[int, Mutant, str, float, float, int]] = {}  # pid -> slot, mutant, text, t0, limit, n
+    free = list(range(WORKERS))
+    outcomes: list[Outcome] = []
+    total = len(plan)
+    while queue or running:
+        while queue and free:
+            mutant, tests, limit = queue.pop(0)
+            if mutant.id in equivalents or not tests:
+                outcomes.append(Outcome(mutant, "equivalent" if mutant.id in equivalents else "no-tests", 0, 0.0))
+                print(f"[{len(outcomes)}/{total}] {outcomes[-1].status:8}  {mutant.id}", flush=True)
+                continue
+            slot = free.pop()
+            target = slots[slot] / mutant.module
+            original = target.read_text()
+            target.write_text(mutant.apply(original))
+            pid = os.fork()
+            if pid == 0:
+                _child(slots[slot], tests, work / f"log{slot}.txt")
+            running[pid] = (slot, mutant, original, time.monotonic(), limit, len(tests))
+        time.sleep(0.05)
+        for pid, (slot, mutant, original, started, limit, count) in list(running.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            elapsed = time.monotonic() - started
+            if done == 0 and elapsed < limit:
+                continue
+            if done == 0:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                verdict = "timeout"
+            else:
+                code = os.waitstatus_to_exitcode(status)
+                verdict = "survived" if code == 0 else "killed"
+                if code in (4, 5):  # pytest usage error or no tests collected: the run proves nothing
+                    log = (work / f"log{slot}.txt").read_text()[-2000:]
+                    raise SystemExit(f"{mutant.id}: pytest exited {code}\n{log}")
+            (slots[slot] / mutant.module).write_text(original)
+            del running[pid]
+            free.append(slot)
+            outcomes.append(Outcome(mutant, verdict, count, elapsed))
+            print(f"[{len(outcomes)}/{total}] {verdict:8} {elapsed:5.1f}s {count:3} tests  {mutant.id}", flush=True)
+    return outcomes
+
+
+# --- the report -------------------------------------------------------------------------------------------
+
+
+def scores(outcomes: list[Outcome], modules: list[str]) -> dict[str, dict[str, float]]:
+    table = {}
+    for module in modules:
+        mine = [o for o in outcomes if o.mutant.module == module]
+        killed = sum(o.status in ("killed", "timeout") for o in mine)
+        equivalent = sum(o.status == "equivalent" for o in mine)
+        survived = len(mine) - killed - equivalent
+        counted = len(mine) - equivalent
+        table[module] = {
+            "mutants": len(mine),
+            "killed": killed,
+            "survived": survived,
+            "equivalent": equivalent,
+            "score": round(killed / counted, 4) if counted else 1.0,
+        }
+    return table
+
+
+def commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+    return head + ("+uncommitted" if dirty.strip() else "")
+
+
+def write_report(
+    outcomes: list[Outcome], table: dict[str, dict[str, float]], config: dict, seconds: float, equivalents: dict
+) -> None:
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    data = {
+        "date": today,
+        "commit": commit(),
+        "seed": config["seed"],
+        "cap": config["cap"],
+        "floor": config["floor"],
+        "seconds": round(seconds),
+        "modules": table,
+        "survivors": sorted(o.mutant.id for o in outcomes if o.status in ("survived", "no-tests")),
+    }
+    REPORT_JSON.write_text(json.dumps(data, indent=2) + "\n")
+    lines = [
+        "# Mutation report",
+        "",
+        f"`make mutate` on {today}, commit `{data['commit']}`: {config['cap']} mutants per module at most "
+        f"(seed {config['seed']}), {round(seconds)} s on {WORKERS} workers. Floor: "
+        f"{config['floor']:.0%} of non-equivalent mutants killed. Operators and method: scripts/mutate.py; "
+        "equivalent mutants and why: bench/mutation-equivalents.toml.",
+        "",
+        "| module | mutants | killed | survived | equivalent | score |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for module, row in table.items():
+        lines.append(
+            f"| `{module}` | {row['mutants']} | {row['killed']} | {row['survived']} | {row['equivalent']} "
+            f"| {row['score']:.0%} |"
+        )
+    survivors = [o for o in outcomes if o.status in ("survived", "no-tests")]
+    if survivors:
+        lines += ["", "## Surviving mutants", ""]
+        for o in sorted(survivors, key=lambda o: o.mutant.id):
+            note = " (no test reaches the line)" if o.status == "no-tests" else ""
+            lines.append(f"- `{o.mutant.id}` (line {o.mutant.line}){note}")
+    REPORT_MD.write_text("\n".join(lines) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--module", action="append", help="only this module (repeatable)")
+    parser.add_argument("--id", action="append", help="only this mutant id (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
+    parser.add_argument("--no-report", action="store_true", help="do not rewrite bench/mutation-report.*")
+    parser.add_argument(
+        "--tests", action="append", default=[], help="map coverage from these test paths only (a quick partial run)"
+    )
+    args = parser.parse_args()
+    config = tomllib.loads(CONFIG.read_text())
+    equivalents = tomllib.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else {}
+    modules = args.module or config["modules"]
+    sampled = [m for module in modules for m in sample(mutants_of(module), config["cap"], config["seed"])]
+    if args.id:
+        sampled = [m for m in sampled if m.id in args.id]
+    if args.list:
+        for m in sampled:
+            print(f"{m.line:4} {m.id}")
+        return 0
+    stale = [key for key in equivalents if not any(m.id == key for module in modules for m in mutants_of(module))]
+    for key in stale:
+        print(f"warning: {EQUIVALENTS.name} lists {key}, which is no longer a mutant of the code", file=sys.stderr)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="trainstack-mutate-") as tmp:
+        work = Path(tmp)
+        lines, durations = coverage_map(modules, work, args.tests)
+        plan = []
+        for m in sampled:
+            tests = set().union(*(lines[m.module].get(n, set()) for n in range(m.line, m.end_line + 1)))
+            if m.operator == "delete-statement" or m.end_line - m.line > 3:
+                tests = lines[m.module].get(m.line, set()) | tests if m.end_line - m.line <= 3 else tests
+            ordered = sorted(tests, key=lambda t: (durations.get(t, 0.0), t))
+            limit = config["timeout_factor"] * sum(durations.get(t, 0.0) for t in ordered) + 20
+            plan.append((m, ordered, limit))
+        outcomes = run_mutants(plan, work, equivalents)
+    seconds = time.monotonic() - started
+    table = scores(outcomes, modules)
+    print(f"\nmutation scores ({seconds:.0f} s; floor {config['floor']:.0%}):")
+    for module, row in table.items():
+        mark = "ok " if row["score"] >= config["floor"] else "LOW"
+        print(
+            f"  {mark} {row['score']:6.1%}  {module}  (killed {row['killed']}, survived {row['survived']}, "
+            f"equivalent {row['equivalent']} of {row['mutants']})"
+        )
+    if not (args.no_report or args.module or args.id or args.tests):  # the report is of whole runs only
+        write_report(outcomes, table, config, seconds, equivalents)
+    return 0 if all(row["score"] >= config["floor"] for row in table.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The offline diff where an input's structure changes, not only a leaf: a resource that gains a nested input,
+one whose value changes shape (scalar, list, mapping), and ignore_changes paths whose parents are missing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from trainstack.diff import _MISSING, apply_ignore_changes, diff_recordings, input_changes
+from trainstack.engine import RecordedResource, Recording
+
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def resource(type_: str, inputs: dict[str, Any], ignore: tuple[str, ...] = ()) -> RecordedResource:
+    return RecordedResource(
+        type=type_,
+        name="r",
+        urn=f"urn:pulumi:s::trainstack::{type_}::r",
+        parent="",
+        custom=True,
+        inputs=inputs,
+        dependencies=(),
+        property_dependencies={},
+        protect=False,
+        retain_on_delete=False,
+        provider="",
+        ignore_changes=ignore,
+    )
+
+
+def changed(type_: str, before: dict[str, Any], after: dict[str, Any]):
+    (change,) = diff_recordings(
+        Recording("s", False, [resource(type_, before)], {}), Recording("s", False, [resource(type_, after)], {})
+    )[2]
+    return change
+
+
+def test_a_gained_nested_input_is_one_change_at_its_own_path() -> None:
+    before = {"deploymentType": "PERSISTENT_2", "storageCapacity": 2400}
+    after = {**before, "metadataConfiguration": {"mode": "USER_PROVISIONED", "iops": 12000}}
+    change = changed(FSX, before, after)
+    assert [(c.path, c.old, c.new) for c in change.changes] == [
+        ("metadataConfiguration", _MISSING, {"mode": "USER_PROVISIONED", "iops": 12000})
+    ]
+    assert change.op == "update"
+
+
+def test_a_key_gained_inside_an_existing_mapping_names_the_leaf() -> None:
+    before = {"scalingConfig": {"minSize": 0, "maxSize": 2}}
+    after = {"scalingConfig": {"minSize": 0, "maxSize": 2, "desiredSize": 1}}
+    assert [(c.path, c.new) for c in input_changes(before, after)] == [("scalingConfig.desiredSize", 1)]
+
+
+def test_a_value_that_changes_shape_is_reported_whole() -> None:
+    for old, new in [
+        ("subnet-a", ["subnet-a"]),  # scalar -> list
+        (["a", "b"], {"0": "a", "1": "b"}),  # list -> mapping
+        ({"mode": "AUTOMATIC"}, "AUTOMATIC"),  # mapping -> scalar
+        ([1, 2], [1, 2, 3]),  # a list that grows: one change, not per index
+        (1, 1.5),
+    ]:
+        assert [(c.path, c.old, c.new) for c in input_changes({"x": old}, {"x": new})] == [("x", old, new)]
+
+
+def test_a_shape_change_under_a_create_only_input_replaces() -> None:
+    change = changed(FSX, {"subnetIds": "subnet-a"}, {"subnetIds": ["subnet-a"]})
+    assert change.op == "replace" and change.replace_reasons == ("subnetIds",)
+
+
+def test_ignore_changes_keeps_a_nested_value_and_leaves_missing_parents_alone() -> None:
+    before = resource(NODE_GROUP, {"scalingConfig": {"desiredSize": 2, "maxSize": 4}}, ("scalingConfig.desiredSize",))
+    after = replace(before, inputs={"scalingConfig": {"desiredSize": 3, "maxSize": 5}})
+    applied, skipped = apply_ignore_changes(Recording("s", False, [before], {}), Recording("s", False, [after], {}))
+    assert applied.resources[0].inputs == {"scalingConfig": {"desiredSize": 2, "maxSize": 5}}
+    ((path, was, now),) = [(c.path, c.old, c.new) for c in skipped[0].changes]
+    assert (path, was, now) == ("scalingConfig.desiredSize", 2, 3)
+    # the baseline lacks the ignored input: nothing to keep, the new value is applied and nothing is skipped
+    bare = replace(before, inputs={"scalingConfig": {"maxSize": 4}})
+    applied, skipped = apply_ignore_changes(Recording("s", False, [bare], {}), Recording("s", False, [after], {}))
+    assert applied.resources[0].inputs == after.inputs and skipped == ()
