@@ -380,7 +380,7 @@ def tree_hash(modules: list[str], tests: list[str]) -> str:
     digest = hashlib.sha256(json.dumps([modules, tests, PYTEST_FIXED]).encode())
     for name in sorted(filter(None, files.split("\0"))):
         path = ROOT / name
-        if path in (REPORT_MD, REPORT_JSON, EQUIVALENTS, CONFIG) or not path.is_file():
+        if path in (REPORT_MD, REPORT_JSON, EQUIVALENTS, CONFIG, Path(__file__).resolve()) or not path.is_file():
             continue
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:24]
@@ -549,9 +549,11 @@ def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equival
             else:
                 code = os.waitstatus_to_exitcode(status)
                 verdict = "survived" if code == 0 else "killed"
-                if code in (4, 5):  # pytest usage error or no tests collected: the run proves nothing
-                    log = (work / f"log{slot}.txt").read_text()[-2000:]
-                    raise SystemExit(f"{mutant.id}: pytest exited {code}\n{log}")
+                log = (work / f"log{slot}.txt").read_text()
+                if code == 4 and "while loading conftest" in log:
+                    verdict = "killed"  # the mutant breaks an import: every test fails
+                elif code in (4, 5):  # pytest usage error or no tests collected: the run proves nothing
+                    raise SystemExit(f"{mutant.id}: pytest exited {code}\n{log[-2000:]}")
             (slots[slot] / mutant.module).write_text(original)
             del running[pid]
             free.append(slot)
