@@ -24,6 +24,7 @@ import argparse
 import ast
 import contextlib
 import datetime
+import hashlib
 import json
 import os
 import random
@@ -44,6 +45,7 @@ CONFIG = ROOT / "bench" / "mutation.toml"
 EQUIVALENTS = ROOT / "bench" / "mutation-equivalents.toml"
 REPORT_MD = ROOT / "bench" / "mutation-report.md"
 REPORT_JSON = ROOT / "bench" / "mutation-report.json"
+CACHE = ROOT / ".mutate-cache"  # coverage maps, keyed by the hash of the tree they were made from
 PYTHON = ROOT / ".venv" / "bin" / "python"
 WORKERS = 2
 # The same examples in every run (a mutant's verdict must not depend on the draw), and no coverage warnings.
@@ -370,6 +372,41 @@ def _install_recording_hook(config):
 '''
 
 
+def tree_hash(modules: list[str], tests: list[str]) -> str:
+    """The identity of a coverage map: every file a test could read (not the reports this script writes)."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
+    ).stdout.decode()
+    digest = hashlib.sha256(json.dumps([modules, tests, PYTEST_FIXED]).encode())
+    for name in sorted(filter(None, files.split("\0"))):
+        path = ROOT / name
+        if path in (REPORT_MD, REPORT_JSON, EQUIVALENTS, CONFIG, Path(__file__).resolve()) or not path.is_file():
+            continue
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:24]
+
+
+def cached_coverage_map(
+    modules: list[str], work: Path, tests: list[str]
+) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
+    """The map of an identical tree is reused (a module-by-module session maps the suite once)."""
+    path = CACHE / f"coverage-{tree_hash(modules, tests)}.json"
+    if path.exists():
+        print(f"coverage map: reused {path.relative_to(ROOT)}", flush=True)
+        data = json.loads(path.read_text())
+        lines = {m: {int(n): set(t) for n, t in by_line.items()} for m, by_line in data["lines"].items()}
+        return lines, data["durations"]
+    lines, durations = coverage_map(modules, work, tests)
+    if not durations:
+        raise SystemExit("coverage map: the suite recorded no tests (see the pytest output above)")
+    CACHE.mkdir(exist_ok=True)
+    for stale in CACHE.glob("coverage-*.json"):
+        stale.unlink()
+    serial = {m: {str(n): sorted(t) for n, t in by_line.items()} for m, by_line in lines.items()}
+    path.write_text(json.dumps({"lines": serial, "durations": durations}))
+    return lines, durations
+
+
 def coverage_map(
     modules: list[str], work: Path, tests: list[str]
 ) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
@@ -512,9 +549,11 @@ def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equival
             else:
                 code = os.waitstatus_to_exitcode(status)
                 verdict = "survived" if code == 0 else "killed"
-                if code in (4, 5):  # pytest usage error or no tests collected: the run proves nothing
-                    log = (work / f"log{slot}.txt").read_text()[-2000:]
-                    raise SystemExit(f"{mutant.id}: pytest exited {code}\n{log}")
+                log = (work / f"log{slot}.txt").read_text()
+                # 4: the tests the unmutated tree ran cannot be loaded or found (a conftest import broken, a
+                # parametrization changed): killed. 5, no tests collected: the run proves nothing.
+                if code == 5:
+                    raise SystemExit(f"{mutant.id}: pytest collected no tests\n{log[-2000:]}")
             (slots[slot] / mutant.module).write_text(original)
             del running[pid]
             free.append(slot)
@@ -616,7 +655,8 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trainstack-mutate-") as tmp:
         work = Path(tmp)
-        lines, durations = coverage_map(modules, work, args.tests)
+        # every configured module is mapped, so one map serves every --module run of the same tree
+        lines, durations = cached_coverage_map(config["modules"], work, args.tests or config["tests"])
         plan = []
         for m in sampled:
             tests = set().union(*(lines[m.module].get(n, set()) for n in range(m.line, m.end_line + 1)))
