@@ -172,3 +172,15 @@ def test_a_recording_cannot_be_changed_through_a_shared_copy() -> None:
     assert isinstance(first.resources, tuple)
     first.resources[0].inputs["poisoned"] = True
     assert "poisoned" not in shared_recording("dev").resources[0].inputs
+
+
+def test_a_failed_run_leaves_nothing_for_the_next_run() -> None:
+    # The failed run's pending SDK tasks belong to its closed event loop; the next run must not wait on them.
+    def failing() -> None:
+        vpc = aws.ec2.Vpc("v", cidr_block="10.0.0.0/16", opts=aws_opts())
+        vpc.id.apply(lambda _: aws.ec2.get_subnet_output(id="subnet-0000000000000dead"))
+
+    with pytest.raises(Exception, match=r"InvalidSubnetID\.NotFound"):
+        run_component(failing)
+    rec = run_component(lambda: aws.ec2.Vpc("v", cidr_block="10.0.0.0/16", opts=aws_opts()))
+    assert rec.one("aws:ec2/vpc:Vpc").inputs["cidrBlock"] == "10.0.0.0/16"
