@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import pickle
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,40 @@ def _whole_program_only_in_slow_tests(
         yield
     finally:
         _fast_test.clear()
+
+
+# ------------------------------------------------------------------------------------------------ cost
+
+# TRAINSTACK_TEST_COST=1: each process prints how many whole-program runs it made and the CPU seconds they and
+# the session took, so a change to the suite's cost is measured (docs/testing.md "What it costs").
+_cost = {"runs": 0, "run_cpu": 0.0}
+
+
+class _CountedRunpy:
+    """Stands in for `runpy` in the engine: counts every whole-program run, cached or not, and its CPU."""
+
+    def __init__(self, runpy: Any) -> None:
+        self._runpy = runpy
+
+    def run_path(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return self._runpy.run_path(*args, **kwargs)
+        finally:
+            _cost["runs"] += 1
+            _cost["run_cpu"] += time.process_time() - started
+
+
+if os.environ.get("TRAINSTACK_TEST_COST"):
+    engine.runpy = _CountedRunpy(engine.runpy)  # type: ignore[assignment]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if os.environ.get("TRAINSTACK_TEST_COST"):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        line = (
+            f"trainstack test cost [{worker}]: {_cost['runs']} program runs, {_cost['run_cpu']:.1f} CPU-s in them,"
+            f" {time.process_time():.1f} CPU-s in the process\n"
+        )
+        with open(os.environ["TRAINSTACK_TEST_COST"], "a") as out:
+            out.write(line)
