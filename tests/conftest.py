@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import fcntl
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -211,8 +212,30 @@ if os.environ.get("TRAINSTACK_TEST_COST"):
     engine.runpy = _CountedRunpy(engine.runpy)  # type: ignore[assignment]
 
 
+_test_cpu: dict[str, float] = {}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every module the suite needs is imported now (pulumi_aws alone is hundreds of thousands of objects):
+    freeze them out of the collector's reach, and collect the young generation less often, so the garbage
+    collector stops rescanning the SDKs during each program run and policy review. Measured on twelve
+    red-team cases in one process: 20-21 CPU-s before, 15.5-17.5 after."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    started = time.process_time()
+    yield
+    _test_cpu[item.nodeid] = time.process_time() - started
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if os.environ.get("TRAINSTACK_TEST_COST"):
+        with open(os.environ["TRAINSTACK_TEST_COST"] + ".tests", "a") as out:
+            out.writelines(f"{cpu:.3f} {nodeid}\n" for nodeid, cpu in _test_cpu.items())
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         line = (
             f"trainstack test cost [{worker}]: {_cost['runs']} program runs, {_cost['run_cpu']:.1f} CPU-s in them,"
