@@ -303,16 +303,15 @@ program recording (tests/conftest.py), whose readers are listed in readers.json.
 import json, os, pytest
 import coverage
 
-_cov = None
 _current = [""]
 _readers = {}
 _durations = {}
 
-def pytest_configure(config):
-    global _cov
-    _cov = coverage.Coverage(data_file=os.environ["MUTATE_COVERAGE"], data_suffix=True,
-                             include=os.environ["MUTATE_INCLUDE"].split(","), branch=False)
-    _cov.start()
+# Started when pytest loads this plugin (`-p`), before any conftest imports the modules: code that runs at import
+# (the catalog's table, validators run while building it) is measured too, in the empty context.
+_cov = coverage.Coverage(data_file=os.environ["MUTATE_COVERAGE"], data_suffix=True,
+                         include=os.environ["MUTATE_INCLUDE"].split(","), branch=False)
+_cov.start()
 
 def pytest_unconfigure(config):
     _cov.stop()
@@ -447,14 +446,22 @@ def coverage_map(
     by_module: dict[str, dict[int, set[str]]] = {}
     for module in modules:
         lines: dict[int, set[str]] = defaultdict(set)
+        at_import: set[int] = set()  # lines run only while the module was imported (the empty context)
         for line, contexts in (covdata.contexts_by_lineno(str(ROOT / module)) or {}).items():
             for context in contexts:
+                if not context:
+                    at_import.add(line)
+                    continue
                 tests = (
                     readers.get(context.removeprefix("recording:"), set())
                     if context.startswith("recording:")
                     else {context}
                 )
                 lines[line].update(t for t in tests if t and durations.get(t, 0) >= 0)
+        # A mutant of import-time code changes what every reader of the module sees: any of them may kill it.
+        module_tests = set().union(*lines.values()) if lines else set()
+        for line in at_import:
+            lines[line].update(module_tests)
         by_module[module] = lines
     return by_module, durations
 
