@@ -87,8 +87,9 @@ CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
 # every field of those create-only, Terraform updates all but the group in place). Terraform ForceNew inputs.
 NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
     "aws:amp/alertManagerDefinition:AlertManagerDefinition": frozenset({"workspaceId"}),
+    # access_policy_association.go has no update: every argument is ForceNew.
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": frozenset(
-        {"clusterName", "principalArn", "policyArn"}  # access_scope is updated in place (AssociateAccessPolicy)
+        {"clusterName", "principalArn", "policyArn", "accessScope"}
     ),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": frozenset({"role", "policyArn"}),
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": frozenset({"bucket", "expectedBucketOwner"}),

@@ -26,9 +26,8 @@ from trainstack.review import Violation
 _MISSING = "<absent>"
 
 PROVIDER_DIFF_NOTE = (
-    "offline diff: replacements are predicted from create-only inputs (CloudFormation schemas, Terraform ForceNew "
-    "where it differs, Kubernetes immutable fields; trainstack/create_only.py); the provider's own "
-    "diff is not run, so an 'update' may still be a replace in `pulumi preview`"
+    "offline diff: replacements are predicted from create-only inputs (trainstack/create_only.py); the provider's "
+    "own diff is not run, so an 'update' may still be a replace in `pulumi preview`"
 )
 
 # Changes `pulumi up` applies to AWS but not to what already runs, and what it takes to apply them there.

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-import importlib
 from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainstack.create_only import REPLACE_ON_CHANGE, replaces
+from trainstack.create_only import replaces
 from trainstack.diff import diff_recordings, input_changes
 from trainstack.engine import RecordedResource, Recording
 
@@ -104,4 +103,3 @@ def test_replace_paths_match_whole_properties_only() -> None:
     assert not replaces("aws:ec2/subnet:Subnet", "availabilityZoneIdSuffix")
     assert not replaces("aws:ec2/subnet:Subnet", "tags.Name")
     assert not replaces("aws:not/a:Type", "name")
-
