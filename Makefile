@@ -32,18 +32,20 @@ policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.v
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium.
+# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium; the type
+# checker, pyright (configured in pyproject.toml), is pinned there too.
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the alert rules' unit tests, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the type checker, the alert rules' unit tests, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
+	node_modules/.bin/pyright
 	$(VENV)/bin/python -m pytest -n 2
 
 # The tests not marked slow (docs/testing.md): no whole-program run, no browser; for the edit-test loop.
@@ -57,13 +59,14 @@ promtool: ## The alert rules (monitoring/rules.yaml) against their firing and no
 	promtool check rules monitoring/rules.yaml
 	promtool test rules monitoring/rules.test.yaml
 
-lint: $(VENV)/.synced
+lint: $(VENV)/.synced node_modules/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
+	node_modules/.bin/pyright
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json

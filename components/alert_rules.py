@@ -52,7 +52,7 @@ class Alert:
     severity: str  # critical: pages; warning: a ticket
     summary: str
     description: str
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict[str, str])
 
     def to_rule(self) -> dict[str, Any]:
         return {

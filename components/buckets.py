@@ -272,7 +272,7 @@ def secure_bucket(
     name: str,
     bucket_args: aws.s3.BucketArgs,
     *,
-    kms_key_arn: pulumi.Input[str],
+    kms_key_arn: pulumi.Input[str] | None,
     rules: Sequence[aws.s3.BucketLifecycleConfigurationRuleArgs],
     parent: pulumi.Resource,
     protect: bool,
@@ -282,8 +282,8 @@ def secure_bucket(
     """A bucket with trainstack's baseline: SSE-KMS with a bucket key, versioning, all four public access
     blocks, a TLS-only policy and lifecycle `rules`. Every bucket in the stack is made here.
 
-    `extra_statements(bucket_arn)` adds bucket policy statements; `object_lock` turns on Object Lock with
-    that default retention."""
+    `kms_key_arn` None encrypts with the AWS managed key (aws/s3); `extra_statements(bucket_arn)` adds bucket
+    policy statements; `object_lock` turns on Object Lock with that default retention."""
     bucket = aws.s3.Bucket(name, bucket_args, opts=pulumi.ResourceOptions(parent=parent, protect=protect))
     child = pulumi.ResourceOptions(parent=parent)
     aws.s3.BucketServerSideEncryptionConfiguration(

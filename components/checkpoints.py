@@ -36,7 +36,7 @@ def checkpoint_env(team: str, checkpoints_bucket: str) -> dict[str, str]:
 class CheckpointAccessArgs:
     teams: Sequence[str]
     checkpoints_bucket_name: pulumi.Input[str]
-    after: list[pulumi.Resource] = field(default_factory=list)
+    after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """The team namespaces."""
 
 

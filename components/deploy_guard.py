@@ -16,7 +16,7 @@ from stacks.schema import ClusterConfig
 
 def under_mock_engine() -> bool:
     """True when the program runs under `pulumi.runtime.set_mocks` (the offline plan and the tests)."""
-    return isinstance(settings.SETTINGS.monitor, MockMonitor)
+    return isinstance(settings.get_monitor(), MockMonitor)
 
 
 def refuse_placeholders(cluster: ClusterConfig, stack: str) -> None:

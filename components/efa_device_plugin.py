@@ -23,7 +23,7 @@ with both terms and keep the plugin off HyperPod nodes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -65,7 +65,7 @@ class EfaDevicePluginArgs:
     spec: EfaDevicePluginSpec
     hyperpod_instance_types: Sequence[str] = ()
     """EFA-capable ml.* instance types of SageMaker HyperPod groups joined to the cluster (EKS orchestrator)."""
-    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    after: Sequence[pulumi.Resource] = ()
     """What must exist first (the cluster and its system nodes)."""
 
 

@@ -240,10 +240,18 @@ class EksClusterArgs:
     """Private subnets for control-plane ENIs and the system node group, one per AZ."""
     protect: bool = False
     """Protect the KMS keys and the cluster against deletion (prod)."""
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict[str, str])
     """Global tags, repeated on launch-template instances, volumes and interfaces (default_tags miss them)."""
     key_administrator_arns: Sequence[str] = ()
     """Administrators of the secrets and node-volume keys besides the deploying principal."""
+
+
+def _oidc_issuer(identities: Sequence[aws.eks.outputs.ClusterIdentity]) -> str:
+    """The cluster's OIDC issuer URL, which EKS sets on every cluster it creates (the provider types it optional)."""
+    issuer = identities[0].oidcs[0].issuer if identities and identities[0].oidcs else None
+    if issuer is None:
+        raise ValueError("EKS reported no OIDC issuer for the cluster")
+    return issuer
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -298,7 +306,7 @@ class EksCluster(pulumi.ComponentResource):
         log_group = self._control_plane_log_group(name, args)
         cluster = self._cluster(name, args, cluster_role, secrets_key, depends_on=[log_group, cluster_policy])
         admin_access = self._admin_access(name, args, partition, cluster)
-        self.oidc_issuer_url = cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
+        self.oidc_issuer_url = cluster.identities.apply(_oidc_issuer)
         oidc = self._oidc_provider(name, self.oidc_issuer_url)
         node_role, node_policies = self._node_role(name, args, partition)
         identity_roles = self._pod_identity_roles(name, partition, cluster)

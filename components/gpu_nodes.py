@@ -156,7 +156,7 @@ class GpuNodeGroupArgs:
     node_volume_kms_key_arn: pulumi.Input[str]
     """Customer KMS key for the root/data volume (`EksCluster.node_volume_kms_key_arn`), never aws/ebs."""
     node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join: add-ons, role policies
-    extra_labels: Mapping[str, str] = field(default_factory=dict)
+    extra_labels: Mapping[str, str] = field(default_factory=dict[str, str])
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
     repair: NodeRepairSpec = field(default_factory=NodeRepairSpec)
     """Auto repair and its limits (`health.node_repair`); the node monitoring agent supplies the conditions."""

@@ -107,7 +107,7 @@ class GpuOperatorArgs:
     """Whether SageMaker HyperPod NVIDIA nodes join the cluster (their operands tolerate HyperPod's health taint)."""
     dcgm_metrics_csv: str | None = None
     """dcgm-exporter's field list (`fleet_metrics.dcgm_metrics_csv`) when the metrics stack scrapes it."""
-    after: list[pulumi.Resource] = field(default_factory=list)
+    after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """What must exist first (the cluster and its system nodes, which run the operator)."""
 
 

@@ -346,7 +346,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 orchestrator=sagemaker.ClusterOrchestratorArgs(
                     eks=sagemaker.ClusterOrchestratorEksConfigArgs(cluster_arn=args.eks_cluster_arn)
                 )
-                if eks
+                if eks and args.eks_cluster_arn is not None  # always set with eks (checked above)
                 else None,
             ),
             pulumi.ResourceOptions(

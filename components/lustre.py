@@ -234,24 +234,34 @@ class LustreFileSystem(pulumi.ComponentResource):
         for peer, group in peers:
             for ports in LUSTRE_PORT_RANGES:
                 label = port_label(ports)
-                for direction, rule, rule_args, preposition in (
-                    ("in", aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupIngressRuleArgs, "from"),
-                    ("out", aws.vpc.SecurityGroupEgressRule, aws.vpc.SecurityGroupEgressRuleArgs, "to"),
-                ):
-                    rules.append(
-                        rule(
-                            child_name(name, "sg", direction, peer, label),
-                            rule_args(
-                                security_group_id=sg,
-                                referenced_security_group_id=group,
-                                ip_protocol="tcp",
-                                from_port=ports[0],
-                                to_port=ports[1],
-                                description=f"Lustre TCP {label} {preposition} {peer}",
-                            ),
-                            opts=child,
-                        )
+                rules.append(
+                    aws.vpc.SecurityGroupIngressRule(
+                        child_name(name, "sg", "in", peer, label),
+                        aws.vpc.SecurityGroupIngressRuleArgs(
+                            security_group_id=sg,
+                            referenced_security_group_id=group,
+                            ip_protocol="tcp",
+                            from_port=ports[0],
+                            to_port=ports[1],
+                            description=f"Lustre TCP {label} from {peer}",
+                        ),
+                        opts=child,
                     )
+                )
+                rules.append(
+                    aws.vpc.SecurityGroupEgressRule(
+                        child_name(name, "sg", "out", peer, label),
+                        aws.vpc.SecurityGroupEgressRuleArgs(
+                            security_group_id=sg,
+                            referenced_security_group_id=group,
+                            ip_protocol="tcp",
+                            from_port=ports[0],
+                            to_port=ports[1],
+                            description=f"Lustre TCP {label} to {peer}",
+                        ),
+                        opts=child,
+                    )
+                )
         # Client side: file servers also open LNet connections to clients (lock callbacks, reconnects), and a
         # group admits only replies to what its own side opened, so each client group admits the file system's
         # group on the Lustre ports (User Guide, "File system access control with Amazon VPC", client rules).

@@ -77,7 +77,8 @@ def carve_subnets(
     plans: list[SubnetPlan] = []
     cursor = int(vpc.network_address)
     end = int(vpc.broadcast_address) + 1
-    for tier, prefix in (("private", private_prefix_length), ("public", public_prefix_length)):
+    tiers: tuple[tuple[Tier, int], ...] = (("private", private_prefix_length), ("public", public_prefix_length))
+    for tier, prefix in tiers:
         if prefix < vpc.prefixlen:
             raise ValueError(f"a /{prefix} {tier} subnet does not fit in VPC {vpc_cidr}")
         size = 2 ** (32 - prefix)

@@ -29,7 +29,7 @@ Two chart defaults we replace (chart `values.yaml`, `devicePlugin.*`; Helm repla
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -92,7 +92,7 @@ class NeuronDevicePluginArgs:
     """Spec (the pinned chart version) and what must exist first."""
 
     spec: NeuronDevicePluginSpec
-    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    after: Sequence[pulumi.Resource] = ()
     """What must exist first (the cluster and its system nodes)."""
 
 

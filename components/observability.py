@@ -176,7 +176,7 @@ class FleetHealthArgs:
     """Whether the metrics stack exists (`ClusterConfig.metrics_enabled`)."""
     fsx_throughput_mb_s: float | None = None
     """The Lustre file system's provisioned throughput, or None without one (no YACE, no Lustre alerts)."""
-    after: list[pulumi.Resource] = field(default_factory=list)
+    after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """What must exist first: the system node group (Deployments) and the charts whose metrics are scraped."""
 
 

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -220,6 +220,12 @@ def team_quota_hard(
     return {f"requests.{resource}": str(team.gpu_quota) for resource in device_resources(groups, hyperpod_groups)}
 
 
+def custom_resource_name(resource: k8s.apiextensions.CustomResource) -> pulumi.Output[Any]:
+    """`metadata.name` of a custom resource as the API server returns it. The SDK sets the `metadata` output at
+    run time (its shape comes from the CRD, unknown to the SDK) without declaring the attribute."""
+    return vars(resource)["metadata"]["name"]
+
+
 def local_queue(
     resource_name: str, queue: str, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
 ) -> k8s.apiextensions.CustomResource:
@@ -249,7 +255,7 @@ class SchedulingArgs:
     """Name of the cohort all ClusterQueues share (the stack's base name)."""
     hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
     """SageMaker HyperPod compute groups joined to the cluster (EKS orchestrator): each gets a queue too."""
-    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    after: Sequence[pulumi.Resource] = ()
     """Resources to install after (the device plugins and GPU Operator), so quotas never precede devices."""
 
 
@@ -351,7 +357,7 @@ class Scheduling(pulumi.ComponentResource):
         self.register_outputs(
             {
                 "kueue_release": self.kueue_release.name,
-                "cluster_queues": {k: v.metadata["name"] for k, v in self.cluster_queues.items()},
+                "cluster_queues": {k: custom_resource_name(v) for k, v in self.cluster_queues.items()},
                 "team_namespaces": {k: v.metadata.name for k, v in self.team_namespaces.items()},
                 "quotas": self.quotas,
             }

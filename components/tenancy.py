@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -364,7 +364,10 @@ class Tenancy(pulumi.ComponentResource):
                 k8s.networking.v1.NetworkPolicy(
                     child_name(name, team.name, "np", policy),
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
-                    spec=spec,
+                    # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
+                    # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
+                    # unchanged: the cast only names the parameter's type.
+                    spec=cast("k8s.networking.v1.NetworkPolicySpecArgsDict", spec),
                     opts=child,
                 )
 
@@ -374,13 +377,20 @@ class Tenancy(pulumi.ComponentResource):
         policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
             child_name(name, "registries"),
             metadata=k8s.meta.v1.ObjectMetaArgs(name=REGISTRY_POLICY_NAME),
-            spec=prefixes.apply(registry_policy_spec),
+            # camelCase API objects, cast for the same reason as the NetworkPolicy spec above.
+            spec=prefixes.apply(
+                lambda p: cast(
+                    "k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgsDict", registry_policy_spec(p)
+                )
+            ),
             opts=child,
         )
         k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
             child_name(name, "registries-binding"),
             metadata=k8s.meta.v1.ObjectMetaArgs(name=REGISTRY_POLICY_NAME),
-            spec=registry_binding_spec(),
+            spec=cast(
+                "k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgsDict", registry_binding_spec()
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
         )
         self.register_outputs({"quotas": self.quotas})

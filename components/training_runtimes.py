@@ -37,7 +37,7 @@ therefore mounted away from `~/.ssh` (`sshAuthMountPath`) and an init container 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -382,7 +382,7 @@ class TrainingRuntimesArgs:
     node_groups: Sequence[GpuNodeGroupSpec]
     lustre_claim: str | None = None
     """Name of the FSx for Lustre claim every team namespace has (None: no Lustre, no checkpoint directory)."""
-    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    after: Sequence[pulumi.Resource] = ()
     """The Trainer release (it installs the ClusterTrainingRuntime CRD)."""
 
 

@@ -18,8 +18,8 @@ The DCGM job is an Indexed Job with one pod per node (each requests all of a nod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -33,7 +33,7 @@ from components.k8s_common import (
     toleration,
 )
 from components.naming import child_name
-from components.scheduling import local_queue
+from components.scheduling import custom_resource_name, local_queue
 from components.tenancy import system_namespace_labels
 from components.training_runtimes import (
     LAUNCHER,
@@ -400,7 +400,7 @@ class ValidationJobsArgs:
     spec: ValidationSpec
     node_group: GpuNodeGroupSpec
     training_operator_kind: str
-    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    after: Sequence[pulumi.Resource] = ()
     """The GPU Operator, EFA plugin, training operator and Kueue queues: nothing requests GPUs before them."""
 
 
@@ -481,13 +481,15 @@ class ValidationJobs(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=DCGM_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
             ),
-            spec=dcgm_job_spec(args.spec, group),
+            # The Job in the API's own camelCase field names (as the tests compare it); the SDK's typed inputs use
+            # snake_case, but a plain mapping reaches the provider unchanged, so the cast only names the parameter.
+            spec=cast("k8s.batch.v1.JobSpecArgsDict", dcgm_job_spec(args.spec, group)),
             opts=pulumi.ResourceOptions.merge(ordered, kueue_owns_suspend),
         )
         self.register_outputs(
             {
                 "namespace": self.namespace.metadata.name,
-                "nccl_job": self.nccl_job.metadata["name"],
+                "nccl_job": custom_resource_name(self.nccl_job),
                 "dcgm_job": self.dcgm_job.metadata.name,
                 "busbw_floor_gb_s": self.plan.busbw_floor_gb_s,
             }

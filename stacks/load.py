@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 
 from stacks.reader import Origin, Parsed, Path_, UnreadableFile, YamlRefused, parse, read_text
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig, Environment
+from stacks.untyped import is_list, is_mapping, is_sequence
 
 STACKS_DIR = Path(__file__).resolve().parent
 FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
@@ -47,7 +48,12 @@ class Problem:
         return f"{self.key}{shown}: {self.message}{where}"
 
 
-_MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<missing>"})()
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
 
 
 def short(value: Any, limit: int = SHOWN_CHARS) -> str:
@@ -78,7 +84,7 @@ def _pieces(value: Any, depth: int) -> Iterator[str]:
         yield repr(value)
     elif isinstance(value, datetime.date):
         yield value.isoformat()
-    elif isinstance(value, Mapping):
+    elif is_mapping(value):
         if depth >= 8:
             yield "{...}"
             return
@@ -87,7 +93,7 @@ def _pieces(value: Any, depth: int) -> Iterator[str]:
             yield (", " if i else "") + repr(str(key)[: SHOWN_CHARS + 1]) + ": "
             yield from _pieces(item, depth + 1)
         yield "}"
-    elif isinstance(value, list | tuple):
+    elif is_sequence(value):
         if depth >= 8:
             yield "[...]"
             return
@@ -236,16 +242,16 @@ def validate_document(document: Any, source: str, parsed: Parsed | None = None) 
         Problem(_dotted(r.path), _MISSING, r.message, r.origin) for r in parsed.refusals if not _is_inside(r.path)
     ]
     inside = [r for r in parsed.refusals if _is_inside(r.path)]
-    if not isinstance(document, Mapping) or not isinstance(document.get("config"), Mapping):
+    config = document.get("config") if is_mapping(document) else None
+    if not is_mapping(config):
         problems.append(Problem("config", _MISSING, "a stack file is a mapping with a `config:` mapping"))
         raise ConfigError(source, problems)
-    config = document["config"]
     problems += [
         Problem(
             str(key),
             _MISSING,
             f"unknown config key; trainstack reads `{FULL_KEY}` (plus pulumi:/aws: settings)",
-            parsed.origins.get(("config", key)),
+            parsed.origins.get(("config", str(key))),
         )
         for key in config
         if key != FULL_KEY and not str(key).startswith(ALLOWED_OTHER_NAMESPACES)
@@ -317,14 +323,14 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _secure_paths(value: Any, path: Path_) -> Iterator[Path_]:
-    if isinstance(value, Mapping):
+def _secure_paths(value: object, path: Path_) -> Iterator[Path_]:
+    if is_mapping(value):
         if set(value) == {"secure"}:
             yield path
             return
         for key, item in value.items():
             yield from _secure_paths(item, (*path, str(key)))
-    elif isinstance(value, list):
+    elif is_list(value):
         for i, item in enumerate(value):
             yield from _secure_paths(item, (*path, i))
 
@@ -418,7 +424,8 @@ def _pattern_message(loc: Path_, item: Mapping[str, Any]) -> str:
     """A pattern mismatch said for people: an example of a valid value, and the pattern for the precise rule."""
     field = _field_at(loc)
     examples = (field.examples if field else None) or []
-    pattern = str((item.get("ctx") or {}).get("pattern", ""))
+    context: Mapping[str, Any] = item.get("ctx") or {}
+    pattern = str(context.get("pattern", ""))
     example = f"for example {examples[0]!r}" if examples else "see docs/config.md"
     if pattern in PATTERNS:  # the rule in words first
         return f"expected {PATTERNS[pattern]}" + (f"; {example}" if examples else "")
@@ -477,9 +484,10 @@ def _valid_keys(loc: Path_) -> list[str]:
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
+    args: tuple[Any, ...] = getattr(annotation, "__args__", ())
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    for arg in getattr(annotation, "__args__", ()):
+    for arg in args:
         found = _model_of(arg)
         if found:
             return found

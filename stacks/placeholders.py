@@ -13,14 +13,13 @@ import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from stacks.schema import ClusterConfig
 
 # Account IDs the AWS documentation uses in examples (IAM User Guide and the EKS/KMS guides' policy examples).
 DOCUMENTATION_ACCOUNTS = frozenset({"123456789012", "111122223333", "444455556666", "777788889999"})
 # RFC 5737: TEST-NET-1/2/3, reserved for documentation; never routed on the internet.
-DOCUMENTATION_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
 # RFC 2606: reserved example domains.
 DOCUMENTATION_DOMAINS = ("example.com", "example.net", "example.org")
 # The On-Demand Capacity Reservation ID in stacks/Pulumi.prod.yaml: well-formed, owned by nobody.
@@ -52,12 +51,16 @@ def _kind(value: str) -> str | None:
         network = ipaddress.ip_network(value, strict=False)
     except ValueError:
         return None
-    if any(network.version == d.version and network.subnet_of(d) for d in DOCUMENTATION_NETWORKS):
+    if isinstance(network, ipaddress.IPv4Network) and any(network.subnet_of(d) for d in DOCUMENTATION_NETWORKS):
         return "the CIDRs that need the endpoint (office or VPN egress); RFC 5737 ranges are for documentation"
     return None
 
 
-def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+# A config as `model_dump(mode="json")` returns it.
+Json = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
+
+
+def _walk(value: Json, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, dict):
         for key, item in value.items():
             yield from _walk(item, f"{path}.{key}" if path else str(key))
@@ -70,7 +73,7 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def find(cluster: ClusterConfig) -> list[Placeholder]:
     """Every example value left in a validated stack config, in key order."""
-    found = []
+    found: list[Placeholder] = []
     for path, value in _walk(cluster.model_dump(mode="json"), ""):
         put = _kind(value)
         if put is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, Event
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB
@@ -65,9 +65,9 @@ class Parsed:
     """A parsed stack file: the data, where each value came from, and what was refused."""
 
     document: Any
-    origins: dict[Path_, Origin] = field(default_factory=dict)
-    refusals: list[Refusal] = field(default_factory=list)
-    secrets: list[Path_] = field(default_factory=list)  # paths of `{secure: ...}` values
+    origins: dict[Path_, Origin] = field(default_factory=dict[Path_, Origin])
+    refusals: list[Refusal] = field(default_factory=list[Refusal])
+    secrets: list[Path_] = field(default_factory=list[Path_])  # paths of `{secure: ...}` values
 
 
 class UnreadableFile(Exception):
@@ -138,8 +138,11 @@ class _StrictLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:
-        event = self.peek_event()
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        # check_event() reads the next event into current_event, as peek_event() would (types-pyyaml leaves
+        # peek_event untyped).
+        self.check_event()
+        event: Event = self.current_event
         if isinstance(event, AliasEvent):
             raise YamlRefused(
                 f"alias *{event.anchor}: stack files do not use anchors and aliases; write the value out",
@@ -239,12 +242,14 @@ class _Builder:
             self.parsed.secrets.append(path)
         return result
 
-    def scalar(self, node: ScalarNode, path: Path_) -> Any:
+    def scalar(self, node: Node, path: Path_) -> Any:
         if node.tag not in _SCALAR_TAGS:
             self.refuse(path, node, f"tag {_tag(node.tag)} is not supported in a stack file: write a plain value")
             return node.value
         try:
-            value = self.loader.construct_object(node, deep=True)
+            # The tag's constructor, as construct_object() picks it for a scalar (types-pyyaml leaves that
+            # method's node parameter untyped).
+            value = self.loader.yaml_constructors[node.tag](self.loader, node)
         except (ValueError, OverflowError, yaml.YAMLError) as error:  # e.g. an integer of 5,000 digits
             self.refuse(path, node, f"cannot read this value: {str(error).splitlines()[0][:120]}")
             return node.value
@@ -259,6 +264,6 @@ def _tag(tag: str) -> str:
     return "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
 
 
-def _type_name(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+def _type_name(value: object) -> str:
+    names: dict[type[object], str] = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
     return names.get(type(value), f"a {type(value).__name__}")

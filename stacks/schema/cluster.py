@@ -93,7 +93,7 @@ class ClusterConfig(Spec):
     network: NetworkSpec = Field(description="VPC, subnets, NAT, endpoints, flow logs.")
     eks: EksSpec = Field(description="EKS control plane and add-ons.")
     gpu_node_groups: list[GpuNodeGroupSpec] = Field(
-        default_factory=list, max_length=Limits.GPU_NODE_GROUPS, description="GPU node groups."
+        default_factory=list[GpuNodeGroupSpec], max_length=Limits.GPU_NODE_GROUPS, description="GPU node groups."
     )
     storage: StorageSpec = Field(description="S3 buckets and FSx for Lustre.")
     kubernetes: KubernetesSpec = Field(description="GPU Operator, EFA plugin, Kueue, teams, validation.")
@@ -105,7 +105,7 @@ class ClusterConfig(Spec):
         default_factory=SecuritySpec, description="Key administrators, image registries, data perimeter, Object Lock."
     )
     waivers: list[WaiverSpec] = Field(
-        default_factory=list,
+        default_factory=list[WaiverSpec],
         description="Written exemptions, each from one policy rule for one resource; the plan lists every one.",
     )
 
@@ -255,7 +255,7 @@ class ClusterConfig(Spec):
         """The protections docs/security.md promises outside dev cannot be switched off in the stack file."""
         if self.environment is Environment.DEV:
             return []
-        problems = []
+        problems: list[str] = []
         if self.storage.fsx.root_squash is None:
             problems.append(
                 f"storage.fsx.root_squash is null: root squash is required in {self.environment.value} "
@@ -276,7 +276,7 @@ class ClusterConfig(Spec):
 
     def _version_pairings(self) -> list[str]:
         """Known-broken pairings of versions that must move together (stacks/compatibility.py)."""
-        problems = []
+        problems: list[str] = []
         k8s = self.kubernetes
         if k8s.training_operator.kind == "kubeflow_trainer":
             why = kueue_trainer_problem(k8s.kueue.chart_version, k8s.training_operator.version)

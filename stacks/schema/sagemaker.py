@@ -129,7 +129,9 @@ class SlurmSpec(Spec):
         description="Home directories of `ubuntu` and `users` on FSx for Lustre (/fsx/<user>) with a per-user "
         "SSH key pair, so every node sees the same home and users ssh between their nodes.",
     )
-    users: list[SlurmUserSpec] = Field(default_factory=list, description="Cluster users created on every node.")
+    users: list[SlurmUserSpec] = Field(
+        default_factory=list[SlurmUserSpec], description="Cluster users created on every node."
+    )
     hold_lustre_client: bool = Field(
         default=True,
         description="Hold the Lustre client module package (apt-mark hold), so an upgrade cannot pull in a kernel "
@@ -235,7 +237,9 @@ class HyperPodSpec(Spec):
     enabled: bool = Field(default=False, description="Create a SageMaker HyperPod cluster.")
     orchestrator: HyperPodOrchestrator = Field(default=HyperPodOrchestrator.EKS, description="eks or slurm.")
     instance_groups: list[HyperPodInstanceGroupSpec] = Field(
-        default_factory=list, max_length=Limits.HYPERPOD_GROUPS, description="HyperPod instance groups."
+        default_factory=list[HyperPodInstanceGroupSpec],
+        max_length=Limits.HYPERPOD_GROUPS,
+        description="HyperPod instance groups.",
     )
     training_plan_arn: str | None = Field(
         default=None,

@@ -89,7 +89,7 @@ class FsxSpec(Spec):
         description="Changes in the datasets prefix that Lustre picks up automatically.",
     )
     auto_export_events: list[DraEvent] = Field(
-        default_factory=list,
+        default_factory=list[DraEvent],
         description="Changes on Lustre written back to the datasets bucket. Empty (the default) keeps the "
         "bucket the source of truth: no file system user can change or delete it. DELETED propagates every "
         "deletion on Lustre to S3 and is refused in prod by the policy pack.",

@@ -9,11 +9,61 @@ The node is found by its primary private IPv4 address among the instances HyperP
 lifecycle_script.py reads it). Any problem exits non-zero with a message naming the file and the key.
 """
 
+from __future__ import annotations
+
 import json
 import shlex
 import socket
 import sys
-from typing import Any
+from typing import Any, TypedDict
+
+
+# The two files' shapes, as far as this script reads them: provisioning_parameters.json as
+# components/hyperpod.py writes it, resource_config.json as HyperPod writes it.
+class Instance(TypedDict):
+    CustomerIpAddress: str
+
+
+class _InstanceGroupName(TypedDict):
+    Name: str
+
+
+class InstanceGroup(_InstanceGroupName, total=False):
+    Instances: list[Instance] | None
+
+
+class ResourceConfig(TypedDict, total=False):
+    InstanceGroups: list[InstanceGroup]
+
+
+class Containers(TypedDict, total=False):
+    enroot_version: str
+    pyxis_version: str
+
+
+class _UserIdentity(TypedDict):
+    name: str
+    uid: int
+
+
+class User(_UserIdentity, total=False):
+    ssh_public_keys: list[str]
+
+
+class SlurmSettings(TypedDict, total=False):
+    containers: Containers | None
+    accounting: bool
+    homes_on_lustre: bool
+    hold_lustre_client: bool
+    users: list[User]
+
+
+class ProvisioningParameters(TypedDict, total=False):
+    controller_group: str
+    login_group: str
+    fsx_dns_name: str
+    fsx_mountname: str
+    trainstack: SlurmSettings
 
 
 def primary_address() -> str:
@@ -23,7 +73,7 @@ def primary_address() -> str:
         return probe.getsockname()[0]
 
 
-def load(path: str) -> dict[str, Any]:
+def load(path: str) -> Any:  # JSON: its shape is checked where it is read
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -35,7 +85,7 @@ def flag(value: object) -> str:
     return "1" if value else "0"
 
 
-def node_env(params: dict[str, Any], resources: dict[str, Any], me: str) -> dict[str, str]:
+def node_env(params: ProvisioningParameters, resources: ResourceConfig, me: str) -> dict[str, str]:
     """The shell variables on_create.sh sources."""
     addresses = {
         group["Name"]: [i["CustomerIpAddress"] for i in group.get("Instances") or []]
@@ -70,7 +120,7 @@ def node_env(params: dict[str, Any], resources: dict[str, Any], me: str) -> dict
     }
 
 
-def users(params: dict[str, Any]) -> list[dict[str, Any]]:
+def users(params: ProvisioningParameters) -> list[User]:
     return list(params.get("trainstack", {}).get("users", []))
 
 
