@@ -105,7 +105,7 @@ def shipped(stack: str, preview: bool = False) -> Recording:
     return recording(stack, preview)
 
 
-def _matches(resource: RecordedResource, match: str) -> bool:
+def matches(resource: RecordedResource, match: str) -> bool:
     return f"-{resource.name}".endswith(match) or resource.type == match  # match: a whole name or its "-..." tail
 
 
@@ -122,7 +122,7 @@ def mutated(
     resources: list[RecordedResource] = []
     hit = 0
     for resource in source.resources:
-        if _matches(resource, match) and (hit == 0 or not only_first):
+        if matches(resource, match) and (hit == 0 or not only_first):
             hit += 1
             inputs = copy.deepcopy(resource.inputs)
             if edit is not None:
@@ -148,7 +148,7 @@ def without(source: Recording, drop: Callable[[RecordedResource], bool]) -> Reco
 
 
 def urn_of(source: Recording, match: str) -> str:
-    found = [r.urn for r in source.resources if _matches(r, match)]
+    found = [r.urn for r in source.resources if matches(r, match)]
     assert found, f"no resource matches {match!r}"
     return found[0]
 

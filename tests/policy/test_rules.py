@@ -18,7 +18,7 @@ import pytest
 
 from policies.rules import POLICIES
 from policies.rules.base import RESOURCE_TYPES
-from tests.policy.helpers import found, mutated, run, scenario, shipped, without
+from tests.policy.helpers import found, matches, mutated, run, scenario, shipped, without
 from trainstack.engine import Recording
 from trainstack.review import load_config
 
@@ -386,12 +386,12 @@ na("efa-no-spot", dev)
 
 ok("gpu-taint", staging)
 bad("gpu-taint", lambda: mutated(staging(), GPU_NG, drop("taints")))
-na("gpu-taint", lambda: without(staging(), lambda r: r.name.endswith(GPU_NG)))
+na("gpu-taint", lambda: without(staging(), lambda r: matches(r, GPU_NG)))
 
 ok("gpu-ami-type", lambda: scenario("staging-bottlerocket"))
 bad("gpu-ami-type", lambda: mutated(staging(), GPU_NG, set_path("amiType", "AL2023_x86_64_STANDARD")), level="advisory")
 bad("gpu-ami-type", lambda: mutated(prod(), "-gpu-p5-train-ng", set_path("amiType", "AL2023_x86_64_STANDARD")))
-na("gpu-ami-type", lambda: without(staging(), lambda r: r.name.endswith(GPU_NG)))
+na("gpu-ami-type", lambda: without(staging(), lambda r: matches(r, GPU_NG)))
 
 # ----------------------------------------------------------------------------------------- Kubernetes
 HELM = "kubernetes:helm.sh/v3:Release"
@@ -718,7 +718,7 @@ na("lt-instance-tags", lambda: without(staging(), of_type("aws:ec2/launchTemplat
 ok("gpu-budget", staging)  # 16 GPUs in the node group + 16 in HyperPod = the staging budget of 32
 bad("gpu-budget", lambda: scenario("prod-over-budget"))
 bad("gpu-budget", lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.instanceCount", 3)))
-na("gpu-budget", lambda: without(staging(), lambda r: r.name.endswith(GPU_NG) or r.type == HYPERPOD))
+na("gpu-budget", lambda: without(staging(), lambda r: matches(r, GPU_NG) or r.type == HYPERPOD))
 
 ok("dev-scale-to-zero", dev)
 bad("dev-scale-to-zero", lambda: scenario("dev-min-one"), level="advisory")

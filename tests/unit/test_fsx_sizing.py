@@ -174,12 +174,3 @@ def test_minimum_metadata_iops_is_automatic_when_that_is_a_valid_value(capacity:
 def test_no_user_provisioned_value_fits_above_the_largest() -> None:
     assert fs.automatic_metadata_iops(386400) == 193200
     assert fs.minimum_metadata_iops(386400) is None
-
-
-def test_the_warning_names_the_capacity_that_would_feed_the_gpus() -> None:
-    sizing = fs.StorageSizing("PERSISTENT_2", 2400, 250, fs.aggregate_throughput_mb_s(2400, 250), 16, 125.0, 2000.0)
-    assert not sizing.sufficient and sizing.ratio == pytest.approx(585.9375 / 2000)
-    # 2000 MB/s at 250 MB/s per TiB: 8 TiB
-    assert sizing.warning is not None and "about 8,192 GiB" in sizing.warning
-    enough = fs.StorageSizing("PERSISTENT_2", 9600, 250, 2343.75, 16, 125.0, 2000.0)
-    assert enough.sufficient and enough.warning is None
