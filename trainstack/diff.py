@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 from typing import Any
 
+from trainstack.create_only import replaces
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report.model import Report
 from trainstack.review import Violation
@@ -26,58 +26,9 @@ from trainstack.review import Violation
 _MISSING = "<absent>"
 
 PROVIDER_DIFF_NOTE = (
-    "offline diff: replacements are predicted from trainstack's table of create-only inputs; the provider's own "
-    "diff is not run, so an 'update' may still be a replace in `pulumi preview`"
+    "offline diff: replacements are predicted from create-only inputs (trainstack/create_only.py); the provider's "
+    "own diff is not run, so an 'update' may still be a replace in `pulumi preview`"
 )
-
-# Inputs (engine names; a dotted entry covers everything under it) whose change makes the provider replace the
-# resource: delete and create, or create-then-delete. Source: the terraform-provider-aws resource schemas that
-# pulumi-aws 7.x bridges ("ForceNew: true" in internal/service/<svc>/<resource>.go), read 2026-11-29. The
-# pulumi-aws 7.51.1 docstrings say so only for a few of them (LustreFileSystem.efaEnabled "must be set at
-# creation ... cannot be changed", Cluster.bootstrapSelfManagedAddons "will force a new cluster"); for the rest
-# the docstrings are silent and the upstream schema is the source. Not listed on purpose (sources disagree or
-# the change is in place in current versions): LustreFileSystem.perUnitStorageThroughput (updatable on
-# PERSISTENT_2), fileSystemTypeVersion (in place upgrade, replace only on downgrade), Cluster.vpcConfig.
-REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
-    {
-        "aws:fsx/lustreFileSystem:LustreFileSystem": frozenset(
-            {"deploymentType", "subnetIds", "efaEnabled", "storageType", "kmsKeyId", "securityGroupIds", "backupId"}
-        ),
-        "aws:eks/cluster:Cluster": frozenset(
-            {
-                "name",
-                "bootstrapSelfManagedAddons",
-                "kubernetesNetworkConfig.ipFamily",
-                "kubernetesNetworkConfig.serviceIpv4Cidr",
-            }
-        ),
-        "aws:eks/nodeGroup:NodeGroup": frozenset(
-            {
-                "clusterName",
-                "nodeGroupName",
-                "nodeGroupNamePrefix",
-                "nodeRoleArn",
-                "subnetIds",
-                "amiType",
-                "capacityType",
-                "diskSize",
-                "instanceTypes",
-                "remoteAccess",
-                "launchTemplate.id",
-                "launchTemplate.name",
-            }
-        ),
-        # internal/service/eks/addon.go (terraform-provider-aws 00a35305, read 2026-11-30): both ForceNew.
-        "aws:eks/addon:Addon": frozenset({"addonName", "clusterName"}),
-        "aws:ec2/subnet:Subnet": frozenset({"vpcId", "cidrBlock", "availabilityZone", "availabilityZoneId"}),
-        "aws:ec2/vpc:Vpc": frozenset({"cidrBlock"}),
-        "aws:ec2/placementGroup:PlacementGroup": frozenset({"name", "strategy", "partitionCount", "spreadLevel"}),
-        "aws:s3/bucket:Bucket": frozenset({"bucket", "bucketPrefix"}),
-        "aws:kms/key:Key": frozenset({"customerMasterKeySpec", "keyUsage"}),
-        "aws:iam/role:Role": frozenset({"name", "namePrefix", "path"}),
-    }
-)
-
 
 # Changes `pulumi up` applies to AWS but not to what already runs, and what it takes to apply them there.
 # HyperPod runs lifecycle scripts only on the nodes it creates: UpdateCluster runs them for new instance groups
@@ -97,14 +48,6 @@ def rollout_notes(type_token: str, changes: tuple[InputChange, ...], cluster_nam
     if type_token == "aws-native:sagemaker:Cluster" and any(LIFECYCLE_PATH.match(c.path) for c in changes):
         return (LIFECYCLE_ROLLOUT.format(cluster=cluster_name),)
     return ()
-
-
-def replaces(type_token: str, path: str) -> bool:
-    """True when changing the input at `path` (engine names, e.g. subnetIds[0]) replaces a `type_token`."""
-    for field in REPLACE_ON_CHANGE.get(type_token, ()):
-        if path == field or path.startswith((f"{field}.", f"{field}[")):
-            return True
-    return False
 
 
 @dataclass(frozen=True)

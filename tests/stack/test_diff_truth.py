@@ -129,8 +129,25 @@ def test_renaming_the_stack_moves_no_urn_and_replaces_what_pulumi_would(
     assert code == EXIT_POLICY
     assert diff["added"] == [] and diff["removed"] == [] and diff["protectedDeletions"] == []
     assert PROTECTED_REPLACE in mandatory and PROTECTED_DELETE not in mandatory
-    replaced = {c["type"]: c["replaceReasons"] for c in diff["changed"] if c["op"] == "replace"}
-    assert replaced["aws:eks/cluster:Cluster"] == ["name"] and replaced["aws:eks/addon:Addon"] == ["clusterName"]
+    replaced = {(c["type"], tuple(c["replaceReasons"])) for c in diff["changed"] if c["op"] == "replace"}
+    # Every name derived from the base name that is create-only (trainstack/create_only.py), and what follows it.
+    assert replaced == {
+        ("aws:eks/cluster:Cluster", ("name",)),
+        ("aws:eks/addon:Addon", ("clusterName",)),
+        ("aws:eks/nodeGroup:NodeGroup", ("clusterName",)),
+        ("aws:eks/nodeGroup:NodeGroup", ("clusterName", "nodeGroupName")),
+        ("aws:eks/accessEntry:AccessEntry", ("clusterName",)),
+        ("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", ("clusterName",)),
+        ("aws:eks/podIdentityAssociation:PodIdentityAssociation", ("clusterName",)),
+        ("aws:amp/scraper:Scraper", ("source.eks.clusterArn",)),
+        ("aws:cloudwatch/logGroup:LogGroup", ("name",)),
+        ("aws:ec2/flowLog:FlowLog", ("logDestination",)),  # the renamed log group's ARN
+        ("aws:ec2/launchTemplate:LaunchTemplate", ("name",)),
+        ("aws:ec2/securityGroup:SecurityGroup", ("description",)),  # GroupDescription is create-only
+        ("aws:kms/alias:Alias", ("name",)),
+        ("aws:sns/topic:Topic", ("name",)),
+        ("aws:sns/topicPolicy:TopicPolicy", ("arn",)),  # the renamed topic's ARN
+    }
     assert diff["protectedReplacements"] == [
         c["urn"] for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster"
     ]

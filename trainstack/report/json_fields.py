@@ -77,7 +77,7 @@ FIELDS: dict[str, str] = {
     "steps[].oldState": "The resource before the step (on `same`, `update`, `replace`, `delete`).",
     "steps[].diffReasons": "On `update` and `replace`: the top-level inputs that changed.",
     "steps[].replaceReasons": "On `replace`: the top-level inputs that force it (create-only inputs, "
-    "`trainstack.diff.REPLACE_ON_CHANGE`).",
+    "`trainstack.create_only.REPLACE_ON_CHANGE`).",
     "steps[].detailedDiff": "On `update` and `replace`: property path (Pulumi's syntax: `scalingConfig.maxSize`, "
     '`subnetIds[0]`, `tags["kubernetes.io/role/elb"]`) to `{kind, inputDiff}`; `kind` is `add`, `delete` or '
     "`update`, with `-replace` when that input forces the replacement; `inputDiff` is `true` (old inputs against "

@@ -1,0 +1,215 @@
+"""Which inputs are create-only: changing one makes the provider replace the resource (delete and create).
+
+The source is the AWS service's own statement, the CloudFormation registry schemas cfn-lint ships as package data
+(`createOnlyProperties`, read through `stacks.cfn_data`; cfn-lint is pinned in pyproject.toml), mapped to
+pulumi-aws inputs by the explicit table `CFN_EQUIVALENT` below. pulumi-aws bridges terraform-provider-aws, whose
+`ForceNew` flags mostly agree with CloudFormation; where they differ, `pulumi up` follows Terraform, so the
+difference is written down with both sources: `FORCE_NEW_ONLY` (Terraform replaces, CloudFormation updates or has
+no such property) and `IN_PLACE` (CloudFormation replaces, Terraform updates in place). pulumi-aws types with no
+CloudFormation equivalent carry their Terraform `ForceNew` inputs in `NO_CFN_TYPE`. aws-native types are
+CloudFormation types, and pulumi-aws-native replaces on exactly the schema's create-only properties.
+
+Terraform sources are terraform-provider-aws `internal/service/<svc>/<resource>.go` ("ForceNew: true"), the
+version pulumi-aws 7.x bridges, read 2026-11-29/30 (not fetchable here: the repository is over 500 MB), and the
+pulumi-aws 7.51.1 docstrings where they say so.
+
+Kubernetes kinds: the API server refuses a change of an immutable field, and pulumi-kubernetes replaces the
+object instead; those fields (Kubernetes API reference, v1.33) are `K8S_IMMUTABLE`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from stacks.cfn_data import read
+
+SCHEMA_REGION = "us-east-1"  # create-only is a property of the type, the same in every region's schema file
+
+# pulumi-aws type -> (CloudFormation type, {CFN property path: pulumi input path, or None when pulumi-aws has no
+# such input}). A CFN path not listed maps by case: `KubernetesNetworkConfig/IpFamily` ->
+# `kubernetesNetworkConfig.ipFamily`. tests/unit/test_create_only.py checks that every mapped path is a real input.
+CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
+    "aws:amp/ruleGroupNamespace:RuleGroupNamespace": ("AWS::APS::RuleGroupsNamespace", {"Workspace": "workspaceId"}),
+    "aws:amp/scraper:Scraper": ("AWS::APS::Scraper", {}),
+    "aws:amp/workspace:Workspace": ("AWS::APS::Workspace", {}),
+    "aws:cloudwatch/logGroup:LogGroup": ("AWS::Logs::LogGroup", {"LogGroupName": "name"}),
+    "aws:ec2/eip:Eip": ("AWS::EC2::EIP", {"TransferAddress": None}),
+    "aws:ec2/flowLog:FlowLog": (
+        "AWS::EC2::FlowLog",
+        {"DeliverLogsPermissionArn": "iamRoleArn", "LogGroupName": None, "ResourceId": "vpcId", "ResourceType": None},
+    ),
+    "aws:ec2/internetGateway:InternetGateway": ("AWS::EC2::InternetGateway", {}),
+    "aws:ec2/launchTemplate:LaunchTemplate": ("AWS::EC2::LaunchTemplate", {"LaunchTemplateName": "name"}),
+    "aws:ec2/natGateway:NatGateway": ("AWS::EC2::NatGateway", {"PrivateIpAddress": "privateIp"}),
+    "aws:ec2/placementGroup:PlacementGroup": ("AWS::EC2::PlacementGroup", {"ParentGroupId": None}),
+    "aws:ec2/route:Route": ("AWS::EC2::Route", {}),
+    "aws:ec2/routeTable:RouteTable": ("AWS::EC2::RouteTable", {}),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": ("AWS::EC2::SubnetRouteTableAssociation", {}),
+    "aws:ec2/securityGroup:SecurityGroup": (
+        "AWS::EC2::SecurityGroup",
+        {"GroupDescription": "description", "GroupName": "name"},
+    ),
+    "aws:ec2/subnet:Subnet": ("AWS::EC2::Subnet", {}),
+    "aws:ec2/vpc:Vpc": ("AWS::EC2::VPC", {"VpcEncryptionControl": None}),
+    "aws:ec2/vpcEndpoint:VpcEndpoint": (
+        "AWS::EC2::VPCEndpoint",
+        {"DnsOptions/PrivateDnsPreference": None, "DnsOptions/PrivateDnsSpecifiedDomains": None},
+    ),
+    "aws:eks/accessEntry:AccessEntry": ("AWS::EKS::AccessEntry", {}),
+    "aws:eks/addon:Addon": ("AWS::EKS::Addon", {}),
+    "aws:eks/cluster:Cluster": ("AWS::EKS::Cluster", {}),
+    "aws:eks/nodeGroup:NodeGroup": (
+        "AWS::EKS::Nodegroup",
+        {"NodegroupName": "nodeGroupName", "NodeRole": "nodeRoleArn", "Subnets": "subnetIds"},
+    ),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("AWS::EKS::PodIdentityAssociation", {}),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": ("AWS::FSx::DataRepositoryAssociation", {}),
+    # FileSystemType is fixed by the pulumi type (LUSTRE).
+    "aws:fsx/lustreFileSystem:LustreFileSystem": ("AWS::FSx::FileSystem", {"FileSystemType": None}),
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": ("AWS::IAM::OIDCProvider", {}),
+    "aws:iam/role:Role": ("AWS::IAM::Role", {"RoleName": "name"}),
+    "aws:iam/rolePolicy:RolePolicy": ("AWS::IAM::RolePolicy", {"PolicyName": "name", "RoleName": "role"}),
+    "aws:kms/alias:Alias": ("AWS::KMS::Alias", {"AliasName": "name"}),
+    "aws:kms/key:Key": ("AWS::KMS::Key", {}),
+    "aws:s3/bucket:Bucket": ("AWS::S3::Bucket", {"BucketName": "bucket", "BucketNamePrefix": "bucketPrefix"}),
+    "aws:s3/bucketPolicy:BucketPolicy": ("AWS::S3::BucketPolicy", {}),
+    "aws:sns/topic:Topic": ("AWS::SNS::Topic", {"TopicName": "name"}),
+    # CFN's TopicPolicy takes a list of topics (updatable); pulumi-aws's attaches to one `arn`.
+    "aws:sns/topicPolicy:TopicPolicy": ("AWS::SNS::TopicPolicy", {}),
+}
+
+# pulumi-aws types CloudFormation models as a property of another type (S3 bucket sub-resources are properties of
+# AWS::S3::Bucket, access policies of AWS::EKS::AccessEntry, managed policy ARNs of AWS::IAM::Role, the alert
+# manager definition of AWS::APS::Workspace) or does not model (S3 objects; the rule-id security group rules of
+# AuthorizeSecurityGroupIngress/ModifySecurityGroupRules, which AWS::EC2::SecurityGroupIngress predates: CFN makes
+# every field of those create-only, Terraform updates all but the group in place). Terraform ForceNew inputs.
+NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
+    "aws:amp/alertManagerDefinition:AlertManagerDefinition": frozenset({"workspaceId"}),
+    # access_policy_association.go has no update: every argument is ForceNew.
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": frozenset(
+        {"clusterName", "principalArn", "policyArn", "accessScope"}
+    ),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": frozenset({"role", "policyArn"}),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": frozenset({"bucket", "expectedBucketOwner"}),
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": frozenset({"bucket", "expectedBucketOwner"}),
+    "aws:s3/bucketObjectv2:BucketObjectv2": frozenset({"bucket", "key"}),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": frozenset({"bucket"}),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": frozenset(
+        {"bucket", "expectedBucketOwner"}
+    ),
+    "aws:s3/bucketVersioning:BucketVersioning": frozenset({"bucket", "expectedBucketOwner"}),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": frozenset({"securityGroupId"}),
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": frozenset({"securityGroupId"}),
+}
+
+# Terraform ForceNew, not create-only in the CloudFormation schema (or no CFN property): `pulumi up` replaces.
+FORCE_NEW_ONLY: Mapping[str, Mapping[str, str]] = {
+    "aws:fsx/lustreFileSystem:LustreFileSystem": {
+        # CFN nests these under LustreConfiguration and lists none as create-only; FSx has no API to change them.
+        "deploymentType": "lustre_file_system.go ForceNew",
+        "storageType": "lustre_file_system.go ForceNew",
+        "efaEnabled": "lustre_file_system.go ForceNew; docstring: must be set at creation, cannot be changed",
+    },
+    "aws:eks/nodeGroup:NodeGroup": {
+        "nodeGroupNamePrefix": "node_group.go ForceNew (no CFN property)",
+        # CFN updates the node group to another launch template; Terraform replaces on a new id or name.
+        "launchTemplate.id": "node_group.go launch_template.id ForceNew",
+        "launchTemplate.name": "node_group.go launch_template.name ForceNew",
+    },
+    "aws:ec2/placementGroup:PlacementGroup": {"name": "placement_group.go ForceNew (CFN generates the name)"},
+    "aws:iam/role:Role": {"namePrefix": "role.go ForceNew (no CFN property)"},
+    "aws:kms/alias:Alias": {"namePrefix": "alias.go ForceNew (no CFN property)"},
+    "aws:sns/topic:Topic": {"namePrefix": "topic.go ForceNew (no CFN property)"},
+    # CFN's KMS handler schedules the old key for deletion and creates a new one itself (no createOnly entry).
+    "aws:kms/key:Key": {"customerMasterKeySpec": "key.go ForceNew", "keyUsage": "key.go ForceNew"},
+    "aws:sns/topicPolicy:TopicPolicy": {"arn": "topic_policy.go ForceNew (CFN TopicPolicy.Topics is updatable)"},
+}
+
+# Create-only in the CloudFormation schema, updated in place by terraform-provider-aws (so by `pulumi up`).
+IN_PLACE: Mapping[str, Mapping[str, str]] = {
+    # tags_all is updated with CreateTags/DeleteTags like every EC2 resource (placement_group.go: no ForceNew).
+    "aws:ec2/placementGroup:PlacementGroup": {"tags": "placement_group.go: tags updatable"},
+    # route_table_association.go: route_table_id is updated with ReplaceRouteTableAssociation.
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": {"routeTableId": "ReplaceRouteTableAssociation"},
+}
+
+# Kubernetes: fields the API server refuses to change (Kubernetes API reference v1.33; pulumi-kubernetes replaces
+# the object instead, "Replacements" in its docs). metadata.name and metadata.namespace identify every object.
+# A Helm release's `name` (and `namespace`) is the release's identity: pulumi-kubernetes Release replaces on them.
+K8S_IDENTITY = frozenset({"metadata.name", "metadata.namespace"})
+K8S_IMMUTABLE: Mapping[str, frozenset[str]] = {
+    # Job: spec.selector, spec.template are immutable (batch/v1 JobSpec; template only while not suspended).
+    "kubernetes:batch/v1:Job": frozenset({"spec.selector", "spec.template", "spec.completionMode"}),
+    # PersistentVolumeClaim: the spec is immutable once bound except resources.requests (expansion) and
+    # volumeAttributesClassName (core/v1 PersistentVolumeClaimSpec).
+    "kubernetes:core/v1:PersistentVolumeClaim": frozenset(
+        {
+            "spec.accessModes",
+            "spec.selector",
+            "spec.storageClassName",
+            "spec.volumeMode",
+            "spec.volumeName",
+            "spec.dataSource",
+            "spec.dataSourceRef",
+            "spec.resources.limits",
+        }
+    ),
+    # PersistentVolume: the volume source is immutable after creation (core/v1 PersistentVolumeSpec: "csi" and the
+    # other sources), and so are volumeMode and the node affinity.
+    "kubernetes:core/v1:PersistentVolume": frozenset({"spec.csi", "spec.volumeMode", "spec.nodeAffinity"}),
+    "kubernetes:helm.sh/v3:Release": frozenset({"name", "namespace"}),
+    # ValidatingAdmissionPolicy(Binding), ConfigMap, ServiceAccount, Namespace, LimitRange, ResourceQuota and
+    # NetworkPolicy change in place beyond their identity; so do the Kueue and Trainer custom resources (the CRDs
+    # recorded in trainstack/contracts/facts/crds carry no `self == oldSelf` rule on the fields trainstack sets).
+}
+
+
+def _input_path(cfn_path: str) -> str:
+    """`KubernetesNetworkConfig/IpFamily` -> `kubernetesNetworkConfig.ipFamily` (the usual case mapping)."""
+    return ".".join(part[:1].lower() + part[1:] for part in cfn_path.split("/"))
+
+
+def cfn_create_only(cfn_type: str) -> tuple[str, ...]:
+    """The type's `createOnlyProperties` as CFN property paths (`Name`, `KubernetesNetworkConfig/IpFamily`)."""
+    schema = read(f"resources/{read(f'providers/{SCHEMA_REGION}.json')[cfn_type]}.json")
+    return tuple(sorted(re.sub(r"^/properties/", "", p) for p in schema.get("createOnlyProperties", ())))
+
+
+def from_cloudformation(type_token: str) -> frozenset[str]:
+    """The pulumi-aws inputs of `type_token` that CloudFormation says are create-only, through `CFN_EQUIVALENT`."""
+    cfn_type, renames = CFN_EQUIVALENT[type_token]
+    paths = (renames[p] if p in renames else _input_path(p) for p in cfn_create_only(cfn_type))
+    return frozenset(p for p in paths if p is not None)
+
+
+def _aws_table() -> dict[str, frozenset[str]]:
+    table = {token: set(from_cloudformation(token)) for token in CFN_EQUIVALENT}
+    table |= {token: set(inputs) for token, inputs in NO_CFN_TYPE.items()}
+    for token, extra in FORCE_NEW_ONLY.items():
+        table[token] |= set(extra)
+    for token, in_place in IN_PLACE.items():
+        table[token] -= set(in_place)
+    return {token: frozenset(inputs) for token, inputs in sorted(table.items()) if inputs}
+
+
+# aws-native:sagemaker:Cluster and any other aws-native type trainstack creates: the CFN schema itself.
+AWS_NATIVE_TYPES = {"aws-native:sagemaker:Cluster": "AWS::SageMaker::Cluster"}
+
+# Inputs (engine names; an entry covers everything under it) whose change replaces the resource.
+REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        **_aws_table(),
+        **{token: frozenset(map(_input_path, cfn_create_only(cfn))) for token, cfn in AWS_NATIVE_TYPES.items()},
+        **K8S_IMMUTABLE,
+    }
+)
+
+
+def replaces(type_token: str, path: str) -> bool:
+    """True when changing the input at `path` (engine names, e.g. subnetIds[0]) replaces a `type_token`."""
+    fields = REPLACE_ON_CHANGE.get(type_token, frozenset())
+    if type_token.startswith("kubernetes:") and type_token != "kubernetes:helm.sh/v3:Release":
+        fields = fields | K8S_IDENTITY
+    return any(path == f or path.startswith((f"{f}.", f"{f}[")) for f in fields)
