@@ -38,21 +38,21 @@ from stacks.load import ConfigError, check_stack, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
 
 try:
-    cluster = check_stack(
+    stack = check_stack(
         pulumi.get_stack(),
         validate_object(pulumi.Config(CONFIG_NAMESPACE).require_object(CONFIG_KEY), f"stack {pulumi.get_stack()}"),
         f"stack {pulumi.get_stack()}",
     )
 except ConfigError as error:
     raise pulumi.RunError(error.render()) from None
-refuse_placeholders(cluster, pulumi.get_stack())
+refuse_placeholders(stack, pulumi.get_stack())
 
 tags = default_tags(
     project=pulumi.get_project(),
-    environment=cluster.environment.value,
-    cost_center=cluster.tags.cost_center,
-    owner=cluster.tags.owner,
-    extra=cluster.tags.extra,
+    environment=stack.environment.value,
+    cost_center=stack.tags.cost_center,
+    owner=stack.tags.owner,
+    extra=stack.tags.extra,
 )
 
 
@@ -60,30 +60,30 @@ def moved(logical: str) -> list[pulumi.Alias]:
     """The name `logical` had while logical names carried the base name (`<name>-<logical>`): an alias, so a stack
     deployed then moves to the fixed name without a replace. Children whose names start with their parent's name
     inherit it (the engine rewrites the prefix); docs/day2.md, "Renaming a stack's `name`"."""
-    return [pulumi.Alias(name=f"{cluster.name}-{logical}")]
+    return [pulumi.Alias(name=f"{stack.name}-{logical}")]
 
 
 # Logical names are fixed ("network", "eks", ...) so that changing `name` in a stack file changes physical names
 # only: the URNs Pulumi tracks state by stay put (tests/stack/golden_urns/). Physical names come from `name`.
-aws = aws_provider("aws", cluster.region, tags, aliases=moved("aws"))
+aws = aws_provider("aws", stack.region, tags, aliases=moved("aws"))
 
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(
     "network",
-    NetworkArgs(spec=cluster.network, name=cluster.name, region=cluster.region),
+    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("network")),
 )
 eks = EksCluster(
     "eks",
     EksClusterArgs(
-        spec=cluster.eks,
-        name=cluster.name,
-        region=cluster.region,
+        spec=stack.eks,
+        base_name=stack.name,
+        region=stack.region,
         vpc_id=network.vpc_id,
         private_subnet_ids=list(network.private_subnet_ids.values()),
-        protect=cluster.protect_data,
+        protect=stack.protect_data,
         tags=tags,
-        key_administrator_arns=cluster.security.key_administrator_arns,
+        key_administrator_arns=stack.security.key_administrator_arns,
     ),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
 )
@@ -101,27 +101,27 @@ pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
 # One GPU Operator release serves every NVIDIA node; groups whose image differs opt out per node.
-operator_ami_family = cluster.gpu_operator_ami_family
+operator_ami_family = stack.gpu_operator_ami_family
 gpu_groups: dict[str, GpuNodeGroup] = {
     group.name: GpuNodeGroup(
         f"gpu-{group.name}",
         GpuNodeGroupArgs(
             spec=group,
-            name=cluster.name,
+            base_name=stack.name,
             cluster_name=eks.cluster_name,
             node_role_arn=eks.node_role_arn,
             subnet_id=network.private_subnet_ids[group.availability_zone],
             security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
             default_tags=tags,
-            kubernetes_version=cluster.eks.version,
+            kubernetes_version=stack.eks.version,
             node_volume_kms_key_arn=eks.node_volume_kms_key_arn,
             node_dependencies=eks.node_dependencies,
             extra_labels=operand_opt_out_labels(group.ami_family, operator_ami_family),
-            repair=cluster.health.node_repair,
+            repair=stack.health.node_repair,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved(f"gpu-{group.name}")),
     )
-    for group in cluster.gpu_node_groups
+    for group in stack.gpu_node_groups
 }
 pulumi.export(
     "gpu_node_groups",
@@ -141,14 +141,14 @@ pulumi.export(
 data = DataBuckets(
     "data",
     DataBucketsArgs(
-        spec=cluster.storage.buckets,
-        region=cluster.region,
-        base_name=cluster.name,
-        protect=cluster.protect_data,
-        key_administrator_arns=cluster.security.key_administrator_arns,
-        vpc_endpoint_ids=[network.s3_endpoint_id] if cluster.data_buckets_vpc_only else [],
-        outside_vpc_role_arns=cluster.security.outside_vpc_data_role_arns,
-        checkpoint_lock=cluster.security.checkpoint_lock,
+        spec=stack.storage.buckets,
+        region=stack.region,
+        base_name=stack.name,
+        protect=stack.protect_data,
+        key_administrator_arns=stack.security.key_administrator_arns,
+        vpc_endpoint_ids=[network.s3_endpoint_id] if stack.data_buckets_vpc_only else [],
+        outside_vpc_role_arns=stack.security.outside_vpc_data_role_arns,
+        checkpoint_lock=stack.security.checkpoint_lock,
     ),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("data")),
 )
@@ -158,14 +158,14 @@ pulumi.export("datasets_bucket_arn", data.datasets_bucket_arn)
 pulumi.export("checkpoints_bucket_arn", data.checkpoints_bucket_arn)
 pulumi.export("data_kms_key_arn", data.kms_key_arn)
 lustre: LustreFileSystem | None = None
-if cluster.storage.fsx.enabled:
+if stack.storage.fsx.enabled:
     lustre = LustreFileSystem(
         "lustre",
         LustreFileSystemArgs(
-            spec=cluster.storage.fsx,
-            base_name=cluster.name,
+            spec=stack.storage.fsx,
+            base_name=stack.name,
             vpc_id=network.vpc_id,
-            subnet_id=network.private_subnet_ids[cluster.gpu_availability_zone],
+            subnet_id=network.private_subnet_ids[stack.gpu_availability_zone],
             client_security_group_ids=[
                 eks.cluster_security_group_id,
                 network.efa_security_group_id,
@@ -174,7 +174,7 @@ if cluster.storage.fsx.enabled:
             efa_security_group_id=network.efa_security_group_id,
             kms_key_arn=data.kms_key_arn,
             datasets_bucket_name=data.datasets_bucket_name,
-            protect=cluster.protect_data,
+            protect=stack.protect_data,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("lustre")),
     )
@@ -184,7 +184,7 @@ if cluster.storage.fsx.enabled:
     pulumi.export("fsx_security_group_id", lustre.security_group_id)
 
 # Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
-k8s_spec = cluster.kubernetes
+k8s_spec = stack.kubernetes
 device_plugins: list[pulumi.Resource] = []
 if operator_ami_family is not None:
     gpu_operator = GpuOperator(
@@ -192,27 +192,27 @@ if operator_ami_family is not None:
         GpuOperatorArgs(
             spec=k8s_spec.gpu_operator,
             ami_family=operator_ami_family,
-            hyperpod_nodes=cluster.hyperpod_eks_nvidia,
-            dcgm_metrics_csv=dcgm_metrics_csv() if cluster.metrics_enabled else None,
+            hyperpod_nodes=stack.hyperpod_eks_nvidia,
+            dcgm_metrics_csv=dcgm_metrics_csv() if stack.metrics_enabled else None,
             after=[eks],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("gpu-operator")),
     )
     device_plugins.append(gpu_operator.release)
     pulumi.export("gpu_operator_values", gpu_operator.values)
-if cluster.needs_efa_plugin:
+if stack.needs_efa_plugin:
     efa_plugin = EfaDevicePlugin(
         "efa-plugin",
         EfaDevicePluginArgs(
             spec=k8s_spec.efa_device_plugin,
-            hyperpod_instance_types=cluster.efa_plugin_hyperpod_instance_types,
+            hyperpod_instance_types=stack.efa_plugin_hyperpod_instance_types,
             after=[eks],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("efa-plugin")),
     )
     device_plugins.append(efa_plugin.release)
 # The schema requires kubernetes.neuron_device_plugin when a Neuron group exists.
-if cluster.neuron_node_groups and k8s_spec.neuron_device_plugin:
+if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
     neuron_plugin = NeuronDevicePlugin(
         "neuron-plugin",
         NeuronDevicePluginArgs(spec=k8s_spec.neuron_device_plugin, after=[eks]),
@@ -225,9 +225,9 @@ scheduling = Scheduling(
         kueue=k8s_spec.kueue,
         training_operator=k8s_spec.training_operator,
         teams=k8s_spec.teams,
-        node_groups=cluster.gpu_node_groups,
-        hyperpod_groups=cluster.hyperpod_eks_groups,
-        cohort=cluster.name,
+        node_groups=stack.gpu_node_groups,
+        hyperpod_groups=stack.hyperpod_eks_groups,
+        cohort=stack.name,
         after=[eks, *device_plugins],
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("scheduling")),
@@ -237,13 +237,13 @@ tenancy = Tenancy(
     "tenancy",
     TenancyArgs(
         teams=k8s_spec.teams,
-        node_groups=cluster.gpu_node_groups,
-        hyperpod_groups=cluster.hyperpod_eks_groups,
+        node_groups=stack.gpu_node_groups,
+        hyperpod_groups=stack.hyperpod_eks_groups,
         namespaces=scheduling.team_namespaces,
-        vpc_cidr=cluster.network.vpc_cidr,
-        lustre=cluster.storage.fsx.enabled,
-        allowed_registries=cluster.security.allowed_image_registries,
-        region=cluster.region,
+        vpc_cidr=stack.network.vpc_cidr,
+        lustre=stack.storage.fsx.enabled,
+        allowed_registries=stack.security.allowed_image_registries,
+        region=stack.region,
         account_id=eks.account_id,
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("tenancy")),
@@ -270,7 +270,7 @@ if team_members:
         "team-access",
         TeamAccessArgs(
             cluster_name=eks.cluster_name,
-            region=cluster.region,
+            region=stack.region,
             members=team_members,
             after=list(scheduling.team_namespaces.values()),
         ),
@@ -294,34 +294,34 @@ if lustre is not None:
         "lustre-volume",
         LustreVolumeArgs(
             cluster_name=eks.cluster_name,
-            addon_version=cluster.eks.addons.fsx_csi_driver,
+            addon_version=stack.eks.addons.fsx_csi_driver,
             namespaces=[team.name for team in k8s_spec.teams],
             file_system_id=lustre.file_system_id,
             dns_name=lustre.dns_name,
             mount_name=lustre.mount_name,
             capacity_gib=lustre.storage_capacity_gib,
-            team_directory=cluster.storage.fsx.team_directory,
-            datasets_path=cluster.storage.fsx.file_system_path,
+            team_directory=stack.storage.fsx.team_directory,
+            datasets_path=stack.storage.fsx.file_system_path,
             depends_on=[eks.system_node_group, *scheduling.team_namespaces.values()],
         ),
         opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("lustre-volume")),
     )
     pulumi.export("fsx_claims", lustre_volume.claims)
     pulumi.export("fsx_datasets_claims", lustre_volume.datasets_claims)
-if k8s_spec.training_operator.kind == "kubeflow_trainer" and cluster.gpu_node_groups:
+if k8s_spec.training_operator.kind == "kubeflow_trainer" and stack.gpu_node_groups:
     # Trainer's chart installs no runtimes: trainstack's own, per GPU group, with its taint, EFA and Lustre.
     runtimes = TrainingRuntimes(
         "training-runtimes",
         TrainingRuntimesArgs(
             spec=k8s_spec.training_operator.runtimes,
-            node_groups=cluster.gpu_node_groups,
+            node_groups=stack.gpu_node_groups,
             lustre_claim=CLAIM_NAME if lustre is not None else None,
             after=[scheduling.training_operator],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("training-runtimes")),
     )
     pulumi.export("training_runtimes", sorted(runtimes.runtimes))
-target = cluster.validation_node_group
+target = stack.validation_node_group
 if k8s_spec.validation and k8s_spec.validation.enabled and target is None:
     pulumi.log.warn("kubernetes.validation is on but no NVIDIA EFA GPU group exists: no NCCL/DCGM jobs planned")
 if k8s_spec.validation and target is not None:
@@ -347,27 +347,27 @@ if k8s_spec.validation and target is not None:
 fleet_health = FleetHealth(
     "health",
     FleetHealthArgs(
-        spec=cluster.health,
-        name=cluster.name,
-        region=cluster.region,
+        spec=stack.health,
+        base_name=stack.name,
+        region=stack.region,
         cluster_name=eks.cluster_name,
         cluster_arn=eks.cluster_arn,
         subnet_ids=list(network.private_subnet_ids.values()),
         security_group_ids=[eks.cluster_security_group_id],
-        metrics=cluster.metrics_enabled,
-        fsx_throughput_mb_s=cluster.storage.fsx.throughput_mb_s if cluster.storage.fsx.enabled else None,
+        metrics=stack.metrics_enabled,
+        fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if stack.storage.fsx.enabled else None,
         after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),
 )
-pulumi.export("node_monitoring_agent_version", cluster.health.node_monitoring_agent_version)
+pulumi.export("node_monitoring_agent_version", stack.health.node_monitoring_agent_version)
 if fleet_health.workspace_id is not None:
     pulumi.export("prometheus_workspace_id", fleet_health.workspace_id)
     pulumi.export("alert_topic_arn", fleet_health.alert_topic_arn)
 
 # Optional SageMaker: HyperPod on the same network and storage, and a training-job role.
-sagemaker_spec = cluster.sagemaker
-gpu_subnet_id = network.private_subnet_ids[cluster.gpu_availability_zone]
+sagemaker_spec = stack.sagemaker
+gpu_subnet_id = network.private_subnet_ids[stack.gpu_availability_zone]
 security_groups = {
     "cluster": eks.cluster_security_group_id,
     "efa": network.efa_security_group_id,
@@ -378,11 +378,11 @@ if sagemaker_spec.hyperpod.enabled:
     # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
     from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 
-    aws_native = aws_native_provider("aws-native", cluster.region, tags, aliases=moved("aws-native"))
+    aws_native = aws_native_provider("aws-native", stack.region, tags, aliases=moved("aws-native"))
     hyperpod_after: list[pulumi.Resource] = []
-    if warning := cluster.hyperpod_eks_version_warning:
+    if warning := stack.hyperpod_eks_version_warning:
         pulumi.log.warn(warning)
-    if cluster.hyperpod_on_eks:
+    if stack.hyperpod_on_eks:
         # SageMaker requires its dependencies chart on the EKS cluster before the HyperPod cluster joins it;
         # `make hyperpod-chart` fetches it at its pinned tag into .hyperpod-chart/ (never copied into the repo).
         core = [*eks.addons.values(), eks.system_node_group]
@@ -399,15 +399,15 @@ if sagemaker_spec.hyperpod.enabled:
         "hyperpod",
         HyperPodClusterArgs(
             spec=sagemaker_spec.hyperpod,
-            name=cluster.name,
-            region=cluster.region,
+            base_name=stack.name,
+            region=stack.region,
             subnet_ids=[gpu_subnet_id],
-            security_group_ids=[security_groups[role] for role in cluster.hyperpod_security_groups],
-            eks_cluster_arn=eks.cluster_arn if cluster.hyperpod_on_eks else None,
+            security_group_ids=[security_groups[role] for role in stack.hyperpod_security_groups],
+            eks_cluster_arn=eks.cluster_arn if stack.hyperpod_on_eks else None,
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
             fsx_mount_name=lustre.mount_name if lustre else None,
-            protect=cluster.protect_data,
+            protect=stack.protect_data,
             after=hyperpod_after,
         ),
         opts=pulumi.ResourceOptions(providers=[aws, aws_native], aliases=moved("hyperpod")),
@@ -421,8 +421,8 @@ if sagemaker_spec.training_job_role:
     training = TrainingJobRole(
         "sagemaker-training",
         TrainingJobRoleArgs(
-            name=cluster.name,
-            region=cluster.region,
+            base_name=stack.name,
+            region=stack.region,
             datasets_bucket_arn=data.datasets_bucket_arn,
             checkpoints_bucket_arn=data.checkpoints_bucket_arn,
             subnet_ids=[gpu_subnet_id],
@@ -436,5 +436,5 @@ if sagemaker_spec.training_job_role:
     pulumi.export("sagemaker_training_subnet_ids", training.subnet_ids)
     pulumi.export("sagemaker_training_security_group_ids", training.security_group_ids)
 
-pulumi.export("environment", cluster.environment.value)
-pulumi.export("region", cluster.region)
+pulumi.export("environment", stack.environment.value)
+pulumi.export("region", stack.region)

@@ -11,7 +11,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.mocks import MockMonitor
 
 from stacks.placeholders import find
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 
 
 def under_mock_engine() -> bool:
@@ -19,7 +19,7 @@ def under_mock_engine() -> bool:
     return isinstance(settings.get_monitor(), MockMonitor)
 
 
-def refuse_placeholders(cluster: ClusterConfig, stack: str) -> None:
+def refuse_placeholders(cluster: StackConfig, stack: str) -> None:
     """Raise a RunError that lists every example value left in the stack, unless under the mock engine."""
     found = find(cluster)
     if found and not under_mock_engine():

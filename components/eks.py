@@ -230,7 +230,7 @@ class EksClusterArgs:
 
     spec: EksSpec
     """The validated `eks` block of the stack config."""
-    name: str
+    base_name: str
     """The cluster's physical name (the stack's base name, for example `trainstack-prod`)."""
     region: str
     """AWS region, for the kubeconfig and ARNs."""
@@ -360,7 +360,7 @@ class EksCluster(pulumi.ComponentResource):
             child_name(name, "cluster-role"),
             aws.iam.RoleArgs(
                 assume_role_policy=_trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
-                description=f"EKS control plane of {args.name}",
+                description=f"EKS control plane of {args.base_name}",
             ),
             opts=child,
         )
@@ -375,13 +375,13 @@ class EksCluster(pulumi.ComponentResource):
         """The customer KMS key that envelope-encrypts Kubernetes secrets; the cluster role may use it."""
         return customer_key(
             child_name(name, "secrets-key"),
-            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.name}",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.base_name}",
             policy=pulumi.Output.json_dumps(
                 pulumi.Output.all(self.account_id, cluster_role.arn).apply(
                     lambda v: kms_key_policy(partition, v[0], v[1])
                 )
             ),
-            alias=physical_name(args.name, "eks-secrets"),
+            alias=physical_name(args.base_name, "eks-secrets"),
             parent=self,
             protect=args.protect,
             administrators=args.key_administrator_arns,
@@ -392,9 +392,9 @@ class EksCluster(pulumi.ComponentResource):
         (EC2 Auto Scaling vs. the EKS control plane), so each policy grants only what its service needs."""
         return customer_key(
             child_name(name, "node-volume-key"),
-            description=f"EBS encryption of the node root/data volumes of EKS cluster {args.name}",
+            description=f"EBS encryption of the node root/data volumes of EKS cluster {args.base_name}",
             policy=pulumi.Output.json_dumps(self.account_id.apply(lambda a: node_volume_key_policy(partition, a))),
-            alias=physical_name(args.name, "eks-node-volumes"),
+            alias=physical_name(args.base_name, "eks-node-volumes"),
             parent=self,
             protect=args.protect,
             administrators=args.key_administrator_arns,
@@ -406,7 +406,7 @@ class EksCluster(pulumi.ComponentResource):
         return aws.cloudwatch.LogGroup(
             child_name(name, "cluster-logs"),
             aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/eks/{args.name}/cluster", retention_in_days=args.spec.log_retention_days
+                name=f"/aws/eks/{args.base_name}/cluster", retention_in_days=args.spec.log_retention_days
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -424,7 +424,7 @@ class EksCluster(pulumi.ComponentResource):
         return aws.eks.Cluster(
             child_name(name, "cluster"),
             aws.eks.ClusterArgs(
-                name=args.name,
+                name=args.base_name,
                 version=spec.version,
                 role_arn=role.arn,
                 vpc_config=aws.eks.ClusterVpcConfigArgs(
@@ -496,7 +496,7 @@ class EksCluster(pulumi.ComponentResource):
             child_name(name, "node-role"),
             aws.iam.RoleArgs(
                 assume_role_policy=_trust("ec2.amazonaws.com", "sts:AssumeRole"),
-                description=f"EKS nodes of {args.name}",
+                description=f"EKS nodes of {args.base_name}",
             ),
             opts=child,
         )
@@ -576,10 +576,10 @@ class EksCluster(pulumi.ComponentResource):
         system = args.spec.system_node_group
         template = node_launch_template(
             child_name(name, "system-lt"),
-            description=f"System nodes of {args.name}",
+            description=f"System nodes of {args.base_name}",
             volume=NodeVolume(ROOT_DEVICE, system.disk_size_gib, node_volume_key_arn),
             hop_limit=1,  # pods off the host network cannot reach the node role
-            launch_tags=resource_tags(dict(args.tags), physical_name(args.name, "system")),
+            launch_tags=resource_tags(dict(args.tags), physical_name(args.base_name, "system")),
             parent=self,
         )
         return aws.eks.NodeGroup(

@@ -146,7 +146,7 @@ class GpuNodeGroupArgs:
     """Spec (what the group is) plus wiring (ids from the network and EKS components)."""
 
     spec: GpuNodeGroupSpec
-    name: str  # physical base name, for example the stack's cluster name
+    base_name: str  # physical base name, for example the stack's cluster name
     cluster_name: pulumi.Input[str]
     node_role_arn: pulumi.Input[str]
     subnet_id: pulumi.Input[str]  # the one private subnet of spec.availability_zone
@@ -188,7 +188,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         super().__init__("trainstack:gpu:GpuNodeGroup", name, None, opts)
         spec = args.spec
         row = CATALOG[spec.instance_type]
-        physical = physical_name(args.name, spec.name)
+        physical = physical_name(args.base_name, spec.name)
         child = pulumi.ResourceOptions(parent=self)
 
         # Placement: none, the reservation's own group (referenced, never created), or a new cluster group.

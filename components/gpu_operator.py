@@ -11,7 +11,7 @@ the operator's driver and toolkit are always off:
 SageMaker HyperPod nodes (EKS orchestrator) run HyperPod's accelerated AMI, which also ships the driver and
 toolkit; they count as AL2023 here. Their operands tolerate HyperPod's deep-health-check taint.
 
-A cluster mixing families gets one release (`ClusterConfig.gpu_operator_ami_family`): the device plugin is
+A cluster mixing families gets one release (`StackConfig.gpu_operator_ami_family`): the device plugin is
 off only when every NVIDIA group is Bottlerocket. In a mixed AL2023 + Bottlerocket cluster the Bottlerocket
 nodes opt out of the operator's device plugin with the per-node labels from `operand_opt_out_labels` (the
 operator honours `nvidia.com/gpu.deploy.<operand>=false`).
@@ -98,7 +98,7 @@ def operand_opt_out_labels(ami_family: AmiFamily, cluster_family: AmiFamily | No
 @dataclass
 class GpuOperatorArgs:
     """Spec (which chart, MIG, DCGM) and the cluster's one NVIDIA AMI family
-    (`ClusterConfig.gpu_operator_ami_family`)."""
+    (`StackConfig.gpu_operator_ami_family`)."""
 
     spec: GpuOperatorSpec
     ami_family: AmiFamily

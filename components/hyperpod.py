@@ -205,7 +205,7 @@ class HyperPodClusterArgs:
     """Spec (validated config) and wiring (outputs of the network, EKS and storage components)."""
 
     spec: HyperPodSpec
-    name: str
+    base_name: str
     """Physical base name of the stack, for example trainstack-staging."""
     region: str
     subnet_ids: Sequence[pulumi.Input[str]]
@@ -258,7 +258,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             raise ValueError("HyperPod needs at least one subnet and one security group")
 
         self.orchestrator = spec.orchestrator.value
-        self.cluster_name = physical_name(args.name, "hyperpod")
+        self.cluster_name = physical_name(args.base_name, "hyperpod")
         child = pulumi.ResourceOptions(parent=self)
 
         files = read_bundle(args.lifecycle_dir or LIFECYCLE_ROOT / spec.orchestrator.value)
@@ -313,7 +313,7 @@ class HyperPodCluster(pulumi.ComponentResource):
         self.role = HyperPodExecutionRole(
             child_name(name, "execution"),
             HyperPodExecutionRoleArgs(
-                name=args.name,
+                base_name=args.base_name,
                 region=args.region,
                 lifecycle_bucket_arn=bucket.arn,
                 lifecycle_prefix=prefix,
@@ -403,7 +403,7 @@ class HyperPodCluster(pulumi.ComponentResource):
     def _lifecycle_bucket(self, name: str, args: HyperPodClusterArgs) -> aws.s3.Bucket:
         partition = aws_partition(args.region)
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        role_arn = account.apply(lambda a: f"arn:{partition}:iam::{a}:role/{execution_role_name(args.name)}")
+        role_arn = account.apply(lambda a: f"arn:{partition}:iam::{a}:role/{execution_role_name(args.base_name)}")
         deployer = deployer_arn(self)
         key = pulumi.Output.from_input(args.kms_key_arn)
 
@@ -424,7 +424,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             child_name(name, "lifecycle-bucket"),
             aws.s3.BucketArgs(
                 # Globally unique by the provider's random suffix; "sagemaker-" first, as HyperPod requires.
-                bucket_prefix=physical_name("sagemaker", args.name, "lc", max_length=36) + "-",
+                bucket_prefix=physical_name("sagemaker", args.base_name, "lc", max_length=36) + "-",
                 force_destroy=True,  # only generated copies of files in this repository live here
             ),
             kms_key_arn=args.kms_key_arn,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from stacks.schema.cluster import COST_CENTER_TAG, ENV_TAG, OWNER_TAG, PROJECT_TAG
+from stacks.schema.stack import COST_CENTER_TAG, ENV_TAG, OWNER_TAG, PROJECT_TAG
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
 _DIGEST = 8  # hex digits of the hash that keeps cut or folded names distinct

@@ -233,7 +233,7 @@ class NetworkArgs:
 
     spec: NetworkSpec
     """The validated `network` block of the stack config."""
-    name: str
+    base_name: str
     """The stack's base name (for example `trainstack-prod`): physical names and Name tags carry it."""
     region: str
     """The AWS region, for endpoint service names and flow-log trust conditions."""
@@ -352,7 +352,7 @@ class Network(pulumi.ComponentResource):
                 cidr_block=args.spec.vpc_cidr,
                 enable_dns_support=True,  # both are required for EKS and for private DNS on interface endpoints
                 enable_dns_hostnames=True,
-                tags={"Name": physical_name(args.name, "vpc")},
+                tags={"Name": physical_name(args.base_name, "vpc")},
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -373,7 +373,7 @@ class Network(pulumi.ComponentResource):
                     cidr_block=plan.cidr,
                     availability_zone=plan.availability_zone,
                     map_public_ip_on_launch=False,  # public subnets host NAT gateways only
-                    tags=subnet_tags(args.name, plan),
+                    tags=subnet_tags(args.base_name, plan),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -387,12 +387,12 @@ class Network(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         igw = aws.ec2.InternetGateway(
             child_name(name, "igw"),
-            aws.ec2.InternetGatewayArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.name, "igw")}),
+            aws.ec2.InternetGatewayArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.base_name, "igw")}),
             opts=child,
         )
         public_rt = aws.ec2.RouteTable(
             child_name(name, "public-rt"),
-            aws.ec2.RouteTableArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.name, "public")}),
+            aws.ec2.RouteTableArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.base_name, "public")}),
             opts=child,
         )
         aws.ec2.Route(
@@ -420,7 +420,7 @@ class Network(pulumi.ComponentResource):
         for az in nat_gateway_azs(args.spec):
             eip = aws.ec2.Eip(
                 child_name(name, "nat-eip", az),
-                aws.ec2.EipArgs(domain="vpc", tags={"Name": physical_name(args.name, "nat", az)}),
+                aws.ec2.EipArgs(domain="vpc", tags={"Name": physical_name(args.base_name, "nat", az)}),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             nat_gateways[az] = aws.ec2.NatGateway(
@@ -429,7 +429,7 @@ class Network(pulumi.ComponentResource):
                     allocation_id=eip.id,
                     subnet_id=public_subnet_ids[az],
                     connectivity_type="public",
-                    tags={"Name": physical_name(args.name, "nat", az)},
+                    tags={"Name": physical_name(args.base_name, "nat", az)},
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
             )
@@ -450,7 +450,7 @@ class Network(pulumi.ComponentResource):
         for az, subnet_id in private_subnet_ids.items():
             rt = aws.ec2.RouteTable(
                 child_name(name, "private-rt", az),
-                aws.ec2.RouteTableArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.name, "private", az)}),
+                aws.ec2.RouteTableArgs(vpc_id=vpc_id, tags={"Name": physical_name(args.base_name, "private", az)}),
                 opts=child,
             )
             aws.ec2.Route(
@@ -491,7 +491,7 @@ class Network(pulumi.ComponentResource):
                 policy=pulumi.Output.json_dumps(
                     account_id.apply(lambda account: s3_gateway_endpoint_policy(partition, args.region, account))
                 ),
-                tags={"Name": physical_name(args.name, "s3")},
+                tags={"Name": physical_name(args.base_name, "s3")},
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -513,7 +513,7 @@ class Network(pulumi.ComponentResource):
             aws.ec2.SecurityGroupArgs(
                 vpc_id=vpc_id,
                 description="Interface VPC endpoints: HTTPS from inside the VPC",
-                tags={"Name": physical_name(args.name, "endpoints")},
+                tags={"Name": physical_name(args.base_name, "endpoints")},
             ),
             opts=child,
         )
@@ -542,7 +542,7 @@ class Network(pulumi.ComponentResource):
                     policy=pulumi.Output.json_dumps(
                         account_id.apply(lambda account, service=service: interface_endpoint_policy(service, account))
                     ),
-                    tags={"Name": physical_name(args.name, _key(service))},
+                    tags={"Name": physical_name(args.base_name, _key(service))},
                 ),
                 opts=child,
             )
@@ -558,7 +558,7 @@ class Network(pulumi.ComponentResource):
             aws.ec2.SecurityGroupArgs(
                 vpc_id=vpc_id,
                 description="EFA: all traffic to and from members of this group",
-                tags={"Name": physical_name(args.name, "efa")},
+                tags={"Name": physical_name(args.base_name, "efa")},
             ),
             opts=child,
         )
@@ -601,7 +601,7 @@ class Network(pulumi.ComponentResource):
             aws.ec2.SecurityGroupArgs(
                 vpc_id=vpc_id,
                 description="Training workloads: egress to AWS endpoints, FSx, NAT; no ingress",
-                tags={"Name": physical_name(args.name, "workload")},
+                tags={"Name": physical_name(args.base_name, "workload")},
             ),
             opts=child,
         )
@@ -625,7 +625,7 @@ class Network(pulumi.ComponentResource):
         log_group = aws.cloudwatch.LogGroup(
             child_name(name, "flow-logs"),
             aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/vpc-flow-logs/{args.name}", retention_in_days=spec.flow_logs_retention_days
+                name=f"/aws/vpc-flow-logs/{args.base_name}", retention_in_days=spec.flow_logs_retention_days
             ),
             opts=child,
         )
@@ -659,7 +659,7 @@ class Network(pulumi.ComponentResource):
         )
         role = aws.iam.Role(
             child_name(name, "flow-logs-role"),
-            aws.iam.RoleArgs(assume_role_policy=trust, description=f"VPC flow logs of {args.name} to CloudWatch"),
+            aws.iam.RoleArgs(assume_role_policy=trust, description=f"VPC flow logs of {args.base_name} to CloudWatch"),
             opts=child,
         )
         delivery = aws.iam.RolePolicy(
@@ -695,7 +695,7 @@ class Network(pulumi.ComponentResource):
                 log_destination=log_group.arn,
                 iam_role_arn=role.arn,
                 max_aggregation_interval=60,  # one-minute records; the default is ten
-                tags={"Name": physical_name(args.name, "flow-log")},
+                tags={"Name": physical_name(args.base_name, "flow-log")},
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[delivery]),
         )

@@ -163,7 +163,7 @@ def grafana_values(endpoint: str, region: str) -> dict[str, Any]:
 @dataclass
 class FleetHealthArgs:
     spec: HealthSpec
-    name: str
+    base_name: str
     """Physical base name of the stack."""
     region: str
     cluster_name: pulumi.Input[str]
@@ -173,7 +173,7 @@ class FleetHealthArgs:
     security_group_ids: Sequence[pulumi.Input[str]]
     """The cluster security group: the collector reaches pods and the API like a node."""
     metrics: bool
-    """Whether the metrics stack exists (`ClusterConfig.metrics_enabled`)."""
+    """Whether the metrics stack exists (`StackConfig.metrics_enabled`)."""
     fsx_throughput_mb_s: float | None = None
     """The Lustre file system's provisioned throughput, or None without one (no YACE, no Lustre alerts)."""
     after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
@@ -229,7 +229,7 @@ class FleetHealth(pulumi.ComponentResource):
 
         # ------------------------------------------------------------------ AMP workspace, rules, alerting
         workspace = aws.amp.Workspace(
-            child_name(name, "amp"), aws.amp.WorkspaceArgs(alias=physical_name(args.name, "metrics")), opts=parent
+            child_name(name, "amp"), aws.amp.WorkspaceArgs(alias=physical_name(args.base_name, "metrics")), opts=parent
         )
         self.workspace_id = workspace.id
         self.alert_names = [alert.name for alert in alerts(args.fsx_throughput_mb_s)]
@@ -243,7 +243,7 @@ class FleetHealth(pulumi.ComponentResource):
         # SNS server-side encryption with the AWS managed key would lock AMP out (its key policy cannot name
         # aps.amazonaws.com); alert text carries node names, not data.
         topic = aws.sns.Topic(
-            child_name(name, "alerts"), aws.sns.TopicArgs(name=physical_name(args.name, "alerts")), opts=parent
+            child_name(name, "alerts"), aws.sns.TopicArgs(name=physical_name(args.base_name, "alerts")), opts=parent
         )
         self.alert_topic_arn = topic.arn
         policy = aws.sns.TopicPolicy(
@@ -334,7 +334,7 @@ class FleetHealth(pulumi.ComponentResource):
         aws.amp.Scraper(
             child_name(name, "collector"),
             aws.amp.ScraperArgs(
-                alias=physical_name(args.name, "collector"),
+                alias=physical_name(args.base_name, "collector"),
                 source=aws.amp.ScraperSourceArgs(
                     eks=aws.amp.ScraperSourceEksArgs(
                         cluster_arn=args.cluster_arn,

@@ -233,7 +233,7 @@ def _account_id(parent: pulumi.Resource) -> pulumi.Output[str]:
 class HyperPodExecutionRoleArgs:
     """Wiring for the HyperPod execution role (the spec lives with the cluster)."""
 
-    name: str  # physical base name, for example trainstack-staging
+    base_name: str  # physical base name, for example trainstack-staging
     region: str
     lifecycle_bucket_arn: pulumi.Input[str]
     lifecycle_prefix: str
@@ -256,7 +256,7 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
         account = _account_id(self)
         self.role = _sagemaker_role(
             child_name(name, "role"),
-            physical_name(args.name, "hyperpod-exec", max_length=64),  # hyperpod.execution_role_name
+            physical_name(args.base_name, "hyperpod-exec", max_length=64),  # hyperpod.execution_role_name
             "SageMaker HyperPod execution role (trainstack)",
             account,
             child,
@@ -300,7 +300,7 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
 class TrainingJobRoleArgs:
     """Wiring for the SageMaker training-job role and the VPC settings jobs launch with."""
 
-    name: str  # physical base name
+    base_name: str  # physical base name
     region: str
     datasets_bucket_arn: pulumi.Input[str]
     checkpoints_bucket_arn: pulumi.Input[str]
@@ -331,7 +331,7 @@ class TrainingJobRole(pulumi.ComponentResource):
         account = _account_id(self)
         self.role = _sagemaker_role(
             child_name(name, "role"),
-            physical_name(args.name, "sagemaker-training", max_length=64),
+            physical_name(args.base_name, "sagemaker-training", max_length=64),
             "SageMaker training-job execution role (trainstack)",
             account,
             child,

@@ -44,7 +44,7 @@ SCRATCH_2_BASELINE_MB_S_PER_TIB = 200
 # stacks/fsx_sizing.py
 GIB_PER_TIB = 1024
 
-# stacks/schema/cluster.py: tags trainstack sets everywhere
+# stacks/schema/stack.py: tags trainstack sets everywhere
 REQUIRED_TAGS = ("project", "env", "cost-center", "owner")
 
 # stacks/schema/base.py Environment

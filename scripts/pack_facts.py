@@ -5,7 +5,7 @@ The pack runs in its own virtualenv and imports only itself and pulumi_policy, s
 
 - `policies/facts_generated.py`: instance facts (from `stacks/catalog.py`), the device resources that double
   as taint keys, the accelerated AMI types (`stacks/schema/gpu.py`), the FSx for Lustre throughput facts
-  (`stacks/fsx_sizing.py`), the required tag keys (`stacks/schema/cluster.py`), and the labels, tags and names
+  (`stacks/fsx_sizing.py`), the required tag keys (`stacks/schema/stack.py`), and the labels, tags and names
   the program sets that rules select on (components/).
 - the thresholds each stack file assumes into `policies/config/<environment>.json`: the GPU budget
   (`cost.max_gpus`), the per-GPU read rate (`storage.fsx.per_gpu_read_mb_s`) and the environment itself.
@@ -34,7 +34,7 @@ from stacks import fsx_sizing  # noqa: E402
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator  # noqa: E402
 from stacks.load import STACKS_DIR, load_file  # noqa: E402
 from stacks.schema import EFA_PRESENT_LABEL, AmiFamily, Environment  # noqa: E402
-from stacks.schema.cluster import REQUIRED_TAGS  # noqa: E402
+from stacks.schema.stack import REQUIRED_TAGS  # noqa: E402
 
 FACTS = ROOT / "policies" / "facts_generated.py"
 POLICY_CONFIG = ROOT / "policies" / "config"
@@ -102,7 +102,7 @@ def facts_module() -> str:
                 "stacks/fsx_sizing.py: SCRATCH_2's fixed baseline throughput (PERSISTENT_2 provisions its own)",
             ),
             _constant("GIB_PER_TIB", fsx_sizing.GIB_PER_TIB, "stacks/fsx_sizing.py"),
-            _constant("REQUIRED_TAGS", REQUIRED_TAGS, "stacks/schema/cluster.py: tags trainstack sets everywhere"),
+            _constant("REQUIRED_TAGS", REQUIRED_TAGS, "stacks/schema/stack.py: tags trainstack sets everywhere"),
             _constant("ENVIRONMENTS", tuple(e.value for e in Environment), "stacks/schema/base.py Environment"),
             _constant("EFA_PRESENT_LABEL", EFA_PRESENT_LABEL, "stacks/schema/gpu.py: the EFA node groups' label"),
             _constant("PSA_ENFORCE", PSA_ENFORCE, "components/tenancy.py: Pod Security Admission enforce label"),

@@ -1,7 +1,7 @@
 """Pure FSx for Lustre sizing rules: valid capacities, throughput tiers, metadata IOPS, aggregate throughput.
 
 Used by the schema's validators and properties (`FsxSpec.throughput_mb_s`; the demand it is sized against is
-`ClusterConfig.storage_demand_mb_s`) and by the contract checks. It imports nothing of the program's, so the
+`StackConfig.storage_demand_mb_s`) and by the contract checks. It imports nothing of the program's, so the
 schema can import it without a circle; the policy pack gets the throughput facts it needs through
 `make pack-facts` (policies/facts_generated.py). Sources (AWS, checked for this module):
 

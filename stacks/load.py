@@ -1,4 +1,4 @@
-"""Loading a stack file (or the Pulumi config object) into a validated `ClusterConfig`.
+"""Loading a stack file (or the Pulumi config object) into a validated `StackConfig`.
 
 Every way a file can be wrong ends in one `ConfigError` that lists each problem with its key path, the value
 given, what would be valid and, where the YAML gives one, the line and column, so the plan command and
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from stacks.reader import Origin, Parsed, Path_, UnreadableFile, YamlRefused, parse, read_text
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig, Environment
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, Environment, StackConfig
 from stacks.untyped import is_list, is_mapping, is_sequence
 
 STACKS_DIR = Path(__file__).resolve().parent
@@ -142,7 +142,7 @@ def environment_of_stack(stack: str) -> Environment | None:
     return None
 
 
-def stack_problem(stack: str, cluster: ClusterConfig) -> Problem | None:
+def stack_problem(stack: str, cluster: StackConfig) -> Problem | None:
     """Why `cluster` cannot run as `stack` (its environment is not the one the stack name maps to), or None."""
     key = f"{FULL_KEY}.environment"
     expected = environment_of_stack(stack)
@@ -165,7 +165,7 @@ def stack_problem(stack: str, cluster: ClusterConfig) -> Problem | None:
     return None
 
 
-def check_stack(stack: str, cluster: ClusterConfig, source: str) -> ClusterConfig:
+def check_stack(stack: str, cluster: StackConfig, source: str) -> StackConfig:
     """`cluster` when its environment is the one `stack` maps to; ConfigError (exit 2) otherwise."""
     problem = stack_problem(stack, cluster)
     if problem is not None:
@@ -194,7 +194,7 @@ def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
     return path
 
 
-def load_file(path: Path, option: str = "--config") -> ClusterConfig:
+def load_file(path: Path, option: str = "--config") -> StackConfig:
     """Read and validate a `Pulumi.<env>.yaml` stack file; `option` names the flag it came from in problems
     (`--against` marks the file as the baseline)."""
     source = str(path)
@@ -235,7 +235,7 @@ def _report_problem(option: str, source: str) -> Problem:
     )
 
 
-def validate_document(document: Any, source: str, parsed: Parsed | None = None) -> ClusterConfig:
+def validate_document(document: Any, source: str, parsed: Parsed | None = None) -> StackConfig:
     """Validate a parsed stack file: a mapping with a `config` mapping holding `trainstack:cluster`."""
     parsed = parsed or Parsed(document=document)
     problems = [
@@ -283,7 +283,7 @@ def _dotted(path: Path_) -> str:
 
 def validate_object(
     value: Any, source: str, parsed: Parsed | None = None, refusals: list[Any] | None = None
-) -> ClusterConfig:
+) -> StackConfig:
     """Validate the `trainstack:cluster` object itself (as YAML, or as the JSON string Pulumi gives).
 
     `parsed` (from a YAML file) adds line numbers, the text of unquoted scalars and the refusals inside the
@@ -301,7 +301,7 @@ def validate_object(
     problems += [_secret_problem(path, origins) for path in secrets]
     skip = [tuple(path) for path in secrets] + [r.path[2:] for r in refusals or []]
     try:
-        cluster = ClusterConfig.model_validate(value)
+        cluster = StackConfig.model_validate(value)
     except ValidationError as error:
         problems += [p for loc, p in _problems(error, origins) if not any(loc[: len(s)] == s for s in skip if s)]
         raise ConfigError(source, problems or _problems_all(error, origins)) from None
@@ -460,7 +460,7 @@ def _value_at(item: Mapping[str, Any]) -> Any:
 
 def _field_at(loc: Path_) -> FieldInfo | None:
     """The schema field at `loc` (list indices and dict keys skipped), for messages that need its examples."""
-    model: type[BaseModel] | None = ClusterConfig
+    model: type[BaseModel] | None = StackConfig
     field: FieldInfo | None = None
     for part in loc:
         if isinstance(part, int):
@@ -474,7 +474,7 @@ def _field_at(loc: Path_) -> FieldInfo | None:
 
 def _valid_keys(loc: Path_) -> list[str]:
     """The field names of the model at `loc` (list indices skipped), for 'unknown key' messages."""
-    model: type[BaseModel] | None = ClusterConfig
+    model: type[BaseModel] | None = StackConfig
     for part in loc:
         if isinstance(part, int) or model is None:
             continue

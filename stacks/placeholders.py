@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 
 # Account IDs the AWS documentation uses in examples (IAM User Guide and the EKS/KMS guides' policy examples).
 DOCUMENTATION_ACCOUNTS = frozenset({"123456789012", "111122223333", "444455556666", "777788889999"})
@@ -71,7 +71,7 @@ def _walk(value: Json, path: str) -> Iterator[tuple[str, str]]:
         yield path, value
 
 
-def find(cluster: ClusterConfig) -> list[Placeholder]:
+def find(cluster: StackConfig) -> list[Placeholder]:
     """Every example value left in a validated stack config, in key order."""
     found: list[Placeholder] = []
     for path, value in _walk(cluster.model_dump(mode="json"), ""):

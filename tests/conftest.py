@@ -35,7 +35,7 @@ import yaml
 from hypothesis import settings
 
 from stacks.load import FULL_KEY, load_file, validate_object
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 from trainstack import engine
 from trainstack.engine import Recording, run, run_program
 
@@ -57,11 +57,11 @@ def stack_document(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def stack_config(name: str) -> ClusterConfig:
+def stack_config(name: str) -> StackConfig:
     return load_file(ROOT / "stacks" / f"Pulumi.{name}.yaml")
 
 
-def edited_config(name: str, edit: Callable[[dict[str, Any]], None]) -> ClusterConfig:
+def edited_config(name: str, edit: Callable[[dict[str, Any]], None]) -> StackConfig:
     """The named stack's `trainstack:cluster` object with `edit` applied in place, validated."""
     raw = copy.deepcopy(stack_document(name)["config"][FULL_KEY])
     edit(raw)
@@ -103,7 +103,7 @@ def _load_or_run(key: str, run_it: Callable[[], Recording]) -> bytes:
         os.close(lock)
 
 
-def program_recording(cluster: ClusterConfig, stack: str, preview: bool = False) -> Recording:
+def program_recording(cluster: StackConfig, stack: str, preview: bool = False) -> Recording:
     """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call."""
     if _fast_test:
         _refuse_whole_program()

@@ -33,7 +33,7 @@ from typing import TextIO
 
 from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
 from stacks.placeholders import find as find_placeholders
-from stacks.schema import ClusterConfig, json_schema
+from stacks.schema import StackConfig, json_schema
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
@@ -244,7 +244,7 @@ def comment_limit(max_chars: int | None, format_: str) -> int:
     return max_chars
 
 
-def stack_name_of(path: Path, cluster: ClusterConfig) -> str:
+def stack_name_of(path: Path, cluster: StackConfig) -> str:
     """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment (a proposed change
     in a file of another name; the plan then reviews it as that environment's stack)."""
     name = path.name
@@ -291,7 +291,7 @@ def progress(enabled: bool, message: str, stream: TextIO) -> Iterator[None]:
         stream.flush()
 
 
-def run(cluster: ClusterConfig, stack: str, preview: bool, show: bool, label: str) -> Recording:
+def run(cluster: StackConfig, stack: str, preview: bool, show: bool, label: str) -> Recording:
     with progress(show, f"planning {label} under the mock engine", sys.stderr):
         try:
             return run_program(cluster, stack=stack, preview=preview)
@@ -316,7 +316,7 @@ def with_violations(report: Report, extra: tuple[Violation, ...]) -> Report:
 PLACEHOLDER_POLICY = "deploy-example-value"
 
 
-def placeholder_advisories(cluster: ClusterConfig) -> tuple[Violation, ...]:
+def placeholder_advisories(cluster: StackConfig) -> tuple[Violation, ...]:
     """One advisory per example value: fine offline, refused by `pulumi up` (components/deploy_guard.py)."""
     return tuple(
         Violation(

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig, json_schema
+from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, StackConfig, json_schema
 
 Schema = Mapping[str, Any]
 _ROOT = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"  # the stack-file key every path below hangs from
@@ -230,4 +230,4 @@ def _model_types(annotation: object) -> Iterator[type[BaseModel]]:
 
 def render() -> str:
     """docs/config.md, from the stack schema."""
-    return Reference(json_schema(), {"": ClusterConfig, **_models(ClusterConfig, {})}).render()
+    return Reference(json_schema(), {"": StackConfig, **_models(StackConfig, {})}).render()

@@ -30,7 +30,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from stacks.load import FULL_KEY
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 from trainstack.mocks import ExistingSubnetFacts, TrainstackMocks, existing_subnet_facts
 
 PROJECT = "trainstack"
@@ -214,7 +214,7 @@ def _resolve(value: Any) -> Any:
     return _sync_await(output.future())
 
 
-def pulumi_config(cluster: ClusterConfig) -> dict[str, str]:
+def pulumi_config(cluster: StackConfig) -> dict[str, str]:
     """The Pulumi config the CLI would hand the program for this stack: one JSON object under our key."""
     return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
 
@@ -274,7 +274,7 @@ def run(
         loop.close()
 
 
-def run_program(cluster: ClusterConfig, *, stack: str, preview: bool = False, program: Path = PROGRAM) -> Recording:
+def run_program(cluster: StackConfig, *, stack: str, preview: bool = False, program: Path = PROGRAM) -> Recording:
     """Run the real `__main__.py` for one validated stack config."""
     if str(program.parent) not in sys.path:
         sys.path.insert(0, str(program.parent))

@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 
 from stacks.catalog import CATALOG
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 
 ACCOUNT_ID = "123456789012"
 PARTITION = "aws"
@@ -64,7 +64,7 @@ class ExistingSubnetFacts:
     vpc_id: str
 
 
-def existing_subnet_facts(cluster: ClusterConfig) -> dict[str, ExistingSubnetFacts]:
+def existing_subnet_facts(cluster: StackConfig) -> dict[str, ExistingSubnetFacts]:
     """The stack file's existing subnets by id (empty when trainstack creates the VPC)."""
     existing = cluster.network.existing_vpc
     if existing is None:

@@ -22,7 +22,6 @@ from stacks.schema.base import (
     RetentionDays,
     Spec,
 )
-from stacks.schema.cluster import ClusterConfig, CostSpec, TagsSpec, json_schema
 from stacks.schema.eks import AuthenticationMode, EksAddonVersions, EksSpec, LogType, SystemNodeGroupSpec
 from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
@@ -77,6 +76,7 @@ from stacks.schema.sagemaker import (
     hyperpod_eks_version_problem,
 )
 from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
+from stacks.schema.stack import CostSpec, StackConfig, TagsSpec, json_schema
 from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
@@ -108,7 +108,6 @@ __all__ = [
     "CatalogInstanceType",
     "CheckpointLockSpec",
     "Cidr",
-    "ClusterConfig",
     "CostSpec",
     "DraEvent",
     "EfaDevicePluginSpec",
@@ -144,6 +143,7 @@ __all__ = [
     "SlurmSpec",
     "SlurmUserSpec",
     "Spec",
+    "StackConfig",
     "StorageSpec",
     "SystemNodeGroupSpec",
     "TagsSpec",

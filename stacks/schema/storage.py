@@ -30,7 +30,7 @@ NID_PATTERN = r"^((\d{1,3}|\[\d{1,3}-\d{1,3}\])\.){3}(\d{1,3}|\[\d{1,3}-\d{1,3}\
 
 
 class FsxDeploymentType(StrEnum):
-    SCRATCH_2 = "SCRATCH_2"  # not replicated; dev only (ClusterConfig refuses it elsewhere)
+    SCRATCH_2 = "SCRATCH_2"  # not replicated; dev only (StackConfig refuses it elsewhere)
     PERSISTENT_2 = "PERSISTENT_2"
 
 
@@ -200,7 +200,7 @@ class FsxSpec(Spec):
     @property
     def throughput_mb_s(self) -> float:
         """Baseline aggregate throughput (MB/s) the file system delivers: TiB of storage x the provisioned tier,
-        or SCRATCH_2's fixed baseline. The supply side of sizing; the demand is `ClusterConfig.storage_demand_mb_s`."""
+        or SCRATCH_2's fixed baseline. The supply side of sizing; the demand is `StackConfig.storage_demand_mb_s`."""
         per_unit = fsx_sizing.per_unit_throughput(self.deployment_type, self.throughput_mb_s_per_tib)
         return fsx_sizing.aggregate_throughput_mb_s(self.storage_capacity_gib, per_unit)
 

@@ -28,7 +28,7 @@ def _build(stack: str, protect: bool) -> Recording:
             f"{cluster.name}-eks",
             EksClusterArgs(
                 spec=cluster.eks,
-                name=cluster.name,
+                base_name=cluster.name,
                 region=cluster.region,
                 vpc_id="vpc-0123",
                 private_subnet_ids=SUBNETS,
@@ -123,7 +123,9 @@ def test_addon_versions_follow_an_edited_config():
     rec = run_component(
         lambda: EksCluster(
             "x-eks",
-            EksClusterArgs(spec=edited.eks, name="x", region="us-east-1", vpc_id="vpc-1", private_subnet_ids=SUBNETS),
+            EksClusterArgs(
+                spec=edited.eks, base_name="x", region="us-east-1", vpc_id="vpc-1", private_subnet_ids=SUBNETS
+            ),
             opts=aws_opts(),
         )
     )

@@ -21,7 +21,7 @@ def build(metrics: bool, fsx_throughput_mb_s: float | None) -> FleetHealth:
         "health",
         FleetHealthArgs(
             spec=HealthSpec(alert_emails=["oncall@example.com"]),
-            name="trainstack-test",
+            base_name="trainstack-test",
             region="us-east-1",
             cluster_name="trainstack-test",
             cluster_arn="arn:aws:eks:us-east-1:111122223333:cluster/trainstack-test",

@@ -47,7 +47,7 @@ def build(group: GpuNodeGroupSpec) -> Recording:
             "trainstack-test-train",
             GpuNodeGroupArgs(
                 spec=group,
-                name="trainstack-test",
+                base_name="trainstack-test",
                 cluster_name="trainstack-test",
                 node_role_arn="arn:aws:iam::123456789012:role/nodes",
                 subnet_id=SUBNET,

@@ -253,7 +253,7 @@ def test_training_job_role_and_vpc_settings() -> None:
         role = TrainingJobRole(
             "tj",
             TrainingJobRoleArgs(
-                name="trainstack-test",
+                base_name="trainstack-test",
                 region="us-east-1",
                 datasets_bucket_arn="arn:aws:s3:::ds",
                 checkpoints_bucket_arn="arn:aws:s3:::ck",

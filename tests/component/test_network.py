@@ -19,7 +19,7 @@ ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 
 def _build(spec: NetworkSpec, name: str = "trainstack-test") -> Recording:
     return run_component(
-        lambda: Network(f"{name}-network", NetworkArgs(spec=spec, name=name, region="us-east-1"), opts=aws_opts())
+        lambda: Network(f"{name}-network", NetworkArgs(spec=spec, base_name=name, region="us-east-1"), opts=aws_opts())
     )
 
 

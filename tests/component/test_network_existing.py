@@ -43,7 +43,7 @@ NETWORK_TYPES = (
 
 def _build(facts: Mapping[str, ExistingSubnetFacts]) -> Recording:
     return run(
-        lambda: Network("byo-network", NetworkArgs(spec=SPEC, name="byo", region="us-east-1"), opts=aws_opts()),
+        lambda: Network("byo-network", NetworkArgs(spec=SPEC, base_name="byo", region="us-east-1"), opts=aws_opts()),
         stack="test",
         region="us-east-1",
         existing_subnets=facts,

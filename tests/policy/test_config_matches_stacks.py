@@ -13,7 +13,7 @@ from trainstack.review import _prepare
 @pytest.mark.parametrize("name", STACKS)
 def test_storage_rule_agrees_with_the_sizing(name: str) -> None:
     """The storage rule's supply, accelerator count and verdict on the recorded program equal the sizing the
-    config model states: `FsxSpec.throughput_mb_s` for the supply and `ClusterConfig.accelerators_at_max`
+    config model states: `FsxSpec.throughput_mb_s` for the supply and `StackConfig.accelerators_at_max`
     (node groups and HyperPod groups, which mount the same file system) for the demand."""
     cluster = stack_config(name)
     recorded = recording(name)

@@ -14,7 +14,7 @@ import pytest
 
 from components.slurm_validation import VALIDATION_DIR
 from stacks.load import load_file
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 from tests.conftest import ROOT, program_recording
 from trainstack import cli
 from trainstack.cli import EXIT_OK, main
@@ -27,11 +27,11 @@ OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 STACK = "staging"  # the example's environment, which `plan --config` uses as the stack name
 
 
-def example() -> ClusterConfig:
+def example() -> StackConfig:
     return load_file(EXAMPLE)
 
 
-def run(cluster: ClusterConfig | None = None) -> Recording:
+def run(cluster: StackConfig | None = None) -> Recording:
     return program_recording(cluster or example(), STACK)
 
 
@@ -89,7 +89,7 @@ def test_the_lifecycle_bundle_sets_up_containers_accounting_homes_and_the_nccl_j
 def test_a_lifecycle_change_shows_in_the_diff_with_the_software_update_to_run() -> None:
     raw = example().model_dump(mode="json")
     raw["sagemaker"]["hyperpod"]["slurm"]["accounting"] = False
-    changed = run(ClusterConfig.model_validate(raw))
+    changed = run(StackConfig.model_validate(raw))
     _, _, changes = diff_recordings(run(), changed)
     [cluster] = [c for c in changes if c.type == CLUSTER]
     assert any(c.path.endswith("lifeCycleConfig.sourceS3Uri") for c in cluster.changes)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from stacks.load import FULL_KEY, ConfigError, validate_object
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 from tests.conftest import STACKS, stack_document
 
 
@@ -59,7 +59,7 @@ def edges(field: FieldInfo) -> Iterator[tuple[int | float, int | float]]:
             yield m.lt - 1, m.lt
 
 
-BOUNDS = [(path, model, name, field) for path, model, name, field in bounded_fields(ClusterConfig)]
+BOUNDS = [(path, model, name, field) for path, model, name, field in bounded_fields(StackConfig)]
 
 
 def _located(path: str) -> tuple[str, dict[str, Any]] | None:

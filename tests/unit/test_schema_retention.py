@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stacks.load import ConfigError
-from stacks.schema import LOG_RETENTION_DAYS, ClusterConfig
+from stacks.schema import LOG_RETENTION_DAYS, StackConfig
 from tests.conftest import edited_config
 
 FIELDS: dict[str, Callable[[dict[str, Any], int], None]] = {
@@ -20,7 +20,7 @@ FIELDS: dict[str, Callable[[dict[str, Any], int], None]] = {
 }
 
 
-def _config(field: str, days: int) -> ClusterConfig:
+def _config(field: str, days: int) -> StackConfig:
     return edited_config("dev", lambda raw: FIELDS[field](raw, days))
 
 
@@ -42,7 +42,7 @@ def test_a_retention_is_valid_exactly_when_cloudwatch_allows_it(field: str, days
 
 
 def test_json_schema_lists_the_allowed_values_for_every_retention() -> None:
-    schema = ClusterConfig.model_json_schema()
+    schema = StackConfig.model_json_schema()
     defs = schema["$defs"]
     fields = [
         defs["EksSpec"]["properties"]["log_retention_days"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 from trainstack.contracts import ContractViolation, check
 from trainstack.cost import CostEstimate, estimate, observability_items
 from trainstack.engine import Recording
@@ -15,7 +15,7 @@ from trainstack.review import Review
 
 @dataclass(frozen=True)
 class Report:
-    cluster: ClusterConfig
+    cluster: StackConfig
     recording: Recording
     summary: Summary
     cost: CostEstimate
@@ -28,7 +28,7 @@ class Report:
         return self.recording.stack
 
 
-def build_report(cluster: ClusterConfig, recording: Recording, policy: Review | None = None) -> Report:
+def build_report(cluster: StackConfig, recording: Recording, policy: Review | None = None) -> Report:
     summary = summarize(recording, cluster)
     health = summarize_health(recording)
     cost = estimate(summary, cluster.cost.hours_per_month)

@@ -1,6 +1,6 @@
 """The plan's summary: what a stack builds, read from what the program recorded.
 
-Pure functions from a `Recording` (and the validated `ClusterConfig` for what follows from the config
+Pure functions from a `Recording` (and the validated `StackConfig` for what follows from the config
 alone: the accelerators at max size and the storage demand they make) to plain frozen dataclasses. Nothing
 here knows which component created a resource: node groups, launch templates, file systems and add-ons are
 found by type and joined through the recorded dependency graph, so the summary fills in as components land
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from policies.rules.base import efa_interfaces, lustre_throughput_mb_s
 from stacks.catalog import CATALOG
-from stacks.schema import ClusterConfig
+from stacks.schema import StackConfig
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import graph
 from trainstack.report.graph import Index, as_int, get, known
@@ -79,7 +79,7 @@ class FileSystemSummary:
     throughput_mb_s_per_tib: int | None
     efa_enabled: bool
     throughput_mb_s: float  # aggregate baseline: capacity in TiB x per-unit throughput
-    demand_mb_s: float  # accelerators at max size x the configured read rate per GPU (ClusterConfig)
+    demand_mb_s: float  # accelerators at max size x the configured read rate per GPU (StackConfig)
 
     @property
     def coverage(self) -> float | None:
@@ -125,7 +125,7 @@ class Summary:
     eks_clusters: tuple[tuple[str, str, str], ...]  # (name, version, support type)
     addons: tuple[AddonSummary, ...]
     hyperpod: tuple[HyperPodGroupSummary, ...]
-    accelerators_max: int  # every accelerator at max size: what the budget and FSx serve (ClusterConfig)
+    accelerators_max: int  # every accelerator at max size: what the budget and FSx serve (StackConfig)
     gpu_budget: int
     per_gpu_read_mb_s: float
     type_counts: dict[str, int] = field(default_factory=dict)
@@ -357,7 +357,7 @@ def _endpoint_azs(index: Index) -> tuple[int, int]:
     return len(endpoints), azs
 
 
-def summarize(recording: Recording, cluster: ClusterConfig) -> Summary:
+def summarize(recording: Recording, cluster: StackConfig) -> Summary:
     """The summary of one plan."""
     index = Index(recording)
     existing = cluster.network.existing_vpc

@@ -82,7 +82,7 @@ class CostSpec(Spec):
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
 
-class ClusterConfig(Spec):
+class StackConfig(Spec):
     """The `trainstack:cluster` object of one stack."""
 
     environment: Environment = Field(description="dev, staging or prod; decides protection and policy levels.")
@@ -444,4 +444,4 @@ class ClusterConfig(Spec):
 
 def json_schema() -> dict[str, object]:
     """The JSON schema editors use for the `trainstack:cluster` object."""
-    return ClusterConfig.model_json_schema()
+    return StackConfig.model_json_schema()
