@@ -262,13 +262,16 @@ def run(
             exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
             outputs = {name: _resolve(value) for name, value in exported.items()}
             return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
-    finally:
+    except Exception:
         # A run that failed (a refused input, an invoke AWS would refuse) leaves the SDK's tasks pending; cancelled
         # and drained here, none of them can reach into the next run, whose loop would find them on a closed one.
+        # (Not on Ctrl-C: the process is leaving, and must leave at once.)
         pending = asyncio.all_tasks(loop)
         for task in pending:
             task.cancel()
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        raise
+    finally:
         pulumi_settings.SETTINGS.outputs.clear()
         asyncio.set_event_loop(None)
         loop.close()

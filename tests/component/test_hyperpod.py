@@ -58,7 +58,7 @@ def build(spec: HyperPodSpec, **overrides: Any) -> Recording:
         native = aws_native_provider("aws-native", "us-east-1", {"env": "test"})
         kwargs: dict[str, Any] = {
             "spec": spec,
-            "name": "trainstack-test",
+            "base_name": "trainstack-test",
             "region": "us-east-1",
             "subnet_ids": ["subnet-0gpu"],
             "security_group_ids": ["sg-0efa"],
