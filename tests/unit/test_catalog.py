@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.catalog import CATALOG, PRICE_DATE, SOURCES, efa_capable, lookup
+from stacks.catalog import CATALOG, PRICE_DATE, SOURCES, InstanceType, _busbw_floor, efa_capable, lookup
 from stacks.schema import ami_families_for
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "gpu-instances.md"
@@ -95,3 +95,35 @@ def test_a_price_nobody_read_is_marked_estimated() -> None:
     unread = row.model_dump() | {"price_estimated": False}
     with pytest.raises(ValueError, match="price_estimated"):
         type(row).model_validate(unread)
+
+
+def _row_with(**changes: object) -> dict[str, object]:
+    return CATALOG["p5.48xlarge"].model_dump() | changes
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"efa_card_indices": tuple(range(31))}, "one interface short of max_efa_interfaces"),
+        ({"efa_card_indices": (0, 0, *range(2, 32))}, "the same card twice"),
+        ({"efa_card_indices": (*range(31), 32)}, "a card index at network_cards"),
+        ({"efa_card_indices": (-1, *range(1, 32))}, "a negative card index"),
+    ],
+)
+def test_efa_cards_must_be_distinct_indices_below_network_cards(changes: dict[str, object], why: str) -> None:
+    with pytest.raises(ValueError, match="must be 32 distinct indices below network_cards 32"):
+        InstanceType.model_validate(_row_with(**changes))
+
+
+def test_efa_cards_on_the_last_card_are_valid() -> None:
+    row = InstanceType.model_validate(_row_with(efa_card_indices=tuple(range(32))))
+    assert row.efa_cards[-1] == row.network_cards - 1
+
+
+def test_total_accelerator_memory_is_count_times_memory() -> None:
+    p5 = CATALOG["p5.48xlarge"]
+    assert p5.total_accelerator_memory_gib == p5.accelerator_count * p5.accelerator_memory_gib == 640
+
+
+def test_the_busbw_floor_is_80_percent_of_line_rate_in_gb_s() -> None:
+    assert _busbw_floor(3200) == 320.0 and _busbw_floor(25) == 2.5  # 25 Gbit/s = 3.125 GB/s; 80 %
