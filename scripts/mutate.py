@@ -500,9 +500,29 @@ class Outcome:
     seconds: float
 
 
-def _child(tree: Path, tests: list[str], log: Path) -> None:
+def recording_inputs() -> set[str]:
+    """The repository files a whole-program run imports (prod's, in a fresh interpreter): a mutant of any other
+    module cannot change a recording, so its sessions may share one recordings directory (tests/conftest.py)."""
+    code = (
+        "import sys; from stacks.load import load_file; from trainstack.engine import run_program; "
+        "run_program(load_file('stacks/Pulumi.prod.yaml'), stack='prod'); "
+        "print('\\n'.join(str(getattr(m, '__file__', None)) for m in list(sys.modules.values())))"
+    )
+    out = subprocess.run([str(PYTHON), "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    files = {line.removeprefix(f"{ROOT}{os.sep}") for line in out.splitlines() if line.startswith(f"{ROOT}{os.sep}")}
+    return {name for name in files if not name.startswith(LINKED)}
+
+
+def shares_recordings(module: str, inputs: set[str]) -> bool:
+    # stacks/ and components/ are the program even where prod does not import them (HyperPod, Neuron)
+    return module not in inputs and not module.startswith(("stacks/", "components/"))
+
+
+def _child(tree: Path, tests: list[str], log: Path, recordings: Path | None) -> None:
     """In the forked child: run the tests against the mutated copy, exit with pytest's code."""
     os.setpgid(0, 0)
+    if recordings is not None:
+        os.environ["TRAINSTACK_RECORDINGS_DIR"] = str(recordings)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -538,10 +558,13 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
     total = len(plan)
     reached = {mutant.id: sum(len(tests) for tests, _ in phases) for mutant, phases in plan}
 
-    def start(slot: int, phase: Phase) -> int:
+    inputs = recording_inputs()
+
+    def start(slot: int, mutant: Mutant, phase: Phase) -> int:
+        recordings = work / "recordings" if shares_recordings(mutant.module, inputs) else None
         pid = os.fork()
         if pid == 0:
-            _child(slots[slot], phase[0], work / f"log{slot}.txt")
+            _child(slots[slot], phase[0], work / f"log{slot}.txt", recordings)
         return pid
 
     while queue or running:
@@ -556,7 +579,7 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
             original = target.read_text()
             target.write_text(mutant.apply(original))
             now = time.monotonic()
-            running[start(slot, phases[0])] = (slot, mutant, original, phases[1:], now, now, phases[0][1])
+            running[start(slot, mutant, phases[0])] = (slot, mutant, original, phases[1:], now, now, phases[0][1])
         time.sleep(0.05)
         for pid, (slot, mutant, original, rest, began, phase_began, limit) in list(running.items()):
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -576,7 +599,7 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
                     raise SystemExit(f"{mutant.id}: pytest collected no tests\n{log[-2000:]}")
                 if code == 0 and rest:  # this phase's tests all passed: the next phase, on the same mutant
                     now = time.monotonic()
-                    running[start(slot, rest[0])] = (slot, mutant, original, rest[1:], began, now, rest[0][1])
+                    running[start(slot, mutant, rest[0])] = (slot, mutant, original, rest[1:], began, now, rest[0][1])
                     continue
                 verdict = "survived" if code == 0 else "killed"
             (slots[slot] / mutant.module).write_text(original)
