@@ -86,20 +86,25 @@ def _shared_recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     `make mutate` names one directory for the sessions of mutants that cannot change a recording
     (TRAINSTACK_RECORDINGS_DIR), so they do not each run the program again."""
     base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trainstack-recordings"
-    root = Path(os.environ.get("TRAINSTACK_RECORDINGS_DIR") or root)
-    root.mkdir(exist_ok=True)
-    _shared_dir[:] = [root]
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = Path(os.environ.get("TRAINSTACK_RECORDINGS_DIR") or run / "trainstack-recordings")
+    # What the program under test renders (a fresh process's report) is this run's alone, never another session's.
+    session = run / "trainstack-session"
+    for directory in (root, session):
+        directory.mkdir(exist_ok=True)
+    _shared_dir[:] = [root, session]
     yield
     _shared_dir.clear()
 
 
-def _load_or_run(key: str, run_it: Callable[[], object]) -> bytes:
-    """`run_it()` pickled, made once per session by whichever worker asks first."""
+def _load_or_run(key: str, run_it: Callable[[], object], this_session_only: bool = False) -> bytes:
+    """`run_it()` pickled, made once per session by whichever worker asks first (recordings: once per
+    TRAINSTACK_RECORDINGS_DIR when it is set; `this_session_only`: once per session regardless)."""
     if not _shared_dir:  # outside a test session (a script importing this module): this process only
         return pickle.dumps(run_it())
-    path = _shared_dir[0] / f"{key}.pickle"
-    lock = os.open(_shared_dir[0] / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    directory = _shared_dir[1 if this_session_only else 0]
+    path = directory / f"{key}.pickle"
+    lock = os.open(directory / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o644)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs it; the others wait, then read
         if path.exists():
@@ -180,7 +185,8 @@ def fresh_plan(stack: str) -> FreshPlan:
     per session across workers: a new interpreter costs seconds before it plans anything."""
     if _fast_test:
         _refuse_whole_program()
-    return FreshPlan(*pickle.loads(_load_or_run(f"fresh-plan-{stack}", lambda: _fresh_plan(stack))))
+    blob = _load_or_run(f"fresh-plan-{stack}", lambda: _fresh_plan(stack), this_session_only=True)
+    return FreshPlan(*pickle.loads(blob))
 
 
 def run_component(
