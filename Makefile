@@ -20,11 +20,12 @@ $(VENV)/.synced: pyproject.toml uv.lock
 	touch $@
 
 # The policy pack's own virtualenv, as `pulumi preview --policy-pack policies` uses it (PulumiPolicy.yaml:
-# toolchain pip, virtualenv .venv), made from the pack's requirements.txt with the same uv.
+# toolchain pip, virtualenv .venv), made from the pack's requirements.txt with the same uv, bytecode compiled (every pack
+# start would otherwise recompile pulumi and grpc where .pyc files may not be written).
 POLICY_VENV := policies/.venv
 $(POLICY_VENV)/.synced: policies/requirements.txt $(VENV)/.synced
 	UV_PYTHON_DOWNLOADS=never .tools/bin/uv venv --quiet --allow-existing --python $(PYTHON) $(POLICY_VENV)
-	UV_PYTHON_DOWNLOADS=never .tools/bin/uv pip install --quiet --python $(POLICY_VENV)/bin/python -r policies/requirements.txt
+	UV_PYTHON_DOWNLOADS=never .tools/bin/uv pip install --quiet --compile-bytecode --python $(POLICY_VENV)/bin/python -r policies/requirements.txt
 	touch $@
 
 policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.venv) from policies/requirements.txt
