@@ -6,7 +6,7 @@ UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
 
-.PHONY: plan test test-fast lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-fast checks typecheck suite lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -38,15 +38,26 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the type checker, the alert rules' unit tests, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the alert rules' unit tests, then the type checker beside the whole test suite
+	@$(MAKE) --no-print-directory checks
+	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck suite
+
+# The quick checks (seconds): lint, format, workflows, shell scripts, the import contracts.
+checks: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
+
+# pyright is single-threaded and spends most of its ~50 CPU-s reading the provider SDKs; `make test` runs it beside
+# the suite's two workers, so the tail of the suite and the checker share the cores.
+typecheck: $(VENV)/.synced node_modules/.installed
 	node_modules/.bin/pyright
-	$(VENV)/bin/python -m pytest -n 2
+
+suite: $(VENV)/.synced $(POLICY_VENV)/.synced
+	$(VENV)/bin/python -m pytest -n 2 --dist worksteal
 
 # The tests not marked slow (docs/testing.md): no whole-program run, no browser; for the edit-test loop.
 test-fast: $(VENV)/.synced
@@ -59,14 +70,7 @@ promtool: ## The alert rules (monitoring/rules.yaml) against their firing and no
 	promtool check rules monitoring/rules.yaml
 	promtool test rules monitoring/rules.test.yaml
 
-lint: $(VENV)/.synced node_modules/.installed
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
-	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
-	$(VENV)/bin/lint-imports --no-cache
-	node_modules/.bin/pyright
+lint: checks typecheck ## The quick checks and the type checker, without the tests
 
 schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 	$(VENV)/bin/python -m trainstack schema --output stacks/cluster.schema.json

@@ -10,7 +10,9 @@ matters here, so this is a small AST-based driver of our own:
 3. Tests per mutant: the suite runs once under coverage with one dynamic context per test (and one per shared
    program recording, credited to every test that reads it), mapping each line to the tests that run it.
 4. Each mutant is written into a temporary copy of the tree (never the working tree) and its tests run there
-   with `-x`, fastest first, in a child forked from a process that has already imported the heavy SDKs.
+   with `-x`, fastest first, in a child forked from a process that has already imported the heavy SDKs: first
+   the test files that name the mutated function (or its class, or its module), then, only if they all pass,
+   the rest (collecting hundreds of tests costs more than running the one that fails).
    Killed: any failure, error or timeout. Survived: all pass, or no test reaches the line.
 5. Per module: killed / (mutants - equivalents listed in bench/mutation-equivalents.toml) against the floor;
    the report goes to bench/mutation-report.{md,json} and the exit code is 1 if any module is below it.
@@ -24,6 +26,7 @@ import argparse
 import ast
 import contextlib
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -497,9 +500,29 @@ class Outcome:
     seconds: float
 
 
-def _child(tree: Path, tests: list[str], log: Path) -> None:
+def recording_inputs() -> set[str]:
+    """The repository files a whole-program run imports (prod's, in a fresh interpreter): a mutant of any other
+    module cannot change a recording, so its sessions may share one recordings directory (tests/conftest.py)."""
+    code = (
+        "import sys; from stacks.load import load_file; from trainstack.engine import run_program; "
+        "run_program(load_file('stacks/Pulumi.prod.yaml'), stack='prod'); "
+        "print('\\n'.join(str(getattr(m, '__file__', None)) for m in list(sys.modules.values())))"
+    )
+    out = subprocess.run([str(PYTHON), "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    files = {line.removeprefix(f"{ROOT}{os.sep}") for line in out.splitlines() if line.startswith(f"{ROOT}{os.sep}")}
+    return {name for name in files if not name.startswith(LINKED)}
+
+
+def shares_recordings(module: str, inputs: set[str]) -> bool:
+    # stacks/ and components/ are the program even where prod does not import them (HyperPod, Neuron)
+    return module not in inputs and not module.startswith(("stacks/", "components/"))
+
+
+def _child(tree: Path, tests: list[str], log: Path, recordings: Path | None) -> None:
     """In the forked child: run the tests against the mutated copy, exit with pytest's code."""
     os.setpgid(0, 0)
+    if recordings is not None:
+        os.environ["TRAINSTACK_RECORDINGS_DIR"] = str(recordings)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -513,7 +536,11 @@ def _child(tree: Path, tests: list[str], log: Path) -> None:
     os._exit(int(code))
 
 
-def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equivalents: dict[str, str]) -> list[Outcome]:
+Phase = tuple[list[str], float]  # the tests to run, and how long they may take
+
+
+def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents: dict[str, str]) -> list[Outcome]:
+    """Each mutant's phases run in turn in a forked child until one fails (killed) or all pass (survived)."""
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -524,14 +551,26 @@ def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equival
         copy_tree(tree)
         slots.append(tree)
     queue = list(plan)
-    running: dict[int, tuple[int, Mutant, str, float, float, int]] = {}  # pid -> slot, mutant, text, t0, limit, n
+    # pid -> slot, mutant, original text, remaining phases, mutant's start, phase's start, phase's limit
+    running: dict[int, tuple[int, Mutant, str, list[Phase], float, float, float]] = {}
     free = list(range(WORKERS))
     outcomes: list[Outcome] = []
     total = len(plan)
+    reached = {mutant.id: sum(len(tests) for tests, _ in phases) for mutant, phases in plan}
+
+    inputs = recording_inputs()
+
+    def start(slot: int, mutant: Mutant, phase: Phase) -> int:
+        recordings = work / "recordings" if shares_recordings(mutant.module, inputs) else None
+        pid = os.fork()
+        if pid == 0:
+            _child(slots[slot], phase[0], work / f"log{slot}.txt", recordings)
+        return pid
+
     while queue or running:
         while queue and free:
-            mutant, tests, limit = queue.pop(0)
-            if mutant.id in equivalents or not tests:
+            mutant, phases = queue.pop(0)
+            if mutant.id in equivalents or not phases:
                 outcomes.append(Outcome(mutant, "equivalent" if mutant.id in equivalents else "no-tests", 0, 0.0))
                 print(f"[{len(outcomes)}/{total}] {outcomes[-1].status:8}  {mutant.id}", flush=True)
                 continue
@@ -539,34 +578,64 @@ def run_mutants(plan: list[tuple[Mutant, list[str], float]], work: Path, equival
             target = slots[slot] / mutant.module
             original = target.read_text()
             target.write_text(mutant.apply(original))
-            pid = os.fork()
-            if pid == 0:
-                _child(slots[slot], tests, work / f"log{slot}.txt")
-            running[pid] = (slot, mutant, original, time.monotonic(), limit, len(tests))
+            now = time.monotonic()
+            running[start(slot, mutant, phases[0])] = (slot, mutant, original, phases[1:], now, now, phases[0][1])
         time.sleep(0.05)
-        for pid, (slot, mutant, original, started, limit, count) in list(running.items()):
+        for pid, (slot, mutant, original, rest, began, phase_began, limit) in list(running.items()):
             done, status = os.waitpid(pid, os.WNOHANG)
-            elapsed = time.monotonic() - started
-            if done == 0 and elapsed < limit:
+            if done == 0 and time.monotonic() - phase_began < limit:
                 continue
+            del running[pid]
             if done == 0:
                 os.killpg(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 verdict = "timeout"
             else:
                 code = os.waitstatus_to_exitcode(status)
-                verdict = "survived" if code == 0 else "killed"
-                log = (work / f"log{slot}.txt").read_text()
                 # 4: the tests the unmutated tree ran cannot be loaded or found (a conftest import broken, a
                 # parametrization changed): killed. 5, no tests collected: the run proves nothing.
                 if code == 5:
+                    log = (work / f"log{slot}.txt").read_text()
                     raise SystemExit(f"{mutant.id}: pytest collected no tests\n{log[-2000:]}")
+                if code == 0 and rest:  # this phase's tests all passed: the next phase, on the same mutant
+                    now = time.monotonic()
+                    running[start(slot, mutant, rest[0])] = (slot, mutant, original, rest[1:], began, now, rest[0][1])
+                    continue
+                verdict = "survived" if code == 0 else "killed"
             (slots[slot] / mutant.module).write_text(original)
-            del running[pid]
             free.append(slot)
+            elapsed = time.monotonic() - began
+            count = reached[mutant.id]
             outcomes.append(Outcome(mutant, verdict, count, elapsed))
             print(f"[{len(outcomes)}/{total}] {verdict:8} {elapsed:5.1f}s {count:3} tests  {mutant.id}", flush=True)
     return outcomes
+
+
+def phases_of(mutant: Mutant, tests: set[str], durations: dict[str, float], timeout_factor: float) -> list[Phase]:
+    """The mutant's tests in two phases. Collecting hundreds of tests costs more than running the one that
+    fails, so the first phase is the test files that name the mutated function (else its class, else its
+    module): the tests written for that code. The rest runs only if those all pass, so the verdict is the same
+    as one run of all of them."""
+    if not tests:
+        return []
+    files = {test.split("::")[0] for test in tests}
+    names = [*reversed(mutant.function.split(".")), Path(mutant.module).stem]
+    focused: set[str] = set()
+    for name in names:
+        focused = {f for f in files if re.search(rf"\b{re.escape(name)}\b", _test_source(f))}
+        if focused:
+            break
+    groups = [[t for t in tests if t.split("::")[0] in focused], [t for t in tests if t.split("::")[0] not in focused]]
+    phases = []
+    for group in filter(None, groups):
+        ordered = sorted(group, key=lambda t: (durations.get(t, 0.0), t))
+        phases.append((ordered, timeout_factor * sum(durations.get(t, 0.0) for t in ordered) + 20))
+    return phases
+
+
+@functools.cache
+def _test_source(path: str) -> str:
+    return (ROOT / path).read_text()
 
 
 # --- the report -------------------------------------------------------------------------------------------
@@ -656,7 +725,8 @@ def main() -> int:
         for m in sampled:
             print(f"{m.line:4} {m.id}")
         return 0
-    stale = [key for key in equivalents if not any(m.id == key for module in modules for m in mutants_of(module))]
+    ids = {m.id for module in modules for m in mutants_of(module)}
+    stale = [key for key in equivalents if key.split("::")[0] in modules and key not in ids]
     for key in stale:
         print(f"warning: {EQUIVALENTS.name} lists {key}, which is no longer a mutant of the code", file=sys.stderr)
     started = time.monotonic()
@@ -669,9 +739,7 @@ def main() -> int:
             tests = set().union(*(lines[m.module].get(n, set()) for n in range(m.line, m.end_line + 1)))
             if m.operator == "delete-statement" or m.end_line - m.line > 3:
                 tests = lines[m.module].get(m.line, set()) | tests if m.end_line - m.line <= 3 else tests
-            ordered = sorted(tests, key=lambda t: (durations.get(t, 0.0), t))
-            limit = config["timeout_factor"] * sum(durations.get(t, 0.0) for t in ordered) + 20
-            plan.append((m, ordered, limit))
+            plan.append((m, phases_of(m, tests, durations, config["timeout_factor"])))
         outcomes = run_mutants(plan, work, equivalents)
     seconds = time.monotonic() - started
     table = scores(outcomes, modules)

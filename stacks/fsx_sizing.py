@@ -85,7 +85,7 @@ def valid_capacities_near(
     first = () if efa_enabled else SSD_FIRST_STEPS_GIB
     floor_multiple = (capacity_gib // step) * step
     below_candidates = [c for c in (*first, floor_multiple) if 0 < c <= capacity_gib]
-    above_candidates = [c for c in (*first, -(-capacity_gib // step) * step, step) if c >= capacity_gib]
+    above_candidates = [c for c in (*first, -(-capacity_gib // step) * step, step) if c >= capacity_gib and c > 0]
     return (max(below_candidates) if below_candidates else None, min(above_candidates))
 
 

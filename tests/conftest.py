@@ -75,9 +75,12 @@ _blobs: dict[str, bytes] = {}  # this process's copy of each pickled recording
 @pytest.fixture(scope="session", autouse=True)
 def _shared_recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Where recordings are shared: under xdist the workers' base temps are siblings in the run's own directory
-    (which pytest rotates), so their parent is shared by this run only; without xdist, the base temp itself."""
+    (which pytest rotates), so their parent is shared by this run only; without xdist, the base temp itself.
+    `make mutate` names one directory for the sessions of mutants that cannot change a recording
+    (TRAINSTACK_RECORDINGS_DIR), so they do not each run the program again."""
     base = tmp_path_factory.getbasetemp()
     root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trainstack-recordings"
+    root = Path(os.environ.get("TRAINSTACK_RECORDINGS_DIR") or root)
     root.mkdir(exist_ok=True)
     _shared_dir[:] = [root]
     yield

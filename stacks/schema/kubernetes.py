@@ -93,8 +93,11 @@ class TrainerRuntimesSpec(Spec):
     """trainstack's ClusterTrainingRuntimes (a torch and an MPI one per GPU node group), Kubeflow Trainer only."""
 
     torch_image: PinnedImage = Field(
-        # The image of Trainer v2.1.0's own torch-distributed runtime (manifests/base/runtimes/torch_distributed.yaml).
-        default="pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+        # AWS Deep Learning Container, PyTorch 2.7.1 training on EC2/EKS: CUDA 12.8, NCCL 2.26.2, EFA 1.40.0 with
+        # aws-ofi-nccl (aws/deep-learning-containers docs/releasenotes/pytorch/pytorch-training-2.7-gpu-ec2.md).
+        # Trainer v2.1.0's own runtime uses docker.io's pytorch/pytorch, which has no EFA libraries and is not in
+        # the approved registries the team namespaces enforce.
+        default="public.ecr.aws/deep-learning-containers/pytorch-training:2.7.1-gpu-py312-cu128-ubuntu22.04-ec2",
         description="Default image of the torch runtime; a TrainJob sets its own (spec.trainer.image), which "
         "needs libfabric and aws-ofi-nccl to use EFA.",
     )

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG
 from stacks.schema.base import Spec
+from stacks.schema.kubernetes import NCCL_TESTS_IMAGE
 from stacks.schema.values import Limits, PinnedImage
 
 # Kubernetes versions HyperPod's EKS orchestrator runs on, with what each claim rests on. Source: SageMaker
@@ -103,8 +104,6 @@ class SlurmUserSpec(Spec):
 # 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/utils/install_enroot_pyxis.sh, 2026-02).
 ENROOT_VERSION = "3.4.1"
 PYXIS_VERSION = "0.19.0"
-# The nccl-tests image the committed stacks validate EKS with (AWS's public hpc-cloud/nccl-tests build).
-NCCL_TESTS_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 
 
 class SlurmSpec(Spec):

@@ -196,7 +196,7 @@ class StackConfig(Spec):
                     f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
-        problems += self._restart_wait_image_problems()
+        problems += self._runtime_image_problems()
         hyperpod = self.sagemaker.hyperpod
         slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
         if (
@@ -236,19 +236,27 @@ class StackConfig(Spec):
             raise ValueError("\n".join(problems))
         return self
 
-    def _restart_wait_image_problems(self) -> list[str]:
-        """Every training runtime pod runs the restart-wait init container: an image the team namespaces' registry
-        policy refuses (components/tenancy.py) would stop every TrainJob from starting at all."""
+    def _runtime_image_problems(self) -> list[str]:
+        """Training runtime pods run in the team namespaces, whose registry policy (components/tenancy.py) refuses
+        an unapproved image: a default image from elsewhere would stop every TrainJob that keeps it, and the
+        restart-wait init container runs in every one."""
         operator = self.kubernetes.training_operator
-        image = operator.runtimes.restart_wait_image
+        if operator.kind != "kubeflow_trainer":
+            return []
         allowed = self.security.allowed_image_registries
         private_ecr = re.compile(rf"^\d{{12}}\.dkr\.ecr\.{re.escape(self.region)}\.amazonaws\.com/")
-        if operator.kind != "kubeflow_trainer" or any(image.startswith(p) for p in allowed) or private_ecr.match(image):
-            return []
+        runtimes = operator.runtimes
+        images = {
+            "torch_image": runtimes.torch_image,
+            "mpi_image": runtimes.mpi_image,
+            "restart_wait_image": runtimes.restart_wait_image,
+        }
         return [
-            f"kubernetes.training_operator.runtimes.restart_wait_image {image} is not from an approved registry "
+            f"kubernetes.training_operator.runtimes.{key} {image} is not from an approved registry "
             f"(security.allowed_image_registries {allowed}, or the account's private ECR in {self.region}): team "
-            "namespaces would refuse every training runtime pod"
+            "namespaces would refuse the training runtime's pods"
+            for key, image in images.items()
+            if not any(image.startswith(prefix) for prefix in allowed) and not private_ecr.match(image)
         ]
 
     def _security_problems(self) -> list[str]:

@@ -28,6 +28,30 @@ def test_nearest_valid_capacities_bracket_the_value(capacity: int) -> None:
     assert above - capacity < 2400
 
 
+@pytest.mark.parametrize(
+    ("capacity", "efa_tier"), [(1200, None), (2400, None), (4800, None), (4800, 1000), (9600, 500), (38400, 125)]
+)
+def test_a_valid_capacity_is_its_own_nearest_neighbour_both_ways(capacity: int, efa_tier: int | None) -> None:
+    """ "below or equal, above or equal": a valid value brackets itself."""
+    assert fs.valid_capacities_near(capacity, efa_enabled=efa_tier is not None, throughput_mb_s_per_tib=efa_tier) == (
+        capacity,
+        capacity,
+    )
+
+
+@pytest.mark.parametrize("capacity", [0, -2400])
+def test_nothing_below_the_minimum_is_offered_and_the_minimum_is_above(capacity: int) -> None:
+    assert fs.valid_capacities_near(capacity) == (None, 1200)
+    assert fs.valid_capacities_near(capacity, efa_enabled=True, throughput_mb_s_per_tib=1000) == (None, 4800)
+
+
+@pytest.mark.parametrize("tier", [None, 200, 1200])
+def test_an_efa_file_system_without_a_throughput_tier_has_no_capacity_step(tier: int | None) -> None:
+    with pytest.raises(ValueError, match=r"EFA file systems need a throughput tier in \[125, 250, 500, 1000\]"):
+        fs.capacity_increment_gib(efa_enabled=True, throughput_mb_s_per_tib=tier)
+    assert fs.capacity_increment_gib(efa_enabled=False, throughput_mb_s_per_tib=tier) == 2400
+
+
 @pytest.mark.parametrize(("tier", "step"), [(125, 38400), (250, 19200), (500, 9600), (1000, 4800)])
 def test_efa_capacity_steps_per_tier(tier: int, step: int) -> None:
     assert fs.is_valid_capacity(step * 3, efa_enabled=True, throughput_mb_s_per_tib=tier)

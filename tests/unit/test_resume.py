@@ -32,6 +32,7 @@ from components.training_runtimes import (
 )
 from stacks.load import FULL_KEY, ConfigError
 from stacks.schema import TrainerRuntimesSpec
+from stacks.schema.security import DEFAULT_ALLOWED_REGISTRIES
 from tests.conftest import edited_config, stack_config, stack_document
 from trainstack.cli import EXIT_BAD_INPUT, main
 
@@ -212,20 +213,28 @@ def test_the_plan_refuses_a_bad_knob_with_exit_2_naming_the_key(
     assert FULL_KEY + where in err and says in err and "Traceback" not in err
 
 
-def test_a_restart_wait_image_the_team_namespaces_would_refuse_is_refused() -> None:
-    """Every runtime pod runs the init container: an unapproved registry would block every TrainJob."""
+@pytest.mark.parametrize("key", ["torch_image", "mpi_image", "restart_wait_image"])
+def test_a_runtime_image_the_team_namespaces_would_refuse_is_refused(key: str) -> None:
+    """Runtime pods run in the team namespaces: an unapproved default image would block every TrainJob keeping it."""
 
     def image(value: str) -> Callable[[dict[str, Any]], None]:
         def edit(cluster: dict[str, Any]) -> None:
-            cluster["kubernetes"]["training_operator"].setdefault("runtimes", {})["restart_wait_image"] = value
+            cluster["kubernetes"]["training_operator"].setdefault("runtimes", {})[key] = value
 
         return edit
 
     with pytest.raises(ConfigError) as caught:
         edited_config("prod", image("docker.io/library/busybox:1.37.0"))
     (problem,) = caught.value.problems
-    assert "training_operator.runtimes.restart_wait_image docker.io/library/busybox:1.37.0" in problem.message
+    assert f"training_operator.runtimes.{key} docker.io/library/busybox:1.37.0" in problem.message
     assert "security.allowed_image_registries" in problem.message
     region = stack_config("prod").region
     mirrored = f"111122223333.dkr.ecr.{region}.amazonaws.com/busybox:1.37.0"  # the account's private ECR: allowed
-    assert edited_config("prod", image(mirrored)).kubernetes.training_operator.runtimes.restart_wait_image == mirrored
+    runtimes = edited_config("prod", image(mirrored)).kubernetes.training_operator.runtimes
+    assert getattr(runtimes, key) == mirrored
+
+
+def test_the_default_runtime_images_come_from_the_default_approved_registries() -> None:
+    runtimes = TrainerRuntimesSpec()
+    for image in (runtimes.torch_image, runtimes.mpi_image, runtimes.restart_wait_image):
+        assert image.startswith(DEFAULT_ALLOWED_REGISTRIES), image
