@@ -9,6 +9,10 @@
   worker, one run per key under a file lock) and each call unpickles a fresh copy, so no test can change what
   another one reads.
 - `run_component(build, ...)`: one component under fresh recording mocks.
+- `write_stack(directory, base, edit)`: a committed stack file with one edit, written as a new stack file (for
+  tests that drive the CLI with `--config` / `--against`).
+- `fresh_plan(stack)`: `python -m trainstack plan --stack <stack> --format json` in a new interpreter, run once
+  per session across workers: the tests about the process itself (its output, what it imported) share it.
 
 Tiers (docs/testing.md): tests that run the whole program are marked `slow` (every test under the whole-program
 directories below, and by hand elsewhere), so `pytest -m "not slow"` (`make test-fast`) runs in seconds. A test
@@ -25,8 +29,11 @@ import hashlib
 import json
 import os
 import pickle
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,21 +86,27 @@ def _shared_recordings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     `make mutate` names one directory for the sessions of mutants that cannot change a recording
     (TRAINSTACK_RECORDINGS_DIR), so they do not each run the program again."""
     base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "trainstack-recordings"
-    root = Path(os.environ.get("TRAINSTACK_RECORDINGS_DIR") or root)
-    root.mkdir(exist_ok=True)
-    _shared_dir[:] = [root]
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = Path(os.environ.get("TRAINSTACK_RECORDINGS_DIR") or run / "trainstack-recordings")
+    # What the program under test renders (a fresh process's report) is this run's alone, never another session's.
+    session = run / "trainstack-session"
+    for directory in (root, session):
+        directory.mkdir(exist_ok=True)
+    _shared_dir[:] = [root, session]
     yield
     _shared_dir.clear()
 
 
-def _load_or_run(key: str, run_it: Callable[[], Recording]) -> bytes:
+def _load_or_run(key: str, run_it: Callable[[], object], this_session_only: bool = False) -> bytes:
+    """`run_it()` pickled, made once per session by whichever worker asks first (recordings: once per
+    TRAINSTACK_RECORDINGS_DIR when it is set; `this_session_only`: once per session regardless)."""
     if not _shared_dir:  # outside a test session (a script importing this module): this process only
         return pickle.dumps(run_it())
-    path = _shared_dir[0] / f"{key}.pickle"
-    lock = os.open(_shared_dir[0] / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    directory = _shared_dir[1 if this_session_only else 0]
+    path = directory / f"{key}.pickle"
+    lock = os.open(directory / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o644)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs the program; the others wait, then read
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker runs it; the others wait, then read
         if path.exists():
             return path.read_bytes()
         blob = pickle.dumps(run_it())
@@ -120,6 +133,60 @@ def program_recording(cluster: StackConfig, stack: str, preview: bool = False) -
 
 def recording(name: str, preview: bool = False) -> Recording:
     return program_recording(stack_config(name), name, preview)
+
+
+def write_stack(
+    directory: Path,
+    base: str,
+    edit: Callable[[dict[str, Any]], None] = lambda cluster: None,
+    *,
+    name: str | None = None,
+    edit_document: Callable[[dict[str, Any]], None] = lambda document: None,
+) -> Path:
+    """`stacks/Pulumi.<base>.yaml` with `edit` applied to its `trainstack:cluster` object (and `edit_document` to
+    the whole file), written as `<directory>/Pulumi.<name or base>.yaml`: the file name decides the stack."""
+    document = copy.deepcopy(stack_document(base))
+    edit(document["config"][FULL_KEY])
+    edit_document(document)
+    path = directory / f"Pulumi.{name or base}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+@dataclass(frozen=True)
+class FreshPlan:
+    """One `python -X importtime -m trainstack plan` process: its exit code, its report and the modules it
+    imported (`-X importtime` names each module on stderr as it is first imported), and stderr without them."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    imported: frozenset[str]
+
+
+def _fresh_plan(stack: str) -> tuple[int, str, str, frozenset[str]]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "trainstack", "plan", "--stack", stack, "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},  # not this process's seed: ordering cannot lean on it
+    )
+    lines = done.stderr.splitlines(keepends=True)
+    names = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    stderr = "".join(line for line in lines if not line.startswith("import time:"))
+    return done.returncode, done.stdout, stderr, frozenset(names - {"imported package"})  # less the header
+
+
+def fresh_plan(stack: str) -> FreshPlan:
+    """`python -m trainstack plan --stack <stack> --format json` in a new interpreter (its own hash seed), once
+    per session across workers: a new interpreter costs seconds before it plans anything."""
+    if _fast_test:
+        _refuse_whole_program()
+    blob = _load_or_run(f"fresh-plan-{stack}", lambda: _fresh_plan(stack), this_session_only=True)
+    return FreshPlan(*pickle.loads(blob))
 
 
 def run_component(

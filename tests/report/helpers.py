@@ -6,7 +6,6 @@ import dataclasses
 import functools
 from typing import Any
 
-from stacks.load import FULL_KEY
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from tests.stack.test_plan_cli import add_p5_group
 from trainstack.diff import PlanDiff, diff_reports
@@ -21,14 +20,10 @@ def report(stack: str) -> Report:
     return build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
 
 
-def _with_extra_group(raw: dict[str, Any]) -> None:
-    add_p5_group({"config": {FULL_KEY: raw}})
-
-
 @functools.cache
 def added_group_diff() -> tuple[Report, PlanDiff, Report]:
     """(after, diff, before): prod plus a 16-node p5 group on demand, the same config the CLI tests plan."""
-    config = edited_config("prod", _with_extra_group)
+    config = edited_config("prod", add_p5_group)
     rec = program_recording(config, "prod")
     after = build_report(config, rec, review(rec, "prod"))
     before = report("prod")

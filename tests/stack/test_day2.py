@@ -3,17 +3,14 @@ nothing is replaced or deleted that should not be."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from stacks.load import FULL_KEY
-from tests.conftest import ROOT, program_recording, stack_document
+from tests.conftest import ROOT, program_recording, write_stack
 from trainstack import cli
 from trainstack.cli import EXIT_OK, main
 
@@ -21,14 +18,6 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
-
-
-def write(tmp_path: Path, base: str, edit: Any, name: str | None = None) -> Path:
-    document = copy.deepcopy(stack_document(base))
-    edit(document["config"][FULL_KEY])
-    path = tmp_path / f"Pulumi.{name or base}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
 
 
 def diff_of(capsys: pytest.CaptureFixture[str], proposed: Path, baseline: Path) -> tuple[int, dict[str, Any]]:
@@ -45,7 +34,7 @@ def test_scale_a_gpu_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["max_size"] = 4
 
-    code, diff = diff_of(capsys, write(tmp_path, "dev", edit), shipped("dev"))
+    code, diff = diff_of(capsys, write_stack(tmp_path, "dev", edit), shipped("dev"))
     assert code == EXIT_OK
     assert not diff["added"] and not diff["removed"]
     changed_types = Counter(c["type"] for c in diff["changed"])
@@ -61,7 +50,8 @@ def test_add_a_team_with_namespace_scoped_access(tmp_path: Path, capsys: pytest.
     def edit(c: dict[str, Any]) -> None:
         c["kubernetes"]["teams"].append({"name": "evaluation", "gpu_quota": 8, "member_role_arns": [role]})
 
-    code, diff = diff_of(capsys, write(tmp_path, "prod", edit), shipped("prod"))
+    proposed = write_stack(tmp_path, "prod", edit)
+    code, diff = diff_of(capsys, proposed, shipped("prod"))
     assert code == EXIT_OK
     assert not diff["removed"] and not [c for c in diff["changed"] if c["op"] == "replace"]
     added = Counter(a["type"] for a in diff["added"])
@@ -69,7 +59,7 @@ def test_add_a_team_with_namespace_scoped_access(tmp_path: Path, capsys: pytest.
     assert added["kubernetes:core/v1:ResourceQuota"] >= 1
     assert added["aws:eks/accessEntry:AccessEntry"] == 1
     assert added["aws:eks/accessPolicyAssociation:AccessPolicyAssociation"] == 1
-    recording = program_recording(cli.load_file(write(tmp_path, "prod", edit)), "prod", False)
+    recording = program_recording(cli.load_file(proposed), "prod", False)  # the run the plan above made
     scoped = [
         a
         for a in recording.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
@@ -87,7 +77,7 @@ def test_rotate_the_ami_of_a_reserved_group(tmp_path: Path, capsys: pytest.Captu
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["ami_release_version"] = f"{c['eks']['version']}.0-20261115"
 
-    code, diff = diff_of(capsys, write(tmp_path, "prod", edit), shipped("prod"))
+    code, diff = diff_of(capsys, write_stack(tmp_path, "prod", edit), shipped("prod"))
     assert code == EXIT_OK
     (group,) = diff["changed"]
     assert group["type"] == NODE_GROUP and group["op"] == "update"
@@ -100,7 +90,7 @@ def test_an_ami_release_of_another_kubernetes_version_is_refused(
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["ami_release_version"] = "1.30.4-20240917"
 
-    code = main(["plan", "--config", str(write(tmp_path, "prod", edit))])
+    code = main(["plan", "--config", str(write_stack(tmp_path, "prod", edit))])
     err = capsys.readouterr().err
     assert code == cli.EXIT_BAD_INPUT
     assert "gpu_node_groups.0.ami_release_version 1.30.4-20240917 is not a release for Kubernetes" in err
@@ -110,7 +100,7 @@ def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFix
     base = tmp_path / "base"
     base.mkdir()
     # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused).
-    old = write(
+    old = write_stack(
         base,
         "staging",
         lambda c: c["eks"].update(version="1.35", addons={**c["eks"]["addons"], "kube_proxy": "v1.35.0-eksbuild.1"}),
@@ -128,7 +118,7 @@ def test_a_new_stack_collides_with_nothing(tmp_path: Path, capsys: pytest.Captur
         c["name"] = "trainstack-sandbox"
         c["network"]["vpc_cidr"] = "10.99.0.0/16"
 
-    path = write(tmp_path, "dev", edit, name="dev")
+    path = write_stack(tmp_path, "dev", edit)
     code = main(["plan", "--config", str(path), "--format", "json"])
     document = json.loads(capsys.readouterr().out)
     assert code == EXIT_OK

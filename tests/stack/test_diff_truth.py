@@ -3,17 +3,14 @@ protected deletes and replacements refuse the plan (exit 1), and EKS moves one m
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from stacks.load import FULL_KEY
-from tests.conftest import ROOT, stack_document
+from tests.conftest import ROOT, write_stack
 from trainstack.cli import EXIT_OK, EXIT_POLICY, main
 from trainstack.diff import (
     EKS_UPGRADE,
@@ -31,14 +28,6 @@ from trainstack.diff import (
 from trainstack.engine import RecordedResource, Recording
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
-
-
-def proposed(tmp_path: Path, base: str, edit: Any) -> Path:
-    document = copy.deepcopy(stack_document(base))
-    edit(document["config"][FULL_KEY])
-    path = tmp_path / f"Pulumi.{base}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
 
 
 def plan_json(capsys: pytest.CaptureFixture[str], path: Path, base: str) -> tuple[int, dict[str, Any]]:
@@ -93,7 +82,7 @@ def test_a_desired_size_edit_is_ignored_and_not_priced(tmp_path: Path, capsys: p
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["desired_size"] = 2
 
-    code, document = plan_json(capsys, proposed(tmp_path, "dev", edit), "dev")
+    code, document = plan_json(capsys, write_stack(tmp_path, "dev", edit), "dev")
     diff = document["trainstack"]["diff"]
     assert code == EXIT_OK
     assert diff["changed"] == []
@@ -107,7 +96,7 @@ def test_a_max_size_edit_is_a_change_and_is_priced(tmp_path: Path, capsys: pytes
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["max_size"] = 4
 
-    code, document = plan_json(capsys, proposed(tmp_path, "dev", edit), "dev")
+    code, document = plan_json(capsys, write_stack(tmp_path, "dev", edit), "dev")
     diff = document["trainstack"]["diff"]
     assert code == EXIT_OK and diff["ignored"] == []
     assert [c["path"] for c in diff["changed"][0]["changes"]] == ["scalingConfig.maxSize"]
@@ -123,7 +112,7 @@ def test_renaming_the_stack_moves_no_urn_and_replaces_what_pulumi_would(
     def edit(c: dict[str, Any]) -> None:
         c["name"] = f"{c['name']}-b"
 
-    code, document = plan_json(capsys, proposed(tmp_path, "prod", edit), "prod")
+    code, document = plan_json(capsys, write_stack(tmp_path, "prod", edit), "prod")
     diff = document["trainstack"]["diff"]
     mandatory = {v["policy"] for v in document["trainstack"]["policy"]["violations"] if v["level"] == "mandatory"}
     assert code == EXIT_POLICY
@@ -188,12 +177,12 @@ def test_eks_moves_one_minor_version_at_a_time(old: str, new: str, refused: bool
 def test_eks_two_minor_jump_refuses_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()
-    old = proposed(
+    old = write_stack(
         base,
         "staging",
         lambda c: c["eks"].update(version="1.34", addons={**c["eks"]["addons"], "kube_proxy": "v1.34.0-eksbuild.1"}),
     )
-    new = proposed(tmp_path, "staging", lambda c: None)
+    new = write_stack(tmp_path, "staging")  # the shipped config, as a file beside the old one
     code = main(["plan", "--config", str(new), "--against", str(old), "--format", "json"])
     document = json.loads(capsys.readouterr().out)
     messages = [v["message"] for v in document["trainstack"]["policy"]["violations"] if v["policy"] == EKS_UPGRADE]

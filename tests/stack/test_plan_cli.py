@@ -3,22 +3,18 @@ session's shared cache), and once as a pair of `python -m trainstack` processes.
 
 from __future__ import annotations
 
-import copy
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from stacks.catalog import CATALOG
 from stacks.load import FULL_KEY
 from stacks.schema import json_schema
-from tests.conftest import ROOT, recording, stack_config, stack_document
+from tests.conftest import ROOT, fresh_plan, recording, stack_config, write_stack
 from trainstack import cli
 from trainstack import cost as cost_model
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_POLICY, EXIT_PROGRAM_FAILED, main
@@ -28,20 +24,6 @@ from trainstack.report.model import build_report
 from trainstack.review import PolicyConfigError, load_config, review
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
-
-
-def write_stack(
-    tmp_path: Path, edit: Callable[[dict[str, Any]], None], base: str = "dev", name: str = "Pulumi.proposed.yaml"
-) -> Path:
-    document = copy.deepcopy(stack_document(base))
-    edit(document)
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
-
-
-def cluster(document: dict[str, Any]) -> dict[str, Any]:
-    return document["config"][FULL_KEY]
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -86,20 +68,13 @@ def test_a_fresh_interpreter_plans_prod_byte_for_byte_like_this_one() -> None:
     """The one end-to-end test: `python -m trainstack` in a new interpreter (its own hash seed, its own thread
     pool order) prints the same JSON, which carries every recorded resource, input and dependency the other
     formats render, as this process renders from its own run."""
-    result = subprocess.run(
-        [sys.executable, "-m", "trainstack", "plan", "--stack", "prod", "--format", "json"],
-        cwd=ROOT,
-        capture_output=True,
-        timeout=180,
-        check=False,
-        env={**os.environ, "PYTHONHASHSEED": "12345"},
-    )
-    assert result.returncode == EXIT_OK, result.stderr.decode()
-    assert b"Traceback" not in result.stderr
+    result = fresh_plan("prod")  # shared with tests/stack/test_startup.py
+    assert result.returncode == EXIT_OK, result.stderr
+    assert "Traceback" not in result.stderr
     here = recording("prod")
     report = build_report(stack_config("prod"), here, review(here, "prod"))
     expected = json_report.render(cli.with_violations(report, cli.placeholder_advisories(stack_config("prod"))))
-    assert result.stdout.decode() == expected
+    assert result.stdout == expected
 
 
 def test_a_fresh_run_records_and_renders_the_same_bytes() -> None:
@@ -130,8 +105,8 @@ def test_committed_config_schema_is_up_to_date(capsys: pytest.CaptureFixture[str
 # ----------------------------------------------------------------------------------------------- the diff
 
 
-def add_p5_group(document: dict[str, Any]) -> None:
-    cluster(document)["gpu_node_groups"].append(
+def add_p5_group(cluster: dict[str, Any]) -> None:
+    cluster["gpu_node_groups"].append(
         {
             "name": "p5-extra",
             "instance_type": "p5.48xlarge",
@@ -147,7 +122,7 @@ def add_p5_group(document: dict[str, Any]) -> None:
 def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    proposed = write_stack(tmp_path, add_p5_group, base="prod")
+    proposed = write_stack(tmp_path, "prod", add_p5_group)
     baseline = ROOT / "stacks" / "Pulumi.prod.yaml"
     code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against", str(baseline), "--format", "json")
     # 128 more GPUs read from the same Lustre: below prod's storage floor, so the plan is refused (issue 13)
@@ -176,7 +151,7 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
 
 
 def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    proposed = write_stack(tmp_path, add_p5_group, base="prod")
+    proposed = write_stack(tmp_path, "prod", add_p5_group)
     code, out, err = run_cli(
         capsys,
         "plan",
@@ -292,9 +267,7 @@ def test_an_unreadable_policy_config_is_a_config_error(tmp_path: Path) -> None:
 def test_a_protected_replacement_is_flagged_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Turning on EFA for prod's FSx file system replaces it (efaEnabled is set at creation only)."""
     proposed = write_stack(
-        tmp_path,
-        lambda d: cluster(d)["storage"]["fsx"].update(efa_enabled=True, storage_capacity_gib=134400),
-        base="prod",
+        tmp_path, "prod", lambda c: c["storage"]["fsx"].update(efa_enabled=True, storage_capacity_gib=134400)
     )
     baseline = str(ROOT / "stacks" / "Pulumi.prod.yaml")
     code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--format", "json")
@@ -339,25 +312,28 @@ def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "YAML syntax error at line" in err
 
 
-BAD_EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+Edit = Callable[[dict[str, Any]], None]
+# Each case: how to break dev's stack file (write_stack's edits: of the cluster object, or of the whole file)
+# and the key path the error must name.
+BAD_EDITS: dict[str, tuple[dict[str, Edit], str]] = {
     "unknown key": (
-        lambda d: cluster(d)["network"].update({"vpc_cidr_block": "10.0.0.0/16"}),
+        {"edit": lambda c: c["network"].update({"vpc_cidr_block": "10.0.0.0/16"})},
         "trainstack:cluster.network.vpc_cidr_block",
     ),
     "wrong type": (
-        lambda d: cluster(d)["gpu_node_groups"][0].update({"max_size": "lots"}),
+        {"edit": lambda c: c["gpu_node_groups"][0].update({"max_size": "lots"})},
         "trainstack:cluster.gpu_node_groups.0.max_size",
     ),
     "min above max": (
-        lambda d: cluster(d)["gpu_node_groups"][0].update({"min_size": 3, "desired_size": 3, "max_size": 2}),
+        {"edit": lambda c: c["gpu_node_groups"][0].update({"min_size": 3, "desired_size": 3, "max_size": 2})},
         "trainstack:cluster.gpu_node_groups.0",
     ),
     "unknown instance type": (
-        lambda d: cluster(d)["gpu_node_groups"][0].update({"instance_type": "p9.huge"}),
+        {"edit": lambda c: c["gpu_node_groups"][0].update({"instance_type": "p9.huge"})},
         "trainstack:cluster.gpu_node_groups.0.instance_type",
     ),
     "wrong namespace": (
-        lambda d: d["config"].update({"trainstak:cluster": d["config"].pop(FULL_KEY)}),
+        {"edit_document": lambda d: d["config"].update({"trainstak:cluster": d["config"].pop(FULL_KEY)})},
         "trainstak:cluster",
     ),
 }
@@ -365,8 +341,8 @@ BAD_EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
 
 @pytest.mark.parametrize("case", sorted(BAD_EDITS))
 def test_invalid_config_exits_2_naming_the_key(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    edit, key = BAD_EDITS[case]
-    path = write_stack(tmp_path, edit)
+    edits, key = BAD_EDITS[case]
+    path = write_stack(tmp_path, "dev", **edits)
     code, out, err = run_cli(capsys, "plan", "--config", str(path))
     assert code == EXIT_BAD_INPUT
     assert out == ""
@@ -403,11 +379,11 @@ def test_colour_only_when_the_style_asks_and_progress_clears_its_line() -> None:
 
 
 def test_a_mandatory_violation_exits_1_and_says_how_many(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    def over_budget(document: dict[str, Any]) -> None:
-        cluster(document)["cost"]["max_gpus"] = 512
-        cluster(document)["gpu_node_groups"][0]["max_size"] = 40
+    def over_budget(cluster: dict[str, Any]) -> None:
+        cluster["cost"]["max_gpus"] = 512
+        cluster["gpu_node_groups"][0]["max_size"] = 40
 
-    proposed = write_stack(tmp_path, over_budget, base="prod")
+    proposed = write_stack(tmp_path, "prod", over_budget)
     code, out, err = run_cli(capsys, "plan", "--config", str(proposed), "--format", "json")
     assert code == cli.EXIT_POLICY
     mandatory = json.loads(out)["trainstack"]["policy"]["mandatory"]

@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,8 +31,9 @@ SAFE_TOOLS = (
     "date", "dirname", "basename", "seq", "tr", "cut", "readlink", "mktemp", "install", "flock",
     "nproc", "uname", "head", "env", "sort",
 )  # fmt: skip
+# One bash process per call and nothing else (the retry loops call sleep and sacctmgr dozens of times).
 STUB = r"""#!/bin/bash
-name=$(basename "$0")
+name=${0##*/}
 echo "$name $*" >>"$STUB_STATE/calls"
 fail="STUB_FAIL_${name//[-+.]/_}"
 if [[ -n ${!fail:-} ]]; then echo "stub $name: failing on demand" >&2; exit 1; fi
@@ -114,6 +116,15 @@ class Node:
             mounts.write(f"{self.root}{path}\n")
 
 
+def _real_tool(name: str) -> str | None:
+    """The tool's binary. python3 is the interpreter that runs the tests, by its real path: on PATH it may be a
+    version manager's shim (pyenv's is a bash script that starts a dozen processes per call, and the scripts
+    call python3 often), and the scripts need only its standard library."""
+    if name == "python3":
+        return os.path.realpath(sys.executable)
+    return shutil.which(name)
+
+
 def _sandbox_path(tmp_path: Path) -> str:
     stubs, tools = tmp_path / "stubs", tmp_path / "tools"
     stubs.mkdir()
@@ -122,7 +133,7 @@ def _sandbox_path(tmp_path: Path) -> str:
         (stubs / name).write_text(STUB)
         (stubs / name).chmod(stat.S_IRWXU)
     for name in SAFE_TOOLS:
-        real = shutil.which(name)
+        real = _real_tool(name)
         assert real, f"{name} is needed to run the lifecycle scripts"
         (tools / name).symlink_to(real)
     return f"{stubs}:{tools}"

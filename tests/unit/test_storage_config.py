@@ -124,3 +124,10 @@ def test_every_valid_metadata_iops_value_at_or_above_automatic_is_accepted_in_th
         else:
             [problem] = problems("prod", fsx_edit(metadata_iops=iops))
             assert "below the 62400 IOPS" in problem.message, (iops, problem.message)
+
+
+def test_persistent_2_without_a_throughput_tier_is_refused_at_its_key() -> None:
+    # Left out (None) it would reach the plan's sizing, which cannot size a PERSISTENT_2 file system without a tier.
+    [problem] = problems("prod", fsx_edit(throughput_mb_s_per_tib=None))
+    assert problem.key == f"{FSX}.throughput_mb_s_per_tib"
+    assert "PERSISTENT_2 needs throughput_mb_s_per_tib: one of 125, 250, 500, 1000" in problem.message
