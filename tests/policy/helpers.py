@@ -11,10 +11,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from pulumi_policy import Policy
+
+from policies.rules import POLICIES
 from stacks.load import environment_of_stack
 from tests.conftest import edited_config, program_recording, recording
 from trainstack.engine import RecordedResource, Recording
@@ -158,9 +162,18 @@ def found(result: Review, policy: str) -> list[Violation]:
     return [v for v in result.violations if v.policy == policy and "during preview" not in v.message]
 
 
-def run(source: Recording, environment: str | None = None) -> Review:
-    """The review of `source` with the policy config of `environment`, by default the one its stack maps to."""
-    return review(source, environment or _environment(source.stack))
+def run(source: Recording, environment: str | None = None, policies: Iterable[Policy] = POLICIES) -> Review:
+    """The review of `source` with the policy config of `environment`, by default the one its stack maps to;
+    `policies` narrows it to the rules a test is about (the config is still validated for the whole pack)."""
+    return review(source, environment or _environment(source.stack), policies=policies)
+
+
+@functools.cache
+def shipped_review(stack: str, preview: bool = False) -> Review:
+    """`run(shipped(stack, preview))`, once per process: many tests read the whole pack's review of a committed
+    stack's own recording. A Review is frozen data (tuples of frozen violations), so sharing it is safe; a review
+    of an edited recording is never cached."""
+    return run(shipped(stack, preview))
 
 
 def _environment(stack: str) -> str:

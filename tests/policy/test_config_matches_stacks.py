@@ -5,7 +5,7 @@ import pytest
 
 from policies.rules.base import FSX_LUSTRE, Graph, accelerator_capacity, lustre_throughput_mb_s
 from tests.conftest import STACKS, recording, stack_config
-from tests.policy.helpers import found, run
+from tests.policy.helpers import found, shipped_review
 from trainstack.report.summary import summarize
 from trainstack.review import _prepare
 
@@ -24,4 +24,4 @@ def test_storage_rule_agrees_with_the_sizing(name: str) -> None:
     gpus = sum(c.accelerators for c in accelerator_capacity(Graph(_prepare(recorded).stack)))
     assert gpus == summarize(recorded, cluster).accelerators_max == cluster.accelerators_at_max
     starved = cluster.storage.fsx.throughput_mb_s < cluster.storage_demand_mb_s
-    assert bool(found(run(recorded), "storage-throughput-feeds-gpus")) == starved
+    assert bool(found(shipped_review(name), "storage-throughput-feeds-gpus")) == starved

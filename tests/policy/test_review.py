@@ -11,7 +11,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity, 
 from policies.rules import POLICIES
 from stacks.load import ConfigError
 from tests.conftest import STACKS, edited_config, recording
-from tests.policy.helpers import found, mutated, scenario, without
+from tests.policy.helpers import found, mutated, scenario, shipped_review, without
 from trainstack.review import (
     PolicyConfigError,
     PolicyRunError,
@@ -29,14 +29,15 @@ STACK_POLICIES = [p.name for p in POLICIES if isinstance(p, StackValidationPolic
 
 @pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
 def test_shipped_stacks_have_no_mandatory_violation(stack_name: str, preview: bool) -> None:
-    result = review(recording(stack_name, preview), stack_name)
+    result = shipped_review(stack_name, preview)
+    assert result.environment == stack_name
     assert result.passed, [(v.policy, v.name, v.message) for v in result.mandatory]
     assert result.policies_run >= 30
 
 
 def test_preview_keeps_stack_rules_enforcing(stack_name: str) -> None:
     """Stack rules join through the dependency graph, never through computed ids, so preview cannot blind them."""
-    result = review(recording(stack_name, preview=True), stack_name)
+    result = shipped_review(stack_name, preview=True)
     blind = [v for v in result.violations if v.policy in STACK_POLICIES and "during preview" in v.message]
     assert not blind, blind
 
@@ -50,7 +51,8 @@ def test_preview_keeps_stack_rules_enforcing(stack_name: str) -> None:
     ],
 )
 def test_dangerous_edit_blocks_in_preview(name: str, policy: str) -> None:
-    result = review(scenario(name, preview=True), scenario(name).stack)
+    source = scenario(name, preview=True)
+    result = review(source, source.stack)
     assert [v.level for v in found(result, policy)] and {v.level for v in found(result, policy)} == {"mandatory"}
     assert not result.passed
 
@@ -131,7 +133,7 @@ def test_review_api() -> None:
 
 
 def test_violation_severity_comes_from_the_rule() -> None:
-    result = review(recording("staging"), "staging")
+    result = shipped_review("staging")
     by_name = {p.name: p for p in POLICIES}
     for v in result.violations:
         assert v.severity == by_name[v.policy].severity.value
@@ -220,7 +222,7 @@ def test_disabled_rules_do_not_run() -> None:
 
 
 def test_not_applicable_is_recorded_not_reported() -> None:
-    result = review(recording("dev"), "dev")
+    result = shipped_review("dev")
     reasons = {name: reason for name, _, reason in result.not_applicable}
     assert reasons["efa-cluster-placement"] == "no node group with EFA interfaces"
     assert not found(result, "efa-cluster-placement")

@@ -9,6 +9,7 @@ rule's subject. `test_every_rule_has_all_three_cases` keeps the table complete a
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from policies.rules import POLICIES
+from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
-from tests.policy.helpers import found, matches, mutated, run, scenario, shipped, without
+from tests.policy.helpers import found, matches, mutated, run, scenario, shipped, shipped_review, without
 from trainstack.engine import Recording
 from trainstack.review import load_config
 
@@ -59,6 +60,9 @@ def prod() -> Recording:
 
 def dev() -> Recording:
     return shipped("dev")
+
+
+SHIPPED = (prod, staging, dev)  # the sources that are a committed stack's own recording, unedited
 
 
 def set_path(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -826,6 +830,9 @@ def _id(case: Case) -> str:
     return f"{case.policy}-{case.kind}-{CASES.index(case)}"
 
 
+_config = functools.cache(load_config)  # the committed config files do not change during a session
+
+
 def _subjects(policy: str, source: Recording) -> int:
     types = RESOURCE_TYPES.get(policy)
     return len([r for r in source.resources if r.type in types]) if types is not None else 1
@@ -835,8 +842,15 @@ def _subjects(policy: str, source: Recording) -> int:
 def test_rule_case(case: Case) -> None:
     source = case.source()
     environment = case.environment or source.stack
-    assert load_config(environment).levels[case.policy].value != "disabled" or case.kind == "not_applicable"
-    result = run(source, environment)
+    enabled = _config(environment).levels[case.policy].value != "disabled"
+    assert enabled or case.kind == "not_applicable"
+    if case.source in SHIPPED and case.environment is None:
+        result = shipped_review(source.stack)  # the committed stack as it is: its whole review is shared
+    else:
+        # Only the rule under test runs (each rule reads the recording alone, so the others cannot change what
+        # it reports); the review still resolves and validates the environment's whole config.
+        result = run(source, environment, policies=[BY_NAME[case.policy]])
+        assert result.policies_run == enabled
     violations = found(result, case.policy)
     skipped = [(urn, reason) for name, urn, reason in result.not_applicable if name == case.policy]
     if case.kind == "violated":
