@@ -31,10 +31,10 @@ from .network import allows_all_self
 
 
 def _reserved(template: PolicyResource) -> bool:
-    """Whether the launch template targets a capacity reservation or a Capacity Block."""
-    target = get(template.props, "capacityReservationSpecification.capacityReservationTarget")
-    market = get(template.props, "instanceMarketOptions.marketType")
-    return target is not None or market == "capacity-block"
+    """Whether the launch template targets a capacity reservation: an ODCR or a Capacity Block, which both name
+    it in capacityReservationTarget (EC2 refuses a capacity-block market without one, and the contract tier's
+    capacity-block rule reports such a template)."""
+    return get(template.props, "capacityReservationSpecification.capacityReservationTarget") is not None
 
 
 def _efa(args: StackValidationArgs) -> tuple[Graph, list[tuple[PolicyResource, PolicyResource]]]:
