@@ -129,3 +129,30 @@ def test_fsx_efa_needs_self_traffic_in_both_directions(missing: str) -> None:
     broken = Recording(stack=source.stack, preview=source.preview, resources=kept, outputs=source.outputs)
     found = messages("fsx-efa-prereqs", broken)
     assert any("allows all traffic to and from itself" in m for m in found), found
+
+
+def test_one_security_group_that_allows_all_self_traffic_is_enough() -> None:
+    """The EFA interfaces may carry more groups (here the workload group, with no self rules): one group that
+    allows all traffic to and from itself is what EFA needs, not every group."""
+    workload = next(r.urn for r in recording("staging").resources if r.name.endswith("workload-sg"))
+
+    def add_workload(deps: dict[str, tuple[str, ...]]) -> None:
+        deps["networkInterfaces"] = (*deps["networkInterfaces"], workload)
+
+    source = mutated(recording("staging"), GPU_LT, dependencies=add_workload)
+    assert messages("efa-sg-self-all", source) == []
+    without_efa_group = mutated(
+        source,
+        GPU_LT,
+        dependencies=lambda deps: deps.update(
+            networkInterfaces=tuple(d for d in deps["networkInterfaces"] if "efa-sg" not in d)
+        ),
+    )
+    assert any("allows all traffic to and from itself" in m for m in messages("efa-sg-self-all", without_efa_group))
+
+
+def test_a_group_with_two_types_is_reported_for_the_count_alone() -> None:
+    """Two types, the first without EFA: one finding (exactly one type), not a second one about the first type."""
+    source = mutated(recording("staging"), GPU_NG, lambda i: i.update(instanceTypes=["g5.2xlarge", "p5.48xlarge"]))
+    found = messages("efa-instance-supported", source)
+    assert len(found) == 1 and "an EFA group needs exactly one" in found[0], found
