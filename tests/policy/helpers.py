@@ -18,11 +18,11 @@ from typing import Any
 
 from pulumi_policy import Policy
 
-from policies.rules import POLICIES
+from policies.rules import BY_NAME, POLICIES
 from stacks.load import environment_of_stack
 from tests.conftest import edited_config, program_recording, recording
 from trainstack.engine import RecordedResource, Recording
-from trainstack.review import Review, Violation, review
+from trainstack.review import Review, Violation, resolve_config, review, run_policies
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -160,6 +160,14 @@ def urn_of(source: Recording, match: str) -> str:
 def found(result: Review, policy: str) -> list[Violation]:
     """Real violations of `policy` (not "can't run during preview" diagnostics)."""
     return [v for v in result.violations if v.policy == policy and "during preview" not in v.message]
+
+
+def messages(policy: str, source: Recording) -> list[str]:
+    """What `policy` alone, enforced, reports on `source`: for tests that break one thing and name the check
+    that must see it."""
+    config = resolve_config({policy: {"enforcementLevel": "mandatory"}})
+    violations, _, _ = run_policies(source, config, [BY_NAME[policy]])
+    return [v.message for v in violations]
 
 
 def run(source: Recording, environment: str | None = None, policies: Iterable[Policy] = POLICIES) -> Review:

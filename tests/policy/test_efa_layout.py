@@ -8,22 +8,14 @@ from typing import Any
 
 import pytest
 
-from policies.rules import BY_NAME
 from stacks.catalog import lookup
 from tests.conftest import recording
-from tests.policy.helpers import mutated, scenario
+from tests.policy.helpers import messages, mutated, scenario
 from trainstack.engine import Recording
-from trainstack.review import resolve_config, run_policies
 
 GPU_LT = "-gpu-p5-lt"
 GPU_NG = "-gpu-p5-ng"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-
-
-def messages(policy: str, source: Recording) -> list[str]:
-    config = resolve_config({policy: {"enforcementLevel": "mandatory"}})
-    violations, _, _ = run_policies(source, config, [BY_NAME[policy]])
-    return [v.message for v in violations]
 
 
 def efa_layout(cards: list[int], primary_type: str = "efa") -> list[dict[str, Any]]:
