@@ -254,3 +254,40 @@ def test_fsx_extras_are_said_to_be_not_estimated_only_with_a_file_system() -> No
     fsx = (FileSystemSummary("fs", "urn:x", "PERSISTENT_2", 4800, 250, False, 1171.9, 1600),)
     assert any("FSx backups" in n for n in cost.estimate(summary(file_systems=fsx), 730).notes)
     assert not any("FSx backups" in n for n in cost.estimate(summary(), 730).notes)
+
+
+def test_a_hyperpod_type_with_no_price_anywhere_is_named_not_dropped() -> None:
+    estimate = cost.estimate(summary(hyperpod=(HyperPodGroupSummary("hp", "cpu", "ml.t3.medium", 2),)), 730)
+    assert estimate.items == ()
+    assert any("HyperPod group cpu (ml.t3.medium)" in n for n in estimate.notes)
+
+
+def test_an_estimate_of_nothing_has_no_gpu_share() -> None:
+    nothing = cost.CostEstimate(items=(), hours_per_month=730, region="us-east-1", notes=())
+    assert (nothing.gpu_share_desired, nothing.gpu_share_max) == (0.0, 0.0)
+    assert nothing.to_dict()["gpuShareDesired"] == 0.0
+
+
+def test_json_amounts_keep_a_hundredth_of_a_cent_per_hour_and_cents_per_month() -> None:
+    item = cost.CostItem("x", "gpu", 1, 2, "instance-hour", 1.234567, 1.234567, 2.469134, "src", "2025-11-01")
+    data = cost.CostEstimate(items=(item,), hours_per_month=730, region="us-east-1", notes=()).to_dict()
+    assert (data["usdPerHourDesired"], data["usdPerHourMax"]) == (1.2346, 2.4691)
+    assert (data["usdPerMonthDesired"], data["usdPerMonthMax"]) == (901.23, 1802.47)
+    assert (data["gpuShareDesired"], data["gpuShareMax"]) == (1.0, 1.0)
+    (row,) = data["items"]
+    assert (row["usdPerHourDesired"], row["usdPerHourMax"]) == (1.2346, 2.4691)
+
+
+def test_fleet_series_count_nodes_gpus_and_efa_devices() -> None:
+    p5 = replace(group(desired=2, maximum=4), efa_interfaces=32)  # 8 GPUs, 32 EFA devices per node
+    per_node = cost.SERIES_PER_NODE + 8 * cost.SERIES_PER_GPU + 32 * cost.SERIES_PER_EFA_DEVICE
+    assert cost.fleet_series(summary(node_groups=(p5,)), at_max=False) == cost.SERIES_CLUSTER + 2 * per_node
+    assert cost.fleet_series(summary(node_groups=(p5,)), at_max=True) == cost.SERIES_CLUSTER + 4 * per_node
+
+
+def test_samples_per_hour_are_series_times_scrapes_per_hour() -> None:
+    fleet = summary(node_groups=(replace(group(desired=1, maximum=3), efa_interfaces=32),))
+    _, collected, ingested = cost.observability_items(fleet, scrape_interval_s=30)
+    for item in (collected, ingested):
+        assert item.quantity_desired == cost.fleet_series(fleet, at_max=False) * 120
+        assert item.quantity_max == cost.fleet_series(fleet, at_max=True) * 120
