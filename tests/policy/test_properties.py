@@ -64,6 +64,17 @@ def test_storage_throughput_compares_supply_with_demand(capacity: int, per_tib: 
     assert _violated("storage-throughput-feeds-gpus", source, {"perGpuReadMbPerS": per_gpu}) == (supply < demand)
 
 
+@pytest.mark.parametrize(("capacity", "violated"), [(16384, False), (16383, True)])
+def test_storage_supply_equal_to_demand_is_enough(capacity: int, violated: bool) -> None:
+    """At the edge: 16 TiB at 1000 MB/s/TiB gives 16,000 MB/s, exactly what prod's 128 GPUs at 125 MB/s read."""
+    source = mutated(
+        recording("prod"),
+        "aws:fsx/lustreFileSystem:LustreFileSystem",
+        lambda i: i.update(storageCapacity=capacity, perUnitStorageThroughput=1000),
+    )
+    assert _violated("storage-throughput-feeds-gpus", source, {"perGpuReadMbPerS": 125}) is violated
+
+
 @PROPERTY
 @given(count=st.integers(0, 8), per_gpu=st.integers(10, 400))
 def test_storage_demand_counts_hyperpod_accelerators(count: int, per_gpu: int) -> None:

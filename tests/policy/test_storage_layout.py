@@ -65,3 +65,21 @@ def test_a_file_system_with_no_security_group_of_the_stack_is_reported() -> None
     source = _with_dependencies(recording("staging"), FSX, "securityGroupIds", lambda _: ())
     found = messages("fsx-lustre-ports", source)
     assert len(found) == 1 and "no security group of the stack is attached" in found[0], found
+
+
+def _in_an_existing_vpc(gpu_subnet: str | None = None) -> Recording:
+    """Staging as if its subnets were an existing VPC's: the file system names a subnet id that is not a resource
+    of the stack (so its AZ is unknown here); the GPU group uses the same subnet id, or `gpu_subnet`."""
+    source = _with_dependencies(recording("staging"), FSX, "subnetIds", lambda _: ())
+    fs_subnet = next(r.inputs["subnetIds"] for r in source.resources if r.type == FSX)
+    subnet = gpu_subnet or (fs_subnet if isinstance(fs_subnet, str) else fs_subnet[0])
+    return mutated(source, "-gpu-p5-ng", lambda i: i.update(subnetIds=[subnet]))
+
+
+def test_gpu_groups_in_the_file_systems_own_subnet_of_an_existing_vpc_pass() -> None:
+    assert messages("fsx-same-az-as-gpu", _in_an_existing_vpc()) == []
+
+
+def test_gpu_groups_in_another_subnet_of_an_existing_vpc_are_reported() -> None:
+    found = messages("fsx-same-az-as-gpu", _in_an_existing_vpc("subnet-0fedcba9876543210"))
+    assert len(found) == 1 and "cannot check that they share its AZ" in found[0], found

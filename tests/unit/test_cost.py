@@ -287,7 +287,8 @@ def test_fleet_series_count_nodes_gpus_and_efa_devices() -> None:
 
 def test_samples_per_hour_are_series_times_scrapes_per_hour() -> None:
     fleet = summary(node_groups=(replace(group(desired=1, maximum=3), efa_interfaces=32),))
-    _, collected, ingested = cost.observability_items(fleet, scrape_interval_s=30)
+    collector, collected, ingested = cost.observability_items(fleet, scrape_interval_s=30)
+    assert (collector.quantity_desired, collector.quantity_max) == (1, 1)  # one managed collector per cluster
     for item in (collected, ingested):
         assert item.quantity_desired == cost.fleet_series(fleet, at_max=False) * 120
         assert item.quantity_max == cost.fleet_series(fleet, at_max=True) * 120
