@@ -148,3 +148,11 @@ def test_a_group_with_two_types_is_reported_for_the_count_alone() -> None:
     source = mutated(recording("staging"), GPU_NG, lambda i: i.update(instanceTypes=["g5.2xlarge", "p5.48xlarge"]))
     found = messages("efa-instance-supported", source)
     assert len(found) == 1 and "an EFA group needs exactly one" in found[0], found
+
+
+@pytest.mark.parametrize("types", [["g5.2xlarge", "p5.48xlarge"], ["p9.48xlarge"]], ids=["mixed", "unknown"])
+def test_the_count_leaves_mixed_or_unknown_types_to_efa_instance_supported(types: list[str]) -> None:
+    """No layout to count against: the interface count says nothing (and does not crash); the type rule reports."""
+    source = mutated(recording("staging"), GPU_NG, lambda i: i.update(instanceTypes=types))
+    assert messages("efa-interface-count", source) == []
+    assert messages("efa-instance-supported", source)
