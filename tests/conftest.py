@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -47,7 +47,6 @@ from trainstack import engine
 from trainstack.engine import Recording, run, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
-T = TypeVar("T")
 
 # Speed is measured by bench/, not by timed tests: no per-example deadline, so a loaded machine cannot make a
 # property test fail for being slow.
@@ -129,16 +128,6 @@ def program_recording(cluster: StackConfig, stack: str, preview: bool = False) -
     blob = _blobs.get(key)
     if blob is None:
         blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack=stack, preview=preview))
-    return pickle.loads(blob)
-
-
-def session_value(key: str, compute: Callable[[], T]) -> T:
-    """`compute()` once per test session (shared by the xdist workers, never across sessions), a fresh copy per
-    call. Read through `_blobs` like a recording, so `make mutate` credits the lines computing it ran to every
-    test that reads it (a process-level cache would credit only the first reader)."""
-    blob = _blobs.get(key)
-    if blob is None:
-        blob = _blobs[key] = _load_or_run(key, compute, this_session_only=True)
     return pickle.loads(blob)
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -19,7 +20,7 @@ from pulumi_policy import Policy
 
 from policies.rules import BY_NAME, POLICIES
 from stacks.load import environment_of_stack
-from tests.conftest import edited_config, program_recording, recording, session_value
+from tests.conftest import edited_config, program_recording, recording
 from trainstack.engine import RecordedResource, Recording
 from trainstack.review import Review, Violation, resolve_config, review, run_policies
 
@@ -175,10 +176,12 @@ def run(source: Recording, environment: str | None = None, policies: Iterable[Po
     return review(source, environment or _environment(source.stack), policies=policies)
 
 
+@functools.cache
 def shipped_review(stack: str, preview: bool = False) -> Review:
-    """`run(shipped(stack, preview))`, once per session: many tests read the whole pack's review of a committed
-    stack's own recording. A review of an edited recording is never cached."""
-    return session_value(f"review-{stack}-{int(preview)}", lambda: run(shipped(stack, preview)))
+    """`run(shipped(stack, preview))`, once per process: many tests read the whole pack's review of a committed
+    stack's own recording. A Review is frozen data (tuples of frozen violations), so sharing it is safe; a review
+    of an edited recording is never cached."""
+    return run(shipped(stack, preview))
 
 
 def _environment(stack: str) -> str:
