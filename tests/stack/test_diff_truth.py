@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, write_stack
+from tests.recorded import recorded
 from trainstack.cli import EXIT_OK, EXIT_POLICY, main
 from trainstack.diff import (
     EKS_UPGRADE,
@@ -43,20 +44,7 @@ def test_path_parts() -> None:
 
 
 def resource(urn: str, inputs: dict[str, Any], ignore: tuple[str, ...] = ()) -> RecordedResource:
-    return RecordedResource(
-        type="aws:eks/nodeGroup:NodeGroup",
-        name=urn,
-        urn=urn,
-        parent="",
-        custom=True,
-        inputs=inputs,
-        dependencies=(),
-        property_dependencies={},
-        protect=False,
-        retain_on_delete=False,
-        provider="",
-        ignore_changes=ignore,
-    )
+    return replace(recorded("aws:eks/nodeGroup:NodeGroup", urn, inputs, ignore=ignore), urn=urn)
 
 
 def test_ignored_inputs_keep_the_old_value_and_the_rest_changes() -> None:

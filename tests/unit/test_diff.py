@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.recorded import recorded
 from trainstack.create_only import replaces
 from trainstack.diff import diff_recordings, input_changes
 from trainstack.engine import RecordedResource, Recording
@@ -49,19 +50,7 @@ def test_added_and_removed_keys_and_resized_lists() -> None:
 
 
 def resource(name: str, inputs: dict[str, Any], protect: bool = False) -> RecordedResource:
-    return RecordedResource(
-        type="aws:ec2/subnet:Subnet",
-        name=name,
-        urn=f"urn:pulumi:s::trainstack::aws:ec2/subnet:Subnet::{name}",
-        parent="",
-        custom=True,
-        inputs=inputs,
-        dependencies=(),
-        property_dependencies={},
-        protect=protect,
-        retain_on_delete=False,
-        provider="",
-    )
+    return recorded("aws:ec2/subnet:Subnet", name, inputs, protect=protect)
 
 
 def test_recordings_diff_by_urn() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from tests.recorded import recorded as resource
 from trainstack.diff import (
     _MISSING,
     EKS_CLUSTER,
@@ -30,25 +31,6 @@ FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 SUBNET = "aws:ec2/subnet:Subnet"
 LIFECYCLE = "instanceGroups[0].lifeCycleConfig.sourceS3Uri"
 ZERO = Delta(0, 0)
-
-
-def resource(
-    type_: str, name: str, inputs: dict[str, Any], *, protect: bool = False, ignore: tuple[str, ...] = ()
-) -> RecordedResource:
-    return RecordedResource(
-        type=type_,
-        name=name,
-        urn=f"urn:pulumi:s::trainstack::{type_}::{name}",
-        parent="",
-        custom=True,
-        inputs=inputs,
-        dependencies=(),
-        property_dependencies={},
-        protect=protect,
-        retain_on_delete=False,
-        provider="",
-        ignore_changes=ignore,
-    )
 
 
 def recording(*resources: RecordedResource) -> Recording:

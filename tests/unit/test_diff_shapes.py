@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from tests.recorded import recorded
 from trainstack.diff import _MISSING, apply_ignore_changes, diff_recordings, input_changes
 from trainstack.engine import RecordedResource, Recording
 
@@ -14,20 +15,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def resource(type_: str, inputs: dict[str, Any], ignore: tuple[str, ...] = ()) -> RecordedResource:
-    return RecordedResource(
-        type=type_,
-        name="r",
-        urn=f"urn:pulumi:s::trainstack::{type_}::r",
-        parent="",
-        custom=True,
-        inputs=inputs,
-        dependencies=(),
-        property_dependencies={},
-        protect=False,
-        retain_on_delete=False,
-        provider="",
-        ignore_changes=ignore,
-    )
+    return recorded(type_, "r", inputs, ignore=ignore)
 
 
 def changed(type_: str, before: dict[str, Any], after: dict[str, Any]):
