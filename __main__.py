@@ -22,7 +22,6 @@ from components.hyperpod_dependencies import (
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
-from components.naming import default_tags
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
@@ -47,13 +46,7 @@ except ConfigError as error:
     raise pulumi.RunError(error.render()) from None
 refuse_placeholders(stack, pulumi.get_stack())
 
-tags = default_tags(
-    project=pulumi.get_project(),
-    environment=stack.environment.value,
-    cost_center=stack.tags.cost_center,
-    owner=stack.tags.owner,
-    extra=stack.tags.extra,
-)
+tags = stack.default_tags(pulumi.get_project())
 
 
 def moved(logical: str) -> list[pulumi.Alias]:

@@ -2,7 +2,7 @@
 
 Logical names are derived from the component's own name, so two components (or two stacks in one
 account) never collide; physical names that AWS requires to be unique per account or region carry the
-stack's base name. Tags: the global set goes on the AWS provider's `default_tags`; `resource_tags` is what
+stack's base name. Tags: the global set (`StackConfig.default_tags`) goes on the AWS provider; `resource_tags` is what
 launch templates add to instances, volumes and network interfaces, which default tags do not reach.
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-
-from stacks.schema.stack import COST_CENTER_TAG, ENV_TAG, OWNER_TAG, PROJECT_TAG
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
 _DIGEST = 8  # hex digits of the hash that keeps cut or folded names distinct
@@ -52,17 +50,6 @@ def physical_name(base: str, *parts: str | int, max_length: int = 63) -> str:
         return name
     digest = hashlib.sha256(asked.encode()).hexdigest()[:_DIGEST]
     return f"{name[: max_length - _DIGEST - 1].rstrip('-')}-{digest}"
-
-
-def default_tags(project: str, environment: str, cost_center: str, owner: str, extra: dict[str, str]) -> dict[str, str]:
-    """Tags for the AWS provider's default_tags: every taggable resource gets them."""
-    return {
-        **extra,
-        PROJECT_TAG: project,
-        ENV_TAG: environment,
-        COST_CENTER_TAG: cost_center,
-        OWNER_TAG: owner,
-    }
 
 
 def resource_tags(default: dict[str, str], name: str, **more: str) -> dict[str, str]:

@@ -324,6 +324,17 @@ class StackConfig(Spec):
             if count * per_node > usable
         ]
 
+    def default_tags(self, project: str) -> dict[str, str]:
+        """Tags for the AWS provider's default_tags (every taggable resource gets them): the stack's own, then
+        the four trainstack sets and requires."""
+        return {
+            **self.tags.extra,
+            PROJECT_TAG: project,
+            ENV_TAG: self.environment.value,
+            COST_CENTER_TAG: self.tags.cost_center,
+            OWNER_TAG: self.tags.owner,
+        }
+
     @property
     def validation_candidates(self) -> list[GpuNodeGroupSpec]:
         """GPU groups the validation jobs can test: NVIDIA groups with EFA (NCCL over EFA, DCGM)."""

@@ -13,7 +13,6 @@ import pytest
 
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import operand_opt_out_labels
-from components.naming import default_tags
 from components.providers import aws_provider
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import StackConfig
@@ -77,13 +76,7 @@ def prods_gpu_group(stack: StackConfig) -> Recording:
     (volume,) = template["blockDeviceMappings"]
 
     def program() -> None:
-        tags = default_tags(
-            project=pulumi.get_project(),
-            environment=stack.environment.value,
-            cost_center=stack.tags.cost_center,
-            owner=stack.tags.owner,
-            extra=stack.tags.extra,
-        )
+        tags = stack.default_tags(pulumi.get_project())
         GpuNodeGroup(
             f"gpu-{group.name}",
             GpuNodeGroupArgs(
