@@ -3,7 +3,9 @@
 The first SIGINT sets a flag and raises KeyboardInterrupt in the main thread. Code that catches broadly (the
 Pulumi SDK's runtime, the mock engine's event loop) may turn that exception into something else, so the CLI
 asks `interrupted()` before it reports any failure: an interrupted run is reported as interrupted, never as a
-failure of the program. A second Ctrl-C ends the process at once.
+failure of the program. The exception can also be swallowed whole: raised inside one of the SDK's asyncio tasks,
+it leaves a future that never resolves and the event loop waiting on it forever. So the first Ctrl-C also arms a
+watchdog that ends the process after a short grace period, and a second Ctrl-C ends it at once.
 """
 
 from __future__ import annotations
@@ -15,15 +17,24 @@ import threading
 from types import FrameType
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a process ended by Ctrl-C
+GRACE_S = 2.0  # time for the main thread to unwind; a run reports an interrupt in milliseconds when it can
 _interrupted = threading.Event()
+_said = threading.Lock()  # held by whoever prints the one line: the main thread or the watchdog
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     if _interrupted.is_set():
-        _say("interrupted")
-        os._exit(EXIT_INTERRUPTED)
+        _leave()
     _interrupted.set()
+    watchdog = threading.Timer(GRACE_S, _leave)
+    watchdog.daemon = True  # never what keeps a finished process alive
+    watchdog.start()
     raise KeyboardInterrupt
+
+
+def _leave() -> None:
+    report_interrupt()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def install() -> None:
@@ -37,7 +48,9 @@ def interrupted() -> bool:
 
 
 def report_interrupt() -> int:
-    _say("interrupted")
+    """Print the one line (once per process, whoever asks first) and return the exit code."""
+    if _said.acquire(blocking=False):
+        _say("interrupted")
     return EXIT_INTERRUPTED
 
 

@@ -243,3 +243,28 @@ def test_ctrl_c_at_any_moment_exits_130_with_one_line(stage: str, library: str, 
     text = err.decode()
     assert process.returncode == EXIT_INTERRUPTED, (stage, text)
     assert text == "interrupted\n", (stage, text)
+
+
+def test_a_ctrl_c_that_code_swallows_still_ends_the_process() -> None:
+    """An interrupt raised inside one of the SDK's asyncio tasks can be swallowed whole, leaving the event loop
+    waiting on a future that never resolves (seen about one run in two, Ctrl-C two to three seconds into a dev
+    plan): the watchdog the first Ctrl-C arms ends the process anyway, with the same one line."""
+    swallower = (
+        "import sys, time\n"
+        "from trainstack import interrupt\n"
+        "interrupt.install()\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    try:\n"
+        "        time.sleep(60)\n"
+        "    except KeyboardInterrupt:\n"
+        "        pass\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", swallower], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == EXIT_INTERRUPTED
+    assert err.decode() == "interrupted\n"
