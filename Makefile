@@ -33,15 +33,13 @@ policy-venv: $(POLICY_VENV)/.synced ## The policy pack's virtualenv (policies/.v
 plan: $(VENV)/.synced ## The offline plan of a stack (STACK=dev by default; ARGS="--format markdown" ...)
 	$(VENV)/bin/python -m trainstack plan --stack $(STACK) $(ARGS)
 
-# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium; the type
-# checker, pyright (configured in pyproject.toml), is pinned there too.
+# The diagram test renders Mermaid with the mermaid npm package (package-lock.json) in Debian's chromium.
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the alert rules' unit tests, then the type checker beside the whole test suite
-	@$(MAKE) --no-print-directory checks
-	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the type checker and the alert rules' unit tests, then the whole test suite
+	@$(MAKE) --no-print-directory checks typecheck suite
 
 # The quick checks (seconds): lint, format, workflows, shell scripts, the import contracts.
 checks: $(VENV)/.synced
@@ -52,10 +50,9 @@ checks: $(VENV)/.synced
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
 
-# pyright is single-threaded and spends most of its ~50 CPU-s reading the provider SDKs; `make test` runs it beside
-# the suite's two workers, so the tail of the suite and the checker share the cores.
-typecheck: $(VENV)/.synced node_modules/.installed
-	node_modules/.bin/pyright
+# pyrefly, strict on stacks/ and components/ ([tool.pyrefly] in pyproject.toml): about 3 CPU-s.
+typecheck: $(VENV)/.synced
+	$(VENV)/bin/pyrefly check
 
 suite: $(VENV)/.synced $(POLICY_VENV)/.synced
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal

@@ -437,7 +437,7 @@ def _quote_hint(item: Mapping[str, Any], origin: Origin | None) -> str:
     value = item.get("input")
     wants_text = item["type"] in ("string_type", "literal_error", "enum", "string_pattern_mismatch")
     plain = origin.plain if origin else None
-    if not wants_text or plain is None or isinstance(value, str | Mapping | list):
+    if not wants_text or plain is None or isinstance(value, (str, Mapping, list)):
         return ""
     if (isinstance(value, float) and math.isfinite(value)) or isinstance(value, int | bool | datetime.date):
         return f'; YAML reads the unquoted {plain} as {_type_of(value)}: quote it, "{plain}"'

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from typing_extensions import override
 from yaml.events import AliasEvent, Event
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -138,6 +139,7 @@ class _StrictLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
+    @override
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         # check_event() reads the next event into current_event, as peek_event() would (types-pyyaml leaves
         # peek_event untyped).

@@ -20,4 +20,4 @@ def is_list(value: object) -> TypeGuard[list[object]]:
 
 def is_sequence(value: object) -> TypeGuard[list[object] | tuple[object, ...]]:
     """A list or a tuple (not a string)."""
-    return isinstance(value, list | tuple)
+    return isinstance(value, (list, tuple))
