@@ -13,7 +13,7 @@ from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs, operand_opt_out_labels
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
@@ -93,24 +93,18 @@ pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
 pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
 
-# One GPU Operator release serves every NVIDIA node; groups whose image differs opt out per node.
-operator_ami_family = stack.gpu_operator_ami_family
 gpu_groups: dict[str, GpuNodeGroup] = {
     group.name: GpuNodeGroup(
         f"gpu-{group.name}",
-        GpuNodeGroupArgs(
-            spec=group,
-            base_name=stack.name,
+        GpuNodeGroupArgs.of_stack(
+            stack,
+            group,
             cluster_name=eks.cluster_name,
             node_role_arn=eks.node_role_arn,
             subnet_id=network.private_subnet_ids[group.availability_zone],
             security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
-            default_tags=tags,
-            kubernetes_version=stack.eks.version,
             node_volume_kms_key_arn=eks.node_volume_kms_key_arn,
             node_dependencies=eks.node_dependencies,
-            extra_labels=operand_opt_out_labels(group.ami_family, operator_ami_family),
-            repair=stack.health.node_repair,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved(f"gpu-{group.name}")),
     )
@@ -179,6 +173,8 @@ if stack.storage.fsx.enabled:
 # Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
 k8s_spec = stack.kubernetes
 device_plugins: list[pulumi.Resource] = []
+# One GPU Operator release serves every NVIDIA node (groups whose image differs opt out, GpuNodeGroupArgs.of_stack).
+operator_ami_family = stack.gpu_operator_ami_family
 if operator_ami_family is not None:
     gpu_operator = GpuOperator(
         "gpu-operator",

@@ -32,6 +32,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interfaces
+from components.gpu_operator import operand_opt_out_labels
 from components.launch_template import GpuLaunchOptions, NodeVolume, node_launch_template
 from components.naming import child_name, physical_name, resource_tags
 from components.userdata import bottlerocket_user_data, encode, nodeadm_user_data
@@ -45,6 +46,7 @@ from stacks.schema import (
     CapacityType,
     GpuNodeGroupSpec,
     NodeRepairSpec,
+    StackConfig,
 )
 
 # EKS node group capacityType values (EKS API reference, Nodegroup.capacityType). An ODCR is On-Demand
@@ -160,6 +162,37 @@ class GpuNodeGroupArgs:
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
     repair: NodeRepairSpec = field(default_factory=NodeRepairSpec)
     """Auto repair and its limits (`health.node_repair`); the node monitoring agent supplies the conditions."""
+
+    @classmethod
+    def of_stack(
+        cls,
+        stack: StackConfig,
+        group: GpuNodeGroupSpec,
+        *,
+        cluster_name: pulumi.Input[str],
+        node_role_arn: pulumi.Input[str],
+        subnet_id: pulumi.Input[str],
+        security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]],
+        node_volume_kms_key_arn: pulumi.Input[str],
+        node_dependencies: Sequence[pulumi.Resource] = (),
+    ) -> GpuNodeGroupArgs:
+        """`group` of `stack` as its config decides it (base name, tags, Kubernetes version, the GPU Operator's
+        opt-outs, repair), wired to the cluster's ids: the one builder for the program and for a test that builds
+        a group alone."""
+        return cls(
+            spec=group,
+            base_name=stack.name,
+            cluster_name=cluster_name,
+            node_role_arn=node_role_arn,
+            subnet_id=subnet_id,
+            security_group_ids=security_group_ids,
+            default_tags=stack.default_tags(pulumi.get_project()),
+            kubernetes_version=stack.eks.version,
+            node_volume_kms_key_arn=node_volume_kms_key_arn,
+            node_dependencies=node_dependencies,
+            extra_labels=operand_opt_out_labels(group.ami_family, stack.gpu_operator_ami_family),
+            repair=stack.health.node_repair,
+        )
 
 
 class GpuNodeGroup(pulumi.ComponentResource):

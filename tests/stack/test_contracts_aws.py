@@ -12,7 +12,6 @@ import pulumi
 import pytest
 
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import operand_opt_out_labels
 from components.providers import aws_provider
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import StackConfig
@@ -79,18 +78,14 @@ def prods_gpu_group(stack: StackConfig) -> Recording:
         tags = stack.default_tags(pulumi.get_project())
         GpuNodeGroup(
             f"gpu-{group.name}",
-            GpuNodeGroupArgs(
-                spec=group,
-                base_name=stack.name,
+            GpuNodeGroupArgs.of_stack(
+                stack,
+                group,
                 cluster_name=node_group["clusterName"],
                 node_role_arn=node_group["nodeRoleArn"],
                 subnet_id=node_group["subnetIds"][0],
                 security_group_ids=template["networkInterfaces"][0]["securityGroups"],
-                default_tags=tags,
-                kubernetes_version=stack.eks.version,
                 node_volume_kms_key_arn=volume["ebs"]["kmsKeyId"],
-                extra_labels=operand_opt_out_labels(group.ami_family, stack.gpu_operator_ami_family),
-                repair=stack.health.node_repair,
             ),
             opts=pulumi.ResourceOptions(provider=aws_provider("aws", stack.region, tags)),
         )
