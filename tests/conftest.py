@@ -239,16 +239,43 @@ class _NoProgram:
         _refuse_whole_program()
 
 
+def _starts_python(args: Any) -> bool:
+    """Whether a process started with `args` is a new Python interpreter: this one (also inside a shell's command
+    line) or one of this virtualenv's console scripts (lint-imports, check-jsonschema)."""
+    argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+    if any(sys.executable in os.fsdecode(arg) for arg in argv):
+        return True
+    first = Path(os.fsdecode(argv[0]))
+    if first.parent != Path(sys.executable).parent or not first.is_file():
+        return False
+    with first.open("rb") as script:
+        return b"python" in script.readline()
+
+
+class _NoInterpreterPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """Stands in for `subprocess.Popen` while a fast test runs: a new interpreter pays seconds of imports."""
+
+    def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _starts_python(args):
+            pytest.fail(
+                "this test starts a new Python interpreter (seconds of CPU in imports): mark it "
+                "@pytest.mark.slow, or call the code in this process (docs/testing.md)",
+                pytrace=False,
+            )
+        super().__init__(args, *rest, **kwargs)
+
+
 @pytest.fixture(autouse=True)
 def _whole_program_only_in_slow_tests(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
-    """A fast test that reaches the whole program, directly or through a shared recording, fails: the fast
-    tier stays fast because the rule is checked, not remembered."""
+    """A fast test that reaches the whole program, directly or through a shared recording, or that starts a new
+    Python interpreter, fails: the fast tier stays fast because the rule is checked, not remembered."""
     if request.node.get_closest_marker("slow") is not None:
         yield
         return
     monkeypatch.setattr(engine, "runpy", _NoProgram())
+    monkeypatch.setattr(subprocess, "Popen", _NoInterpreterPopen)
     _fast_test[:] = [True]
     try:
         yield

@@ -1,8 +1,6 @@
 """The import contracts: the allow-list contract type refuses what the pack's own virtualenv lacks, and the
 contracts in pyproject.toml hold for the code as it is (`lint-imports` also runs in `make test`)."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 from grimp import ImportGraph
@@ -34,10 +32,3 @@ def test_any_other_package_is_refused_with_importer_and_line() -> None:
     check = _contract(["pulumi_policy"]).check(graph, verbose=False)
     assert not check.kept
     assert check.metadata["refused"] == ["pack.facts -> stacks (l.3)", "pack.facts -> yaml (l.3)"]
-
-
-def test_the_contracts_hold_for_the_repository() -> None:
-    lint = Path(sys.executable).parent / "lint-imports"
-    result = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert ", 0 broken." in result.stdout

@@ -26,6 +26,10 @@ from components.hyperpod import LIFECYCLE_ROOT, PROVISIONING_PARAMETERS, provisi
 from components.slurm_validation import validation_scripts
 from stacks.schema import HyperPodSpec
 
+# Real bash processes, a few dozen per case (stubs, retries, python3 for the config helpers): about half a second
+# of CPU each, so outside the edit-test loop.
+pytestmark = pytest.mark.slow
+
 SAFE_TOOLS = (
     "bash", "python3", "cat", "grep", "sed", "awk", "tee", "mkdir", "rm", "mv", "cp", "ln", "chmod", "touch",
     "date", "dirname", "basename", "seq", "tr", "cut", "readlink", "mktemp", "install", "flock",
