@@ -124,7 +124,14 @@ pulumi.export(
     },
 )
 
-# Data: S3 datasets and checkpoints, FSx for Lustre in the GPU AZ.
+# Data: S3 datasets and checkpoints, FSx for Lustre in the GPU AZ. Buckets that deny requests from outside
+# the VPC need its S3 gateway endpoint: a new VPC always has one, and the schema requires an existing VPC's
+# (network.existing_vpc.s3_endpoint_id) when data_buckets_vpc_only is on; this check only says so.
+data_vpc_endpoint_ids: list[pulumi.Input[str]] = []
+if stack.data_buckets_vpc_only:
+    if network.s3_endpoint_id is None:
+        raise pulumi.RunError("security.data_buckets_vpc_only is on but the network has no S3 gateway endpoint")
+    data_vpc_endpoint_ids.append(network.s3_endpoint_id)
 data = DataBuckets(
     "data",
     DataBucketsArgs(
@@ -133,7 +140,7 @@ data = DataBuckets(
         base_name=stack.name,
         protect=stack.protect_data,
         key_administrator_arns=stack.security.key_administrator_arns,
-        vpc_endpoint_ids=[network.s3_endpoint_id] if stack.data_buckets_vpc_only else [],
+        vpc_endpoint_ids=data_vpc_endpoint_ids,
         outside_vpc_role_arns=stack.security.outside_vpc_data_role_arns,
         checkpoint_lock=stack.security.checkpoint_lock,
     ),

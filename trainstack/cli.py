@@ -27,9 +27,11 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
+
+from typing_extensions import override
 
 from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
 from stacks.placeholders import find as find_placeholders
@@ -58,7 +60,8 @@ class OutputFailed(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    @override
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         raise BadInput(f"{self.prog}: {message}")
 
@@ -264,7 +267,7 @@ def stack_name_of(path: Path, cluster: StackConfig) -> str:
 
 
 @contextlib.contextmanager
-def progress(enabled: bool, message: str, stream: TextIO) -> Iterator[None]:
+def progress(enabled: bool, message: str, stream: TextIO) -> Generator[None, None, None]:
     """A spinner with elapsed seconds on stderr while the program runs (terminals only)."""
     if not enabled:
         yield

@@ -159,12 +159,9 @@ class Reference:
         info = model.model_fields[key]
         if info.is_required():
             return "required"
-        if info.default_factory is not None:
-            if info.default_factory_takes_validated_data:
-                return "derived (see description)"
-            value = info.default_factory()  # type: ignore[call-arg]
-        else:
-            value = info.default
+        if info.default_factory_takes_validated_data:
+            return "derived (see description)"
+        value = info.get_default(call_default_factory=True)  # the default, or what its factory makes
         if isinstance(value, BaseModel):
             return "the defaults of its keys"
         return _code(to_jsonable_python(value))

@@ -404,10 +404,10 @@ def fleet_series(summary: Summary, at_max: bool) -> int:
 
 def observability_items(summary: Summary, scrape_interval_s: int) -> tuple[CostItem, ...]:
     """The metrics stack's hourly cost: the collector, and samples collected and ingested."""
-    samples = [fleet_series(summary, at_max) * 3600 / scrape_interval_s for at_max in (False, True)]
+    desired, maximum = (fleet_series(summary, at_max) * 3600 / scrape_interval_s for at_max in (False, True))
     note = f"{fleet_series(summary, False):,} series at desired, every {scrape_interval_s}s"
     return (
         _hourly("AMP managed collector", "observability", 1, 1, AMP_COLLECTOR, estimated=True),
-        _hourly("AMP samples collected", "observability", *samples, AMP_COLLECTED, note=note, estimated=True),
-        _hourly("AMP samples ingested", "observability", *samples, AMP_INGESTION, note=note, estimated=True),
+        _hourly("AMP samples collected", "observability", desired, maximum, AMP_COLLECTED, note=note, estimated=True),
+        _hourly("AMP samples ingested", "observability", desired, maximum, AMP_INGESTION, note=note, estimated=True),
     )

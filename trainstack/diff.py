@@ -265,7 +265,7 @@ def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Reco
             resources.append(resource)
             continue
         inputs = resource.inputs
-        skipped = []
+        skipped: list[InputChange] = []
         for path in resource.ignore_changes:
             parts = path_parts(path)
             was, now = _lookup(before.inputs, parts), _lookup(inputs, parts)

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainstack.docs", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page is stale")
     args = parser.parse_args(argv)
-    stale = []
+    stale: list[Path] = []
     for page, render in PAGES.items():
         current = page.read_text() if page.exists() else ""
         wanted = render(current)

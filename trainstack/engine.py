@@ -14,7 +14,7 @@ import heapq
 import json
 import runpy
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,9 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import source_pb2
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.stack import Stack, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
+from typing_extensions import override
 
 from stacks.load import FULL_KEY
 from stacks.schema import StackConfig
@@ -168,12 +169,14 @@ class Recorder(MockMonitor):
                 inherited.append(self.make_urn(parent_alias, type_, name))
         return tuple(dict.fromkeys(own + inherited))
 
+    @override
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine leaves the root Stack out of its children's URNs; the SDK's mock does not.
         if parent.split("::")[2:3] == ["pulumi:pulumi:Stack"]:
             parent = ""
         return super().make_urn(parent, type_, name)
 
+    @override
     def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
@@ -220,7 +223,7 @@ def pulumi_config(cluster: StackConfig) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _no_source_positions() -> Iterator[None]:
+def _no_source_positions() -> Generator[None, None, None]:
     """Registrations without the caller's stack trace.
 
     On every registration the SDK walks the Python stack and reads each frame's source line, so that the engine
@@ -253,13 +256,15 @@ def run(
     asyncio.set_event_loop(loop)
     try:
         with _no_source_positions():
-            pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]  # a new Stack per run
+            # A new Stack per run. pulumi types the parameter `Resource`, though the context variable it sets is
+            # Optional[Resource] and starts as None.
+            pulumi_settings.set_root_resource(None)  # type: ignore[bad-argument-type]
             set_all_config(dict(config or {}), [])
             recorder = Recorder(TrainstackMocks(region=region, preview=preview, existing_subnets=existing_subnets))
             pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
             root = pulumi_settings.get_root_resource()
             _sync_await(run_pulumi_func(program))
-            exported = dict(root.outputs) if root is not None else {}  # type: ignore[attr-defined]
+            exported = dict(root.outputs) if isinstance(root, Stack) else {}
             outputs = {name: _resolve(value) for name, value in exported.items()}
             return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
     except Exception:
@@ -272,7 +277,9 @@ def run(
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         raise
     finally:
-        pulumi_settings.SETTINGS.outputs.clear()
+        # pulumi's Settings.outputs is a set[asyncio.Task] behind its untyped @contextproperty decorator, which the
+        # checker sees as the decorator's own return (a ContextProperty or a function), not the descriptor's value.
+        pulumi_settings.SETTINGS.outputs.clear()  # type: ignore[missing-attribute]
         asyncio.set_event_loop(None)
         loop.close()
 

@@ -275,7 +275,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
 
 def _policy_document(args: dict[str, Any]) -> dict[str, Any]:
     """IAM JSON from getPolicyDocument's statements, as the provider renders it."""
-    statements = []
+    statements: list[dict[str, Any]] = []
     for s in args.get("statements") or []:
         out: dict[str, Any] = {"Effect": s.get("effect", "Allow")}
         if s.get("sid"):

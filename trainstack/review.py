@@ -34,6 +34,7 @@ from pulumi_policy import (
     PolicyProviderResource,
     PolicyResource,
     PolicyResourceOptions,
+    ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
     StackValidationArgs,
@@ -41,6 +42,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from typing_extensions import override
 
 from policies.rules import POLICIES
 from stacks.load import FULL_KEY, ConfigError, Problem
@@ -238,11 +240,13 @@ class _NotApplicable(Exception):
 
 
 class _ResourceArgs(ResourceValidationArgs):
+    @override
     def not_applicable(self, reason: str | None = None) -> None:
         raise _NotApplicable(reason)
 
 
 class _StackArgs(StackValidationArgs):
+    @override
     def not_applicable(self, reason: str | None = None) -> None:
         raise _NotApplicable(reason)
 
@@ -361,7 +365,13 @@ class _Run:
 
         self.evaluate(policy, _StackArgs(self.prepared.stack, settings), report, "")
 
-    def evaluate(self, policy: Policy, args: Any, report: Any, urn: str) -> None:
+    def evaluate(
+        self,
+        policy: ResourceValidationPolicy | StackValidationPolicy,
+        args: Any,  # the policy's own Args class
+        report: ReportViolation,
+        urn: str,
+    ) -> None:
         try:
             _await(policy.validate(args, report))
         except UnknownValueError as error:
@@ -511,7 +521,7 @@ def floors_table() -> str:
         if DOMAINS[policy.name] != "floors" or policy.config_schema is None:
             continue
         for key, schema in policy.config_schema.properties.items():
-            cells = []
+            cells: list[str] = []
             for env in ENVIRONMENTS:
                 level = configs[env].levels[policy.name].value
                 value = configs[env].properties[policy.name].get(key)
@@ -526,7 +536,7 @@ def waivers_table(stacks_dir: Path | None = None) -> str:
     """Every waiver the committed stack files carry: stack, rule, resource and the written reason."""
     from stacks.load import STACKS_DIR, load_file
 
-    rows = []
+    rows: list[str] = []
     for path in sorted((stacks_dir or STACKS_DIR).glob("Pulumi.*.yaml")):
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
         for waiver in load_file(path).waivers:

@@ -8,7 +8,7 @@ rules hold the program itself to them, whatever config or code path produced the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from stacks import fsx_sizing
 from stacks.schema import HYPERPOD_EKS_VERSIONS, HYPERPOD_EKS_VERSIONS_SOURCE, eks_reserved_label_prefix
@@ -60,7 +60,11 @@ CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 SYSTEM_LABEL = "trainstack.io/node-role"  # components/eks.py labels the system node group `system`
 
 
-def _known(value: Any) -> bool:
+_T = TypeVar("_T")
+
+
+def _known(value: _T | None) -> TypeGuard[_T]:
+    """Set, and not unknown in preview: what a rule can check (the guard tells the checker it is not None)."""
     return value is not None and value != UNKNOWN
 
 

@@ -71,8 +71,15 @@ def _properties(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str,
     return found
 
 
+DocumentPath = tuple[str | int, ...]  # keys and list indexes from a document's root, as jsonschema gives them
+
+
 def to_cfn(
-    value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: tuple[Any, ...], names: dict[tuple, str]
+    value: Any,
+    schema: Mapping[str, Any],
+    root: Mapping[str, Any],
+    where: DocumentPath,
+    names: dict[DocumentPath, str],
 ) -> Any:
     """`value` with camelCase keys renamed to the schema's property names; `names` maps each converted path to
     the engine path, for messages."""
@@ -80,7 +87,7 @@ def to_cfn(
     if isinstance(value, Mapping):
         properties = _properties(schema, root)
         by_lower = {name.lower(): name for name in properties}
-        converted = {}
+        converted: dict[str, Any] = {}
         for key, item in value.items():
             name = by_lower.get(key.lower(), key)
             engine_path = f"{names[where]}.{key}" if names.get(where) else key
@@ -89,7 +96,7 @@ def to_cfn(
         return converted
     if isinstance(value, list):
         items = schema.get("items", {})
-        out = []
+        out: list[Any] = []
         for index, item in enumerate(value):
             names[(*where, index)] = f"{names.get(where, '')}[{index}]"
             out.append(to_cfn(item, items, root, (*where, index), names))
@@ -142,7 +149,7 @@ def check_resource(resource: RecordedResource, region: str, preview: bool = Fals
     cfn_type = CFN_TYPES[resource.type]
     schema = resource_schema(cfn_type, region)
     source = f"CloudFormation resource schema {cfn_type} ({region}), as shipped in cfn-lint {cfn_lint_version()}"
-    names: dict[tuple, str] = {(): ""}
+    names: dict[DocumentPath, str] = {(): ""}
     document = to_cfn(resource.inputs, schema, schema, (), names)
     validator = jsonschema.Draft7Validator(schema)
     for found in validator.iter_errors(document):

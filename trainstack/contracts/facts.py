@@ -139,7 +139,7 @@ def chart_facts(chart: str, version: str) -> ChartFacts | None:
 
 @functools.cache
 def all_crd_facts() -> tuple[CrdFacts, ...]:
-    found = []
+    found: list[CrdFacts] = []
     for path in sorted(CRDS_DIR.glob("*.json")):
         data = json.loads(path.read_text())
         found.append(

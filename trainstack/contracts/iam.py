@@ -107,7 +107,8 @@ def grammar_problems(document: Any, kind: PolicyKind) -> Iterator[tuple[str, str
     if document.get("Version") not in VERSIONS:
         yield "Version", f"Version must be one of {', '.join(VERSIONS)}"
     statements = document.get("Statement")
-    if not statements or not isinstance(statements, list | Mapping):
+    # (a tuple, not `list | Mapping`: the checker reads the union as generics missing their parameters)
+    if not statements or not isinstance(statements, (list, Mapping)):
         yield "Statement", "Statement must be an object or a non-empty list of objects"
         return
     sids: list[str] = []

@@ -17,7 +17,7 @@ from typing import Any
 
 import botocore
 from botocore.loaders import Loader
-from botocore.model import ServiceModel, Shape
+from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
 
 from trainstack.contracts.aws_models import API_MAP, FACTS_FILE, ApiCall, _split, member_key, operation_key
 
@@ -30,27 +30,36 @@ def shape_fact(shape: Shape) -> dict[str, Any]:
     fact |= {bound: shape.metadata[bound] for bound in _BOUNDS if bound in shape.metadata}
     if getattr(shape, "enum", None):
         fact["enum"] = list(shape.enum)
-    if shape.type_name == "list":
+    # botocore builds a ListShape, MapShape or StructureShape for those types (ShapeResolver.SHAPE_CLASSES)
+    if isinstance(shape, ListShape):
         fact["member"] = shape_fact(shape.member)
-    elif shape.type_name == "map":
+    elif isinstance(shape, MapShape):
         fact["key"], fact["value"] = shape_fact(shape.key), shape_fact(shape.value)
     return fact
 
 
 def resolve(model: ServiceModel, call: ApiCall, member_path: str) -> dict[str, Any]:
     """The fact at `member_path` of the operation's request, with whether its parent requires it."""
-    shape = model.operation_model(call.operation).input_shape
+    shape: Shape = _input_shape(model, call)
     required = False
     for name, into_list in _split(member_path):
-        if shape.type_name != "structure" or name not in shape.members:
+        if not isinstance(shape, StructureShape) or name not in shape.members:
             raise KeyError(f"{member_key(call, member_path)}: {shape.name} has no member {name}")
         required = name in shape.required_members
         shape = shape.members[name]
         if into_list:
-            if shape.type_name != "list":
+            if not isinstance(shape, ListShape):
                 raise KeyError(f"{member_key(call, member_path)}: {name} is a {shape.type_name}, not a list")
             shape, required = shape.member, False
     return {**shape_fact(shape), "required": required}
+
+
+def _input_shape(model: ServiceModel, call: ApiCall) -> StructureShape:
+    """The operation's request shape; botocore gives None for an operation that takes no input."""
+    shape = model.operation_model(call.operation).input_shape
+    if not isinstance(shape, StructureShape):
+        raise KeyError(f"{operation_key(call)}: the operation takes no request structure")
+    return shape
 
 
 def load_model(service: str, loader: Loader | None = None) -> ServiceModel:
@@ -68,7 +77,7 @@ def record() -> dict[str, Any]:
             if call.service not in models:
                 models[call.service] = load_model(call.service, loader)
             model = models[call.service]
-            required[operation_key(call)] = list(model.operation_model(call.operation).input_shape.required_members)
+            required[operation_key(call)] = list(_input_shape(model, call).required_members)
             for member_path in call.members.values():
                 members[member_key(call, member_path)] = resolve(model, call, member_path)
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainstack.diff import PlanDiff, ResourceChange
-from trainstack.engine import Recording
+from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt
 from trainstack.report.names import grouped, kind, short, urn_name
 
@@ -25,9 +25,9 @@ class Entry:
 
 
 def _detail(change: ResourceChange, cluster: str) -> list[str]:
-    out = []
+    out: list[str] = []
     what = f"{kind(change.type)} {short(urn_name(change.urn), cluster)}"
-    tags = []
+    tags: list[str] = []
     if change.op == "replace":
         tags.append("REPLACE: " + ", ".join(change.replace_reasons))
     if change.protected and change.op == "replace":
@@ -57,5 +57,5 @@ def entries(diff: PlanDiff, after: Recording, before: Recording | None, cluster:
     return out
 
 
-def _label_of(urn: str, resources: dict, cluster: str) -> str:
+def _label_of(urn: str, resources: dict[str, RecordedResource], cluster: str) -> str:
     return grouped([urn], resources, cluster)[0][0]

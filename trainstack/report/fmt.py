@@ -33,7 +33,7 @@ def gbps_row(*values: float, signed_last: bool = False) -> list[str]:
     """Several bandwidths in one unit (the largest value's), so a row never mixes Tbit/s and Gbit/s; with
     `signed_last` the last value is a change and carries its sign."""
     tera = max((abs(v) for v in values), default=0.0) >= 1000
-    out = []
+    out: list[str] = []
     for i, v in enumerate(values):
         sign = "+" if signed_last and i == len(values) - 1 and v >= 0 else ""
         out.append(f"{sign}{v / 1000:,.1f} Tbit/s" if tera else f"{sign}{v:,.0f} Gbit/s")

@@ -63,7 +63,7 @@ def _restart_policy_text(spec: dict[str, Any]) -> str:
     pod_rules = [rule for job in jobs for rule in get(job, "template", "spec", "podFailurePolicy", "rules") or []]
     actions = {rule.get("name"): rule.get("action") for rule in policy.get("rules") or []}
     codes = sorted({int(c) for rule in pod_rules for c in get(rule, "onExitCodes", "values") or []})
-    wait_env = next(
+    wait_env: dict[str, Any] = next(
         (
             {e.get("name"): e.get("value") for e in init.get("env") or []}
             for job in jobs

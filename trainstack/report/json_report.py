@@ -97,7 +97,7 @@ def _top(path: str) -> str:
 def detailed_diff(change: ResourceChange) -> dict[str, dict[str, Any]]:
     """Pulumi's `detailedDiff` of one update or replace: property path -> {kind, inputDiff}. A create-only
     input (trainstack.diff.replaces) gets the `-replace` kind, as the provider marks the keys that force it."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for c in change.changes:
         if c.path in PSEUDO_PATHS:
             continue
@@ -198,7 +198,7 @@ def diagnostics(report: Report, diff: PlanDiff | None = None) -> list[dict[str, 
 
 def _camel(values: dict[str, Any]) -> dict[str, Any]:
     """snake_case dataclass fields as the camelCase names the rest of the document uses."""
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in values.items():
         head, *rest = key.split("_")
         out[head + "".join(part.title() for part in rest)] = value

@@ -129,7 +129,7 @@ def _risks(v: verdict.Verdict) -> list[str]:
 
 
 def _time(v: verdict.Verdict) -> list[str]:
-    out = []
+    out: list[str] = []
     for title, estimate in (("Time to ready", v.time), ("Time to apply the change", v.change)):
         if estimate is None:
             continue

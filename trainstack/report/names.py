@@ -86,7 +86,7 @@ def grouped(urns: Iterable[str], resources: dict[str, RecordedResource], cluster
         by_kind: dict[str, list[RecordedResource]] = defaultdict(list)
         for r in items:
             by_kind[kind(r.type)].append(r)
-        names = []
+        names: list[str] = []
         for label, same in by_kind.items():
             if len(same) == 1:
                 names.append(label)

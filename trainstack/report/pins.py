@@ -40,7 +40,7 @@ KNOWN_GAPS: Mapping[str, str] = MappingProxyType(
 
 def unconfirmed(kubernetes_version: str, addons: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(add-on, build, why) for every pinned build no recorded source ties to `kubernetes_version`."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     for name, build in sorted(addons.items()):
         if (kubernetes_version, name, build) not in CONFIRMED:
             why = KNOWN_GAPS.get(name, f"no recorded public source shows {build} on Kubernetes {kubernetes_version}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stacks.catalog import CATALOG
@@ -132,7 +133,7 @@ TERMINAL_COST_ROWS = 6  # cost rows on screen, the last folding the smaller item
 
 def hyperpod_lines(report: Report) -> list[str]:
     """One line per SageMaker HyperPod instance group: count, ml.* type and its accelerators (catalog)."""
-    lines = []
+    lines: list[str] = []
     for group in report.summary.hyperpod:
         row = CATALOG.get(group.instance_type.removeprefix("ml."))
         chips = f" ({group.count * row.accelerator_count} x {row.accelerator_model})" if row else ""
@@ -140,7 +141,7 @@ def hyperpod_lines(report: Report) -> list[str]:
     return lines
 
 
-def resource_tree(resources: list[RecordedResource]) -> list[str]:
+def resource_tree(resources: Sequence[RecordedResource]) -> list[str]:
     """The recorded resources as a tree by parent, siblings sorted by name: registration order depends on
     when outputs resolve, and a report that reshuffles between runs is noise in a pull request."""
     urns = {r.urn for r in resources}
@@ -198,7 +199,7 @@ def verdict_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
     out = [style.bold("Verdict: ") + _status(style, v.headline)]
     if v.counts is not None:
         out += ["  " + line for line in fmt.fit(change_line(v), width - 2, "  ")]
-    parts = []
+    parts: list[str] = []
     for f in v.figures:
         value = f"{f.before} -> {f.value}" if f.before is not None and f.before != f.value else f.value
         parts.append(f"{f.label} {value}")
@@ -221,7 +222,7 @@ def risk_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
 
 def time_lines(v: verdict.Verdict, width: int) -> list[str]:
     """The critical path in one or two lines: what waits for what, with each step's typical minutes."""
-    out = []
+    out: list[str] = []
     for title, estimate in (("Time to ready", v.time), ("Time to apply the change", v.change)):
         if estimate is None:
             continue
