@@ -231,7 +231,7 @@ def extract_crd(mirror: Path, row: CrdRow) -> list[tuple[Path, dict[str, Any]]]:
         raise SystemExit(f"error: {row.repository}@{row.tag}:{row.path} not found in {mirror}")
     crd = yaml.safe_load(text)
     group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-    found = []
+    found: list[tuple[Path, dict[str, Any]]] = []
     for version in crd["spec"]["versions"]:
         if not version.get("served", False):
             continue

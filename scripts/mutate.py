@@ -42,6 +42,9 @@ import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from typing_extensions import override
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "bench" / "mutation.toml"
@@ -73,6 +76,7 @@ BINOP_FLIPS: dict[type[ast.operator], tuple[str, str]] = {
     ast.Div: ("/", "*"),
     ast.FloorDiv: ("//", "*"),
 }
+Located = ast.expr | ast.stmt  # the nodes a mutant replaces: those with a position in the source
 
 
 @dataclass(frozen=True)
@@ -103,12 +107,20 @@ class Mutant:
 
 
 def _offsets(source: str) -> list[int]:
-    starts, total = [], 0
+    starts: list[int] = []
+    total = 0
     for line in source.splitlines(keepends=True):
         starts.append(total)
         total += len(line)
     starts.append(total)
     return starts
+
+
+def _end(node: Located) -> tuple[int, int]:
+    """The node's end line and column: ast.parse sets both (they are None only on nodes built by hand)."""
+    if node.end_lineno is None or node.end_col_offset is None:
+        raise ValueError(f"{type(node).__name__} at line {node.lineno} has no end position")
+    return node.end_lineno, node.end_col_offset
 
 
 class _Finder(ast.NodeVisitor):
@@ -118,7 +130,7 @@ class _Finder(ast.NodeVisitor):
         self.module, self.source, self.lines = module, source, _offsets(source)
         self.scope: list[str] = []
         self.functions = 0
-        self.found: list[tuple[str, str, str, str, ast.AST, int, int]] = []
+        self.found: list[tuple[str, str, str, str, Located, int, int]] = []
         self.docstrings: set[int] = set()
 
     def pos(self, line: int, col: int) -> int:
@@ -126,16 +138,19 @@ class _Finder(ast.NodeVisitor):
         text = self.source[self.lines[line - 1] : self.lines[line]]
         return self.lines[line - 1] + len(text.encode()[:col].decode())
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        return self.pos(node.lineno, node.col_offset), self.pos(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+    def span(self, node: Located) -> tuple[int, int]:
+        end_line, end_col = _end(node)
+        return self.pos(node.lineno, node.col_offset), self.pos(end_line, end_col)
 
-    def add(self, op: str, original: str, replacement: str, node: ast.AST, start: int, end: int) -> None:
+    def add(self, op: str, original: str, replacement: str, node: Located, start: int, end: int) -> None:
         if self.functions:
             self.found.append((".".join(self.scope), op, original, replacement, node, start, end))
 
+    @override
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self._scoped(node)
 
+    @override
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.functions += 1
         body = node.body
@@ -152,7 +167,7 @@ class _Finder(ast.NodeVisitor):
             self.visit(child)
         self.scope.pop()
 
-    def _between(self, left: ast.AST, right: ast.AST, pattern: str) -> tuple[int, int] | None:
+    def _between(self, left: ast.expr, right: ast.expr, pattern: str) -> tuple[int, int] | None:
         """The one operator token between two operands, or None when the text there is ambiguous."""
         start, end = self.span(left)[1], self.span(right)[0]
         text = self.source[start:end]
@@ -161,6 +176,7 @@ class _Finder(ast.NodeVisitor):
             return None
         return start + hits[0].start(), start + hits[0].end()
 
+    @override
     def visit_Compare(self, node: ast.Compare) -> None:
         operands = [node.left, *node.comparators]
         for i, op in enumerate(node.ops):
@@ -176,6 +192,7 @@ class _Finder(ast.NodeVisitor):
                 self.add("compare", original, replacement, node, *span)
         self.generic_visit(node)
 
+    @override
     def visit_BinOp(self, node: ast.BinOp) -> None:
         flip = BINOP_FLIPS.get(type(node.op))
         if flip:
@@ -186,6 +203,7 @@ class _Finder(ast.NodeVisitor):
                 self.add("arithmetic", original, replacement, node, *span)
         self.generic_visit(node)
 
+    @override
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         original, replacement = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
         for left, right in zip(node.values, node.values[1:], strict=False):
@@ -194,6 +212,7 @@ class _Finder(ast.NodeVisitor):
                 self.add("boolean", original, replacement, node, *span)
         self.generic_visit(node)
 
+    @override
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
         if isinstance(node.op, ast.Not):
             start, end = self.span(node)
@@ -202,12 +221,14 @@ class _Finder(ast.NodeVisitor):
             del end
         self.generic_visit(node)
 
+    @override
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id in ("any", "all"):
             original = node.func.id
             self.add("any-all", original, "all" if original == "any" else "any", node, *self.span(node.func))
         self.generic_visit(node)
 
+    @override
     def visit_Constant(self, node: ast.Constant) -> None:
         value, (start, end) = node.value, self.span(node)
         text = self.source[start:end]
@@ -222,6 +243,7 @@ class _Finder(ast.NodeVisitor):
                     continue
                 self.add("number", text, repr(new), node, start, end)
 
+    @override
     def visit_Subscript(self, node: ast.Subscript) -> None:
         key = node.slice
         if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value:
@@ -235,6 +257,7 @@ class _Finder(ast.NodeVisitor):
             if isinstance(operand, ast.Constant) and isinstance(operand.value, str) and operand.value:
                 self.add("string", repr(operand.value), repr(operand.value + "_x"), operand, *self.span(operand))
 
+    @override
     def generic_visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Compare):
             self._compared_strings(node)
@@ -258,6 +281,7 @@ class _Finder(ast.NodeVisitor):
         label = first if len(first) <= 60 else first[:57] + "..."
         self.add("delete-statement", label, "pass", node, start, end)
 
+    @override
     def visit(self, node: ast.AST) -> None:
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is not None:
@@ -274,13 +298,12 @@ def mutants_of(module: str) -> list[Mutant]:
     finder = _Finder(module, source)
     finder.visit(tree)
     seen: Counter[tuple[str, str, str, str]] = Counter()
-    found, reference = [], ast.dump(tree)
+    found: list[Mutant] = []
+    reference = ast.dump(tree)
     for function, op, original, replacement, node, start, end in finder.found:
         key = (function, op, original, replacement)
         seen[key] += 1
-        mutant = Mutant(
-            module, function, op, original, replacement, seen[key], node.lineno, node.end_lineno, start, end
-        )
+        mutant = Mutant(module, function, op, original, replacement, seen[key], node.lineno, _end(node)[0], start, end)
         try:
             changed = ast.dump(ast.parse(mutant.apply(source)))
         except SyntaxError:
@@ -442,8 +465,8 @@ def coverage_map(
     durations: dict[str, float] = {}
     for path in data.parent.glob("readers-*.json"):
         loaded = json.loads(path.read_text())
-        for key, tests in loaded["readers"].items():
-            readers[key].update(tests)
+        for key, names in loaded["readers"].items():
+            readers[key].update(names)
         for test, seconds in loaded["durations"].items():
             durations[test] = -1.0 if seconds < 0 or durations.get(test, 0) < 0 else durations.get(test, 0) + seconds
     by_module: dict[str, dict[int, set[str]]] = {}
@@ -455,12 +478,12 @@ def coverage_map(
                 if not context:
                     at_import.add(line)
                     continue
-                tests = (
+                runners = (
                     readers.get(context.removeprefix("recording:"), set())
                     if context.startswith("recording:")
                     else {context}
                 )
-                lines[line].update(t for t in tests if t and durations.get(t, 0) >= 0)
+                lines[line].update(t for t in runners if t and durations.get(t, 0) >= 0)
         # A mutant of import-time code changes what every reader of the module sees: any of them may kill it.
         module_tests = set().union(*lines.values()) if lines else set()
         for line in at_import:
@@ -544,7 +567,7 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             __import__(name)
-    slots = []
+    slots: list[Path] = []
     for i in range(WORKERS):
         tree = work / f"tree{i}"
         tree.mkdir()
@@ -626,7 +649,7 @@ def phases_of(mutant: Mutant, tests: set[str], durations: dict[str, float], time
         if focused:
             break
     groups = [[t for t in tests if t.split("::")[0] in focused], [t for t in tests if t.split("::")[0] not in focused]]
-    phases = []
+    phases: list[Phase] = []
     for group in filter(None, groups):
         ordered = sorted(group, key=lambda t: (durations.get(t, 0.0), t))
         phases.append((ordered, timeout_factor * sum(durations.get(t, 0.0) for t in ordered) + 20))
@@ -642,7 +665,7 @@ def _test_source(path: str) -> str:
 
 
 def scores(outcomes: list[Outcome], modules: list[str]) -> dict[str, dict[str, float]]:
-    table = {}
+    table: dict[str, dict[str, float]] = {}
     for module in modules:
         mine = [o for o in outcomes if o.mutant.module == module]
         killed = sum(o.status in ("killed", "timeout") for o in mine)
@@ -666,7 +689,7 @@ def commit() -> str:
 
 
 def write_report(
-    outcomes: list[Outcome], table: dict[str, dict[str, float]], config: dict, seconds: float, equivalents: dict
+    outcomes: list[Outcome], table: dict[str, dict[str, float]], config: dict[str, Any], seconds: float
 ) -> None:
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
     data = {
@@ -734,7 +757,7 @@ def main() -> int:
         work = Path(tmp)
         # every configured module is mapped, so one map serves every --module run of the same tree
         lines, durations = cached_coverage_map(config["modules"], work, args.tests or config["tests"])
-        plan = []
+        plan: list[tuple[Mutant, list[Phase]]] = []
         for m in sampled:
             tests = set().union(*(lines[m.module].get(n, set()) for n in range(m.line, m.end_line + 1)))
             if m.operator == "delete-statement" or m.end_line - m.line > 3:
@@ -751,7 +774,7 @@ def main() -> int:
             f"equivalent {row['equivalent']} of {row['mutants']})"
         )
     if not (args.no_report or args.module or args.id or args.tests):  # the report is of whole runs only
-        write_report(outcomes, table, config, seconds, equivalents)
+        write_report(outcomes, table, config, seconds)
     return 0 if all(row["score"] >= config["floor"] for row in table.values()) else 1
 
 
