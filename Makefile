@@ -50,9 +50,11 @@ checks: $(VENV)/.synced
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
 
-# pyrefly, strict on stacks/ and components/ ([tool.pyrefly] in pyproject.toml): about 3 CPU-s.
-typecheck: $(VENV)/.synced
+# pyrefly, strict: the program, the tooling and scripts/ against .venv ([tool.pyrefly] in pyproject.toml), then
+# the policy pack against the interpreter it runs with, policies/.venv (policies/pyrefly.toml): about 4 CPU-s.
+typecheck: $(VENV)/.synced $(POLICY_VENV)/.synced
 	$(VENV)/bin/pyrefly check
+	$(VENV)/bin/pyrefly check --config policies/pyrefly.toml
 
 suite: $(VENV)/.synced $(POLICY_VENV)/.synced
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal

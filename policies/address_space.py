@@ -8,20 +8,34 @@ private ranges no internet client can come from, by the number of addresses it c
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Protocol, Self, TypeVar
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+# One IP version at a time: ipaddress collapses and subtracts networks of one version only.
+N = TypeVar("N", ipaddress.IPv4Network, ipaddress.IPv6Network)
+
+
+class _Subtractable(Protocol):
+    """What `_without` uses of a network. Typed as this and not as N because pyrefly 1.5 does not relate two
+    values of a constrained TypeVar through a method that takes Self (facebook/pyrefly#4933)."""
+
+    def subnet_of(self, other: Self, /) -> bool: ...
+    def address_exclude(self, other: Self, /) -> Iterator[Self]: ...
+
+
+S = TypeVar("S", bound=_Subtractable)
 
 # Address space that is not reachable from the internet: RFC 1918 private ranges, RFC 6598 shared address
 # space (a VPC may use 100.64.0.0/10, VPC User Guide "IPv4 VPC CIDR blocks"), and IPv6 unique local addresses
 # (RFC 4193).
-PRIVATE: tuple[Network, ...] = (
+PRIVATE_V4 = (
     ipaddress.IPv4Network("10.0.0.0/8"),
     ipaddress.IPv4Network("172.16.0.0/12"),
     ipaddress.IPv4Network("192.168.0.0/16"),
     ipaddress.IPv4Network("100.64.0.0/10"),
-    ipaddress.IPv6Network("fc00::/7"),
 )
+PRIVATE_V6 = (ipaddress.IPv6Network("fc00::/7"),)
 
 
 def networks(cidrs: Iterable[str]) -> list[Network]:
@@ -30,38 +44,38 @@ def networks(cidrs: Iterable[str]) -> list[Network]:
     out: list[Network] = []
     for cidr in cidrs:
         try:
-            out.append(ipaddress.ip_network(str(cidr).strip(), strict=False))
+            out.append(ipaddress.ip_network(cidr.strip(), strict=False))
         except ValueError:
             continue
     return out
 
 
-def _without_private(network: Network) -> list[Network]:
+def _without(network: S, private: Iterable[S]) -> list[S]:
     pieces = [network]
-    for private in PRIVATE:
-        if private.version != network.version:
-            continue
-        kept: list[Network] = []
+    for excluded in private:
+        kept: list[S] = []
         for piece in pieces:
-            if piece.subnet_of(private):  # type: ignore[arg-type]
+            if piece.subnet_of(excluded):
                 continue
-            if private.subnet_of(piece):  # type: ignore[arg-type]
-                kept.extend(piece.address_exclude(private))  # type: ignore[arg-type]
+            if excluded.subnet_of(piece):
+                kept.extend(piece.address_exclude(excluded))
             else:
                 kept.append(piece)
         pieces = kept
     return pieces
 
 
+def _public(same: list[N], private: Iterable[N]) -> list[N]:
+    pieces = [piece for n in ipaddress.collapse_addresses(same) for piece in _without(n, private)]
+    return list(ipaddress.collapse_addresses(pieces))
+
+
 def public_networks(cidrs: Iterable[str]) -> list[Network]:
     """The public part of the union of `cidrs`, collapsed (overlaps counted once)."""
     found = networks(cidrs)
-    out: list[Network] = []
-    for version in (4, 6):
-        same = [n for n in found if n.version == version]
-        pieces = [piece for n in ipaddress.collapse_addresses(same) for piece in _without_private(n)]  # type: ignore[arg-type]
-        out.extend(ipaddress.collapse_addresses(pieces))  # type: ignore[arg-type]
-    return out
+    v4 = [n for n in found if isinstance(n, ipaddress.IPv4Network)]
+    v6 = [n for n in found if isinstance(n, ipaddress.IPv6Network)]
+    return [*_public(v4, PRIVATE_V4), *_public(v6, PRIVATE_V6)]
 
 
 def public_addresses(cidrs: Iterable[str]) -> int:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pulumi_policy import (
     PolicyConfigSchema,
     PolicyResource,
-    ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
     Severity,
@@ -75,8 +74,19 @@ WORKLOAD_TYPES = (
 # The resource types each resource rule inspects, by rule id (the review and the tests use it).
 RESOURCE_TYPES: dict[str, frozenset[str]] = {}
 
-ValidateResource = Callable[[ResourceValidationArgs, ReportViolation], None]
-ValidateStack = Callable[[StackValidationArgs, ReportViolation], None]
+
+class Report(Protocol):
+    """The callback the engine hands every rule: `report(message)`, or `report(message, urn)` to name the
+    resource a stack rule found. pulumi_policy 1.21 types it as `ReportViolation = Callable[[str,
+    Optional[str]], None]`, a required urn, while the function it passes defaults the urn to None
+    (policy.py, `report_violation(message, urn=None)`) and its docs call it optional: the rules take this
+    type, and the two places below that hand them to the SDK say so."""
+
+    def __call__(self, message: str, urn: str | None = None, /) -> None: ...
+
+
+ValidateResource = Callable[[ResourceValidationArgs, Report], None]
+ValidateStack = Callable[[StackValidationArgs, Report], None]
 
 
 # ------------------------------------------------------------------------------------------- decorators
@@ -108,7 +118,7 @@ def resource_rule(
     RESOURCE_TYPES[name] = wanted
 
     def decorate(validate: ValidateResource) -> ResourceValidationPolicy:
-        def run(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        def run(args: ResourceValidationArgs, report: Report) -> None:
             if args.resource_type in wanted:
                 validate(args, report)
 
@@ -117,7 +127,7 @@ def resource_rule(
         return ResourceValidationPolicy(
             name=name,
             description=description,
-            validate=run,
+            validate=run,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
             severity=severity,
             config_schema=_schema(config),
             remediation_steps=remediation,
@@ -141,7 +151,7 @@ def stack_rule(
         return StackValidationPolicy(
             name=name,
             description=description,
-            validate=validate,
+            validate=validate,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
             severity=severity,
             config_schema=_schema(config),
             remediation_steps=remediation,
@@ -322,7 +332,7 @@ def instance_types_of(node_group: PolicyResource) -> list[str]:
 
 def accelerated_node_groups(g: Graph) -> list[tuple[PolicyResource, Instance]]:
     """Node groups of accelerated instances (GPU or Trainium), each with its instance facts."""
-    out = []
+    out: list[tuple[PolicyResource, Instance]] = []
     for group in g.of_type(EKS_NODE_GROUP):
         for instance_type in instance_types_of(group):
             facts = instance(instance_type)
@@ -359,7 +369,7 @@ def accelerator_capacity(g: Graph) -> list[Capacity]:
 def efa_node_groups(g: Graph) -> list[tuple[PolicyResource, PolicyResource]]:
     """Node groups meant for EFA, each with its launch template: the template has EFA interfaces, or the
     group carries the EFA node label (so a template that lost its interfaces is still checked)."""
-    out = []
+    out: list[tuple[PolicyResource, PolicyResource]] = []
     for group in g.of_type(EKS_NODE_GROUP):
         template = launch_template_of(group)
         labelled = label(group, EFA_PRESENT_LABEL) == "true"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..facts import REQUIRED_TAGS
 from .base import (
@@ -15,6 +15,7 @@ from .base import (
     KMS_KEY,
     LAUNCH_TEMPLATE,
     S3_BUCKETS,
+    Report,
     accelerated_node_groups,
     accelerator_capacity,
     get,
@@ -102,7 +103,7 @@ def _missing(tags: Mapping[str, str], args: ResourceValidationArgs) -> list[str]
     types=TAGGABLE_TYPES,
     config=_TAG_CONFIG,
 )
-def cost_tags(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def cost_tags(args: ResourceValidationArgs, report: Report) -> None:
     defaults: dict[str, str] = {}
     if args.provider is not None:
         defaults = _tags(get(json_document(get(args.provider.props, "defaultTags")), "tags"))
@@ -123,7 +124,7 @@ _PROPAGATED = ("instance", "volume", "network-interface")
     types=[LAUNCH_TEMPLATE],
     config=_TAG_CONFIG,
 )
-def lt_instance_tags(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_instance_tags(args: ResourceValidationArgs, report: Report) -> None:
     specs = {str(get(s, "resourceType")): _tags(get(s, "tags")) for s in items(get(args.props, "tagSpecifications"))}
     for kind in _PROPAGATED:
         if kind not in specs:
@@ -141,7 +142,7 @@ def lt_instance_tags(args: ResourceValidationArgs, report: ReportViolation) -> N
     severity=Severity.HIGH,
     config={"maxGpus": {"type": "integer", "minimum": 0, "description": "Accelerator budget of the environment."}},
 )
-def gpu_budget(args: StackValidationArgs, report: ReportViolation) -> None:
+def gpu_budget(args: StackValidationArgs, report: Report) -> None:
     capacity = accelerator_capacity(graph(args))
     if not capacity:
         args.not_applicable("no accelerated capacity in the stack")
@@ -161,7 +162,7 @@ def gpu_budget(args: StackValidationArgs, report: ReportViolation) -> None:
     severity=Severity.LOW,
     config={"requireDesiredZero": {"type": "boolean", "default": True, "description": "Also require desiredSize 0."}},
 )
-def dev_scale_to_zero(args: StackValidationArgs, report: ReportViolation) -> None:
+def dev_scale_to_zero(args: StackValidationArgs, report: Report) -> None:
     groups = accelerated_node_groups(graph(args))
     if not groups:
         args.not_applicable("no GPU node group")
@@ -182,6 +183,6 @@ def dev_scale_to_zero(args: StackValidationArgs, report: ReportViolation) -> Non
     severity=Severity.HIGH,
     types=[FSX_LUSTRE, KMS_KEY, EKS_CLUSTER, *S3_BUCKETS],
 )
-def prod_protect(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def prod_protect(args: ResourceValidationArgs, report: Report) -> None:
     if not args.opts.protect:
         report("the resource is not protected (ResourceOptions protect=True).")

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..address_space import describe, public_addresses
-from .base import EKS_ADDON, EKS_CLUSTER, IAM_OIDC_PROVIDER, get, graph, has, items, resource_rule, stack_rule, truthy
+from .base import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    IAM_OIDC_PROVIDER,
+    Report,
+    get,
+    graph,
+    has,
+    items,
+    resource_rule,
+    stack_rule,
+    truthy,
+)
 
 WORLD = ("0.0.0.0/0", "::/0")
 ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -34,7 +46,7 @@ ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "schedule
     },
     remediation="Set eks.endpoint_public_access false (prod) or list only the office/VPN CIDRs.",
 )
-def eks_endpoint_not_public(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def eks_endpoint_not_public(args: ResourceValidationArgs, report: Report) -> None:
     vpc = get(args.props, "vpcConfig", {})
     if not truthy(get(vpc, "endpointPrivateAccess")):
         report("vpcConfig.endpointPrivateAccess is not true: nodes reach the API over the internet.")
@@ -64,7 +76,7 @@ def eks_endpoint_not_public(args: ResourceValidationArgs, report: ReportViolatio
     severity=Severity.HIGH,
     types=[EKS_CLUSTER],
 )
-def eks_secrets_kms(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def eks_secrets_kms(args: ResourceValidationArgs, report: Report) -> None:
     encryption = get(args.props, "encryptionConfig")
     if encryption is None:
         report("encryptionConfig is not set: secrets are not encrypted with a KMS key.")
@@ -91,7 +103,7 @@ def eks_secrets_kms(args: ResourceValidationArgs, report: ReportViolation) -> No
         }
     },
 )
-def eks_control_plane_logs(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def eks_control_plane_logs(args: ResourceValidationArgs, report: Report) -> None:
     enabled = {str(t) for t in items(get(args.props, "enabledClusterLogTypes"))}
     required = list(args.get_config().get("requiredLogTypes", ["api", "audit", "authenticator"]))
     missing = [t for t in required if t not in enabled]
@@ -118,7 +130,7 @@ def eks_control_plane_logs(args: ResourceValidationArgs, report: ReportViolation
         },
     },
 )
-def eks_access_entries(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def eks_access_entries(args: ResourceValidationArgs, report: Report) -> None:
     access = get(args.props, "accessConfig", {})
     mode = get(access, "authenticationMode", "CONFIG_MAP")  # EKS's default when unset
     allowed = {"API", "API_AND_CONFIG_MAP"} if args.get_config().get("allowConfigMap", False) else {"API"}
@@ -158,7 +170,7 @@ SUPPORTED_VERSIONS = ["1.35", "1.36"]
         "allowExtendedSupport": {"type": "boolean", "default": False, "description": "Allow EXTENDED support."},
     },
 )
-def eks_version_allowed(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def eks_version_allowed(args: ResourceValidationArgs, report: Report) -> None:
     version = get(args.props, "version")
     allowed = list(args.get_config().get("allowedVersions", SUPPORTED_VERSIONS))
     if version is None:
@@ -177,7 +189,7 @@ def eks_version_allowed(args: ResourceValidationArgs, report: ReportViolation) -
     "practices, IAM).",
     severity=Severity.HIGH,
 )
-def eks_workload_identity(args: StackValidationArgs, report: ReportViolation) -> None:
+def eks_workload_identity(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     clusters = g.of_type(EKS_CLUSTER)
     if not clusters:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
 from ..facts import ENVIRONMENTS
 from .base import (
@@ -24,6 +24,7 @@ from .base import (
     S3_BUCKETS,
     SUBNET,
     Graph,
+    Report,
     accelerated_node_groups,
     accelerator_capacity,
     efa_interfaces,
@@ -94,7 +95,7 @@ def stack_of(urn: str) -> str:
         }
     },
 )
-def stack_environment(args: StackValidationArgs, report: ReportViolation) -> None:
+def stack_environment(args: StackValidationArgs, report: Report) -> None:
     if not args.resources:
         args.not_applicable("no resources")
     expected = args.get_config().get("environment")
@@ -140,7 +141,7 @@ def stack_environment(args: StackValidationArgs, report: ReportViolation) -> Non
         },
     },
 )
-def fsx_backup_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+def fsx_backup_floor(args: StackValidationArgs, report: Report) -> None:
     lustre = graph(args).of_type(FSX_LUSTRE)
     systems = [fs for fs in lustre if str(get(fs.props, "deploymentType", "")).startswith("PERSISTENT")]
     if not systems:
@@ -176,7 +177,7 @@ def fsx_backup_floor(args: StackValidationArgs, report: ReportViolation) -> None
         }
     },
 )
-def s3_noncurrent_version_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+def s3_noncurrent_version_floor(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     buckets = data_buckets(g)
     if not buckets:
@@ -216,7 +217,7 @@ def s3_noncurrent_version_floor(args: StackValidationArgs, report: ReportViolati
         }
     },
 )
-def deletion_safeguards(args: StackValidationArgs, report: ReportViolation) -> None:
+def deletion_safeguards(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     clusters, buckets, keys = g.of_type(EKS_CLUSTER), data_buckets(g), g.of_type(KMS_KEY)
     if not clusters and not buckets and not keys:
@@ -285,7 +286,7 @@ _LOG_KEYS = {
         },
     },
 )
-def log_retention_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+def log_retention_floor(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     groups = g.of_type(LOG_GROUP)
     if not groups:
@@ -351,7 +352,7 @@ def _subnets_outside_stack(groups: list[PolicyResource]) -> set[str]:
         },
     },
 )
-def system_nodes_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+def system_nodes_floor(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     groups = system_node_groups(g)
     if not g.of_type(EKS_CLUSTER):
@@ -382,7 +383,7 @@ def system_nodes_floor(args: StackValidationArgs, report: ReportViolation) -> No
     "Guide, NAT gateways: 'create a NAT gateway in each Availability Zone').",
     severity=Severity.MEDIUM,
 )
-def nat_per_az(args: StackValidationArgs, report: ReportViolation) -> None:
+def nat_per_az(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     # The subnets that carry nodes and the control plane's interfaces: the node groups' and the cluster's.
     private: list[PolicyResource] = []
@@ -421,7 +422,7 @@ def nat_per_az(args: StackValidationArgs, report: ReportViolation) -> None:
         }
     },
 )
-def node_update_budget(args: StackValidationArgs, report: ReportViolation) -> None:
+def node_update_budget(args: StackValidationArgs, report: Report) -> None:
     groups = accelerated_node_groups(graph(args))
     if not groups:
         args.not_applicable("no GPU or Trainium node group")
@@ -458,8 +459,8 @@ def node_update_budget(args: StackValidationArgs, report: ReportViolation) -> No
         }
     },
 )
-def efa_on_capable_groups(args: StackValidationArgs, report: ReportViolation) -> None:
-    capable = []
+def efa_on_capable_groups(args: StackValidationArgs, report: Report) -> None:
+    capable: list[PolicyResource] = []
     for group, facts in accelerated_node_groups(graph(args)):
         if facts.max_efa_interfaces:
             capable.append(group)
@@ -480,7 +481,7 @@ def efa_on_capable_groups(args: StackValidationArgs, report: ReportViolation) ->
 
 
 def _nvidia_efa_groups(g: Graph) -> list[PolicyResource]:
-    out = []
+    out: list[PolicyResource] = []
     for group, facts in accelerated_node_groups(g):
         template = launch_template_of(group)
         if facts.accelerator == "nvidia" and template is not None and efa_interfaces(template.props):
@@ -496,7 +497,7 @@ def _nvidia_efa_groups(g: Graph) -> list[PolicyResource]:
     "goes over EFA').",
     severity=Severity.MEDIUM,
 )
-def fabric_validation(args: StackValidationArgs, report: ReportViolation) -> None:
+def fabric_validation(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     groups = _nvidia_efa_groups(g)
     if not groups:
@@ -543,7 +544,7 @@ def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any
         },
     },
 )
-def storage_throughput_floor(args: StackValidationArgs, report: ReportViolation) -> None:
+def storage_throughput_floor(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     supply, demand, capacity = _demand(args, g)
     if not capacity:
@@ -577,7 +578,7 @@ ACCELERATOR_REQUESTS = ("requests.nvidia.com/gpu", "requests.aws.amazon.com/neur
     "physical capacity).",
     severity=Severity.MEDIUM,
 )
-def team_quota_fits_capacity(args: StackValidationArgs, report: ReportViolation) -> None:
+def team_quota_fits_capacity(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     quotas = g.of_type(RESOURCE_QUOTA)
     if not quotas:

@@ -7,7 +7,7 @@ all traffic to and from itself, and an instance gets one EFA interface per EFA-c
 
 from __future__ import annotations
 
-from pulumi_policy import PolicyResource, ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
 from ..facts import ACCELERATED_AMI_TYPES, TAINT_KEYS, Instance, instance
 from .base import (
@@ -16,6 +16,7 @@ from .base import (
     SECURITY_GROUP,
     SUBNET,
     Graph,
+    Report,
     accelerated_node_groups,
     efa_interfaces,
     efa_node_groups,
@@ -52,7 +53,7 @@ def _efa(args: StackValidationArgs) -> tuple[Graph, list[tuple[PolicyResource, P
     "non-blocking network of one placement group (AWS Batch and ParallelCluster EFA docs).",
     severity=Severity.HIGH,
 )
-def efa_cluster_placement(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_cluster_placement(args: StackValidationArgs, report: Report) -> None:
     _, groups = _efa(args)
     for group, template in groups:
         placement_groups = Graph.deps(template, "placement", PLACEMENT_GROUP)
@@ -88,7 +89,7 @@ def efa_cluster_placement(args: StackValidationArgs, report: ReportViolation) ->
     "cross subnets, so nodes in a second subnet silently fall back to TCP (ParallelCluster EFA docs).",
     severity=Severity.HIGH,
 )
-def efa_single_subnet(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_single_subnet(args: StackValidationArgs, report: Report) -> None:
     _, groups = _efa(args)
     for group, _ in groups:
         subnets = Graph.deps(group, "subnetIds", SUBNET)
@@ -109,7 +110,7 @@ def efa_single_subnet(args: StackValidationArgs, report: ReportViolation) -> Non
     "Guide, 'Prepare an EFA-enabled security group').",
     severity=Severity.CRITICAL,
 )
-def efa_sg_self_all(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_sg_self_all(args: StackValidationArgs, report: Report) -> None:
     g, groups = _efa(args)
     for group, template in groups:
         groups_ = Graph.deps(template, "networkInterfaces", SECURITY_GROUP)
@@ -134,7 +135,7 @@ def efa_sg_self_all(args: StackValidationArgs, report: ReportViolation) -> None:
     "on accelerated instances').",
     severity=Severity.MEDIUM,
 )
-def efa_interface_count(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_interface_count(args: StackValidationArgs, report: Report) -> None:
     _, groups = _efa(args)
     for group, template in groups:
         types = instance_types_of(group)
@@ -171,7 +172,7 @@ def efa_interface_count(args: StackValidationArgs, report: ReportViolation) -> N
     "placement group is filled from one type, and a type without EFA fails to launch with EFA interfaces.",
     severity=Severity.HIGH,
 )
-def efa_instance_supported(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_instance_supported(args: StackValidationArgs, report: Report) -> None:
     _, groups = _efa(args)
     for group, _ in groups:
         types = instance_types_of(group)
@@ -189,7 +190,7 @@ def efa_instance_supported(args: StackValidationArgs, report: ReportViolation) -
     "and Spot cannot be packed into one placement group reliably.",
     severity=Severity.HIGH,
 )
-def efa_no_spot(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_no_spot(args: StackValidationArgs, report: Report) -> None:
     _, groups = _efa(args)
     for group, _ in groups:
         if get(group.props, "capacityType") == "SPOT":
@@ -211,7 +212,7 @@ def _accelerated(args: StackValidationArgs) -> tuple[Graph, list[tuple[PolicyRes
     "User Guide, taints on managed node groups).",
     severity=Severity.MEDIUM,
 )
-def gpu_taint(args: StackValidationArgs, report: ReportViolation) -> None:
+def gpu_taint(args: StackValidationArgs, report: Report) -> None:
     _, groups = _accelerated(args)
     for group, facts in groups:
         key = TAINT_KEYS[facts.accelerator]
@@ -226,7 +227,7 @@ def gpu_taint(args: StackValidationArgs, report: ReportViolation) -> None:
     "NVIDIA, AL2023 Neuron), which ships a driver matched to the kernel; a standard AMI has no driver.",
     severity=Severity.MEDIUM,
 )
-def gpu_ami_type(args: StackValidationArgs, report: ReportViolation) -> None:
+def gpu_ami_type(args: StackValidationArgs, report: Report) -> None:
     _, groups = _accelerated(args)
     for group, facts in groups:
         ami = get(group.props, "amiType")

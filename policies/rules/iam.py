@@ -5,9 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ResourceValidationArgs, Severity
 
-from .base import IAM_POLICY, IAM_ROLE, IAM_ROLE_POLICY, KMS_KEY, as_list, get, items, json_document, resource_rule
+from .base import (
+    IAM_POLICY,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    KMS_KEY,
+    Report,
+    as_list,
+    get,
+    items,
+    json_document,
+    resource_rule,
+)
 
 
 def _statements(document: Any) -> Iterator[Any]:
@@ -33,7 +44,7 @@ def _admin_statement(statement: Any) -> bool:
     severity=Severity.CRITICAL,
     types=[IAM_POLICY, IAM_ROLE_POLICY, IAM_ROLE],
 )
-def iam_no_star_star(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def iam_no_star_star(args: ResourceValidationArgs, report: Report) -> None:
     documents: list[tuple[str, Any]] = []
     if args.resource_type == IAM_ROLE:
         documents += [
@@ -61,7 +72,7 @@ def iam_no_star_star(args: ResourceValidationArgs, report: ReportViolation) -> N
     severity=Severity.HIGH,
     types=[IAM_ROLE],
 )
-def irsa_trust_scoped(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def irsa_trust_scoped(args: ResourceValidationArgs, report: Report) -> None:
     federated = [
         s
         for s in _statements(get(args.props, "assumeRolePolicy"))
@@ -88,7 +99,7 @@ def irsa_trust_scoped(args: ResourceValidationArgs, report: ReportViolation) -> 
     severity=Severity.MEDIUM,
     types=[KMS_KEY],
 )
-def kms_rotation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def kms_rotation(args: ResourceValidationArgs, report: Report) -> None:
     if get(args.props, "bypassPolicyLockoutSafetyCheck") is True:
         report("bypassPolicyLockoutSafetyCheck is true: a bad key policy could lock everyone out of the key.")
     if get(args.props, "customerMasterKeySpec", "SYMMETRIC_DEFAULT") != "SYMMETRIC_DEFAULT":

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from ..facts import ACCELERATED_AMI_TYPES
@@ -18,6 +18,7 @@ from .base import (
     HELM_TYPES,
     WORKLOAD_TYPES,
     Graph,
+    Report,
     accelerated_node_groups,
     get,
     graph,
@@ -48,7 +49,7 @@ def _releases(g: Graph, chart: str) -> list[PolicyResource]:
     severity=Severity.MEDIUM,
     types=HELM_TYPES,
 )
-def helm_chart_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def helm_chart_pinned(args: ResourceValidationArgs, report: Report) -> None:
     version = get(args.props, "version")
     if version is None or not _EXACT_SEMVER.match(str(version)):
         report(f"chart {chart_name(args.props)!r} version is {version!r}; pin an exact version (x.y.z).")
@@ -65,7 +66,7 @@ DEVICE_PLUGIN_OPT_OUT = "nvidia.com/gpu.deploy.device-plugin"  # the operator sk
     "every GPU node (NVIDIA GPU Operator, Amazon EKS notes; EKS accelerated AMIs).",
     severity=Severity.HIGH,
 )
-def gpu_operator_values(args: StackValidationArgs, report: ReportViolation) -> None:
+def gpu_operator_values(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     releases = _releases(g, GPU_OPERATOR_CHART)
     nvidia_amis = ACCELERATED_AMI_TYPES["nvidia"]
@@ -108,7 +109,7 @@ class Taint(NamedTuple):
 
 def node_group_taints(group: PolicyResource) -> list[Taint]:
     """A node group's taints, with EKS's effect names translated to Kubernetes'."""
-    out = []
+    out: list[Taint] = []
     for t in items(get(group.props, "taints")):
         effect = str(get(t, "effect", ""))
         out.append(Taint(str(get(t, "key", "")), str(get(t, "value", "")), _EFFECTS.get(effect, effect)))
@@ -142,7 +143,7 @@ def tolerates(toleration: Any, taint: Taint) -> bool:
     "(aws-efa-k8s-device-plugin chart).",
     severity=Severity.HIGH,
 )
-def efa_plugin_tolerates_gpu_taint(args: StackValidationArgs, report: ReportViolation) -> None:
+def efa_plugin_tolerates_gpu_taint(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     releases = _releases(g, EFA_PLUGIN_CHART)
     if not releases:
@@ -213,7 +214,7 @@ _DEFAULT_PRIVILEGED_NAMESPACES = ["kube-system", "gpu-operator"]
         }
     },
 )
-def k8s_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def k8s_pod_security(args: ResourceValidationArgs, report: Report) -> None:
     namespace = str(get(args.props, "metadata.namespace", "default"))
     if namespace in args.get_config().get("privilegedNamespaces", _DEFAULT_PRIVILEGED_NAMESPACES):
         args.not_applicable(f"namespace {namespace} is allowed privileged workloads")
@@ -255,7 +256,7 @@ def _images(props: Mapping[str, Any]) -> list[tuple[str, str]]:
     severity=Severity.MEDIUM,
     types=_WORKLOADS,
 )
-def k8s_image_tag_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def k8s_image_tag_pinned(args: ResourceValidationArgs, report: Report) -> None:
     for name, image in _images(args.props):
         tag, digest = _image_parts(image)
         if digest is None and (not tag or tag == "latest" or tag.startswith("latest-")):
@@ -269,7 +270,7 @@ def k8s_image_tag_pinned(args: ResourceValidationArgs, report: ReportViolation) 
     severity=Severity.LOW,
     types=_WORKLOADS,
 )
-def k8s_image_digest(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def k8s_image_digest(args: ResourceValidationArgs, report: Report) -> None:
     for name, image in _images(args.props):
         if _image_parts(image)[1] is None:
             report(f"container {name} uses {image!r} without a digest (@sha256:...).")
@@ -288,7 +289,7 @@ ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neuron", "aws.amazon.
     severity=Severity.HIGH,
     types=_WORKLOADS,
 )
-def k8s_efa_pod_resources(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def k8s_efa_pod_resources(args: ResourceValidationArgs, report: Report) -> None:
     checked = False
     for spec in pod_specs(args.props):
         for container in containers(spec):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..address_space import describe, public_addresses
 from .base import (
@@ -15,6 +15,7 @@ from .base import (
     SG_RULE,
     VPC,
     Graph,
+    Report,
     get,
     graph,
     items,
@@ -55,7 +56,7 @@ def _port(value: object, default: int) -> int:
 
 
 def _inline(sg: PolicyResource, direction: str) -> list[SgRule]:
-    out = []
+    out: list[SgRule] = []
     for block in items(get(sg.props, direction)):
         out.append(
             SgRule(
@@ -117,7 +118,7 @@ def allows_all_self(g: Graph, sg: PolicyResource) -> tuple[bool, bool]:
     severity=Severity.CRITICAL,
     types=[SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE],
 )
-def sg_no_world_ingress(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def sg_no_world_ingress(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type == SECURITY_GROUP:
         for block in items(get(args.props, "ingress")):
             cidrs = [str(c) for c in items(get(block, "cidrBlocks")) + items(get(block, "ipv6CidrBlocks"))]
@@ -149,7 +150,7 @@ def sg_no_world_ingress(args: ResourceValidationArgs, report: ReportViolation) -
         }
     },
 )
-def vpc_flow_logs(args: StackValidationArgs, report: ReportViolation) -> None:
+def vpc_flow_logs(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     vpcs = g.of_type(VPC)
     if not vpcs:
@@ -170,7 +171,7 @@ def vpc_flow_logs(args: StackValidationArgs, report: ReportViolation) -> None:
     "mixing them makes each update delete the other's rules (pulumi-aws securityGroup docs).",
     severity=Severity.MEDIUM,
 )
-def sg_rule_style_consistent(args: StackValidationArgs, report: ReportViolation) -> None:
+def sg_rule_style_consistent(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     groups = g.of_type(SECURITY_GROUP)
     if not groups:

@@ -7,7 +7,7 @@ import binascii
 import re
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from .base import (
     EKS_NODE_GROUP,
@@ -18,6 +18,7 @@ from .base import (
     LAUNCH_TEMPLATE,
     SUBNET,
     Graph,
+    Report,
     as_list,
     get,
     graph,
@@ -37,7 +38,7 @@ from .base import (
     severity=Severity.HIGH,
     types=[LAUNCH_TEMPLATE],
 )
-def lt_imdsv2(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_imdsv2(args: ResourceValidationArgs, report: Report) -> None:
     tokens = get(args.props, "metadataOptions.httpTokens", "optional")  # EC2's default is optional
     if tokens != "required":
         report(f"metadataOptions.httpTokens is {tokens!r}; set 'required'.")
@@ -59,7 +60,7 @@ def lt_imdsv2(args: ResourceValidationArgs, report: ReportViolation) -> None:
         }
     },
 )
-def lt_imds_hop_limit(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_imds_hop_limit(args: ResourceValidationArgs, report: Report) -> None:
     limit = number(get(args.props, "metadataOptions.httpPutResponseHopLimit"))
     allowed = int(args.get_config().get("maxHopLimit", 1))
     if limit is None:
@@ -86,7 +87,7 @@ def _volumes(args: ResourceValidationArgs) -> list[tuple[str, Any]]:
     severity=Severity.HIGH,
     types=[LAUNCH_TEMPLATE],
 )
-def lt_ebs_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_ebs_encrypted(args: ResourceValidationArgs, report: Report) -> None:
     for device, ebs in _volumes(args):
         if not truthy(get(ebs, "encrypted")):  # a string in pulumi-aws: "true"
             report(f'{device}: ebs.encrypted is not "true".')
@@ -99,7 +100,7 @@ def lt_ebs_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> N
     severity=Severity.LOW,
     types=[LAUNCH_TEMPLATE],
 )
-def lt_ebs_cmk(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_ebs_cmk(args: ResourceValidationArgs, report: Report) -> None:
     for device, ebs in _volumes(args):
         if truthy(get(ebs, "encrypted")) and not has(ebs, "kmsKeyId"):
             report(f"{device}: ebs.kmsKeyId is not set; the volume uses the AWS managed key aws/ebs.")
@@ -112,7 +113,7 @@ def lt_ebs_cmk(args: ResourceValidationArgs, report: ReportViolation) -> None:
     severity=Severity.HIGH,
     types=[LAUNCH_TEMPLATE],
 )
-def lt_no_public_ip(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_no_public_ip(args: ResourceValidationArgs, report: Report) -> None:
     for nic in items(get(args.props, "networkInterfaces")):
         if truthy(get(nic, "associatePublicIpAddress")):
             report(
@@ -137,7 +138,7 @@ _SECRET_PATTERNS = {
     severity=Severity.HIGH,
     types=[LAUNCH_TEMPLATE],
 )
-def lt_userdata_no_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def lt_userdata_no_secrets(args: ResourceValidationArgs, report: Report) -> None:
     raw = get(args.props, "userData")
     if not raw:
         args.not_applicable("no user data")
@@ -157,7 +158,7 @@ def lt_userdata_no_secrets(args: ResourceValidationArgs, report: ReportViolation
     severity=Severity.MEDIUM,
     types=[EKS_NODE_GROUP],
 )
-def ng_no_ssh(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def ng_no_ssh(args: ResourceValidationArgs, report: Report) -> None:
     if has(args.props, "remoteAccess"):
         report("remoteAccess is set: the node group opens SSH (port 22); use SSM Session Manager.")
 
@@ -168,7 +169,7 @@ def ng_no_ssh(args: ResourceValidationArgs, report: ReportViolation) -> None:
     "reachable from the internet (CIS EKS 5.4.3).",
     severity=Severity.HIGH,
 )
-def ng_private_subnets(args: StackValidationArgs, report: ReportViolation) -> None:
+def ng_private_subnets(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     groups = g.of_type(EKS_NODE_GROUP)
     if not groups:
@@ -210,10 +211,10 @@ def _policy_name(arn: str) -> str:
         }
     },
 )
-def node_role_least_priv(args: StackValidationArgs, report: ReportViolation) -> None:
+def node_role_least_priv(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     allowed = set(args.get_config().get("allowedPolicies", _DEFAULT_NODE_POLICIES))
-    roles = []
+    roles: list[PolicyResource] = []
     for group in g.of_type(EKS_NODE_GROUP):
         roles += [r for r in Graph.deps(group, "nodeRoleArn", IAM_ROLE) if r not in roles]
     if not roles:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..facts import instance
-from .base import HYPERPOD_CLUSTER, SECURITY_GROUP, Graph, get, graph, has, items, resource_rule, stack_rule
+from .base import HYPERPOD_CLUSTER, SECURITY_GROUP, Graph, Report, get, graph, has, items, resource_rule, stack_rule
 from .network import allows_all_self
 
 STRESS = "InstanceStress"
@@ -31,7 +31,7 @@ def required_deep_health_checks(instance_type: str) -> list[str]:
     severity=Severity.MEDIUM,
     types=[HYPERPOD_CLUSTER],
 )
-def hyperpod_deep_health_checks(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def hyperpod_deep_health_checks(args: ResourceValidationArgs, report: Report) -> None:
     groups = [g for g in items(get(args.props, "instanceGroups")) if instance(str(get(g, "instanceType", "")))]
     if not groups:
         args.not_applicable("no accelerated instance group")
@@ -53,7 +53,7 @@ def hyperpod_deep_health_checks(args: ResourceValidationArgs, report: ReportViol
     severity=Severity.MEDIUM,
     types=[HYPERPOD_CLUSTER],
 )
-def hyperpod_node_recovery(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def hyperpod_node_recovery(args: ResourceValidationArgs, report: Report) -> None:
     recovery = get(args.props, "nodeRecovery")
     if recovery != "Automatic":
         report(f"nodeRecovery is {recovery!r}; set 'Automatic'.")
@@ -66,7 +66,7 @@ def hyperpod_node_recovery(args: ResourceValidationArgs, report: ReportViolation
     "and without the self rule EFA between its nodes fails.",
     severity=Severity.HIGH,
 )
-def hyperpod_vpc_efa_sg(args: StackValidationArgs, report: ReportViolation) -> None:
+def hyperpod_vpc_efa_sg(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     clusters = g.of_type(HYPERPOD_CLUSTER)
     if not clusters:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from ..facts import DATA_CLASS_TAG, FSX_CSI_DRIVER, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM
@@ -19,6 +19,7 @@ from .base import (
     KMS_KEY,
     S3_BUCKETS,
     Graph,
+    Report,
     as_list,
     config,
     get,
@@ -95,7 +96,7 @@ def _statements(document: Any) -> list[Mapping[str, Any]]:
         },
     },
 )
-def k8s_namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def k8s_namespace_pod_security(args: ResourceValidationArgs, report: Report) -> None:
     name = str(get(args.props, "metadata.name", "?"))
     labels = get(args.props, "metadata.labels", {})
     level = labels[PSA_ENFORCE] if isinstance(labels, Mapping) and PSA_ENFORCE in iter(labels) else None
@@ -120,7 +121,7 @@ def k8s_namespace_pod_security(args: ResourceValidationArgs, report: ReportViola
     "(eks-network-policy-enabled). CIS EKS 4.3.2.",
     severity=Severity.HIGH,
 )
-def k8s_team_network_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
+def k8s_team_network_isolation(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     namespaces = team_namespaces(g)
     if not namespaces:
@@ -147,7 +148,7 @@ QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "
     "LimitRange, so a team cannot starve another's pods on the nodes both share beyond their GPU quota.",
     severity=Severity.HIGH,
 )
-def k8s_team_quotas(args: StackValidationArgs, report: ReportViolation) -> None:
+def k8s_team_quotas(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     namespaces = team_namespaces(g)
     if not namespaces:
@@ -171,7 +172,7 @@ def k8s_team_quotas(args: StackValidationArgs, report: ReportViolation) -> None:
     severity=Severity.HIGH,
     types=[EKS_ADDON],
 )
-def eks_network_policy_enabled(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def eks_network_policy_enabled(args: ResourceValidationArgs, report: Report) -> None:
     if get(args.props, "addonName") != "vpc-cni":
         args.not_applicable("not the vpc-cni add-on")
         return
@@ -194,7 +195,7 @@ def _selects_teams(match_labels: Any) -> bool:
     "to approved registries (supply chain: an image from anywhere runs with the team's data and credentials).",
     severity=Severity.MEDIUM,
 )
-def k8s_allowed_registries(args: StackValidationArgs, report: ReportViolation) -> None:
+def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     if not team_namespaces(g):
         args.not_applicable("no team namespaces")
@@ -220,7 +221,7 @@ def k8s_allowed_registries(args: StackValidationArgs, report: ReportViolation) -
     severity=Severity.HIGH,
     types=[FSX_LUSTRE],
 )
-def fsx_root_squash(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def fsx_root_squash(args: ResourceValidationArgs, report: Report) -> None:
     squash = str(get(args.props, "rootSquashConfiguration.rootSquash", ""))
     if not squash or squash.split(":")[0] == "0":
         report(f"root squash is off (rootSquash {squash or 'unset'}): root on any client owns every file.")
@@ -233,7 +234,7 @@ def fsx_root_squash(args: ResourceValidationArgs, report: ReportViolation) -> No
     severity=Severity.HIGH,
     types=[DRA],
 )
-def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: Report) -> None:
     events = [str(e) for e in items(get(args.props, "s3.autoExportPolicy.events"))]
     if "DELETED" in events:
         report(f"autoExportPolicy exports {events}: deletions on Lustre reach the bucket.")
@@ -246,7 +247,7 @@ def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: ReportViolati
     severity=Severity.HIGH,
     types=[PERSISTENT_VOLUME],
 )
-def fsx_team_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def fsx_team_isolation(args: ResourceValidationArgs, report: Report) -> None:
     # A resource rule: the mount name comes from the file system's output, unknown until it exists, so preview
     # reports it as not checkable rather than a stack rule going blind.
     if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
@@ -309,7 +310,7 @@ def _data_buckets(g: Graph, *classes: str) -> list[PolicyResource]:
     "execution role, and uploads not encrypted with the stack's key: on_create.sh runs as root on every node.",
     severity=Severity.CRITICAL,
 )
-def hyperpod_lifecycle_locked(args: StackValidationArgs, report: ReportViolation) -> None:
+def hyperpod_lifecycle_locked(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     buckets = [
         b
@@ -333,7 +334,7 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: ReportViolation
     "S3 endpoint (aws:SourceVpce), so leaked credentials cannot read or wipe training data from elsewhere.",
     severity=Severity.HIGH,
 )
-def s3_data_vpc_only(args: StackValidationArgs, report: ReportViolation) -> None:
+def s3_data_vpc_only(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     buckets = _data_buckets(g, "datasets", "checkpoints")
     if not buckets:
@@ -349,7 +350,7 @@ def s3_data_vpc_only(args: StackValidationArgs, report: ReportViolation) -> None
     "anyone with s3:DeleteObjectVersion erase every copy of a model (S3 User Guide, Object Lock).",
     severity=Severity.HIGH,
 )
-def s3_checkpoints_object_lock(args: StackValidationArgs, report: ReportViolation) -> None:
+def s3_checkpoints_object_lock(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     buckets = _data_buckets(g, "checkpoints")
     if not buckets:
@@ -373,7 +374,7 @@ def s3_checkpoints_object_lock(args: StackValidationArgs, report: ReportViolatio
     severity=Severity.MEDIUM,
     types=[VPC_ENDPOINT],
 )
-def vpc_endpoint_policy(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def vpc_endpoint_policy(args: ResourceValidationArgs, report: Report) -> None:
     statements = _statements(get(args.props, "policy"))
     if not statements:
         report("the endpoint has no policy: AWS applies full access for every principal and resource.")
@@ -396,7 +397,7 @@ def vpc_endpoint_policy(args: ResourceValidationArgs, report: ReportViolation) -
     severity=Severity.HIGH,
     types=[KMS_KEY],
 )
-def kms_admin_separation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def kms_admin_separation(args: ResourceValidationArgs, report: Report) -> None:
     statements = _statements(get(args.props, "policy"))
     for statement in statements:
         if statement.get("Effect") == "Allow" and any(
@@ -421,7 +422,7 @@ def kms_admin_separation(args: ResourceValidationArgs, report: ReportViolation) 
     severity=Severity.HIGH,
     types=[IAM_ROLE_POLICY_ATTACHMENT, IAM_ROLE],
 )
-def iam_no_sagemaker_full_access(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def iam_no_sagemaker_full_access(args: ResourceValidationArgs, report: Report) -> None:
     arns = [str(get(args.props, "policyArn", ""))] + [str(a) for a in items(get(args.props, "managedPolicyArns"))]
     if any(arn.endswith(f"/{SAGEMAKER_FULL_ACCESS}") for arn in arns):
         report(f"{SAGEMAKER_FULL_ACCESS} is attached: every holder can rewrite HyperPod lifecycle scripts.")

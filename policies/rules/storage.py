@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
+from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from .base import (
     FSX_LUSTRE,
@@ -13,6 +13,7 @@ from .base import (
     SECURITY_GROUP,
     SUBNET,
     Graph,
+    Report,
     accelerated_node_groups,
     accelerator_capacity,
     get,
@@ -42,7 +43,7 @@ def _buckets(args: StackValidationArgs) -> tuple[Graph, list[PolicyResource]]:
     "checkpoints are never meant to be public (CKV2_AWS_6, CKV_AWS_53-56).",
     severity=Severity.CRITICAL,
 )
-def s3_public_access_block(args: StackValidationArgs, report: ReportViolation) -> None:
+def s3_public_access_block(args: StackValidationArgs, report: Report) -> None:
     g, buckets = _buckets(args)
     for bucket in buckets:
         blocks = g.referrers(bucket, "bucket", S3_PUBLIC_ACCESS_BLOCK)
@@ -60,7 +61,7 @@ def s3_public_access_block(args: StackValidationArgs, report: ReportViolation) -
     "adds key policies and CloudTrail on every use, and Bucket Keys cut the KMS request cost (CKV_AWS_145).",
     severity=Severity.HIGH,
 )
-def s3_sse_kms(args: StackValidationArgs, report: ReportViolation) -> None:
+def s3_sse_kms(args: StackValidationArgs, report: Report) -> None:
     g, buckets = _buckets(args)
     for bucket in buckets:
         configs = g.referrers(bucket, "bucket", *S3_SSE)
@@ -79,7 +80,7 @@ def s3_sse_kms(args: StackValidationArgs, report: ReportViolation) -> None:
     description="Buckets keep object versions, so an overwritten or deleted checkpoint can be restored (CKV_AWS_21).",
     severity=Severity.MEDIUM,
 )
-def s3_versioning(args: StackValidationArgs, report: ReportViolation) -> None:
+def s3_versioning(args: StackValidationArgs, report: Report) -> None:
     g, buckets = _buckets(args)
     for bucket in buckets:
         configs = g.referrers(bucket, "bucket", *S3_VERSIONING)
@@ -98,7 +99,7 @@ def s3_versioning(args: StackValidationArgs, report: ReportViolation) -> None:
         "requireCustomerKey": {"type": "boolean", "default": True, "description": "Require kmsKeyId."},
     },
 )
-def fsx_persistent2_kms(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def fsx_persistent2_kms(args: ResourceValidationArgs, report: Report) -> None:
     deployment = get(args.props, "deploymentType", "SCRATCH_1")  # the FSx API default
     if args.get_config().get("requirePersistent2", True) and deployment != "PERSISTENT_2":
         report(f"deploymentType is {deployment}; PERSISTENT_2 is required here.")
@@ -113,7 +114,7 @@ def fsx_persistent2_kms(args: ResourceValidationArgs, report: ReportViolation) -
     "(pulumi-aws fsx.LustreFileSystem efa_enabled docs).",
     severity=Severity.MEDIUM,
 )
-def fsx_efa_prereqs(args: StackValidationArgs, report: ReportViolation) -> None:
+def fsx_efa_prereqs(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     efa = [fs for fs in g.of_type(FSX_LUSTRE) if get(fs.props, "efaEnabled") is True]
     if not efa:
@@ -139,7 +140,7 @@ LUSTRE_PORTS = (988, *range(1018, 1024))
     "servers use; without them every mount hangs (FSx Lustre User Guide, VPC access control).",
     severity=Severity.HIGH,
 )
-def fsx_lustre_ports(args: StackValidationArgs, report: ReportViolation) -> None:
+def fsx_lustre_ports(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     systems = g.of_type(FSX_LUSTRE)
     if not systems:
@@ -166,7 +167,7 @@ def _az(subnet: PolicyResource) -> str:
     "across AZs adds latency and cross-AZ transfer charges on every epoch (FSx Lustre availability).",
     severity=Severity.MEDIUM,
 )
-def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> None:
+def fsx_same_az_as_gpu(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     systems = g.of_type(FSX_LUSTRE)
     groups = accelerated_node_groups(g)
@@ -217,7 +218,7 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: ReportViolation) -> No
         }
     },
 )
-def storage_throughput_feeds_gpus(args: StackValidationArgs, report: ReportViolation) -> None:
+def storage_throughput_feeds_gpus(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     systems = g.of_type(FSX_LUSTRE)
     capacity = accelerator_capacity(g)
