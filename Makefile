@@ -5,8 +5,12 @@ VENV := .venv
 UV_VERSION := 0.13.8
 STACK ?= dev
 ARGS ?=
+# Python caches the bytecode of this checkout (in __pycache__/, gitignored) even where the environment turns it off,
+# as CI machines often do: otherwise every interpreter recompiles trainstack, and every pytest worker parses and
+# rewrites every test module again (about 5 CPU-s per worker, and 1-2 per `python -m trainstack` process).
+export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: plan test test-fast checks typecheck suite lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -38,8 +42,13 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed promtool ## Lint, format, workflow and shell script checks, the import contracts, the type checker and the alert rules' unit tests, then the whole test suite
+test: $(VENV)/.synced $(POLICY_VENV)/.synced promtool ## Lint, format, workflow and shell script checks, the import contracts, the type checker, the alert rules' unit tests, then every test but the e2e tier (under a minute on two cores)
 	@$(MAKE) --no-print-directory checks typecheck suite
+
+# The e2e tier (docs/testing.md): every test that plans a stack of its own (the red-team corpus, day-2 edits,
+# policy scenarios) or starts a new interpreter, the browser or the lifecycle scripts. CI runs it after `make test`.
+test-e2e: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## The e2e tier: edited stacks planned end to end, real processes, the browser
+	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m e2e
 
 # The quick checks (seconds): lint, format, workflows, shell scripts, the import contracts.
 checks: $(VENV)/.synced
@@ -57,9 +66,9 @@ typecheck: $(VENV)/.synced $(POLICY_VENV)/.synced
 	$(VENV)/bin/pyrefly check --config policies/pyrefly.toml
 
 suite: $(VENV)/.synced $(POLICY_VENV)/.synced
-	$(VENV)/bin/python -m pytest -n 2 --dist worksteal
+	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m "not e2e"
 
-# The tests not marked slow (docs/testing.md): no whole-program run, no browser; for the edit-test loop.
+# The tests not marked slow (docs/testing.md): no whole-program run, no new interpreter; for the edit-test loop.
 test-fast: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest -m "not slow"
 

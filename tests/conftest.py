@@ -14,9 +14,8 @@
 - `fresh_plan(stack)`: `python -m trainstack plan --stack <stack> --format json` in a new interpreter, run once
   per session across workers: the tests about the process itself (its output, what it imported) share it.
 
-Tiers (docs/testing.md): tests that run the whole program are marked `slow` (every test under the whole-program
-directories below, and by hand elsewhere), so `pytest -m "not slow"` (`make test-fast`) runs in seconds. A test
-without the mark that tries to run the whole program fails and says to mark it.
+Tiers (docs/testing.md, and "tiers" below): fast (no mark), slow (a committed stack's shared recording) and e2e
+(a stack of its own, or a new interpreter). A test that costs more than its mark allows fails and names the mark.
 """
 
 from __future__ import annotations
@@ -120,14 +119,21 @@ def _load_or_run(key: str, run_it: Callable[[], object], this_session_only: bool
 
 
 def program_recording(cluster: StackConfig, stack: str, preview: bool = False) -> Recording:
-    """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call."""
-    if _fast_test:
-        _refuse_whole_program()
+    """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call.
+    A committed stack's own config is a slow test's; any other config an e2e test's (tiers below)."""
+    if stack in STACKS and cluster == stack_config(stack):
+        _require("slow", "runs the whole program (a CPU-second or more), or build only its component")
+    else:
+        _require("e2e", "plans a stack of its own (a CPU-second or more per config)")
     identity = json.dumps([cluster.model_dump(mode="json"), stack, preview], sort_keys=True)
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     blob = _blobs.get(key)
     if blob is None:
-        blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack=stack, preview=preview))
+        _sanctioned[:] = [True]
+        try:
+            blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack=stack, preview=preview))
+        finally:
+            _sanctioned.clear()
     return pickle.loads(blob)
 
 
@@ -183,8 +189,7 @@ def _fresh_plan(stack: str) -> tuple[int, str, str, frozenset[str]]:
 def fresh_plan(stack: str) -> FreshPlan:
     """`python -m trainstack plan --stack <stack> --format json` in a new interpreter (its own hash seed), once
     per session across workers: a new interpreter costs seconds before it plans anything."""
-    if _fast_test:
-        _refuse_whole_program()
+    _require("e2e", "starts a new interpreter (seconds of CPU in imports)")
     blob = _load_or_run(f"fresh-plan-{stack}", lambda: _fresh_plan(stack), this_session_only=True)
     return FreshPlan(*pickle.loads(blob))
 
@@ -213,74 +218,84 @@ def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ------------------------------------------------------------------------------------------------ tiers
 
-# Tier 3 (design.md): every test here reads a whole-program recording, or the plan command that makes one.
+# Three tiers (docs/testing.md), each a mark, by what a test costs:
+# - fast (no mark): no whole-program run and no new interpreter; `make test-fast`.
+# - slow: reads the whole-program recording of a committed stack, run once per session for every test that asks;
+#   every test under WHOLE_PROGRAM_DIRS is slow.
+# - e2e (also slow): runs the program for a stack of its own (an edited config), or a new process that pays
+#   seconds of imports (Python, node and the browser, the lifecycle scripts); `make test-e2e`.
+# `make test` runs fast and slow; CI (.ci/run) runs e2e after it.
 WHOLE_PROGRAM_DIRS = ("tests/stack", "tests/policy", "tests/redteam", "tests/report")
-_fast_test: list[bool] = []  # [True] while a test not marked slow runs
+TIERS = ("fast", "slow", "e2e")
+_tier: list[str] = []  # the running test's tier, while it runs
+_sanctioned: list[bool] = []  # [True] while a shared recording of a committed stack runs the program
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if Path(item.path).resolve().parent.relative_to(ROOT).as_posix().startswith(WHOLE_PROGRAM_DIRS):
+        if item.get_closest_marker("e2e") is not None or Path(item.path).resolve().parent.relative_to(
+            ROOT
+        ).as_posix().startswith(WHOLE_PROGRAM_DIRS):
             item.add_marker(pytest.mark.slow)
 
 
-def _refuse_whole_program() -> None:
-    pytest.fail(
-        "this test runs the whole program (seconds of CPU): mark it @pytest.mark.slow, or build only the "
-        "component it tests with run_component (docs/testing.md)",
-        pytrace=False,
-    )
+def _require(tier: str, what: str) -> None:
+    """Fail the running test, saying which mark it needs, when `what` costs more than its tier allows."""
+    if _tier and TIERS.index(_tier[0]) < TIERS.index(tier):
+        pytest.fail(f"this test {what}: mark it @pytest.mark.{tier} (docs/testing.md)", pytrace=False)
 
 
-class _NoProgram:
-    """Stands in for `runpy` in the engine while a fast test runs: `run_program` calls `run_path`."""
+class _GuardedRunpy:
+    """Stands in for `runpy` in the engine while a fast or slow test runs: `run_program` calls `run_path`, which
+    only a shared recording of a committed stack may reach outside the e2e tier."""
 
-    def run_path(self, *args: Any, **kwargs: Any) -> None:
-        _refuse_whole_program()
+    def __init__(self, runpy: Any) -> None:
+        self._runpy = runpy
+
+    def run_path(self, *args: Any, **kwargs: Any) -> Any:
+        if not _sanctioned:
+            _require("e2e", "runs the whole program outside the shared recordings (`recording`, `program_recording`)")
+        return self._runpy.run_path(*args, **kwargs)
 
 
-def _starts_python(args: Any) -> bool:
-    """Whether a process started with `args` is a new Python interpreter: this one (also inside a shell's command
-    line) or one of this virtualenv's console scripts (lint-imports, check-jsonschema)."""
+def _starts_interpreter(args: Any) -> bool:
+    """Whether a process started with `args` is a new interpreter that pays seconds of imports: this Python (also
+    inside a shell's command line), one of this virtualenv's console scripts (lint-imports, check-jsonschema), or
+    node (which starts the browser)."""
     argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
     if any(sys.executable in os.fsdecode(arg) for arg in argv):
         return True
     first = Path(os.fsdecode(argv[0]))
+    if first.name == "node":
+        return True
     if first.parent != Path(sys.executable).parent or not first.is_file():
         return False
     with first.open("rb") as script:
         return b"python" in script.readline()
 
 
-class _NoInterpreterPopen(subprocess.Popen):  # type: ignore[type-arg]
-    """Stands in for `subprocess.Popen` while a fast test runs: a new interpreter pays seconds of imports."""
+class _GuardedPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """Stands in for `subprocess.Popen` while a fast or slow test runs: a new interpreter is an e2e test's."""
 
     def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
-        if _starts_python(args):
-            pytest.fail(
-                "this test starts a new Python interpreter (seconds of CPU in imports): mark it "
-                "@pytest.mark.slow, or call the code in this process (docs/testing.md)",
-                pytrace=False,
-            )
+        if _starts_interpreter(args):
+            _require("e2e", "starts a new interpreter (seconds of CPU in imports), or call the code in this process")
         super().__init__(args, *rest, **kwargs)
 
 
 @pytest.fixture(autouse=True)
-def _whole_program_only_in_slow_tests(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    """A fast test that reaches the whole program, directly or through a shared recording, or that starts a new
-    Python interpreter, fails: the fast tier stays fast because the rule is checked, not remembered."""
-    if request.node.get_closest_marker("slow") is not None:
-        yield
-        return
-    monkeypatch.setattr(engine, "runpy", _NoProgram())
-    monkeypatch.setattr(subprocess, "Popen", _NoInterpreterPopen)
-    _fast_test[:] = [True]
+def _tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test that costs more than its mark allows fails and says which mark it needs: the tiers stay what they
+    say because the rule is checked, not remembered."""
+    tier = next((t for t in reversed(TIERS) if request.node.get_closest_marker(t) is not None), "fast")
+    if tier != "e2e":
+        monkeypatch.setattr(engine, "runpy", _GuardedRunpy(engine.runpy))
+        monkeypatch.setattr(subprocess, "Popen", _GuardedPopen)
+    _tier[:] = [tier]
     try:
         yield
     finally:
-        _fast_test.clear()
+        _tier.clear()
 
 
 # ------------------------------------------------------------------------------------------------ cost

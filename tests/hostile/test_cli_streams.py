@@ -191,7 +191,7 @@ def _process(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "trainstack", *args], cwd=ROOT, stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_real_streams_closed_full_and_gone() -> None:
     """A real closed stdout, a full disk and a reader that left before the first byte."""
     closed = subprocess.run(
@@ -225,7 +225,6 @@ def _wait_until_loaded(pid: int, library: str, timeout_s: float = 120) -> None:
     raise AssertionError(f"{library} never loaded")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stage", "library", "extra_s"),
     [
@@ -234,6 +233,7 @@ def _wait_until_loaded(pid: int, library: str, timeout_s: float = 120) -> None:
         ("while the program runs under the mock engine", "cygrpc", 2.0),
     ],
 )
+@pytest.mark.e2e
 def test_ctrl_c_at_any_moment_exits_130_with_one_line(stage: str, library: str, extra_s: float) -> None:
     """On main: a traceback, or exit 3 when the interrupt landed in an import inside the program. (Before the
     interpreter runs trainstack's first line, Python's own handling applies; that window is not ours.)"""
@@ -247,7 +247,7 @@ def test_ctrl_c_at_any_moment_exits_130_with_one_line(stage: str, library: str, 
     assert text == "interrupted\n", (stage, text)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_ctrl_c_that_code_swallows_still_ends_the_process() -> None:
     """An interrupt raised inside one of the SDK's asyncio tasks can be swallowed whole, leaving the event loop
     waiting on a future that never resolves (seen about one run in two, Ctrl-C two to three seconds into a dev

@@ -55,7 +55,7 @@ ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_an_alias_bomb_is_refused_at_the_first_alias_within_a_memory_cap(tmp_path: Path) -> None:
     """Nine levels of nine aliases ask for 9^10 values; the loader stops at the first `*a`, in a process whose
     address space is capped at 1 GiB (main took gigabytes and ended in MemoryError, exit 3)."""

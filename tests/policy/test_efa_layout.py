@@ -97,6 +97,7 @@ def _efa_sg_rule(direction: str) -> str:
 
 
 @pytest.mark.parametrize("missing", ["ingress", "egress"])
+@pytest.mark.e2e
 def test_fsx_efa_needs_self_traffic_in_both_directions(missing: str) -> None:
     source = scenario("staging-fsx-efa")
     assert messages("fsx-efa-prereqs", source) == []

@@ -82,6 +82,7 @@ print(json.dumps({"policies": [p.name for p in built[0]["policies"]], "files": f
 """
 
 
+@pytest.mark.e2e
 def test_pack_runs_from_anywhere(tmp_path: Path) -> None:
     copy = _copy_pack(tmp_path / "published-pack")
     done = subprocess.run(
@@ -221,6 +222,7 @@ SOURCES = {
 
 
 @pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.e2e
 def test_served_pack_agrees_with_offline_review(analyzer: analyzer_pb2_grpc.AnalyzerStub, source: str) -> None:
     recorded = SOURCES[source]()
     stack = recorded.stack

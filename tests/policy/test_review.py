@@ -50,6 +50,7 @@ def test_preview_keeps_stack_rules_enforcing(stack_name: str) -> None:
         ("prod-over-budget", "gpu-budget"),
     ],
 )
+@pytest.mark.e2e
 def test_dangerous_edit_blocks_in_preview(name: str, policy: str) -> None:
     source = scenario(name, preview=True)
     result = review(source, source.stack)

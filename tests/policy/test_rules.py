@@ -838,7 +838,13 @@ def _subjects(policy: str, source: Recording) -> int:
     return len([r for r in source.resources if r.type in types]) if types is not None else 1
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
+def _param(case: Case) -> Any:
+    """A case whose source plans a config variation (`scenario`) runs the program for its own stack: e2e."""
+    own_stack = "scenario" in case.source.__code__.co_names
+    return pytest.param(case, id=_id(case), marks=[pytest.mark.e2e] if own_stack else [])
+
+
+@pytest.mark.parametrize("case", [_param(case) for case in CASES])
 def test_rule_case(case: Case) -> None:
     source = case.source()
     environment = case.environment or source.stack

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.conftest import recording
 from tests.policy.helpers import messages, mutated, scenario, without
 from trainstack.engine import RecordedResource, Recording
@@ -48,6 +50,7 @@ def test_a_bucket_without_any_versioning_resource_is_reported() -> None:
     assert any("has no BucketVersioning with status Enabled" in m for m in messages("s3-versioning", source))
 
 
+@pytest.mark.e2e
 def test_an_efa_file_system_that_is_not_persistent_2_is_reported() -> None:
     source = mutated(scenario("staging-fsx-efa"), FSX, lambda i: i.update(deploymentType="PERSISTENT_1"))
     assert messages("fsx-efa-prereqs", source) == [
@@ -55,6 +58,7 @@ def test_an_efa_file_system_that_is_not_persistent_2_is_reported() -> None:
     ]
 
 
+@pytest.mark.e2e
 def test_one_self_allowing_group_among_the_file_systems_groups_is_enough() -> None:
     source = scenario("staging-fsx-efa")
     extra = _with_dependencies(source, FSX, "securityGroupIds", lambda groups: (*groups, _workload_group(source)))

@@ -99,6 +99,7 @@ def test_the_corpus_is_large_and_sourced() -> None:
 
 
 @pytest.mark.parametrize("case", CORPUS["dangerous"], ids=_ids(CORPUS["dangerous"]))
+@pytest.mark.e2e
 def test_dangerous_edit_is_refused_for_its_reason(case: dict[str, Any]) -> None:
     refused = case["refused"]
     outcome = plan(case, refused.get("policy"))
@@ -116,6 +117,7 @@ def test_dangerous_edit_is_refused_for_its_reason(case: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("case", CORPUS["legitimate"], ids=_ids(CORPUS["legitimate"]))
+@pytest.mark.e2e
 def test_legitimate_edit_plans_clean(case: dict[str, Any]) -> None:
     outcome = plan(case)
     assert not outcome.problems, outcome.problems

@@ -53,6 +53,7 @@ def test_the_plan_refuses_a_flipped_environment(tmp_path: Path, capsys: pytest.C
     assert f"{FULL_KEY}.environment (got 'dev')" in err and "must be 'prod'" in err
 
 
+@pytest.mark.e2e
 def test_the_program_refuses_a_flipped_environment() -> None:
     """`__main__.py` under the real CLI gets `pulumi.get_stack()`: the same tie holds there."""
     with pytest.raises(Exception, match="is a prod stack"):

@@ -50,6 +50,7 @@ def test_a_stack_over_the_limit_is_cut_to_it_with_a_notice(huge: markdown.Report
 
 
 @pytest.mark.parametrize("limit", [2_000, 5_000, 9_000, 16_000, 21_845])
+@pytest.mark.e2e
 def test_any_cap_holds_and_every_cut_is_named(limit: int) -> None:
     after, diff, before = added_group_diff()
     whole = markdown.render(after, diff, before, limit=0)
@@ -63,6 +64,7 @@ def test_any_cap_holds_and_every_cut_is_named(limit: int) -> None:
     well_formed(comment)
 
 
+@pytest.mark.e2e
 def test_sections_give_way_in_order() -> None:
     after, diff, before = added_group_diff()
     for limit in (5_000, 9_000, 16_000):
@@ -71,6 +73,7 @@ def test_sections_give_way_in_order() -> None:
         assert "risks" not in cut and "contract violations" not in cut
 
 
+@pytest.mark.e2e
 def test_the_notice_names_the_cap_given() -> None:
     after, diff, before = added_group_diff()
     comment = markdown.render(after, diff, before, limit=9_000)

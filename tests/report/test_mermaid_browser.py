@@ -48,6 +48,7 @@ def _render(sources: list[str]) -> list[dict]:
     return json.loads(result.stdout)
 
 
+@pytest.mark.e2e
 def test_prod_and_diff_diagrams_render_in_chromium_without_error() -> None:
     after, diff, before = added_group_diff()
     sources = [

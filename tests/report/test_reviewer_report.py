@@ -53,6 +53,7 @@ def test_staging_needs_attention_for_gpus_with_nothing_reserved() -> None:
     assert risk.severity == "medium" and "InsufficientInstanceCapacity" in risk.why
 
 
+@pytest.mark.e2e
 def test_storage_below_demand_is_the_first_risk_and_moves_the_status() -> None:
     config = edited_config("prod", lambda raw: raw["storage"]["fsx"].update(storage_capacity_gib=98400))
     rec = program_recording(config, "prod")
@@ -160,6 +161,7 @@ def test_a_rolling_update_takes_one_batch_per_max_unavailable_nodes() -> None:
     assert f"{desired} node(s), {unavailable} at a time ({batches} batches)" in roll.what
 
 
+@pytest.mark.e2e
 def test_a_diff_is_timed_by_what_it_changes() -> None:
     after, diff, _ = added_group_diff()
     estimate = change_estimate(after.recording, diff)
@@ -184,6 +186,7 @@ def test_prod_fits_a_100_by_50_screen_down_to_the_total_and_the_policy_result() 
 
 
 @pytest.mark.parametrize("width", [60, 80, 100, 160, 240])
+@pytest.mark.e2e
 def test_no_line_is_wider_than_the_terminal(width: int) -> None:
     after, diff, before = added_group_diff()
     for rendered in (
@@ -207,6 +210,7 @@ def test_a_narrow_terminal_gets_one_block_per_group_and_a_wide_one_the_table() -
 # ------------------------------------------------------------------------------------------------ diffs
 
 
+@pytest.mark.e2e
 def test_a_diff_is_titled_as_a_diff_with_counts_and_short_names() -> None:
     after, diff, before = added_group_diff()
     out = text.render(after, PLAIN, diff, before=before)
@@ -221,6 +225,7 @@ def test_a_diff_is_titled_as_a_diff_with_counts_and_short_names() -> None:
     assert "| EFA fabric at desired | 51.2 Tbit/s | 102.4 Tbit/s | +51.2 Tbit/s |" in comment
 
 
+@pytest.mark.e2e
 def test_a_diff_verdict_counts_the_change_and_flags_the_unreserved_group() -> None:
     after, diff, before = added_group_diff()
     v = verdict.assess(after, diff, before)
@@ -270,6 +275,7 @@ def test_the_diagram_stays_bounded_as_gpu_groups_grow(copies: int) -> None:
         assert re.search(r'"\d+ more GPU groups?: \d+ accelerators at desired"', source)
 
 
+@pytest.mark.e2e
 def test_a_diff_diagram_colours_what_changes() -> None:
     after, diff, before = added_group_diff()
     source = flowchart(after.recording, diff, before.recording)
@@ -281,6 +287,7 @@ def test_a_diff_diagram_colours_what_changes() -> None:
     assert backwards.removed and re.search(r"^  class \S*n_ng_trainstack_prod_p5_extra\S* removed$", reverse, re.M)
 
 
+@pytest.mark.e2e
 def test_a_diff_document_validates_and_carries_the_change_time() -> None:
     import jsonschema
 

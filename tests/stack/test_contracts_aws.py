@@ -124,6 +124,7 @@ def test_the_whole_program_swaps_cover_every_accelerator_and_architecture() -> N
 
 
 @pytest.mark.parametrize("instance_type", WHOLE_PROGRAM_SWAPS)
+@pytest.mark.e2e
 def test_prod_swapped_whole_passes_but_for_the_neuron_gap(instance_type: str) -> None:
     found = contracts.check(swapped(instance_type))
     if CATALOG[instance_type].accelerator is Accelerator.NEURON:
@@ -253,6 +254,7 @@ def test_capacity_block_group_listing_its_type_and_a_template_without_one_is_ref
     assert one(bad, "names the instance type").path == "instanceType"
 
 
+@pytest.mark.e2e
 def test_capacity_block_built_as_the_component_builds_it_passes() -> None:
     def edit(raw: dict[str, Any]) -> None:
         raw["gpu_node_groups"][0]["capacity"]["type"] = "capacity_block"
@@ -323,6 +325,7 @@ def test_hyperpod_on_an_unsupported_kubernetes_version_is_refused() -> None:
     assert hit.value == "1.27" and "Kubernetes version support" in hit.source
 
 
+@pytest.mark.e2e
 def test_the_longest_valid_cluster_name_passes() -> None:
     # Physical and auto-generated names derive from `name` (a DNS label of at most 32 characters): at its longest
     # every name must still fit its API's limit (IAM role names 64, and so on).

@@ -30,6 +30,7 @@ def shipped(stack: str) -> Path:
     return ROOT / "stacks" / f"Pulumi.{stack}.yaml"
 
 
+@pytest.mark.e2e
 def test_scale_a_gpu_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["max_size"] = 4
@@ -44,6 +45,7 @@ def test_scale_a_gpu_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert diff["acceleratorsMax"]["change"] == 2 and diff["usdPerHourMax"]["change"] > 0
 
 
+@pytest.mark.e2e
 def test_add_a_team_with_namespace_scoped_access(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     role = "arn:aws:iam::210987654321:role/evaluation-team"
 
@@ -70,6 +72,7 @@ def test_add_a_team_with_namespace_scoped_access(tmp_path: Path, capsys: pytest.
     assert scoped[0].inputs["policyArn"].endswith(":cluster-access-policy/AmazonEKSEditPolicy")
 
 
+@pytest.mark.e2e
 def test_rotate_the_ami_of_a_reserved_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A pinned release is a reviewed change: an in-place node group update (EKS replaces max_unavailable nodes
     at a time), not a replacement of the group."""
@@ -96,6 +99,7 @@ def test_an_ami_release_of_another_kubernetes_version_is_refused(
     assert "gpu_node_groups.0.ami_release_version 1.30.4-20240917 is not a release for Kubernetes" in err
 
 
+@pytest.mark.e2e
 def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()
@@ -111,6 +115,7 @@ def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFix
     assert cluster["op"] == "update" and {"path": "version", "old": "1.35", "new": "1.36"} in cluster["changes"]
 
 
+@pytest.mark.e2e
 def test_a_new_stack_collides_with_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Adding a stack: a copy of dev with its own base name plans on its own, every step a create."""
 

@@ -64,6 +64,7 @@ def test_ignored_inputs_keep_the_old_value_and_the_rest_changes() -> None:
     assert apply_ignore_changes(old, added_only) == (added_only, ())  # a new resource takes its inputs
 
 
+@pytest.mark.e2e
 def test_a_desired_size_edit_is_ignored_and_not_priced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The g5 group's desired size belongs to the autoscaler after creation (ignoreChanges)."""
 
@@ -80,6 +81,7 @@ def test_a_desired_size_edit_is_ignored_and_not_priced(tmp_path: Path, capsys: p
     assert ignored["changes"] == [{"path": "scalingConfig.desiredSize", "old": 0, "new": 2}]
 
 
+@pytest.mark.e2e
 def test_a_max_size_edit_is_a_change_and_is_priced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def edit(c: dict[str, Any]) -> None:
         c["gpu_node_groups"][0]["max_size"] = 4
@@ -91,6 +93,7 @@ def test_a_max_size_edit_is_a_change_and_is_priced(tmp_path: Path, capsys: pytes
     assert diff["usdPerHourMax"]["change"] > 0
 
 
+@pytest.mark.e2e
 def test_renaming_the_stack_moves_no_urn_and_replaces_what_pulumi_would(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -162,6 +165,7 @@ def test_eks_moves_one_minor_version_at_a_time(old: str, new: str, refused: bool
     assert all(v.level == "mandatory" for v in found)
 
 
+@pytest.mark.e2e
 def test_eks_two_minor_jump_refuses_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()

@@ -43,6 +43,7 @@ def run() -> Recording:
 
 
 @pytest.mark.usefixtures("shared_recordings")
+@pytest.mark.e2e
 def test_the_example_plans_clean_through_contracts_and_policies(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--config", str(EXAMPLE), "--format", "json"]) == EXIT_OK
     report = json.loads(capsys.readouterr().out)["trainstack"]
@@ -50,6 +51,7 @@ def test_the_example_plans_clean_through_contracts_and_policies(capsys: pytest.C
     assert not [v for v in report["policy"]["violations"] if v["level"] == "mandatory"]
 
 
+@pytest.mark.e2e
 def test_the_program_uses_the_stack_files_vpc_and_subnets_and_creates_no_network() -> None:
     existing = document()["config"][FULL_KEY]["network"]["existing_vpc"]
     subnets: dict[str, str] = existing["private_subnet_ids"]

@@ -32,6 +32,7 @@ def test_stack_urns_match_the_golden_file(stack_name: str) -> None:
 
 
 @pytest.mark.parametrize("stack", ["staging", "prod"])  # between them every component and both explicit AWS providers
+@pytest.mark.e2e
 def test_another_name_keeps_every_urn(stack: str) -> None:
     renamed = edited_config(stack, lambda c: c.update(name=f"{c['name']}-b"))
     before = recording(stack)

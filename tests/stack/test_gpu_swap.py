@@ -72,6 +72,7 @@ def test_staging_on_demand_efa_group_gets_a_cluster_placement_group() -> None:
 
 
 @pytest.mark.parametrize(("instance_type", "expected"), sorted(SWAPS.items()))
+@pytest.mark.e2e
 def test_swapping_only_the_instance_type_plans_its_full_interface_count(instance_type: str, expected: int) -> None:
     rec = swapped(instance_type)
     template = gpu_launch_template(rec)
@@ -88,6 +89,7 @@ def test_swapping_only_the_instance_type_plans_its_full_interface_count(instance
     assert node_group["taints"][0]["key"] == ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu")
 
 
+@pytest.mark.e2e
 def test_swapping_to_grace_p6e_gb200_plans_the_arm_nvidia_ami_and_four_efa_cards() -> None:
     # p6e-gb200 runs on NVIDIA Grace (arm64): the x86_64 AMI would never boot it. The instance type is the
     # only edit, so the AMI must follow from the catalog's architecture.

@@ -45,6 +45,7 @@ def test_the_example_is_not_picked_up_as_a_stack() -> None:
 
 
 @pytest.mark.usefixtures("shared_recordings")
+@pytest.mark.e2e
 def test_the_example_plans_clean_through_contracts_and_policies(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--config", str(EXAMPLE), "--format", "json"]) == EXIT_OK
     report = json.loads(capsys.readouterr().out)["trainstack"]
@@ -52,6 +53,7 @@ def test_the_example_plans_clean_through_contracts_and_policies(capsys: pytest.C
     assert not [v for v in report["policy"]["violations"] if v["level"] == "mandatory"]
 
 
+@pytest.mark.e2e
 def test_slurm_cluster_on_the_shared_network_with_the_data_key() -> None:
     recording = run()
     cluster = recording.one(CLUSTER)
@@ -70,6 +72,7 @@ def test_slurm_cluster_on_the_shared_network_with_the_data_key() -> None:
     assert "ec2:DetachNetworkInterface" in actions and "kms:CreateGrant" in actions
 
 
+@pytest.mark.e2e
 def test_the_lifecycle_bundle_sets_up_containers_accounting_homes_and_the_nccl_job() -> None:
     recording = run()
     params = json.loads(lifecycle_object(recording, "provisioning_parameters.json")["content"])
@@ -86,6 +89,7 @@ def test_the_lifecycle_bundle_sets_up_containers_accounting_homes_and_the_nccl_j
     assert VALIDATION_DIR in (ROOT / "components/lifecycle/slurm/install_validation.sh").read_text()
 
 
+@pytest.mark.e2e
 def test_a_lifecycle_change_shows_in_the_diff_with_the_software_update_to_run() -> None:
     raw = example().model_dump(mode="json")
     raw["sagemaker"]["hyperpod"]["slurm"]["accounting"] = False

@@ -1,5 +1,7 @@
 """A cluster mixing AL2023 and Bottlerocket NVIDIA groups: one operator release, per-node opt-outs."""
 
+import pytest
+
 from tests.conftest import edited_config
 from trainstack.engine import run_program
 
@@ -12,6 +14,7 @@ def add_bottlerocket_group(cluster: dict) -> None:
     cluster["gpu_node_groups"].append(extra)
 
 
+@pytest.mark.e2e
 def test_bottlerocket_nodes_opt_out_of_the_operators_device_plugin() -> None:
     recording = run_program(edited_config("prod", add_bottlerocket_group), stack="prod")
     labels = {ng.name: ng.inputs["labels"] for ng in recording.by_type("aws:eks/nodeGroup:NodeGroup")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from stacks.schema import NEURON_HELM_CHART_VERSION
 from tests.conftest import recording, stack_config
 from tests.stack.test_gpu_swap import swapped
@@ -21,6 +23,7 @@ def test_committed_stacks_install_no_neuron_plugin(stack_name: str) -> None:
     assert recording(stack_name).by_type("trainstack:k8s:NeuronDevicePlugin") == []
 
 
+@pytest.mark.e2e
 def test_prod_swapped_to_trn1n_installs_the_default_pinned_plugin() -> None:
     (release,) = neuron_releases(swapped("trn1n.32xlarge"))
     assert release.inputs["version"] == NEURON_HELM_CHART_VERSION
@@ -30,6 +33,7 @@ def test_prod_swapped_to_trn1n_installs_the_default_pinned_plugin() -> None:
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
 
 
+@pytest.mark.e2e
 def test_kueue_waits_for_the_neuron_plugin_and_nvidia_only_jobs_are_not_planned() -> None:
     rec = swapped("trn1n.32xlarge")
     (release,) = neuron_releases(rec)
@@ -39,5 +43,6 @@ def test_kueue_waits_for_the_neuron_plugin_and_nvidia_only_jobs_are_not_planned(
     assert rec.by_type("trainstack:k8s:ValidationJobs") == []
 
 
+@pytest.mark.e2e
 def test_prod_swapped_to_an_nvidia_type_installs_no_neuron_plugin() -> None:
     assert neuron_releases(swapped("p5en.48xlarge")) == []

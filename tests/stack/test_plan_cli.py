@@ -64,6 +64,7 @@ def test_preview_mode_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unknown" in document["trainstack"]["summary"]["mode"]
 
 
+@pytest.mark.e2e
 def test_a_fresh_interpreter_plans_prod_byte_for_byte_like_this_one() -> None:
     """The one end-to-end test: `python -m trainstack` in a new interpreter (its own hash seed, its own thread
     pool order) prints the same JSON, which carries every recorded resource, input and dependency the other
@@ -77,6 +78,7 @@ def test_a_fresh_interpreter_plans_prod_byte_for_byte_like_this_one() -> None:
     assert result.stdout == expected
 
 
+@pytest.mark.e2e
 def test_a_fresh_run_records_and_renders_the_same_bytes() -> None:
     """In-process runs register in a different order each time too (the SDK's thread pool); the recording,
     dependencies included, and every rendered format do not change, and the reports carry no timing."""
@@ -119,6 +121,7 @@ def add_p5_group(cluster: dict[str, Any]) -> None:
     )
 
 
+@pytest.mark.e2e
 def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -150,6 +153,7 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     assert {urn for urn, op in ops.items() if op != "same"} == added
 
 
+@pytest.mark.e2e
 def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     proposed = write_stack(tmp_path, "prod", add_p5_group)
     code, out, err = run_cli(
@@ -264,6 +268,7 @@ def test_an_unreadable_policy_config_is_a_config_error(tmp_path: Path) -> None:
         load_config("dev", latin1)
 
 
+@pytest.mark.e2e
 def test_a_protected_replacement_is_flagged_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Turning on EFA for prod's FSx file system replaces it (efaEnabled is set at creation only)."""
     proposed = write_stack(
@@ -378,6 +383,7 @@ def test_colour_only_when_the_style_asks_and_progress_clears_its_line() -> None:
     assert quiet.getvalue() == ""
 
 
+@pytest.mark.e2e
 def test_a_mandatory_violation_exits_1_and_says_how_many(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def over_budget(cluster: dict[str, Any]) -> None:
         cluster["cost"]["max_gpus"] = 512

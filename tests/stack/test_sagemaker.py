@@ -74,6 +74,7 @@ def slurm(cluster: dict[str, Any]) -> None:
     }
 
 
+@pytest.mark.e2e
 def test_slurm_variation_mounts_the_stacks_fsx() -> None:
     run: Recording = program_recording(edited_config("staging", slurm), "staging")
     cluster = run.one(CLUSTER)

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import STACKS, fresh_plan, stack_config
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_a_stack_without_hyperpod_never_imports_the_aws_native_sdk() -> None:
     without = [name for name in STACKS if not stack_config(name).sagemaker.hyperpod.enabled]
     assert without, "no committed stack runs without HyperPod: nothing to check"

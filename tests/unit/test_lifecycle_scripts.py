@@ -27,8 +27,8 @@ from components.slurm_validation import validation_scripts
 from stacks.schema import HyperPodSpec
 
 # Real bash processes, a few dozen per case (stubs, retries, python3 for the config helpers): about half a second
-# of CPU each, so outside the edit-test loop.
-pytestmark = pytest.mark.slow
+# of CPU each: the e2e tier.
+pytestmark = pytest.mark.e2e
 
 SAFE_TOOLS = (
     "bash", "python3", "cat", "grep", "sed", "awk", "tee", "mkdir", "rm", "mv", "cp", "ln", "chmod", "touch",

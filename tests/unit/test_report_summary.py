@@ -174,7 +174,7 @@ def _labels(source: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n_\w+)[\[({]+"([^"]*)"', source, re.MULTILINE)}
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None:
     """HyperPod nodes mount the same FSx file system and spend the same GPU budget as the node groups."""
     from tests.conftest import edited_config, program_recording, recording
