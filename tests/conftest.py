@@ -14,8 +14,8 @@
 - `fresh_plan(stack)`: `python -m trainstack plan --stack <stack> --format json` in a new interpreter, run once
   per session across workers: the tests about the process itself (its output, what it imported) share it.
 
-Tiers (docs/testing.md, and "tiers" below): fast (no mark), slow (a committed stack's shared recording) and e2e
-(a stack of its own, or a new interpreter). A test that costs more than its mark allows fails and names the mark.
+Tiers (docs/testing.md): fast (no mark), slow (a committed stack's shared recording) and e2e (a stack of its own,
+or a new interpreter), checked by the plugin in tests/tiers.py.
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ from hypothesis import settings
 
 from stacks.load import FULL_KEY, load_file, validate_object
 from stacks.schema import StackConfig
+from tests.tiers import committed_stack_run, require
 from trainstack import engine
 from trainstack.engine import Recording, run, run_program
+
+pytest_plugins = ("tests.tiers", "pytester")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,20 +123,17 @@ def _load_or_run(key: str, run_it: Callable[[], object], this_session_only: bool
 
 def program_recording(cluster: StackConfig, stack: str, preview: bool = False) -> Recording:
     """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call.
-    A committed stack's own config is a slow test's; any other config an e2e test's (tiers below)."""
+    A committed stack's own config is a slow test's; any other config an e2e test's (tests/tiers.py)."""
     if stack in STACKS and cluster == stack_config(stack):
-        _require("slow", "runs the whole program (a CPU-second or more), or build only its component")
+        require("slow", "runs the whole program (a CPU-second or more), or build only its component")
     else:
-        _require("e2e", "plans a stack of its own (a CPU-second or more per config)")
+        require("e2e", "plans a stack of its own (a CPU-second or more per config)")
     identity = json.dumps([cluster.model_dump(mode="json"), stack, preview], sort_keys=True)
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     blob = _blobs.get(key)
     if blob is None:
-        _sanctioned[:] = [True]
-        try:
+        with committed_stack_run():
             blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack=stack, preview=preview))
-        finally:
-            _sanctioned.clear()
     return pickle.loads(blob)
 
 
@@ -189,7 +189,7 @@ def _fresh_plan(stack: str) -> tuple[int, str, str, frozenset[str]]:
 def fresh_plan(stack: str) -> FreshPlan:
     """`python -m trainstack plan --stack <stack> --format json` in a new interpreter (its own hash seed), once
     per session across workers: a new interpreter costs seconds before it plans anything."""
-    _require("e2e", "starts a new interpreter (seconds of CPU in imports)")
+    require("e2e", "starts a new interpreter (seconds of CPU in imports)")
     blob = _load_or_run(f"fresh-plan-{stack}", lambda: _fresh_plan(stack), this_session_only=True)
     return FreshPlan(*pickle.loads(blob))
 
@@ -214,88 +214,6 @@ def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
     )
-
-
-# ------------------------------------------------------------------------------------------------ tiers
-
-# Three tiers (docs/testing.md), each a mark, by what a test costs:
-# - fast (no mark): no whole-program run and no new interpreter; `make test-fast`.
-# - slow: reads the whole-program recording of a committed stack, run once per session for every test that asks;
-#   every test under WHOLE_PROGRAM_DIRS is slow.
-# - e2e (also slow): runs the program for a stack of its own (an edited config), or a new process that pays
-#   seconds of imports (Python, node and the browser, the lifecycle scripts); `make test-e2e`.
-# `make test` runs fast and slow; CI (.ci/run) runs e2e after it.
-WHOLE_PROGRAM_DIRS = ("tests/stack", "tests/policy", "tests/redteam", "tests/report")
-TIERS = ("fast", "slow", "e2e")
-_tier: list[str] = []  # the running test's tier, while it runs
-_sanctioned: list[bool] = []  # [True] while a shared recording of a committed stack runs the program
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("e2e") is not None or Path(item.path).resolve().parent.relative_to(
-            ROOT
-        ).as_posix().startswith(WHOLE_PROGRAM_DIRS):
-            item.add_marker(pytest.mark.slow)
-
-
-def _require(tier: str, what: str) -> None:
-    """Fail the running test, saying which mark it needs, when `what` costs more than its tier allows."""
-    if _tier and TIERS.index(_tier[0]) < TIERS.index(tier):
-        pytest.fail(f"this test {what}: mark it @pytest.mark.{tier} (docs/testing.md)", pytrace=False)
-
-
-class _GuardedRunpy:
-    """Stands in for `runpy` in the engine while a fast or slow test runs: `run_program` calls `run_path`, which
-    only a shared recording of a committed stack may reach outside the e2e tier."""
-
-    def __init__(self, runpy: Any) -> None:
-        self._runpy = runpy
-
-    def run_path(self, *args: Any, **kwargs: Any) -> Any:
-        if not _sanctioned:
-            _require("e2e", "runs the whole program outside the shared recordings (`recording`, `program_recording`)")
-        return self._runpy.run_path(*args, **kwargs)
-
-
-def _starts_interpreter(args: Any) -> bool:
-    """Whether a process started with `args` is a new interpreter that pays seconds of imports: this Python (also
-    inside a shell's command line), one of this virtualenv's console scripts (lint-imports, check-jsonschema), or
-    node (which starts the browser)."""
-    argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
-    if any(sys.executable in os.fsdecode(arg) for arg in argv):
-        return True
-    first = Path(os.fsdecode(argv[0]))
-    if first.name == "node":
-        return True
-    if first.parent != Path(sys.executable).parent or not first.is_file():
-        return False
-    with first.open("rb") as script:
-        return b"python" in script.readline()
-
-
-class _GuardedPopen(subprocess.Popen):  # type: ignore[type-arg]
-    """Stands in for `subprocess.Popen` while a fast or slow test runs: a new interpreter is an e2e test's."""
-
-    def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
-        if _starts_interpreter(args):
-            _require("e2e", "starts a new interpreter (seconds of CPU in imports), or call the code in this process")
-        super().__init__(args, *rest, **kwargs)
-
-
-@pytest.fixture(autouse=True)
-def _tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A test that costs more than its mark allows fails and says which mark it needs: the tiers stay what they
-    say because the rule is checked, not remembered."""
-    tier = next((t for t in reversed(TIERS) if request.node.get_closest_marker(t) is not None), "fast")
-    if tier != "e2e":
-        monkeypatch.setattr(engine, "runpy", _GuardedRunpy(engine.runpy))
-        monkeypatch.setattr(subprocess, "Popen", _GuardedPopen)
-    _tier[:] = [tier]
-    try:
-        yield
-    finally:
-        _tier.clear()
 
 
 # ------------------------------------------------------------------------------------------------ cost

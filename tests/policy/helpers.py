@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -20,6 +19,7 @@ from pulumi_policy import Policy
 
 from policies.rules import BY_NAME, POLICIES
 from stacks.load import environment_of_stack
+from tests import tiers
 from tests.conftest import edited_config, program_recording, recording
 from trainstack.engine import RecordedResource, Recording
 from trainstack.review import Review, Violation, resolve_config, review, run_policies
@@ -176,7 +176,7 @@ def run(source: Recording, environment: str | None = None, policies: Iterable[Po
     return review(source, environment or _environment(source.stack), policies=policies)
 
 
-@functools.cache
+@tiers.cache
 def shipped_review(stack: str, preview: bool = False) -> Review:
     """`run(shipped(stack, preview))`, once per process: many tests read the whole pack's review of a committed
     stack's own recording. A Review is frozen data (tuples of frozen violations), so sharing it is safe; a review

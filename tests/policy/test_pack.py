@@ -197,6 +197,7 @@ def _struct(value: dict[str, object]) -> struct_pb2.Struct:
     return struct
 
 
+@pytest.mark.e2e
 def test_served_pack_lists_every_rule(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
     from google.protobuf import empty_pb2
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
+from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from tests.stack.test_plan_cli import add_p5_group
 from trainstack.diff import PlanDiff, diff_reports
@@ -14,13 +14,13 @@ from trainstack.report.model import Report, build_report
 from trainstack.review import review
 
 
-@functools.cache
+@tiers.cache
 def report(stack: str) -> Report:
     rec = recording(stack)
     return build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
 
 
-@functools.cache
+@tiers.cache
 def added_group_diff() -> tuple[Report, PlanDiff, Report]:
     """(after, diff, before): prod plus a 16-node p5 group on demand, the same config the CLI tests plan."""
     config = edited_config("prod", add_p5_group)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pytest
 
 from components.efa import efa_interfaces
 from stacks.catalog import CATALOG
+from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
 
@@ -22,7 +22,7 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 SWAPS = {"p4d.24xlarge": 4, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "trn1n.32xlarge": 16}
 
 
-@functools.cache
+@tiers.cache
 def swapped(instance_type: str) -> Recording:
     def edit(raw: dict[str, Any]) -> None:
         raw["gpu_node_groups"][0]["instance_type"] = instance_type  # the only edit

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests import tiers
 from tests.conftest import recording, stack_config
 from trainstack.report import json_report
 from trainstack.report.model import build_report
@@ -24,7 +25,7 @@ def schema_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
-@functools.cache
+@tiers.cache
 def plan_json(stack: str) -> dict[str, Any]:
     rec = recording(stack)
     report = build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))

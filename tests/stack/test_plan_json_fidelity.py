@@ -4,7 +4,6 @@ as integers, the root stack step, `detailedDiff` on updates and replaces, `diagn
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import re
 from collections import Counter
@@ -14,6 +13,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests import tiers
 from tests.conftest import recording, stack_config
 from trainstack.contracts import ContractViolation
 from trainstack.diff import (
@@ -38,7 +38,7 @@ KINDS = {"add", "add-replace", "delete", "delete-replace", "update", "update-rep
 FRACTIONAL_KEY = re.compile(r"usd|Usd|Share|coverage|MbS|Gbps|minutes|hours|quantity")
 
 
-@functools.cache
+@tiers.cache
 def report(stack: str) -> Report:
     rec = recording(stack)
     return build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
@@ -54,7 +54,7 @@ def with_inputs(resource: RecordedResource, **changes: Any) -> RecordedResource:
     return dataclasses.replace(resource, inputs={**resource.inputs, **changes})
 
 
-@functools.cache
+@tiers.cache
 def changed_prod() -> tuple[dict[str, Any], Report, Report]:
     """(document, after, before): prod with its file system's deployment type (create-only) and capacity changed,
     a GPU node group's max size raised, a tag with a dotted key added and its labels removed, and one resource

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import re
 
 import pytest
 
+from tests import tiers
 from tests.conftest import recording, stack_config
 from trainstack.report import markdown
 from trainstack.report.mermaid import check, flowchart
 from trainstack.report.model import build_report
 
 
-@functools.cache
+@tiers.cache
 def comment(stack: str) -> str:
     return markdown.render(build_report(stack_config(stack), recording(stack)))
 

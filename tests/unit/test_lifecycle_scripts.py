@@ -25,10 +25,12 @@ import pytest
 from components.hyperpod import LIFECYCLE_ROOT, PROVISIONING_PARAMETERS, provisioning_parameters
 from components.slurm_validation import validation_scripts
 from stacks.schema import HyperPodSpec
+from tests.tiers import require
 
 # Real bash processes, a few dozen per case (stubs, retries, python3 for the config helpers): about half a second
-# of CPU each: the e2e tier.
+# of CPU each, which the tier guard cannot see from here (bash starts them): the e2e tier, declared.
 pytestmark = pytest.mark.e2e
+LIFECYCLE_COST = "runs the lifecycle scripts (a few dozen processes, python3 among them)"
 
 SAFE_TOOLS = (
     "bash", "python3", "cat", "grep", "sed", "awk", "tee", "mkdir", "rm", "mv", "cp", "ln", "chmod", "touch",
@@ -102,6 +104,7 @@ class Node:
     env: dict[str, str]
 
     def run(self, orchestrator: str = "slurm", **fail: str) -> subprocess.CompletedProcess[str]:
+        require("e2e", LIFECYCLE_COST)
         env = self.env | {f"STUB_FAIL_{name.replace('-', '_')}": "1" for name in fail}
         return subprocess.run(
             ["bash", str(self.bundle / "on_create.sh")], env=env, capture_output=True, text=True, timeout=60
@@ -109,6 +112,7 @@ class Node:
 
     def run_script(self, script: str, *args: str) -> None:
         """One step script on its own, as on_create.sh runs it (from the bundle directory)."""
+        require("e2e", LIFECYCLE_COST)
         subprocess.run(["bash", script, *args], cwd=self.bundle, env=self.env, check=True, capture_output=True)
 
     def calls(self) -> list[str]:
