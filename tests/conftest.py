@@ -61,8 +61,14 @@ STACKS = tuple(
 )
 
 
-def stack_document(name: str) -> dict[str, Any]:
+@functools.cache
+def _parsed_stack_file(name: str) -> dict[str, Any]:
     return yaml.safe_load((ROOT / "stacks" / f"Pulumi.{name}.yaml").read_text())
+
+
+def stack_document(name: str) -> dict[str, Any]:
+    """A committed stack file, parsed once per process; each call a fresh copy for the caller to edit."""
+    return copy.deepcopy(_parsed_stack_file(name))
 
 
 @functools.cache
@@ -72,7 +78,7 @@ def stack_config(name: str) -> StackConfig:
 
 def edited_config(name: str, edit: Callable[[dict[str, Any]], None]) -> StackConfig:
     """The named stack's `trainstack:cluster` object with `edit` applied in place, validated."""
-    raw = copy.deepcopy(stack_document(name)["config"][FULL_KEY])
+    raw = stack_document(name)["config"][FULL_KEY]
     edit(raw)
     return validate_object(raw, f"edited {name}")
 
@@ -151,7 +157,7 @@ def write_stack(
 ) -> Path:
     """`stacks/Pulumi.<base>.yaml` with `edit` applied to its `trainstack:cluster` object (and `edit_document` to
     the whole file), written as `<directory>/Pulumi.<name or base>.yaml`: the file name decides the stack."""
-    document = copy.deepcopy(stack_document(base))
+    document = stack_document(base)
     edit(document["config"][FULL_KEY])
     edit_document(document)
     path = directory / f"Pulumi.{name or base}.yaml"

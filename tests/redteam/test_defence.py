@@ -3,7 +3,6 @@ patterns explained in words, and waivers (what they may waive, and that every fo
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -44,7 +43,7 @@ def test_a_stack_file_cannot_choose_another_environment() -> None:
 
 
 def test_the_plan_refuses_a_flipped_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    document = copy.deepcopy(stack_document("prod"))
+    document = stack_document("prod")
     document["config"][FULL_KEY]["environment"] = "dev"
     path = tmp_path / "Pulumi.prod.yaml"
     path.write_text(yaml.safe_dump(document))

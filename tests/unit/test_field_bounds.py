@@ -66,7 +66,7 @@ def _located(path: str) -> tuple[str, dict[str, Any]] | None:
     """A committed stack whose document reaches `path` (missing mappings on the way are added empty), and that
     stack's cluster object."""
     for stack in STACKS:
-        raw = copy.deepcopy(stack_document(stack)["config"][FULL_KEY])
+        raw = stack_document(stack)["config"][FULL_KEY]
         node: Any = raw
         for step in path.split(".")[:-1]:
             if step.isdigit():
@@ -128,7 +128,7 @@ def test_each_bound_itself_is_accepted_by_the_field(path, model, name, field) ->
 
 
 def _group_edit(stack: str, **changes: Any) -> dict[str, Any]:
-    raw = copy.deepcopy(stack_document(stack)["config"][FULL_KEY])
+    raw = stack_document(stack)["config"][FULL_KEY]
     raw["gpu_node_groups"][0].update(changes)
     return raw
 

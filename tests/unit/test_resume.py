@@ -3,7 +3,6 @@ restart wait), the team's service account and checkpoint ConfigMap on their pods
 
 from __future__ import annotations
 
-import copy
 import re
 import subprocess
 from collections.abc import Callable
@@ -203,7 +202,7 @@ def test_bad_knobs_are_refused(knobs: dict[str, Any], error: str) -> None:
 def test_the_plan_refuses_a_bad_knob_with_exit_2_naming_the_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], knobs: dict[str, Any], where: str, says: str
 ) -> None:
-    document = copy.deepcopy(stack_document("prod"))
+    document = stack_document("prod")
     operator = document["config"][FULL_KEY]["kubernetes"]["training_operator"]
     operator["runtimes"] = {**operator.get("runtimes", {}), **knobs}
     path = tmp_path / "Pulumi.prod.yaml"
