@@ -30,7 +30,6 @@ from trainstack import engine
 
 TIERS = ("fast", "slow", "e2e")
 WHOLE_PROGRAM_DIRS = ("tests/stack", "tests/policy", "tests/redteam", "tests/report")
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -38,7 +37,7 @@ class _Running:
     """What the running test, from its setup to its teardown, is allowed and has needed so far."""
 
     tier: str | None = None  # None between tests
-    needed: set[str] = field(default_factory=set)
+    paid_e2e: bool = False  # the test (or a fixture it set up) paid for something only e2e allows
     committed_stack_run: bool = False  # a shared recording of a committed stack is running the program
     fixtures: list[str] = field(default_factory=list)  # the fixtures being set up, innermost last
     e2e_fixtures: set[str] = field(default_factory=set)  # fixtures whose setup needed e2e: their tests are e2e
@@ -51,10 +50,10 @@ _running = _Running()
 def require(tier: str, what: str) -> None:
     """The running test (or the fixture being set up) pays for `what`, which needs `tier`: fail the test,
     naming the mark it needs, when its own mark allows less."""
-    _running.needed.add(tier)
     for costs in _running.first_calls:
         costs.append((tier, what))
     if tier == "e2e":
+        _running.paid_e2e = True
         _running.e2e_fixtures.update(_running.fixtures)
     if _running.tier is not None and TIERS.index(_running.tier) < TIERS.index(tier):
         pytest.fail(f"this test {what}: mark it @pytest.mark.{tier} (docs/testing.md)", pytrace=False)
@@ -138,15 +137,16 @@ class _GuardedPopen(subprocess.Popen):  # type: ignore[type-arg]
         super().__init__(args, *rest, **kwargs)
 
 
-def tier_of(item: pytest.Item) -> str:
+def _tier_of(item: pytest.Item) -> str:
     return next((tier for tier in reversed(TIERS) if item.get_closest_marker(tier) is not None), "fast")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         directory = Path(item.path).resolve().parent
         if item.get_closest_marker("e2e") is not None or (
-            directory.is_relative_to(ROOT) and directory.relative_to(ROOT).as_posix().startswith(WHOLE_PROGRAM_DIRS)
+            directory.is_relative_to(config.rootpath)
+            and directory.relative_to(config.rootpath).as_posix().startswith(WHOLE_PROGRAM_DIRS)
         ):
             item.add_marker(pytest.mark.slow)
 
@@ -155,7 +155,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
     """The guards stand for the whole of a test, its fixtures' setup and teardown included (a module's fixtures
     are set up in its first test's setup)."""
-    _running.tier, _running.needed = tier_of(item), set()
+    _running.tier, _running.paid_e2e = _tier_of(item), False
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "runpy", _GuardedRunpy(engine.runpy))
         patch.setattr(subprocess, "Popen", _GuardedPopen)
@@ -181,7 +181,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[object]:
     result = yield
     if (
         _running.tier == "e2e"
-        and "e2e" not in _running.needed
+        and not _running.paid_e2e
         and _running.e2e_fixtures.isdisjoint(getattr(item, "fixturenames", ()))
     ):
         pytest.fail(

@@ -11,7 +11,6 @@ refusal by a mandatory violation's rule and message.
 from __future__ import annotations
 
 import copy
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,16 +98,10 @@ def test_the_corpus_is_large_and_sourced() -> None:
         assert set(refused) in ({"key", "says"}, {"policy", "says"}), case["id"]
 
 
-@functools.cache
-def _committed(stack: str) -> dict[str, Any]:
-    """The committed stack's `trainstack:cluster` object, read once (every case edits a copy)."""
-    return stack_document(stack)["config"][FULL_KEY]
-
-
 def _validated(case: dict[str, Any]) -> StackConfig:
     """The case's edited stack through the schema and the environment/stack tie (ConfigError when refused)."""
     stack = case["stack"]
-    raw = apply(_committed(stack), case.get("edit") or {})  # a copy
+    raw = apply(stack_document(stack)["config"][FULL_KEY], case.get("edit") or {})
     return check_stack(stack, validate_object(raw, f"corpus {case['id']}"), f"corpus {case['id']}")
 
 
