@@ -283,7 +283,7 @@ def _journeys(report: Report) -> Section:
     journeys = report.journeys
     holding = sum(1 for j in journeys if j.holds)
     title = ("### Journeys", "", f"{holding} of {len(journeys)} hold.", "")
-    rows = []
+    rows: list[list[str]] = []
     for j in journeys:
         step = j.broken_step
         figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
