@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+from collections import Counter
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, RetentionDays, Spec
 from stacks.schema.values import Cidr, Limits
@@ -146,6 +147,19 @@ class EksSpec(Spec):
     system_node_group: SystemNodeGroupSpec = Field(
         default_factory=SystemNodeGroupSpec, description="CPU nodes for controllers."
     )
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _distinct_admins(cls, value: list[str]) -> list[str]:
+        # Each ARN becomes one access entry, keyed by the role: a repeat would be a second entry for one principal
+        # (EKS CreateAccessEntry: ResourceInUseException). IAM role names are not case-sensitive.
+        counts = Counter(arn.lower() for arn in value)
+        repeated = sorted({arn for arn in value if counts[arn.lower()] > 1})
+        if repeated:
+            raise ValueError(
+                f"lists {repeated} more than once (IAM role names are not case-sensitive): name each role once"
+            )
+        return value
 
     @model_validator(mode="after")
     def _endpoint(self) -> Self:
