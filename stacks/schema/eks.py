@@ -7,7 +7,7 @@ from collections import Counter
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, RetentionDays, Spec
 from stacks.schema.values import Cidr, Limits
@@ -71,8 +71,11 @@ class SystemNodeGroupSpec(Spec):
         return self
 
 
-def _one_admin_role(value: str) -> str:
-    """An admin ARN is judged by what it matches: exactly one role a person (or pipeline) assumes."""
+def _one_admin_role(value: object) -> object:
+    """An admin ARN is judged by what it matches: exactly one role a person (or pipeline) assumes. Run before the
+    ARN grammar (which refuses `*` too), so a pattern is named as one."""
+    if not isinstance(value, str):
+        return value
     name = value.split(":role/", 1)[-1]
     if "*" in name or "?" in name:
         raise ValueError(
@@ -101,7 +104,7 @@ def cidr_union_addresses(cidrs: list[str]) -> int:
 AdminRoleArn = Annotated[
     str,
     Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/ml-platform-admin"]),
-    AfterValidator(_one_admin_role),
+    BeforeValidator(_one_admin_role),
 ]
 
 
