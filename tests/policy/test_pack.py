@@ -139,7 +139,6 @@ def test_main_assembles_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:
     import runpy
 
     import pulumi_policy
-
     from pulumi_policy import policy as sdk
 
     built: list[dict[str, object]] = []
