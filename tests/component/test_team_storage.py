@@ -37,6 +37,7 @@ def record():
                 checkpoints_bucket_arn=CHECKPOINTS,
                 data_key_arn="arn:aws:kms:us-east-1:123456789012:key/data",
                 checkpoints_key_arn="arn:aws:kms:us-east-1:123456789012:key/ckpt",
+                region="us-east-1",
             ),
             pulumi.ResourceOptions(providers=[aws_provider, k8s_provider]),
         )
