@@ -692,6 +692,24 @@ def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
                     FORCE_DESTROY,
                 )
             )
+            if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
+                # The exemption that lets destroy empty a VPC-only bucket stops there (components/buckets.py).
+                reading = _checks(
+                    world,
+                    deployer,
+                    identity,
+                    bucket,
+                    [("s3:GetObject", "any/object", None), ("s3:PutObject", "any/object", None)],
+                    from_vpc=False,
+                )
+                steps.append(
+                    step(
+                        f"the deployer still cannot read or write {bucket.name} from outside the VPC",
+                        reading,
+                        f"{S3_AUTH}; docs/security.md",
+                        expect=False,
+                    )
+                )
         for key, policy in world.keys.values():
             arn = str(key.outputs["arn"])
             checks = (

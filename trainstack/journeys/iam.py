@@ -258,7 +258,9 @@ def decide(req: Request) -> Decision:
         req.action,
         req.resource,
         _context(req),
-        json.loads(req.resource_policy.document) if req.resource_policy is not None else None,
+        # No resource policy is an empty one, not none at all: principalmapper skips the resource side for None,
+        # which would let a request from another account through on its identity policy alone.
+        json.loads(req.resource_policy.document) if req.resource_policy is not None else {"Statement": []},
         req.resource_account,
     )
     resource_allows = (
@@ -277,11 +279,11 @@ def decide(req: Request) -> Decision:
         return Decision(False, "no identity or resource policy statement allows it")
     if not identity_allows:
         return Decision(False, "no identity policy statement allows it (the resource policy only lets IAM grant it)")
-    assert req.resource_policy is not None  # an identity allow that does not count: the resource policy refuses it
-    return Decision(
-        False,
-        f"{req.resource_policy.label} neither names the principal nor lets its account's IAM policies grant it",
-    )
+    # An identity allow that does not count: the resource side refuses it.
+    label = req.resource_policy.label if req.resource_policy is not None else "no resource policy"
+    if req.principal.split(":")[4] != req.resource_account:
+        return Decision(False, f"{label}: nothing lets a principal of another account in")
+    return Decision(False, f"{label} neither names the principal nor lets its account's IAM policies grant it")
 
 
 def _names(statement: Mapping[str, Any], principal: str) -> bool:
