@@ -289,9 +289,12 @@ def test_condition_operators_as_documented(condition: dict[str, Any], context: d
 def test_operators_principalmapper_gets_wrong_are_refused(operator: str) -> None:
     # StringNotLike on a missing key is true in AWS and false in principalmapper 1.1.5; IpAddressIfExists and the
     # set forms of IpAddress fall into its NotIpAddress branch. A wrong answer would be worse than none.
+    unjudgeable = conditioned({operator: {"aws:SourceIp": "10.0.0.0/8"}})
+    assert operator in unjudgeable.unsupported and operator not in SUPPORTED_OPERATORS
     with pytest.raises(UnsupportedPolicy, match=operator):
-        conditioned({operator: {"aws:SourceIp": "10.0.0.0/8"}})
-    assert operator not in SUPPORTED_OPERATORS
+        allowed(unjudgeable, "s3:GetObject")
+    with pytest.raises(UnsupportedPolicy, match=operator):
+        normalised({"Statement": [{"Effect": "Deny", "Condition": {operator: {}}}]}, "x")
 
 
 def test_normalising_keeps_the_document_otherwise_whole() -> None:

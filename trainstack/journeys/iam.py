@@ -74,11 +74,15 @@ class Policy:
 
     label: str
     document: str  # JSON, normalised (`normalised`): hashable, so questions can be cached
+    unsupported: str = ""  # why principalmapper cannot judge it; a question that needs it raises UnsupportedPolicy
 
     @classmethod
     def of(cls, label: str, document: Mapping[str, Any] | str) -> Policy:
         raw = json.loads(document) if isinstance(document, str) else document
-        return cls(label, json.dumps(normalised(raw, label), sort_keys=True))
+        try:
+            return cls(label, json.dumps(normalised(raw, label), sort_keys=True))
+        except UnsupportedPolicy as error:
+            return cls(label, json.dumps(raw, sort_keys=True), str(error))
 
     @property
     def statements(self) -> list[dict[str, Any]]:
@@ -176,8 +180,7 @@ def normalised(document: Mapping[str, Any], label: str) -> dict[str, Any]:
                 if operator not in SUPPORTED_OPERATORS:
                     raise UnsupportedPolicy(
                         f"{label}: condition operator {operator} is not evaluated as AWS does by principalmapper "
-                        f"(statement {statement.get('Sid', '(no Sid)')}); supported: "
-                        + ", ".join(sorted(SUPPORTED_OPERATORS))
+                        f"(statement {statement.get('Sid', '(no Sid)')}; supported operators: docs/journeys.md)"
                     )
             statement["Condition"] = {
                 op: {key: _as_string(v) for key, v in block.items()} for op, block in condition.items()
@@ -241,7 +244,11 @@ def _matching(req: Request, policy: Policy, effect: str, *, resource_policy: boo
 
 @functools.cache
 def decide(req: Request) -> Decision:
-    """principalmapper's decision on `req` (identity and resource policies), and the endpoint policy's, explained."""
+    """principalmapper's decision on `req` (identity and resource policies), and the endpoint policy's, explained.
+    Raises UnsupportedPolicy when one of them uses an operator principalmapper would judge wrongly."""
+    for p in (*req.identity, req.resource_policy, req.endpoint_policy):
+        if p is not None and p.unsupported:
+            raise UnsupportedPolicy(p.unsupported)
     qi, _, _ = _pmapper()
     policies: list[tuple[Policy, bool]] = [(p, False) for p in req.identity]
     if req.resource_policy is not None:
