@@ -170,7 +170,7 @@ def _as_string(value: Any) -> Any:
 
 def normalised(document: Mapping[str, Any], label: str) -> dict[str, Any]:
     """`document` as principalmapper must see it to decide as AWS does (module docstring), or UnsupportedPolicy."""
-    statements = []
+    statements: list[dict[str, Any]] = []
     for statement in _statements(document):
         if statement.get("Principal") == {"AWS": "*"}:
             statement["Principal"] = "*"
@@ -213,7 +213,8 @@ def _node(principal: str, identity: tuple[Policy, ...]) -> Any:
 
     _, _, node_class = _pmapper()
     policies = [PmPolicy(principal, p.label, json.loads(p.document)) for p in identity]
-    trust = {"Version": "2012-10-17", "Statement": []} if ":role/" in principal else None  # not evaluated here
+    no_statements: list[dict[str, Any]] = []
+    trust = {"Version": "2012-10-17", "Statement": no_statements} if ":role/" in principal else None  # not judged
     return node_class(principal, f"ID-{principal}", policies, None, trust, None, 0, False, False, None, False, None)
 
 
