@@ -256,6 +256,7 @@ team_storage = TeamStorageAccess(
         checkpoints_bucket_arn=data.checkpoints_bucket_arn,
         data_key_arn=data.kms_key_arn,
         checkpoints_key_arn=data.checkpoints_kms_key_arn,
+        region=stack.region,
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("team-storage")),
 )
@@ -425,6 +426,7 @@ if sagemaker_spec.training_job_role:
             security_group_ids=[network.efa_security_group_id, network.workload_security_group_id],
             fsx_arn=lustre.arn if lustre else None,
             kms_key_arn=data.kms_key_arn,
+            checkpoints_kms_key_arn=data.checkpoints_kms_key_arn,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("sagemaker-training")),
     )
