@@ -28,6 +28,20 @@ class AuthenticationMode(StrEnum):
 
 ADDON_VERSION = r"^v\d+\.\d+\.\d+-eksbuild\.\d+$"
 
+# Versions EKS still creates clusters on as of 2026-11-29 (EKS release calendar; endoflife.date/amazon-eks):
+# 1.35 and 1.36 on standard support, 1.34 until 2026-12-02, 1.32-1.33 on extended support only; 1.31 left
+# extended support on 2026-11-26. The policy pack (eks-version-allowed) narrows this to standard support.
+KubernetesVersion = Literal["1.32", "1.33", "1.34", "1.35", "1.36"]
+
+# A node group's own Kubernetes version (EKS Nodegroup `version`): left out, the cluster's at the group's creation,
+# kept after that (components ignore later changes), so moving eks.version moves the control plane alone and each
+# group moves when its own key is set: the upgrade recipe's separate steps (docs/day2.md).
+NODE_KUBERNETES_VERSION_HELP = (
+    "Kubernetes minor version of the group's nodes. Left out: the cluster's (eks.version) when the group is "
+    "created, and the group keeps it when eks.version moves; set it to move the group after the control plane "
+    "(never newer than eks.version, at most 3 minors older; docs/day2.md, Upgrade EKS)."
+)
+
 
 class EksAddonVersions(Spec):
     """EKS managed add-on versions, pinned (`aws eks describe-addon-versions` lists them per cluster version)."""
@@ -61,6 +75,7 @@ class SystemNodeGroupSpec(Spec):
     ami_release_version: AmiReleaseVersion | None = Field(
         default=None, description="Pinned EKS AL2023 AMI release (e.g. 1.36.0-20260915); left out, the newest."
     )
+    kubernetes_version: KubernetesVersion | None = Field(default=None, description=NODE_KUBERNETES_VERSION_HELP)
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:
@@ -111,10 +126,9 @@ AdminRoleArn = Annotated[
 class EksSpec(Spec):
     """The EKS control plane and its core add-ons."""
 
-    # Versions EKS still creates clusters on as of 2026-11-29 (EKS release calendar; endoflife.date/amazon-eks):
-    # 1.35 and 1.36 on standard support, 1.34 until 2026-12-02, 1.32-1.33 on extended support only; 1.31 left
-    # extended support on 2026-11-26. The policy pack (eks-version-allowed) narrows this to standard support.
-    version: Literal["1.32", "1.33", "1.34", "1.35", "1.36"] = Field(description="Kubernetes minor version.")
+    version: KubernetesVersion = Field(
+        description="Kubernetes minor version of the control plane (node groups keep their own: kubernetes_version)."
+    )
     support_type: Literal["STANDARD", "EXTENDED"] = Field(
         default="STANDARD", description="Upgrade policy; EXTENDED support is billed extra per cluster hour."
     )
