@@ -349,6 +349,23 @@ def _secret_problem(loc: Path_, origins: Mapping[Path_, Origin]) -> Problem:
     )
 
 
+def secret_refusal(source: str) -> str:
+    """Why the program refuses a `trainstack:cluster` holding an encrypted value under the real CLI: it would be
+    decrypted into resource inputs and the state in plain text (__main__.py)."""
+    return ConfigError(
+        source,
+        [
+            Problem(
+                FULL_KEY,
+                _MISSING,
+                "holds an encrypted Pulumi secret (`secure:`): Pulumi hands the program the whole object decrypted, "
+                "and every value in it would reach resource inputs and the state in plain text. trainstack's "
+                "settings hold no secrets: remove the `secure:` value (keep secrets in their own config keys)",
+            )
+        ],
+    ).render()
+
+
 def _problems_all(error: ValidationError, origins: Mapping[Path_, Origin]) -> list[Problem]:
     return [problem for _, problem in _problems(error, origins)]
 
