@@ -2,7 +2,6 @@
 compose the components, export what exists. Every decision lives in `stacks/` (what) or `components/`
 (how); this file only wires them together."""
 
-
 import pulumi
 
 from components.buckets import DataBuckets, DataBucketsArgs
