@@ -111,7 +111,8 @@ mutate: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Mutati
 
 # The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
 # it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.
-# With STACK=<name> (CI) it is fetched only when that stack runs HyperPod on EKS.
+# With STACK=<name> (CI) it is fetched only when that stack runs HyperPod on EKS; HYPERPOD_CHART_MIRROR=<git URL>
+# clones the same tag from a mirror (a runner without GitHub access; the day-one dry run's local repository).
 hyperpod-chart: $(VENV)/.synced
 	@if [ -n "$(filter command line environment,$(origin STACK))" ]; then \
 	  code=0; $(VENV)/bin/python -c 'import sys; from stacks.load import load_file, stack_file; sys.exit(0 if load_file(stack_file(sys.argv[1])).hyperpod_on_eks else 3)' "$(STACK)" || code=$$?; \
@@ -121,7 +122,7 @@ hyperpod-chart: $(VENV)/.synced
 hyperpod-chart-fetch: $(VENV)/.synced
 	@set -e; eval "$$($(VENV)/bin/python -c 'from components.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
 	rm -rf .hyperpod-chart/$$TAG; \
-	git clone --quiet --depth 1 --branch $$TAG $$REPO .hyperpod-chart/$$TAG; \
+	git clone --quiet --depth 1 --branch $$TAG "$${HYPERPOD_CHART_MIRROR:-$$REPO}" .hyperpod-chart/$$TAG; \
 	helm dependency update .hyperpod-chart/$$TAG/$$CHART
 
 clean:
