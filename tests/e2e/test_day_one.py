@@ -67,11 +67,6 @@ class Machine:
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def _uv_cache() -> str:
-    done = subprocess.run([str(ROOT / ".tools" / "bin" / "uv"), "cache", "dir"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else str(Path.home() / ".cache" / "uv")
-
-
 def _chart_mirror(directory: Path) -> Path:
     """A git repository with the HyperPod chart's tag and a Chart.yaml where the release looks for it: what `make
     hyperpod-chart` clones in place of GitHub's (HYPERPOD_CHART_MIRROR)."""
@@ -96,12 +91,13 @@ def new_machine(home: Path) -> Machine:
         wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STUBS / f"{tool}.py"}" "$@"\n')
         wrapper.chmod(0o755)
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if ".venv" not in p and ".tools" not in p]
+    # The machine's own environment (its package index settings, certificates, caches), less this checkout's
+    # virtualenvs, with the stubs first on PATH.
+    inherited = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     env = {
+        **inherited,
         "PATH": os.pathsep.join([str(bin_dir), *path]),
-        "HOME": str(home),
         "LANG": "C.UTF-8",
-        "UV_CACHE_DIR": _uv_cache(),  # the machine's package cache, so the clone installs without downloads
-        "PIP_CACHE_DIR": str(Path.home() / ".cache" / "pip"),
         "PULUMI_STUB_STATE": str(home / "pulumi-state.json"),
         "PULUMI_STUB_LOG": str(home / "pulumi.log"),
         "AWS_STUB_LOG": str(home / "aws.log"),
@@ -109,7 +105,6 @@ def new_machine(home: Path) -> Machine:
         "HYPERPOD_CHART_MIRROR": str(_chart_mirror(home / "hyperpod-cli")),
         "EDITOR": "true",  # the reader's edit of the example values: the dry run keeps them
         "PULUMI_STUB_TERMINAL": "1",  # a person at a terminal answers `pulumi up`'s prompt
-        "CI": os.environ.get("CI", ""),
     }
     return Machine(home, home / "trainstack", env)
 
