@@ -49,12 +49,9 @@ def parse(argv: list[str]) -> tuple[str, list[str], dict[str, list[str]]]:
         word = argv[i]
         if word.startswith("-"):
             name, _, inline = word.lstrip("-").partition("=")
-            allowed = {
-                **COMMANDS[""],
-                **COMMANDS.get(command, {}),
-                **(COMMANDS["stack"] if command.startswith("stack") else {}),
-            }
-            by_short = {short: long for long, short in allowed.items() if short}
+            inherited = COMMANDS["stack"] if command.startswith("stack ") else {}
+            allowed = {**COMMANDS[""], **inherited, **COMMANDS.get(command, {})}
+            by_short = {flag["short"]: long for long, flag in allowed.items() if flag["short"]}
             if not word.startswith("--"):
                 name = by_short.get(name, "")
             if name not in allowed:
