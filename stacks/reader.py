@@ -285,7 +285,11 @@ class _Builder:
             self.refuse(
                 path, node, f"{node.value} is not a finite number: give a finite value (`.inf` and `.nan` are not JSON)"
             )
-        elif node.style is None and (reason := pulumi_reads_otherwise(node.value, value)):
+        elif (
+            isinstance(node, ScalarNode)
+            and node.style is None
+            and (reason := pulumi_reads_otherwise(node.value, value))
+        ):
             self.refuse(path, node, reason)
         return value
 

@@ -50,6 +50,7 @@ VARIABLES = {
     "vars.AWS_DEPLOY_ROLE_ARN": "arn:aws:iam::111122223333:role/trainstack-deploy",
     "github.token": "ghs_example",
     "github.event.pull_request.number": "35",
+    "runner.os": "Linux",
 }
 SUPPORTED_PYTHONS = ("3.11", "3.12", "3.13")
 
@@ -219,6 +220,10 @@ def evaluate(text: str, matrix: dict[str, str]) -> str:
             return matrix[expression.removeprefix("matrix.")]
         if expression in VARIABLES:
             return VARIABLES[expression]
+        if files := re.fullmatch(r"hashFiles\((.*)\)", expression):  # cache keys: the files must exist
+            names = [n.strip(" '\"") for n in files.group(1).split(",")]
+            assert all((ROOT / n).is_file() for n in names), names
+            return "hash"
         raise AssertionError(f"the dry run does not know ${{{{ {expression} }}}}: teach it (VARIABLES)")
 
     return re.sub(r"\$\{\{(.*?)\}\}", one, str(text))
