@@ -318,7 +318,9 @@ def workflows_dry_run(machine: Machine) -> None:
         run_job(machine, deploy, {"stack": stack})
 
     calls = [c["argv"] for c in machine.log("pulumi")[before:]]
-    assert [(c[0], c[2]) for c in calls] == [("preview", s) for s in STACKS] + [
+    order = list(preview["strategy"]["matrix"]["stack"])
+    assert sorted(order) == sorted(STACKS) and deploy["strategy"]["matrix"]["stack"] == ["dev", "staging", "prod"]
+    assert [(c[0], c[2]) for c in calls] == [("preview", s) for s in order] + [
         ("up", s) for s in ("dev", "staging", "prod")
     ]
     assert all(f"policies/config/{c[2]}.json" in c for c in calls)
