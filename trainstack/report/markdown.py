@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
 from trainstack.report.changes import entries
+from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
@@ -22,22 +23,6 @@ from trainstack.report.text import (
     system_lines,
 )
 from trainstack.report.time_to_ready import minutes
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-MAX_ROWS = 40  # rows of one table in the comment; the rest are counted (the JSON has them all)
-
-
-def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]], limit: int = MAX_ROWS) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:limit]]
-    if len(rows) > limit:
-        more = [f"… {len(rows) - limit} more rows: see `--format json`"] + [""] * (len(headers) - 1)
-        lines.append("| " + " | ".join(more) + " |")
-    return lines
 
 
 def diff_note() -> str:

@@ -5,45 +5,17 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, verdict
 from trainstack.report.changes import entries
+from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
 from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
 from trainstack.report.time_to_ready import minutes
-
-
-@dataclass(frozen=True)
-class Style:
-    """ANSI styling, or none."""
-
-    color: bool
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def ok(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def warn(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def bad(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def heading(self, text: str) -> str:
-        return self._wrap("1;36", text)
 
 
 def next_steps(stack: str, environment: str) -> list[str]:

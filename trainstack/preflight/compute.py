@@ -1,0 +1,301 @@
+"""Whether the nodes can launch (EC2, Service Quotas): each type offered in its AZ, the vCPU quotas at max size
+with what already runs, and each reservation or Capacity Block (its type, AZ, state, free instances)."""
+
+from __future__ import annotations
+
+import datetime
+from collections import defaultdict
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from stacks.account_rules import (
+    QuotaClass,
+    QuotaDemand,
+    Reservation,
+    offering_problem,
+    quota_class,
+    quota_problem,
+    reservation_problems,
+)
+from stacks.catalog import CATALOG
+from stacks.schema import CapacityType
+from trainstack.preflight.aws import error_code
+from trainstack.preflight.context import Context, attempt, verdict
+from trainstack.preflight.model import Check, Status
+
+FAMILY = "compute"
+EKS_CLUSTER_TAG = "eks:cluster-name"  # EKS tags managed node group instances with their cluster's name
+
+
+def offered_zones(ctx: Context, instance_type: str) -> list[str]:
+    answer = ctx.ask(
+        FAMILY,
+        "ec2",
+        "DescribeInstanceTypeOfferings",
+        LocationType="availability-zone",
+        Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+    )
+    return sorted({o["Location"] for o in answer["InstanceTypeOfferings"]})
+
+
+def offering_checks(ctx: Context) -> list[Check]:
+    checks: list[Check] = []
+    zones: dict[str, list[str]] = {}
+    for i, group in enumerate(ctx.cluster.gpu_node_groups):
+        key = f"gpu_node_groups[{i}].availability_zone"
+        asked = f"ec2:DescribeInstanceTypeOfferings {group.instance_type}"
+        title = f"{group.instance_type} is offered in {group.availability_zone} (group {group.name})"
+
+        def judge(group: Any = group, key: str = key, asked: str = asked, title: str = title) -> Check:
+            if group.instance_type not in zones:
+                zones[group.instance_type] = offered_zones(ctx, group.instance_type)
+            found = zones[group.instance_type]
+            problem = offering_problem(key, group.instance_type, group.availability_zone, found)
+            return Check(
+                id=f"compute.offering.{group.name}",
+                family=FAMILY,
+                title=title,
+                status=verdict(problem),
+                asked=asked,
+                answer=problem or f"offered in {', '.join(found)}",
+                action="" if problem is None else "move the group or change its type (or search: preflight --capacity)",
+                key=key,
+            )
+
+        checks.append(attempt(FAMILY, f"compute.offering.{group.name}", title, key, asked, judge))
+    system = ctx.cluster.eks.system_node_group.instance_type
+    asked = f"ec2:DescribeInstanceTypeOfferings {system}"
+    title = f"{system} (system nodes) is offered in every network AZ"
+
+    def judge_system() -> Check:
+        found = zones.get(system) or offered_zones(ctx, system)
+        problems = [
+            p
+            for az in ctx.cluster.network.availability_zones
+            if (p := offering_problem("eks.system_node_group.instance_type", system, az, found))
+        ]
+        return Check(
+            id="compute.offering.system",
+            family=FAMILY,
+            title=title,
+            status=Status.FAILED if problems else Status.PASSED,
+            asked=asked,
+            answer=problems[0] if problems else f"offered in {', '.join(found)}",
+            action="pick a system type offered in every AZ of network.availability_zones" if problems else "",
+            key="eks.system_node_group.instance_type",
+        )
+
+    checks.append(attempt(FAMILY, "compute.offering.system", title, "eks.system_node_group.instance_type", asked,
+                          judge_system))  # fmt: skip
+    return checks
+
+
+# ------------------------------------------------------------------------------------------------- quotas
+
+
+def demands(ctx: Context, system_vcpus: int) -> dict[tuple[str, bool], list[QuotaDemand]]:
+    """vCPUs at max size per (quota class label, spot), for groups that launch On-Demand or Spot. Groups on a
+    reservation or Capacity Block launch into capacity already held (judged by the reservation check) and are
+    left out: the quota counted when the reservation was made (verify against the EC2 guide's quota pages)."""
+    found: dict[tuple[str, bool], list[QuotaDemand]] = defaultdict(list)
+    for i, group in enumerate(ctx.cluster.gpu_node_groups):
+        if group.capacity.reserved:
+            continue
+        found_class = quota_class(group.instance_type)
+        if found_class is None:
+            continue
+        spot = group.capacity.type is CapacityType.SPOT
+        vcpus = CATALOG[group.instance_type].vcpus
+        found[(found_class.label, spot)].append(QuotaDemand(f"gpu_node_groups[{i}]", group.instance_type,
+                                                            group.max_size, vcpus))  # fmt: skip
+    system = ctx.cluster.eks.system_node_group
+    system_class = quota_class(system.instance_type)
+    if system_class is not None:
+        found[(system_class.label, False)].append(
+            QuotaDemand("eks.system_node_group", system.instance_type, system.max_size, system_vcpus)
+        )
+    return found
+
+
+def _classes() -> dict[str, QuotaClass]:
+    from stacks.account_rules import QUOTA_CLASSES
+
+    return {c.label: c for _, c in QUOTA_CLASSES}
+
+
+def _instance_vcpus(instance: dict[str, Any]) -> int:
+    cpu = instance.get("CpuOptions") or {}
+    return int(cpu.get("CoreCount", 0)) * int(cpu.get("ThreadsPerCore", 1))
+
+
+def running_elsewhere(ctx: Context) -> dict[tuple[str, bool], int]:
+    """vCPUs of pending and running instances outside this stack's cluster, per (quota class, spot)."""
+    answer = ctx.ask(
+        FAMILY, "ec2", "DescribeInstances", Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
+    )
+    used: dict[tuple[str, bool], int] = defaultdict(int)
+    for reservation in answer.get("Reservations", []):
+        for instance in reservation.get("Instances", []):
+            tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
+            if tags.get(EKS_CLUSTER_TAG) == ctx.cluster.name:
+                continue
+            lifecycle = instance.get("InstanceLifecycle", "")
+            found_class = quota_class(instance.get("InstanceType", ""))
+            if found_class is None or lifecycle not in ("", "spot"):
+                continue
+            used[(found_class.label, lifecycle == "spot")] += _instance_vcpus(instance)
+    return used
+
+
+def quota_value(ctx: Context, code: str) -> tuple[float, str]:
+    """(value, name) of an EC2 quota: the applied value, or AWS's default where none was ever applied."""
+    try:
+        quota = ctx.ask(FAMILY, "service-quotas", "GetServiceQuota", ServiceCode="ec2", QuotaCode=code)["Quota"]
+    except ClientError as error:
+        if error_code(error) != "NoSuchResourceException":
+            raise
+        quota = ctx.ask(FAMILY, "service-quotas", "GetAWSDefaultServiceQuota", ServiceCode="ec2", QuotaCode=code)[
+            "Quota"
+        ]
+    return float(quota["Value"]), str(quota.get("QuotaName", ""))
+
+
+def quota_checks(ctx: Context) -> list[Check]:
+    system = ctx.cluster.eks.system_node_group.instance_type
+    title = "vCPU quotas cover every group at max size"
+    try:
+        types = ctx.ask(FAMILY, "ec2", "DescribeInstanceTypes", InstanceTypes=[system])["InstanceTypes"]
+        system_vcpus = int(types[0]["VCpuInfo"]["DefaultVCpus"]) if types else 0
+        wanted = demands(ctx, system_vcpus)
+        others = running_elsewhere(ctx)
+    except Exception as error:
+        return [_unchecked("compute.quota", title, "ec2:DescribeInstanceTypes, ec2:DescribeInstances", error)]
+    classes = _classes()
+    checks: list[Check] = []
+    for (label, spot), demand in sorted(wanted.items()):
+        found_class = classes[label]
+        name, code = (found_class.spot_name, found_class.spot_code) if spot else (
+            found_class.on_demand_name, found_class.on_demand_code)  # fmt: skip
+        id_ = f"compute.quota.{label.lower().replace(' ', '-')}{'-spot' if spot else ''}"
+        asked = f"service-quotas:GetServiceQuota ec2 {code}; ec2:DescribeInstances"
+        title_ = f"'{name}' covers the stack"
+
+        def judge(name: str = name, code: str = code, demand: list[QuotaDemand] = demand, label: str = label,
+                  spot: bool = spot, id_: str = id_, asked: str = asked, title_: str = title_) -> Check:  # fmt: skip
+            value, returned = quota_value(ctx, code)
+            if returned and returned != name:
+                return Check(id_, FAMILY, title_, Status.ERROR, asked,
+                             f"quota {code} is '{returned}' in this account, not '{name}': trainstack's quota table "
+                             "is wrong for it", "report it; check the quota in the Service Quotas console")  # fmt: skip
+            problem = quota_problem(name, code, value, demand, others.get((label, spot), 0))
+            need = sum(d.vcpus for d in demand)
+            return Check(
+                id=id_,
+                family=FAMILY,
+                title=title_,
+                status=verdict(problem),
+                asked=asked,
+                answer=problem
+                or f"{value:,.0f} vCPUs; the stack needs {need:,} at max size, {others.get((label, spot), 0):,} run "
+                "outside it",
+                action="" if problem is None else "request the increase (approval can take days)",
+                key=demand[0].who,
+            )
+
+        checks.append(attempt(FAMILY, id_, title_, demand[0].who, asked, judge))
+    return checks
+
+
+def _unchecked(id_: str, title: str, asked: str, error: Exception) -> Check:
+    from trainstack.preflight.aws import AskFailed
+
+    if not isinstance(error, AskFailed):
+        raise error
+    return Check(id_, FAMILY, title, Status.ERROR, asked, str(error),
+                 "fix access and run preflight again; until then this is unchecked")  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------- reservations
+
+
+def reservation(raw: dict[str, Any]) -> Reservation:
+    def when(value: Any) -> datetime.datetime | None:
+        return value if isinstance(value, datetime.datetime) else None
+
+    return Reservation(
+        id=raw["CapacityReservationId"],
+        instance_type=raw.get("InstanceType", ""),
+        availability_zone=raw.get("AvailabilityZone", ""),
+        state=raw.get("State", ""),
+        reservation_type=raw.get("ReservationType", "default"),
+        total=int(raw.get("TotalInstanceCount", 0)),
+        available=int(raw.get("AvailableInstanceCount", 0)),
+        tenancy=raw.get("Tenancy", "default"),
+        platform=raw.get("InstancePlatform", ""),
+        start=when(raw.get("StartDate")),
+        end=when(raw.get("EndDate")),
+        placement_group_arn=raw.get("PlacementGroupArn"),
+    )
+
+
+def find_reservation(ctx: Context, reservation_id: str) -> Reservation | None:
+    try:
+        found = ctx.ask(FAMILY, "ec2", "DescribeCapacityReservations", CapacityReservationIds=[reservation_id])
+    except ClientError as error:
+        if error_code(error) in ("InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"):
+            return None
+        raise
+    items = found.get("CapacityReservations", [])
+    return reservation(items[0]) if items else None
+
+
+def reservation_checks(ctx: Context) -> list[Check]:
+    checks: list[Check] = []
+    for i, group in enumerate(ctx.cluster.gpu_node_groups):
+        capacity = group.capacity
+        if not capacity.reserved or capacity.reservation_id is None:
+            continue
+        key = f"gpu_node_groups[{i}].capacity"
+        asked = f"ec2:DescribeCapacityReservations {capacity.reservation_id}"
+        kind = "Capacity Block" if capacity.type is CapacityType.CAPACITY_BLOCK else "reservation"
+        title = f"{kind} {capacity.reservation_id} can hold group {group.name}"
+
+        def judge(group: Any = group, key: str = key, asked: str = asked, title: str = title) -> Check:
+            rid = str(group.capacity.reservation_id)
+            found = find_reservation(ctx, rid)
+            problems = reservation_problems(
+                key,
+                group.instance_type,
+                group.availability_zone,
+                group.capacity.type is CapacityType.CAPACITY_BLOCK,
+                group.capacity.reservation_placement_group,
+                group.desired_size,
+                found,
+                rid,
+            )
+            status = Status.FAILED if problems else Status.PASSED
+            answer = "; ".join(problems)
+            action = "fix the reservation or the group's capacity settings" if problems else ""
+            if found is not None and not problems:
+                ends = f", ends {found.end:%Y-%m-%d %H:%M} UTC" if found.end else ""
+                answer = (
+                    f"{found.id}: {found.state} {found.reservation_type}, {found.instance_type} in "
+                    f"{found.availability_zone}, {found.available} of {found.total} free{ends}"
+                )
+                if found.available < group.max_size:
+                    status = Status.WARNING
+                    action = f"scaling past {found.available} nodes (max_size {group.max_size}) will not launch"
+                elif found.end is not None and found.end - ctx.now < datetime.timedelta(days=7):
+                    status = Status.WARNING
+                    action = "it ends within a week: its instances stop then"
+            return Check(f"compute.reservation.{group.name}", FAMILY, title, status, asked, answer, action,
+                         f"{key}.reservation_id")  # fmt: skip
+
+        checks.append(attempt(FAMILY, f"compute.reservation.{group.name}", title, f"{key}.reservation_id", asked,
+                              judge))  # fmt: skip
+    return checks
+
+
+def checks(ctx: Context) -> list[Check]:
+    return [*offering_checks(ctx), *quota_checks(ctx), *reservation_checks(ctx)]
