@@ -25,7 +25,9 @@ AUTOSCALING_ROLE_PATH = "/aws-service-role/autoscaling.amazonaws.com/"
 AUTOSCALING_SERVICE_LINKED_ROLE = AUTOSCALING_ROLE_PATH.lstrip("/") + AUTOSCALING_ROLE_NAME
 CREATE_AUTOSCALING_ROLE = "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com"
 
-_ARN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):(?P<account>\d{12})?:")
+_ARN = re.compile(
+    r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):(?P<account>\d{12})?:"
+)
 
 
 def account_of(arn: str) -> str | None:
@@ -65,7 +67,7 @@ def caller_admin_problem(caller_arn: str, admin_role_arns: Sequence[str]) -> str
     carries no role path, so a role is matched by account and name (names are unique in an account)."""
     session = caller_role(caller_arn)
     if session is not None:
-        for index, arn in enumerate(admin_role_arns):
+        for arn in admin_role_arns:
             if account_of(arn) == session[0] and role_name(arn) == session[1]:
                 return None
     return (
@@ -143,20 +145,37 @@ class QuotaClass:
 # the majority is kept, and preflight compares the name AWS returns for each code with the name here, so a wrong
 # code fails loudly instead of judging another quota.
 QUOTA_CLASSES: tuple[tuple[tuple[str, ...], QuotaClass], ...] = (
-    (("trn",), QuotaClass("Trn", "Running On-Demand Trn instances", "L-2C3B7624", "All Trn Spot Instance Requests",
-                          "L-6B0D517C")),
-    (("p",), QuotaClass("P", "Running On-Demand P instances", "L-417A185B", "All P Spot Instance Requests",
-                        "L-7212CCBC")),
-    (("g", "vt"), QuotaClass("G and VT", "Running On-Demand G and VT instances", "L-DB2E81BA",
-                             "All G and VT Spot Instance Requests", "L-3819A6DF")),
-    (("a", "c", "d", "h", "i", "m", "r", "t", "z"), QuotaClass(
-        "Standard",
-        "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
-        "L-1216C47A",
-        "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests",
-        "L-34B43A08",
-    )),
-)  # fmt: skip
+    (
+        ("trn",),
+        QuotaClass(
+            "Trn", "Running On-Demand Trn instances", "L-2C3B7624", "All Trn Spot Instance Requests", "L-6B0D517C"
+        ),
+    ),
+    (
+        ("p",),
+        QuotaClass("P", "Running On-Demand P instances", "L-417A185B", "All P Spot Instance Requests", "L-7212CCBC"),
+    ),
+    (
+        ("g", "vt"),
+        QuotaClass(
+            "G and VT",
+            "Running On-Demand G and VT instances",
+            "L-DB2E81BA",
+            "All G and VT Spot Instance Requests",
+            "L-3819A6DF",
+        ),
+    ),
+    (
+        ("a", "c", "d", "h", "i", "m", "r", "t", "z"),
+        QuotaClass(
+            "Standard",
+            "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
+            "L-1216C47A",
+            "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests",
+            "L-34B43A08",
+        ),
+    ),
+)
 # Families with quotas of their own that a first letter above would misfile (DL, HPC and Inf start with d, h, i).
 _OWN_QUOTA = ("dl", "hpc", "inf", "u-", "x", "f")
 
@@ -324,7 +343,9 @@ def subnet_problems(
     if found.availability_zone != availability_zone:
         problems.append(f"{key} = {subnet_id} is in {found.availability_zone}, not {availability_zone}")
     if found.maps_public_ip:
-        problems.append(f"{key} = {subnet_id} maps public IPs on launch: nodes there would be reachable; use a private one")
+        problems.append(
+            f"{key} = {subnet_id} maps public IPs on launch: nodes there would be reachable; use a private one"
+        )
     if found.free_addresses < nodes * per_node:
         problems.append(
             f"{key} = {subnet_id} has {found.free_addresses:,} free addresses, but {nodes} nodes at max size need up "

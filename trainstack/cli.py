@@ -39,6 +39,8 @@ from stacks.schema import StackConfig, json_schema
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
+from trainstack.preflight.command import add_parsers as preflight_parsers
+from trainstack.preflight.command import run as preflight
 from trainstack.report.model import Report
 from trainstack.review import Violation
 
@@ -99,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
     schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")
+    preflight_parsers(commands)  # `preflight` and `capacity`: the account's state, read-only (trainstack/preflight/)
     return parser
 
 
@@ -419,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line, in-process: returns the exit code instead of exiting."""
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
-        code = plan(args) if args.command == "plan" else schema(args)
+        code = {"plan": plan, "schema": schema}.get(args.command, preflight)(args)
     except KeyboardInterrupt:
         return report_interrupt()
     except BaseException as error:  # every failure ends in one line and a documented code

@@ -10,6 +10,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from stacks.account_rules import (
+    QUOTA_CLASSES,
     QuotaClass,
     QuotaDemand,
     Reservation,
@@ -20,11 +21,14 @@ from stacks.account_rules import (
 )
 from stacks.catalog import CATALOG
 from stacks.schema import CapacityType
-from trainstack.preflight.aws import error_code
+from trainstack.preflight.aws import AskFailed, error_code
 from trainstack.preflight.context import Context, attempt, verdict
 from trainstack.preflight.model import Check, Status
 
 FAMILY = "compute"
+# Client scope of the reservation calls (Account.overrides): the tests answer them with botocore's Stubber, since
+# moto's server has no capacity reservations, while the rest of the family's EC2 calls go to moto.
+RESERVATIONS = "reservations"
 EKS_CLUSTER_TAG = "eks:cluster-name"  # EKS tags managed node group instances with their cluster's name
 
 
@@ -86,8 +90,9 @@ def offering_checks(ctx: Context) -> list[Check]:
             key="eks.system_node_group.instance_type",
         )
 
-    checks.append(attempt(FAMILY, "compute.offering.system", title, "eks.system_node_group.instance_type", asked,
-                          judge_system))  # fmt: skip
+    checks.append(
+        attempt(FAMILY, "compute.offering.system", title, "eks.system_node_group.instance_type", asked, judge_system)
+    )
     return checks
 
 
@@ -107,8 +112,9 @@ def demands(ctx: Context, system_vcpus: int) -> dict[tuple[str, bool], list[Quot
             continue
         spot = group.capacity.type is CapacityType.SPOT
         vcpus = CATALOG[group.instance_type].vcpus
-        found[(found_class.label, spot)].append(QuotaDemand(f"gpu_node_groups[{i}]", group.instance_type,
-                                                            group.max_size, vcpus))  # fmt: skip
+        found[(found_class.label, spot)].append(
+            QuotaDemand(f"gpu_node_groups[{i}]", group.instance_type, group.max_size, vcpus)
+        )
     system = ctx.cluster.eks.system_node_group
     system_class = quota_class(system.instance_type)
     if system_class is not None:
@@ -119,8 +125,6 @@ def demands(ctx: Context, system_vcpus: int) -> dict[tuple[str, bool], list[Quot
 
 
 def _classes() -> dict[str, QuotaClass]:
-    from stacks.account_rules import QUOTA_CLASSES
-
     return {c.label: c for _, c in QUOTA_CLASSES}
 
 
@@ -175,19 +179,37 @@ def quota_checks(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     for (label, spot), demand in sorted(wanted.items()):
         found_class = classes[label]
-        name, code = (found_class.spot_name, found_class.spot_code) if spot else (
-            found_class.on_demand_name, found_class.on_demand_code)  # fmt: skip
+        name, code = (
+            (found_class.spot_name, found_class.spot_code)
+            if spot
+            else (found_class.on_demand_name, found_class.on_demand_code)
+        )
         id_ = f"compute.quota.{label.lower().replace(' ', '-')}{'-spot' if spot else ''}"
         asked = f"service-quotas:GetServiceQuota ec2 {code}; ec2:DescribeInstances"
         title_ = f"'{name}' covers the stack"
 
-        def judge(name: str = name, code: str = code, demand: list[QuotaDemand] = demand, label: str = label,
-                  spot: bool = spot, id_: str = id_, asked: str = asked, title_: str = title_) -> Check:  # fmt: skip
+        def judge(
+            name: str = name,
+            code: str = code,
+            demand: list[QuotaDemand] = demand,
+            label: str = label,
+            spot: bool = spot,
+            id_: str = id_,
+            asked: str = asked,
+            title_: str = title_,
+        ) -> Check:
             value, returned = quota_value(ctx, code)
             if returned and returned != name:
-                return Check(id_, FAMILY, title_, Status.ERROR, asked,
-                             f"quota {code} is '{returned}' in this account, not '{name}': trainstack's quota table "
-                             "is wrong for it", "report it; check the quota in the Service Quotas console")  # fmt: skip
+                return Check(
+                    id_,
+                    FAMILY,
+                    title_,
+                    Status.ERROR,
+                    asked,
+                    f"quota {code} is '{returned}' in this account, not '{name}': trainstack's quota table "
+                    "is wrong for it",
+                    "report it; check the quota in the Service Quotas console",
+                )
             problem = quota_problem(name, code, value, demand, others.get((label, spot), 0))
             need = sum(d.vcpus for d in demand)
             return Check(
@@ -208,12 +230,17 @@ def quota_checks(ctx: Context) -> list[Check]:
 
 
 def _unchecked(id_: str, title: str, asked: str, error: Exception) -> Check:
-    from trainstack.preflight.aws import AskFailed
-
     if not isinstance(error, AskFailed):
         raise error
-    return Check(id_, FAMILY, title, Status.ERROR, asked, str(error),
-                 "fix access and run preflight again; until then this is unchecked")  # fmt: skip
+    return Check(
+        id_,
+        FAMILY,
+        title,
+        Status.ERROR,
+        asked,
+        str(error),
+        "fix access and run preflight again; until then this is unchecked",
+    )
 
 
 # ----------------------------------------------------------------------------------------------- reservations
@@ -241,7 +268,7 @@ def reservation(raw: dict[str, Any]) -> Reservation:
 
 def find_reservation(ctx: Context, reservation_id: str) -> Reservation | None:
     try:
-        found = ctx.ask(FAMILY, "ec2", "DescribeCapacityReservations", CapacityReservationIds=[reservation_id])
+        found = ctx.ask(RESERVATIONS, "ec2", "DescribeCapacityReservations", CapacityReservationIds=[reservation_id])
     except ClientError as error:
         if error_code(error) in ("InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"):
             return None
@@ -289,11 +316,20 @@ def reservation_checks(ctx: Context) -> list[Check]:
                 elif found.end is not None and found.end - ctx.now < datetime.timedelta(days=7):
                     status = Status.WARNING
                     action = "it ends within a week: its instances stop then"
-            return Check(f"compute.reservation.{group.name}", FAMILY, title, status, asked, answer, action,
-                         f"{key}.reservation_id")  # fmt: skip
+            return Check(
+                f"compute.reservation.{group.name}",
+                FAMILY,
+                title,
+                status,
+                asked,
+                answer,
+                action,
+                f"{key}.reservation_id",
+            )
 
-        checks.append(attempt(FAMILY, f"compute.reservation.{group.name}", title, f"{key}.reservation_id", asked,
-                              judge))  # fmt: skip
+        checks.append(
+            attempt(FAMILY, f"compute.reservation.{group.name}", title, f"{key}.reservation_id", asked, judge)
+        )
     return checks
 
 

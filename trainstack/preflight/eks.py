@@ -9,7 +9,7 @@ from stacks.account_rules import addon_problem
 from stacks.schema.eks import ADDON_NAMES
 from trainstack.preflight.aws import error_code
 from trainstack.preflight.context import Context, attempt, verdict
-from trainstack.preflight.model import Check, Settles, Status
+from trainstack.preflight.model import Check, Settles
 from trainstack.report.pins import risk_title, unconfirmed
 
 FAMILY = "eks"
@@ -28,14 +28,25 @@ def version_check(ctx: Context) -> Check:
         ok = status in ("STANDARD_SUPPORT", "EXTENDED_SUPPORT")
         answer = (
             f"{version}: {status.replace('_', ' ').lower()}"
-            + (f", standard support until {row['endOfStandardSupportDate']:%Y-%m-%d}" if row and row.get(
-                "endOfStandardSupportDate") else "")  # fmt: skip
+            + (
+                f", standard support until {row['endOfStandardSupportDate']:%Y-%m-%d}"
+                if row and row.get("endOfStandardSupportDate")
+                else ""
+            )
             if ok
             else f"eks.version {version}: EKS does not create clusters on it in {ctx.cluster.region} "
             f"({status or 'not listed'})"
         )
-        return Check("eks.version", FAMILY, title, verdict(None if ok else answer), asked, answer,
-                     "" if ok else "pick a version `aws eks describe-cluster-versions` lists", "eks.version")  # fmt: skip
+        return Check(
+            "eks.version",
+            FAMILY,
+            title,
+            verdict(None if ok else answer),
+            asked,
+            answer,
+            "" if ok else "pick a version `aws eks describe-cluster-versions` lists",
+            "eks.version",
+        )
 
     return attempt(FAMILY, "eks.version", title, "eks.version", asked, judge)
 
@@ -71,7 +82,9 @@ def addon_checks(ctx: Context) -> list[Check]:
         asked = f"eks:DescribeAddonVersions {addon} {version}"
         title = f"{addon} {build} is offered for Kubernetes {version}"
 
-        def judge(addon: str = addon, key: str = key, build: str = build, asked: str = asked, title: str = title) -> Check:
+        def judge(
+            addon: str = addon, key: str = key, build: str = build, asked: str = asked, title: str = title
+        ) -> Check:
             offered = offered_builds(ctx, addon, version)
             problem = addon_problem(addon, build, version, offered)
             settles = None
@@ -125,11 +138,19 @@ def ami_checks(ctx: Context) -> list[Check]:
         asked = f"ssm:GetParameter {parameter}"
         title = f"AMI release {release} ({ami_type}) exists for Kubernetes {version} ({who})"
 
-        def judge(key: str = key, who: str = who, ami_type: str = ami_type, release: str = release,
-                  parameter: str = parameter, asked: str = asked, title: str = title) -> Check:  # fmt: skip
+        def judge(
+            key: str = key,
+            who: str = who,
+            ami_type: str = ami_type,
+            release: str = release,
+            parameter: str = parameter,
+            asked: str = asked,
+            title: str = title,
+        ) -> Check:
             problem = None
             if not ami_type.startswith("BOTTLEROCKET_") and not release.startswith(f"{version}."):
-                problem = f"{key} = {release} is a release for Kubernetes {release.rsplit('.', 1)[0]}, the cluster runs {version}"
+                built_for = release.rsplit(".", 1)[0]
+                problem = f"{key} = {release} is a release for Kubernetes {built_for}, the cluster runs {version}"
             else:
                 try:
                     image = ctx.ask(FAMILY, "ssm", "GetParameter", Name=parameter)["Parameter"]["Value"]
@@ -158,4 +179,3 @@ def ami_checks(ctx: Context) -> list[Check]:
 
 def checks(ctx: Context) -> list[Check]:
     return [version_check(ctx), *addon_checks(ctx), *ami_checks(ctx)]
-

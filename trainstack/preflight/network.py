@@ -70,7 +70,9 @@ def _subnet_checks(ctx: Context, vpc_id: str, subnets: dict[str, str]) -> list[C
     nodes = ctx.cluster.nodes_per_subnet()
 
     def judge_all() -> list[Check]:
-        raw = ctx.ask(FAMILY, "ec2", "DescribeSubnets", Filters=[{"Name": "subnet-id", "Values": list(subnets.values())}])
+        raw = ctx.ask(
+            FAMILY, "ec2", "DescribeSubnets", Filters=[{"Name": "subnet-id", "Values": list(subnets.values())}]
+        )
         found = {s["SubnetId"]: _subnet(s) for s in raw["Subnets"]}
         out: list[Check] = []
         for az, subnet_id in subnets.items():
@@ -79,7 +81,11 @@ def _subnet_checks(ctx: Context, vpc_id: str, subnets: dict[str, str]) -> list[C
                 key, subnet_id, az, vpc_id, nodes.get(az, 0), 1 + POD_ADDRESSES_PER_NODE, found.get(subnet_id)
             )
             subnet = found.get(subnet_id)
-            ok = f"{subnet_id} in {az}: {subnet.free_addresses:,} free addresses for {nodes.get(az, 0)} nodes" if subnet else ""
+            ok = (
+                f"{subnet_id} in {az}: {subnet.free_addresses:,} free addresses for {nodes.get(az, 0)} nodes"
+                if subnet
+                else ""
+            )
             out.append(
                 Check(
                     id=f"network.subnet.{az}",
@@ -129,8 +135,10 @@ def _endpoint_check(ctx: Context, vpc_id: str, endpoint_id: str) -> Check:
             if endpoint.get("VpcId") != vpc_id:
                 problems.append(f"{endpoint_id} is in {endpoint.get('VpcId')}, not {vpc_id}")
             if not str(endpoint.get("ServiceName", "")).endswith(".s3") or endpoint.get("VpcEndpointType") != "Gateway":
-                problems.append(f"{endpoint_id} is a {endpoint.get('VpcEndpointType')} endpoint for "
-                                f"{endpoint.get('ServiceName')}, not S3's gateway endpoint")  # fmt: skip
+                problems.append(
+                    f"{endpoint_id} is a {endpoint.get('VpcEndpointType')} endpoint for "
+                    f"{endpoint.get('ServiceName')}, not S3's gateway endpoint"
+                )
             if str(endpoint.get("State", "")).lower() != "available":
                 problems.append(f"{endpoint_id} is {endpoint.get('State')}")
         return Check(

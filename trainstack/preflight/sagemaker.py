@@ -65,7 +65,9 @@ def training_plan_check(ctx: Context, arn: str) -> Check:
             types = {s.get("InstanceType") for s in plan.get("ReservedCapacitySummaries", [])}
             for g in groups:
                 if types and g.instance_type not in types:
-                    problems.append(f"group {g.name} runs {g.instance_type}, the plan reserves {', '.join(sorted(types))}")
+                    problems.append(
+                        f"group {g.name} runs {g.instance_type}, the plan reserves {', '.join(sorted(types))}"
+                    )
             if int(plan.get("AvailableInstanceCount", 0)) < wanted:
                 problems.append(
                     f"{name} has {plan.get('AvailableInstanceCount', 0)} free instances, the training_plan groups "
@@ -76,8 +78,16 @@ def training_plan_check(ctx: Context, arn: str) -> Check:
             if plan
             else ""
         )
-        return Check("sagemaker.training-plan", FAMILY, title, Status.FAILED if problems else Status.PASSED, asked,
-                     answer, "fix the plan or the groups" if problems else "", TRAINING_PLAN_KEY)  # fmt: skip
+        return Check(
+            "sagemaker.training-plan",
+            FAMILY,
+            title,
+            Status.FAILED if problems else Status.PASSED,
+            asked,
+            answer,
+            "fix the plan or the groups" if problems else "",
+            TRAINING_PLAN_KEY,
+        )
 
     return attempt(FAMILY, "sagemaker.training-plan", title, TRAINING_PLAN_KEY, asked, judge)
 

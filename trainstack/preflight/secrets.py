@@ -54,7 +54,7 @@ def kms_key(provider: str, default_region: str) -> tuple[str, str] | None:
 def checks(ctx: Context) -> list[Check]:
     declared = provider_of(ctx.stack_file)
     provider = declared or default_provider(ctx.stack, ctx.cluster.region)
-    origin = "the stack file's secretsprovider" if declared else "README's `pulumi stack init` (no secretsprovider yet)"
+    origin = "the stack file's secretsprovider" if declared else "no secretsprovider yet: README's `pulumi stack init`"
     title = "the secrets provider's KMS key exists and is enabled"
     target = kms_key(provider, ctx.cluster.region)
     if target is None:
@@ -94,15 +94,18 @@ def checks(ctx: Context) -> list[Check]:
         problems = []
         if meta.get("KeyState") != "Enabled":
             problems.append(f"its state is {meta.get('KeyState')}")
-        if meta.get("KeyUsage") != "ENCRYPT_DECRYPT" or meta.get("KeySpec", "SYMMETRIC_DEFAULT") != "SYMMETRIC_DEFAULT":
-            problems.append(f"it is {meta.get('KeySpec')} for {meta.get('KeyUsage')}, not a symmetric encryption key")
+        # KMS defaults both for a key made without them (CreateKey: KeyUsage ENCRYPT_DECRYPT, KeySpec SYMMETRIC_DEFAULT).
+        usage, spec = meta.get("KeyUsage") or "ENCRYPT_DECRYPT", meta.get("KeySpec") or "SYMMETRIC_DEFAULT"
+        if usage != "ENCRYPT_DECRYPT" or spec != "SYMMETRIC_DEFAULT":
+            problems.append(f"it is {spec} for {usage}, not a symmetric encryption key")
         return Check(
             id="secrets.provider-key",
             family=FAMILY,
             title=title,
             status=Status.FAILED if problems else Status.PASSED,
             asked=asked,
-            answer=f"{key_id} ({origin}) is {meta.get('Arn')}" + (": " + "; ".join(problems) if problems else ""),
+            answer=f"{key_id} ({origin}) is {meta.get('Arn')}, {meta.get('KeyState')}"
+            + (": " + "; ".join(problems) if problems else ""),
             action="enable the key (aws kms enable-key) or use a symmetric encryption key" if problems else "",
             key=KEY,
         )
