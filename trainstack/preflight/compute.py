@@ -128,9 +128,12 @@ def _classes() -> dict[str, QuotaClass]:
     return {c.label: c for _, c in QUOTA_CLASSES}
 
 
-def _instance_vcpus(instance: dict[str, Any]) -> int:
-    cpu = instance.get("CpuOptions") or {}
-    return int(cpu.get("CoreCount", 0)) * int(cpu.get("ThreadsPerCore", 1))
+def vcpus_of(ctx: Context, instance_types: set[str]) -> dict[str, int]:
+    """Each type's default vCPUs (DescribeInstanceTypes): what the vCPU quotas count."""
+    if not instance_types:
+        return {}
+    answer = ctx.ask(FAMILY, "ec2", "DescribeInstanceTypes", InstanceTypes=sorted(instance_types))
+    return {t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in answer["InstanceTypes"]}
 
 
 def running_elsewhere(ctx: Context) -> dict[tuple[str, bool], int]:
@@ -138,17 +141,19 @@ def running_elsewhere(ctx: Context) -> dict[tuple[str, bool], int]:
     answer = ctx.ask(
         FAMILY, "ec2", "DescribeInstances", Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}]
     )
-    used: dict[tuple[str, bool], int] = defaultdict(int)
+    counted: list[tuple[str, bool, str]] = []
     for reservation in answer.get("Reservations", []):
         for instance in reservation.get("Instances", []):
             tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
-            if tags.get(EKS_CLUSTER_TAG) == ctx.cluster.name:
-                continue
             lifecycle = instance.get("InstanceLifecycle", "")
             found_class = quota_class(instance.get("InstanceType", ""))
-            if found_class is None or lifecycle not in ("", "spot"):
+            if tags.get(EKS_CLUSTER_TAG) == ctx.cluster.name or found_class is None or lifecycle not in ("", "spot"):
                 continue
-            used[(found_class.label, lifecycle == "spot")] += _instance_vcpus(instance)
+            counted.append((found_class.label, lifecycle == "spot", instance["InstanceType"]))
+    vcpus = vcpus_of(ctx, {t for _, _, t in counted})
+    used: dict[tuple[str, bool], int] = defaultdict(int)
+    for label, spot, instance_type in counted:
+        used[(label, spot)] += vcpus.get(instance_type, 0)
     return used
 
 
@@ -169,9 +174,7 @@ def quota_checks(ctx: Context) -> list[Check]:
     system = ctx.cluster.eks.system_node_group.instance_type
     title = "vCPU quotas cover every group at max size"
     try:
-        types = ctx.ask(FAMILY, "ec2", "DescribeInstanceTypes", InstanceTypes=[system])["InstanceTypes"]
-        system_vcpus = int(types[0]["VCpuInfo"]["DefaultVCpus"]) if types else 0
-        wanted = demands(ctx, system_vcpus)
+        wanted = demands(ctx, vcpus_of(ctx, {system}).get(system, 0))
         others = running_elsewhere(ctx)
     except Exception as error:
         return [_unchecked("compute.quota", title, "ec2:DescribeInstanceTypes, ec2:DescribeInstances", error)]
