@@ -70,8 +70,13 @@ def session(
 ) -> boto3.Session:
     core = botocore.session.get_session()
     core.register_component("data_loader", _loader())
-    return boto3.Session(aws_access_key_id=access_key, aws_secret_access_key=secret, aws_session_token=token,
-                         region_name=region, botocore_session=core)  # fmt: skip
+    return boto3.Session(
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret,
+        aws_session_token=token,
+        region_name=region,
+        botocore_session=core,
+    )
 
 
 def assume(moto: Moto, role_arn: str, region: str) -> boto3.Session:
@@ -81,8 +86,15 @@ def assume(moto: Moto, role_arn: str, region: str) -> boto3.Session:
     return session(credentials["AccessKeyId"], credentials["SecretAccessKey"], credentials["SessionToken"], region)
 
 
-def seed(moto: Moto, cluster: StackConfig, stack: str, *, principals: bool = True, autoscaling: bool = True,
-         secrets_alias: bool = True) -> boto3.Session:  # fmt: skip
+def seed(
+    moto: Moto,
+    cluster: StackConfig,
+    stack: str,
+    *,
+    principals: bool = True,
+    autoscaling: bool = True,
+    secrets_alias: bool = True,
+) -> boto3.Session:
     """The stack's account as a deploy needs it; returns a session of eks.admin_role_arns[0]."""
     admin = cluster.eks.admin_role_arns[0]
     caller = assume(moto, admin, cluster.region)
@@ -238,8 +250,9 @@ def capacity_reservation(
     return {"CapacityReservations": [item]}
 
 
-def answer_everything(cluster: StackConfig, *, quota_vcpus: float = 100_000) -> tuple[dict[tuple[str, str], Any],
-                                                                                     list[KeyedStubber]]:  # fmt: skip
+def answer_everything(
+    cluster: StackConfig, *, quota_vcpus: float = 100_000
+) -> tuple[dict[tuple[str, str], Any], list[KeyedStubber]]:
     """Stubbed clients that answer every call moto lacks for a whole preflight of `cluster`, the way a healthy
     account would: each reservation active and big enough, every pinned build offered, quotas of `quota_vcpus`."""
     region, version = cluster.region, cluster.eks.version
@@ -252,15 +265,21 @@ def answer_everything(cluster: StackConfig, *, quota_vcpus: float = 100_000) -> 
             block = group.capacity.type.value == "capacity_block"
             reservations.add_response(
                 "describe_capacity_reservations",
-                capacity_reservation(group.capacity.reservation_id, group.instance_type, group.availability_zone,
-                                     count=group.max_size, reservation_type="capacity-block" if block else "default",
-                                     placement_group=group.capacity.reservation_placement_group),
+                capacity_reservation(
+                    group.capacity.reservation_id,
+                    group.instance_type,
+                    group.availability_zone,
+                    count=group.max_size,
+                    reservation_type="capacity-block" if block else "default",
+                    placement_group=group.capacity.reservation_placement_group,
+                ),
                 {"CapacityReservationIds": [group.capacity.reservation_id]},
-            )  # fmt: skip
+            )
     for _prefixes, found in QUOTA_CLASSES:
         for code, name in ((found.on_demand_code, found.on_demand_name), (found.spot_code, found.spot_name)):
-            quota_stub.add_response("get_service_quota", quota(code, name, quota_vcpus),
-                                    {"ServiceCode": "ec2", "QuotaCode": code})  # fmt: skip
+            quota_stub.add_response(
+                "get_service_quota", quota(code, name, quota_vcpus), {"ServiceCode": "ec2", "QuotaCode": code}
+            )
     eks_stub.add_response("describe_cluster_versions", cluster_versions(version), {"clusterVersions": [version]})
     for addon, (_key, build) in installed_addons_of(cluster).items():
         eks_stub.add_response(
@@ -291,4 +310,4 @@ def account(moto: Moto, caller: boto3.Session, region: str, overrides: dict[tupl
     return Account(region, session=caller, overrides=overrides)
 
 
-__all__ = ["ANY", "NOW", "account_of", "Moto", "account", "answer_everything", "assume", "seed", "start", "stubbed"]
+__all__ = ["ANY", "NOW", "Moto", "account", "account_of", "answer_everything", "assume", "seed", "start", "stubbed"]

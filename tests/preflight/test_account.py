@@ -62,14 +62,19 @@ def test_credentials_aws_refuses_stop_preflight(moto: h.Moto) -> None:
         runner.run(stack_config("dev"), "dev", account, now=h.NOW)
 
 
-def test_access_denied_is_an_error_check_and_the_others_go_on(moto: h.Moto, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_access_denied_is_an_error_check_and_the_others_go_on(
+    moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     cluster = stack_config("prod")
     caller = h.seed(moto, cluster, "prod")
     overrides, _ = h.answer_everything(cluster)
     ec2, stub = h.stubbed("ec2", cluster.region)
-    stub.add_client_error("describe_capacity_reservations", "UnauthorizedOperation",
-                          "You are not authorized to perform this operation.", http_status_code=403)  # fmt: skip
+    stub.add_client_error(
+        "describe_capacity_reservations",
+        "UnauthorizedOperation",
+        "You are not authorized to perform this operation.",
+        http_status_code=403,
+    )
     overrides[(compute.RESERVATIONS, "ec2")] = ec2
     monkeypatch.setattr("trainstack.preflight.aws.boto3.Session", lambda: caller)
     real = Account.__init__
@@ -90,17 +95,27 @@ class _Throttling(http.server.BaseHTTPRequestHandler):
     throttle = 0
     seen = 0
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).seen += 1
         if type(self).seen <= type(self).throttle:
-            body, status = (b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded"
-                            b"</Message></Error><RequestId>1</RequestId></ErrorResponse>"), 400  # fmt: skip
+            body, status = (
+                (
+                    b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded"
+                    b"</Message></Error><RequestId>1</RequestId></ErrorResponse>"
+                ),
+                400,
+            )
         else:
-            body, status = (b"<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:sts::111122223333:"
-                            b"assumed-role/ml-platform-admin/x</Arn><UserId>AROA:x</UserId><Account>111122223333"
-                            b"</Account></GetCallerIdentityResult><ResponseMetadata><RequestId>2</RequestId>"
-                            b"</ResponseMetadata></GetCallerIdentityResponse>"), 200  # fmt: skip
+            body, status = (
+                (
+                    b"<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:sts::111122223333:"
+                    b"assumed-role/ml-platform-admin/x</Arn><UserId>AROA:x</UserId><Account>111122223333"
+                    b"</Account></GetCallerIdentityResult><ResponseMetadata><RequestId>2</RequestId>"
+                    b"</ResponseMetadata></GetCallerIdentityResponse>"
+                ),
+                200,
+            )
         self.send_response(status)
         self.send_header("Content-Type", "text/xml")
         self.send_header("Content-Length", str(len(body)))

@@ -159,10 +159,16 @@ def test_a_quota_below_max_size_plus_what_runs_elsewhere_fails(moto: h.Moto) -> 
     cluster = stack_config("staging")  # 2 x p5.48xlarge On-Demand: 384 vCPUs of P
     caller = h.seed(moto, cluster, "staging")
     quotas, stub = h.stubbed("service-quotas", cluster.region)
-    stub.add_response("get_service_quota", h.quota("L-417A185B", "Running On-Demand P instances", 400),
-                      {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})  # fmt: skip
-    stub.add_response("get_service_quota", h.quota("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, "
-                      "T, Z) instances", 1000), {"ServiceCode": "ec2", "QuotaCode": "L-1216C47A"})  # fmt: skip
+    stub.add_response(
+        "get_service_quota",
+        h.quota("L-417A185B", "Running On-Demand P instances", 400),
+        {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"},
+    )
+    stub.add_response(
+        "get_service_quota",
+        h.quota("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 1000),
+        {"ServiceCode": "ec2", "QuotaCode": "L-1216C47A"},
+    )
     result = preflight(moto, cluster, "staging", caller, {("compute", "service-quotas"): quotas})
     assert check(result, "compute.quota.p").status is Status.PASSED
     # Another team's p4d (96 vCPUs) now runs in the region: 384 + 96 > 400.
@@ -171,8 +177,10 @@ def test_a_quota_below_max_size_plus_what_runs_elsewhere_fails(moto: h.Moto) -> 
     ec2.run_instances(ImageId=image, InstanceType="p4d.24xlarge", MinCount=1, MaxCount=1)
     quotas, stub = h.stubbed("service-quotas", cluster.region)
     stub.add_response("get_service_quota", h.quota("L-417A185B", "Running On-Demand P instances", 400))
-    stub.add_response("get_service_quota", h.quota("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, "
-                      "T, Z) instances", 1000))  # fmt: skip
+    stub.add_response(
+        "get_service_quota",
+        h.quota("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", 1000),
+    )
     failed = check(
         preflight(moto, cluster, "staging", caller, {("compute", "service-quotas"): quotas}), "compute.quota.p"
     )
@@ -183,12 +191,18 @@ def test_a_quota_below_max_size_plus_what_runs_elsewhere_fails(moto: h.Moto) -> 
 def test_a_quota_never_applied_falls_back_to_the_default(moto: h.Moto) -> None:
     cluster = stack_config("dev")
     quotas, stub = h.stubbed("service-quotas", cluster.region)
-    for code, name in (("L-3819A6DF", "All G and VT Spot Instance Requests"),
-                       ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")):  # fmt: skip
-        stub.add_client_error("get_service_quota", "NoSuchResourceException", expected_params={"ServiceCode": "ec2",
-                              "QuotaCode": code})  # fmt: skip
-        stub.add_response("get_aws_default_service_quota", h.quota(code, name, 0 if "Spot" in name else 64),
-                          {"ServiceCode": "ec2", "QuotaCode": code})  # fmt: skip
+    for code, name in (
+        ("L-3819A6DF", "All G and VT Spot Instance Requests"),
+        ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"),
+    ):
+        stub.add_client_error(
+            "get_service_quota", "NoSuchResourceException", expected_params={"ServiceCode": "ec2", "QuotaCode": code}
+        )
+        stub.add_response(
+            "get_aws_default_service_quota",
+            h.quota(code, name, 0 if "Spot" in name else 64),
+            {"ServiceCode": "ec2", "QuotaCode": code},
+        )
     result = preflight(moto, cluster, "dev", h.seed(moto, cluster, "dev"), {("compute", "service-quotas"): quotas})
     assert check(result, "compute.quota.g-and-vt-spot").status is Status.FAILED  # the default of 0 spot G vCPUs
     assert check(result, "compute.quota.standard").status is Status.PASSED
@@ -204,7 +218,7 @@ def _reservation(cluster: StackConfig, **kwargs: Any) -> dict[tuple[str, str], A
             kwargs.pop("instance_type", group.instance_type),
             kwargs.pop("az", group.availability_zone),
             **kwargs,
-        ),  # fmt: skip
+        ),
     )
     return {("reservations", "ec2"): ec2}
 
@@ -217,17 +231,22 @@ def _reservation(cluster: StackConfig, **kwargs: Any) -> dict[tuple[str, str], A
         ({"count": 20, "available": 16, "end": h.NOW + datetime.timedelta(days=3)}, Status.WARNING, "ends"),
         ({"count": 16, "az": "us-east-1b"}, Status.FAILED, "is in us-east-1b"),
         ({"count": 16, "instance_type": "p5e.48xlarge"}, Status.FAILED, "reserves p5e.48xlarge"),
-        ({"count": 16, "state": "scheduled", "start": h.NOW + datetime.timedelta(days=7)}, Status.FAILED,
-         "is scheduled (starts 2026-12-08"),
+        (
+            {"count": 16, "state": "scheduled", "start": h.NOW + datetime.timedelta(days=7)},
+            Status.FAILED,
+            "is scheduled (starts 2026-12-08",
+        ),
         ({"count": 16, "reservation_type": "capacity-block"}, Status.FAILED, "set capacity.type to capacity_block"),
     ],
-)  # fmt: skip
+)
 def test_the_reservation_is_judged_by_what_ec2_says(
     moto: h.Moto, answer: dict[str, Any], status: Status, says: str
 ) -> None:
     cluster = stack_config("prod")
-    found = check(preflight(moto, cluster, "prod", h.seed(moto, cluster, "prod"), _reservation(cluster, **answer)),
-                  "compute.reservation.p5-train")  # fmt: skip
+    found = check(
+        preflight(moto, cluster, "prod", h.seed(moto, cluster, "prod"), _reservation(cluster, **answer)),
+        "compute.reservation.p5-train",
+    )
     assert found.status is status and says in found.answer + found.action
 
 
@@ -240,8 +259,11 @@ def test_an_addon_build_not_offered_fails_and_fails_the_plans_risk(moto: h.Moto)
     stub.add_response("describe_cluster_versions", h.cluster_versions("1.36"))
     for addon, (_key, build) in h.installed_addons_of(cluster).items():
         builds = ["v1.6.1-eksbuild.2", "v1.6.0-eksbuild.1"] if addon == "aws-fsx-csi-driver" else [build]
-        stub.add_response("describe_addon_versions", h.addon_versions(addon, "1.36", builds),
-                          {"addonName": addon, "kubernetesVersion": "1.36"})  # fmt: skip
+        stub.add_response(
+            "describe_addon_versions",
+            h.addon_versions(addon, "1.36", builds),
+            {"addonName": addon, "kubernetesVersion": "1.36"},
+        )
     result = preflight(moto, cluster, "prod", h.seed(moto, cluster, "prod"), {("eks", "eks"): client})
     fsx = check(result, "eks.addon.aws-fsx-csi-driver")
     assert fsx.status is Status.FAILED and "v1.6.1-eksbuild.2" in fsx.answer
@@ -265,11 +287,24 @@ def test_a_kubernetes_version_eks_no_longer_creates_fails(moto: h.Moto) -> None:
 
 def test_a_pinned_ami_release_is_looked_up_and_a_missing_one_fails(moto: h.Moto) -> None:
     cluster = edited_config("prod", lambda c: c["gpu_node_groups"][0].update(ami_release_version="1.36.0-20260915"))
-    name = ("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/"
-            "amazon-eks-node-al2023-x86_64-nvidia-1.36-v20260915/image_id")  # fmt: skip
+    name = (
+        "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/"
+        "amazon-eks-node-al2023-x86_64-nvidia-1.36-v20260915/image_id"
+    )
     ssm, stub = h.stubbed("ssm", cluster.region)
-    stub.add_response("get_parameter", {"Parameter": {"Name": name, "Type": "String", "Value": "ami-0123456789abcdef0",
-                      "Version": 1, "DataType": "aws:ec2:image"}}, {"Name": name})  # fmt: skip
+    stub.add_response(
+        "get_parameter",
+        {
+            "Parameter": {
+                "Name": name,
+                "Type": "String",
+                "Value": "ami-0123456789abcdef0",
+                "Version": 1,
+                "DataType": "aws:ec2:image",
+            }
+        },
+        {"Name": name},
+    )
     caller = h.seed(moto, cluster, "prod")
     assert (
         check(preflight(moto, cluster, "prod", caller, {("eks", "ssm"): ssm}), "eks.ami.p5-train").status
@@ -302,8 +337,9 @@ def _training_plan(status: str = "Active", available: int = 2) -> dict[str, Any]
     }
 
 
-@pytest.mark.parametrize(("status", "available", "passed"), [("Active", 2, True), ("Scheduled", 2, False),
-                                                             ("Active", 1, False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("status", "available", "passed"), [("Active", 2, True), ("Scheduled", 2, False), ("Active", 1, False)]
+)
 def test_the_training_plan_is_asked(moto: h.Moto, status: str, available: int, passed: bool) -> None:
     def edit(c: dict[str, Any]) -> None:
         c["sagemaker"]["hyperpod"]["training_plan_arn"] = PLAN_ARN

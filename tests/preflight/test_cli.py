@@ -27,8 +27,9 @@ def _account_for(monkeypatch: pytest.MonkeyPatch, caller: Any, overrides: dict[t
 
 
 @pytest.mark.parametrize("format_", ["text", "json", "markdown"])
-def test_a_matching_account_exits_0_in_every_format(moto: h.Moto, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                    format_: str) -> None:  # fmt: skip
+def test_a_matching_account_exits_0_in_every_format(
+    moto: h.Moto, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, format_: str
+) -> None:
     cluster = stack_config("prod")
     _account_for(monkeypatch, h.seed(moto, cluster, "prod"), h.answer_everything(cluster)[0])
     out = tmp_path / f"preflight.{format_}"
@@ -58,21 +59,42 @@ def test_a_failing_account_exits_1(
     assert captured.err.strip() == "preflight failed: 1 failed, 15 passed, 1 skipped"
 
 
-def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(moto: h.Moto, monkeypatch: pytest.MonkeyPatch,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(
+    moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     cluster = stack_config("staging")
     ec2, stub = h.stubbed("ec2", cluster.region)
-    held = h.capacity_reservation("cr-0123456789abcdef0", "p5.48xlarge", "us-east-1c", count=4, available=2,
-                                  reservation_type="capacity-block", state="scheduled",
-                                  start=datetime.datetime(2027, 1, 4, 11, 30, tzinfo=datetime.UTC))  # fmt: skip
+    held = h.capacity_reservation(
+        "cr-0123456789abcdef0",
+        "p5.48xlarge",
+        "us-east-1c",
+        count=4,
+        available=2,
+        reservation_type="capacity-block",
+        state="scheduled",
+        start=datetime.datetime(2027, 1, 4, 11, 30, tzinfo=datetime.UTC),
+    )
     stub.add_response("describe_capacity_reservations", held)
     # DescribeCapacityBlockOfferings (EC2 API Reference, CapacityBlockOffering).
-    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [{
-        "CapacityBlockOfferingId": "cb-0123456789abcdef0", "InstanceType": "p5.48xlarge",
-        "AvailabilityZone": "us-east-1d", "InstanceCount": 2,
-        "StartDate": datetime.datetime(2026, 12, 10, 11, 30, tzinfo=datetime.UTC),
-        "EndDate": datetime.datetime(2026, 12, 17, 11, 30, tzinfo=datetime.UTC),
-        "CapacityBlockDurationHours": 168, "UpfrontFee": "7398.24", "CurrencyCode": "USD", "Tenancy": "default"}]})  # fmt: skip
+    stub.add_response(
+        "describe_capacity_block_offerings",
+        {
+            "CapacityBlockOfferings": [
+                {
+                    "CapacityBlockOfferingId": "cb-0123456789abcdef0",
+                    "InstanceType": "p5.48xlarge",
+                    "AvailabilityZone": "us-east-1d",
+                    "InstanceCount": 2,
+                    "StartDate": datetime.datetime(2026, 12, 10, 11, 30, tzinfo=datetime.UTC),
+                    "EndDate": datetime.datetime(2026, 12, 17, 11, 30, tzinfo=datetime.UTC),
+                    "CapacityBlockDurationHours": 168,
+                    "UpfrontFee": "7398.24",
+                    "CurrencyCode": "USD",
+                    "Tenancy": "default",
+                }
+            ]
+        },
+    )
     _account_for(monkeypatch, h.seed(moto, cluster, "staging"), {("capacity", "ec2"): ec2})
     assert cli.main(["capacity", "--stack", "staging", "--group", "p5"]) == 0
     out = capsys.readouterr().out

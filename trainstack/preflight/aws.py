@@ -129,6 +129,7 @@ class Account:
         self.region = region
         self.session = session if session is not None else boto3.Session()
         self.overrides = dict(overrides or {})
+        self.max_attempts = max_attempts
         self.config = Config(
             retries={"mode": "standard", "total_max_attempts": max_attempts},
             connect_timeout=5,
@@ -147,7 +148,7 @@ class Account:
         key = (service, where)
         if key not in self._clients:
             try:
-                client = self.session.client(service, region_name=where, config=self.config)  # pyright: ignore
+                client = self.session.client(service, region_name=where, config=self.config)  # pyrefly: ignore[no-matching-overload]
             except NoRegionError:
                 raise CannotAsk(f"no region for {service}") from None
             self._clients[key] = guard(client)
@@ -181,10 +182,9 @@ class Account:
                     "(AWS's ReadOnlyAccess policy covers every call preflight makes)"
                 ) from None
             if code in THROTTLED:
-                attempts = self.config.retries.get("total_max_attempts") if self.config.retries else None
                 raise AskFailed(
-                    f"{service}:{operation} was still throttled ({code}) after {attempts} attempts with backoff; "
-                    "run preflight again in a minute"
+                    f"{service}:{operation} was still throttled ({code}) after {self.max_attempts} attempts with "
+                    "backoff; run preflight again in a minute"
                 ) from None
             raise
         except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError) as error:

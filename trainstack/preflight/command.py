@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 EXIT_FAILED = 1  # a check failed: what the plan's 1 means for a policy, `pulumi up` would fail (docs/cli.md)
 EXIT_ACCOUNT = 6  # AWS could not be asked (docs/cli.md)
@@ -33,7 +34,8 @@ def _source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="PATH", type=Path, help="write the report here instead of stdout")
 
 
-def add_parsers(commands: argparse._SubParsersAction) -> None:  # pyright: ignore[reportPrivateUsage]
+def add_parsers(commands: Any) -> None:
+    """Add both commands to `python -m trainstack`'s subparsers (argparse's private action type)."""
     preflight = commands.add_parser(
         "preflight",
         help="check the AWS account's state against a stack before `pulumi up` (read-only)",

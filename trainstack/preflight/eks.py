@@ -147,7 +147,7 @@ def ami_checks(ctx: Context) -> list[Check]:
             asked: str = asked,
             title: str = title,
         ) -> Check:
-            problem = None
+            problem, image = None, ""
             if not ami_type.startswith("BOTTLEROCKET_") and not release.startswith(f"{version}."):
                 built_for = release.rsplit(".", 1)[0]
                 problem = f"{key} = {release} is a release for Kubernetes {built_for}, the cluster runs {version}"
@@ -157,7 +157,6 @@ def ami_checks(ctx: Context) -> list[Check]:
                 except ClientError as error:
                     if error_code(error) != "ParameterNotFound":
                         raise
-                    image = None
                     problem = (
                         f"{key} = {release}: no {ami_type} AMI of that release for Kubernetes {version} in "
                         f"{ctx.cluster.region} (SSM {parameter}): the node group would fail to create"

@@ -22,6 +22,7 @@ def _vpc_check(ctx: Context, vpc_id: str) -> Check:
     title = "the existing VPC exists and holds network.vpc_cidr"
 
     def judge() -> Check:
+        vpcs: list[dict[str, Any]]
         try:
             vpcs = ctx.ask(FAMILY, "ec2", "DescribeVpcs", VpcIds=[vpc_id])["Vpcs"]
         except ClientError as error:

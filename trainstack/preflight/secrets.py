@@ -91,10 +91,10 @@ def checks(ctx: Context) -> list[Check]:
                 else "point secretsprovider at an existing key",
                 key=KEY,
             )
-        problems = []
+        problems: list[str] = []
         if meta.get("KeyState") != "Enabled":
             problems.append(f"its state is {meta.get('KeyState')}")
-        # KMS defaults both for a key made without them (CreateKey: KeyUsage ENCRYPT_DECRYPT, KeySpec SYMMETRIC_DEFAULT).
+        # KMS CreateKey's defaults where the answer leaves them out.
         usage, spec = meta.get("KeyUsage") or "ENCRYPT_DECRYPT", meta.get("KeySpec") or "SYMMETRIC_DEFAULT"
         if usage != "ENCRYPT_DECRYPT" or spec != "SYMMETRIC_DEFAULT":
             problems.append(f"it is {spec} for {usage}, not a symmetric encryption key")
