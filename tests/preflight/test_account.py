@@ -161,7 +161,7 @@ def test_an_unreachable_endpoint_is_one_line(
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the discard port: nothing listens
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", h.SECRET)
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setattr("trainstack.preflight.aws.MAX_ATTEMPTS", 1)  # no backoff to wait through
     assert cli.main(["preflight", "--config", str(stack_file("dev"))]) == 6
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot reach sts in us-east-1" in err[0]

@@ -124,14 +124,14 @@ class Account:
         region: str,
         session: boto3.Session | None = None,
         overrides: Mapping[tuple[str, str], Any] | None = None,
-        max_attempts: int = MAX_ATTEMPTS,
+        max_attempts: int | None = None,
     ) -> None:
         self.region = region
         self.session = session if session is not None else boto3.Session()
         self.overrides = dict(overrides or {})
-        self.max_attempts = max_attempts
+        self.max_attempts = max_attempts if max_attempts is not None else MAX_ATTEMPTS
         self.config = Config(
-            retries={"mode": "standard", "total_max_attempts": max_attempts},
+            retries={"mode": "standard", "total_max_attempts": self.max_attempts},
             connect_timeout=5,
             read_timeout=30,
             user_agent_extra="trainstack-preflight",
