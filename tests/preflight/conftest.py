@@ -4,6 +4,7 @@ client preflight creates reaches it through botocore's own endpoint setting, AWS
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,9 @@ from tests.preflight.helpers import Moto, start
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[Moto]:
+    # moto builds every EC2 backend (one per account and region, again after each reset) with its few thousand
+    # public AMIs unless told not to: about a CPU-second each, and preflight reads no AMI from EC2.
+    os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
     server = start()
     try:
         yield server

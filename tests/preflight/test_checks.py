@@ -173,8 +173,7 @@ def test_a_quota_below_max_size_plus_what_runs_elsewhere_fails(moto: h.Moto) -> 
     assert check(result, "compute.quota.p").status is Status.PASSED
     # Another team's p4d (96 vCPUs) now runs in the region: 384 + 96 > 400.
     ec2 = caller.client("ec2", endpoint_url=moto.url)
-    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    ec2.run_instances(ImageId=image, InstanceType="p4d.24xlarge", MinCount=1, MaxCount=1)
+    ec2.run_instances(ImageId="ami-0123456789abcdef0", InstanceType="p4d.24xlarge", MinCount=1, MaxCount=1)
     quotas, stub = h.stubbed("service-quotas", cluster.region)
     stub.add_response("get_service_quota", h.quota("L-417A185B", "Running On-Demand P instances", 400))
     stub.add_response(
