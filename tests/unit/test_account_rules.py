@@ -1,0 +1,80 @@
+"""stacks/account_rules.py: the judgements preflight and the program's own account checks share."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.eks import addon_plan, autoscaling_service_linked_role_arn
+from components.lustre_volume import ADDON_NAME
+from stacks.account_rules import (
+    AUTOSCALING_ROLE_NAME,
+    AUTOSCALING_ROLE_PATH,
+    QuotaDemand,
+    caller_admin_problem,
+    offering_problem,
+    principal_problem,
+    quota_class,
+    quota_problem,
+)
+from stacks.schema.eks import ADDON_NAMES
+from tests.conftest import stack_config
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "label"),
+    [
+        ("p5.48xlarge", "P"),
+        ("p6e-gb200.36xlarge", "P"),
+        ("g5.2xlarge", "G and VT"),
+        ("vt1.3xlarge", "G and VT"),
+        ("trn1n.32xlarge", "Trn"),
+        ("m7i.large", "Standard"),
+        ("t3.micro", "Standard"),
+        ("inf2.xlarge", None),  # Inf, DL, HPC and X have quotas of their own trainstack does not judge
+        ("dl1.24xlarge", None),
+        ("hpc7g.16xlarge", None),
+        ("x2idn.16xlarge", None),
+    ],
+)
+def test_each_type_counts_against_its_familys_quota(instance_type: str, label: str | None) -> None:
+    found = quota_class(instance_type)
+    assert (found.label if found else None) == label
+
+
+def test_a_quota_counts_what_runs_elsewhere_and_names_the_increase() -> None:
+    demand = [QuotaDemand("gpu_node_groups[0]", "p5.48xlarge", 2, 192)]
+    assert quota_problem("Running On-Demand P instances", "L-417A185B", 384, demand, 0) is None
+    problem = quota_problem("Running On-Demand P instances", "L-417A185B", 384, demand, 1)
+    assert problem is not None and "--desired-value 385" in problem and "1 already run" in problem
+
+
+def test_the_caller_is_matched_by_account_and_role_name_not_path() -> None:
+    admins = ["arn:aws:iam::111122223333:role/platform/ml-admin"]
+    assert caller_admin_problem("arn:aws:sts::111122223333:assumed-role/ml-admin/alice", admins) is None
+    assert caller_admin_problem("arn:aws:sts::444455556666:assumed-role/ml-admin/alice", admins) is not None
+    assert caller_admin_problem("arn:aws:iam::111122223333:user/alice", admins) is not None
+    assert caller_admin_problem("arn:aws:sts::111122223333:assumed-role/ml-admins/alice", admins) is not None
+
+
+def test_a_principal_must_exist_under_its_exact_arn() -> None:
+    arn = "arn:aws:iam::111122223333:role/ml-admin"
+    assert principal_problem("eks.admin_role_arns[0]", arn, arn) is None
+    assert "access entry" in str(principal_problem("eks.admin_role_arns[0]", arn, None))
+    assert "MalformedPolicyDocument" in str(principal_problem("security.key_administrator_arns[1]", arn, None))
+    assert "another path" in str(principal_problem("eks.admin_role_arns[0]", arn, arn.replace("role/", "role/x/")))
+
+
+def test_offering_names_the_zones_that_have_the_type() -> None:
+    assert offering_problem("k", "p5.48xlarge", "us-east-1a", ["us-east-1a"]) is None
+    assert "offered in no AZ" in str(offering_problem("k", "p5.48xlarge", "us-east-1a", []))
+
+
+def test_the_autoscaling_role_is_the_one_the_node_volume_key_policy_names() -> None:
+    assert autoscaling_service_linked_role_arn("aws", "111122223333") == (
+        f"arn:aws:iam::111122223333:role{AUTOSCALING_ROLE_PATH}{AUTOSCALING_ROLE_NAME}"
+    )
+
+
+def test_addon_names_are_the_ones_the_components_create() -> None:
+    created = {plan.name for plan in addon_plan(stack_config("prod").eks)} | {ADDON_NAME}
+    assert set(ADDON_NAMES.values()) == created
