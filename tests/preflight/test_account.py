@@ -47,7 +47,7 @@ def test_a_call_that_would_change_the_account_is_refused_before_it_is_sent(moto:
 
 
 def test_no_credentials_is_one_line_and_exit_6(moto: h.Moto, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["preflight", "--stack", "dev"]) == 6
+    assert cli.main(["preflight", "--stack", "dev"]) == 7
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: AWS could not be asked: no usable AWS credentials")
 
@@ -83,7 +83,7 @@ def test_access_denied_is_an_error_check_and_the_others_go_on(
         real(self, region, session=caller, overrides=overrides)
 
     monkeypatch.setattr(Account, "__init__", with_overrides)
-    assert cli.main(["preflight", "--stack", "prod", "--format", "json"]) == 6
+    assert cli.main(["preflight", "--stack", "prod", "--format", "json"]) == 7
     out = capsys.readouterr().out
     assert '"status": "error"' in out and "ec2:DescribeCapacityReservations was denied (UnauthorizedOperation)" in out
     assert '"verdict": "error"' in out and '"id": "eks.version"' in out  # the families after it still ran
@@ -162,7 +162,7 @@ def test_an_unreachable_endpoint_is_one_line(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", h.SECRET)
     monkeypatch.setattr("trainstack.preflight.aws.MAX_ATTEMPTS", 1)  # no backoff to wait through
-    assert cli.main(["preflight", "--config", str(stack_file("dev"))]) == 6
+    assert cli.main(["preflight", "--config", str(stack_file("dev"))]) == 7
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot reach sts in us-east-1" in err[0]
 

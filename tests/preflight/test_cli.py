@@ -109,3 +109,12 @@ def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(
 def test_capacity_refuses_an_unknown_group(moto: h.Moto, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["capacity", "--stack", "staging", "--group", "p6"]) == 2
     assert "--group p6: no such gpu_node_groups entry; groups: p5" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["preflight", "capacity"])
+def test_help_names_the_exit_codes_shared_with_plan(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([command, "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "7 AWS could not be asked" in help_text and "1 a check failed" in help_text
+    # 6 is the plan's broken journey (docs/cli.md): one set of codes, so preflight never uses it
+    assert cli.EXIT_ACCOUNT == 7 and cli.EXIT_ACCOUNT != cli.EXIT_JOURNEY

@@ -5,7 +5,7 @@
   `provide-client-params` hook, the first event of every API call. Nothing preflight runs can change the account.
 - **Retries.** botocore's standard retry mode (exponential backoff with jitter on throttling and transient
   errors); a call still throttled after the last attempt becomes that check's `error`, not a traceback.
-- **Failures.** No credentials (or credentials AWS refuses) stop preflight with one line (`CannotAsk`, exit 6);
+- **Failures.** No credentials (or credentials AWS refuses) stop preflight with one line (`CannotAsk`, exit 7);
   access denied, throttling, an unreachable endpoint or a region without the service end one check as `error`
   (`AskFailed`) and the others go on. Any other AWS error (a NotFound) is the check's to read.
 

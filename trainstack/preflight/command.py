@@ -6,7 +6,7 @@
 
 Exit codes (docs/cli.md), as the plan's where they mean the same: 0 every check passed (warnings allowed); 1 a
 check failed (`pulumi up` would fail on the account's state); 2 bad input; 3 internal error; 5 the report could not
-be delivered; 6 AWS could not be asked: no credentials or refused ones (one line, no report), or a check could not be
+be delivered; 7 AWS could not be asked: no credentials or refused ones (one line, no report), or a check could not be
 asked (access denied, throttled past the retries, the service unreachable or not in the region: the report marks it
 `error`); 130 interrupted. boto3 is imported only when one of them runs, so the plan's start-up pays nothing for it.
 """
@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import Any
 
 EXIT_FAILED = 1  # a check failed: what the plan's 1 means for a policy, `pulumi up` would fail (docs/cli.md)
-EXIT_ACCOUNT = 6  # AWS could not be asked (docs/cli.md)
+EXIT_CODES = (
+    "exit codes: 0 every check passed (warnings allowed); 1 a check failed; 2 bad input; 3 internal error; "
+    "5 the report could not be delivered; 7 AWS could not be asked (no or refused credentials, or a check denied, "
+    "throttled past the retries, unreachable or not in the region); 130 interrupted (docs/cli.md)"
+)
 READ_ONLY_NOTE = (
     "Read-only: only Describe, Get and List calls (trainstack/preflight/aws.py READ_ONLY), refused in code before "
     "any other call leaves the process; nothing is created, changed, bought or deleted."
@@ -43,6 +47,7 @@ def add_parsers(commands: Any) -> None:
         "`pulumi up` of the stack would succeed: the caller and every principal, the secrets key, an existing "
         "VPC's subnets, instance offerings, vCPU quotas, reservations and Capacity Blocks, the EKS version, add-on "
         "builds and AMI releases, HyperPod's training plan. " + READ_ONLY_NOTE,
+        epilog=EXIT_CODES,
     )
     _source(preflight)
     capacity = commands.add_parser(
@@ -51,6 +56,7 @@ def add_parsers(commands: Any) -> None:
         description="For one GPU group: the AZs that offer its type, the Capacity Block offerings (dates, price) "
         "for its count, and the reservations the account already holds that fit, each with the stack-file edit "
         "that would use it. " + READ_ONLY_NOTE,
+        epilog=EXIT_CODES,
     )
     _source(capacity)
     capacity.add_argument("--group", metavar="NAME", required=True, help="the gpu_node_groups entry to place")
@@ -66,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from stacks.load import check_stack, load_file, stack_file
-    from trainstack.cli import EXIT_OK, output_target, say, stack_name_of, write
+    from trainstack.cli import EXIT_ACCOUNT, EXIT_OK, output_target, say, stack_name_of, write
     from trainstack.preflight.aws import Account, CannotAsk
 
     path = args.config if args.config is not None else stack_file(args.stack if args.stack is not None else "dev")

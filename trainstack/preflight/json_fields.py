@@ -19,7 +19,7 @@ FIELDS: dict[str, str] = {
     "region": "The stack's region: where every regional call went.",
     "account": "The caller's account (STS GetCallerIdentity).",
     "caller": "The caller's ARN; for an assumed role, the session ARN.",
-    "verdict": "`failed` when a check failed (exit 1), else `error` when a check could not be asked (exit 6), "
+    "verdict": "`failed` when a check failed (exit 1), else `error` when a check could not be asked (exit 7), "
     "else `passed` (exit 0; warnings allowed).",
     "counts": "Checks per status.",
     "counts.failed": "Checks `pulumi up` would fail on.",

@@ -263,6 +263,24 @@ def _resources(report: Report) -> Section:
     return Section("resource list", head, tuple(table[2:]), ("", "</details>", ""))
 
 
+def _journeys(report: Report) -> Section:
+    """Every journey: holds or broken, the first failing step with its source, and what the user gets."""
+    journeys = report.journeys
+    holding = sum(1 for j in journeys if j.holds)
+    title = ("### Journeys", "", f"{holding} of {len(journeys)} hold.", "")
+    rows: list[list[str]] = []
+    for j in journeys:
+        step = j.broken_step
+        figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
+        if step is None:
+            rows.append(["holds", j.kind, j.subject, figures, ""])
+        else:
+            rows.append(["**broken**", j.kind, j.subject, f"{step.name}: {step.detail}", step.source])
+    # Broken journeys first: the table may be folded, and they are what the reviewer must see.
+    rows.sort(key=lambda row: row[0] == "holds")
+    return _table("journeys", title, md_table(["", "journey", "subject", "found", "source"], rows), "journeys")
+
+
 def _table(name: str, title: tuple[str, ...], table: list[str], what: str) -> Section:
     """A Markdown table (header and separator first) as a section, folded under <details> when it is long."""
     header, rows = tuple(table[:2]), (*table[2:], "")
@@ -352,6 +370,9 @@ def render(
             [[f"`{c.name}`", f"`{c.path}`", f"`{c.value}`", c.rule, c.source] for c in report.contracts],
         )
         sections.append(_table("contract violations", ("### Contracts: refused", ""), refused, "refused input(s)"))
+
+    if report.journeys:
+        sections.append(_journeys(report))
 
     if report.policy is not None:
         p = report.policy

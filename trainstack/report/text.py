@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from stacks.catalog import CATALOG
@@ -262,6 +262,32 @@ def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     return out
 
 
+def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
+    """The journeys: how many hold per kind, what each user gets (figures), and each broken one's first failing
+    step with its source."""
+    if not report.journeys:
+        return []
+    journeys = report.journeys
+    holding = sum(1 for j in journeys if j.holds)
+    kinds = Counter(j.kind for j in journeys)
+    per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+    head = f"{holding} of {len(journeys)} hold ({per_kind})"
+    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    for j in journeys:
+        step = j.broken_step
+        if step is not None:
+            body = fmt.fit(f"{j.kind}: {j.subject}", width - 9, "  ")
+            out.append(f"  {style.bad('BROKEN')} {body[0]}")
+            out += ["         " + line for line in body[1:]]
+            out += ["         " + line for line in fmt.fit(f"{step.name}: {step.detail}", width - 9, "  ")]
+            out += [style.dim("         " + line) for line in fmt.fit(f"source: {step.source}", width - 9)]
+        elif j.figures:
+            figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
+            out += ["  " + line for line in fmt.fit(f"{j.subject}: {figures}", width - 2, "    ")]
+    out.append("")
+    return out
+
+
 def _compute(report: Report, style: Style, width: int) -> list[str]:
     s = report.summary
     out = [style.heading("Compute")]
@@ -454,6 +480,7 @@ def render(
     out += _storage(report, style, width)
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)
+    out += journey_lines(report, style, width)
     out += _policy(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
@@ -471,6 +498,9 @@ def render(
     summary = f"{s.stack}: {v.headline} · {report.cost and fmt.usd(report.cost.usd_per_hour_desired)}/h at desired"
     if report.policy is not None:
         summary += f" · policy {len(report.policy.mandatory)} mandatory, {len(report.policy.advisory)} advisory"
-    summary += f" · contracts {len(report.contracts)} refused · {ready_line(v)}"
+    summary += f" · contracts {len(report.contracts)} refused"
+    if report.journeys:
+        summary += f" · journeys {sum(1 for j in report.journeys if not j.holds)} broken"
+    summary += f" · {ready_line(v)}"
     out += [style.bold(line) for line in fmt.fit(summary, width)]
     return "\n".join(out) + "\n"
