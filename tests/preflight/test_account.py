@@ -26,6 +26,7 @@ def test_every_allowed_call_exists_and_only_reads() -> None:
         assert re.match(r"^(Describe|Get|List)[A-Z]", operation), (service, operation)
 
 
+@pytest.mark.e2e
 def test_a_call_that_would_change_the_account_is_refused_before_it_is_sent(moto: h.Moto) -> None:
     caller = h.seed(moto, stack_config("dev"), "dev")
     account = Account("us-east-1", session=caller)
@@ -46,13 +47,15 @@ def test_a_call_that_would_change_the_account_is_refused_before_it_is_sent(moto:
         )
 
 
-def test_no_credentials_is_one_line_and_exit_6(moto: h.Moto, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.usefixtures("aws_env")
+def test_no_credentials_is_one_line_and_exit_7(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["preflight", "--stack", "dev"]) == 7
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: AWS could not be asked: no usable AWS credentials")
 
 
-def test_credentials_aws_refuses_stop_preflight(moto: h.Moto) -> None:
+@pytest.mark.usefixtures("aws_env")
+def test_credentials_aws_refuses_stop_preflight() -> None:
     sts, stub = h.stubbed("sts", "us-east-1")
     stub.add_client_error(
         "get_caller_identity", "ExpiredToken", "The security token included in the request is expired"
@@ -62,6 +65,7 @@ def test_credentials_aws_refuses_stop_preflight(moto: h.Moto) -> None:
         runner.run(stack_config("dev"), "dev", account, now=h.NOW)
 
 
+@pytest.mark.e2e
 def test_access_denied_is_an_error_check_and_the_others_go_on(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -140,6 +144,7 @@ def throttling(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Throttling]]:
         server.server_close()
 
 
+@pytest.mark.usefixtures("aws_env")
 def test_throttling_is_retried_with_backoff(throttling: type[_Throttling]) -> None:
     throttling.throttle = 1
     account = Account("us-east-1", session=h.session(), max_attempts=2)
@@ -147,6 +152,7 @@ def test_throttling_is_retried_with_backoff(throttling: type[_Throttling]) -> No
     assert throttling.seen == 2  # throttled once, answered on the retry
 
 
+@pytest.mark.usefixtures("aws_env")
 def test_throttling_past_the_retries_is_one_line(throttling: type[_Throttling]) -> None:
     throttling.throttle = 99
     account = Account("us-east-1", session=h.session(), max_attempts=2)
@@ -155,6 +161,7 @@ def test_throttling_past_the_retries_is_one_line(throttling: type[_Throttling]) 
     assert throttling.seen == 2
 
 
+@pytest.mark.usefixtures("aws_env")
 def test_an_unreachable_endpoint_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -167,7 +174,8 @@ def test_an_unreachable_endpoint_is_one_line(
     assert len(err) == 1 and "cannot reach sts in us-east-1" in err[0]
 
 
-def test_a_region_without_the_service_says_so(moto: h.Moto, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("aws_env")
+def test_a_region_without_the_service_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     account = Account("us-east-1", session=h.session(), max_attempts=1)
     monkeypatch.setattr(account.session, "get_available_regions", lambda service: ["eu-west-1"])

@@ -14,6 +14,8 @@ from tests.preflight import helpers as h
 from trainstack.preflight import runner
 from trainstack.preflight.model import Preflight, Status
 
+pytestmark = pytest.mark.e2e  # every test asks moto's server (conftest.py: MOTO_COST)
+
 
 def preflight(
     moto: h.Moto,

@@ -26,6 +26,7 @@ def _account_for(monkeypatch: pytest.MonkeyPatch, caller: Any, overrides: dict[t
     monkeypatch.setattr(Account, "__init__", build)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("format_", ["text", "json", "markdown"])
 def test_a_matching_account_exits_0_in_every_format(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, format_: str
@@ -47,6 +48,7 @@ def test_a_matching_account_exits_0_in_every_format(
         assert text.splitlines()[2].startswith("Verdict: passed") and "Read-only" in text
 
 
+@pytest.mark.e2e
 def test_a_failing_account_exits_1(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -59,6 +61,7 @@ def test_a_failing_account_exits_1(
     assert captured.err.strip() == "preflight failed: 1 failed, 15 passed, 1 skipped"
 
 
+@pytest.mark.e2e
 def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,7 +109,8 @@ def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(
     assert "add us-east-1d to network.availability_zones" in out
 
 
-def test_capacity_refuses_an_unknown_group(moto: h.Moto, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.usefixtures("aws_env")
+def test_capacity_refuses_an_unknown_group(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["capacity", "--stack", "staging", "--group", "p6"]) == 2
     assert "--group p6: no such gpu_node_groups entry; groups: p5" in capsys.readouterr().err
 

@@ -14,6 +14,8 @@ from tests.preflight import helpers as h
 from trainstack.preflight import identity, render, runner
 from trainstack.preflight.model import Status
 
+pytestmark = pytest.mark.e2e  # every test asks moto's server (conftest.py: MOTO_COST)
+
 
 def _run(moto: h.Moto, stack: str, caller: object):
     cluster = load_file(stack_file(stack))
