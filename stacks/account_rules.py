@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+
+from stacks.catalog import CATALOG
+from stacks.schema import CapacityType, StackConfig
 
 # The EC2 Auto Scaling service-linked role that launches EKS managed node group instances; the node-volume KMS
 # key's policy names it, and KMS refuses a policy whose principal does not exist (components/eks.py). IAM User
@@ -24,6 +28,10 @@ AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
 AUTOSCALING_ROLE_PATH = "/aws-service-role/autoscaling.amazonaws.com/"
 AUTOSCALING_SERVICE_LINKED_ROLE = AUTOSCALING_ROLE_PATH.lstrip("/") + AUTOSCALING_ROLE_NAME
 CREATE_AUTOSCALING_ROLE = "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com"
+
+# A check the program makes during a real preview or up (components/account_checks.py) that the offline plan's
+# mocks, which see no account, cannot answer: its status there, as the plan report shows it.
+NOT_CHECKED_OFFLINE = "not checked (offline)"
 
 _ARN = re.compile(
     r"^arn:(?P<partition>aws[a-z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):(?P<account>\d{12})?:"
@@ -42,6 +50,24 @@ def role_name(arn: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------- identity
+
+
+def stack_accounts(cluster: StackConfig) -> list[str]:
+    """The accounts eks.admin_role_arns name: the account the stack is meant for."""
+    return sorted({a for arn in cluster.eks.admin_role_arns if (a := account_of(arn))})
+
+
+def principals(cluster: StackConfig) -> Iterator[tuple[str, str]]:
+    """(stack-file key, ARN) of every IAM principal the stack names, in key order."""
+    for i, arn in enumerate(cluster.eks.admin_role_arns):
+        yield f"eks.admin_role_arns[{i}]", arn
+    for i, arn in enumerate(cluster.security.key_administrator_arns):
+        yield f"security.key_administrator_arns[{i}]", arn
+    for i, arn in enumerate(cluster.security.outside_vpc_data_role_arns):
+        yield f"security.outside_vpc_data_role_arns[{i}]", arn
+    for t, team in enumerate(cluster.kubernetes.teams):
+        for i, arn in enumerate(team.member_role_arns):
+            yield f"kubernetes.teams[{t}].member_role_arns[{i}]", arn
 
 
 def account_problem(caller_account: str, stack_accounts: Sequence[str]) -> str | None:
@@ -205,6 +231,35 @@ class QuotaDemand:
         return self.instances * self.vcpus_each
 
 
+def quota_demands(cluster: StackConfig, system_vcpus: int | None) -> dict[tuple[str, bool], list[QuotaDemand]]:
+    """vCPUs at max size per (quota class label, spot), for the GPU groups that launch On-Demand or Spot, and the
+    system nodes when `system_vcpus` is known (their type is not in the catalog). Groups on a reservation or Capacity
+    Block launch into capacity already held (judged by the reservation check) and are left out: the quota counted
+    when the reservation was made (verify against the EC2 guide's quota pages)."""
+    found: dict[tuple[str, bool], list[QuotaDemand]] = defaultdict(list)
+    for i, group in enumerate(cluster.gpu_node_groups):
+        found_class = quota_class(group.instance_type)
+        if group.capacity.reserved or found_class is None:
+            continue
+        spot = group.capacity.type is CapacityType.SPOT
+        demand = QuotaDemand(
+            f"gpu_node_groups[{i}]", group.instance_type, group.max_size, CATALOG[group.instance_type].vcpus
+        )
+        found[(found_class.label, spot)].append(demand)
+    system = cluster.eks.system_node_group
+    system_class = quota_class(system.instance_type)
+    if system_class is not None and system_vcpus is not None:
+        found[(system_class.label, False)].append(
+            QuotaDemand("eks.system_node_group", system.instance_type, system.max_size, system_vcpus)
+        )
+    return dict(found)
+
+
+def quota_check_id(label: str, spot: bool) -> str:
+    """The check's id for one quota class: `compute.quota.g-and-vt-spot`."""
+    return f"compute.quota.{label.lower().replace(' ', '-')}{'-spot' if spot else ''}"
+
+
 def quota_problem(
     name: str, code: str, value: float, demand: Sequence[QuotaDemand], running_elsewhere: int | None
 ) -> str | None:
@@ -299,6 +354,23 @@ def reservation_problems(
             "launches outside it do not use the reservation"
         )
     return problems
+
+
+# ------------------------------------------------------------------------------------------------ EKS
+
+
+EKS_CREATES = ("STANDARD_SUPPORT", "EXTENDED_SUPPORT")  # DescribeClusterVersions versionStatus (EKS API Reference)
+
+
+def eks_version_problem(version: str, region: str, status: str) -> str | None:
+    """EKS must create clusters on eks.version in the region: DescribeClusterVersions lists it in standard or
+    extended support (`status` is its versionStatus, "" when it is not listed)."""
+    if status in EKS_CREATES:
+        return None
+    return (
+        f"eks.version {version}: EKS does not create clusters on it in {region} ({status or 'not listed'}); pick a "
+        "version `aws eks describe-cluster-versions` lists"
+    )
 
 
 # ----------------------------------------------------------------------------------------------- add-ons

@@ -10,8 +10,8 @@ the plan builds fails (a team's job never admitted, an image that cannot be pull
 input (invalid config, bad arguments, missing stack, unreadable path, unusable --output); 3 the program itself
 failed under the mock engine, the policy review failed, or an internal error; 5 the report could not be
 delivered (stdout closed, disk full, the reader went away, an encoding that cannot show it); 7 (`preflight`,
-`capacity`) AWS could not be asked; 130 interrupted (Ctrl-C). Errors are one clear line (or the config's list of problems) on stderr, never a traceback
-(TRAINSTACK_DEBUG=1 adds it for internal errors).
+`capacity`) AWS could not be asked; 130 interrupted (Ctrl-C). Errors are one clear line (or the config's list of
+problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
 """
 
 from __future__ import annotations

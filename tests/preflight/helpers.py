@@ -29,7 +29,7 @@ from botocore.stub import ANY, Stubber
 
 from stacks.account_rules import QUOTA_CLASSES, account_of, role_name
 from stacks.schema import StackConfig
-from trainstack.preflight import compute, eks, identity
+from trainstack.preflight import compute, eks
 from trainstack.preflight.aws import Account
 from trainstack.preflight.capacity import FAMILY as CAPACITY
 from trainstack.preflight.eks import installed_addons
@@ -104,7 +104,7 @@ def seed(
     caller = assume(moto, admin, cluster.region)
     iam = caller.client("iam", endpoint_url=moto.url)
     if principals:
-        for _key, arn in identity.principals(cluster):
+        for _key, arn in principals(cluster):
             if account_of(arn) != account_of(admin):
                 continue
             path = "/" + arn.split(":", 5)[5].split("/", 1)[1].rsplit("/", 1)[0] + "/" if arn.count("/") > 1 else "/"

@@ -8,10 +8,11 @@ import json
 import jsonschema
 import pytest
 
+from stacks.account_rules import principals
 from stacks.load import load_file, stack_file
 from tests.conftest import STACKS
 from tests.preflight import helpers as h
-from trainstack.preflight import identity, render, runner
+from trainstack.preflight import render, runner
 from trainstack.preflight.model import Status
 
 pytestmark = pytest.mark.e2e  # every test asks moto's server (conftest.py: MOTO_COST)
@@ -66,7 +67,7 @@ def test_an_empty_account_fails_naming_each_missing_identity_and_reservation(mot
     failed = {c.id: c for c in result.with_status(Status.FAILED)}
     assert result.verdict is Status.FAILED
     first_key = {}
-    for key, arn in identity.principals(cluster):
+    for key, arn in principals(cluster):
         first_key.setdefault(arn, key)  # a principal named twice is asked once, under its first key
     for arn, key in first_key.items():
         if h.account_of(arn) == result.account:

@@ -15,11 +15,12 @@ from stacks.account_rules import (
     QuotaDemand,
     Reservation,
     offering_problem,
+    quota_check_id,
     quota_class,
+    quota_demands,
     quota_problem,
     reservation_problems,
 )
-from stacks.catalog import CATALOG
 from stacks.schema import CapacityType
 from trainstack.preflight.aws import AskFailed, error_code
 from trainstack.preflight.context import Context, attempt, verdict
@@ -99,31 +100,6 @@ def offering_checks(ctx: Context) -> list[Check]:
 # ------------------------------------------------------------------------------------------------- quotas
 
 
-def demands(ctx: Context, system_vcpus: int) -> dict[tuple[str, bool], list[QuotaDemand]]:
-    """vCPUs at max size per (quota class label, spot), for groups that launch On-Demand or Spot. Groups on a
-    reservation or Capacity Block launch into capacity already held (judged by the reservation check) and are
-    left out: the quota counted when the reservation was made (verify against the EC2 guide's quota pages)."""
-    found: dict[tuple[str, bool], list[QuotaDemand]] = defaultdict(list)
-    for i, group in enumerate(ctx.cluster.gpu_node_groups):
-        if group.capacity.reserved:
-            continue
-        found_class = quota_class(group.instance_type)
-        if found_class is None:
-            continue
-        spot = group.capacity.type is CapacityType.SPOT
-        vcpus = CATALOG[group.instance_type].vcpus
-        found[(found_class.label, spot)].append(
-            QuotaDemand(f"gpu_node_groups[{i}]", group.instance_type, group.max_size, vcpus)
-        )
-    system = ctx.cluster.eks.system_node_group
-    system_class = quota_class(system.instance_type)
-    if system_class is not None:
-        found[(system_class.label, False)].append(
-            QuotaDemand("eks.system_node_group", system.instance_type, system.max_size, system_vcpus)
-        )
-    return found
-
-
 def _classes() -> dict[str, QuotaClass]:
     return {c.label: c for _, c in QUOTA_CLASSES}
 
@@ -174,7 +150,7 @@ def quota_checks(ctx: Context) -> list[Check]:
     system = ctx.cluster.eks.system_node_group.instance_type
     title = "vCPU quotas cover every group at max size"
     try:
-        wanted = demands(ctx, vcpus_of(ctx, {system}).get(system, 0))
+        wanted = quota_demands(ctx.cluster, vcpus_of(ctx, {system}).get(system, 0))
         others = running_elsewhere(ctx)
     except Exception as error:
         return [_unchecked("compute.quota", title, "ec2:DescribeInstanceTypes, ec2:DescribeInstances", error)]
@@ -187,7 +163,7 @@ def quota_checks(ctx: Context) -> list[Check]:
             if spot
             else (found_class.on_demand_name, found_class.on_demand_code)
         )
-        id_ = f"compute.quota.{label.lower().replace(' ', '-')}{'-spot' if spot else ''}"
+        id_ = quota_check_id(label, spot)
         asked = f"service-quotas:GetServiceQuota ec2 {code}; ec2:DescribeInstances"
         title_ = f"'{name}' covers the stack"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from stacks.account_rules import addon_problem
+from stacks.account_rules import addon_problem, eks_version_problem
 from stacks.schema.eks import ADDON_NAMES
 from trainstack.preflight.aws import error_code
 from trainstack.preflight.context import Context, attempt, verdict
@@ -25,26 +25,20 @@ def version_check(ctx: Context) -> Check:
         found = ctx.ask(FAMILY, "eks", "DescribeClusterVersions", clusterVersions=[version])["clusterVersions"]
         row = next((v for v in found if v.get("clusterVersion") == version), None)
         status = str(row.get("versionStatus", "")) if row else ""
-        ok = status in ("STANDARD_SUPPORT", "EXTENDED_SUPPORT")
-        answer = (
-            f"{version}: {status.replace('_', ' ').lower()}"
-            + (
-                f", standard support until {row['endOfStandardSupportDate']:%Y-%m-%d}"
-                if row and row.get("endOfStandardSupportDate")
-                else ""
-            )
-            if ok
-            else f"eks.version {version}: EKS does not create clusters on it in {ctx.cluster.region} "
-            f"({status or 'not listed'})"
+        problem = eks_version_problem(version, ctx.cluster.region, status)
+        answer = problem or f"{version}: {status.replace('_', ' ').lower()}" + (
+            f", standard support until {row['endOfStandardSupportDate']:%Y-%m-%d}"
+            if row and row.get("endOfStandardSupportDate")
+            else ""
         )
         return Check(
             "eks.version",
             FAMILY,
             title,
-            verdict(None if ok else answer),
+            verdict(problem),
             asked,
             answer,
-            "" if ok else "pick a version `aws eks describe-cluster-versions` lists",
+            "" if problem is None else "pick a version `aws eks describe-cluster-versions` lists",
             "eks.version",
         )
 

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from botocore.exceptions import ClientError
 
 from stacks.account_rules import (
@@ -22,31 +20,14 @@ from stacks.account_rules import (
     autoscaling_role_problem,
     caller_admin_problem,
     principal_problem,
+    principals,
+    stack_accounts,
 )
-from stacks.schema import StackConfig
 from trainstack.preflight.aws import error_code
 from trainstack.preflight.context import Context, attempt, verdict
 from trainstack.preflight.model import Check, Status
 
 FAMILY = "identity"
-
-
-def stack_accounts(cluster: StackConfig) -> list[str]:
-    """The accounts eks.admin_role_arns name: the account the stack is meant for."""
-    return sorted({a for arn in cluster.eks.admin_role_arns if (a := account_of(arn))})
-
-
-def principals(cluster: StackConfig) -> Iterator[tuple[str, str]]:
-    """(stack-file key, ARN) of every IAM principal the stack names, in key order."""
-    for i, arn in enumerate(cluster.eks.admin_role_arns):
-        yield f"eks.admin_role_arns[{i}]", arn
-    for i, arn in enumerate(cluster.security.key_administrator_arns):
-        yield f"security.key_administrator_arns[{i}]", arn
-    for i, arn in enumerate(cluster.security.outside_vpc_data_role_arns):
-        yield f"security.outside_vpc_data_role_arns[{i}]", arn
-    for t, team in enumerate(cluster.kubernetes.teams):
-        for i, arn in enumerate(team.member_role_arns):
-            yield f"kubernetes.teams[{t}].member_role_arns[{i}]", arn
 
 
 def account_check(ctx: Context) -> Check:
