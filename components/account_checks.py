@@ -61,7 +61,7 @@ from stacks.schema import CapacityType, StackConfig
 PASSED = "passed"
 FAILED = "failed"
 WARNING = "warning"
-ODCR_NOT_ASKED = "not checked: pulumi-aws has no data source for an On-Demand Capacity Reservation (preflight asks)"
+ODCR_NOT_ASKED = "not checked: pulumi-aws has no data source for an On-Demand Capacity Reservation"
 # How the provider says a Capacity Block does not exist: EC2's error code, or the provider's own wording for a
 # singular data source that matched nothing.
 _NOT_FOUND = re.compile(r"NotFound|not found|couldn't find|no matching|empty result", re.IGNORECASE)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.changes import entries
 from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
@@ -165,6 +166,7 @@ GIVE_WAY = (
     "architecture diagram",
     "cost table",
     "health",
+    "account state",
     "storage",
     "compute table",
     "policy review",
@@ -405,6 +407,10 @@ def render(
     sections.append(
         Section("architecture diagram", ("### Architecture", ""), ("```mermaid", diagram, "```", ""), atomic=True)
     )
+    if account := account_lines(report.recording):
+        sections.append(
+            Section("account state", ("### Account state", ""), tuple(f"- {item}" for item in account), ("",))
+        )
     steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
     sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
     sections.append(_resources(report))

@@ -10,6 +10,7 @@ from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.changes import entries
 from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
 from trainstack.report.health import lines as health_lines
@@ -23,6 +24,7 @@ def next_steps(stack: str, environment: str) -> list[str]:
     quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
     return [
         "With AWS credentials and the Pulumi CLI:",
+        f"  python -m trainstack preflight --stack {quoted}",
         f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
         f"  pulumi up --stack {quoted}",
     ]
@@ -491,6 +493,10 @@ def render(
             line if len(line) <= width else line[: width - 1] + "…"
             for line in resource_tree(report.recording.resources)
         ]
+        out.append("")
+    if account := account_lines(report.recording):
+        out.append(style.heading("Account state"))
+        out += ["  " + line for item in account for line in fmt.fit(item, width - 2, "    ")]
         out.append("")
     out.append(style.heading("Next step"))
     out += ["  " + line for step in next_steps(s.stack, s.environment) for line in fmt.fit(step, width - 2, "    ")]
