@@ -15,7 +15,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from stacks.account_rules import NOT_CHECKED_OFFLINE
 from stacks.catalog import CATALOG
 from trainstack.diff import PlanDiff
 from trainstack.report import fmt, graph
@@ -237,7 +236,6 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
         pins = {a.name: a.version for a in s.addons if a.kind == "eks-addon"}
         for addon, build, why in unconfirmed(version, pins):
             found.append(Risk("low", risk_title(addon, build, version), why))
-    found.extend(_account_checks(report))
     estimated = [i.name for i in report.cost.items if i.estimated]
     if estimated:
         found.append(
@@ -256,29 +254,6 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
             found.append(Risk("low", f"advisory {policy}: {len(messages)} finding(s)", messages[0] + more))
     rank = {severity: i for i, severity in enumerate(SEVERITIES)}
     return sorted(found, key=lambda r: rank[r.severity])  # stable: detection order within a severity
-
-
-def _account_checks(report: Report) -> list[Risk]:
-    """The account-state checks the program makes during a real preview or up (components/account_checks.py): the
-    offline plan's mocks see no account, so none of them is checked here."""
-    checks = report.recording.outputs.get("account_checks")
-    if not isinstance(checks, dict):
-        return []
-    offline = [check for check, status in checks.items() if status == NOT_CHECKED_OFFLINE]
-    elsewhere = [
-        f"{check} ({status.removeprefix('not checked: ')})" for check, status in checks.items() if check not in offline
-    ]
-    if not offline:
-        return []
-    also = f"; preflight alone asks {', '.join(elsewhere)}" if elsewhere else ""
-    return [
-        Risk(
-            "low",
-            f"account state not checked (offline): {len(offline)} checks",
-            f"`python -m trainstack preflight --stack {report.stack}` asks them now; a real `pulumi preview` or `up` "
-            f"asks them through pulumi-aws before creating anything ({', '.join(offline)}){also}",
-        )
-    ]
 
 
 def assess(report: Report, diff: PlanDiff | None = None, before: Report | None = None) -> Verdict:
