@@ -11,13 +11,18 @@ from stacks.account_rules import (
     AUTOSCALING_ROLE_PATH,
     QuotaDemand,
     caller_admin_problem,
+    eks_version_problem,
     offering_problem,
     principal_problem,
+    principals,
+    quota_check_id,
     quota_class,
+    quota_demands,
     quota_problem,
+    stack_accounts,
 )
 from stacks.schema.eks import ADDON_NAMES
-from tests.conftest import stack_config
+from tests.conftest import edited_config, stack_config
 
 
 @pytest.mark.parametrize(
@@ -78,3 +83,47 @@ def test_the_autoscaling_role_is_the_one_the_node_volume_key_policy_names() -> N
 def test_addon_names_are_the_ones_the_components_create() -> None:
     created = {plan.name for plan in addon_plan(stack_config("prod").eks)} | {ADDON_NAME}
     assert set(ADDON_NAMES.values()) == created
+
+
+def test_quota_demands_leave_reserved_groups_out_and_count_the_system_nodes_only_when_known() -> None:
+    def on_demand_and_reserved(raw: dict[str, object]) -> None:
+        groups = raw["gpu_node_groups"]
+        assert isinstance(groups, list)
+        groups.append(
+            {**groups[0], "name": "p5-od", "capacity": {"type": "on_demand"}, "min_size": 0, "desired_size": 0}
+        )
+
+    cluster = edited_config("prod", on_demand_and_reserved)
+    demands = quota_demands(cluster, None)
+    assert list(demands) == [("P", False)]  # the reservation's group is judged by its reservation, not the quota
+    assert [(d.who, d.instances, d.vcpus) for d in demands[("P", False)]] == [("gpu_node_groups[1]", 16, 16 * 192)]
+    with_system = quota_demands(cluster, 8)
+    assert [(d.who, d.vcpus) for d in with_system[("Standard", False)]] == [("eks.system_node_group", 6 * 8)]
+
+
+def test_quota_check_ids_are_preflights() -> None:
+    assert quota_check_id("G and VT", True) == "compute.quota.g-and-vt-spot"
+    assert quota_check_id("P", False) == "compute.quota.p"
+
+
+@pytest.mark.parametrize(
+    ("status", "fails"),
+    [("STANDARD_SUPPORT", False), ("EXTENDED_SUPPORT", False), ("UNSUPPORTED", True), ("", True)],
+)
+def test_eks_creates_clusters_only_on_a_supported_version(status: str, fails: bool) -> None:
+    problem = eks_version_problem("1.36", "us-east-1", status)
+    assert (problem is not None) is fails
+    if problem is not None:
+        assert (
+            f"eks.version 1.36: EKS does not create clusters on it in us-east-1 ({status or 'not listed'})" in problem
+        )
+
+
+def test_the_stacks_account_and_principals_come_from_its_keys() -> None:
+    prod = stack_config("prod")
+    assert stack_accounts(prod) == ["444455556666"]
+    keys = [key for key, _ in principals(prod)]
+    assert keys[:2] == ["eks.admin_role_arns[0]", "eks.admin_role_arns[1]"]
+    assert len(keys) == len(prod.eks.admin_role_arns) + len(prod.security.key_administrator_arns) + len(
+        prod.security.outside_vpc_data_role_arns
+    ) + sum(len(t.member_role_arns) for t in prod.kubernetes.teams)
