@@ -11,7 +11,8 @@ check ids):
   principals in the caller's account.
 - `compute.offering.<group>`, `compute.offering.system`: aws:ec2/getInstanceTypeOfferings per instance type.
 - `compute.quota.<class>[-spot]`: aws:servicequotas/getServiceQuota, the accelerator vCPU quotas at max size.
-- `compute.reservation.<group>`: aws:ec2/getCapacityBlockReservation, for a group on a Capacity Block.
+- `compute.reservation.<group>`: aws:ec2/getCapacityBlockReservation, for a group on a Capacity Block, and
+  aws:ec2/getInstances for the stack's own nodes already in it (a day-2 `pulumi up`).
 - `eks.version`: aws:eks/getClusterVersions.
 
 Left to preflight, which asks the APIs directly: On-Demand Capacity Reservations (pulumi-aws 7.51 has no data source
@@ -39,6 +40,7 @@ import pulumi_aws as aws
 from stacks.account_rules import (
     AUTOSCALING_ROLE_NAME,
     AUTOSCALING_ROLE_PATH,
+    EKS_CLUSTER_TAG,
     NOT_CHECKED_OFFLINE,
     QUOTA_CLASSES,
     Reservation,
@@ -258,6 +260,12 @@ def _capacity_blocks(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _
                 end=_when(block.end_date),
                 placement_group_arn=block.placement_group_arn or None,
             )
+        running = 0
+        if found is not None:
+            nodes = checks.ask([check_id], lambda rid=rid: _stack_nodes(cluster, rid, opts))
+            if nodes is None:
+                continue
+            running = nodes
         problems = reservation_problems(
             key,
             group.instance_type,
@@ -267,8 +275,22 @@ def _capacity_blocks(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _
             group.desired_size,
             found,
             rid,
+            running,
         )
         checks.record(check_id, problems)
+
+
+def _stack_nodes(cluster: StackConfig, reservation_id: str, opts: pulumi.InvokeOptions) -> int:
+    """This stack's pending and running nodes in the reservation: on a day-2 `pulumi up` they hold it for the
+    group, so they count as the group's, not as taken."""
+    return len(
+        aws.ec2.get_instances(
+            instance_tags={EKS_CLUSTER_TAG: cluster.name},
+            instance_state_names=["pending", "running"],
+            filters=[aws.ec2.GetInstancesFilterArgs(name="capacity-reservation-id", values=[reservation_id])],
+            opts=opts,
+        ).ids
+    )
 
 
 def _when(value: str | None) -> datetime.datetime | None:

@@ -310,8 +310,11 @@ def reservation_problems(
     desired: int,
     found: Reservation | None,
     reservation_id: str,
+    running_in_it: int = 0,
 ) -> list[str]:
-    """Everything that makes a group's launches into its reservation fail (each one line)."""
+    """Everything that makes a group's launches into its reservation fail (each one line). `running_in_it`: the
+    stack's own nodes already running in the reservation (a day-2 `pulumi up`), which count as the group's, not as
+    taken."""
     if found is None:
         return [
             f"{key}.reservation_id = {reservation_id}: no such reservation in this account and region "
@@ -341,10 +344,11 @@ def reservation_problems(
         problems.append(f"{key}.reservation_id = {found.id} is for {found.tenancy} tenancy; node groups launch default")
     if found.platform != "Linux/UNIX":
         problems.append(f"{key}.reservation_id = {found.id} is for {found.platform}; EKS AMIs are Linux/UNIX")
-    if found.available < desired:
+    if found.available + running_in_it < desired:
+        own = f" (and {running_in_it} run this stack's nodes)" if running_in_it else ""
         problems.append(
-            f"{key}.reservation_id = {found.id} has {found.available} of {found.total} instances free, the group "
-            f"starts {desired}: free them or lower desired_size"
+            f"{key}.reservation_id = {found.id} has {found.available} of {found.total} instances free{own}, the "
+            f"group starts {desired}: free them or lower desired_size"
         )
     pg = found.placement_group_arn.rsplit("/", 1)[-1] if found.placement_group_arn else None
     if placement_group is not None and pg != placement_group:
@@ -357,6 +361,9 @@ def reservation_problems(
 
 
 # ------------------------------------------------------------------------------------------------ EKS
+
+
+EKS_CLUSTER_TAG = "eks:cluster-name"  # EKS tags managed node group instances with their cluster's name (the stack's)
 
 
 EKS_CREATES = ("STANDARD_SUPPORT", "EXTENDED_SUPPORT")  # DescribeClusterVersions versionStatus (EKS API Reference)

@@ -54,6 +54,7 @@ _ACCOUNT_CHECKS = frozenset(
         "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings",
         "aws:servicequotas/getServiceQuota:getServiceQuota",
         "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation",
+        "aws:ec2/getInstances:getInstances",
         "aws:eks/getClusterVersions:getClusterVersions",
     }
 )
@@ -290,6 +291,8 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "instanceCount": 0,
                 "availableInstanceCount": 0,
             }
+        if token == "aws:ec2/getInstances:getInstances":
+            return {"id": self.region, "ids": [], "privateIps": [], "publicIps": [], "ipv6Addresses": []}
         versions = [str(v) for v in a.get("clusterVersionsOnlies") or []]  # aws:eks/getClusterVersions
         return {
             "id": self.region,

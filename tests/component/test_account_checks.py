@@ -42,6 +42,7 @@ OFFERINGS = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
 QUOTA = "aws:servicequotas/getServiceQuota:getServiceQuota"
 BLOCK = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 VERSIONS = "aws:eks/getClusterVersions:getClusterVersions"
+INSTANCES = "aws:ec2/getInstances:getInstances"
 BLOCK_ID = "cr-0123456789abcdef0"
 Answer = Callable[[dict[str, Any]], "dict[str, Any] | str"]  # a result, or the provider's failure reason
 
@@ -87,6 +88,7 @@ def matching(cluster: StackConfig) -> dict[str, Answer]:
             "startDate": "2026-12-01T11:30:00Z",
             "endDate": "2026-12-29T11:30:00Z",
         },
+        INSTANCES: lambda a: {"ids": [], "id": cluster.region},
         VERSIONS: lambda a: {
             "clusterVersions": [
                 {"clusterVersion": v, "versionStatus": "STANDARD_SUPPORT"} for v in a["clusterVersionsOnlies"]
@@ -152,7 +154,7 @@ def test_a_matching_account_passes_and_each_invoke_asks_the_stacks_own_values(mo
         "compute.reservation.p5-train",
         "eks.version",
     }
-    assert [token for token, _, _ in asked.calls] == [IDENTITY, ROLES, OFFERINGS, OFFERINGS, BLOCK, VERSIONS]
+    assert [token for token, _, _ in asked.calls] == [IDENTITY, ROLES, OFFERINGS, OFFERINGS, BLOCK, INSTANCES, VERSIONS]
     offered = [a["filters"] for a in asked.args(OFFERINGS)]
     assert offered == [
         [{"name": "instance-type", "values": ["p5.48xlarge"]}],
@@ -160,6 +162,13 @@ def test_a_matching_account_passes_and_each_invoke_asks_the_stacks_own_values(mo
     ]
     assert {a["locationType"] for a in asked.args(OFFERINGS)} == {"availability-zone"}
     assert asked.args(BLOCK) == [{"id": BLOCK_ID}]
+    assert asked.args(INSTANCES) == [
+        {
+            "instanceTags": {"eks:cluster-name": PROD_BLOCK.name},
+            "instanceStateNames": ["pending", "running"],
+            "filters": [{"name": "capacity-reservation-id", "values": [BLOCK_ID]}],
+        }
+    ]
     assert asked.args(VERSIONS) == [{"clusterVersionsOnlies": [PROD_BLOCK.eks.version]}]
     # Every invoke goes through the stack's provider (its region), never a default provider.
     assert {provider.split("::")[3] for _, _, provider in asked.calls} == {"aws"}
@@ -225,6 +234,16 @@ def test_a_capacity_block_is_judged_by_what_ec2_says(monkeypatch: pytest.MonkeyP
     assert reservation_problems("gpu_node_groups[0].capacity", "", "", True, None, 16, None, BLOCK_ID)[0] in missing
 
 
+def test_on_day_2_the_stacks_own_nodes_in_the_block_count_as_the_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    active = matching(PROD_BLOCK)[BLOCK]({"id": BLOCK_ID})
+    assert isinstance(active, dict)
+    full = {BLOCK: lambda a: {**active, "availableInstanceCount": 0}}
+    ours = {INSTANCES: lambda a: {"ids": [f"i-{n:017x}" for n in range(16)], "id": "x"}}
+    recording, _ = run_checks(monkeypatch, PROD_BLOCK, matching(PROD_BLOCK) | full | ours)
+    assert recording.outputs["account_checks"]["compute.reservation.p5-train"] == "passed"
+    assert "has 0 of 16 instances free, the group starts 16" in failing(monkeypatch, PROD_BLOCK, full)
+
+
 def test_an_on_demand_capacity_reservation_is_left_to_preflight(monkeypatch: pytest.MonkeyPatch) -> None:
     prod = stack_config("prod")
     recording, asked = run_checks(monkeypatch, prod, matching(prod))
@@ -275,7 +294,7 @@ def test_under_the_offline_plan_the_invokes_are_made_and_nothing_is_judged(monke
     empty = matching(PROD_BLOCK) | {ROLES: lambda a: {"arns": []}, QUOTA: lambda a: {"value": 0.0}}
     recording, asked = run_checks(monkeypatch, PROD_BLOCK, empty, judge=False)
     assert set(recording.outputs["account_checks"].values()) == {NOT_CHECKED_OFFLINE}
-    assert [token for token, _, _ in asked.calls] == [IDENTITY, ROLES, OFFERINGS, OFFERINGS, BLOCK, VERSIONS]
+    assert [token for token, _, _ in asked.calls] == [IDENTITY, ROLES, OFFERINGS, OFFERINGS, BLOCK, INSTANCES, VERSIONS]
 
 
 def test_the_offline_mocks_answer_every_account_check(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ import boto3
 import botocore.session
 from botocore.stub import ANY, Stubber
 
+from stacks import account_rules
 from stacks.account_rules import QUOTA_CLASSES, account_of, role_name
 from stacks.schema import StackConfig
 from trainstack.preflight import compute, eks
@@ -104,7 +105,7 @@ def seed(
     caller = assume(moto, admin, cluster.region)
     iam = caller.client("iam", endpoint_url=moto.url)
     if principals:
-        for _key, arn in principals(cluster):
+        for _key, arn in account_rules.principals(cluster):
             if account_of(arn) != account_of(admin):
                 continue
             path = "/" + arn.split(":", 5)[5].split("/", 1)[1].rsplit("/", 1)[0] + "/" if arn.count("/") > 1 else "/"

@@ -10,6 +10,7 @@ from stacks.account_rules import (
     AUTOSCALING_ROLE_NAME,
     AUTOSCALING_ROLE_PATH,
     QuotaDemand,
+    Reservation,
     caller_admin_problem,
     eks_version_problem,
     offering_problem,
@@ -19,6 +20,7 @@ from stacks.account_rules import (
     quota_class,
     quota_demands,
     quota_problem,
+    reservation_problems,
     stack_accounts,
 )
 from stacks.schema.eks import ADDON_NAMES
@@ -127,3 +129,30 @@ def test_the_stacks_account_and_principals_come_from_its_keys() -> None:
     assert len(keys) == len(prod.eks.admin_role_arns) + len(prod.security.key_administrator_arns) + len(
         prod.security.outside_vpc_data_role_arns
     ) + sum(len(t.member_role_arns) for t in prod.kubernetes.teams)
+
+
+def test_the_stacks_own_nodes_in_the_reservation_count_as_the_groups() -> None:
+    full = Reservation(
+        "cr-0a1b2c3d4e5f67890",
+        "p5.48xlarge",
+        "us-east-1a",
+        "active",
+        "default",
+        16,
+        0,
+        "default",
+        "Linux/UNIX",
+        None,
+        None,
+        None,
+    )
+
+    def problems(running: int) -> list[str]:
+        return reservation_problems("g", "p5.48xlarge", "us-east-1a", False, None, 16, full, full.id, running)
+
+    assert problems(16) == []  # a day-2 `pulumi up`: the group's own 16 nodes fill it
+    assert problems(15) == [
+        "g.reservation_id = cr-0a1b2c3d4e5f67890 has 0 of 16 instances free (and 15 run this stack's nodes), the "
+        "group starts 16: free them or lower desired_size"
+    ]
+    assert problems(0)[0].startswith("g.reservation_id = cr-0a1b2c3d4e5f67890 has 0 of 16 instances free, the group")
