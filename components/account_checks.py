@@ -102,7 +102,9 @@ class _Checks:
         """The invoke's answer, or None when it failed: those checks are then not checked, with a warning."""
         try:
             return invoke()
-        except Exception as error:
+        except Exception as error:  # the SDK raises a bare Exception for a failed invoke
+            if not self.judge:
+                raise  # under the mock engine a failed invoke is a gap in trainstack/mocks.py, not the account's
             self.unchecked(check_ids, str(error))
             return None
 
@@ -240,7 +242,9 @@ def _capacity_blocks(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _
         key, rid = f"gpu_node_groups[{i}].capacity", capacity.reservation_id
         try:
             block = aws.ec2.get_capacity_block_reservation(id=rid, opts=opts)
-        except Exception as error:
+        except Exception as error:  # the SDK raises a bare Exception for a failed invoke
+            if not checks.judge:
+                raise
             if not _NOT_FOUND.search(str(error)):
                 checks.unchecked([check_id], str(error))
                 continue

@@ -306,3 +306,11 @@ def test_the_offline_mocks_answer_every_account_check(monkeypatch: pytest.Monkey
 
     recording = engine.run(program, stack="test", region=PROD_BLOCK.region)
     assert set(recording.outputs["account_checks"].values()) == {NOT_CHECKED_OFFLINE}
+
+
+def test_under_the_offline_plan_a_failed_invoke_is_a_gap_in_the_mocks_and_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    broken = matching(PROD_BLOCK) | {VERSIONS: lambda a: "no answer for this data source"}
+    with pytest.raises(Exception, match=r"invoke of aws:eks/getClusterVersions:getClusterVersions failed"):
+        run_checks(monkeypatch, PROD_BLOCK, broken, judge=False)
