@@ -22,6 +22,7 @@ Values unknown in preview never break a step: the step says what it could not se
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import shlex
@@ -439,12 +440,20 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
     return Step(name, True, f"{len(set(images))} image(s) approved; metadata-only updates pass", SOURCES["registry"])
 
 
-def registry_refusal(policy: Mapping[str, Any], pod: Mapping[str, Any], old: Mapping[str, Any] | None) -> str | None:
-    """The policy's message when it refuses `pod` (an UPDATE from `old`, or a CREATE), None when it admits it.
-    An expression cel-python cannot evaluate refuses: the policy's failurePolicy is Fail."""
+@functools.cache
+def _cel(expression: str) -> Any:
+    """The compiled CEL program of an admission policy expression (compiled once per process)."""
     import celpy  # first use only: most tests of other tiers never evaluate CEL
 
     env = celpy.Environment()
+    return env.program(env.compile(expression))
+
+
+def registry_refusal(policy: Mapping[str, Any], pod: Mapping[str, Any], old: Mapping[str, Any] | None) -> str | None:
+    """The policy's message when it refuses `pod` (an UPDATE from `old`, or a CREATE), None when it admits it.
+    An expression cel-python cannot evaluate refuses: the policy's failurePolicy is Fail."""
+    import celpy
+
     operation = "CREATE" if old is None else "UPDATE"
     activation: dict[str, Any] = {
         "object": celpy.json_to_cel(dict(pod)),
@@ -457,11 +466,10 @@ def registry_refusal(policy: Mapping[str, Any], pod: Mapping[str, Any], old: Map
             activation["variables"] = celpy.celtypes.MapType(
                 {celpy.celtypes.StringType(k): v for k, v in variables.items()}
             )
-            program = env.program(env.compile(variable["expression"]))
-            variables[variable["name"]] = program.evaluate(activation)
+            variables[variable["name"]] = _cel(variable["expression"]).evaluate(activation)
         activation["variables"] = celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()})
         for validation in policy.get("validations") or []:
-            result = env.program(env.compile(validation["expression"])).evaluate(activation)
+            result = _cel(validation["expression"]).evaluate(activation)
             if not isinstance(result, bool | celpy.celtypes.BoolType) or not bool(result):
                 return str(validation.get("message") or validation["expression"])
     except Exception as error:  # noqa: BLE001 - failurePolicy Fail: an expression that errors refuses
