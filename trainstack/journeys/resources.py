@@ -75,7 +75,7 @@ def apply_limit_range(pod: Pod, limit_ranges: Sequence[Mapping[str, Any]]) -> tu
             stated = resources.setdefault(field, {})
             for name, value in defaults.items():
                 if name not in stated:
-                    stated[name] = str(value)
+                    stated[name] = quantity.render(value)
                     filled.append(Defaulted(container["name"], field, name))
     return pod, tuple(filled)
 
