@@ -39,13 +39,6 @@ def parse(value: Any) -> Fraction:
     return base * _DECIMAL[suffix or ""]
 
 
-def render(value: Fraction) -> str:
-    """An exact number back as a quantity string: a whole number, else milli-units (rounded up)."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"{-((-value * 1000) // 1)}m"
-
-
 def resources(mapping: Mapping[str, Any] | None) -> Resources:
     """A resource list (`requests`, `limits`, a quota's `hard`) as exact numbers."""
     return {name: parse(value) for name, value in (mapping or {}).items()}

@@ -39,18 +39,19 @@ def containers(pod: Pod) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------------- LimitRange
 
 
-def container_defaults(limit_ranges: Sequence[Mapping[str, Any]]) -> tuple[Resources, Resources]:
-    """(defaultRequest, default) of the `Container` items of a namespace's LimitRanges; the first range to name a
-    resource wins, as the admission plugin applies the ranges one after another and never overwrites."""
-    requests: Resources = {}
-    limits: Resources = {}
+def container_defaults(limit_ranges: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(defaultRequest, default) of the `Container` items of a namespace's LimitRanges, as written; the first
+    range to name a resource wins, as the admission plugin applies the ranges one after another and never
+    overwrites."""
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
     for limit_range in limit_ranges:
         for item in limit_range.get("spec", {}).get("limits", []):
             if item.get("type") != "Container":
                 continue
-            for name, value in quantity.resources(item.get("defaultRequest")).items():
+            for name, value in (item.get("defaultRequest") or {}).items():
                 requests.setdefault(name, value)
-            for name, value in quantity.resources(item.get("default")).items():
+            for name, value in (item.get("default") or {}).items():
                 limits.setdefault(name, value)
     return requests, limits
 
@@ -75,7 +76,7 @@ def apply_limit_range(pod: Pod, limit_ranges: Sequence[Mapping[str, Any]]) -> tu
             stated = resources.setdefault(field, {})
             for name, value in defaults.items():
                 if name not in stated:
-                    stated[name] = quantity.render(value)
+                    stated[name] = value
                     filled.append(Defaulted(container["name"], field, name))
     return pod, tuple(filled)
 
