@@ -401,7 +401,9 @@ def _job(pod: dict[str, Any], spec: TrainerRuntimesSpec, labels: dict[str, str] 
     return job
 
 
-def torch_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre: LustreMount | None) -> dict[str, Any]:
+def torch_runtime_spec(
+    group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre: LustreMount | None
+) -> dict[str, Any]:
     """torchrun (through TORCHRUN_ENTRYPOINT) on every node of a JobSet, one process per accelerator, restarted
     together at most max_restarts; every process runs as the team's Lustre identity under `restricted` settings."""
     row = CATALOG[group.instance_type]
@@ -413,7 +415,11 @@ def torch_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustr
         "command": TORCHRUN_COMMAND,
         # A UID the image's /etc/passwd may not list: HOME and USER from the environment, so caches land in a
         # writable place and getpass.getuser() (torch's compile caches use it) never looks the UID up.
-        "env": [*checkpoint_env(lustre is not None), {"name": "HOME", "value": "/tmp"}, {"name": "USER", "value": "trainstack"}],
+        "env": [
+            *checkpoint_env(lustre is not None),
+            {"name": "HOME", "value": "/tmp"},
+            {"name": "USER", "value": "trainstack"},
+        ],
         "resources": {"requests": resources, "limits": resources},
         "securityContext": restricted_container_context(),
     }

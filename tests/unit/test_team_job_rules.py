@@ -61,7 +61,10 @@ def test_limitranger_fills_only_what_a_container_and_an_init_container_leave_out
         "containers": [{"name": "a"}, {"name": "b", "resources": {"requests": {"cpu": "2"}}}],
     }
     filled, defaulted = res.apply_limit_range(pod, [LIMIT_RANGE])
-    assert filled["initContainers"][0]["resources"] == {"limits": {"cpu": "1"}, "requests": {"cpu": "100m", "memory": "256Mi"}}
+    assert filled["initContainers"][0]["resources"] == {
+        "limits": {"cpu": "1"},
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+    }
     assert filled["containers"][1]["resources"]["requests"] == {"cpu": "2", "memory": "256Mi"}
     assert res.Defaulted("b", "requests", "cpu") not in defaulted
     assert pod["containers"][0] == {"name": "a"}  # the input is left alone
@@ -103,8 +106,8 @@ def test_memory_emptydir_is_the_smallest_of_node_pod_limit_and_size_limit() -> N
 def test_a_quota_on_limits_needs_every_container_including_init_to_state_them() -> None:
     """kubernetes pkg/quota/v1/evaluator/core/pods_test.go TestPodEvaluatorConstraints (init container case)."""
     hard = {"limits.cpu": "10", "requests.memory": "10Gi"}
-    pod = {"initContainers": [{"name": "i"}],
-           "containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}}]}  # fmt: skip
+    stated = {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}
+    pod = {"initContainers": [{"name": "i"}], "containers": [{"name": "a", "resources": stated}]}
     assert res.quota_missing(pod, hard) == ["limits.cpu", "requests.memory"]
     pod["initContainers"][0]["resources"] = {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}
     assert res.quota_missing(pod, hard) == []
@@ -132,7 +135,9 @@ def test_kueue_drops_excluded_prefixes_and_names_what_no_resource_group_covers()
 
 
 def test_kueue_reads_the_exclusion_from_its_controller_configuration() -> None:
-    assert kueue.excluded_prefixes("resources:\n  excludeResourcePrefixes: [ephemeral-storage]\n") == ("ephemeral-storage",)
+    assert kueue.excluded_prefixes("resources:\n  excludeResourcePrefixes: [ephemeral-storage]\n") == (
+        "ephemeral-storage",
+    )
     assert kueue.excluded_prefixes("apiVersion: config.kueue.x-k8s.io/v1beta1\n") == ()
 
 
@@ -145,10 +150,20 @@ def test_a_cluster_queue_without_a_namespace_selector_admits_no_namespace() -> N
 
 ROOTLESS = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 CONTAINER_OK = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+ADD_BIND = {**CONTAINER_OK, "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}
+ADD_CHOWN = {**CONTAINER_OK, "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}}
+UNCONFINED = {"runAsNonRoot": True, "seccompProfile": {"type": "Unconfined"}}
+HOST_PATH = [{"name": "v", "hostPath": {"path": "/"}}]
+CLAIM = [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]
+FROM_Y_A = {"namespaceSelector": {"matchLabels": {"ns": "y"}}, "podSelector": {"matchLabels": {"pod": "a"}}}
+FROM_X_A = {"namespaceSelector": {"matchLabels": {"ns": "x"}}, "podSelector": {"matchLabels": {"pod": "a"}}}
 
 
 def pod(container_context: dict[str, Any] | None = None, pod_context: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"securityContext": pod_context or {}, "containers": [{"name": "a", "securityContext": container_context or {}}]}
+    return {
+        "securityContext": pod_context or {},
+        "containers": [{"name": "a", "securityContext": container_context or {}}],
+    }
 
 
 @pytest.mark.parametrize(
@@ -163,21 +178,21 @@ def pod(container_context: dict[str, Any] | None = None, pod_context: dict[str, 
         # check_allowPrivilegeEscalation_test.go: unset fails restricted.
         (pod({"capabilities": {"drop": ["ALL"]}}, ROOTLESS), "restricted", "allowPrivilegeEscalation"),
         # check_capabilities_restricted_test.go: drop ALL and add NET_BIND_SERVICE passes; add CHOWN fails.
-        (pod({**CONTAINER_OK, "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}, ROOTLESS), "restricted", None),
-        (pod({**CONTAINER_OK, "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}}, ROOTLESS), "restricted", "unrestricted capabilities"),
+        (pod(ADD_BIND, ROOTLESS), "restricted", None),
+        (pod(ADD_CHOWN, ROOTLESS), "restricted", "unrestricted capabilities"),
         # check_capabilities_baseline_test.go: CHOWN is in the default set, SYS_ADMIN is not.
         (pod({"capabilities": {"add": ["CHOWN"]}}), "baseline", None),
         (pod({"capabilities": {"add": ["SYS_ADMIN"]}}), "baseline", "non-default capabilities"),
         # check_seccompProfile_restricted_test.go: Unconfined fails; baseline too.
-        (pod(CONTAINER_OK, {"runAsNonRoot": True, "seccompProfile": {"type": "Unconfined"}}), "restricted", "seccompProfile"),
+        (pod(CONTAINER_OK, UNCONFINED), "restricted", "seccompProfile"),
         (pod({}, {"seccompProfile": {"type": "Unconfined"}}), "baseline", "seccompProfile"),
         # check_privileged_test.go and check_hostNamespaces_test.go.
         (pod({"privileged": True}), "baseline", "privileged"),
         ({**pod(), "hostNetwork": True}, "baseline", "host namespaces"),
         ({**pod(), "hostNetwork": True}, "privileged", None),
         # check_restrictedVolumes_test.go: hostPath fails, csi and persistentVolumeClaim pass.
-        ({**pod(CONTAINER_OK, ROOTLESS), "volumes": [{"name": "v", "hostPath": {"path": "/"}}]}, "restricted", "restricted volume types"),
-        ({**pod(CONTAINER_OK, ROOTLESS), "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}, "restricted", None),
+        ({**pod(CONTAINER_OK, ROOTLESS), "volumes": HOST_PATH}, "restricted", "restricted volume types"),
+        ({**pod(CONTAINER_OK, ROOTLESS), "volumes": CLAIM}, "restricted", None),
     ],
 )  # fmt: skip
 def test_pod_security_agrees_with_upstream_cases(spec: dict[str, Any], level: str, reason: str | None) -> None:
@@ -211,11 +226,11 @@ def test_denying_egress_on_the_client_side_even_if_the_server_allows_it() -> Non
     policies = [
         netpol.Policy("x", "allow-to-ns-y-pod-a", {
             "podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Egress"],
-            "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"ns": "y"}}, "podSelector": {"matchLabels": {"pod": "a"}}}]},
+            "egress": [{"to": [FROM_Y_A]},
                        {"ports": [{"protocol": "UDP", "port": 53}]}]}),
         netpol.Policy("y", "allow-from-xa", {
             "podSelector": {}, "policyTypes": ["Ingress"],
-            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "x"}}, "podSelector": {"matchLabels": {"pod": "a"}}}]}]}),
+            "ingress": [{"from": [FROM_X_A]}]}),
     ]  # fmt: skip
     assert netpol.connection(policies, XA, YA, "TCP", (80, 80)).allowed
     assert not netpol.connection(policies, XA, YB, "TCP", (80, 80)).allowed
@@ -235,8 +250,16 @@ def test_egress_on_one_port_denies_the_next() -> None:
 def test_policies_add_up_and_end_port_makes_a_range() -> None:
     """network_policy.go "should enforce multiple egress policies with egress allow-all policy taking precedence"
     and "should support allow-all policy"; endPort (NetworkPolicyPort.endPort)."""
-    low = netpol.Policy("x", "low", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 1000, "endPort": 1999}]}]})
-    high = netpol.Policy("x", "high", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 2000, "endPort": 3000}]}]})
+    low = netpol.Policy(
+        "x",
+        "low",
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 1000, "endPort": 1999}]}]},
+    )
+    high = netpol.Policy(
+        "x",
+        "high",
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 2000, "endPort": 3000}]}]},
+    )
     assert not netpol.connection([low], XA, YA, "TCP", (1000, 3000)).allowed
     assert netpol.connection([low, high], XA, YA, "TCP", (1000, 3000)).allowed
     allow_all = netpol.Policy("x", "all", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{}]})
@@ -337,7 +360,12 @@ def _run_entrypoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exitcode: i
     errors.ChildFailedError = ChildFailedError  # type: ignore[attr-defined]
     run = types.ModuleType("torch.distributed.run")
     run.main = main  # type: ignore[attr-defined]
-    for name in ("torch", "torch.distributed", "torch.distributed.elastic", "torch.distributed.elastic.multiprocessing"):
+    for name in (
+        "torch",
+        "torch.distributed",
+        "torch.distributed.elastic",
+        "torch.distributed.elastic.multiprocessing",
+    ):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, errors.__name__, errors)
     monkeypatch.setitem(sys.modules, run.__name__, run)
@@ -345,7 +373,7 @@ def _run_entrypoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exitcode: i
     monkeypatch.setenv("TRAINSTACK_CHECKPOINT_DIR", str(checkpoint))
     monkeypatch.setattr(sys, "argv", ["-c", "train.py", "--lr", "1e-4"])
     try:
-        exec(compile(TORCHRUN_ENTRYPOINT, "<entrypoint>", "exec"), {})  # noqa: S102 - the runtime's own script
+        exec(compile(TORCHRUN_ENTRYPOINT, "<entrypoint>", "exec"), {})
     except SystemExit as stop:
         assert checkpoint.is_dir()
         return int(stop.code) if stop.code is not None else 0
@@ -353,7 +381,9 @@ def _run_entrypoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exitcode: i
     return None
 
 
-@pytest.mark.parametrize(("rank_exit", "container_exit"), [(78, 78), (2, 2), (1, 1), (-9, 137), (-15, 143), (0, 1), (None, None)])
+@pytest.mark.parametrize(
+    ("rank_exit", "container_exit"), [(78, 78), (2, 2), (1, 1), (-9, 137), (-15, 143), (0, 1), (None, None)]
+)
 def test_the_entrypoint_exits_with_the_first_failed_ranks_code(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rank_exit: int | None, container_exit: int | None
 ) -> None:

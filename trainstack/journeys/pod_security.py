@@ -21,20 +21,52 @@ SOURCE = "kubernetes/pod-security-admission v0.36.2 policy/check_*.go"
 LEVELS = ("privileged", "baseline", "restricted")
 # check_capabilities_baseline.go capabilities_allowed_1_0.
 BASELINE_CAPABILITIES = frozenset(
-    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
-     "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}  # fmt: skip
+    {
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    }
 )
 # check_restrictedVolumes.go: the volume sources restricted admits.
 RESTRICTED_VOLUMES = frozenset(
-    {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "image", "persistentVolumeClaim", "projected",
-     "secret"}  # fmt: skip
+    {
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "emptyDir",
+        "ephemeral",
+        "image",
+        "persistentVolumeClaim",
+        "projected",
+        "secret",
+    }
 )
 # check_sysctls.go (1.32 list): the safe sysctls baseline admits.
 SAFE_SYSCTLS = frozenset(
-    {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-     "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-     "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-     "net.ipv4.tcp_keepalive_probes", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"}  # fmt: skip
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+    }
 )
 SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
 
@@ -89,9 +121,7 @@ def host_ports(pod: Pod) -> str | None:
 
 def host_probes(pod: Pod) -> str | None:
     """check_hostProbesAndhostLifecycle.go (1.34): probes and lifecycle handlers may not name a host."""
-    handlers = [
-        c.get(key, {}) for c in _containers(pod) for key in ("livenessProbe", "readinessProbe", "startupProbe")
-    ]
+    handlers = [c.get(key, {}) for c in _containers(pod) for key in ("livenessProbe", "readinessProbe", "startupProbe")]
     handlers += [h for c in _containers(pod) for h in (c.get("lifecycle") or {}).values()]
     bad = [h for h in handlers if any((h.get(kind) or {}).get("host") for kind in ("httpGet", "tcpSocket"))]
     return "probe or lifecycle host" if bad else None
@@ -173,7 +203,8 @@ def seccomp_restricted(pod: Pod) -> str | None:
     pod_type = (_pod_context(pod).get("seccompProfile") or {}).get("type")
     if pod_type is not None and pod_type not in valid:
         return f"seccompProfile (pod must not set type {pod_type})"
-    explicit, implicit = [], []
+    explicit: list[dict[str, Any]] = []
+    implicit: list[dict[str, Any]] = []
     for container in _containers(pod):
         container_type = (_context(container).get("seccompProfile") or {}).get("type")
         if container_type is not None and container_type not in valid:
@@ -197,7 +228,7 @@ def capabilities_restricted(pod: Pod) -> str | None:
             if cap != "NET_BIND_SERVICE"
         }
     )
-    problems = []
+    problems: list[str] = []
     if not_dropped:
         problems.append(f'containers {_names(not_dropped)} must set securityContext.capabilities.drop=["ALL"]')
     if added:

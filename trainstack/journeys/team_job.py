@@ -32,7 +32,7 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any
 
-from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL
+from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL
 from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
 from components.tenancy import (
     POD_IDENTITY_AGENT_CIDR,
@@ -90,7 +90,9 @@ S3_EXAMPLE_ADDRESS = "52.216.0.10"  # an S3 address in us-east-1 (AWS ip-ranges.
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun"})
 # The Job controller's message when a FailJob rule on exit codes fires (kubernetes v1.36
 # pkg/controller/job/pod_failure_policy.go); JobSet matches its rules' patterns against it.
-EXIT_CODE_MESSAGE = "Container {container} for pod {pod} failed with exit code {code} matching FailJob rule at index {i}"
+EXIT_CODE_MESSAGE = (
+    "Container {container} for pod {pod} failed with exit code {code} matching FailJob rule at index {i}"
+)
 
 SOURCES = {
     "trainer": trainer.SOURCE,
@@ -234,7 +236,9 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
     subject = f"team {job.namespace}: {job.kind} TrainJob on {job.group.name}"
     if runtime is None or not _known(runtime):
         why = "not in the plan" if runtime is None else "unknown in preview"
-        step = Step("Trainer builds the JobSet", False, f"ClusterTrainingRuntime {job.runtime} is {why}", SOURCES["trainer"])
+        step = Step(
+            "Trainer builds the JobSet", False, f"ClusterTrainingRuntime {job.runtime} is {why}", SOURCES["trainer"]
+        )
         return Journey(TEAM_JOB, subject, (step,))
     sets = trainer.pod_sets(job.trainjob, runtime)
     whole_group = trainer.pod_sets(
@@ -295,7 +299,9 @@ def trainer_step(job: Submission, sets: Sequence[PodSet], runtime: Mapping[str, 
             "whole resources block, and without the EFA request NCCL falls back to TCP sockets",
             SOURCES["trainer"],
         )
-    return Step("Trainer builds the JobSet", True, f"{detail}; each {NODE} pod requests a whole node", SOURCES["trainer"])
+    return Step(
+        "Trainer builds the JobSet", True, f"{detail}; each {NODE} pod requests a whole node", SOURCES["trainer"]
+    )
 
 
 def limit_range_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
@@ -331,7 +337,11 @@ def _queue(cluster: Cluster, job: Submission) -> tuple[str, dict[str, Any] | Non
     if queue is None:
         return "", None, f"no LocalQueue {local!r} in namespace {job.namespace}"
     spec = cluster.cluster_queues.get(queue)
-    return queue, spec, "" if spec is not None else f"LocalQueue {local} points at ClusterQueue {queue}, not in the plan"
+    return (
+        queue,
+        spec,
+        "" if spec is not None else f"LocalQueue {local} points at ClusterQueue {queue}, not in the plan",
+    )
 
 
 def _workload(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> list[tuple[PodSet, Resources]]:
@@ -346,10 +356,17 @@ def coverage_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
         return Step(name, False, missing, SOURCES["coverage"])
     labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
     if not kueue.selects_namespace(spec, labels):
-        return Step(name, False, f"ClusterQueue {queue}'s namespaceSelector does not select {job.namespace}", SOURCES["coverage"])
+        return Step(
+            name,
+            False,
+            f"ClusterQueue {queue}'s namespaceSelector does not select {job.namespace}",
+            SOURCES["coverage"],
+        )
     requested = sorted({n for _, requests in _workload(cluster, job, sets) for n in requests})
     left = kueue.uncovered(dict.fromkeys(requested, Fraction(1)), spec)
-    excluded = f"; excluded by Kueue's configuration: {', '.join(cluster.kueue_excluded)}" if cluster.kueue_excluded else ""
+    excluded = (
+        f"; excluded by Kueue's configuration: {', '.join(cluster.kueue_excluded)}" if cluster.kueue_excluded else ""
+    )
     if left:
         return Step(
             name,
@@ -361,21 +378,29 @@ def coverage_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
     return Step(name, True, f"ClusterQueue {queue} covers {', '.join(requested)}{excluded}", SOURCES["coverage"])
 
 
-def nominal_step(
-    cluster: Cluster, job: Submission, sets: Sequence[PodSet], whole_group: Sequence[PodSet]
-) -> Step:
+def nominal_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet], whole_group: Sequence[PodSet]) -> Step:
     name = "the job fits the ClusterQueue's nominal quota (a job of the whole group too)"
     queue, spec, missing = _queue(cluster, job)
     if spec is None:
         return Step(name, False, missing, SOURCES["nominal"])
     quota = kueue.nominal(spec)
-    for label, pods in ((f"{job.nodes} node(s)", sets), (f"the whole group, {job.group.max_size} node(s)", whole_group)):
+    for label, pods in (
+        (f"{job.nodes} node(s)", sets),
+        (f"the whole group, {job.group.max_size} node(s)", whole_group),
+    ):
         total = quantity.add(*(quantity.scale(r, s.count) for s, r in _workload(cluster, job, pods)))
         total = {n: v for n, v in total.items() if n in quota}
         if over := quantity.over(total, quota):
             text = ", ".join(f"{n} {quantity.text(n, u)} > {quantity.text(n, c)}" for n, (u, c) in over.items())
-            return Step(name, False, f"a job of {label} needs more than ClusterQueue {queue} holds: {text}", SOURCES["nominal"])
-    return Step(name, True, f"a job of {job.group.max_size} node(s) fits ClusterQueue {queue}'s nominal quota", SOURCES["nominal"])
+            return Step(
+                name, False, f"a job of {label} needs more than ClusterQueue {queue} holds: {text}", SOURCES["nominal"]
+            )
+    return Step(
+        name,
+        True,
+        f"a job of {job.group.max_size} node(s) fits ClusterQueue {queue}'s nominal quota",
+        SOURCES["nominal"],
+    )
 
 
 def quota_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
@@ -388,9 +413,17 @@ def quota_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Ste
             continue
         for (_, pod), s in zip(pods, sets, strict=True):
             if missing := res.quota_missing(pod, hard):
-                return Step(name, False, f"{s.name} pods must specify {', '.join(missing)} (the quota names them)", SOURCES["quota"])
+                return Step(
+                    name,
+                    False,
+                    f"{s.name} pods must specify {', '.join(missing)} (the quota names them)",
+                    SOURCES["quota"],
+                )
         if over := res.quota_over(pods, hard):
-            text = ", ".join(f"{n} {quantity.text(n.split('.', 1)[-1], u)} > {quantity.text(n.split('.', 1)[-1], c)}" for n, (u, c) in over.items())
+            text = ", ".join(
+                f"{n} {quantity.text(n.split('.', 1)[-1], u)} > {quantity.text(n.split('.', 1)[-1], c)}"
+                for n, (u, c) in over.items()
+            )
             per_node = CATALOG[job.group.instance_type].accelerator_count
             hint = (
                 f"; gpu_quota {job.team.gpu_quota} holds no whole {job.group.instance_type} node ({per_node} per node)"
@@ -416,7 +449,9 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
     if policy is None or binding is None:
         return Step(name, True, "no registry policy in the plan", SOURCES["registry"])
     if not _known(policy) or not _known(binding):
-        return Step(name, True, "the policy's approved registries are unknown in preview: not evaluated", SOURCES["registry"])
+        return Step(
+            name, True, "the policy's approved registries are unknown in preview: not evaluated", SOURCES["registry"]
+        )
     labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
     if not netpol.selects((binding.get("matchResources") or {}).get("namespaceSelector"), labels):
         return Step(name, True, f"the policy is not bound to namespace {job.namespace}", SOURCES["registry"])
@@ -427,13 +462,17 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
         if (refusal := registry_refusal(policy, pod, None)) is not None:
             return Step(name, False, f"{s.name} pods refused on CREATE: {refusal}", SOURCES["registry"])
     # A controller removing its finalizer from a pod whose registry has since left the list: must pass.
-    stale = {"metadata": {"name": "stale", "namespace": job.namespace}, "spec": {"containers": [{"name": NODE, "image": "retired.example/old:1"}]}}
-    patched = {**stale, "metadata": {**stale["metadata"], "finalizers": []}}
+    stale = {
+        "metadata": {"name": "stale", "namespace": job.namespace},
+        "spec": {"containers": [{"name": NODE, "image": "retired.example/old:1"}]},
+    }
+    no_finalizers: list[str] = []
+    patched = {**stale, "metadata": {**stale["metadata"], "finalizers": no_finalizers}}
     if (refusal := registry_refusal(policy, patched, stale)) is not None:
         return Step(
             name,
             False,
-            f"a metadata-only UPDATE (a finalizer removed) of a pod whose image's registry was dropped from the list is "
+            "a metadata-only UPDATE (a finalizer removed) of a pod whose image's registry left the list is "
             f"refused: {refusal}; the pod would never finish terminating",
             SOURCES["registry"],
         )
@@ -467,12 +506,14 @@ def registry_refusal(policy: Mapping[str, Any], pod: Mapping[str, Any], old: Map
                 {celpy.celtypes.StringType(k): v for k, v in variables.items()}
             )
             variables[variable["name"]] = _cel(variable["expression"]).evaluate(activation)
-        activation["variables"] = celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()})
+        activation["variables"] = celpy.celtypes.MapType(
+            {celpy.celtypes.StringType(k): v for k, v in variables.items()}
+        )
         for validation in policy.get("validations") or []:
             result = _cel(validation["expression"]).evaluate(activation)
             if not isinstance(result, bool | celpy.celtypes.BoolType) or not bool(result):
                 return str(validation.get("message") or validation["expression"])
-    except Exception as error:  # noqa: BLE001 - failurePolicy Fail: an expression that errors refuses
+    except Exception as error:
         return f"the expression failed to evaluate ({type(error).__name__})"
     return None
 
@@ -512,9 +553,8 @@ class Ranks:
         pod, _ = res.apply_limit_range(rank.pod, ranges)
         limits = res.pod_total(pod, "limits")
         procs = max(1, trainer.procs_per_node(cluster.runtimes[job.runtime], job.trainjob))
-        dshm = next((v["name"] for v in pod.get("volumes", []) if v.get("emptyDir", {}).get("medium") == "Memory"
-                     and any(m.get("mountPath") == "/dev/shm" for c in pod["containers"] for m in c.get("volumeMounts", [])
-                             if m["name"] == v["name"])), None)  # fmt: skip
+        # Without a memory-backed /dev/shm the container runtime's 64 MiB default applies (containerd's shm size).
+        dshm = _shm_volume(pod)
         shm = res.memory_volume_bytes(pod, dshm, allocatable["memory"]) if dshm else Fraction(64 * 2**20)
         beside = quantity.add(
             *(res.pod_total(res.apply_limit_range(s.pod, ranges)[0]) for s in sets if s.name == LAUNCHER)
@@ -552,7 +592,10 @@ class Ranks:
         ]
         if short:
             return Step(name, False, f"each of {self.procs} ranks per node gets " + "; ".join(short), SOURCES["ranks"])
-        headroom = {"cpu": Fraction(DAEMONSET_HEADROOM_MILLICORES, 1000), "memory": Fraction(DAEMONSET_HEADROOM_MIB) * 2**20}
+        headroom = {
+            "cpu": Fraction(DAEMONSET_HEADROOM_MILLICORES, 1000),
+            "memory": Fraction(DAEMONSET_HEADROOM_MIB) * 2**20,
+        }
         used = quantity.add(self.node_requests, self.beside, headroom)
         if over := quantity.over({n: v for n, v in used.items() if n in self.allocatable}, self.allocatable):
             text = ", ".join(f"{n} {quantity.text(n, u)} > {quantity.text(n, c)}" for n, (u, c) in over.items())
@@ -570,6 +613,21 @@ class Ranks:
             f"memory, {quantity.gib_text(self.shm)} /dev/shm; the pod fits a {self.job.group.instance_type} node",
             SOURCES["ranks"],
         )
+
+
+def _shm_volume(pod: res.Pod) -> str | None:
+    """The memory-backed emptyDir mounted at /dev/shm in the pod's containers, if any."""
+    mounted = {
+        m["name"] for c in pod["containers"] for m in c.get("volumeMounts", []) if m.get("mountPath") == "/dev/shm"
+    }
+    return next(
+        (
+            v["name"]
+            for v in pod.get("volumes", [])
+            if v["name"] in mounted and v.get("emptyDir", {}).get("medium") == "Memory"
+        ),
+        None,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ network
@@ -605,10 +663,27 @@ def network_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Se
         flows += [
             ("DNS over UDP", source, dns, "UDP", (DNS_PORT, DNS_PORT)),
             ("DNS over TCP", source, dns, "TCP", (DNS_PORT, DNS_PORT)),
-            ("the Pod Identity agent", source, netpol.Endpoint(address=POD_IDENTITY_AGENT_CIDR.split("/")[0]), "TCP",
-             (POD_IDENTITY_AGENT_PORT,) * 2),  # fmt: skip
-            ("S3 over HTTPS (the gateway endpoint's public prefixes)", source, netpol.Endpoint(address=S3_EXAMPLE_ADDRESS), "TCP", (HTTPS_PORT,) * 2),
-            ("STS and interface endpoints over HTTPS (the VPC)", source, netpol.Endpoint(address=inside_vpc), "TCP", (HTTPS_PORT,) * 2),
+            (
+                "the Pod Identity agent",
+                source,
+                netpol.Endpoint(address=POD_IDENTITY_AGENT_CIDR.split("/")[0]),
+                "TCP",
+                (POD_IDENTITY_AGENT_PORT,) * 2,
+            ),
+            (
+                "S3 over HTTPS (the gateway endpoint's public prefixes)",
+                source,
+                netpol.Endpoint(address=S3_EXAMPLE_ADDRESS),
+                "TCP",
+                (HTTPS_PORT,) * 2,
+            ),
+            (
+                "STS and interface endpoints over HTTPS (the VPC)",
+                source,
+                netpol.Endpoint(address=inside_vpc),
+                "TCP",
+                (HTTPS_PORT,) * 2,
+            ),
         ]
     for what, source, destination, protocol, ports in flows:
         verdict = netpol.connection(cluster.network_policies, source, destination, protocol, ports)
@@ -642,7 +717,9 @@ def _identity(pod: res.Pod, container: Mapping[str, Any]) -> tuple[int, int]:
     """The UID and GID a container runs as: its securityContext, the pod's, else root (the runtimes' images
     run as root; an image's USER is not known to the plan)."""
     ctx, pod_ctx = container.get("securityContext") or {}, pod.get("securityContext") or {}
-    return int(ctx.get("runAsUser", pod_ctx.get("runAsUser", 0))), int(ctx.get("runAsGroup", pod_ctx.get("runAsGroup", 0)))
+    return int(ctx.get("runAsUser", pod_ctx.get("runAsUser", 0))), int(
+        ctx.get("runAsGroup", pod_ctx.get("runAsGroup", 0))
+    )
 
 
 def writable(uid: int, gid: int, owner: tuple[int, int], mode: int) -> bool:
@@ -659,7 +736,9 @@ def lustre_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Seq
     if not cluster.lustre:
         return Step(name, True, "no FSx for Lustre in this stack", SOURCES["lustre"])
     rank = _rank(sets)
-    claims = [v["persistentVolumeClaim"]["claimName"] for v in rank.pod.get("volumes", []) if "persistentVolumeClaim" in v]
+    claims = [
+        v["persistentVolumeClaim"]["claimName"] for v in rank.pod.get("volumes", []) if "persistentVolumeClaim" in v
+    ]
     if CLAIM_NAME not in claims:
         return Step(name, False, f"the {NODE} pods do not mount the team claim {CLAIM_NAME}", SOURCES["lustre"])
     if (job.namespace, CLAIM_NAME) not in cluster.claims:
@@ -673,7 +752,9 @@ def lustre_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Seq
             uid, gid = _identity(s.pod, container)
             lustre_uid, lustre_gid = squash if (uid == 0 and squash) else (uid, gid)
             if not writable(lustre_uid, lustre_gid, owner, TEAM_DIRECTORY_MODE):
-                seen = f"{uid}:{gid}" + (f", squashed to {lustre_uid}:{lustre_gid}" if (uid, gid) != (lustre_uid, lustre_gid) else "")
+                seen = f"{uid}:{gid}" + (
+                    f", squashed to {lustre_uid}:{lustre_gid}" if (uid, gid) != (lustre_uid, lustre_gid) else ""
+                )
                 return Step(
                     name,
                     False,
@@ -726,7 +807,12 @@ def exit_code_step(job: Submission, sets: Sequence[PodSet], runtime: Mapping[str
     exits = rank_exit_code(command, code)
     program = shlex.join(command[:2]) if command else "the image's entrypoint"
     if exits is None:
-        return Step(name, False, f"{launcher.name}/{NODE} runs {program}: trainstack cannot tell whether it passes a rank's exit code on", SOURCES["exit"])
+        return Step(
+            name,
+            False,
+            f"{launcher.name}/{NODE} runs {program}: trainstack cannot tell whether it passes a rank's exit code on",
+            SOURCES["exit"],
+        )
     index = pod_failure_rule(policy, NODE, exits)
     if index is None or policy[index].get("action") != "FailJob":
         return Step(
@@ -740,8 +826,18 @@ def exit_code_step(job: Submission, sets: Sequence[PodSet], runtime: Mapping[str
     message = EXIT_CODE_MESSAGE.format(container=NODE, pod=pod_name, code=exits, i=index)
     action = jobset_action(runtime, "PodFailurePolicy", message)
     if action != "FailJobSet":
-        return Step(name, False, f"the Job fails with PodFailurePolicy ({message!r}) but JobSet's first matching rule does {action}", SOURCES["exit"])
-    return Step(name, True, f"a rank exiting {code}: {program} exits {exits}, FailJob rule {index}, JobSet FailJobSet", SOURCES["exit"])
+        return Step(
+            name,
+            False,
+            f"the Job fails with PodFailurePolicy ({message!r}) but JobSet's first matching rule does {action}",
+            SOURCES["exit"],
+        )
+    return Step(
+        name,
+        True,
+        f"a rank exiting {code}: {program} exits {exits}, FailJob rule {index}, JobSet FailJobSet",
+        SOURCES["exit"],
+    )
 
 
 def pod_failure_rule(rules: Sequence[Mapping[str, Any]], container: str, code: int) -> int | None:

@@ -80,7 +80,7 @@ def pod_sets(trainjob: Mapping[str, Any], runtime_spec: Mapping[str, Any]) -> tu
         is_trainer = template.get("metadata", {}).get("labels", {}).get(ANCESTOR_KEY) == ANCESTOR_TRAINER
         pod = copy.deepcopy(template["spec"]["template"]["spec"])
         count = int(template["spec"].get("parallelism", 1))
-        if kind == "torch" and is_trainer or kind == "mpi" and job["name"] == NODE:
+        if (kind == "torch" and is_trainer) or (kind == "mpi" and job["name"] == NODE):
             count = max(num_nodes - 1, 1) if kind == "mpi" and launcher_as_node else num_nodes
         for container in pod["containers"]:
             if container["name"] != NODE:
@@ -89,7 +89,7 @@ def pod_sets(trainjob: Mapping[str, Any], runtime_spec: Mapping[str, Any]) -> tu
                 for field in ("image", "command", "args"):
                     if field in trainer:
                         container[field] = trainer[field]
-            if is_trainer or launcher_as_node and job["name"] == NODE:
+            if is_trainer or (launcher_as_node and job["name"] == NODE):
                 per_node = trainer.get("resourcesPerNode")
                 if per_node and (per_node.get("limits") or per_node.get("requests")):
                     container["resources"] = copy.deepcopy(dict(per_node))
