@@ -77,13 +77,18 @@ def over(used: Mapping[str, Fraction], capacity: Mapping[str, Fraction]) -> dict
 GIB = Fraction(2**30)
 
 
+def _one_decimal(value: float) -> str:
+    """`23.9`, and `254` rather than `254.0` (a whole number reads, and is written to JSON text, as one)."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
 def cpu_text(value: Fraction) -> str:
     """CPU as a reader wants it: `23.9` vCPU."""
-    return f"{float(value):.1f}"
+    return _one_decimal(float(value))
 
 
 def gib_text(value: Fraction) -> str:
-    return f"{float(value / GIB):.1f} GiB"
+    return f"{_one_decimal(float(value / GIB))} GiB"
 
 
 def text(name: str, value: Fraction) -> str:
