@@ -110,8 +110,9 @@ DISRUPTION_MESSAGE = "has condition DisruptionTarget matching FailJob rule"
 DAEMONSET_HEADROOM_MILLICORES = 500
 DAEMONSET_HEADROOM_MIB = 1024
 # The MPI launcher: mpirun and ssh, no accelerator. Kueue places it with the workers on the group's nodes (the
-# flavor's node labels), so each worker leaves its requests free.
-LAUNCHER_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
+# flavor's node labels), so each worker leaves its requests free. Limits equal to requests: a team whose compute
+# quota is exactly its nodes' allocatable (components/tenancy.py) has no room for a launcher limit above them.
+LAUNCHER_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
 LAUNCHER_CPU_MILLICORES = 1000
 LAUNCHER_MEMORY_MIB = 2048
 # Small init containers, sized so the namespace LimitRange never has to default them.

@@ -289,3 +289,15 @@ def test_a_missing_runtime_is_the_first_and_only_step() -> None:
     kept = tuple(r for r in rec.resources if not r.name.endswith("p5-train-torch"))
     journey = one(journeys(dataclasses.replace(rec, resources=kept)), TORCH)
     assert [s.name for s in journey.steps] == [TRAINER] and not journey.holds
+
+
+@pytest.mark.e2e
+def test_a_team_of_exactly_one_node_runs_both_runtimes() -> None:
+    """A team's compute quota is exactly its nodes' allocatable: the MPI launcher's limits must fit beside a
+    worker's (a launcher limit above its request broke this, found by docs/day2.md's add-a-team recipe)."""
+    from tests.conftest import edited_config
+
+    cluster = edited_config("prod", lambda c: c["kubernetes"]["teams"].append({"name": "evaluation", "gpu_quota": 8}))
+    rec = program_recording(cluster, "prod")
+    for journey in team_job.walk(team_job.Trip(recording=rec, stack=cluster)):
+        assert journey.holds, (journey.subject, journey.broken_step)
