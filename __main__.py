@@ -31,7 +31,7 @@ from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
-from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
+from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.load import ConfigError, check_stack, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
@@ -236,8 +236,6 @@ tenancy = Tenancy(
         node_groups=stack.gpu_node_groups,
         hyperpod_groups=stack.hyperpod_eks_groups,
         namespaces=scheduling.team_namespaces,
-        vpc_cidr=stack.network.vpc_cidr,
-        lustre=stack.storage.fsx.enabled,
         allowed_registries=stack.security.allowed_image_registries,
         region=stack.region,
         account_id=eks.account_id,
@@ -312,7 +310,7 @@ if k8s_spec.training_operator.kind == "kubeflow_trainer" and stack.gpu_node_grou
         TrainingRuntimesArgs(
             spec=k8s_spec.training_operator.runtimes,
             node_groups=stack.gpu_node_groups,
-            lustre_claim=CLAIM_NAME if lustre is not None else None,
+            lustre_claim=LustreMount(CLAIM_NAME, *stack.storage.fsx.squash_identity) if lustre is not None else None,
             after=[scheduling.training_operator],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("training-runtimes")),

@@ -290,18 +290,6 @@ def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     return out
 
 
-def _checks(report: Report, style: Style, width: int) -> list[str]:
-    """The contract and journey results; when both are clean and the journeys show no figures, on one line (the
-    reviewer's first screen keeps the policy result: tests/report/test_reviewer_report.py)."""
-    contracts, journeys = contract_lines(report, style, width), journey_lines(report, style, width)
-    plain = Style(color=False)
-    if len(contracts) == 2 and len(journeys) == 2:
-        one = contract_lines(report, plain, width)[0] + " · " + journey_lines(report, plain, width)[0]
-        if len(one) <= width:
-            return [contracts[0] + " · " + journeys[0], ""]
-    return contracts + journeys
-
-
 def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     """The journeys: how many hold per kind, what each user gets (figures), and each broken one's first failing
     step with its source."""
@@ -519,8 +507,10 @@ def render(
     out += _compute(report, style, width)
     out += _storage(report, style, width)
     out += _cost(report, style, width)
-    out += _checks(report, style, width)
+    out += contract_lines(report, style, width)
     out += _policy(report, style, width)
+    # After the policy result: the verdict and its risks above already name every broken journey.
+    out += journey_lines(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
     out += _notes(report, style, width)
