@@ -163,12 +163,13 @@ class Section:
 # The order in which sections give way when the comment is too long: the resource list first, the verdict never.
 GIVE_WAY = (
     "resource list",
+    "account state",
     "architecture diagram",
     "cost table",
     "health",
-    "account state",
     "storage",
     "compute table",
+    "journeys",  # a broken journey is also a risk, which stays
     "policy review",
     "time to ready",
     "diff",

@@ -274,7 +274,12 @@ def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     kinds = Counter(j.kind for j in journeys)
     per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
     head = f"{holding} of {len(journeys)} hold ({per_kind})"
+    narrow = len("Journeys: ") + len(head) > width  # the kinds go on lines of their own
+    if narrow:
+        head = f"{holding} of {len(journeys)} hold"
     out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    if narrow:
+        out += ["  " + line for line in fmt.fit(per_kind, width - 2, "  ")]
     for j in journeys:
         step = j.broken_step
         if step is not None:
