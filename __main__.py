@@ -4,9 +4,10 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 
 import pulumi
 
+from components.account_checks import check_account
 from components.buckets import DataBuckets, DataBucketsArgs
 from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
-from components.deploy_guard import refuse_placeholders
+from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
@@ -29,7 +30,7 @@ from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
-from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
+from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.load import FULL_KEY, ConfigError, check_stack, secret_refusal, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
@@ -64,6 +65,10 @@ def moved(logical: str) -> list[pulumi.Alias]:
 # Logical names are fixed ("network", "eks", ...) so that changing `name` in a stack file changes physical names
 # only: the URNs Pulumi tracks state by stay put (tests/stack/golden_urns/). Physical names come from `name`.
 aws = aws_provider("aws", stack.region, tags, aliases=moved("aws"))
+# The account's state (caller, principals, offerings, quotas, Capacity Blocks, the EKS version), asked through the
+# provider before anything else is registered: a real preview or up stops here with preflight's message. The mock
+# engine's answers are no account's, so the offline plan judges none of them (docs/preflight.md).
+pulumi.export("account_checks", check_account(stack, aws, judge=not under_mock_engine()))
 
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(
@@ -241,8 +246,6 @@ tenancy = Tenancy(
         node_groups=stack.gpu_node_groups,
         hyperpod_groups=stack.hyperpod_eks_groups,
         namespaces=scheduling.team_namespaces,
-        vpc_cidr=stack.network.vpc_cidr,
-        lustre=stack.storage.fsx.enabled,
         allowed_registries=stack.security.allowed_image_registries,
         region=stack.region,
         account_id=eks.account_id,
@@ -317,7 +320,7 @@ if k8s_spec.training_operator.kind == "kubeflow_trainer" and stack.gpu_node_grou
         TrainingRuntimesArgs(
             spec=k8s_spec.training_operator.runtimes,
             node_groups=stack.gpu_node_groups,
-            lustre_claim=CLAIM_NAME if lustre is not None else None,
+            lustre_claim=LustreMount(CLAIM_NAME, *stack.storage.fsx.squash_identity) if lustre is not None else None,
             after=[scheduling.training_operator],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("training-runtimes")),

@@ -3,6 +3,7 @@
     trainstack plan [--stack NAME | --config PATH] [--format text|json|markdown] [--output PATH]
                     [--preview] [--against PATH] [--max-chars N] [--no-color] [--tree]
     trainstack schema [--output PATH]
+    trainstack preflight|capacity ... (trainstack/preflight/command.py: the account's state, read-only)
     trainstack completion bash|zsh|tcsh
     trainstack --version
 
@@ -54,6 +55,7 @@ EXIT_PROGRAM_FAILED = 3
 EXIT_CONTRACT = 4
 EXIT_OUTPUT = 5
 EXIT_JOURNEY = 6
+EXIT_ACCOUNT = 7  # preflight, capacity: AWS could not be asked (trainstack/preflight/command.py)
 FORMATS = ("text", "json", "markdown")
 # Every exit code, for `--help` and docs/cli.md (tests/unit/test_cli_help.py keeps the two equal).
 EXIT_CODES: tuple[tuple[int, str], ...] = (
@@ -64,6 +66,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_CONTRACT, "an input AWS or Kubernetes would refuse (wins over 6 and 1)"),
     (EXIT_OUTPUT, "the output could not be delivered (stdout closed, disk full, an encoding that cannot show it)"),
     (EXIT_JOURNEY, "a journey is broken: a user's path through what the plan builds fails (wins over 1)"),
+    (EXIT_ACCOUNT, "preflight, capacity: AWS could not be asked (no or refused credentials, a check denied)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +177,17 @@ def add_completion(commands: argparse._SubParsersAction[_Parser]) -> None:
     completion_.set_defaults(handler=completion)
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = (add_plan, add_schema, add_completion)
+def add_preflight(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """`preflight` and `capacity`: the account's state, read-only (trainstack/preflight/)."""
+    from trainstack.preflight.command import add_parsers
+    from trainstack.preflight.command import run as preflight
+
+    add_parsers(commands)
+    for name in ("preflight", "capacity"):
+        commands.choices[name].set_defaults(handler=preflight)
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (add_plan, add_schema, add_preflight, add_completion)
 
 
 def build_parser() -> argparse.ArgumentParser:

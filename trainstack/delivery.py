@@ -1,7 +1,8 @@
 """Where a command's output goes: stdout, or the file `--output` names, and never over a file trainstack did
 not write.
 
-`--output` replaces only a report of its own kind (a plan report for `plan`, the JSON schema for `schema`) or
+`--output` replaces only a report of its own kind (a report of `plan`, `preflight` or `capacity`; the JSON schema
+for `schema`) or
 writes a new file: a stack file, `__main__.py`, `pyproject.toml` or any other file is refused before the plan
 runs, as are directories, FIFOs, devices, sockets, read-only files (by their mode bits: root may write
 anything, and must still not replace a file its owner made read-only) and directories where no file can be
@@ -23,7 +24,15 @@ from typing import Literal, TextIO
 OutputKind = Literal["report", "schema"]
 # A report or schema larger than this is not one trainstack wrote (prod's JSON report is about 1 MiB).
 MAX_OWN_OUTPUT_BYTES = 64 * 1024 * 1024
-_REPORT_HEADS = ("trainstack plan:", "## trainstack plan")  # the text and Markdown reports' first line
+# The first line of the text and Markdown reports: the plan's, preflight's and capacity's.
+_REPORT_HEADS = (
+    "trainstack plan:",
+    "## trainstack plan",
+    "trainstack preflight:",
+    "### trainstack preflight:",
+    "capacity for ",
+    "### capacity for ",
+)
 SCHEMA_TITLE = "StackConfig"  # the title of `trainstack schema`'s JSON schema (stacks/schema)
 
 
@@ -93,8 +102,11 @@ def written_by_trainstack(path: Path, kind: OutputKind) -> bool:
         return False
     if not isinstance(document, dict):
         return False
-    if kind == "report":
-        return "steps" in document and isinstance(document.get("trainstack"), dict)
+    if kind == "report":  # the plan's JSON (the shape of `pulumi preview --json`), preflight's, capacity's
+        plan = "steps" in document and isinstance(document.get("trainstack"), dict)
+        preflight = {"formatVersion", "verdict", "checks"} <= document.keys()
+        capacity = {"group", "instance_type", "options"} <= document.keys()
+        return plan or preflight or capacity
     return document.get("title") == SCHEMA_TITLE and "$defs" in document
 
 
