@@ -30,6 +30,12 @@ def added_group_diff() -> tuple[Report, PlanDiff, Report]:
     return after, diff_reports(before, after, "stacks/Pulumi.prod.yaml"), before
 
 
+def _own_physical_name(inputs: dict[str, Any], i: int) -> dict[str, Any]:
+    """A clone's AWS names of its own (node group, launch template, placement group), as a real group would have:
+    the contract tier refuses two resources of one type with one physical name."""
+    return {k: f"{v}-x{i}" if k in ("name", "nodeGroupName") and isinstance(v, str) else v for k, v in inputs.items()}
+
+
 def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
     """`source` plus `copies` clones of its GPU group component (node group, launch template, component) under
     new names: a stack with many GPU groups without running the program again."""
@@ -58,7 +64,7 @@ def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
                     urn=renamed(r.urn),
                     parent=renamed(r.parent),
                     id=renamed(r.id) if r.id else r.id,
-                    inputs=rewrite(r.inputs),
+                    inputs=_own_physical_name(rewrite(r.inputs), i),
                     dependencies=tuple(renamed(d) for d in r.dependencies),
                     property_dependencies={k: tuple(renamed(u) for u in v) for k, v in r.property_dependencies.items()},
                 )

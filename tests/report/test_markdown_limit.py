@@ -110,7 +110,7 @@ def test_the_workflow_shares_the_limit_between_the_stacks_of_one_comment(tmp_pat
     (tmp_path / "stacks").mkdir()
     for name in ("a", "b", "c", "d", "e"):
         (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text("config: {}\n")
-    stand_in = tmp_path / ".venv" / "bin" / "python"
+    stand_in = tmp_path / ".venv" / "bin" / "trainstack"
     stand_in.parent.mkdir(parents=True)
     stand_in.write_text(
         "#!/bin/bash\n"
