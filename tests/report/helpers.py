@@ -36,9 +36,11 @@ def _own_physical_name(inputs: dict[str, Any], i: int) -> dict[str, Any]:
     return {k: f"{v}-x{i}" if k in ("name", "nodeGroupName") and isinstance(v, str) else v for k, v in inputs.items()}
 
 
-def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
+def with_cloned_gpu_groups(source: Recording, copies: int, aws_names: bool = False) -> Recording:
     """`source` plus `copies` clones of its GPU group component (node group, launch template, component) under
-    new names: a stack with many GPU groups without running the program again."""
+    new names: a stack with many GPU groups without running the program again. `aws_names`: each clone's AWS
+    names of its own too (a report runs the contract tier, which refuses two node groups of one name); without
+    it the clones keep the original's node group name, which the diagram draws once."""
     component = next(r for r in source.resources if r.type == "trainstack:gpu:GpuNodeGroup")
     members = [component, *(r for r in source.resources if r.parent == component.urn)]
     extra: list[RecordedResource] = []
@@ -64,7 +66,7 @@ def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
                     urn=renamed(r.urn),
                     parent=renamed(r.parent),
                     id=renamed(r.id) if r.id else r.id,
-                    inputs=_own_physical_name(rewrite(r.inputs), i),
+                    inputs=_own_physical_name(rewrite(r.inputs), i) if aws_names else rewrite(r.inputs),
                     dependencies=tuple(renamed(d) for d in r.dependencies),
                     property_dependencies={k: tuple(renamed(u) for u in v) for k, v in r.property_dependencies.items()},
                 )

@@ -35,7 +35,7 @@ def well_formed(comment: str) -> None:
 @pytest.fixture(scope="module")
 def huge() -> markdown.Report:
     """prod with 400 more GPU groups: about 1,300 resources, a comment far over GitHub's limit."""
-    return build_report(stack_config("prod"), with_cloned_gpu_groups(report("prod").recording, 400))
+    return build_report(stack_config("prod"), with_cloned_gpu_groups(report("prod").recording, 400, aws_names=True))
 
 
 def test_a_stack_over_the_limit_is_cut_to_it_with_a_notice(huge: markdown.Report) -> None:

@@ -255,7 +255,7 @@ def test_json_writes_whole_numbers_as_integers() -> None:
 
 
 def test_the_comment_stays_under_githubs_limit_however_many_resources() -> None:
-    big = with_cloned_gpu_groups(report("prod").recording, 400)
+    big = with_cloned_gpu_groups(report("prod").recording, 400, aws_names=True)
     r = build_report(stack_config("prod"), big)
     comment = markdown.render(r)
     assert len(comment) <= markdown.GITHUB_COMMENT_LIMIT
