@@ -133,6 +133,8 @@ def dry_run_script(steps: list[str], repository: Path) -> str:
             step = step.replace(placeholder, value.format(repository=repository))
         if command in SUITES:
             step = SUITES[command]
+        if any(call in command for call in AWS_STEPS):
+            step = f": leaves out {command!r}: it only asks AWS"
         assert "<" not in step.split("#", 1)[0].replace("<(", ""), (
             f"a README placeholder the dry run cannot fill: {step}"
         )
@@ -153,12 +155,7 @@ def readme_dry_run(machine: Machine) -> None:
     calls = [c["argv"] for c in machine.log("pulumi")]
     assert [c[0] for c in calls] == ["login", "stack", "preview", "up", "stack"]
     assert all("--policy-pack-config" in c for c in calls if c[0] in ("preview", "up"))
-    assert [a[:2] for a in machine.log("aws")] == [
-        ["kms", "create-alias"],
-        ["iam", "create-service-linked-role"],
-        ["eks", "describe-addon-versions"],
-        ["eks", "update-kubeconfig"],
-    ]
+    assert [a[:2] for a in machine.log("aws")] == [s.split()[1:3] for s in steps if s.startswith("aws ")]
     update = machine.log("aws")[-1]
     name = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())["config"]["trainstack:cluster"]["name"]
     assert update[update.index("--name") + 1] == name  # the stack output the stub's `up` recorded
