@@ -31,6 +31,7 @@ import yaml
 
 from components.hyperpod_dependencies import CHART_PATH, HYPERPOD_CLI_TAG
 from tests.conftest import ROOT, STACKS
+from tests.tiers import require
 
 pytestmark = pytest.mark.e2e
 
@@ -339,6 +340,7 @@ def workflows_dry_run(machine: Machine) -> None:
 def test_day_one_offline(tmp_path: Path) -> None:
     """One machine, in order: the README's deploy steps; the old README's PATH step fails where the new one works;
     the stubs refuse the mistakes the real tools refuse; then both workflows' jobs."""
+    require("e2e", "clones the repository, builds its virtualenvs and plans every stack in new processes")
     machine = new_machine(tmp_path)
     readme_dry_run(machine)
     old_path_step_breaks_python(machine)
