@@ -91,7 +91,9 @@ Family = Callable[[Trip], Iterable[Journey]]
 
 def _families() -> tuple[Family, ...]:
     """Every family of journeys the plan walks. Each module owns one; add a module's `walk` here."""
-    return ()
+    from trainstack.journeys import alerts, images  # here: each imports this module's types
+
+    return (images.walk, alerts.walk)
 
 
 def walk(recording: Recording, stack: StackConfig, families: Iterable[Family] | None = None) -> tuple[Journey, ...]:
