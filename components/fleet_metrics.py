@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 import yaml
+from typing_extensions import override
 
 MONITORING_NAMESPACE = "trainstack-monitoring"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
@@ -178,6 +179,7 @@ class _PlainDumper(yaml.SafeDumper):
     documentation describes a Prometheus scrape configuration and says nothing of YAML aliases, so none are sent
     (docs/observability.md, "The collector's configuration")."""
 
+    @override
     def ignore_aliases(self, data: Any) -> bool:
         return True
 

@@ -217,7 +217,7 @@ def _with(base: dict[str, Any], changes: dict[tuple[str, ...], Any]) -> dict[str
         for part in path[:-1]:
             nxt = node.get(part)
             if not isinstance(nxt, dict):
-                nxt = node[part] = {}
+                nxt = node[part] = dict[str, Any]()
             node = nxt
         node[path[-1]] = value
     return out
@@ -233,13 +233,15 @@ def _placeholders(value: Any) -> Any:
 
 
 class Renderer:
-    """One chart, loaded once, rendered under any values (each a full override of nothing but what changes)."""
+    """One chart, rendered under any values (each a full override of nothing but what changes)."""
 
     def __init__(self, chart_dir: Path, assets: dict[str, dict[str, Any]]) -> None:
         self._helm: Any = importlib.import_module("helm_python")  # the `facts` dependency group; see the module doc
         self._dir = str(chart_dir)
         self.assets = assets
         self.renders = 0
+        self._conditions = dependency_conditions(chart_dir)
+        self._default: Any = None
 
     @property
     def values(self) -> dict[str, Any]:
@@ -248,22 +250,45 @@ class Renderer:
             found: dict[str, Any] = chart.merge_values({})
         return found
 
+    def _chart(self, changes: dict[tuple[str, ...], Any]) -> tuple[Any, bool]:
+        """(a loaded chart, whether to close it after the render). Helm drops the subcharts a render's conditions
+        turn off from the loaded chart itself (chartutil.ProcessDependencies), so a render that changes a
+        condition gets a fresh load; the others share one, whose subcharts the defaults decide every time."""
+        if any(dotted(path) in self._conditions for path in changes):
+            return self._helm.Chart.load(self._dir), True
+        if self._default is None:
+            self._default = self._helm.Chart.load(self._dir)
+        return self._default, False
+
     def __call__(self, changes: dict[tuple[str, ...], Any]) -> list[dict[str, Any]] | None:
         """The workloads of one render, or None when Helm refuses the values (a `fail` or `required` in a
         template) or renders YAML that does not parse (a marker where a template expects a number)."""
         self.renders += 1
+        chart, close = self._chart(changes)
         try:
-            # A fresh load per render: Helm drops the subcharts a render's conditions turn off from the loaded
-            # chart itself (chartutil.ProcessDependencies), so a reused chart would keep them off.
-            with self._helm.Chart.load(self._dir) as chart:
-                manifests: dict[str, str] = chart.render(
-                    _with({}, changes), name=RELEASE, namespace=NAMESPACE, is_install=True
-                )
+            manifests: dict[str, str] = chart.render(
+                _with({}, changes), name=RELEASE, namespace=NAMESPACE, is_install=True
+            )
             return workloads(manifests, self.assets)
         except Exception:  # the SDK's HelmRenderError, HelmValuesError, or yaml.YAMLError
             if not changes:
                 raise
             return None
+        finally:
+            if close:
+                chart.close()
+
+
+def dependency_conditions(chart_dir: Path) -> frozenset[str]:
+    """Every value a dependency's `condition` names, in the chart and (under the subchart's name) its subcharts."""
+    found: set[str] = set()
+    chart_yaml = yaml.safe_load((chart_dir / "Chart.yaml").read_text()) or {}
+    for dep in chart_yaml.get("dependencies") or []:
+        found |= {c.strip() for c in str(dep.get("condition") or "").split(",") if c.strip()}
+    for sub in (chart_dir / "charts").glob("*/Chart.yaml") if (chart_dir / "charts").is_dir() else []:
+        name = str((yaml.safe_load(sub.read_text()) or {}).get("name", sub.parent.name))
+        found |= {f"{name}.{c}" for c in dependency_conditions(sub.parent)}
+    return frozenset(found)
 
 
 def _conditions(
@@ -285,6 +310,17 @@ def _conditions(
     return when
 
 
+def _same(
+    key: tuple[str, str, str, str], present: dict[tuple[str, str, str, str], Any]
+) -> tuple[str, str, str, str] | None:
+    """The present container a rendered one is: the same key, or (a value that renames the workload, such as
+    nameOverride) the only one of the same template, kind and container name."""
+    if key in present:
+        return key
+    same = [k for k in present if (k[0], k[1], k[3]) == (key[0], key[1], key[3])]
+    return same[0] if len(same) == 1 else None
+
+
 def _parts(
     render: Renderer,
     scenario: dict[tuple[str, ...], Any],
@@ -297,8 +333,9 @@ def _parts(
     for index, (path, _) in enumerate(strings):
         marker = f"zzpart{index}zz"
         rendered = render({**scenario, path: marker})
-        for key, (workload, container) in _containers(rendered or []).items():
-            if key not in present:
+        for found_key, (workload, container) in _containers(rendered or []).items():
+            key = _same(found_key, present)
+            if key is None:
                 continue
             base_container = present[key][1]
             image, base = container["image"], base_container["image"]
@@ -395,7 +432,7 @@ def chart_workloads(render: Renderer) -> list[dict[str, Any]]:
         )
         entry["containers"].append({**record["container"], "when": record["when"]})
         entry["label_keys"] = sorted(set(entry["label_keys"]) | set(record["label_keys"]))
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in grouped.values():
         # The workload runs when every condition its containers share holds.
         shared = [c["when"] for c in entry["containers"]]
@@ -445,7 +482,7 @@ def missing_subcharts(chart_yaml: dict[str, Any], chart_dir: Path) -> list[dict[
             present.add(str((yaml.safe_load((entry / "Chart.yaml").read_text()) or {}).get("name", entry.name)))
         elif entry.suffix == ".tgz":
             present.add(re.sub(r"-[0-9][^-]*$", "", entry.stem))
-    missing = []
+    missing: list[dict[str, str]] = []
     for dep in chart_yaml.get("dependencies") or []:
         if str(dep["name"]) in present:
             continue

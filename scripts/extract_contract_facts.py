@@ -5,6 +5,11 @@ Reads each upstream file at its tag from a local bare mirror of the repository
 writes our own facts to `trainstack/contracts/facts/` (see `trainstack/contracts/facts.py` for the format).
 Nothing upstream is copied: only key paths, types, enums, required keys, bounds and CEL rules.
 
+It also renders each chart, as its project publishes it (`Published`), with Helm's own engine and records its
+workloads under `facts/workloads/` (scripts/chart_workloads.py): images, pod labels, ports, and the values that
+switch them on or change them. That needs the `facts` dependency group (`.tools/bin/uv sync --group facts`);
+`--skip-workloads` extracts values and CRDs only.
+
 To pin a new chart or operator version: add its row to CHARTS or CRDS below, run
 `.venv/bin/python scripts/extract_contract_facts.py`, review the diff, and bump the pin in the stack files.
 `tests/unit/test_contract_facts.py` fails while a pin has no facts or a row has no file.
@@ -376,7 +381,7 @@ def extract_workloads(mirror: Path, row: ChartRow) -> dict[str, Any]:
             (chart_dir / "charts").mkdir(exist_ok=True)
             sub_dir.rename(chart_dir / "charts" / sub.name)
         drop_stale_local_subcharts(chart_dir)
-        assets = {}
+        assets: dict[str, dict[str, Any]] = {}
         if row.chart == "gpu-operator":
             assets = operand_assets(lambda r, t, p: git_show(mirror, r, t, p), row.repository, row.tag)
         chart_yaml = yaml.safe_load((chart_dir / "Chart.yaml").read_text())

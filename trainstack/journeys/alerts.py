@@ -119,7 +119,8 @@ KUEUE_FLAG_SOURCE = (
 # ------------------------------------------------------------------------------------------- PromQL
 
 _TOKEN = re.compile(
-    r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|\[[^\]]*\]|[A-Za-z_:][A-Za-z0-9_:.]*|\d+(?:\.\d+)?(?:e[+-]?\d+)?|\S'
+    r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|\[[^\]]*\]|(?:\d+(?:ms|[smhdwy]))+|[A-Za-z_:][A-Za-z0-9_:]*'
+    r"|\d+(?:\.\d+)?(?:e[+-]?\d+)?|\S"
 )
 # Keywords, and aggregation operators (which may be followed by `by (...)` before their parenthesis).
 _KEYWORDS = frozenset(
@@ -180,8 +181,8 @@ def printed_labels(rule: Mapping[str, Any]) -> frozenset[str]:
 
 
 def relabel(labels: Mapping[str, str], configs: list[Mapping[str, Any]]) -> dict[str, str] | None:
-    """Prometheus's relabelling of one target's labels (prometheus/model/relabel/relabel.go semantics): None
-    when the target is dropped. Raises ValueError on an action not handled here."""
+    """Prometheus's relabelling of one target's labels (prometheus/prometheus model/relabel/relabel.go): None
+    when the target is dropped. Raises ValueError on an action not evaluated here (hashmod, keepequal ...)."""
     current = dict(labels)
     for config in configs:
         action = str(config.get("action", "replace")).lower()
@@ -197,9 +198,9 @@ def relabel(labels: Mapping[str, str], configs: list[Mapping[str, Any]]) -> dict
             match = regex.match(value)
             if match is None:
                 continue
-            target = match.expand(_go_template(str(config.get("target_label", ""))))
-            result = match.expand(_go_template(str(config.get("replacement", "$1"))))
-            if not target:
+            target = go_expand(str(config.get("target_label", "")), match)
+            result = go_expand(str(config.get("replacement", "$1")), match)
+            if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", target):
                 continue
             if result:
                 current[target] = result
@@ -209,7 +210,7 @@ def relabel(labels: Mapping[str, str], configs: list[Mapping[str, Any]]) -> dict
             for name, label_value in list(current.items()):
                 match = regex.match(name)
                 if match:
-                    current[match.expand(_go_template(str(config.get("replacement", "$1"))))] = label_value
+                    current[go_expand(str(config.get("replacement", "$1")), match)] = label_value
         elif action in ("labeldrop", "labelkeep"):
             keep = action == "labelkeep"
             current = {k: v for k, v in current.items() if bool(regex.match(k)) == keep}
@@ -218,9 +219,24 @@ def relabel(labels: Mapping[str, str], configs: list[Mapping[str, Any]]) -> dict
     return current
 
 
-def _go_template(text: str) -> str:
-    """Go's `$1` / `${1}` / `${name}` expansion as Python's `\\g<1>`."""
-    return re.sub(r"\$\{?(\w+)\}?", r"\\g<\1>", text.replace("\\", "\\\\"))
+_GO_VARIABLE = re.compile(r"\$(?:\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))")
+
+
+def go_expand(template: str, match: re.Match[str]) -> str:
+    """Go's Regexp.Expand: `$$` is `$`; `$name` takes the longest run of letters, digits and `_`, `${name}` is
+    explicit; a name that is not a group (by number or name) expands to nothing (Go regexp, func Expand)."""
+
+    def group(found: re.Match[str]) -> str:
+        if found.group(0) == "$$":
+            return "$"
+        name = found.group(1) or found.group(2)
+        try:
+            value = match.group(int(name) if name.isdigit() else name)
+        except IndexError:  # no such group
+            return ""
+        return value or ""
+
+    return _GO_VARIABLE.sub(group, template)
 
 
 def meta_label(label: str) -> str:
@@ -265,12 +281,19 @@ def scraped_by(job: Mapping[str, Any], pod: Pod) -> list[dict[str, str]]:
         for c in sd
     ):
         return []
-    kept = []
+    kept: list[dict[str, str]] = []
     for target in targets(pod):
         labels = relabel(target, list(job.get("relabel_configs") or []))
         if labels is not None:
             kept.append({k: v for k, v in labels.items() if not k.startswith("__")})
     return kept
+
+
+def stored_labels(scraped: Mapping[str, str], target: Mapping[str, str]) -> dict[str, str]:
+    """The labels a scraped series is stored with: the target's labels (job, instance, relabelled ones) over the
+    exporter's own; an own label the target also has is kept as `exported_<name>` (honor_labels: false)."""
+    stored = {(f"exported_{k}" if k in target else k): v for k, v in scraped.items()}
+    return {**stored, **target}
 
 
 # ----------------------------------------------------------------------------------------- the plan
@@ -305,7 +328,7 @@ def exporter_pods(exporter: Exporter, release: Release) -> list[Pod]:
     """The pods the exporter's release runs that hold its metrics container (facts under the release's values)."""
     if release.facts is None:
         return []
-    pods = []
+    pods: list[Pod] = []
     for run in running(release.facts, release.values):
         containers = [c for c, _ in run.containers if c.name == exporter.container]
         if not containers:

@@ -188,7 +188,7 @@ def running(facts: ChartWorkloads, values: Mapping[str, Any], hooks: bool = Fals
 
 def enabled_missing_subcharts(facts: ChartWorkloads, values: Mapping[str, Any]) -> list[str]:
     """Subcharts the release turns on whose workloads the facts do not hold (their chart is not in git)."""
-    found = []
+    found: list[str] = []
     for sub in facts.missing_subcharts:
         condition = sub.get("condition", "")
         value = value_at(values, condition) if condition else True
