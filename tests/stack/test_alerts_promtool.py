@@ -59,7 +59,8 @@ def _promtool(tmp_path: Path, series: dict[str, str]) -> subprocess.CompletedPro
                                 "exp_labels": {**series, "node": GPU_NODE, "severity": "critical"},
                                 "exp_annotations": {
                                     "summary": f"{GPU_NODE} has not been Ready for 45 minutes",
-                                    "description": "Auto repair replaces NotReady nodes after 30 minutes; this one is stuck.",
+                                    "description": "Auto repair replaces NotReady nodes after 30 minutes; "
+                                    "this one is stuck.",
                                 },
                             }
                         ],

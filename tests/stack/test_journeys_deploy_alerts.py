@@ -231,6 +231,15 @@ def test_yace_without_search_tags_or_with_another_file_system_breaks_the_lustre_
     assert step is not None and "do not match YACE's searchTags" in step.detail
 
 
+def test_a_release_value_that_renames_the_exporters_pods_is_not_guessed() -> None:
+    rec = edited(
+        recording("prod"), RELEASE, "health-kube-state-metrics", lambda i: i.update(values={"nameOverride": "ksm"})
+    )
+    step = journey(walked(rec, "prod"), "alert NodeNotReady").broken_step
+    assert step is not None and step.name == "the collector scrapes kube-state-metrics's pods"
+    assert "nameOverride" in step.detail
+
+
 def test_kueue_without_its_resource_metrics_flag_breaks_the_queue_alert() -> None:
     def flag_off(inputs: dict[str, Any]) -> None:
         manager = inputs["values"]["managerConfig"]

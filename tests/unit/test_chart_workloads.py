@@ -4,7 +4,7 @@ Helm SDK is a `facts` group dependency only the extraction installs)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from scripts.chart_workloads import (
     NAMESPACE,
@@ -82,7 +82,10 @@ def test_test_hooks_notes_and_non_pod_objects_are_not_workloads() -> None:
     pod = (
         "kind: Pod\nmetadata: {name: t, annotations: {helm.sh/hook: test}}\nspec: {containers: [{name: c, image: x}]}\n"
     )
-    job = "kind: Job\nmetadata: {name: j, annotations: {helm.sh/hook: post-delete}}\nspec: {template: {spec: {containers: [{name: c, image: y}]}}}\n"
+    job = (
+        "kind: Job\nmetadata: {name: j, annotations: {helm.sh/hook: post-delete}}\n"
+        "spec: {template: {spec: {containers: [{name: c, image: y}]}}}\n"
+    )
     found = workloads(
         {"a/pod.yaml": pod, "a/NOTES.txt": "not: yaml: at all", "a/job.yaml": job, "a/cm.yaml": "kind: ConfigMap\n"}, {}
     )
@@ -93,7 +96,7 @@ class ToyChart:
     """A chart as a function of its values, standing in for Helm: an exporter Deployment whose sidecar runs
     only with `sidecar.enabled` and `persistence` both on, images from registry/repository/tag values."""
 
-    values = {
+    values: ClassVar[dict[str, Any]] = {
         "global": {"imageRegistry": ""},
         "image": {"registry": "quay.io", "repository": "org/exporter", "tag": ""},
         "sidecar": {"enabled": False, "image": "quay.io/kiwigrid/k8s-sidecar:2.5.0"},

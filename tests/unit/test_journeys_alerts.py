@@ -125,8 +125,8 @@ def test_the_shipped_jobs_keep_their_exporters_pods_and_only_per_node_ones_get_a
             {"node", "device"},
         ),
         (
-            'DCGM_FI_DEV_XID_ERRORS == 79 or on(node) (max by (node) (kube_node_status_capacity{resource="nvidia_com_gpu"}) '
-            "> count by (node) (DCGM_FI_DEV_GPU_TEMP))",
+            "DCGM_FI_DEV_XID_ERRORS == 79 or on(node) (max by (node) "
+            '(kube_node_status_capacity{resource="nvidia_com_gpu"}) > count by (node) (DCGM_FI_DEV_GPU_TEMP))',
             ["DCGM_FI_DEV_XID_ERRORS", "kube_node_status_capacity", "DCGM_FI_DEV_GPU_TEMP"],
             {"node"},
         ),

@@ -29,7 +29,7 @@ import yaml
 
 from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import ALERTS, Journey, Step, Trip
-from trainstack.journeys.workload_facts import ChartWorkloads, chart_workloads, running
+from trainstack.journeys.workload_facts import ChartWorkloads, chart_workloads, running, sets
 
 SCRAPER = "aws:amp/scraper:Scraper"
 RULE_GROUPS = "aws:amp/ruleGroupNamespace:RuleGroupNamespace"
@@ -252,6 +252,7 @@ class Pod:
     kind: str  # the workload that runs it (DaemonSet: one per node)
     labels: Mapping[str, str]
     ports: tuple[str, ...]
+    relabelled_by: tuple[str, ...] = ()  # values the release sets that change the pod's labels from the facts'
 
 
 NODE = "<the pod's node>"
@@ -334,7 +335,8 @@ def exporter_pods(exporter: Exporter, release: Release) -> list[Pod]:
         if not containers:
             continue
         name, namespace, labels = run.workload.resolved(release.name, release.namespace)
-        pods.append(Pod(namespace, name, run.workload.kind, labels, containers[0].ports))
+        changed = tuple(key for key in run.workload.label_keys if sets(release.values, key))
+        pods.append(Pod(namespace, name, run.workload.kind, labels, containers[0].ports, changed))
     return pods
 
 
@@ -486,6 +488,17 @@ def _scrape_steps(metric: Metric, plan: Plan) -> tuple[list[Step], list[tuple[Po
     if not pods:
         source = release.facts.source if release and release.facts else "trainstack/contracts/facts/workloads/"
         return [Step(title, False, f"no recorded pod of {exporter.name} runs under the release's values", source)], []
+    relabelled = sorted({key for pod in pods for key in pod.relabelled_by})
+    if relabelled:
+        return [
+            Step(
+                title,
+                False,
+                f"the release sets {', '.join(relabelled)}, which the pod labels depend on: the facts hold the "
+                "chart's labels without it, so the scrape selector cannot be checked",
+                release.facts.source if release and release.facts else "trainstack/contracts/facts/workloads/",
+            )
+        ], []
     jobs = list((plan.scrape or {}).get("scrape_configs") or [])
     kept: list[tuple[Pod, dict[str, str]]] = []
     seen_jobs: set[str] = set()

@@ -18,7 +18,6 @@ per NAT address), and the routes of a VPC the stack does not build (`network.exi
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import Any
 
 from stacks.registries import LayerStore, image_registry, registry_facts
 from trainstack.engine import UNKNOWN, Recording
-from trainstack.journeys import DEPLOY, Journey, Step, Trip
+from trainstack.journeys import DEPLOY, Journey, Step, Trip, iam
 from trainstack.journeys.workload_facts import chart_workloads, enabled_missing_subcharts, running
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -153,65 +152,23 @@ def network(recording: Recording, region: str, partition: str) -> Network:
 # ----------------------------------------------------------------------------- the endpoint policy
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _iam_match(pattern: str, value: str) -> bool:
-    """IAM's wildcard match for actions and resources: `*` any run, `?` one character (IAM User Guide,
-    "IAM JSON policy elements: Resource" and "Action"); actions are case-insensitive."""
-    return fnmatch.fnmatchcase(value, pattern.replace("[", "[[]"))
-
-
-def _condition_holds(condition: Mapping[str, Any], context: Mapping[str, str]) -> bool | None:
-    """An anonymous read's context against a statement's condition: string and ARN equality/likeness on keys the
-    request has; a key the request lacks fails the operator (IAM User Guide, "Condition keys that are not
-    present": only ...IfExists and Null hold). None: an operator this check does not judge."""
-    for operator, tests in condition.items():
-        base = operator.removesuffix("IfExists")
-        if base not in ("StringEquals", "StringLike", "ArnEquals", "ArnLike"):
-            return None
-        for key, wanted in tests.items():
-            value = context.get(key.lower())
-            if value is None:
-                if operator.endswith("IfExists"):
-                    continue
-                return False
-            like = base.endswith("Like")
-            if not any(_iam_match(w, value) if like else w == value for w in _as_list(wanted)):
-                return False
-    return True
-
-
 def endpoint_allows(
     policy: Mapping[str, Any], action: str, resource: str, context: Mapping[str, str]
 ) -> tuple[bool | None, str]:
-    """Whether a gateway endpoint's policy lets an anonymous request through: some Allow statement for any
-    principal matches the action, the resource and its condition, and no Deny does (an endpoint policy does not
-    grant, it only limits: VPC User Guide, "Control access to VPC endpoints using endpoint policies").
-    Returns (decision or None when a statement cannot be judged, the statement that decided)."""
-    allowed_by = ""
-    for statement in _as_list(policy.get("Statement", [])):
-        principal = statement.get("Principal")
-        if principal not in ("*", {"AWS": "*"}):
-            continue
-        actions = _as_list(statement.get("Action", []))
-        resources = _as_list(statement.get("Resource", []))
-        if not any(_iam_match(a.lower(), action.lower()) for a in actions):
-            continue
-        if not any(_iam_match(r, resource) for r in resources):
-            continue
-        holds = _condition_holds(statement.get("Condition") or {}, context)
-        sid = statement.get("Sid", "(no Sid)")
-        if holds is None:
-            return None, f"statement {sid} has a condition operator this check does not judge"
-        if not holds:
-            continue
-        if statement.get("Effect") == "Deny":
-            return False, f"denied by statement {sid}"
-        allowed_by = allowed_by or sid
-    if allowed_by:
-        return True, f"allowed by statement {allowed_by}"
+    """Whether a gateway endpoint's policy lets a request without credentials through: a statement for anyone
+    allows it and none denies it (an endpoint policy does not grant, it only limits: VPC User Guide, "Control
+    access to VPC endpoints using endpoint policies"). Matching is principalmapper's (trainstack/journeys/iam.py);
+    a request without credentials has no aws:PrincipalAccount, so a statement conditioned on it does not apply.
+    Returns (the decision, or None when the policy uses an operator the evaluator does not judge; the reason)."""
+    document = iam.Policy.of("the S3 gateway endpoint policy", dict(policy))
+    try:
+        if denied := iam.anyone_statements(document, "Deny", action, resource, context):
+            return False, f"denied by statement {denied[0].get('Sid', '(no Sid)')}"
+        allowed = iam.anyone_statements(document, "Allow", action, resource, context)
+    except iam.UnsupportedPolicy as error:
+        return None, str(error)
+    if allowed:
+        return True, f"allowed by statement {allowed[0].get('Sid', '(no Sid)')}"
     return False, "no statement allows it"
 
 
@@ -258,30 +215,14 @@ def admission(recording: Recording) -> Admission:
     return Admission(None, frozenset())
 
 
-def admits(policy: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[bool | None, str]:
-    """The policy's validations on a pod object (its variables first), evaluated with cel-python."""
-    import celpy
+def admits(policy: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[bool, str]:
+    """The policy's validations on a pod's CREATE, evaluated with cel-python by the team-job journey's evaluator
+    (team_job.registry_refusal: variables first, oldObject null; an expression that fails to evaluate refuses,
+    as the policy's failurePolicy Fail does)."""
+    from trainstack.journeys.team_job import registry_refusal
 
-    env = celpy.Environment()
-    spec = policy.get("spec") or {}
-    activation: dict[str, Any] = {"object": celpy.json_to_cel(dict(pod))}
-    variables: dict[str, Any] = {}
-    try:
-        for variable in spec.get("variables") or []:
-            program = env.program(env.compile(variable["expression"]))
-            variables[variable["name"]] = program.evaluate({**activation, "variables": celpy.json_to_cel({})})
-            activation["variables"] = celpy.celtypes.MapType(
-                {celpy.celtypes.StringType(k): v for k, v in variables.items()}
-            )
-        for validation in spec.get("validations") or []:
-            result = env.program(env.compile(validation["expression"])).evaluate(activation)
-            if isinstance(result, celpy.CELEvalError):
-                return None, f"cannot evaluate: {result}"
-            if not bool(result):
-                return False, str(validation.get("message") or validation["expression"])
-    except Exception as error:  # a CEL expression cel-python cannot compile or run
-        return None, f"cannot evaluate: {error}"
-    return True, "every validation holds"
+    refusal = registry_refusal(policy.get("spec") or {}, pod, None)
+    return refusal is None, refusal or "every validation holds"
 
 
 # ---------------------------------------------------------------------------------------- the pulls
@@ -441,11 +382,11 @@ def _layer_step(pull: Pull, store: LayerStore, net: Network) -> Step:
     resource = store.object_arn(net.partition)
     # The kubelet's layer request carries no credentials of this account (a public bucket, or a URL ECR signed):
     # aws:PrincipalAccount is absent, and the bucket belongs to the registry.
-    decision, why = endpoint_allows(net.s3_policy, "s3:GetObject", resource, {"aws:resourceaccount": "registry"})
+    decision, why = endpoint_allows(net.s3_policy, "s3:GetObject", resource, {"aws:ResourceAccount": "registry"})
     return Step(
         name,
         bool(decision),
-        f"through the S3 gateway endpoint: s3:GetObject on {resource} without credentials {why}",
+        f"through the S3 gateway endpoint: s3:GetObject on {resource} without credentials: {why}",
         source,
     )
 
