@@ -24,6 +24,7 @@ from trainstack.journeys import DEPLOY, Journey, Trip, alerts, images
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 SCRAPER = "aws:amp/scraper:Scraper"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 
 
 def walked(rec: Recording, stack: str) -> list[Journey]:
@@ -118,7 +119,9 @@ def test_without_nat_nothing_from_the_internet_arrives() -> None:
         rec, resources=tuple(r for r in rec.resources if not r.name.startswith("network-private-default"))
     )
     found = walked(rec, "prod")
-    assert broken_at(found, "Helm release gpu-operator-release").endswith("registry API reachable")
+    assert broken_at(found, "Helm release gpu-operator-release").endswith(
+        "registry API reachable through the NAT gateway"
+    )
     # This region's ECR keeps working through its interface endpoints and the gateway endpoint.
     assert journey(found, "EKS add-ons").holds
 
@@ -141,16 +144,16 @@ def test_a_team_namespace_refuses_an_image_outside_the_allowlist() -> None:
 def test_an_image_from_a_registry_without_facts_is_refused() -> None:
     def unknown_registry(inputs: dict[str, Any]) -> None:
         job = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]
-        job["template"]["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example.com/train:1"
+        job["template"]["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example.com/nccl:1"
 
-    rec = edited(
-        recording("prod"),
-        "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
-        "training-runtimes-p5-train-torch",
-        unknown_registry,
-    )
+    # The validation namespace is not bound by the registry policy: the pull itself is what fails.
+    rec = edited(recording("prod"), RUNTIME, "validation-nccl-runtime", unknown_registry)
+    step = broken_at(walked(rec, "prod"), "ClusterTrainingRuntime trainstack-nccl-all-reduce")
+    assert step == "registry.example.com/nccl:1: where registry.example.com serves layers from is known"
+    # In a team namespace the admission policy refuses it first.
+    rec = edited(recording("prod"), RUNTIME, "training-runtimes-p5-train-torch", unknown_registry)
     step = broken_at(walked(rec, "prod"), "ClusterTrainingRuntime trainstack-torch-p5-train")
-    assert step == "registry.example.com/train:1: where registry.example.com serves layers from is known"
+    assert step == "pretraining: registry admission admits registry.example.com/nccl:1"
 
 
 def test_a_subchart_whose_images_are_not_recorded_is_refused() -> None:
