@@ -609,11 +609,5 @@ def walk(trip: Trip) -> Iterator[Journey]:
             for rule in rule_group.get("rules") or []:
                 if "alert" not in rule:
                     continue
-                steps = [config, *_rule_steps(rule, plan)]
-                metrics = read_expression(str(rule.get("expr", ""))).metrics
-                yield Journey(
-                    ALERTS,
-                    f"alert {rule['alert']} ({rule_group.get('name')})",
-                    tuple(steps),
-                    {"metrics": ", ".join(metrics)},
-                )
+                steps = (config, *_rule_steps(rule, plan))
+                yield Journey(ALERTS, f"alert {rule['alert']} ({rule_group.get('name')})", steps)

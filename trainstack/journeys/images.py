@@ -463,13 +463,6 @@ def walk(trip: Trip) -> Iterator[Journey]:
         steps = list(workload.checks)
         if hyperpod is not None and "hyperpod" in workload.subject:
             steps.append(hyperpod)
-        registries: set[str] = set()
         for pull in workload.pulls:
             steps.extend(_pull_steps(pull, net, gate))
-            registries.add(image_registry(pull.image))
-        yield Journey(
-            DEPLOY,
-            workload.subject,
-            tuple(steps),
-            {"images": str(len({p.image for p in workload.pulls})), "registries": ", ".join(sorted(registries))},
-        )
+        yield Journey(DEPLOY, workload.subject, tuple(steps))

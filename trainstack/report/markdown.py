@@ -178,6 +178,7 @@ class Section:
 GIVE_WAY = (
     "resource list",
     "architecture diagram",
+    "journeys",  # broken ones come first in the table, so a cut drops journeys that hold
     "cost table",
     "health",
     "storage",

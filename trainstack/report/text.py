@@ -299,8 +299,10 @@ def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     holding = sum(1 for j in journeys if j.holds)
     kinds = Counter(j.kind for j in journeys)
     per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
-    head = f"{holding} of {len(journeys)} hold ({per_kind})"
-    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    head, *rest = fmt.fit(f"{holding} of {len(journeys)} hold ({per_kind})", width - len("Journeys: "), "  ")
+    good = holding == len(journeys)
+    out = [style.heading("Journeys: ") + (style.ok(head) if good else style.bad(head))]
+    out += ["  " + (style.ok(line) if good else style.bad(line)) for line in rest]
     for j in journeys:
         step = j.broken_step
         if step is not None:
