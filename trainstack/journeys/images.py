@@ -181,6 +181,7 @@ class Admission:
 
     policy: Mapping[str, Any] | None
     namespaces: frozenset[str]
+    decided: dict[str, tuple[bool, str]] = field(default_factory=dict[str, tuple[bool, str]])
 
 
 def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -398,7 +399,9 @@ def _pod(image: str) -> dict[str, Any]:
 def _admission_step(pull: Pull, gate: Admission) -> Step | None:
     if gate.policy is None or pull.namespace not in gate.namespaces:
         return None
-    decision, detail = admits(gate.policy, _pod(pull.image))
+    if pull.image not in gate.decided:  # the same image in every team namespace: evaluated once
+        gate.decided[pull.image] = admits(gate.policy, _pod(pull.image))
+    decision, detail = gate.decided[pull.image]
     return Step(f"{pull.namespace}: registry admission admits {pull.image}", bool(decision), detail, SRC_VAP)
 
 
