@@ -6,7 +6,7 @@
 set -euo pipefail
 
 controllers=$1
-slurm_conf=${TRAINSTACK_ROOT:-}/opt/slurm/etc/slurm.conf
+slurm_conf=/opt/slurm/etc/slurm.conf
 wait_seconds=300
 for _ in $(seq 1 $((wait_seconds / 5))); do
   if [[ -f $slurm_conf ]] && grep -qF "${controllers%%,*}" "$slurm_conf"; then
