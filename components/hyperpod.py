@@ -19,10 +19,11 @@
   scripts install under /opt/trainstack/validation;
 - the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
   chart of components/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
-  group per configured group, threads per core 1, an extra EBS volume and the root volume encrypted with the data
-  key (continuous provisioning, which that needs), the lifecycle config, deep health checks on start for accelerated groups,
-  automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as
-  orchestrator (Slurm when absent: the API's default), and the training plan on the groups that use it.
+  group per configured group, threads per core 1, an extra EBS volume and the root volume encrypted with the
+  data key (continuous provisioning, which that needs), the lifecycle config, deep health checks on start for
+  accelerated groups, automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the
+  EKS cluster as orchestrator (Slurm when absent: the API's default), and the training plan on the groups that
+  use it.
 
 The cluster is registered with the explicit `aws-native` provider; IAM and S3 children use the explicit
 `aws` provider. Pass both as `providers=[aws, aws_native]` on the component.
