@@ -244,7 +244,9 @@ exec chroot "$r" /usr/bin/sleep infinity
         return self.run("bash", "-c", script, **kwargs)  # type: ignore[arg-type]
 
     def path(self, inside: str) -> Path:
-        """The host path of a path inside the box (not for /usr, /dev, /sys, /proc or /fsx)."""
+        """The host path of a path inside the box (not for /dev, /sys, /proc, /fsx or /usr but /usr/local)."""
+        if inside == "/usr/local" or inside.startswith("/usr/local/"):
+            return self.root / ".usr-local" / inside.removeprefix("/usr/local").lstrip("/")
         return self.root / inside.lstrip("/")
 
     def write(self, inside: str, text: str, mode: int = 0o644) -> Path:

@@ -127,7 +127,8 @@ class Artifacts:
 def artifacts(directory: Path) -> Artifacts:
     directory.mkdir(parents=True, exist_ok=True)
     datadir = directory / "mysql"
-    subprocess.run(
+    (directory / "tmp").mkdir()  # its own: temporary tables of two bootstraps at once must not meet in /tmp
+    installed = subprocess.run(
         [
             "mariadb-install-db",
             "--no-defaults",
@@ -135,11 +136,14 @@ def artifacts(directory: Path) -> Artifacts:
             "--user=root",
             "--auth-root-authentication-method=socket",
             "--skip-test-db",
+            f"--tmpdir={directory / 'tmp'}",
             *MARIADB_OPTIONS,
         ],
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if installed.returncode != 0:
+        raise RuntimeError(f"mariadb-install-db failed: {installed.stdout[-2000:]}{installed.stderr[-2000:]}")
     downloads: dict[str, Path] = {}
     release = f"https://github.com/NVIDIA/enroot/releases/download/v{ENROOT}"
     for package in ("enroot", "enroot+caps"):
@@ -207,7 +211,12 @@ def make_node(
     address = address or ADDRESSES[group]
     layout = {"controller": [ADDRESSES["controller"]], "p5": list(compute)}
     hosts = {hostname(ip): ip for ips in layout.values() for ip in ips}
-    box = Box.create(tmp / hostname(address), hostname(address), address, lustre, hosts)
+    root = tmp / hostname(address)
+    replaced = 1
+    while root.exists():  # a node that replaces an earlier one with its address gets a new root volume
+        replaced += 1
+        root = tmp / f"{hostname(address)}-{replaced}"
+    box = Box.create(root, hostname(address), address, lustre, hosts)
     try:
         controller = group == "controller"
         _ami(box, artifacts, controller)
@@ -300,5 +309,9 @@ def _units(controller: bool, daemons: bool) -> dict[str, dict[str, object]]:
             "pidfile": "/run/mysqld/mysqld.pid",
             "ready_socket": "/run/mysqld/mysqld.sock",
         }
-        units["slurmdbd"] = {"exec": ["/usr/sbin/slurmdbd"], "pidfile": "/run/slurmdbd.pid"} if daemons else stand_in
+        units["slurmdbd"] = (
+            {"exec": ["/usr/sbin/slurmdbd"], "pidfile": "/run/slurmdbd.pid", "ready_port": 6819}
+            if daemons
+            else stand_in
+        )
     return units

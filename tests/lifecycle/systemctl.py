@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """systemctl for a box (tests/lifecycle/box.py): systemd cannot run there, so this starts and stops the real daemons.
 
-The node's units are /run/box/units.json (what the AMI installs: name -> exec, pidfile or ready_socket, user, and
-for a unit whose state is given, `state`) plus the unit files the lifecycle writes under /etc/systemd/system
-(oneshot services: ExecStart runs to completion; timers: enabled and active). Drop-ins
+The node's units are /run/box/units.json (what the AMI installs: name -> exec, pidfile, user, and for a unit whose
+state is given, `state`; a start returns once the daemon is ready, as with systemd's Type=notify: its pid file
+holds a live process, and its ready_socket exists or its ready_port listens) plus the unit files the lifecycle
+writes under /etc/systemd/system (oneshot services: ExecStart runs to completion; timers: enabled and active). Drop-ins
 (/etc/systemd/system/<unit>.d/*.conf) give Environment= for the command line and RequiresMountsFor=, which is
 checked as systemd would: a path that is not a mount point fails the start. What systemctl refuses is refused
 with its message and exit code: an unknown unit (5 for start, 1 for enable/disable), a failed start (1), an
@@ -78,6 +79,16 @@ def active(unit: str, spec: dict[str, object]) -> bool:
     return pid_of({**spec, "name": unit}) is not None
 
 
+def listening(port: int) -> bool:
+    """Whether a socket of this network namespace listens on the TCP port (/proc/net/tcp, state 0A)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 def environment(unit: str) -> dict[str, str]:
     env = dict(os.environ)
     for value in unit_file(unit).get("Environment", []):
@@ -128,13 +139,16 @@ def start(unit: str, spec: dict[str, object]) -> int:
     if not spec.get("pidfile"):
         (STATE / f"{unit}.pid").write_text(str(process.pid))
     deadline = time.monotonic() + START_TIMEOUT_S
-    socket = spec.get("ready_socket")
+    socket, port = spec.get("ready_socket"), spec.get("ready_port")
     while time.monotonic() < deadline:
         code = process.poll()
         if code not in (None, 0):
             return failed(unit)
         alive = pid_of({**spec, "name": unit}) is not None
-        if alive and (not isinstance(socket, str) or os.path.exists(socket)):
+        ready = (not isinstance(socket, str) or os.path.exists(socket)) and (
+            not isinstance(port, int) or listening(port)
+        )
+        if alive and ready:
             return 0
         time.sleep(0.05)
     return failed(unit)

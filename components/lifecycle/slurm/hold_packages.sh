@@ -11,8 +11,9 @@
 set -euo pipefail
 
 lustre="lustre-client-modules-aws"
-status=$(dpkg-query --show --showformat='${Status}' "$lustre" 2>/dev/null || true)
-if [[ $status != "install ok installed" ]]; then
+# ${db:Status-Status}: "installed" whether the package is held already ("hold ok installed", a rerun) or not.
+status=$(dpkg-query --show --showformat='${db:Status-Status}' "$lustre" 2>/dev/null || true)
+if [[ $status != installed ]]; then
   echo "[trainstack] $lustre is not installed (status: '${status:-none}'): this AMI has no FSx Lustre client" >&2
   exit 1
 fi

@@ -58,7 +58,7 @@ nvidia_container_cli() {
   if command -v nvidia-container-cli >/dev/null; then return 0; fi
   echo "[trainstack] nvidia-container-cli missing: installing libnvidia-container-tools from NVIDIA's repository"
   local keyring=/etc/apt/keyrings/nvidia-container-toolkit-keyring.gpg
-  mkdir -p -m 0755 /etc/apt/keyrings
+  install -d -m 0755 /etc/apt/keyrings
   download https://nvidia.github.io/libnvidia-container/gpgkey "$work/nvidia.key"
   gpg --batch --yes --dearmor --output "$keyring" "$work/nvidia.key"
   download https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list "$work/nvidia.list"

@@ -52,15 +52,17 @@ step() {
 # the same with and without squash, and one that needed root's powers on the shared file system would fail in
 # every environment, dev included, not only where squash is on. The script comes on stdin: the bundle directory
 # need not be readable by that identity.
+# (step runs it under `||`, where set -e is off: the status is passed on explicitly.)
 fsx_layout() {
-  local users
+  local users status=0
   users=$(mktemp)
   chmod 644 "$users"
-  python3 node_config.py fsx-users "$PARAMS" >"$users"
-  setpriv --reuid="$FSX_SQUASH_UID" --regid="$FSX_SQUASH_GID" --clear-groups \
+  python3 node_config.py fsx-users "$PARAMS" >"$users" || status=$?
+  ((status != 0)) || setpriv --reuid="$FSX_SQUASH_UID" --regid="$FSX_SQUASH_GID" --clear-groups \
     --inh-caps=-all,+setuid,+setgid --ambient-caps=-all,+setuid,+setgid --bounding-set=-all,+setuid,+setgid \
-    bash -s -- "$users" "$HOMES_ON_LUSTRE" "$CONTAINERS" "$ADDRESS" <setup_fsx.sh
+    bash -s -- "$users" "$HOMES_ON_LUSTRE" "$CONTAINERS" "$ADDRESS" <setup_fsx.sh || status=$?
   rm -f "$users"
+  return "$status"
 }
 
 [[ -f $PARAMS ]] || fail "$PARAMS is missing from the lifecycle bundle"

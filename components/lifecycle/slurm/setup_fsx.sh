@@ -58,6 +58,7 @@ user_home() {
   fi
   as_user "$name" mkdir -m 0700 "$home"
   as_user "$name" cp -R --preserve=mode,timestamps "$source/." "$home/"
+  as_user "$name" chmod 0700 "$home" # copying "." gave it the source directory's mode
   echo "[trainstack] created $home as $name"
 }
 

@@ -17,14 +17,15 @@ case $role in
     # restart, not start: a daemon HyperPod already started must read accounting.conf and plugstack.conf.
     systemctl enable slurmctld
     systemctl restart slurmctld
+    # grep without -q reads all of scontrol's output: an early exit would fail the pipeline (pipefail, SIGPIPE).
     for _ in $(seq 1 30); do
-      if scontrol ping | grep -q 'is UP'; then
+      if scontrol ping 2>&1 | grep 'is UP' >/dev/null; then
         echo "[trainstack] slurmctld answers"
         break
       fi
       sleep 2
     done
-    if ! scontrol ping | grep -q 'is UP'; then
+    if ! scontrol ping 2>&1 | grep 'is UP' >/dev/null; then
       echo "[trainstack] slurmctld does not answer scontrol ping: see journalctl -u slurmctld" >&2
       exit 1
     fi
