@@ -49,7 +49,8 @@ def test_the_job_takes_whole_nodes_one_task_per_gpu_across_the_group() -> None:
     assert "export FI_PROVIDER=efa" in job and "export FI_EFA_USE_DEVICE_RDMA=1" in job
     # The reference Slurm job's NCCL settings: buffers, chunks and the OFI tuner for the node's architecture.
     assert "export NCCL_BUFFSIZE=8388608\n" in job and "export NCCL_P2P_NET_CHUNKSIZE=524288\n" in job
-    assert 'arch=$(uname -m)\nexport NCCL_TUNER_PLUGIN="/opt/amazon/ofi-nccl/lib/${arch}-linux-gnu/libnccl-ofi-tuner.so"\n' in job
+    tuner = "/opt/amazon/ofi-nccl/lib/${arch}-linux-gnu/libnccl-ofi-tuner.so"
+    assert f'arch=$(uname -m)\nexport NCCL_TUNER_PLUGIN="{tuner}"\n' in job
     assert sbatch_name(group) == "nccl-all-reduce-p5.sbatch"
 
 
