@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
+from trainstack.report.bringup import lines as bringup_lines
+from trainstack.report.bringup import summarize_bringup
 from trainstack.report.changes import entries
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
@@ -178,6 +180,7 @@ class Section:
 GIVE_WAY = (
     "resource list",
     "architecture diagram",
+    "hyperpod bring-up",
     "cost table",
     "health",
     "storage",
@@ -320,6 +323,9 @@ def render(
     )
     compute.append("")
     sections.append(Section("compute table", tuple(compute[:2]), tuple(compute[2:])))
+    if bringup := summarize_bringup(report.recording):
+        body = [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}" for line in bringup_lines(bringup)]
+        sections.append(Section("hyperpod bring-up", ("### HyperPod node bring-up", ""), (*body, "")))
 
     storage = ["### Storage", ""]
     for fs in s.file_systems:
