@@ -81,17 +81,19 @@ promtool: ## The alert rules (monitoring/rules.yaml) against their firing and no
 	promtool check rules monitoring/rules.yaml
 	promtool test rules monitoring/rules.test.yaml
 
-# The Slurm lifecycle tests (tests/e2e_slurm/) start Debian's own Slurm daemons, munge and MariaDB on localhost and
-# build a SPANK plugin with gcc and make against libslurm-dev; a fresh CI machine installs them once. Debian's
-# policy-rc.d (or its absence on a systemd host) decides whether the packages start their system services: the tests
-# use none of them, they start their own in a temporary directory. Bookworm ships Slurm 22.05.8.
-SLURM_TOOLS := slurmctld slurmd slurmdbd sbatch sacct sacctmgr munged mariadbd mariadb-install-db gcc make setpriv
+# The Slurm lifecycle tests (tests/lifecycle/) run HyperPod nodes in boxes (namespaces and a chroot) against Debian's
+# own Slurm daemons, munge and MariaDB, build a SPANK plugin with gcc and make against libslurm-dev, and use ip, gpg,
+# ssh-keygen, setpriv and apt's tools; a fresh CI machine installs them once (bookworm: Slurm 22.05.8). Debian's
+# policy-rc.d (or its absence on a systemd host) decides whether the packages start their system services: the
+# tests use none of them, they start their own inside the boxes.
+SLURM_TOOLS := slurmctld slurmd slurmdbd sbatch sacct sacctmgr munged mariadbd mariadb-install-db mysqldump gcc make \
+	setpriv unshare nsenter ip ssh-keygen apt-mark dpkg-deb gpg
 slurm-tools: ## Debian's Slurm daemons and clients, munge, MariaDB, libslurm-dev, gcc and make (for the e2e tier)
 	@for tool in $(SLURM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \
 	[ -f /usr/include/slurm/spank.h ] || missing=1; \
 	[ -z "$$missing" ] || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
-	  --no-install-recommends slurmctld slurmd slurmdbd slurm-client munge mariadb-server libslurm-dev gcc make libc6-dev \
-	  util-linux >/dev/null; }
+	  --no-install-recommends slurmctld slurmd slurmdbd slurm-client munge mariadb-server mariadb-client libslurm-dev \
+	  gcc make libc6-dev util-linux iproute2 openssh-client gpg >/dev/null; }
 
 lint: checks typecheck ## The quick checks and the type checker, without the tests
 

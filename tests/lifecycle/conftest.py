@@ -1,5 +1,8 @@
 """Fixtures for the lifecycle tests in boxes: skipped where boxes cannot run (not root, or Slurm's Debian packages
-missing: `make slurm-tools`), except under TRAINSTACK_REQUIRE_SLURM=1 (CI, .ci/run), where that is a failure."""
+missing: `make slurm-tools`), except under TRAINSTACK_REQUIRE_SLURM=1 (CI, .ci/run), where that is a failure.
+
+TRAINSTACK_LIFECYCLE_BUNDLE=<directory> runs the tests against another copy of components/lifecycle/slurm (an
+older commit's scripts, to show which test a change fixed)."""
 
 from __future__ import annotations
 
@@ -40,6 +43,8 @@ def nodes(tmp_path: Path, box_artifacts: Artifacts) -> Iterator[Callable[..., No
 
     def make(group: str, spec: object, lustre: Path, **options: object) -> Node:
         require("e2e", BOX_COST)
+        if bundle := os.environ.get("TRAINSTACK_LIFECYCLE_BUNDLE"):
+            options.setdefault("bundle", Path(bundle))
         node = make_node(tmp_path, group, spec, lustre, box_artifacts, **options)  # type: ignore[arg-type]
         made.append(node)
         return node
