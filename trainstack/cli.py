@@ -5,11 +5,13 @@
     python -m trainstack schema [--output PATH]
 
 Exit codes (docs/cli.md): 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an
-input AWS or Kubernetes would refuse (it wins over 1); 2 bad input (invalid config, bad arguments, missing
-stack, unreadable path, unusable --output); 3 the program itself failed under the mock engine, the policy
-review failed, or an internal error; 5 the report could not be delivered (stdout closed, disk full, the
-reader went away, an encoding that cannot show it); 130 interrupted (Ctrl-C). Errors are one clear line (or
-the config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
+input AWS or Kubernetes would refuse (it wins over 6 and 1); 6 a journey is broken: a user's path through what
+the plan builds fails (a team's job never admitted, an image that cannot be pulled; it wins over 1); 2 bad
+input (invalid config, bad arguments, missing stack, unreadable path, unusable --output); 3 the program itself
+failed under the mock engine, the policy review failed, or an internal error; 5 the report could not be
+delivered (stdout closed, disk full, the reader went away, an encoding that cannot show it); 7 (`preflight`,
+`capacity`) AWS could not be asked; 130 interrupted (Ctrl-C). Errors are one clear line (or the config's list of
+problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from stacks.schema import StackConfig, json_schema
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
+from trainstack.preflight.command import add_parsers as preflight_parsers
+from trainstack.preflight.command import run as preflight
 from trainstack.report.model import Report
 from trainstack.review import Violation
 
@@ -48,6 +52,8 @@ EXIT_BAD_INPUT = 2
 EXIT_PROGRAM_FAILED = 3
 EXIT_CONTRACT = 4
 EXIT_OUTPUT = 5
+EXIT_JOURNEY = 6
+EXIT_ACCOUNT = 7  # preflight, capacity: AWS could not be asked (trainstack/preflight/command.py)
 FORMATS = ("text", "json", "markdown")
 
 
@@ -99,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
     schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")
+    preflight_parsers(commands)  # `preflight` and `capacity`: the account's state, read-only (trainstack/preflight/)
     return parser
 
 
@@ -394,6 +401,9 @@ def plan(args: argparse.Namespace) -> int:
     if report.contracts:
         say(f"contract check: {len(report.contracts)} input(s) a real deployment would refuse")
         return EXIT_CONTRACT
+    if broken := [j for j in report.journeys if not j.holds]:
+        say(f"journeys: {len(broken)} broken: a user's path through what the plan builds fails")
+        return EXIT_JOURNEY
     if report.policy is not None and not report.policy.passed:
         say(f"policy review: {len(report.policy.mandatory)} mandatory violation(s)")
         return EXIT_POLICY
@@ -419,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line, in-process: returns the exit code instead of exiting."""
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
-        code = plan(args) if args.command == "plan" else schema(args)
+        code = {"plan": plan, "schema": schema}.get(args.command, preflight)(args)
     except KeyboardInterrupt:
         return report_interrupt()
     except BaseException as error:  # every failure ends in one line and a documented code

@@ -197,6 +197,7 @@ class StackConfig(Spec):
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
         problems += self._runtime_image_problems()
+        problems += self._restricted_team_problems()
         problems += self._slurm_fsx_problems()
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
@@ -284,6 +285,27 @@ class StackConfig(Spec):
             if not any(image.startswith(prefix) for prefix in allowed) and not private_ecr.match(image)
         ]
 
+    def _restricted_team_problems(self) -> list[str]:
+        """A `restricted` team namespace must be able to run every runtime the stack installs: the torch runtime
+        runs as the squash identity with the restricted settings, the MPI runtime's workers run sshd as root
+        (kubernetes/pod-security-admission v0.36.2 policy check_runAsNonRoot and check_runAsUser refuse it)."""
+        operator = self.kubernetes.training_operator
+        installs_mpi = (
+            operator.kind == "kubeflow_trainer"
+            and operator.runtimes.mpi
+            and any(CATALOG[g.instance_type].accelerator is Accelerator.NVIDIA for g in self.gpu_node_groups)
+        )
+        if not installs_mpi:
+            return []
+        return [
+            f"kubernetes.teams.{i}.pod_security restricted: the MPI runtime (trainstack-mpi-<group>) runs sshd as "
+            "root in its workers, which the restricted level refuses (runAsNonRoot, runAsUser 0), so this team's "
+            "MPI TrainJobs would never start; set kubernetes.training_operator.runtimes.mpi false (the torch "
+            "runtime runs restricted) or pod_security baseline"
+            for i, team in enumerate(self.kubernetes.teams)
+            if team.pod_security == "restricted"
+        ]
+
     def _security_problems(self) -> list[str]:
         """The protections docs/security.md promises outside dev cannot be switched off in the stack file."""
         if self.environment is Environment.DEV:
@@ -328,18 +350,25 @@ class StackConfig(Spec):
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
         return problems
 
-    def _subnet_capacity_problems(self) -> list[str]:
-        """Each AZ's private subnet must hold, at every group's max size, one address per node for its
-        primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
-        pod the VPC CNI can place on it. The system group may land wholly in any AZ, so it counts in each."""
-        usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
-        per_node = 1 + POD_ADDRESSES_PER_NODE
+    def nodes_per_subnet(self) -> dict[str, int]:
+        """Nodes each AZ's private subnet may hold at every group's max size. The system group may land wholly
+        in any AZ, so it counts in each; HyperPod's instances sit in the GPU AZ."""
         nodes = dict.fromkeys(self.network.availability_zones, self.eks.system_node_group.max_size)
         for group in self.gpu_node_groups:
             if group.availability_zone in nodes:
                 nodes[group.availability_zone] += group.max_size
         if self.sagemaker.hyperpod.enabled and self.gpu_availability_zone in nodes:
             nodes[self.gpu_availability_zone] += sum(g.instance_count for g in self.sagemaker.hyperpod.instance_groups)
+        return nodes
+
+    def _subnet_capacity_problems(self) -> list[str]:
+        """Each AZ's private subnet must hold, at every group's max size, one address per node for its
+        primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
+        pod the VPC CNI can place on it (`nodes_per_subnet`; preflight holds an existing subnet's free addresses
+        against the same need)."""
+        usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
+        per_node = 1 + POD_ADDRESSES_PER_NODE
+        nodes = self.nodes_per_subnet()
         return [
             f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
             f"addresses in {az}, but {count} nodes at max size need up to {count * per_node} (1 + "

@@ -30,6 +30,8 @@ SUMMARISED = {
     "trainstack.policy.violations": "",
     "trainstack.policy.waived": "",
     "trainstack.contracts": "",
+    "trainstack.journeys[].steps": "",
+    "trainstack.journeys[].broken_step": "Its fields are those of `steps[]`.",
     "trainstack.diff.added": "",
     "trainstack.diff.removed": "",
     "trainstack.diff.changed": "",
@@ -163,6 +165,15 @@ FIELDS: dict[str, str] = {
     "skip) and the example values' are among them.",
     "trainstack.policy.waived": "Violations the stack file waives, with the written reason.",
     "trainstack.contracts": "Inputs AWS or Kubernetes would refuse (any one: exit 4), each with its source.",
+    "trainstack.journeys": "Users' paths through the objects together (docs/journeys.md): deploy, a team's job, "
+    "alerts, day 2, destroy, writers and keys. Any broken one: exit 6.",
+    "trainstack.journeys[].kind": "`deploy`, `team job`, `alerts`, `day 2`, `destroy` or `writers and keys`.",
+    "trainstack.journeys[].subject": "Whose path and through what: `team ml-research: torch TrainJob on p5-train`.",
+    "trainstack.journeys[].holds": "Every step holds.",
+    "trainstack.journeys[].broken_step": "The first step that fails, or `null`.",
+    "trainstack.journeys[].steps": "Every step in the order the user meets it: `name`, `holds`, `detail` (what "
+    "the plan found) and `source` (the upstream file at the pinned tag, or the guide, the rule comes from).",
+    "trainstack.journeys[].figures": "What the user gets, by name (per rank: CPU, memory, /dev/shm).",
     "trainstack.diff": "With `--against`: the change; `null` otherwise.",
     "trainstack.diff.against": "The baseline stack file.",
     "trainstack.diff.added": "Resources the change adds.",
@@ -221,9 +232,16 @@ def type_of(node: dict[str, Any], defs: dict[str, Any]) -> str:
     return " \\| ".join(types) if isinstance(types, list) else str(types)
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """(path, type, description) for every field the schema names, summarised where `SUMMARISED` says."""
-    document = schema()
+def rows(
+    document: dict[str, Any] | None = None,
+    fields: dict[str, str] | None = None,
+    summarised: dict[str, str] | None = None,
+) -> list[tuple[str, str, str]]:
+    """(path, type, description) for every field the schema names, summarised where `SUMMARISED` says; another
+    document's schema and descriptions can be given (preflight's JSON, trainstack/preflight/json_fields.py)."""
+    document = document if document is not None else schema()
+    described = FIELDS if fields is None else fields
+    folded = SUMMARISED if summarised is None else summarised
     defs = document["$defs"]
     out: list[tuple[str, str, str]] = []
 
@@ -231,10 +249,10 @@ def rows() -> list[tuple[str, str, str]]:
         for suffix, obj in _objects(node, defs):
             for name, child in obj["properties"].items():
                 path = f"{prefix}{suffix}.{name}" if prefix or suffix else name
-                description = FIELDS.get(path, "")
-                if path in SUMMARISED:
-                    fields = sorted({f for _, o in _objects(child, defs) for f in o["properties"]})
-                    extra = SUMMARISED[path] or "Fields: " + ", ".join(f"`{f}`" for f in fields) + "."
+                description = described.get(path, "")
+                if path in folded:
+                    names = sorted({f for _, o in _objects(child, defs) for f in o["properties"]})
+                    extra = folded[path] or "Fields: " + ", ".join(f"`{f}`" for f in names) + "."
                     out.append((path, type_of(child, defs), f"{description} {extra}"))
                     continue
                 out.append((path, type_of(child, defs), description))

@@ -173,6 +173,11 @@ def diagnostics(report: Report, diff: PlanDiff | None = None) -> list[dict[str, 
         diagnostic(c.urn, f"contract: {c.path or '(resource)'} = {c.value}: {c.rule} (source: {c.source})", ERROR)
         for c in report.contracts
     ]
+    out += [
+        diagnostic("", f"journey {j.kind}: {j.subject}: {step.name}: {step.detail} (source: {step.source})", ERROR)
+        for j in report.journeys
+        if (step := j.broken_step) is not None
+    ]
     if report.policy is not None:
         out += [
             diagnostic(v.urn, f"[{v.level}] {v.policy}: {v.message}", ERROR if v.level == "mandatory" else WARNING)
@@ -301,6 +306,7 @@ def document(
             "hyperpodBringUp": [g.to_dict() for g in summarize_bringup(report.recording)],
             "policy": policy_dict(report.policy) if report.policy is not None else None,
             "contracts": [c.to_dict() for c in report.contracts],
+            "journeys": [j.to_dict() for j in report.journeys],
             "diff": diff.to_dict() if diff is not None else None,
         },
     }

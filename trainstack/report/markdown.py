@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
 from trainstack.report.changes import entries
+from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
@@ -24,22 +26,6 @@ from trainstack.report.text import (
     system_lines,
 )
 from trainstack.report.time_to_ready import minutes
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-MAX_ROWS = 40  # rows of one table in the comment; the rest are counted (the JSON has them all)
-
-
-def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]], limit: int = MAX_ROWS) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:limit]]
-    if len(rows) > limit:
-        more = [f"… {len(rows) - limit} more rows: see `--format json`"] + [""] * (len(headers) - 1)
-        lines.append("| " + " | ".join(more) + " |")
-    return lines
 
 
 def diff_note() -> str:
@@ -179,12 +165,14 @@ class Section:
 # The order in which sections give way when the comment is too long: the resource list first, the verdict never.
 GIVE_WAY = (
     "resource list",
+    "account state",
     "architecture diagram",
     "hyperpod bring-up",
     "cost table",
     "health",
     "storage",
     "compute table",
+    "journeys",  # a broken journey is also a risk, which stays
     "policy review",
     "time to ready",
     "diff",
@@ -281,6 +269,24 @@ def _resources(report: Report) -> Section:
     return Section("resource list", head, tuple(table[2:]), ("", "</details>", ""))
 
 
+def _journeys(report: Report) -> Section:
+    """Every journey: holds or broken, the first failing step with its source, and what the user gets."""
+    journeys = report.journeys
+    holding = sum(1 for j in journeys if j.holds)
+    title = ("### Journeys", "", f"{holding} of {len(journeys)} hold.", "")
+    rows: list[list[str]] = []
+    for j in journeys:
+        step = j.broken_step
+        figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
+        if step is None:
+            rows.append(["holds", j.kind, j.subject, figures, ""])
+        else:
+            rows.append(["**broken**", j.kind, j.subject, f"{step.name}: {step.detail}", step.source])
+    # Broken journeys first: the table may be folded, and they are what the reviewer must see.
+    rows.sort(key=lambda row: row[0] == "holds")
+    return _table("journeys", title, md_table(["", "journey", "subject", "found", "source"], rows), "journeys")
+
+
 def _table(name: str, title: tuple[str, ...], table: list[str], what: str) -> Section:
     """A Markdown table (header and separator first) as a section, folded under <details> when it is long."""
     header, rows = tuple(table[:2]), (*table[2:], "")
@@ -374,6 +380,9 @@ def render(
         )
         sections.append(_table("contract violations", ("### Contracts: refused", ""), refused, "refused input(s)"))
 
+    if report.journeys:
+        sections.append(_journeys(report))
+
     if report.policy is not None:
         p = report.policy
         title = (
@@ -405,6 +414,10 @@ def render(
     sections.append(
         Section("architecture diagram", ("### Architecture", ""), ("```mermaid", diagram, "```", ""), atomic=True)
     )
+    if account := account_lines(report.recording):
+        sections.append(
+            Section("account state", ("### Account state", ""), tuple(f"- {item}" for item in account), ("",))
+        )
     steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
     sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
     sections.append(_resources(report))

@@ -1,4 +1,4 @@
-"""The report model: one plan's summary, cost, contract check and policy review, for every renderer."""
+"""The report model: one plan's summary, cost, contract check, journeys and policy review, for every renderer."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from stacks.schema import StackConfig
 from trainstack.contracts import ContractViolation, check
 from trainstack.cost import CostEstimate, estimate, observability_items
 from trainstack.engine import Recording
+from trainstack.journeys import Journey, walk
 from trainstack.report.health import HealthSummary, summarize_health
 from trainstack.report.summary import Summary, summarize
 from trainstack.review import Review
@@ -22,6 +23,7 @@ class Report:
     policy: Review | None  # the policy pack's verdict (trainstack.review), None when not run
     contracts: tuple[ContractViolation, ...]  # what AWS or Kubernetes would refuse (trainstack.contracts)
     health: HealthSummary | None = None  # monitoring, repair and alerts (trainstack.report.health)
+    journeys: tuple[Journey, ...] = ()  # users' paths through the objects together (trainstack.journeys)
 
     @property
     def stack(self) -> str:
@@ -42,4 +44,5 @@ def build_report(cluster: StackConfig, recording: Recording, policy: Review | No
         policy=policy,
         contracts=check(recording),
         health=health,
+        journeys=walk(recording, cluster),
     )

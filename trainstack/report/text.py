@@ -3,49 +3,22 @@
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
 from trainstack.report.changes import entries
+from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
 from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
 from trainstack.report.time_to_ready import minutes
-
-
-@dataclass(frozen=True)
-class Style:
-    """ANSI styling, or none."""
-
-    color: bool
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def ok(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def warn(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def bad(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def heading(self, text: str) -> str:
-        return self._wrap("1;36", text)
 
 
 def next_steps(stack: str, environment: str) -> list[str]:
@@ -53,6 +26,7 @@ def next_steps(stack: str, environment: str) -> list[str]:
     quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
     return [
         "With AWS credentials and the Pulumi CLI:",
+        f"  python -m trainstack preflight --stack {quoted}",
         f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
         f"  pulumi up --stack {quoted}",
     ]
@@ -292,6 +266,37 @@ def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     return out
 
 
+def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
+    """The journeys: how many hold per kind, what each user gets (figures), and each broken one's first failing
+    step with its source."""
+    if not report.journeys:
+        return []
+    journeys = report.journeys
+    holding = sum(1 for j in journeys if j.holds)
+    kinds = Counter(j.kind for j in journeys)
+    per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+    head = f"{holding} of {len(journeys)} hold ({per_kind})"
+    narrow = len("Journeys: ") + len(head) > width  # the kinds go on lines of their own
+    if narrow:
+        head = f"{holding} of {len(journeys)} hold"
+    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    if narrow:
+        out += ["  " + line for line in fmt.fit(per_kind, width - 2, "  ")]
+    for j in journeys:
+        step = j.broken_step
+        if step is not None:
+            body = fmt.fit(f"{j.kind}: {j.subject}", width - 9, "  ")
+            out.append(f"  {style.bad('BROKEN')} {body[0]}")
+            out += ["         " + line for line in body[1:]]
+            out += ["         " + line for line in fmt.fit(f"{step.name}: {step.detail}", width - 9, "  ")]
+            out += [style.dim("         " + line) for line in fmt.fit(f"source: {step.source}", width - 9)]
+        elif j.figures:
+            figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
+            out += ["  " + line for line in fmt.fit(f"{j.subject}: {figures}", width - 2, "    ")]
+    out.append("")
+    return out
+
+
 def _compute(report: Report, style: Style, width: int) -> list[str]:
     s = report.summary
     out = [style.heading("Compute")]
@@ -498,6 +503,8 @@ def render(
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)
     out += _policy(report, style, width)
+    # After the policy result: the verdict and its risks above already name every broken journey.
+    out += journey_lines(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
     out += _notes(report, style, width)
@@ -508,12 +515,19 @@ def render(
             for line in resource_tree(report.recording.resources)
         ]
         out.append("")
+    if account := account_lines(report.recording):
+        out.append(style.heading("Account state"))
+        out += ["  " + line for item in account for line in fmt.fit(item, width - 2, "    ")]
+        out.append("")
     out.append(style.heading("Next step"))
     out += ["  " + line for step in next_steps(s.stack, s.environment) for line in fmt.fit(step, width - 2, "    ")]
     out.append("")
     summary = f"{s.stack}: {v.headline} · {report.cost and fmt.usd(report.cost.usd_per_hour_desired)}/h at desired"
     if report.policy is not None:
         summary += f" · policy {len(report.policy.mandatory)} mandatory, {len(report.policy.advisory)} advisory"
-    summary += f" · contracts {len(report.contracts)} refused · {ready_line(v)}"
+    summary += f" · contracts {len(report.contracts)} refused"
+    if report.journeys:
+        summary += f" · journeys {sum(1 for j in report.journeys if not j.holds)} broken"
+    summary += f" · {ready_line(v)}"
     out += [style.bold(line) for line in fmt.fit(summary, width)]
     return "\n".join(out) + "\n"

@@ -1,7 +1,8 @@
 """The verdict a reviewer reads first: one status, the headline figures, the risks ranked, the time to ready.
 
 Status: `refused` when a real deployment would refuse the change (a contract violation, a mandatory policy
-violation, the replacement of a protected resource); `needs attention` when a high or medium risk stands (storage
+violation, the replacement of a protected resource) or a user's path through what it builds is broken (a
+journey); `needs attention` when a high or medium risk stands (storage
 below demand, accelerators with nothing reserved behind them, a replacement of accelerator nodes, ...); `ok`
 otherwise. Low risks (estimated prices, unconfirmed pins, advisories) are listed but do not move the status.
 
@@ -19,7 +20,7 @@ from trainstack.diff import PlanDiff
 from trainstack.report import fmt, graph
 from trainstack.report.model import Report
 from trainstack.report.names import short, urn_name
-from trainstack.report.pins import unconfirmed
+from trainstack.report.pins import risk_title, unconfirmed
 from trainstack.report.time_to_ready import Estimate, change_estimate, deploy_estimate
 
 OK = "ok"
@@ -115,6 +116,9 @@ def figures(report: Report) -> tuple[Figure, ...]:
         p = report.policy
         found.append(Figure("policy", f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory"))
     found.append(Figure("contracts", f"{len(report.contracts)} refused"))
+    if report.journeys:
+        holding = sum(1 for j in report.journeys if j.holds)
+        found.append(Figure("journeys", f"{holding} of {len(report.journeys)} hold"))
     return tuple(found)
 
 
@@ -145,6 +149,9 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
     found: list[Risk] = []
     for c in report.contracts:
         found.append(Risk(REFUSED, f"contract: {short(c.name, cluster)} {c.path or '(resource)'}", c.rule))
+    for j in report.journeys:
+        if (step := j.broken_step) is not None:
+            found.append(Risk(REFUSED, f"journey {j.kind}: {j.subject}", f"{step.name}: {step.detail}"))
     if report.policy is not None:
         for v in report.policy.mandatory:
             where = short(urn_name(v.urn), cluster) if v.urn else "stack"
@@ -228,7 +235,7 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
     for _name, version, _support in s.eks_clusters:
         pins = {a.name: a.version for a in s.addons if a.kind == "eks-addon"}
         for addon, build, why in unconfirmed(version, pins):
-            found.append(Risk("low", f"unconfirmed pin: {addon} {build} on Kubernetes {version}", why))
+            found.append(Risk("low", risk_title(addon, build, version), why))
     estimated = [i.name for i in report.cost.items if i.estimated]
     if estimated:
         found.append(
