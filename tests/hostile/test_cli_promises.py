@@ -95,10 +95,14 @@ def test_output_never_replaces_a_project_file(
     target = ROOT / victim
     before = target.read_bytes()
     argv = ["plan", "--stack", "dev"] if command == "plan" else ["schema"]
-    code, out, err = run_cli(capsys, *argv, "--output", str(target))
-    assert code == EXIT_BAD_INPUT, err
-    assert "--output" in err and "only replaces a report trainstack wrote" in err
-    assert target.read_bytes() == before and out == ""
+    try:
+        code, out, err = run_cli(capsys, *argv, "--output", str(target))
+        assert code == EXIT_BAD_INPUT, err
+        assert "--output" in err and "only replaces a report trainstack wrote" in err
+        assert target.read_bytes() == before and out == ""
+    finally:  # a regression must not leave the checkout broken (main replaced these files)
+        if target.read_bytes() != before:
+            target.write_bytes(before)
 
 
 def test_output_never_replaces_another_stack_file(
