@@ -346,3 +346,18 @@ def test_day_one_offline(tmp_path: Path) -> None:
     old_path_step_breaks_python(machine)
     stubs_refuse(machine)
     workflows_dry_run(machine)
+
+
+def test_make_test_says_how_to_get_promtool_where_apt_get_is_missing(tmp_path: Path) -> None:
+    """A Mac (no apt-get) or a machine without promtool: `make test` used to try `sudo apt-get` and stop there."""
+    require("e2e", "runs make in a new process")
+    done = subprocess.run(
+        ["/usr/bin/make", "--no-print-directory", "promtool"],
+        cwd=ROOT,
+        env={**os.environ, "PATH": str(tmp_path)},  # neither promtool nor apt-get on PATH
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "promtool (Prometheus) is needed" in done.stderr and "brew install prometheus" in done.stderr
