@@ -374,7 +374,9 @@ def plan(args: argparse.Namespace) -> int:
         baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
     report = with_violations(
-        build_report(cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers)),
+        build_report(
+            cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers), baseline
+        ),
         placeholder_advisories(cluster),
     )
     if baseline_cluster is not None and baseline is not None:
