@@ -508,8 +508,9 @@ def render(
     out += _storage(report, style, width)
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)
-    out += journey_lines(report, style, width)
     out += _policy(report, style, width)
+    # A broken journey is a risk in the verdict above; the section (figures, each broken step) follows the result.
+    out += journey_lines(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
     out += _notes(report, style, width)
