@@ -143,8 +143,7 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = [
         True,
     ),
     (
-        "kubeflow/trainer v2.1.0 test/integration/webhooks/trainjob_test.go: Should fail to update TrainJob "
-        "managedBy",
+        "kubeflow/trainer v2.1.0 test/integration/webhooks/trainjob_test.go: Should fail to update TrainJob managedBy",
         "TrainJob",
         trainjob(managedBy="trainer.kubeflow.org/trainjob-controller"),
         trainjob(managedBy="kueue.x-k8s.io/multikueue"),
