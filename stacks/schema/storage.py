@@ -114,7 +114,7 @@ class FsxSpec(Spec):
     automatic_backup_retention_days: int = Field(
         default=0,
         ge=0,
-        le=0,
+        json_schema_extra={"maximum": 0},  # refused above 0 by `_backups`, which says why
         description="Daily automatic backups kept: 0. FSx takes no backups of a file system linked to S3, and "
         "trainstack always links it to the datasets bucket; the durable copies live in S3.",
     )
@@ -210,10 +210,10 @@ class FsxSpec(Spec):
             raise ValueError("exempts clients from a root squash that is off: set root_squash, or remove them")
         return value
 
-    @field_validator("automatic_backup_retention_days", mode="before")
+    @field_validator("automatic_backup_retention_days")
     @classmethod
-    def _backups(cls, value: object, info: ValidationInfo) -> object:
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    def _backups(cls, value: int, info: ValidationInfo) -> int:
+        if value > 0:
             if _deployment(info) is FsxDeploymentType.SCRATCH_2:
                 raise ValueError("SCRATCH_2 has no automatic backups: set automatic_backup_retention_days to 0")
             raise ValueError(
