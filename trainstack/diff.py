@@ -58,8 +58,9 @@ __all__ = [
 ]
 
 PROVIDER_DIFF_NOTE = (
-    "offline diff: replacements are predicted from create-only inputs (trainstack/create_only.py); the provider's "
-    "own diff is not run, so an 'update' may still be a replace in `pulumi preview`"
+    "offline diff: replacements are predicted from create-only inputs (trainstack/create_only.py) and each "
+    "resource's replace_on_changes; the provider's own diff is not run, so an 'update' may still be a replace in "
+    "`pulumi preview`"
 )
 
 
