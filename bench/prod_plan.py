@@ -1,10 +1,13 @@
-"""What a whole `python -m trainstack plan --stack prod` costs (or another stack's), and what the contract tier adds.
+"""What a whole `python -m trainstack plan --stack prod` costs (or another stack's), and what the contract and
+journey tiers add.
 
 Runs the real CLI in fresh processes (imports, program, contracts, policy review, report), REPEATS times, and
 takes the median wall and CPU (user + system) seconds. With `--baseline DIR` it alternates each run with the
 same command in another checkout (for example `git worktree add /tmp/base main`), so load on a shared machine
 falls on both alike, and prints the change. CPU time is the figure to compare on a busy machine: wall time
-there mostly measures the neighbours. Also times the contract tier alone on one prod recording.
+there mostly measures the neighbours. Also times the contract tier and the journeys tier alone on one prod
+recording, each in a fresh process after the program ran (so each pays its own lazy imports), and gives each as
+a share of the whole plan's CPU (each tier's budget: 20%).
 
     .venv/bin/python bench/prod_plan.py [--stack NAME] [--baseline DIR] [--repeats N]
 
@@ -14,6 +17,7 @@ Figures measured so far: docs/bench.md.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import subprocess
@@ -42,18 +46,34 @@ def one_run(tree: Path, stack: str = STACK) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def contract_tier_seconds(stack: str = STACK) -> tuple[float, float, int]:
-    """Wall and CPU seconds the contract tier takes on one recording of `stack` (its lazy imports included, the
-    program run not), and how many inputs it refused."""
-    sys.path.insert(0, str(ROOT))
-    from stacks.load import load_file
+# Run in a fresh interpreter: the program, then one tier timed alone (its lazy imports included, the program not).
+_TIER_DRIVER = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from stacks.load import load_file
+from trainstack.engine import run_program
+stack, tier = sys.argv[2], sys.argv[3]
+config = load_file(f"{sys.argv[1]}/stacks/Pulumi.{stack}.yaml")
+recording = run_program(config, stack=stack)
+started, cpu = time.perf_counter(), time.process_time()
+if tier == "contracts":
     from trainstack import contracts
-    from trainstack.engine import run_program
+    found = len(contracts.check(recording))
+else:
+    from trainstack import journeys
+    found = len(journeys.broken(journeys.walk(recording, config)))
+print(json.dumps([time.perf_counter() - started, time.process_time() - cpu, found]))
+"""
 
-    recording = run_program(load_file(ROOT / "stacks" / f"Pulumi.{stack}.yaml"), stack=stack)
-    started, cpu = time.perf_counter(), time.process_time()
-    found = contracts.check(recording)
-    return time.perf_counter() - started, time.process_time() - cpu, len(found)
+
+def tier_seconds(tier: str, stack: str = STACK) -> tuple[float, float, int]:
+    """Wall and CPU seconds one tier (`contracts` or `journeys`) takes on one recording of `stack`, its lazy
+    imports included and the program run not, and what it found (inputs refused, journeys broken)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _TIER_DRIVER, str(ROOT), stack, tier], capture_output=True, text=True, check=True
+    )
+    wall, cpu, found = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(wall), float(cpu), int(found)
 
 
 def median(values: list[float]) -> float:
@@ -87,8 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         wall = medians["this tree"][0] / medians["baseline"][0] - 1
         cpu = medians["this tree"][1] / medians["baseline"][1] - 1
         print(f"change against the baseline: wall {wall:+.1%}, CPU {cpu:+.1%}")
-    wall, cpu, refused = contract_tier_seconds(args.stack)
-    print(f"contract tier alone on the {args.stack} recording: wall {wall:.2f} s, CPU {cpu:.2f} s, {refused} refused")
+    plan_cpu = medians["this tree"][1]
+    for tier, found in (("contracts", "refused"), ("journeys", "broken")):
+        wall, cpu, count = tier_seconds(tier, args.stack)
+        print(
+            f"{tier} tier alone on the {args.stack} recording: wall {wall:.2f} s, CPU {cpu:.2f} s "
+            f"({cpu / plan_cpu:.1%} of the plan's CPU), {count} {found}"
+        )
     return 0
 
 

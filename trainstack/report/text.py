@@ -509,7 +509,7 @@ def render(
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)
     out += _policy(report, style, width)
-    # A broken journey is a risk in the verdict above; the section (figures, each broken step) follows the result.
+    # After the policy result: the verdict and its risks above already name every broken journey.
     out += journey_lines(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
