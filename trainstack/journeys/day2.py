@@ -4,9 +4,9 @@
 breaks a CRD's transition rule (`self == oldSelf`: the field is immutable), and AWS refuses an update its API
 cannot make in place; a plan that shows such an update as green is a `pulumi up` that stops half-way.
 
-On every plan, per kind of custom resource whose CRD freezes a field the program sets (Trainer's
+On every plan, one journey over the custom resources whose CRDs freeze a field the program sets (Trainer's
 ClusterTrainingRuntime: `failurePolicy`, where `max_restarts` lives; a TrainJob's `runtimeRef`; a LocalQueue's
-`clusterQueue`):
+`clusterQueue`), two steps per kind:
 
 1. pulumi replaces such an object when a frozen field changes: its `replace_on_changes` covers every frozen
    place, found by evaluating the CRD's transition rules (cel-python) on the recorded value and small edits of it;
@@ -121,40 +121,53 @@ def _crd_source(facts: CrdFacts) -> str:
 
 
 def plan_journeys(recording: Recording) -> Iterator[Journey]:
-    """Per kind of custom resource with frozen fields: replaced when they change, the old object deleted first."""
+    """One journey, an edit of the frozen fields of the recorded custom resources: per kind, replaced when they
+    change and the old object deleted first. None when no recorded object has a frozen field."""
     by_kind: dict[str, list[Frozen]] = {}
     for item in frozen_objects(recording):
         by_kind.setdefault(item.facts.kind, []).append(item)
+    steps: list[Step] = []
     for kind, items in by_kind.items():
-        facts = items[0].facts
-        places = sorted({g.schema_path for item in items for g in item.guards})
-        uncovered = [f"{item.name} {g.path}" for item in items for g in item.uncovered()]
-        covered = Step(
-            name=f"pulumi replaces a {kind} whose frozen fields change",
-            holds=not uncovered,
-            detail=(
-                f"the CRD freezes {', '.join(places)}; not under replace_on_changes, so an edit plans as an update "
-                f"the API server refuses: {'; '.join(uncovered)}"
-                if uncovered
-                else f"the CRD freezes {', '.join(places)}; every one is under replace_on_changes on all "
-                f"{len(items)} objects"
-            ),
-            source=f"{_crd_source(facts)}; {REPLACE_ON_CHANGES_SOURCE}",
+        steps += _kind_steps(kind, items)
+    if steps:
+        count = sum(len(items) for items in by_kind.values())
+        kinds = ", ".join(by_kind)
+        yield Journey(
+            kind=DAY2,
+            subject=f"an edit of frozen custom-resource fields ({kinds}: {count} objects)",
+            steps=tuple(steps),
         )
-        late = [i.name for i in items if i.keeps_its_name and i.resource.delete_before_replace is not True]
-        first = Step(
-            name=f"the old {kind} is deleted before its replacement is created",
-            holds=not late,
-            detail=(
-                f"no delete_before_replace on {', '.join(late)}: the replacement is created first, under the same "
-                "name, and the API server answers 'already exists'"
-                if late
-                else "every one keeps its name and has delete_before_replace"
-            ),
-            source=DELETE_FIRST_SOURCE,
-        )
-        names = ", ".join(sorted(i.name for i in items))
-        yield Journey(kind=DAY2, subject=f"an edit of a {kind}'s frozen fields ({names})", steps=(covered, first))
+
+
+def _kind_steps(kind: str, items: list[Frozen]) -> tuple[Step, Step]:
+    facts = items[0].facts
+    places = sorted({g.schema_path for item in items for g in item.guards})
+    names = ", ".join(sorted(i.name for i in items))
+    uncovered = [f"{item.name} {g.path}" for item in items for g in item.uncovered()]
+    covered = Step(
+        name=f"pulumi replaces a {kind} whose frozen fields change",
+        holds=not uncovered,
+        detail=(
+            f"the CRD freezes {', '.join(places)}; not under replace_on_changes, so an edit plans as an update "
+            f"the API server refuses: {'; '.join(uncovered)}"
+            if uncovered
+            else f"the CRD freezes {', '.join(places)}; every one is under replace_on_changes on {names}"
+        ),
+        source=f"{_crd_source(facts)}; {REPLACE_ON_CHANGES_SOURCE}",
+    )
+    late = [i.name for i in items if i.keeps_its_name and i.resource.delete_before_replace is not True]
+    first = Step(
+        name=f"the old {kind} is deleted before its replacement is created",
+        holds=not late,
+        detail=(
+            f"no delete_before_replace on {', '.join(late)}: the replacement is created first, under the same "
+            "name, and the API server answers 'already exists'"
+            if late
+            else f"{names} keep their names and have delete_before_replace"
+        ),
+        source=DELETE_FIRST_SOURCE,
+    )
+    return covered, first
 
 
 # ------------------------------------------------------------------------------------------ the change

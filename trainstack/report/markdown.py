@@ -184,6 +184,8 @@ GIVE_WAY = (
     "compute table",
     "policy review",
     "time to ready",
+    # Broken rows first: a cut keeps them longest, and the verdict's risks name every broken journey anyway.
+    "journeys",
     "diff",
     "contract violations",
     "risks",

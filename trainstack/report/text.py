@@ -299,8 +299,10 @@ def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     holding = sum(1 for j in journeys if j.holds)
     kinds = Counter(j.kind for j in journeys)
     per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
-    head = f"{holding} of {len(journeys)} hold ({per_kind})"
-    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    # Wrapped like every other line: more kinds of journey make a longer head.
+    head = fmt.fit(f"Journeys: {holding} of {len(journeys)} hold ({per_kind})", width, "  ")
+    paint = style.ok if holding == len(journeys) else style.bad
+    out = [style.heading("Journeys: ") + paint(head[0].removeprefix("Journeys: ")), *(paint(h) for h in head[1:])]
     for j in journeys:
         step = j.broken_step
         if step is not None:
