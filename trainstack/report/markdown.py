@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.changes import entries
+from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
@@ -22,22 +24,6 @@ from trainstack.report.text import (
     system_lines,
 )
 from trainstack.report.time_to_ready import minutes
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-MAX_ROWS = 40  # rows of one table in the comment; the rest are counted (the JSON has them all)
-
-
-def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]], limit: int = MAX_ROWS) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:limit]]
-    if len(rows) > limit:
-        more = [f"… {len(rows) - limit} more rows: see `--format json`"] + [""] * (len(headers) - 1)
-        lines.append("| " + " | ".join(more) + " |")
-    return lines
 
 
 def diff_note() -> str:
@@ -177,15 +163,15 @@ class Section:
 # The order in which sections give way when the comment is too long: the resource list first, the verdict never.
 GIVE_WAY = (
     "resource list",
+    "account state",
     "architecture diagram",
     "cost table",
     "health",
     "storage",
     "compute table",
+    "journeys",  # a broken journey is also a risk, which stays
     "policy review",
     "time to ready",
-    # Broken rows first: a cut keeps them longest, and the verdict's risks name every broken journey anyway.
-    "journeys",
     "diff",
     "contract violations",
     "risks",
@@ -422,6 +408,10 @@ def render(
     sections.append(
         Section("architecture diagram", ("### Architecture", ""), ("```mermaid", diagram, "```", ""), atomic=True)
     )
+    if account := account_lines(report.recording):
+        sections.append(
+            Section("account state", ("### Account state", ""), tuple(f"- {item}" for item in account), ("",))
+        )
     steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
     sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
     sections.append(_resources(report))

@@ -5,45 +5,18 @@ from __future__ import annotations
 import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.changes import entries
+from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
 from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
 from trainstack.report.time_to_ready import minutes
-
-
-@dataclass(frozen=True)
-class Style:
-    """ANSI styling, or none."""
-
-    color: bool
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def ok(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def warn(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def bad(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def heading(self, text: str) -> str:
-        return self._wrap("1;36", text)
 
 
 def next_steps(stack: str, environment: str) -> list[str]:
@@ -51,6 +24,7 @@ def next_steps(stack: str, environment: str) -> list[str]:
     quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
     return [
         "With AWS credentials and the Pulumi CLI:",
+        f"  python -m trainstack preflight --stack {quoted}",
         f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
         f"  pulumi up --stack {quoted}",
     ]
@@ -299,10 +273,13 @@ def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     holding = sum(1 for j in journeys if j.holds)
     kinds = Counter(j.kind for j in journeys)
     per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
-    # Wrapped like every other line: more kinds of journey make a longer head.
-    head = fmt.fit(f"Journeys: {holding} of {len(journeys)} hold ({per_kind})", width, "  ")
-    paint = style.ok if holding == len(journeys) else style.bad
-    out = [style.heading("Journeys: ") + paint(head[0].removeprefix("Journeys: ")), *(paint(h) for h in head[1:])]
+    head = f"{holding} of {len(journeys)} hold ({per_kind})"
+    narrow = len("Journeys: ") + len(head) > width  # the kinds go on lines of their own
+    if narrow:
+        head = f"{holding} of {len(journeys)} hold"
+    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    if narrow:
+        out += ["  " + line for line in fmt.fit(per_kind, width - 2, "  ")]
     for j in journeys:
         step = j.broken_step
         if step is not None:
@@ -522,6 +499,10 @@ def render(
             line if len(line) <= width else line[: width - 1] + "…"
             for line in resource_tree(report.recording.resources)
         ]
+        out.append("")
+    if account := account_lines(report.recording):
+        out.append(style.heading("Account state"))
+        out += ["  " + line for item in account for line in fmt.fit(item, width - 2, "    ")]
         out.append("")
     out.append(style.heading("Next step"))
     out += ["  " + line for step in next_steps(s.stack, s.environment) for line in fmt.fit(step, width - 2, "    ")]
