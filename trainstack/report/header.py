@@ -9,7 +9,6 @@ over the model; every renderer shows the same `Header`.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -197,9 +196,7 @@ class Header:
             same = [f for f in self.figures if not f.moved]
             if moved:
                 out.append(" · ".join(figure_text(f) for f in moved))
-            out.append(
-                ("Unchanged: " + " · ".join(figure_text(f) for f in same) + "; " if same else "") + self.size
-            )
+            out.append(("Unchanged: " + " · ".join(figure_text(f) for f in same) + "; " if same else "") + self.size)
         else:
             out.append(" · ".join(figure_text(f) for f in self.figures))
             out.append(self.size)
@@ -238,7 +235,7 @@ def moved(before: str, after: str) -> str:
             for (a, b), word in zip(pairs, words[1:], strict=True):
                 out += (b if a == b else f"{a} {ARROW} {b}") + word
             return out
-    tail = len(os.path.commonprefix([before[::-1], after[::-1]]))
+    tail = fmt.shared_end(before, after)
     while tail and before[len(before) - tail] not in " /":  # the shared tail starts at a word
         tail -= 1
     if tail == 0 or tail == len(before):

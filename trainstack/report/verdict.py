@@ -156,8 +156,9 @@ def diff_figures(before: Report | None, after: Report, diff: PlanDiff) -> tuple[
     if d.fabric_gbps_desired.after or d.fabric_gbps_desired.before:
         now["EFA fabric at desired"], was["EFA fabric at desired"] = fabric_after, fabric_before
     if before is None:
-        now["accelerators desired / max"] = f"{int(d.accelerators_desired.after):,} / {int(d.accelerators_max.after):,}"
-        was["accelerators desired / max"] = f"{int(d.accelerators_desired.before):,} / {int(d.accelerators_max.before):,}"
+        accelerators = "accelerators desired / max"
+        now[accelerators] = f"{int(d.accelerators_desired.after):,} / {int(d.accelerators_max.after):,}"
+        was[accelerators] = f"{int(d.accelerators_desired.before):,} / {int(d.accelerators_max.before):,}"
         was["cost at desired"] = f"{fmt.usd(d.usd_per_month_desired.before)}/month"
         was["cost at max"] = f"{fmt.usd(d.usd_per_month_max.before)}/month"
     changes = {
