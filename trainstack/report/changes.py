@@ -143,7 +143,7 @@ def team_of(resource: RecordedResource, resources: dict[str, RecordedResource], 
 # ------------------------------------------------------------------------------------------------ entries
 
 
-def _tags_only(change: ResourceChange) -> bool:
+def tags_only(change: ResourceChange) -> bool:
     """Every changed input is an AWS tag (`tags`, `tagsAll`, a launch template's `tagSpecifications[i].tags`)."""
     return bool(change.changes) and all(_is_tag(c) for c in change.changes)
 
@@ -207,7 +207,7 @@ def entries(
     out += _added_or_removed(CREATE, [u for u, _ in diff.added], now, cluster, teams)
     out += _added_or_removed(DELETE, [u for u, _ in diff.removed], was, cluster, teams)
 
-    tags = [c for c in diff.changed if c.op == "update" and _tags_only(c)]
+    tags = [c for c in diff.changed if c.op == "update" and tags_only(c)]
     rest = [c for c in diff.changed if c not in tags]
     # Resources whose changes read the same (the same paths, the same values as shown) are one entry.
     same: dict[tuple[Any, ...], list[ResourceChange]] = defaultdict(list)
