@@ -181,7 +181,7 @@ class Header:
     on a refusal the fix."""
 
     status: str
-    verdict: str  # `REFUSED (1 refused, 1 high): policy storage-throughput-floor on lustre-fs`
+    verdict: str  # `Verdict: REFUSED (1 refused, 1 high): policy storage-throughput-floor on lustre-fs`
     changes: tuple[DomainChange, ...] | None  # None for a plan of a stack, not a diff
     figures: tuple[Figure, ...]
     size: str  # `21 to add, 2 to change, ...; applies in about 0-2 min`, or a new stack's time to ready
@@ -244,8 +244,8 @@ def moved(before: str, after: str) -> str:
 
 
 def verdict_line(v: Verdict) -> str:
-    """`REFUSED (1 refused, 1 high): <the deciding risk>`; `OK: 5 low risk(s)`."""
-    head = v.status.upper() + v.headline.removeprefix(v.status)
+    """`Verdict: REFUSED (1 refused, 1 high): <the deciding risk>`; `Verdict: OK: no high or medium risk; 5 low`."""
+    head = "Verdict: " + v.status.upper() + v.headline.removeprefix(v.status)
     if v.reason is not None:
         return f"{head}: {v.reason.title}"
     low = sum(1 for r in v.risks if r.severity == "low")

@@ -11,6 +11,7 @@ from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
+from trainstack.report.names import kind
 from trainstack.report.text import (
     COMPUTE_HEADERS,
     COST_HEADERS,
@@ -262,9 +263,14 @@ def fit(sections: list[Section], limit: int) -> str:
 
 def _resources(report: Report) -> Section:
     s = report.summary
+    # The kind and its provider, not the whole type token: a token such as
+    # `kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition` in a cell would push the table past the column.
     table = md_table(
-        ["type", "name", "protect"],
-        [[f"`{r.type}`", f"`{r.name}`", "yes" if r.protect else ""] for r in report.recording.resources],
+        ["name", "kind", "protect"],
+        [
+            [f"`{r.name}`", f"{r.type.split(':', 1)[0]} {kind(r.type)}", "yes" if r.protect else ""]
+            for r in report.recording.resources
+        ],
         limit=len(report.recording.resources),
     )
     head = (f"<details><summary>Resources ({s.resource_count})</summary>", "", *table[:2])
@@ -282,9 +288,9 @@ def _journeys(report: Report) -> Section:
     broken = [j for k in kinds for j in k.broken if j.broken_step is not None]
     if broken:
         body += md_table(
-            ["broken journey", "subject", "first failing step", "source"],
+            ["", "journey", "subject", "first failing step", "source"],
             [
-                [j.kind, j.subject, f"{step.name}: {step.detail}", step.source]
+                ["**broken**", j.kind, j.subject, f"{step.name}: {step.detail}", step.source]
                 for j in broken
                 if (step := j.broken_step) is not None
             ],
@@ -302,11 +308,13 @@ def _journeys(report: Report) -> Section:
     ]
     if rows:
         every = [
-            [j.kind, j.subject, ", ".join(f"{n} {v}" for n, v in j.figures.items())] for k in kinds for j in k.holding
+            ["holds", j.kind, j.subject, ", ".join(f"{n} {v}" for n, v in j.figures.items())]
+            for k in kinds
+            for j in k.holding
         ]
         body += [f"<details><summary>{holding} journey(s) hold</summary>", ""]
         body += md_table(["kind", "hold", "for example", "what the user gets"], rows)
-        body += ["", *md_table(["kind", "journey", "what the user gets"], every), "", "</details>", ""]
+        body += ["", *md_table(["", "journey", "subject", "what the user gets"], every), "", "</details>", ""]
     return Section("journeys", head, tuple(body))
 
 
@@ -347,8 +355,17 @@ def _policy(report: Report) -> Section:
         body += ["", "</details>", ""]
     if p.waived:
         body += md_table(
-            ["waived", "on", "message", "reason"],
-            [[w.violation.policy, f"`{w.violation.name}`", w.violation.message, w.reason] for w in p.waived],
+            ["waived", "rule", "on", "message", "reason"],
+            [
+                [
+                    f"waived ({w.violation.level})",
+                    w.violation.policy,
+                    f"`{w.violation.name}`",
+                    w.violation.message,
+                    w.reason,
+                ]
+                for w in p.waived
+            ],
         )
         body.append("")
     return Section("policy review", title, tuple(body))
