@@ -284,7 +284,7 @@ class _Model:
                     self.nodes[f"fs_{fs.name}"].urns.add(dra.urn)
                 for bucket in sources:
                     linked[bucket.urn].add(f"fs_{fs.name}")
-                    flows[(bucket.urn, f"fs_{fs.name}")] = _direction(dra)
+                    flows[(bucket.urn, f"fs_{fs.name}")] = direction(dra)
         for bucket in buckets:
             if bucket.urn in linked:
                 self.add(f"s3_{bucket.name}", f"S3 {short_bucket(bucket, self.prefix)}", "cyl", "", {bucket.urn})
@@ -292,9 +292,8 @@ class _Model:
         if rest:
             names = ", ".join(sorted(short_bucket(b, self.prefix) for b in rest))
             self.add("s3_other", f"S3 {names}", "cyl", "", {b.urn for b in rest})
-        for (bucket_urn, fs_key), direction in flows.items():
+        for (bucket_urn, fs_key), (label, style) in flows.items():
             bucket = index.by_urn[bucket_urn]
-            label, style = direction
             if style == "<--":  # export only: the file system writes to the bucket
                 self.edges.append(Edge(fs_key, f"s3_{bucket.name}", label, "-->"))
             else:
@@ -319,7 +318,7 @@ def short_bucket(bucket: RecordedResource, prefix: str) -> str:
     return bucket.name.removeprefix(prefix + "-").removeprefix("data-")
 
 
-def _direction(dra: RecordedResource) -> tuple[str, str]:
+def direction(dra: RecordedResource) -> tuple[str, str]:
     """What a data repository association moves, from its policies: (edge label, arrow from the bucket's side).
     Import when `s3.autoImportPolicy` has events or `batchImportMetaDataOnCreate` is set; export when
     `s3.autoExportPolicy` has events (FSx API, S3DataRepositoryConfiguration / AutoImportPolicy, AutoExportPolicy)."""
