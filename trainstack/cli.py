@@ -398,7 +398,7 @@ def plan(args: argparse.Namespace) -> int:
     baseline = None
     before = None
     ignored: tuple[ResourceChange, ...] = ()
-    if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
+    if baseline_cluster is not None and args.against is not None:  # the proposed config as `pulumi up` applies it
         baseline = run(baseline_cluster, stack, args.preview, show, shown_path(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
     report = with_violations(

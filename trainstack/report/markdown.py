@@ -314,7 +314,8 @@ def _journeys(report: Report) -> Section:
         ]
         body += [f"<details><summary>{holding} journey(s) hold</summary>", ""]
         body += md_table(["kind", "hold", "for example", "what the user gets"], rows)
-        body += ["", *md_table(["", "journey", "subject", "what the user gets"], every), "", "</details>", ""]
+        every_table = md_table(["", "journey", "subject", "what the user gets"], every, limit=len(every))
+        body += ["", *every_table, "", "</details>", ""]
     return Section("journeys", head, tuple(body))
 
 

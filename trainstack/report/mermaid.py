@@ -257,7 +257,8 @@ class _Model:
         # The charts that run on the GPU nodes (they tolerate the GPU taint) are drawn there; the other charts and
         # the EKS managed add-ons fold into one node: the text report lists every one with its version.
         gpu_taints = {t.split("=", 1)[0] for _, g in groups if g.gpu for t in g.taints}
-        on_gpus, others = [], []
+        on_gpus: list[RecordedResource] = []
+        others: list[RecordedResource] = []
         for release in index.of_type(graph.HELM_RELEASE, graph.HELM_CHART):
             (on_gpus if _tolerated_keys(release.inputs.get("values")) & gpu_taints else others).append(release)
         if on_gpus:
@@ -275,7 +276,7 @@ class _Model:
         # S3: the buckets a data repository association links, drawn with its direction; the rest in one node.
         buckets = index.of_type(*graph.S3_BUCKETS)
         linked: dict[str, set[str]] = defaultdict(set)  # bucket urn -> file system node keys
-        flows: dict[tuple[str, str], str] = {}
+        flows: dict[tuple[str, str], tuple[str, str]] = {}
         for dra in index.of_type(DRA):
             targets = index.refs(dra, "fileSystemId", graph.FSX_LUSTRE)
             sources = [b for b in index.refs(dra, "dataRepositoryPath") if b.type in graph.S3_BUCKETS]
