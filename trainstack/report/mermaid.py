@@ -32,7 +32,7 @@ from trainstack.report.graph import Index, as_int, get
 from trainstack.report.names import urn_type
 from trainstack.report.summary import NodeGroupSummary, node_group_summary
 
-MAX_GROUPS_PER_AZ = 3  # GPU groups drawn one by one in an AZ; the rest fold into one node
+MAX_GROUPS_PER_AZ = 2  # GPU groups drawn one by one in an AZ; the rest fold into one node under them
 LABEL_WIDTH = 22  # characters per label line: Mermaid wraps a label at 200 px (flowchart.wrappingWidth) itself
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 
@@ -52,6 +52,9 @@ LEGEND = {
     "protected": "protected, replaced: refused",
     "removed": "removed",
 }
+# Mermaid's gaps between nodes (50 px side by side and between ranks by default) at 30 and 40: a chart four nodes
+# wide is 60 px narrower, so its text is shrunk less to fit the column. An init directive, as GitHub's renderer reads.
+INIT = '%%{init: {"flowchart": {"nodeSpacing": 30, "rankSpacing": 40}}}%%'
 PREFIX = {"replaced": "replaced: ", "protected": "PROTECTED, replaced: ", "removed": "removed: "}
 
 
@@ -123,17 +126,18 @@ def _chart(release: RecordedResource) -> str:
 
 
 def _group_label(g: NodeGroupSummary, prefix: str) -> str:
-    """A GPU group and its fabric in one node: the fabric is the group's launch template interfaces in its placement,
-    the same resources, and a node of its own beside each group would widen the chart by a column per group."""
-    name = g.name.removeprefix(prefix + "-")
+    """A GPU group and its fabric in one node, a short fact per line: the fabric is the group's launch template
+    interfaces in its placement, the same resources, and a node of its own per group would widen the chart."""
     lines = [
-        f"{name}: {g.desired_size} x {g.instance_type}",
+        g.name.removeprefix(prefix + "-"),
+        f"{g.desired_size} x {g.instance_type}",
         f"{g.gpus_desired} {g.accelerator_model}, max {g.max_size} nodes",
     ]
     if g.fabric_gbps_per_node:
         lines.append(f"EFA {g.efa_interfaces}/{g.efa_max}, {fmt.gbps(g.fabric_gbps_desired)}")
-    placement = g.placement_group.removeprefix(prefix + "-") if g.placement_group else ""
-    lines.append(g.capacity.split(" ")[0] + (f", placement group {placement}" if placement else ""))
+    lines.append(g.capacity.split(" ")[0])
+    if g.placement_group:
+        lines.append(f"placement {g.placement_group.removeprefix(prefix + '-')}")
     return "\n".join(lines)
 
 
@@ -156,11 +160,19 @@ class _Model:
         node.urns |= set(urns)
         return node
 
+    def group_target(self, key: str) -> str:
+        """Where an edge to a node group ends: at its AZ when the AZ draws several groups (one edge to the AZ, not
+        one per group: edges fanned out from the control plane cut the corners of the groups beside their target)."""
+        container = self.nodes[key].container
+        here = [k for k, n in self.nodes.items() if n.container == container and k.startswith("ng_")]
+        return container if container.startswith("az:") and len(here) > 1 else key
+
     def column(self) -> list[str]:
         """The nodes `_layout` stacks: the last node in an AZ, then the VPC's own nodes that send no edge (system
         nodes, the network; HyperPod mounts the file system, so it ranks above it by its own edge)."""
         senders = {e.source for e in self.edges if e.style != "~~~"}
         in_zones = [k for k, n in self.nodes.items() if n.container.startswith("az:")]
+        in_zones.sort(key=lambda k: k.startswith("ng_more_"))  # folded groups sit lowest in their AZ
         vpc = [k for k, n in self.nodes.items() if n.container == "vpc" and k not in senders]
         return ([in_zones[-1]] if in_zones else []) + vpc
 
@@ -266,7 +278,7 @@ class _Model:
             self.add("gpu_charts", names, "round", "eks", {r.urn for r in on_gpus})
             for r, g in groups:
                 if g.gpu and f"ng_{r.name}" in self.nodes:
-                    self.edges.append(Edge("gpu_charts", f"ng_{r.name}", "runs on", "-.->"))
+                    self.edges.append(Edge("gpu_charts", self.group_target(f"ng_{r.name}"), "runs on", "-.->"))
         addons = index.of_type(graph.EKS_ADDON)
         if others or addons:
             parts = [plural(len(others), "more Helm chart")] if others else []
@@ -307,10 +319,13 @@ class _Model:
                 self.edges.append(Edge("eks", "hyperpod", "orchestrates"))
 
         # The data path and the control plane: every drawn node group joins EKS and mounts each file system.
-        compute = [k for k in self.nodes if k.startswith("ng_")] + (["hyperpod"] if hyperpods else [])
+        # A folded node of groups has no edges of its own (`_layout` puts it under the groups drawn): two more
+        # edges per fold would cross the drawn groups' edges for no fact the drawn ones do not already show.
+        compute = [k for k in self.nodes if k.startswith("ng_") and not k.startswith("ng_more_")]
+        compute += ["hyperpod"] if hyperpods else []
         for key in compute:
             if "eks" in self.nodes and key != "hyperpod":
-                self.edges.append(Edge("eks", key, "manages"))
+                self.edges.append(Edge("eks", self.group_target(key), "manages"))
             if key == "hyperpod" or not self.nodes[key].label.startswith("system"):
                 self.edges += [Edge(key, f"fs_{fs.name}", "Lustre") for fs in file_systems]
 
@@ -340,6 +355,12 @@ def _layout(model: _Model) -> None:
     """Invisible links that stack the VPC's own nodes (system nodes, the network) in one column under the AZs, and
     the S3 buckets no file system links under those it links, so the chart grows down, not sideways."""
     column = model.column()
+    for key, node in model.nodes.items():  # folded GPU groups under their AZ's file system (else its first group)
+        if key.startswith("ng_more_"):
+            same = [k for k, n in model.nodes.items() if n.container == node.container and k != key]
+            anchor = next((k for k in same if k.startswith("fs_")), same[0] if same else None)
+            if anchor is not None:
+                model.edges.append(Edge(anchor, key, "", "~~~"))
     model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(column)]
     buckets = [k for k in model.nodes if k.startswith("s3_")]
     model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(buckets)]
@@ -386,7 +407,7 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
     for node in nodes.values():
         by_container[node.container].append(node)
 
-    lines = ["flowchart TB"]
+    lines = [INIT, "flowchart TB"]
 
     def draw(container: str, indent: str) -> None:
         lines.extend(f"{indent}{n.id}{_shape(n)}" for n in by_container.get(container, []))
@@ -398,19 +419,20 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
     if model.vpc_label or any(n.container.startswith(("vpc", "az:")) for n in nodes.values()):
         lines.append(f'  subgraph vpc["{_label(model.vpc_label or "VPC")}"]')
         for zone in model.zones:
-            lines.append(f'    subgraph az_{re.sub(r"[^A-Za-z0-9]", "_", zone)}["{_label(zone)}"]')
+            lines.append(f'    subgraph {_zone_id(zone)}["{_label(zone)}"]')
             draw(f"az:{zone}", "      ")
             lines.append("    end")
         draw("vpc", "    ")
         lines.append("  end")
     draw("", "  ")
+    ends = {key: node.id for key, node in nodes.items()} | {f"az:{zone}": _zone_id(zone) for zone in model.zones}
     seen: set[tuple[str, str]] = set()
     for edge in model.edges:
-        if edge.source not in nodes or edge.target not in nodes or (edge.source, edge.target) in seen:
+        if edge.source not in ends or edge.target not in ends or (edge.source, edge.target) in seen:
             continue
         seen.add((edge.source, edge.target))
         label = f'|"{_label(edge.label)}"|' if edge.label else ""
-        lines.append(f"  {nodes[edge.source].id} {edge.style}{label} {nodes[edge.target].id}")
+        lines.append(f"  {ends[edge.source]} {edge.style}{label} {ends[edge.target]}")
     marked = {status: [n.id for n in nodes.values() if n.status == status] for status in CLASSES}
     used = [status for status, ids in marked.items() if ids]
     if used:  # the legend: one node per style the chart uses, in a row under the lowest node
@@ -424,6 +446,10 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
         lines.append(f"  classDef {status} {CLASSES[status]}")
         lines.append(f"  class {','.join([*marked[status], f'legend_{status}'])} {status}")
     return "\n".join(lines)
+
+
+def _zone_id(zone: str) -> str:
+    return "az_" + re.sub(r"[^A-Za-z0-9]", "_", zone)
 
 
 def _cluster_prefix(recording: Recording) -> str:
@@ -448,17 +474,22 @@ def check(source: str) -> list[str]:
     """Structural problems of a flowchart this module writes (empty when well-formed)."""
     problems: list[str] = []
     lines = [line.strip() for line in source.splitlines() if line.strip()]
+    if lines and lines[0] == INIT:
+        lines = lines[1:]
     if not lines or not re.match(r"^flowchart (LR|RL|TB|TD|BT)$", lines[0]):
         problems.append("first line must be `flowchart <direction>`")
     depth = 0
     defined: set[str] = set()
     edges: list[tuple[str, str]] = []
     classes: set[str] = set()
+    subgraphs: set[str] = set()  # an edge may end at a subgraph (an AZ)
     for line in lines[1:]:
         if line.startswith("subgraph "):
             depth += 1
-            if not re.match(r'^subgraph [A-Za-z][A-Za-z0-9_]*\["[^"]*"\]$', line):
+            if not (m := re.match(r'^subgraph ([A-Za-z][A-Za-z0-9_]*)\["[^"]*"\]$', line)):
                 problems.append(f"bad subgraph line: {line}")
+            else:
+                subgraphs.add(m.group(1))
         elif line == "end":
             depth -= 1
             if depth < 0:
@@ -481,5 +512,6 @@ def check(source: str) -> list[str]:
             problems.append(f"unparsed line: {line}")
     if depth != 0:
         problems.append(f"{depth} subgraph(s) not closed")
-    problems += [f"edge {a} --> {b} names an undefined node" for a, b in edges if a not in defined or b not in defined]
+    known = defined | subgraphs
+    problems += [f"edge {a} --> {b} names an undefined node" for a, b in edges if a not in known or b not in known]
     return problems
