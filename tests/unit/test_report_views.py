@@ -113,6 +113,7 @@ def test_paths_name_list_elements_from_the_last_named_one() -> None:
         ("119% of demand", "79% of demand", "119% → 79% of demand"),
         ("$671,859/month", "$993,548/month", "$671,859 → $993,548/month"),
         ("128 / 128 H100", "128 / 192 H100", "128 / 128 → 128 / 192 H100"),
+        ("128 / 128 H100", "256 / 256 H100", "128 / 128 → 256 / 256 H100"),  # a pair is read whole
         ("no file system", "79% of demand", "no file system → 79% of demand"),
         ("1.34", "1.36", "1.34 → 1.36"),
     ],

@@ -224,13 +224,14 @@ _NUMBER = re.compile(r"\$?\d[\d,.]*")
 
 
 def moved(before: str, after: str) -> str:
-    """Two values of one figure, the words they share written once: numbers side by side where the text around
-    them is the same and several moved (`0 → 1 mandatory, 14 → 15 advisory`), else the common tail once
+    """Two values of one figure, the words they share written once: each number beside its own where every number
+    has its own word and several moved (`0 → 1 mandatory, 14 → 15 advisory`), else the common tail once
     (`119% → 79% of demand`, `$671,859 → $993,548/month`)."""
-    if _NUMBER.sub("#", before) == _NUMBER.sub("#", after):
+    words = _NUMBER.split(after)
+    labelled = all(re.search(r"[a-z]", word) for word in words[1:-1])  # `0 mandatory, 14 advisory`, not `128 / 128`
+    if _NUMBER.sub("#", before) == _NUMBER.sub("#", after) and labelled:
         pairs = list(zip(_NUMBER.findall(before), _NUMBER.findall(after), strict=True))
         if sum(a != b for a, b in pairs) > 1:
-            words = _NUMBER.split(after)
             out = words[0]
             for (a, b), word in zip(pairs, words[1:], strict=True):
                 out += (b if a == b else f"{a} {ARROW} {b}") + word
