@@ -31,7 +31,7 @@ from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
-from components.training_runtimes import TrainingRuntimes, TrainingRuntimesArgs
+from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.load import ConfigError, check_stack, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
@@ -236,8 +236,6 @@ tenancy = Tenancy(
         node_groups=stack.gpu_node_groups,
         hyperpod_groups=stack.hyperpod_eks_groups,
         namespaces=scheduling.team_namespaces,
-        vpc_cidr=stack.network.vpc_cidr,
-        lustre=stack.storage.fsx.enabled,
         allowed_registries=stack.security.allowed_image_registries,
         region=stack.region,
         account_id=eks.account_id,
@@ -256,6 +254,7 @@ team_storage = TeamStorageAccess(
         checkpoints_bucket_arn=data.checkpoints_bucket_arn,
         data_key_arn=data.kms_key_arn,
         checkpoints_key_arn=data.checkpoints_kms_key_arn,
+        region=stack.region,
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("team-storage")),
 )
@@ -311,7 +310,7 @@ if k8s_spec.training_operator.kind == "kubeflow_trainer" and stack.gpu_node_grou
         TrainingRuntimesArgs(
             spec=k8s_spec.training_operator.runtimes,
             node_groups=stack.gpu_node_groups,
-            lustre_claim=CLAIM_NAME if lustre is not None else None,
+            lustre_claim=LustreMount(CLAIM_NAME, *stack.storage.fsx.squash_identity) if lustre is not None else None,
             after=[scheduling.training_operator],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("training-runtimes")),
@@ -425,6 +424,7 @@ if sagemaker_spec.training_job_role:
             security_group_ids=[network.efa_security_group_id, network.workload_security_group_id],
             fsx_arn=lustre.arn if lustre else None,
             kms_key_arn=data.kms_key_arn,
+            checkpoints_kms_key_arn=data.checkpoints_kms_key_arn,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("sagemaker-training")),
     )

@@ -17,7 +17,11 @@ allowed to read weights. Both policies separate administrators from users (compo
 Protection beyond versioning (docs/security.md):
 - `vpc_only`: a deny on object reads, writes and deletes unless the request comes through the VPC's S3
   gateway endpoint, is FSx's S3 role (a data repository association reads from FSx's own network) or an
-  exempt role. Bucket-level calls (what `pulumi up` makes) are not denied.
+  exempt role. Bucket-level calls (what `pulumi up` makes) are not denied. On a force-destroy bucket (dev,
+  staging) the stack's destroyers (the deployer and the key administrators) are also exempt from the deny of
+  the calls that empty it (listing versions, deleting objects and versions), never from reads or writes:
+  `pulumi destroy` runs from outside the VPC, and although Pulumi deletes the policy before the bucket, S3
+  applies that change eventually, so the emptying can still meet the deny (docs/security.md).
 - `checkpoint_lock`: S3 Object Lock with a default retention on the checkpoints bucket, so no new checkpoint
   version can be deleted or overwritten away before it expires. `BucketObjectLockConfiguration` turns Object
   Lock on for an existing versioned bucket (pulumi-aws docs; S3 since 2023), so existing stacks need no
@@ -34,7 +38,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.kms import account_root_statement, customer_key
+from components.kms import account_root_statement, customer_key, deployer_arn
 from components.naming import aws_partition, child_name
 from stacks.schema import BucketsSpec
 from stacks.schema.security import CheckpointLockSpec
@@ -43,16 +47,13 @@ BUCKET_ROLES = ("datasets", "checkpoints")
 # Tag naming what a bucket holds; the policy pack finds data buckets by it.
 DATA_CLASS_TAG = "trainstack:data-class"
 # Object actions a request from outside the VPC may not make on a data bucket (the S3 service authorization
-# reference's object-level actions, plus listing).
-DATA_ACTIONS: tuple[str, ...] = (
-    "s3:GetObject",
-    "s3:GetObjectVersion",
-    "s3:PutObject",
-    "s3:DeleteObject",
-    "s3:DeleteObjectVersion",
-    "s3:ListBucket",
-    "s3:ListBucketVersions",
-)
+# reference's object-level actions, plus listing): reads and writes, and the calls that empty a bucket, which
+# `pulumi destroy` makes for a force-destroy bucket (terraform-provider-aws internal/service/s3/delete.go
+# emptyBucket: ListObjectVersions, then DeleteObjects by version id, which needs s3:DeleteObject and
+# s3:DeleteObjectVersion).
+READ_WRITE_ACTIONS: tuple[str, ...] = ("s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:ListBucket")
+EMPTYING_ACTIONS: tuple[str, ...] = ("s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion")
+DATA_ACTIONS: tuple[str, ...] = READ_WRITE_ACTIONS + EMPTYING_ACTIONS
 # The service-linked role FSx creates per file system for S3 access (one per file system id).
 FSX_S3_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
 
@@ -74,22 +75,33 @@ def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def vpc_only_statement(
-    bucket_arn: str, vpc_endpoint_ids: Sequence[str], exempt_principal_arns: Sequence[str]
-) -> dict[str, Any]:
-    """Deny data access to requests that do not come through the VPC's S3 endpoints, unless the principal is
-    exempt."""
-    return {
-        "Sid": "DenyDataAccessOutsideVpc",
-        "Effect": "Deny",
-        "Principal": "*",
-        "Action": list(DATA_ACTIONS),
-        "Resource": [bucket_arn, f"{bucket_arn}/*"],
-        "Condition": {
-            "StringNotEqualsIfExists": {"aws:SourceVpce": sorted(vpc_endpoint_ids)},
-            "ArnNotLike": {"aws:PrincipalArn": sorted(exempt_principal_arns)},
-        },
-    }
+def vpc_only_statements(
+    bucket_arn: str,
+    vpc_endpoint_ids: Sequence[str],
+    exempt_principal_arns: Sequence[str],
+    destroyer_arns: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """Deny object reads, writes and deletes to requests that do not come through the VPC's S3 endpoints, unless
+    the principal is exempt; `destroyer_arns` (a force-destroy bucket's deployer and key administrators) are
+    exempt from the deny of the calls that empty the bucket only."""
+
+    def deny(sid: str, actions: Sequence[str], exempt: Sequence[str]) -> dict[str, Any]:
+        return {
+            "Sid": sid,
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": list(actions),
+            "Resource": [bucket_arn, f"{bucket_arn}/*"],
+            "Condition": {
+                "StringNotEqualsIfExists": {"aws:SourceVpce": sorted(vpc_endpoint_ids)},
+                "ArnNotLike": {"aws:PrincipalArn": sorted(set(exempt))},
+            },
+        }
+
+    return [
+        deny("DenyDataAccessOutsideVpc", READ_WRITE_ACTIONS, exempt_principal_arns),
+        deny("DenyEmptyingOutsideVpc", EMPTYING_ACTIONS, [*exempt_principal_arns, *destroyer_arns]),
+    ]
 
 
 def fsx_s3_role_pattern(partition: str, account_id: str) -> str:
@@ -228,9 +240,17 @@ class DataBuckets(pulumi.ComponentResource):
             lambda account: [fsx_s3_role_pattern(partition, account), *args.outside_vpc_role_arns]
         )
         endpoints = pulumi.Output.all(*args.vpc_endpoint_ids)
+        # Who may empty a force-destroy bucket from outside the VPC: the principals that may delete its key.
+        destroyers = (
+            deployer_arn(self).apply(lambda deployer: [deployer, *args.key_administrator_arns])
+            if not args.protect
+            else pulumi.Output.from_input([])
+        )
 
         def vpc_only(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
-            return pulumi.Output.all(arn, endpoints, exempt).apply(lambda v: [vpc_only_statement(v[0], v[1], v[2])])
+            return pulumi.Output.all(arn, endpoints, exempt, destroyers).apply(
+                lambda v: vpc_only_statements(v[0], v[1], v[2], v[3])
+            )
 
         self.buckets: dict[str, aws.s3.Bucket] = {
             role: secure_bucket(

@@ -66,6 +66,18 @@ CONTROLLER_POLICY: dict[str, Any] = {
 }
 
 
+# A team directory: its owner is the identity the team's processes reach Lustre as (the root squash UID:GID, which
+# the torch runtime also runs as), read, write and enter for owner and group, nothing for others.
+TEAM_DIRECTORY_MODE = 0o770
+
+
+def team_directory_command(mount: str, team_directory: str, team_namespace: str, uid: int, gid: int) -> str:
+    """What an administrator runs once per team, on a client exempt from root squash with the file system at
+    `mount`, before the team's first job: the directory its claim mounts, owned by the team's Lustre identity."""
+    path = f"{mount.rstrip('/')}{team_path(team_directory, team_namespace)}"
+    return f"mkdir -p {path} && chown {uid}:{gid} {path} && chmod {TEAM_DIRECTORY_MODE:o} {path}"
+
+
 def volume_name(team_namespace: str) -> str:
     """The cluster-scoped PV name of one team's directory. (Before team directories the PV was
     `fsx-lustre-<team>` on the root: a new name makes Pulumi replace PV and claim together.)"""

@@ -192,9 +192,11 @@ def training_job_policy(
     checkpoints_bucket_arn: str,
     fsx_arn: str | None = None,
     kms_key_arn: str | None = None,
+    checkpoints_kms_key_arn: str | None = None,
 ) -> dict[str, Any]:
     """The policy of the SageMaker training-job execution role: read datasets, read and write checkpoints
-    and model output, FSx input, ECR pull, KMS on the data key, VPC interfaces, and its own log group."""
+    and model output, FSx input, ECR pull, KMS on the data key and (through S3 only) on the checkpoints key, VPC
+    interfaces, and its own log group."""
     log_group = f"arn:{partition}:logs:{region}:{account_id}:log-group:/aws/sagemaker/TrainingJobs"
     statements = [
         _statement(
@@ -218,6 +220,18 @@ def training_job_policy(
     if kms_key_arn is not None:
         statements.append(
             _statement("DataKey", ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"], [kms_key_arn])
+        )
+    if checkpoints_kms_key_arn is not None:
+        # The checkpoints bucket encrypts with its own key (components/buckets.py): S3 uses it with the job's
+        # permissions, GenerateDataKey to write and Decrypt to read and to complete a multipart upload (S3 User
+        # Guide, SSE-KMS permissions), and only S3 needs it (kms:ViaService).
+        statements.append(
+            _statement(
+                "CheckpointsKey",
+                ["kms:Decrypt", "kms:GenerateDataKey"],
+                [checkpoints_kms_key_arn],
+                Condition={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+            )
         )
     return _document(*statements)
 
@@ -308,6 +322,8 @@ class TrainingJobRoleArgs:
     security_group_ids: Sequence[pulumi.Input[str]]
     fsx_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
+    checkpoints_kms_key_arn: pulumi.Input[str] | None = None
+    """The checkpoints bucket's key, which S3 uses with the job's permissions when it writes checkpoints."""
 
 
 class TrainingJobRole(pulumi.ComponentResource):
@@ -342,6 +358,7 @@ class TrainingJobRole(pulumi.ComponentResource):
             pulumi.Output.from_input(args.checkpoints_bucket_arn),
             pulumi.Output.from_input(args.fsx_arn),
             pulumi.Output.from_input(args.kms_key_arn),
+            pulumi.Output.from_input(args.checkpoints_kms_key_arn),
         ).apply(
             lambda v: json.dumps(
                 training_job_policy(
@@ -352,6 +369,7 @@ class TrainingJobRole(pulumi.ComponentResource):
                     checkpoints_bucket_arn=v[2],
                     fsx_arn=v[3],
                     kms_key_arn=v[4],
+                    checkpoints_kms_key_arn=v[5],
                 )
             )
         )

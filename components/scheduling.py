@@ -66,6 +66,16 @@ def kueue_frameworks(training_operator_kind: str) -> list[str]:
     return list(_FRAMEWORKS[training_operator_kind])
 
 
+# Resources Kueue leaves out of admission (Kueue Configuration v1beta1 `resources.excludeResourcePrefixes`,
+# kubernetes-sigs/kueue v0.14.8 pkg/workload/workload.go dropExcludedResources). Ephemeral storage is node-local:
+# the kube-scheduler already places pods by each node's allocatable disk and the namespace ResourceQuota caps a
+# team's total, while a ClusterQueue quota of it would only add up disks across nodes. Left in, every workload
+# in a team namespace requests it (the LimitRange defaults it) and Kueue refuses the workload ("resource
+# ephemeral-storage unavailable in ClusterQueue", pkg/scheduler/flavorassigner/flavorassigner.go) unless every
+# queue covered it; excluded, no queue has to, and a team's own ephemeral request cannot strand a job.
+KUEUE_EXCLUDED_RESOURCES = ("ephemeral-storage",)
+
+
 def team_namespace_selector() -> dict[str, Any]:
     """The namespaces Kueue serves: those with the team label (team namespaces and the validation namespace)."""
     return {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
@@ -91,6 +101,7 @@ def kueue_values(training_operator_kind: str, wait_for_pods_ready_timeout_s: int
             "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 5},
         },
         "integrations": {"frameworks": kueue_frameworks(training_operator_kind)},
+        "resources": {"excludeResourcePrefixes": list(KUEUE_EXCLUDED_RESOURCES)},
         # A job without a queue label in a team namespace is still Kueue's: it is created suspended and waits
         # for a queue, so the GPU quotas cannot be sidestepped. Other namespaces (kube-system, operators) are
         # left alone (Kueue Configuration v1beta1 `manageJobsWithoutQueueName`, `managedJobsNamespaceSelector`).

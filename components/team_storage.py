@@ -31,10 +31,13 @@ def team_storage_policy(
     checkpoints_bucket_arn: pulumi.Input[str],
     data_key_arn: pulumi.Input[str],
     checkpoints_key_arn: pulumi.Input[str],
+    region: str,
 ) -> dict[str, Any]:
     """Read the datasets; list, read, write and delete objects under the team's checkpoint prefix only (deleting
-    makes a delete marker: Object Lock keeps locked versions); use the two keys for exactly that."""
+    makes a delete marker: Object Lock keeps locked versions); use the two keys for exactly that, and only through
+    S3 (kms:ViaService: the credentials cannot decrypt a copied data key or ciphertext directly)."""
     prefix = checkpoint_prefix(team)
+    through_s3 = {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}
     own = pulumi.Output.concat(checkpoints_bucket_arn, "/", prefix, "*")
     return {
         "Version": "2012-10-17",
@@ -59,12 +62,19 @@ def team_storage_policy(
                 "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
                 "Resource": own,
             },
-            {"Sid": "DecryptDatasets", "Effect": "Allow", "Action": "kms:Decrypt", "Resource": data_key_arn},
+            {
+                "Sid": "DecryptDatasets",
+                "Effect": "Allow",
+                "Action": "kms:Decrypt",
+                "Resource": data_key_arn,
+                "Condition": through_s3,
+            },
             {
                 "Sid": "EncryptCheckpoints",
                 "Effect": "Allow",
                 "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
                 "Resource": checkpoints_key_arn,
+                "Condition": through_s3,
             },
         ],
     }
@@ -82,6 +92,8 @@ class TeamStorageAccessArgs:
     checkpoints_bucket_arn: pulumi.Input[str]
     data_key_arn: pulumi.Input[str]
     checkpoints_key_arn: pulumi.Input[str]
+    region: str
+    """The stack's region: S3's endpoint in the keys' kms:ViaService condition."""
 
 
 class TeamStorageAccess(pulumi.ComponentResource):
@@ -112,6 +124,7 @@ class TeamStorageAccess(pulumi.ComponentResource):
                     checkpoints_bucket_arn=args.checkpoints_bucket_arn,
                     data_key_arn=args.data_key_arn,
                     checkpoints_key_arn=args.checkpoints_key_arn,
+                    region=args.region,
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )

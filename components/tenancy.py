@@ -5,9 +5,14 @@ Pure functions decide every value; `Tenancy` only registers them:
 - per team namespace a ResourceQuota `compute` (CPU, memory, ephemeral storage and pods, sized so the team's
   pods fit beside its accelerator quota), a LimitRange `defaults` (requests and limits for containers that
   name none, so every pod counts against the quota), and NetworkPolicies: deny everything, then allow the
-  namespace itself, DNS, Lustre, HTTPS to AWS APIs and the Pod Identity agent;
+  namespace itself, DNS, HTTPS to AWS APIs and the Pod Identity agent. No Lustre rule: the Lustre client is the
+  node's kernel module, and the FSx CSI driver mounts the file system on the node, so Lustre traffic leaves from
+  the node's own address and never passes a pod's NetworkPolicy (which the VPC CNI enforces on pod interfaces);
+  the security groups (components/lustre.py) are what admit it;
 - one ValidatingAdmissionPolicy and its binding that refuse pods in team namespaces whose images come from
-  a registry outside the approved list (core Kubernetes, admissionregistration.k8s.io/v1, GA since 1.30).
+  a registry outside the approved list (core Kubernetes, admissionregistration.k8s.io/v1, GA since 1.30). On
+  UPDATE only images the pod did not already have are judged, so a metadata-only change (a controller removing
+  its finalizer) still passes after the approved list shrinks.
 """
 
 from __future__ import annotations
@@ -174,8 +179,6 @@ def limit_range_limits() -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------- network policy
 
 DNS_PORT = 53
-# FSx for Lustre: TCP 988 and 1018-1023 (FSx for Lustre User Guide, "File system access control with Amazon VPC").
-LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
 HTTPS_PORT = 443
 # EKS Pod Identity agent: a host-network DaemonSet answering on the link-local 169.254.170.23, port 80
 # (EKS User Guide, "Set up the Amazon EKS Pod Identity Agent").
@@ -191,10 +194,11 @@ def _ports(protocol: str, ranges: Sequence[tuple[int, int]]) -> list[dict[str, A
     return [{"protocol": protocol, "port": low, **({"endPort": high} if high != low else {})} for low, high in ranges]
 
 
-def network_policies(vpc_cidr: str, lustre: bool) -> dict[str, dict[str, Any]]:
+def network_policies() -> dict[str, dict[str, Any]]:
     """Spec per NetworkPolicy name in a team namespace. Policies are additive: `default-deny` selects every
     pod for both directions with no rule, the others open exactly the flows training needs. EFA traffic is
-    RDMA through the device, not the kernel's IP stack, so it never meets a NetworkPolicy."""
+    RDMA through the device, not the kernel's IP stack, and Lustre is the node's traffic (module docstring):
+    neither meets a NetworkPolicy."""
     everyone: dict[str, Any] = {}
     policies: dict[str, dict[str, Any]] = {
         "default-deny": {"podSelector": everyone, "policyTypes": ["Ingress", "Egress"]},
@@ -238,12 +242,6 @@ def network_policies(vpc_cidr: str, lustre: bool) -> dict[str, dict[str, Any]]:
             ],
         },
     }
-    if lustre:
-        policies["allow-lustre"] = {
-            "podSelector": everyone,
-            "policyTypes": ["Egress"],
-            "egress": [{"to": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": _ports("TCP", LUSTRE_PORTS)}],
-        }
     return policies
 
 
@@ -258,17 +256,27 @@ def private_ecr_prefix(account_id: str, region: str) -> str:
 
 
 def registry_expression(prefixes: Sequence[str]) -> str:
-    """CEL: every container, init container and ephemeral container image starts with an approved prefix."""
+    """CEL: every container, init container and ephemeral container image the pod did not already have (all of
+    them on CREATE) starts with an approved prefix."""
     allowed = ", ".join(f"'{p}'" for p in prefixes)
-    return f"variables.images.all(image, [{allowed}].exists(prefix, image.startsWith(prefix)))"
+    return (
+        f"variables.images.all(image, image in variables.previousImages || "
+        f"[{allowed}].exists(prefix, image.startsWith(prefix)))"
+    )
 
 
-# Every image of a pod: containers always, init and ephemeral containers when present.
-IMAGES_EXPRESSION = (
-    "object.spec.containers.map(c, c.image)"
-    " + (has(object.spec.initContainers) ? object.spec.initContainers.map(c, c.image) : [])"
-    " + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers.map(c, c.image) : [])"
-)
+def images_expression(pod: str) -> str:
+    """CEL: every image of the pod `pod` names: containers always, init and ephemeral containers when present."""
+    return (
+        f"{pod}.spec.containers.map(c, c.image)"
+        f" + (has({pod}.spec.initContainers) ? {pod}.spec.initContainers.map(c, c.image) : [])"
+        f" + (has({pod}.spec.ephemeralContainers) ? {pod}.spec.ephemeralContainers.map(c, c.image) : [])"
+    )
+
+
+IMAGES_EXPRESSION = images_expression("object")
+# `oldObject` is null on CREATE (Kubernetes ValidatingAdmissionPolicy, "Validation expression" variables).
+PREVIOUS_IMAGES_EXPRESSION = f"oldObject == null ? [] : ({images_expression('oldObject')})"
 
 
 def registry_policy_spec(prefixes: Sequence[str]) -> dict[str, Any]:
@@ -285,7 +293,10 @@ def registry_policy_spec(prefixes: Sequence[str]) -> dict[str, Any]:
                 }
             ]
         },
-        "variables": [{"name": "images", "expression": IMAGES_EXPRESSION}],
+        "variables": [
+            {"name": "images", "expression": IMAGES_EXPRESSION},
+            {"name": "previousImages", "expression": PREVIOUS_IMAGES_EXPRESSION},
+        ],
         "validations": [
             {
                 "expression": registry_expression(prefixes),
@@ -315,10 +326,6 @@ class TenancyArgs:
     node_groups: Sequence[GpuNodeGroupSpec]
     namespaces: Mapping[str, k8s.core.v1.Namespace]
     """Team name -> its Namespace (created by the scheduling component)."""
-    vpc_cidr: str
-    """Where FSx for Lustre's network interfaces live (the Lustre egress rule's destination)."""
-    lustre: bool
-    """Whether the stack has a Lustre file system (the Lustre egress rule)."""
     allowed_registries: Sequence[str]
     region: str
     account_id: pulumi.Input[str]
@@ -360,7 +367,7 @@ class Tenancy(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            for policy, spec in network_policies(args.vpc_cidr, args.lustre).items():
+            for policy, spec in network_policies().items():
                 k8s.networking.v1.NetworkPolicy(
                     child_name(name, team.name, "np", policy),
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),

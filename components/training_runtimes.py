@@ -28,6 +28,30 @@ a pod (`backoffLimit: 0`); any pod failure fails its Job, and the JobSet's failu
 JobSet 0.10.1 (Trainer 2.1.0's chart dependency) restarts at once, with no backoff; an init container on the
 pods that hold the GPUs waits `restart_backoff_s * 2^(attempt-1)` seconds, capped, before restart `attempt`.
 
+What a rank gets (docs/validate.md, "What each rank gets"): the pod holding a node's accelerators requests, as
+requests = limits, the node's allocatable CPU, memory and half its ephemeral storage (`components/tenancy.py`
+`node_shape`: capacity less kube-reserved, the eviction threshold and the hugepages) less `DAEMONSET_HEADROOM` for the
+node's DaemonSets and, for MPI, the launcher that Kueue places on one of the group's nodes. Every rank's CPU and
+memory is therefore the runtime's, never the namespace LimitRange's default (1 CPU and 1 GiB for a whole pod).
+/dev/shm is a memory-backed emptyDir without a size limit: the kubelet sizes it to the pod's memory limit and its
+pages count against the container's memory (kubernetes pkg/volume/emptydir/empty_dir.go
+calculateEmptyDirMemorySize), so a rank's /dev/shm is bounded by the same memory. MPI workers are sized here and
+only here: Trainer v2.1.0 applies a TrainJob's `resourcesPerNode` to the replicated job labelled as the trainer
+ancestor (the launcher), never to the MPI `node` workers (pkg/runtime/framework/plugins/jobset/builder.go `Trainer`).
+
+Who the ranks run as: the torch runtime runs every process as the team's Lustre identity (`LustreMount`, the FSx
+root squash UID:GID, 65534:65534 by default) with the `restricted` Pod Security settings (non-root, seccomp
+RuntimeDefault, no privilege escalation, every capability dropped), so it runs in a `restricted` team namespace
+too; the MPI runtime's workers run sshd as root, which only `baseline` admits, and root on a Lustre client is
+squashed to the same identity. Either way a job writes its team directory as one owner (docs/security.md says
+how that directory is created).
+
+Exit codes: torchrun exits 1 whatever a rank exited with (pytorch v2.7.1 torch/distributed/run.py `main` is
+wrapped by `errors.record`, which re-raises the agent's `ChildFailedError`), so the torch runtime runs torchrun
+through `TORCHRUN_ENTRYPOINT`, which exits with the first failed rank's code (128+N for a rank killed by signal
+N) and the Job's `onExitCodes` rule can match a fatal code. A TrainJob passes its script and arguments in
+`spec.trainer.args`; a `command` would replace the entrypoint.
+
 MPI's ssh keys: Trainer 2.1.0 mounts its generated key Secret with the default mode 0644 and OpenSSH refuses a
 private key others can read ("UNPROTECTED PRIVATE KEY FILE", kubeflow/trainer issues 2716 and 3262). The Secret is
 therefore mounted away from `~/.ssh` (`sshAuthMountPath`) and an init container copies the key and
@@ -47,6 +71,7 @@ from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
 from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, taint_key, toleration
 from components.naming import child_name
 from components.team_storage import TEAM_SERVICE_ACCOUNT
+from components.tenancy import node_shape
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import GpuNodeGroupSpec, TrainerRuntimesSpec
 
@@ -78,6 +103,51 @@ BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 DISRUPTION_MESSAGE = "has condition DisruptionTarget matching FailJob rule"
 
 
+# What a node keeps for its DaemonSets besides kube-reserved: the VPC CNI, kube-proxy, Pod Identity agent, EBS and
+# FSx CSI node plugins, EFA device plugin, the GPU Operator's operands, node-exporter and the node monitoring
+# agent each request tens of millicores and tens of MiB; the margin also lets one more agent join later without
+# leaving every training pod Pending.
+DAEMONSET_HEADROOM_MILLICORES = 500
+DAEMONSET_HEADROOM_MIB = 1024
+# The MPI launcher: mpirun and ssh, no accelerator. Kueue places it with the workers on the group's nodes (the
+# flavor's node labels), so each worker leaves its requests free. Limits equal to requests: a team whose compute
+# quota is exactly its nodes' allocatable (components/tenancy.py) has no room for a launcher limit above them.
+LAUNCHER_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
+LAUNCHER_CPU_MILLICORES = 1000
+LAUNCHER_MEMORY_MIB = 2048
+# Small init containers, sized so the namespace LimitRange never has to default them.
+INIT_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+NOBODY_UID = NOBODY_GID = 65534  # stacks.schema.storage.NOBODY, FSx's default root squash identity
+
+
+@dataclass(frozen=True)
+class LustreMount:
+    """The team claim the runtimes mount at /fsx and the identity a team's processes reach Lustre as: the file
+    system's root squash UID:GID (root in a container is squashed to it; the torch runtime runs as it)."""
+
+    claim: str
+    uid: int = NOBODY_UID
+    gid: int = NOBODY_GID
+
+
+# torchrun through an entrypoint that keeps a failed rank's exit code (torchrun itself always exits 1). It creates
+# the job's checkpoint directory first, as the identity the ranks write it with. `python3 -c CODE ARGS`: the
+# TrainJob's `args` (script and its options) are torchrun's; torchrun's own options come from Trainer's PET_* env.
+TORCHRUN_ENTRYPOINT = """\
+import os, sys
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.run import main
+if os.environ.get("TRAINSTACK_CHECKPOINT_DIR"):
+    os.makedirs(os.environ["TRAINSTACK_CHECKPOINT_DIR"], exist_ok=True)
+try:
+    main(sys.argv[1:])
+except ChildFailedError as error:
+    code = error.get_first_failure()[1].exitcode
+    sys.exit(128 - code if code < 0 else code or 1)
+"""
+TORCHRUN_COMMAND = ["python3", "-c", TORCHRUN_ENTRYPOINT]
+
+
 # ----------------------------------------------------------------------------------------------- pure
 
 
@@ -89,15 +159,42 @@ def group_scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     }
 
 
-def node_resources(group: GpuNodeGroupSpec) -> dict[str, str]:
-    """A whole node of the group: every accelerator, and on EFA groups every EFA device and the hugepages."""
+def node_resources(group: GpuNodeGroupSpec, *, launcher: bool = False) -> dict[str, str]:
+    """A whole node of the group for the pod that holds its accelerators: every accelerator, on EFA groups every
+    EFA device and the hugepages, and the node's allocatable CPU, memory and half its ephemeral storage less the
+    DaemonSets' headroom (and the MPI launcher's requests when `launcher`)."""
     row = CATALOG[group.instance_type]
-    amounts = {row.device_resource: str(row.accelerator_count)}
+    hugepages_mib = group.hugepages_2mi * 2 if group.efa_enabled else 0
+    shape = node_shape(row, group.max_size, hugepages_mib, group.root_volume_size_gib)
+    cpu = shape.cpu_millicores - DAEMONSET_HEADROOM_MILLICORES - (LAUNCHER_CPU_MILLICORES if launcher else 0)
+    memory = shape.memory_mib - DAEMONSET_HEADROOM_MIB - (LAUNCHER_MEMORY_MIB if launcher else 0)
+    amounts = {
+        row.device_resource: str(row.accelerator_count),
+        "cpu": f"{cpu}m",
+        "memory": f"{memory}Mi",
+        "ephemeral-storage": f"{shape.ephemeral_gib // 2}Gi",
+    }
     if group.efa_enabled:
         amounts[EFA_RESOURCE] = str(row.max_efa_interfaces)
-        if group.hugepages_2mi:
-            amounts["hugepages-2Mi"] = f"{group.hugepages_2mi * 2}Mi"
+        if hugepages_mib:
+            amounts["hugepages-2Mi"] = f"{hugepages_mib}Mi"
     return amounts
+
+
+def restricted_security_context(uid: int, gid: int) -> dict[str, Any]:
+    """A pod security context the `restricted` Pod Security level admits (kubernetes/pod-security-admission
+    v0.36.2 policy: runAsNonRoot, runAsUser not 0, seccomp RuntimeDefault), as `uid`:`gid`."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": uid,
+        "runAsGroup": gid,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def restricted_container_context() -> dict[str, Any]:
+    """The container half of `restricted`: no privilege escalation, every capability dropped."""
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def ssh_key_init_container(image: str) -> dict[str, Any]:
@@ -112,6 +209,7 @@ def ssh_key_init_container(image: str) -> dict[str, Any]:
         "name": "ssh-keys",
         "image": image,
         "command": ["/bin/sh", "-c", script],
+        "resources": INIT_RESOURCES,
         "volumeMounts": [
             {"name": SSH_SECRET_VOLUME, "mountPath": SSH_SECRET_DIR, "readOnly": True},
             {"name": SSH_HOME_VOLUME, "mountPath": SSH_HOME},
@@ -127,9 +225,11 @@ def ssh_home_mount() -> dict[str, str]:
     return {"name": SSH_HOME_VOLUME, "mountPath": SSH_HOME}
 
 
-def sshd_command() -> list[str]:
-    """A worker: sshd in the foreground, on SSH_PORT (the readiness probe and the launcher's dependsOn wait for it)."""
-    return ["/bin/bash", "-c", "mkdir -p /run/sshd && exec /usr/sbin/sshd -De -p " + str(SSH_PORT)]
+def sshd_command(checkpoint_dir: bool = False) -> list[str]:
+    """A worker: sshd in the foreground, on SSH_PORT (the readiness probe and the launcher's dependsOn wait for it);
+    with `checkpoint_dir`, the job's checkpoint directory is created first (as the squashed identity on Lustre)."""
+    first = f'mkdir -p "${CHECKPOINT_ENV}" && ' if checkpoint_dir else ""
+    return ["/bin/bash", "-c", first + "mkdir -p /run/sshd && exec /usr/sbin/sshd -De -p " + str(SSH_PORT)]
 
 
 def sshd_readiness_probe() -> dict[str, Any]:
@@ -201,12 +301,11 @@ def restart_wait_init_container(spec: TrainerRuntimesSpec) -> dict[str, Any]:
             {"name": BACKOFF_ENV, "value": str(spec.restart_backoff_s)},
             {"name": BACKOFF_MAX_ENV, "value": str(spec.restart_backoff_max_s)},
         ],
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "32Mi"}},
+        "resources": INIT_RESOURCES,
         "securityContext": {
             "runAsNonRoot": True,
-            "runAsUser": 65534,
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
+            "runAsUser": NOBODY_UID,
+            **restricted_container_context(),
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
@@ -263,14 +362,14 @@ def team_checkpoint_access() -> dict[str, Any]:
 def _pod(
     group: GpuNodeGroupSpec,
     container: dict[str, Any],
-    lustre_claim: str | None,
+    lustre: LustreMount | None,
     extra_volumes: list[dict[str, Any]],
     init_containers: list[dict[str, Any]],
 ) -> dict[str, Any]:
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}, *extra_volumes]
     mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    if lustre_claim:
-        volumes.append({"name": "fsx", "persistentVolumeClaim": {"claimName": lustre_claim}})
+    if lustre:
+        volumes.append({"name": "fsx", "persistentVolumeClaim": {"claimName": lustre.claim}})
         mounts.append({"name": "fsx", "mountPath": LUSTRE_MOUNT})
     access = team_checkpoint_access()
     container = {
@@ -303,17 +402,30 @@ def _job(pod: dict[str, Any], spec: TrainerRuntimesSpec, labels: dict[str, str] 
     return job
 
 
-def torch_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre_claim: str | None) -> dict[str, Any]:
-    """torchrun on every node of a JobSet, one process per accelerator, restarted together at most max_restarts."""
+def torch_runtime_spec(
+    group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre: LustreMount | None
+) -> dict[str, Any]:
+    """torchrun (through TORCHRUN_ENTRYPOINT) on every node of a JobSet, one process per accelerator, restarted
+    together at most max_restarts; every process runs as the team's Lustre identity under `restricted` settings."""
     row = CATALOG[group.instance_type]
     resources = node_resources(group)
+    uid, gid = (lustre.uid, lustre.gid) if lustre else (NOBODY_UID, NOBODY_GID)
     container = {
         "name": NODE,
         "image": spec.torch_image,
-        "env": checkpoint_env(lustre_claim is not None),
+        "command": TORCHRUN_COMMAND,
+        # A UID the image's /etc/passwd may not list: HOME and USER from the environment, so caches land in a
+        # writable place and getpass.getuser() (torch's compile caches use it) never looks the UID up.
+        "env": [
+            *checkpoint_env(lustre is not None),
+            {"name": "HOME", "value": "/tmp"},
+            {"name": "USER", "value": "trainstack"},
+        ],
         "resources": {"requests": resources, "limits": resources},
+        "securityContext": restricted_container_context(),
     }
-    pod = _pod(group, container, lustre_claim, [], [restart_wait_init_container(spec)])
+    pod = _pod(group, container, lustre, [], [restart_wait_init_container(spec)])
+    pod["securityContext"] = restricted_security_context(uid, gid)
     node = {"name": NODE, "template": _job(pod, spec, ANCESTOR_LABEL)}
     return {
         "mlPolicy": {"numNodes": 1, "torch": {"numProcPerNode": row.accelerator_count}},
@@ -321,16 +433,17 @@ def torch_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustr
     }
 
 
-def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre_claim: str | None) -> dict[str, Any]:
-    """An Open MPI launcher and ssh workers (DeepSpeed's and MPI's runtime), keys fixed, launcher after workers."""
+def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre: LustreMount | None) -> dict[str, Any]:
+    """An Open MPI launcher and ssh workers (DeepSpeed's and MPI's runtime), keys fixed, launcher after workers.
+    The workers are sized here (a TrainJob cannot resize them) and leave room for the launcher."""
     row = CATALOG[group.instance_type]
-    resources = node_resources(group)
-    env = checkpoint_env(lustre_claim is not None)
+    resources = node_resources(group, launcher=True)
+    env = checkpoint_env(lustre is not None)
     ssh = [ssh_home_volume()]
     worker = {
         "name": NODE,
         "image": spec.mpi_image,
-        "command": sshd_command(),
+        "command": sshd_command(checkpoint_dir=lustre is not None),
         "env": env,
         "readinessProbe": sshd_readiness_probe(),
         "resources": {"requests": resources, "limits": resources},
@@ -340,13 +453,13 @@ def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre_
         "name": NODE,
         "image": spec.mpi_image,
         "env": env,
-        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}},
+        "resources": LAUNCHER_RESOURCES,
         "volumeMounts": [ssh_home_mount()],
     }
     keys = ssh_key_init_container(spec.mpi_image)
     # The workers hold the GPUs and wait before a restart; the launcher starts only once they are Ready.
-    worker_pod = _pod(group, worker, lustre_claim, ssh, [restart_wait_init_container(spec), keys])
-    launcher_pod = _pod(group, launcher, lustre_claim, ssh, [keys])
+    worker_pod = _pod(group, worker, lustre, ssh, [restart_wait_init_container(spec), keys])
+    launcher_pod = _pod(group, launcher, lustre, ssh, [keys])
     return {
         "mlPolicy": mpi_policy(1, row.accelerator_count),
         "template": {
@@ -363,10 +476,11 @@ def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre_
     }
 
 
-def runtime_names(group: GpuNodeGroupSpec) -> dict[str, str]:
-    """The group's runtimes by kind: torch everywhere, MPI on NVIDIA groups (its image is CUDA's Open MPI stack)."""
+def runtime_names(group: GpuNodeGroupSpec, mpi: bool = True) -> dict[str, str]:
+    """The group's runtimes by kind: torch everywhere, MPI on NVIDIA groups (its image is CUDA's Open MPI stack)
+    unless the stack turned it off (`mpi`: training_operator.runtimes.mpi)."""
     names = {"torch": f"trainstack-torch-{group.name}"}
-    if CATALOG[group.instance_type].accelerator is Accelerator.NVIDIA:
+    if mpi and CATALOG[group.instance_type].accelerator is Accelerator.NVIDIA:
         names["mpi"] = f"trainstack-mpi-{group.name}"
     return names
 
@@ -380,8 +494,9 @@ class TrainingRuntimesArgs:
 
     spec: TrainerRuntimesSpec
     node_groups: Sequence[GpuNodeGroupSpec]
-    lustre_claim: str | None = None
-    """Name of the FSx for Lustre claim every team namespace has (None: no Lustre, no checkpoint directory)."""
+    lustre_claim: LustreMount | None = None
+    """The FSx for Lustre claim every team namespace has and the file system's squash identity (None: no Lustre,
+    no checkpoint directory; the torch runtime then runs as 65534:65534)."""
     after: Sequence[pulumi.Resource] = ()
     """The Trainer release (it installs the ClusterTrainingRuntime CRD)."""
 
@@ -398,7 +513,7 @@ class TrainingRuntimes(pulumi.ComponentResource):
         self.runtimes = {}
         for group in args.node_groups:
             build = {"torch": torch_runtime_spec, "mpi": mpi_runtime_spec}
-            for kind, runtime_name in runtime_names(group).items():
+            for kind, runtime_name in runtime_names(group, args.spec.mpi).items():
                 self.runtimes[runtime_name] = k8s.apiextensions.CustomResource(
                     child_name(name, group.name, kind),
                     api_version=TRAINER_API_VERSION,

@@ -1,7 +1,10 @@
 """Opt-in cluster validation: a multi-node NCCL all-reduce over EFA and a DCGM diagnostic per node.
 
 Both run through Kueue (the `kueue.x-k8s.io/queue-name` label: Kueue's webhook creates them suspended and
-admits them when the node group's ClusterQueue has room), in their own namespace, on the target node group.
+admits them when the node group's ClusterQueue has room), in their own namespace, on the target node group. The
+namespace has the team namespaces' LimitRange, so the NCCL check meets the same defaulting and the same Kueue
+coverage rule as a team's job (docs/validate.md says what still differs: privileged pod security for dcgmi, no
+compute quota, no registry policy).
 
 The NCCL test runs `all_reduce_perf` under Open MPI across `nodes` nodes, one rank per GPU, as the installed
 training operator runs MPI: a TrainJob on a trainstack ClusterTrainingRuntime (Kubeflow Trainer v2, MPI
@@ -34,7 +37,7 @@ from components.k8s_common import (
 )
 from components.naming import child_name
 from components.scheduling import custom_resource_name, local_queue
-from components.tenancy import system_namespace_labels
+from components.tenancy import limit_range_limits, system_namespace_labels
 from components.training_runtimes import (
     LAUNCHER,
     NODE,
@@ -425,6 +428,20 @@ class ValidationJobs(pulumi.ComponentResource):
             child_name(name, "ns"),
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=NAMESPACE, labels={TEAM_LABEL: "platform-validation", **system_namespace_labels(NAMESPACE)}
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The team namespaces' defaults: a check that passes here passes the rules a team's job meets.
+        k8s.core.v1.LimitRange(
+            child_name(name, "limits"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=self.namespace.metadata.name),
+            spec=k8s.core.v1.LimitRangeSpecArgs(
+                limits=[
+                    k8s.core.v1.LimitRangeItemArgs(
+                        type=item["type"], default=item["default"], default_request=item["defaultRequest"]
+                    )
+                    for item in limit_range_limits()
+                ]
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

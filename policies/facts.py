@@ -14,6 +14,8 @@ from typing import NamedTuple
 from . import facts_generated as generated
 from .facts_generated import (
     DATA_CLASS_TAG,
+    DATA_EMPTYING_ACTIONS,
+    DATA_READ_WRITE_ACTIONS,
     EFA_PRESENT_LABEL,
     ENVIRONMENTS,
     FSX_CSI_DRIVER,
@@ -28,6 +30,8 @@ from .facts_generated import (
 __all__ = [
     "ACCELERATED_AMI_TYPES",
     "DATA_CLASS_TAG",
+    "DATA_EMPTYING_ACTIONS",
+    "DATA_READ_WRITE_ACTIONS",
     "EFA_PRESENT_LABEL",
     "ENVIRONMENTS",
     "FSX_CSI_DRIVER",

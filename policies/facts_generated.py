@@ -65,5 +65,11 @@ TENANT_TEAM = "team"
 # components/buckets.py: datasets or checkpoints
 DATA_CLASS_TAG = "trainstack:data-class"
 
+# components/buckets.py: object reads and writes a data bucket denies outside its VPC
+DATA_READ_WRITE_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:ListBucket")
+
+# components/buckets.py: the calls that empty a data bucket, denied outside its VPC
+DATA_EMPTYING_ACTIONS = ("s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion")
+
 # components/lustre_volume.py: the FSx CSI driver's name
 FSX_CSI_DRIVER = "fsx.csi.aws.com"

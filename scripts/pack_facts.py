@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from components.buckets import DATA_CLASS_TAG  # noqa: E402
+from components.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
 from components.lustre_volume import CSI_DRIVER  # noqa: E402
 from components.tenancy import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
 from stacks import fsx_sizing  # noqa: E402
@@ -109,6 +109,16 @@ def facts_module() -> str:
             _constant("TENANT_LABEL", TENANT_LABEL, "components/tenancy.py: marks team namespaces"),
             _constant("TENANT_TEAM", TENANT_TEAM, "components/tenancy.py: TENANT_LABEL's value on team namespaces"),
             _constant("DATA_CLASS_TAG", DATA_CLASS_TAG, "components/buckets.py: datasets or checkpoints"),
+            _constant(
+                "DATA_READ_WRITE_ACTIONS",
+                READ_WRITE_ACTIONS,
+                "components/buckets.py: object reads and writes a data bucket denies outside its VPC",
+            ),
+            _constant(
+                "DATA_EMPTYING_ACTIONS",
+                EMPTYING_ACTIONS,
+                "components/buckets.py: the calls that empty a data bucket, denied outside its VPC",
+            ),
             _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/lustre_volume.py: the FSx CSI driver's name"),
         ]
     )

@@ -4,13 +4,22 @@ change cannot remove it without the review saying so."""
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
-from ..facts import DATA_CLASS_TAG, FSX_CSI_DRIVER, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM
+from ..facts import (
+    DATA_CLASS_TAG,
+    DATA_EMPTYING_ACTIONS,
+    DATA_READ_WRITE_ACTIONS,
+    FSX_CSI_DRIVER,
+    PSA_ENFORCE,
+    TENANT_LABEL,
+    TENANT_TEAM,
+)
 from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
@@ -340,8 +349,80 @@ def s3_data_vpc_only(args: StackValidationArgs, report: Report) -> None:
     if not buckets:
         args.not_applicable("no data buckets")
     for bucket, statements in _known_policies(args, g, buckets):
-        if not any(_denies(s, "s3:GetObject") and "aws:SourceVpce" in _condition_keys(s) for s in statements):
-            report(f"{bucket.name}: object access from outside the VPC's S3 endpoint is not denied.", bucket.urn)
+        open_actions = [
+            action
+            for action in (*DATA_READ_WRITE_ACTIONS, *DATA_EMPTYING_ACTIONS)
+            if not any(_denies(s, action) and "aws:SourceVpce" in _condition_keys(s) for s in statements)
+        ]
+        if open_actions:
+            report(
+                f"{bucket.name}: {', '.join(open_actions)} from outside the VPC's S3 endpoint is not denied.",
+                bucket.urn,
+            )
+
+
+def _exempt_principals(statement: Mapping[str, Any]) -> list[str]:
+    """The aws:PrincipalArn patterns a deny statement leaves out (ArnNotLike / ArnNotEquals)."""
+    condition = statement.get("Condition")
+    if not isinstance(condition, Mapping):
+        return []
+    return [
+        str(arn)
+        for operator in ("ArnNotLike", "ArnNotEquals", "ArnNotLikeIfExists", "ArnNotEqualsIfExists")
+        for arn in as_list((condition.get(operator) or {}).get("aws:PrincipalArn"))
+    ]
+
+
+def _key_administrators(g: Graph) -> tuple[set[str], bool]:
+    """The principals of every key policy's KeyAdministrators statement (components/kms.py), and whether every
+    key policy was known."""
+    found: set[str] = set()
+    known = True
+    for key in g.of_type(KMS_KEY):
+        try:
+            statements = _statements(get(key.props, "policy"))
+        except UnknownValueError:
+            known = False
+            continue
+        for statement in statements:
+            if statement.get("Sid") == "KeyAdministrators":
+                who = statement.get("Principal")
+                found.update(str(a) for a in as_list(who.get("AWS") if isinstance(who, Mapping) else who))
+    return found, known
+
+
+@stack_rule(
+    name="s3-data-destroyers-empty-only",
+    description="The principals that administer the stack's keys (the deployer, security.key_administrator_arns) "
+    "are exempt from a data bucket's VPC-only deny for the calls that empty it (pulumi destroy of a force-destroy "
+    "bucket) and never for object reads or writes: administering keys and reading data from anywhere stay apart.",
+    severity=Severity.HIGH,
+)
+def s3_data_destroyers_empty_only(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    buckets = _data_buckets(g, "datasets", "checkpoints")
+    if not buckets:
+        args.not_applicable("no data buckets")
+    administrators, known = _key_administrators(g)
+    if not known:
+        args.not_applicable("the key policies name the deployer, known at pulumi up")
+    for bucket, statements in _known_policies(args, g, buckets):
+        for statement in statements:
+            if "aws:SourceVpce" not in _condition_keys(statement):
+                continue
+            reads = [a for a in DATA_READ_WRITE_ACTIONS if _denies(statement, a)]
+            exempt = [
+                admin
+                for admin in sorted(administrators)
+                if any(fnmatch.fnmatchcase(admin, pattern) for pattern in _exempt_principals(statement))
+            ]
+            if reads and exempt:
+                report(
+                    f"{bucket.name}: statement {statement.get('Sid', '?')} lets key administrator(s) "
+                    f"{', '.join(exempt)} {', '.join(reads)} from outside the VPC; only the emptying calls "
+                    f"({', '.join(DATA_EMPTYING_ACTIONS)}) may exempt them.",
+                    bucket.urn,
+                )
 
 
 @stack_rule(

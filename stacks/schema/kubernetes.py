@@ -105,6 +105,11 @@ class TrainerRuntimesSpec(Spec):
         default=NCCL_TESTS_IMAGE,
         description="Default image of the MPI runtime (Open MPI, sshd, EFA libraries); a TrainJob may set its own.",
     )
+    mpi: bool = Field(
+        default=True,
+        description="Install the MPI runtime on NVIDIA groups. Its workers run sshd as root, which the `restricted` "
+        "Pod Security level refuses: a stack with a restricted team sets this false (torch runs restricted).",
+    )
     max_restarts: int = Field(
         default=3,
         ge=0,

@@ -72,7 +72,7 @@ class NetworkSpec(Spec):
 
     vpc_cidr: PrivateCidr = Field(
         description="IPv4 CIDR of the VPC, /16 to /20, in a private range. With existing_vpc: the existing "
-        "VPC's CIDR that holds its private subnets (network policies admit it; /16 to /28)."
+        "VPC's CIDR that holds its private subnets (the security groups admit it; /16 to /28)."
     )
     availability_zones: list[AvailabilityZone] = Field(
         min_length=2, max_length=4, description="AZs for subnets; EKS needs two. GPU groups pick one of them."

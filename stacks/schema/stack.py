@@ -197,6 +197,7 @@ class StackConfig(Spec):
                     f"GPU group {target.name!r}; use at most {target.max_size}"
                 )
         problems += self._runtime_image_problems()
+        problems += self._restricted_team_problems()
         hyperpod = self.sagemaker.hyperpod
         slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
         if (
@@ -257,6 +258,27 @@ class StackConfig(Spec):
             "namespaces would refuse the training runtime's pods"
             for key, image in images.items()
             if not any(image.startswith(prefix) for prefix in allowed) and not private_ecr.match(image)
+        ]
+
+    def _restricted_team_problems(self) -> list[str]:
+        """A `restricted` team namespace must be able to run every runtime the stack installs: the torch runtime
+        runs as the squash identity with the restricted settings, the MPI runtime's workers run sshd as root
+        (kubernetes/pod-security-admission v0.36.2 policy check_runAsNonRoot and check_runAsUser refuse it)."""
+        operator = self.kubernetes.training_operator
+        installs_mpi = (
+            operator.kind == "kubeflow_trainer"
+            and operator.runtimes.mpi
+            and any(CATALOG[g.instance_type].accelerator is Accelerator.NVIDIA for g in self.gpu_node_groups)
+        )
+        if not installs_mpi:
+            return []
+        return [
+            f"kubernetes.teams.{i}.pod_security restricted: the MPI runtime (trainstack-mpi-<group>) runs sshd as "
+            "root in its workers, which the restricted level refuses (runAsNonRoot, runAsUser 0), so this team's "
+            "MPI TrainJobs would never start; set kubernetes.training_operator.runtimes.mpi false (the torch "
+            "runtime runs restricted) or pod_security baseline"
+            for i, team in enumerate(self.kubernetes.teams)
+            if team.pod_security == "restricted"
         ]
 
     def _security_problems(self) -> list[str]:

@@ -198,6 +198,13 @@ class FsxSpec(Spec):
         return self.deployment_type is FsxDeploymentType.PERSISTENT_2
 
     @property
+    def squash_identity(self) -> tuple[int, int]:
+        """The UID and GID a team's processes reach Lustre as: root is squashed to `root_squash`, and the torch
+        runtime runs as it; `nobody` when root squash is off."""
+        uid, gid = (self.root_squash or NOBODY).split(":")
+        return int(uid), int(gid)
+
+    @property
     def throughput_mb_s(self) -> float:
         """Baseline aggregate throughput (MB/s) the file system delivers: TiB of storage x the provisioned tier,
         or SCRATCH_2's fixed baseline. The supply side of sizing; the demand is `StackConfig.storage_demand_mb_s`."""

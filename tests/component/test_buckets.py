@@ -4,7 +4,15 @@ import json
 
 import pytest
 
-from components.buckets import DataBuckets, DataBucketsArgs, tls_only_policy
+from components.buckets import (
+    DATA_ACTIONS,
+    EMPTYING_ACTIONS,
+    READ_WRITE_ACTIONS,
+    DataBuckets,
+    DataBucketsArgs,
+    fsx_s3_role_pattern,
+    tls_only_policy,
+)
 from stacks.schema import BucketsSpec
 from tests.component.helpers import aws_opts
 from tests.conftest import run_component
@@ -117,3 +125,48 @@ def test_prod_protects_key_and_buckets_only_when_asked(protected) -> None:
 
 def test_tls_policy_is_pure() -> None:
     assert tls_only_policy("arn:aws:s3:::b")["Statement"][0]["Resource"] == ["arn:aws:s3:::b", "arn:aws:s3:::b/*"]
+
+
+VPCE = "vpce-0a1b2c3d4e5f67890"
+ADMIN = "arn:aws:iam::123456789012:role/ml-platform-admin"
+INGEST = "arn:aws:iam::123456789012:role/ingest"
+DEPLOYER = "arn:aws:iam::123456789012:user/offline-plan"  # the mocks' caller: its session issuer is itself
+
+
+def vpc_only(protect: bool):
+    return run_component(
+        lambda: DataBuckets(
+            "data",
+            DataBucketsArgs(
+                spec=SPEC,
+                region=REGION,
+                base_name="trainstack-test",
+                protect=protect,
+                key_administrator_arns=[ADMIN],
+                vpc_endpoint_ids=[VPCE],
+                outside_vpc_role_arns=[INGEST],
+            ),
+            opts=aws_opts(),
+        )
+    )
+
+
+@pytest.mark.parametrize("protect", [False, True])
+def test_vpc_only_deny_exempts_the_destroyers_from_emptying_calls_only(protect: bool) -> None:
+    for policy in vpc_only(protect).by_type("aws:s3/bucketPolicy:BucketPolicy"):
+        statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+        reads, empties = statements["DenyDataAccessOutsideVpc"], statements["DenyEmptyingOutsideVpc"]
+        assert (tuple(reads["Action"]), tuple(empties["Action"])) == (READ_WRITE_ACTIONS, EMPTYING_ACTIONS)
+        for statement in (reads, empties):
+            assert statement["Condition"]["StringNotEqualsIfExists"] == {"aws:SourceVpce": [VPCE]}
+        fsx = fsx_s3_role_pattern("aws", "123456789012")
+        assert reads["Condition"]["ArnNotLike"] == {"aws:PrincipalArn": sorted([fsx, INGEST])}
+        # A force-destroy bucket (unprotected) is emptied by `pulumi destroy` from outside the VPC; a protected
+        # one never is, so nobody more is exempt there.
+        destroyers = [] if protect else [DEPLOYER, ADMIN]
+        assert empties["Condition"]["ArnNotLike"] == {"aws:PrincipalArn": sorted({fsx, INGEST, *destroyers})}
+
+
+def test_every_object_action_is_denied_outside_the_vpc() -> None:
+    assert set(READ_WRITE_ACTIONS) | set(EMPTYING_ACTIONS) == set(DATA_ACTIONS)
+    assert not set(READ_WRITE_ACTIONS) & set(EMPTYING_ACTIONS)

@@ -37,6 +37,7 @@ def record():
                 checkpoints_bucket_arn=CHECKPOINTS,
                 data_key_arn="arn:aws:kms:us-east-1:123456789012:key/data",
                 checkpoints_key_arn="arn:aws:kms:us-east-1:123456789012:key/ckpt",
+                region="us-east-1",
             ),
             pulumi.ResourceOptions(providers=[aws_provider, k8s_provider]),
         )
@@ -73,3 +74,13 @@ def test_the_association_names_the_team_service_account() -> None:
     }
     accounts = rec.by_type("kubernetes:core/v1:ServiceAccount")
     assert sorted(a.inputs["metadata"]["namespace"] for a in accounts) == ["pretraining", "research"]
+
+
+def test_the_keys_serve_the_team_only_through_s3() -> None:
+    rec = record()
+    for policy in rec.by_type("aws:iam/rolePolicy:RolePolicy"):
+        statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+        kms = {sid: s for sid, s in statements.items() if "kms:" in json.dumps(s["Action"])}
+        assert set(kms) == {"DecryptDatasets", "EncryptCheckpoints"}
+        for statement in kms.values():
+            assert statement["Condition"] == {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}}

@@ -666,6 +666,25 @@ ok("s3-data-vpc-only", staging)
 bad("s3-data-vpc-only", dev, level="advisory")  # dev's data buckets are reachable from outside its VPC
 bad("s3-data-vpc-only", dev, environment="prod")
 na("s3-data-vpc-only", lambda: without(prod(), of_type(*S3)))
+# Dropping the deny of the emptying calls (the last statement) leaves deletes from anywhere open.
+bad("s3-data-vpc-only", lambda: mutated(staging(), "-data-checkpoints-policy", edit_policy(lambda st: st.pop())))
+
+
+def _destroyers_read_too(statements: list[dict[str, Any]]) -> None:
+    """The weakening the rule refuses: the emptying deny's exemptions (the deployer, key administrators) copied
+    to the deny of reads and writes."""
+    by_sid = {s["Sid"]: s for s in statements}
+    by_sid["DenyDataAccessOutsideVpc"]["Condition"] = by_sid["DenyEmptyingOutsideVpc"]["Condition"]
+
+
+ok("s3-data-destroyers-empty-only", staging)
+ok("s3-data-destroyers-empty-only", prod)
+ok("s3-data-destroyers-empty-only", dev)  # no VPC-only deny in dev: nothing exempts anyone
+bad(
+    "s3-data-destroyers-empty-only",
+    lambda: mutated(staging(), "-data-checkpoints-policy", edit_policy(_destroyers_read_too)),
+)
+na("s3-data-destroyers-empty-only", lambda: without(prod(), of_type(*S3)))
 
 OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
 ok("s3-checkpoints-object-lock", prod)

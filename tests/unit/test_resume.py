@@ -22,6 +22,7 @@ from components.training_runtimes import (
     NODE,
     RESTART_WAIT,
     RESTART_WAIT_SCRIPT,
+    LustreMount,
     jobset_failure_policy,
     mpi_runtime_spec,
     pod_failure_policy,
@@ -54,7 +55,8 @@ EXIT_CODE_MESSAGE = (
 def runtimes() -> list[dict[str, Any]]:
     cluster = stack_config("prod")
     group, spec = cluster.gpu_node_groups[0], cluster.kubernetes.training_operator.runtimes
-    return [torch_runtime_spec(group, spec, "fsx-claim"), mpi_runtime_spec(group, spec, "fsx-claim")]
+    lustre = LustreMount("fsx-claim")
+    return [torch_runtime_spec(group, spec, lustre), mpi_runtime_spec(group, spec, lustre)]
 
 
 def jobs(runtime: dict[str, Any]) -> list[dict[str, Any]]:

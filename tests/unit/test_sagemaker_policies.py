@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given
@@ -150,6 +151,23 @@ def test_training_job_reads_datasets_and_writes_checkpoints_only() -> None:
 def test_training_job_without_fsx_or_key_drops_those_statements() -> None:
     allowed = grants(training(fsx_arn=None, kms_key_arn=None))
     assert not {a for a in allowed if a.startswith(("fsx:", "kms:"))}
+
+
+CHECKPOINTS_KEY = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/9f6f0e4e-1111-2222-3333-444455556666"
+
+
+def test_training_job_uses_the_checkpoints_key_through_s3_only() -> None:
+    # Without it S3 refuses every checkpoint a job writes: the bucket encrypts with this key, with the job's
+    # permissions (the SageMaker training journey's "encrypts checkpoints" step).
+    [statement] = [
+        s for s in training(checkpoints_kms_key_arn=CHECKPOINTS_KEY)["Statement"] if s["Sid"] == "CheckpointsKey"
+    ]
+    assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert statement["Resource"] == [CHECKPOINTS_KEY]
+    assert statement["Condition"] == {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}}
+    assert "CheckpointsKey" not in json.dumps(training())  # no key given, no statement
+    eu = training(region="eu-west-1", checkpoints_kms_key_arn=CHECKPOINTS_KEY)
+    assert "s3.eu-west-1.amazonaws.com" in json.dumps(eu)
 
 
 @given(

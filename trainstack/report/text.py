@@ -541,8 +541,9 @@ def render(
     out += _storage(report, style, width)
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)
-    out += journey_lines(report, style, width)
     out += _policy(report, style, width)
+    # After the policy result: the verdict and its risks above already name every broken journey.
+    out += journey_lines(report, style, width)
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
     out += _notes(report, style, width)

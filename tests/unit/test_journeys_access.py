@@ -1,0 +1,277 @@
+"""The access journeys (trainstack/journeys/access.py): every one holds on every committed stack, and one edit of
+the recording (or of a stack file, in the e2e tier) breaks the named step."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from stacks.load import load_file
+from stacks.schema import StackConfig
+from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
+from trainstack.engine import Recording
+from trainstack.journeys import DESTROY, WRITERS, Journey, Trip, access
+
+EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
+
+
+def walked(rec: Recording, cluster: StackConfig) -> list[Journey]:
+    return list(access.walk(Trip(recording=rec, stack=cluster)))
+
+
+def edited(rec: Recording, name: str, edit: Callable[[dict[str, Any]], None]) -> Recording:
+    """`rec` with the inputs of the resource named `name` edited (a copy: the shared recording stays whole)."""
+    resources = []
+    for r in rec.resources:
+        if r.name == name:
+            inputs = copy.deepcopy(r.inputs)
+            edit(inputs)
+            r = dataclasses.replace(r, inputs=inputs)
+        resources.append(r)
+    assert any(r.name == name for r in rec.resources), name
+    return dataclasses.replace(rec, resources=tuple(resources))
+
+
+def without(rec: Recording, name: str) -> Recording:
+    return dataclasses.replace(rec, resources=tuple(r for r in rec.resources if r.name != name))
+
+
+def policy_edit(edit: Callable[[list[dict[str, Any]]], Any]) -> Callable[[dict[str, Any]], None]:
+    def apply(inputs: dict[str, Any]) -> None:
+        document = json.loads(inputs["policy"])
+        edit(document["Statement"])
+        inputs["policy"] = json.dumps(document)
+
+    return apply
+
+
+def drop_sid(sid: str) -> Callable[[dict[str, Any]], None]:
+    def edit(statements: list[dict[str, Any]]) -> None:
+        statements[:] = [s for s in statements if s.get("Sid") != sid]
+
+    return policy_edit(edit)
+
+
+def broken(journeys: list[Journey], subject: str) -> tuple[str, str]:
+    """The first failing step's name and detail of the journey whose subject starts with `subject`."""
+    [journey] = [j for j in journeys if j.subject.startswith(subject)]
+    step = journey.broken_step
+    assert step is not None, f"{journey.subject} holds"
+    return step.name, step.detail
+
+
+def assert_holds_and_is_complete(journeys: list[Journey], cluster: StackConfig, rec: Recording) -> None:
+    assert journeys and all(j.holds for j in journeys), [(j.subject, j.broken_step) for j in journeys if not j.holds]
+    subjects = [j.subject for j in journeys]
+    for team in cluster.kubernetes.teams:
+        assert f"team {team.name}: data through its Pod Identity role" in subjects
+    assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(access.DRA))
+    assert ("SageMaker training role: datasets in, checkpoints out" in subjects) == cluster.sagemaker.training_job_role
+    assert any(j.kind == DESTROY for j in journeys) is not cluster.protect_data
+    assert all(j.kind in (WRITERS, DESTROY) and all(s.source for s in j.steps) for j in journeys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_access_journey_holds_on_the_committed_stacks(stack: str) -> None:
+    rec = recording(stack)
+    assert_holds_and_is_complete(walked(rec, stack_config(stack)), stack_config(stack), rec)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_access_journey_holds_on_the_examples(path: Any) -> None:
+    cluster = load_file(path)
+    rec = program_recording(cluster, cluster.environment.value)
+    assert_holds_and_is_complete(walked(rec, cluster), cluster, rec)
+
+
+@pytest.mark.slow
+def test_a_preview_knows_no_key_policy_yet_and_breaks_nothing() -> None:
+    assert not [j for j in walked(recording("dev", preview=True), stack_config("dev")) if not j.holds]
+
+
+# ---------------------------------------------------------------------------------- writers and keys
+
+
+@pytest.mark.slow
+def test_the_training_role_without_the_checkpoints_key_cannot_write_checkpoints() -> None:
+    # The setting before issue 29: the role writes the checkpoints bucket, which S3 encrypts with a key it had
+    # no grant on.
+    rec = edited(recording("staging"), "sagemaker-training-inline", drop_sid("CheckpointsKey"))
+    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role")
+    assert name == "a training job encrypts checkpoints with its key"
+    assert (
+        "kms:GenerateDataKey on data-checkpoints-key via S3: denied: no identity policy statement allows it" in detail
+    )
+
+
+@pytest.mark.slow
+def test_a_team_prefix_widened_to_the_whole_bucket_reaches_the_other_team() -> None:
+    def widen(statements: list[dict[str, Any]]) -> None:
+        [own] = [s for s in statements if s["Sid"] == "OwnCheckpoints"]
+        own["Resource"] = own["Resource"].split("/")[0] + "/*"
+
+    rec = edited(recording("prod"), "team-storage-research-inline", policy_edit(widen))
+    name, detail = broken(walked(rec, stack_config("prod")), "team research")
+    assert name == "team research cannot read, write or list another prefix (pretraining, shared)"
+    assert "s3:PutObject data-checkpoints-3e76139/pretraining/step-000100/model.pt: allowed" in detail
+
+
+@pytest.mark.slow
+def test_a_key_policy_without_the_account_statement_makes_iam_grants_void() -> None:
+    rec = edited(recording("staging"), "data-key", drop_sid("AccountUsesKeyThroughIam"))
+    name, detail = broken(walked(rec, stack_config("staging")), "team research")
+    assert name == "team research decrypts datasets with its key"
+    assert "neither names the principal nor lets its account's IAM policies grant it" in detail
+
+
+@pytest.mark.slow
+def test_a_team_key_grant_for_another_service_does_not_serve_s3() -> None:
+    def elsewhere(statements: list[dict[str, Any]]) -> None:
+        for s in statements:
+            if s["Sid"] == "EncryptCheckpoints":
+                s["Condition"] = {"StringEquals": {"kms:ViaService": "ec2.us-east-1.amazonaws.com"}}
+
+    rec = edited(recording("staging"), "team-storage-research-inline", policy_edit(elsewhere))
+    name, _ = broken(walked(rec, stack_config("staging")), "team research")
+    assert name == "team research encrypts checkpoints with its key"
+
+
+@pytest.mark.slow
+def test_an_endpoint_policy_without_the_account_buckets_stops_the_team_at_the_endpoint() -> None:
+    rec = edited(recording("staging"), "network-s3", drop_sid("AccountPrincipalsToAccountBuckets"))
+    name, detail = broken(walked(rec, stack_config("staging")), "team research")
+    assert name.startswith("team research reads s3://data-datasets-")
+    assert "S3 gateway endpoint policy of network-s3 allows no statement for it" in detail
+
+
+@pytest.mark.slow
+def test_a_team_without_its_pod_identity_association_gets_no_credentials() -> None:
+    rec = without(recording("staging"), "team-storage-research-association")
+    name, _ = broken(walked(rec, stack_config("staging")), "team research")
+    assert name == "pods on research/training get a role"
+
+
+@pytest.mark.slow
+def test_fsx_without_its_key_policy_statement_cannot_read_the_linked_bucket() -> None:
+    rec = edited(recording("dev"), "data-key", drop_sid("AllowFsxDataRepositoryThroughS3"))
+    name, _ = broken(walked(rec, stack_config("dev")), "FSx for Lustre")
+    assert name == "FSx decrypts datasets with its key"
+
+
+@pytest.mark.slow
+def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
+    def other_key(inputs: dict[str, Any]) -> None:
+        inputs["kmsKeyId"] = inputs["kmsKeyId"].rsplit("/", 1)[0] + "/not-the-stack-key"
+
+    rec = edited(recording("staging"), "hyperpod-lifecycle-on-create-sh", other_key)
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name.startswith("the deployer uploads s3://sagemaker-")
+    assert "DenyLifecycleUploadWithoutStackKey" in detail
+
+
+@pytest.mark.slow
+def test_a_policy_the_evaluator_cannot_judge_fails_its_step_with_the_reason() -> None:
+    def unjudgeable(statements: list[dict[str, Any]]) -> None:
+        statements[0]["Condition"] = {"StringNotLike": {"aws:userid": "AROA*"}}
+
+    rec = edited(recording("staging"), "team-storage-research-inline", policy_edit(unjudgeable))
+    name, detail = broken(walked(rec, stack_config("staging")), "team research")
+    assert name == "team research's policies"
+    assert "condition operator StringNotLike is not evaluated as AWS does" in detail
+
+
+# ------------------------------------------------------------------------------------------------ destroy
+
+
+def _old_vpc_only_deny(statements: list[dict[str, Any]]) -> None:
+    """The data buckets' VPC-only deny before issue 29: one statement, every object action, no destroyer."""
+    reads = next(s for s in statements if s["Sid"] == "DenyDataAccessOutsideVpc")
+    empties = next(s for s in statements if s["Sid"] == "DenyEmptyingOutsideVpc")
+    reads["Action"] = reads["Action"] + empties["Action"]
+    statements.remove(empties)
+
+
+@pytest.mark.slow
+def test_the_old_vpc_only_deny_stops_destroy_at_the_first_listing() -> None:
+    rec = edited(recording("staging"), "data-checkpoints-policy", policy_edit(_old_vpc_only_deny))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer lists every version of data-checkpoints-3e76139"
+    assert "s3:ListBucketVersions data-checkpoints-3e76139: denied: bucket policy of" in detail
+    assert "denies (DenyDataAccessOutsideVpc)" in detail
+
+
+@pytest.mark.slow
+def test_a_destroy_exemption_widened_to_reads_is_seen() -> None:
+    def widen(statements: list[dict[str, Any]]) -> None:
+        by_sid = {s["Sid"]: s for s in statements}
+        by_sid["DenyDataAccessOutsideVpc"]["Condition"] = by_sid["DenyEmptyingOutsideVpc"]["Condition"]
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(widen))
+    name, _ = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer still cannot read or write data-datasets-1a59e9f from outside the VPC"
+
+
+@pytest.mark.slow
+def test_compliance_mode_object_lock_makes_destroy_wait_for_retention() -> None:
+    def compliance(inputs: dict[str, Any]) -> None:
+        inputs["rule"]["defaultRetention"]["mode"] = "COMPLIANCE"
+
+    rec = edited(recording("staging"), "data-checkpoints-object-lock", compliance)
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes every version in data-checkpoints-3e76139"
+    assert "compliance-mode Object Lock" in detail
+
+
+@pytest.mark.slow
+def test_a_key_policy_that_forgets_the_deployer_locks_destroy_out() -> None:
+    def forget(statements: list[dict[str, Any]]) -> None:
+        for s in statements:
+            if s["Sid"] == "KeyAdministrators":
+                s["Principal"]["AWS"] = [a for a in s["Principal"]["AWS"] if not a.endswith(":user/offline-plan")]
+            if s["Sid"] == "DenyDestructionExceptAdministrators":
+                arns = s["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+                s["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] = [a for a in arns if "offline-plan" not in a]
+
+    rec = edited(recording("staging"), "eks-secrets-key", policy_edit(forget))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes eks-secrets-key"
+    assert "denies (DenyDestructionExceptAdministrators)" in detail
+
+
+@pytest.mark.slow
+def test_the_plan_names_who_may_destroy_and_who_is_locked_out() -> None:
+    [journey] = [j for j in walked(recording("staging"), stack_config("staging")) if j.kind == DESTROY]
+    last = journey.steps[-1]
+    assert last.name == "who else can destroy this stack" and last.holds
+    assert "arn:aws:iam::111122223333:role/ml-platform-admin" in last.detail
+    assert "a later deployer not among them is locked out" in last.detail
+    assert "administrators in another account may delete the keys but not the buckets' objects" in last.detail
+
+
+@pytest.mark.slow
+def test_a_protected_stack_has_no_destroy_journey() -> None:
+    assert not [j for j in walked(recording("prod"), stack_config("prod")) if j.kind == DESTROY]
+
+
+@pytest.mark.e2e
+def test_a_compliance_lock_in_the_staging_stack_file_breaks_destroy() -> None:
+    cluster = edited_config("staging", lambda c: c["security"]["checkpoint_lock"].update(mode="COMPLIANCE"))
+    name, _ = broken(walked(program_recording(cluster, "staging"), cluster), "pulumi destroy")
+    assert name.startswith("the deployer deletes every version in data-checkpoints-")
+
+
+@pytest.mark.e2e
+def test_an_outside_vpc_role_in_the_stack_file_reads_and_writes_both_buckets() -> None:
+    ingest = "arn:aws:iam::123456789012:role/ingest"
+    cluster = edited_config("staging", lambda c: c["security"].update(outside_vpc_data_role_arns=[ingest]))
+    journeys = walked(program_recording(cluster, "staging"), cluster)
+    [journey] = [j for j in journeys if j.subject == f"outside-VPC data role {ingest}"]
+    assert journey.holds and len(journey.steps) == 8  # read, decrypt, write, encrypt on each of two buckets
+    assert all(j.holds for j in journeys)

@@ -1,0 +1,430 @@
+"""The team-job journey's evaluators against upstream's behaviour, on cases taken from upstream's own tests at the
+pinned versions (each test names its file), and the pieces the journey trusts: the docs' TrainJobs, the exit-code
+entrypoint, the schema's refusal of a restricted team beside the MPI runtime."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.tenancy import registry_policy_spec
+from components.training_runtimes import TORCHRUN_COMMAND, TORCHRUN_ENTRYPOINT, jobset_failure_policy
+from stacks.load import ConfigError
+from stacks.schema import TrainerRuntimesSpec
+from tests.conftest import ROOT, edited_config
+from trainstack.journeys import examples, kueue, pod_security, quantity
+from trainstack.journeys import network_policy as netpol
+from trainstack.journeys import resources as res
+from trainstack.journeys.team_job import jobset_action, pod_failure_rule, rank_exit_code, registry_refusal, writable
+
+# ---------------------------------------------------------------------------------------------- quantities
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("100m", Fraction(1, 10)), ("1", Fraction(1)), ("2Gi", Fraction(2 * 2**30)), ("1k", Fraction(1000)),
+     ("1e3", Fraction(1000)), (".5", Fraction(1, 2)), (53.0, Fraction(53)), ("164096Mi", Fraction(164096 * 2**20))],
+)  # fmt: skip
+def test_quantities_parse_as_apimachinery_reads_them(text: Any, value: Fraction) -> None:
+    assert quantity.parse(text) == value
+
+
+def test_a_bad_quantity_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        quantity.parse("2 GiB")
+
+
+# ---------------------------------------------------------------------------------------------- LimitRange
+
+LIMIT_RANGE = {
+    "spec": {
+        "limits": [
+            {"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "256Mi"}, "default": {"cpu": "1"}},
+            {"type": "Pod", "max": {"cpu": "64"}},
+        ]
+    }
+}
+
+
+def test_limitranger_fills_only_what_a_container_and_an_init_container_leave_out() -> None:
+    """kubernetes plugin/pkg/admission/limitranger/admission_test.go TestMergePodResourceRequirements: an empty
+    container gets the defaults; a stated value is kept; init containers are defaulted the same way."""
+    pod = {
+        "initContainers": [{"name": "init"}],
+        "containers": [{"name": "a"}, {"name": "b", "resources": {"requests": {"cpu": "2"}}}],
+    }
+    filled, defaulted = res.apply_limit_range(pod, [LIMIT_RANGE])
+    assert filled["initContainers"][0]["resources"] == {
+        "limits": {"cpu": "1"},
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+    }
+    assert filled["containers"][1]["resources"]["requests"] == {"cpu": "2", "memory": "256Mi"}
+    assert res.Defaulted("b", "requests", "cpu") not in defaulted
+    assert pod["containers"][0] == {"name": "a"}  # the input is left alone
+
+
+def test_kueue_uses_a_limit_for_a_missing_request_after_the_limitrange() -> None:
+    """kueue v0.14.8 pkg/workload/resources_test.go TestAdjustResources: limits stand in for missing requests."""
+    pod = {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    view = res.kueue_view(pod, [LIMIT_RANGE])
+    assert view["containers"][0]["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi", "nvidia.com/gpu": "8"}
+
+
+def test_a_pod_totals_its_containers_or_a_larger_init_container() -> None:
+    """component-helpers resource/helpers_test.go TestPodResourceRequests: max(sum of containers, init)."""
+    pod = {
+        "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                       {"name": "b", "resources": {"requests": {"cpu": "1"}}}],
+    }  # fmt: skip
+    assert res.pod_total(pod) == {"cpu": Fraction(3), "memory": Fraction(2**30)}
+    pod["initContainers"][0]["restartPolicy"] = "Always"  # a sidecar runs beside the containers
+    assert res.pod_total(pod)["cpu"] == Fraction(5)
+
+
+def test_memory_emptydir_is_the_smallest_of_node_pod_limit_and_size_limit() -> None:
+    pod = {"containers": [{"name": "a", "resources": {"limits": {"memory": "8Gi"}}}],
+           "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}  # fmt: skip
+    assert res.memory_volume_bytes(pod, "dshm", Fraction(64 * 2**30)) == 8 * 2**30
+    pod["volumes"][0]["emptyDir"]["sizeLimit"] = "2Gi"
+    assert res.memory_volume_bytes(pod, "dshm", Fraction(64 * 2**30)) == 2 * 2**30
+    del pod["containers"][0]["resources"]  # no pod limit: node allocatable
+    del pod["volumes"][0]["emptyDir"]["sizeLimit"]
+    assert res.memory_volume_bytes(pod, "dshm", Fraction(64 * 2**30)) == 64 * 2**30
+
+
+# ------------------------------------------------------------------------------------------- ResourceQuota
+
+
+def test_a_quota_on_limits_needs_every_container_including_init_to_state_them() -> None:
+    """kubernetes pkg/quota/v1/evaluator/core/pods_test.go TestPodEvaluatorConstraints (init container case)."""
+    hard = {"limits.cpu": "10", "requests.memory": "10Gi"}
+    stated = {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}
+    pod = {"initContainers": [{"name": "i"}], "containers": [{"name": "a", "resources": stated}]}
+    assert res.quota_missing(pod, hard) == ["limits.cpu", "requests.memory"]
+    pod["initContainers"][0]["resources"] = {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}
+    assert res.quota_missing(pod, hard) == []
+
+
+def test_quota_usage_counts_pods_requests_limits_and_extended_resources() -> None:
+    pod = {"containers": [{"name": "a", "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": "8"},
+                                                       "limits": {"cpu": "2", "nvidia.com/gpu": "8"}}}]}  # fmt: skip
+    assert res.quota_over([(2, pod)], {"pods": "2", "requests.nvidia.com/gpu": "16", "limits.cpu": "4"}) == {}
+    over = res.quota_over([(3, pod)], {"pods": "2", "requests.nvidia.com/gpu": "16"})
+    assert set(over) == {"pods", "requests.nvidia.com/gpu"}
+
+
+# ------------------------------------------------------------------------------------------------- Kueue
+
+
+def test_kueue_drops_excluded_prefixes_and_names_what_no_resource_group_covers() -> None:
+    """kueue v0.14.8 pkg/workload/workload_test.go (excludeResourcePrefixes) and flavorassigner_test.go
+    ("resource ... unavailable in ClusterQueue")."""
+    pod = {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "ephemeral-storage": "1Gi",
+                                                                  "example.com/widget": "1"}}}]}  # fmt: skip
+    queue = {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": []}]}
+    assert kueue.uncovered(kueue.pod_requests(pod, [], ()), queue) == ["ephemeral-storage", "example.com/widget"]
+    assert kueue.uncovered(kueue.pod_requests(pod, [], ("ephemeral-storage", "example.com/")), queue) == []
+
+
+def test_kueue_reads_the_exclusion_from_its_controller_configuration() -> None:
+    assert kueue.excluded_prefixes("resources:\n  excludeResourcePrefixes: [ephemeral-storage]\n") == (
+        "ephemeral-storage",
+    )
+    assert kueue.excluded_prefixes("apiVersion: config.kueue.x-k8s.io/v1beta1\n") == ()
+
+
+def test_a_cluster_queue_without_a_namespace_selector_admits_no_namespace() -> None:
+    assert not kueue.selects_namespace({}, {"kubernetes.io/metadata.name": "a"})
+    assert kueue.selects_namespace({"namespaceSelector": {}}, {"kubernetes.io/metadata.name": "a"})
+
+
+# ------------------------------------------------------------------------------------------- pod security
+
+ROOTLESS = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_OK = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+ADD_BIND = {**CONTAINER_OK, "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}
+ADD_CHOWN = {**CONTAINER_OK, "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}}
+UNCONFINED = {"runAsNonRoot": True, "seccompProfile": {"type": "Unconfined"}}
+HOST_PATH = [{"name": "v", "hostPath": {"path": "/"}}]
+CLAIM = [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]
+FROM_Y_A = {"namespaceSelector": {"matchLabels": {"ns": "y"}}, "podSelector": {"matchLabels": {"pod": "a"}}}
+FROM_X_A = {"namespaceSelector": {"matchLabels": {"ns": "x"}}, "podSelector": {"matchLabels": {"pod": "a"}}}
+
+
+def pod(container_context: dict[str, Any] | None = None, pod_context: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "securityContext": pod_context or {},
+        "containers": [{"name": "a", "securityContext": container_context or {}}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "level", "reason"),
+    [
+        # check_runAsNonRoot_test.go: pod true and container unset passes; container false fails; nothing fails.
+        (pod(CONTAINER_OK, ROOTLESS), "restricted", None),
+        (pod({**CONTAINER_OK, "runAsNonRoot": False}, ROOTLESS), "restricted", "runAsNonRoot != true"),
+        (pod(CONTAINER_OK, {"seccompProfile": {"type": "RuntimeDefault"}}), "restricted", "runAsNonRoot != true"),
+        # check_runAsUser_test.go: runAsUser 0 fails even with runAsNonRoot.
+        (pod(CONTAINER_OK, {**ROOTLESS, "runAsUser": 0}), "restricted", "runAsUser=0"),
+        # check_allowPrivilegeEscalation_test.go: unset fails restricted.
+        (pod({"capabilities": {"drop": ["ALL"]}}, ROOTLESS), "restricted", "allowPrivilegeEscalation"),
+        # check_capabilities_restricted_test.go: drop ALL and add NET_BIND_SERVICE passes; add CHOWN fails.
+        (pod(ADD_BIND, ROOTLESS), "restricted", None),
+        (pod(ADD_CHOWN, ROOTLESS), "restricted", "unrestricted capabilities"),
+        # check_capabilities_baseline_test.go: CHOWN is in the default set, SYS_ADMIN is not.
+        (pod({"capabilities": {"add": ["CHOWN"]}}), "baseline", None),
+        (pod({"capabilities": {"add": ["SYS_ADMIN"]}}), "baseline", "non-default capabilities"),
+        # check_seccompProfile_restricted_test.go: Unconfined fails; baseline too.
+        (pod(CONTAINER_OK, UNCONFINED), "restricted", "seccompProfile"),
+        (pod({}, {"seccompProfile": {"type": "Unconfined"}}), "baseline", "seccompProfile"),
+        # check_privileged_test.go and check_hostNamespaces_test.go.
+        (pod({"privileged": True}), "baseline", "privileged"),
+        ({**pod(), "hostNetwork": True}, "baseline", "host namespaces"),
+        ({**pod(), "hostNetwork": True}, "privileged", None),
+        # check_restrictedVolumes_test.go: hostPath fails, csi and persistentVolumeClaim pass.
+        ({**pod(CONTAINER_OK, ROOTLESS), "volumes": HOST_PATH}, "restricted", "restricted volume types"),
+        ({**pod(CONTAINER_OK, ROOTLESS), "volumes": CLAIM}, "restricted", None),
+    ],
+)  # fmt: skip
+def test_pod_security_agrees_with_upstream_cases(spec: dict[str, Any], level: str, reason: str | None) -> None:
+    found = pod_security.violations(spec, level)
+    if reason is None:
+        assert found == []
+    else:
+        assert any(reason in r for r in found), found
+
+
+def test_init_containers_are_checked_too() -> None:
+    """visitContainers visits init and ephemeral containers."""
+    spec = pod(CONTAINER_OK, ROOTLESS)
+    spec["initContainers"] = [{"name": "i", "securityContext": {"runAsNonRoot": False}}]
+    assert any('"i"' in r for r in pod_security.violations(spec, "restricted"))
+
+
+# ------------------------------------------------------------------------------------------ NetworkPolicy
+
+
+def ns_pod(namespace: str, name: str) -> netpol.Endpoint:
+    return netpol.Endpoint(namespace, {"ns": namespace, "kubernetes.io/metadata.name": namespace}, {"pod": name})
+
+
+XA, YA, YB = ns_pod("x", "a"), ns_pod("y", "a"), ns_pod("y", "b")
+
+
+def test_denying_egress_on_the_client_side_even_if_the_server_allows_it() -> None:
+    """test/e2e/network/netpol/network_policy.go: "should support denying of egress traffic on the client side
+    (even if the server explicitly allows this traffic)"."""
+    policies = [
+        netpol.Policy("x", "allow-to-ns-y-pod-a", {
+            "podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Egress"],
+            "egress": [{"to": [FROM_Y_A]},
+                       {"ports": [{"protocol": "UDP", "port": 53}]}]}),
+        netpol.Policy("y", "allow-from-xa", {
+            "podSelector": {}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [FROM_X_A]}]}),
+    ]  # fmt: skip
+    assert netpol.connection(policies, XA, YA, "TCP", (80, 80)).allowed
+    assert not netpol.connection(policies, XA, YB, "TCP", (80, 80)).allowed
+    assert not netpol.connection(policies, YB, YA, "TCP", (80, 80)).allowed  # y's ingress admits only x/a
+
+
+def test_egress_on_one_port_denies_the_next() -> None:
+    """network_policy.go "should enforce egress policy allowing traffic to a server in a different namespace
+    based on PodSelector and NamespaceSelector": port 80 allowed, "validating that port 81 doesn't work"."""
+    policies = [netpol.Policy("x", "p", {"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Egress"],
+                                         "egress": [{"ports": [{"port": 80}]}]})]  # fmt: skip
+    assert netpol.connection(policies, XA, YA, "TCP", (80, 80)).allowed
+    assert not netpol.connection(policies, XA, YA, "TCP", (81, 81)).allowed
+    assert not netpol.connection(policies, XA, YA, "UDP", (80, 80)).allowed  # protocol defaults to TCP
+
+
+def test_policies_add_up_and_end_port_makes_a_range() -> None:
+    """network_policy.go "should enforce multiple egress policies with egress allow-all policy taking precedence"
+    and "should support allow-all policy"; endPort (NetworkPolicyPort.endPort)."""
+    low = netpol.Policy(
+        "x",
+        "low",
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 1000, "endPort": 1999}]}]},
+    )
+    high = netpol.Policy(
+        "x",
+        "high",
+        {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 2000, "endPort": 3000}]}]},
+    )
+    assert not netpol.connection([low], XA, YA, "TCP", (1000, 3000)).allowed
+    assert netpol.connection([low, high], XA, YA, "TCP", (1000, 3000)).allowed
+    allow_all = netpol.Policy("x", "all", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{}]})
+    assert netpol.connection([low, allow_all], XA, YA, "TCP", (1, 65535)).allowed
+
+
+def test_policy_types_default_and_an_unselected_pod_is_not_isolated() -> None:
+    """NetworkPolicySpec.policyTypes: left out, Ingress always and Egress only with egress rules."""
+    ingress_only = netpol.Policy("y", "deny", {"podSelector": {"matchLabels": {"pod": "a"}}})
+    assert not netpol.connection([ingress_only], XA, YA, "TCP", (80, 80)).allowed
+    assert netpol.connection([ingress_only], YA, XA, "TCP", (80, 80)).allowed  # y/a's egress is not isolated
+    assert netpol.connection([ingress_only], XA, YB, "TCP", (80, 80)).allowed  # y/b is not selected
+
+
+def test_ip_blocks_match_external_addresses_outside_their_exceptions() -> None:
+    https = netpol.Policy("x", "https", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [
+        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}}], "ports": [{"port": 443}]}]})  # fmt: skip
+    assert netpol.connection([https], XA, netpol.Endpoint(address="52.216.0.10"), "TCP", (443, 443)).allowed
+    assert not netpol.connection([https], XA, netpol.Endpoint(address="10.1.2.3"), "TCP", (443, 443)).allowed
+    assert not netpol.connection([https], XA, YA, "TCP", (443, 443)).allowed  # a pod is not an ipBlock address
+
+
+# ------------------------------------------------------------------------------------ registry admission
+
+POLICY = registry_policy_spec(["public.ecr.aws/"])
+
+
+def pod_object(*images: str, finalizers: list[str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p", "namespace": "t"}
+    if finalizers is not None:
+        meta["finalizers"] = finalizers
+    return {"metadata": meta, "spec": {"containers": [{"name": f"c{i}", "image": im} for i, im in enumerate(images)]}}
+
+
+def test_create_admits_approved_images_and_refuses_the_rest() -> None:
+    assert registry_refusal(POLICY, pod_object("public.ecr.aws/x:1"), None) is None
+    refusal = registry_refusal(POLICY, pod_object("public.ecr.aws/x:1", "docker.io/y:1"), None)
+    assert refusal is not None and "public.ecr.aws/" in refusal
+
+
+def test_update_judges_only_images_the_pod_did_not_have() -> None:
+    old = pod_object("retired.example/x:1", finalizers=["batch.kubernetes.io/job-tracking"])
+    assert registry_refusal(POLICY, pod_object("retired.example/x:1", finalizers=[]), old) is None
+    assert registry_refusal(POLICY, pod_object("docker.io/y:1"), old) is not None  # an image swap is refused
+    with_debug = pod_object("retired.example/x:1")
+    with_debug["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "docker.io/busybox:1"}]
+    assert registry_refusal(POLICY, with_debug, old) is not None  # pods/ephemeralcontainers adds an image
+
+
+# ----------------------------------------------------------------------------------------------- exit codes
+
+
+def test_what_each_launcher_exits_with_when_a_rank_exits_78() -> None:
+    assert rank_exit_code(TORCHRUN_COMMAND, 78) == 78
+    assert rank_exit_code(["torchrun", "train.py"], 78) == 1
+    assert rank_exit_code(["python", "-m", "torch.distributed.run", "train.py"], 78) == 1
+    assert rank_exit_code(["/opt/amazon/openmpi/bin/mpirun", "python3", "train.py"], 78) == 78
+    assert rank_exit_code(["/bin/bash", "-c", "train.sh"], 78) is None
+    assert rank_exit_code([], 78) is None
+
+
+def test_pod_failure_rules_match_in_order_by_container_and_operator() -> None:
+    """kubernetes pkg/controller/job/pod_failure_policy_test.go: first matching rule; NotIn; containerName."""
+    rules = [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]},
+             {"action": "Ignore", "onExitCodes": {"containerName": "other", "operator": "In", "values": [78]}},
+             {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [2, 78]}},
+             {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [2, 78]}}]  # fmt: skip
+    assert pod_failure_rule(rules, "node", 78) == 2
+    assert pod_failure_rule(rules, "node", 1) == 3
+    assert pod_failure_rule(rules[:3], "node", 1) is None
+
+
+def test_jobset_fails_on_a_fatal_code_and_restarts_on_a_drain() -> None:
+    runtime = {"template": {"spec": {"failurePolicy": jobset_failure_policy(TrainerRuntimesSpec())}}}
+    fatal = "Container node for pod t/j-node-0-0 failed with exit code 78 matching FailJob rule at index 1"
+    drained = "Pod t/j-node-0-0 has condition DisruptionTarget matching FailJob rule at index 0"
+    assert jobset_action(runtime, "PodFailurePolicy", fatal) == "FailJobSet"
+    assert jobset_action(runtime, "PodFailurePolicy", drained) == "RestartJobSetAndIgnoreMaxRestarts"
+    assert jobset_action(runtime, "BackoffLimitExceeded", "") == "RestartJobSet"
+
+
+def _run_entrypoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exitcode: int | None) -> int | None:
+    """TORCHRUN_ENTRYPOINT against a stand-in for torch's elastic API, shaped as pytorch v2.7.1 defines it:
+    `torch.distributed.run.main(args)` raises `ChildFailedError`, whose `get_first_failure()` returns (rank,
+    ProcessFailure) with `exitcode` negative for a signal (torch/distributed/elastic/multiprocessing/errors).
+    The real torch cannot be installed here (no CUDA-free 2.7.1 wheel on PyPI)."""
+
+    class ChildFailedError(Exception):
+        def get_first_failure(self) -> tuple[int, Any]:
+            return 3, types.SimpleNamespace(exitcode=exitcode)
+
+    def main(args: list[str]) -> None:
+        assert args == ["train.py", "--lr", "1e-4"]
+        if exitcode is not None:
+            raise ChildFailedError("trainer FAILED")
+
+    errors = types.ModuleType("torch.distributed.elastic.multiprocessing.errors")
+    errors.ChildFailedError = ChildFailedError  # type: ignore[attr-defined]
+    run = types.ModuleType("torch.distributed.run")
+    run.main = main  # type: ignore[attr-defined]
+    for name in (
+        "torch",
+        "torch.distributed",
+        "torch.distributed.elastic",
+        "torch.distributed.elastic.multiprocessing",
+    ):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, errors.__name__, errors)
+    monkeypatch.setitem(sys.modules, run.__name__, run)
+    checkpoint = tmp_path / "checkpoints" / "job"
+    monkeypatch.setenv("TRAINSTACK_CHECKPOINT_DIR", str(checkpoint))
+    monkeypatch.setattr(sys, "argv", ["-c", "train.py", "--lr", "1e-4"])
+    try:
+        exec(compile(TORCHRUN_ENTRYPOINT, "<entrypoint>", "exec"), {})
+    except SystemExit as stop:
+        assert checkpoint.is_dir()
+        return int(stop.code) if stop.code is not None else 0
+    assert checkpoint.is_dir()
+    return None
+
+
+@pytest.mark.parametrize(
+    ("rank_exit", "container_exit"), [(78, 78), (2, 2), (1, 1), (-9, 137), (-15, 143), (0, 1), (None, None)]
+)
+def test_the_entrypoint_exits_with_the_first_failed_ranks_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rank_exit: int | None, container_exit: int | None
+) -> None:
+    assert _run_entrypoint(monkeypatch, tmp_path, rank_exit) == container_exit
+
+
+# ------------------------------------------------------------------------------------ docs and the schema
+
+
+def test_the_docs_show_exactly_the_trainjobs_the_journey_walks() -> None:
+    text = (ROOT / "docs" / "validate.md").read_text()
+    shown = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    assert [doc for doc in shown if doc.get("kind") == "TrainJob"] == list(examples.EXAMPLES.values())
+
+
+def test_for_team_changes_only_namespace_queue_runtime_and_size() -> None:
+    job = examples.for_team("mpi", "research", "g5", "trainstack-mpi-g5", 2)
+    assert job["metadata"]["namespace"] == "research" and job["spec"]["runtimeRef"]["name"] == "trainstack-mpi-g5"
+    assert job["spec"]["trainer"]["command"] == examples.MPI["spec"]["trainer"]["command"]
+    assert examples.MPI["spec"]["trainer"]["numNodes"] == 4  # the example itself is untouched
+
+
+def test_a_restricted_team_beside_the_mpi_runtime_is_refused_with_the_reason() -> None:
+    def restrict(cluster: dict[str, Any]) -> None:
+        cluster["kubernetes"]["teams"][1]["pod_security"] = "restricted"
+
+    with pytest.raises(ConfigError) as error:
+        edited_config("prod", restrict)
+    assert "kubernetes.teams.1.pod_security restricted" in str(error.value.render())
+    assert "runtimes.mpi false" in str(error.value.render())
+
+    def torch_only(cluster: dict[str, Any]) -> None:
+        restrict(cluster)
+        cluster["kubernetes"]["training_operator"]["runtimes"] = {"mpi": False}
+
+    assert edited_config("prod", torch_only).kubernetes.teams[1].pod_security == "restricted"
+
+
+def test_the_team_directory_is_writable_by_its_owner_and_group_only() -> None:
+    assert writable(65534, 65534, (65534, 65534), 0o770)
+    assert writable(1000, 65534, (65534, 65534), 0o770)
+    assert not writable(1000, 1000, (65534, 65534), 0o770)
+    assert not writable(65534, 1, (65534, 65534), 0o570)  # owner without write
+    assert writable(0, 0, (65534, 65534), 0o700)  # root, not squashed

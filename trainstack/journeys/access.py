@@ -1,0 +1,760 @@
+"""The access journeys: who reads and writes the stack's buckets through their keys, and who can destroy them.
+
+Three families, each a question IAM answers only when every policy on the path is read together (the identity
+policy, the bucket policy, the key policy with its root delegation, the S3 gateway endpoint's policy), so each
+question goes to a real evaluator (`trainstack.journeys.iam`, principalmapper's local simulation):
+
+- **writers and keys**, one journey per principal that must use a bucket: each team's Pod Identity role (reads
+  the datasets, writes its own checkpoint prefix and no other team's), the SageMaker training role, the HyperPod
+  execution role and the deployer (the lifecycle scripts), FSx for Lustre's S3 role (the data repository
+  association), and every `security.outside_vpc_data_role_arns` role. Each step is one S3 call and the KMS calls
+  S3 makes for it with the caller's permissions (kms:ViaService, the bucket ARN as encryption context).
+- **destroy**, for a stack whose data is not protected (dev, staging): every call `pulumi destroy` makes to
+  empty and delete the force-destroy buckets and to delete the keys, made by the deployer from outside the VPC.
+
+Everything is read from the recording (what the program built), never from the config, except who the users are:
+the teams, the outside-VPC roles and the key administrators (`trip.stack`). Principals whose own IAM policies are
+not in this stack (the deployer, key administrators, outside-VPC roles) are given an allow-all identity policy:
+their step asks whether this stack's bucket and key policies let them, which is all the stack decides.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainstack.engine import UNKNOWN, RecordedResource
+from trainstack.journeys import DESTROY, WRITERS, Journey, Step, Trip
+from trainstack.journeys.iam import Decision, Policy, UnsupportedPolicy, decide, request
+
+BUCKET = "aws:s3/bucket:Bucket"
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+ENCRYPTION = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+KEY = "aws:kms/key:Key"
+ALIAS = "aws:kms/alias:Alias"
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+FILE_SYSTEM = "aws:fsx/lustreFileSystem:LustreFileSystem"
+DATA_CLASS_TAG = "trainstack:data-class"  # components/buckets.py DATA_CLASS_TAG
+TEAM_SERVICE_ACCOUNT = "training"  # components/team_storage.py TEAM_SERVICE_ACCOUNT
+
+# Where each step's rule is stated.
+EVALUATION = "IAM User Guide, Policy evaluation logic (identity and resource-based policies, explicit deny)"
+S3_AUTH = "Amazon S3 User Guide, How Amazon S3 authorizes a request; " + EVALUATION
+ENDPOINT_RULE = (
+    "AWS PrivateLink Guide, Control access to VPC endpoints using endpoint policies; IAM User Guide, AWS global "
+    "condition context keys (aws:SourceVpce)"
+)
+SSE_KMS = (
+    "Amazon S3 User Guide, Using server-side encryption with AWS KMS keys (SSE-KMS): kms:GenerateDataKey to upload, "
+    "kms:Decrypt to download and to complete multipart uploads; S3 Bucket Keys: the encryption context is the "
+    "bucket ARN; AWS KMS Developer Guide, kms:ViaService and Default key policy (root delegation)"
+)
+POD_IDENTITY_RULE = "Amazon EKS User Guide, EKS Pod Identity: the association gives the service account's pods the role"
+SAGEMAKER_RULE = (
+    "SageMaker Developer Guide, How to use SageMaker AI execution roles (CreateTrainingJob: S3 and KMS "
+    "permissions) and Give SageMaker training jobs access to resources in your Amazon VPC"
+)
+HYPERPOD_RULE = (
+    "SageMaker Developer Guide, IAM role for SageMaker HyperPod (the execution role reads the lifecycle scripts)"
+)
+FSX_RULE = (
+    "FSx for Lustre User Guide, Working with server-side encrypted Amazon S3 buckets and Using service-linked roles "
+    "(the file system's S3 role reads, and on export writes, the linked bucket)"
+)
+DESTROY_ORDER = (
+    "pulumi/pulumi v3.259.0 pkg/resource/deploy/step_generator.go ScheduleDeletes (a resource is deleted after every "
+    "resource that depends on it); Amazon S3 User Guide, Amazon S3 data consistency model (bucket configurations "
+    "are eventually consistent)"
+)
+FORCE_DESTROY = (
+    "hashicorp/terraform-provider-aws (bridged by pulumi-aws 7.51.1) internal/service/s3/bucket.go "
+    "resourceBucketDelete and delete.go emptyBucket: ListObjectVersions, DeleteObjects by version id "
+    "(BypassGovernanceRetention when the bucket has Object Lock), then DeleteBucket"
+)
+OBJECT_LOCK_RULE = (
+    "Amazon S3 User Guide, Object Lock retention modes: governance yields to s3:BypassGovernanceRetention, "
+    "compliance to no one until the retention ends"
+)
+KEY_DELETION = (
+    "AWS KMS Developer Guide, Deleting AWS KMS keys (kms:ScheduleKeyDeletion) and Managing aliases (kms:DeleteAlias "
+    "needs permission on the alias and on the key)"
+)
+
+# A principal whose IAM policies are not in this stack: only the stack's resource policies decide.
+OUTSIDE_IDENTITY = Policy.of(
+    "its own IAM policy (not in this stack: taken as allow-all)",
+    {"Version": "2012-10-17", "Statement": [{"Sid": "Everything", "Effect": "Allow", "Action": "*", "Resource": "*"}]},
+)
+# FSx for Lustre's S3 service-linked role: the S3 calls a data repository association makes on its bucket (FSx for
+# Lustre User Guide, Using service-linked roles for Amazon FSx, AWSServiceRoleForFSxS3Access_fs-*). It has no KMS
+# permission of its own: the key policy must name it.
+FSX_S3_ACTIONS = ("s3:GetObject", "s3:ListBucket", "s3:PutObject", "s3:GetBucketLocation", "s3:AbortMultipartUpload")
+FSX_ROLE = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_{fs}"
+
+
+def walk(trip: Trip) -> Iterator[Journey]:
+    """The access journeys of one plan (module docstring)."""
+    world = World.read(trip)
+    if world is None:
+        return
+    yield from team_journeys(world, trip)
+    yield from service_journeys(world)
+    yield from outside_vpc_journeys(world, trip.stack.security.outside_vpc_data_role_arns)
+    if not trip.stack.protect_data:
+        yield destroy_journey(world, trip.stack.security.key_administrator_arns)
+
+
+# ------------------------------------------------------------------------------------------------ the world
+
+
+@dataclass(frozen=True)
+class Bucket:
+    name: str
+    arn: str
+    role: str  # datasets, checkpoints, lifecycle (a bucket of HyperPod's scripts), or its logical name
+    resource: RecordedResource
+    policy: Policy | None
+    key_arn: str | None  # the SSE-KMS key of its default encryption
+    lock_mode: str | None  # GOVERNANCE / COMPLIANCE default retention, or None
+    force_destroy: bool
+
+
+@dataclass(frozen=True)
+class World:
+    """What the access journeys read from the recording, resolved once per plan."""
+
+    account: str
+    region: str
+    buckets: Mapping[str, Bucket]  # by role
+    keys: Mapping[str, tuple[RecordedResource, Policy]]  # key ARN -> the key and its policy
+    aliases: Mapping[str, tuple[str, ...]]  # key id -> alias names
+    roles: Mapping[str, tuple[Policy, ...]]  # role ARN -> its inline policies
+    endpoint_id: str | None  # the S3 gateway endpoint requests from the VPC go through
+    endpoint: Policy | None  # its policy, when this stack built it
+    deployer: str  # the principal that ran `pulumi up`: the key administrator the config does not name
+    recording: Any = field(repr=False)
+
+    @classmethod
+    def read(cls, trip: Trip) -> World | None:
+        rec = trip.recording
+        keys: dict[str, tuple[RecordedResource, Policy]] = {}
+        for key in rec.by_type(KEY):
+            arn, policy = key.outputs.get("arn"), key.inputs.get("policy")
+            if _known(arn, policy):
+                keys[str(arn)] = (key, Policy.of(f"key policy of {key.name}", str(policy)))
+        if not keys:
+            return None  # preview: nothing is known yet
+        account = next(iter(keys)).split(":")[4]
+        aliases: dict[str, list[str]] = {}
+        for alias in rec.by_type(ALIAS):
+            aliases.setdefault(str(alias.inputs.get("targetKeyId")), []).append(str(alias.inputs.get("name")))
+        endpoints = [
+            e
+            for e in rec.by_type(ENDPOINT)
+            if str(e.inputs.get("serviceName", "")).endswith(".s3") and e.inputs.get("vpcEndpointType") == "Gateway"
+        ]
+        existing = trip.stack.network.existing_vpc
+        endpoint_id, endpoint = (existing.s3_endpoint_id if existing else None), None
+        if endpoints:
+            endpoint_id = endpoints[0].id
+            document = endpoints[0].inputs.get("policy")
+            if _known(document):
+                endpoint = Policy.of(f"S3 gateway endpoint policy of {endpoints[0].name}", str(document))
+        admins = _key_administrators(keys.values())
+        named = set(trip.stack.security.key_administrator_arns)
+        deployer = next((a for a in admins if a not in named), admins[0] if admins else "")
+        return cls(
+            account=account,
+            region=trip.stack.region,
+            buckets=_buckets(rec, keys),
+            keys=keys,
+            aliases={k: tuple(v) for k, v in aliases.items()},
+            roles=_roles(rec),
+            endpoint_id=endpoint_id,
+            endpoint=endpoint,
+            deployer=deployer,
+            recording=rec,
+        )
+
+    def key_for(self, bucket: Bucket) -> tuple[RecordedResource, Policy] | None:
+        return self.keys.get(bucket.key_arn or "")
+
+
+def _known(*values: Any) -> bool:
+    return all(v is not None and UNKNOWN not in json.dumps(v) for v in values)
+
+
+def _key_administrators(keys: Iterable[tuple[RecordedResource, Policy]]) -> list[str]:
+    """The principals of the keys' KeyAdministrators statements (components/kms.py), in order of first mention."""
+    found: list[str] = []
+    for _, policy in keys:
+        for statement in policy.statements:
+            if statement.get("Sid") == "KeyAdministrators":
+                who = statement.get("Principal", {}).get("AWS", [])
+                found += [a for a in (who if isinstance(who, list) else [who]) if a not in found]
+    return found
+
+
+def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> dict[str, Bucket]:
+    by_id: dict[str, dict[str, Any]] = {}
+    for kind in (BUCKET_POLICY, ENCRYPTION, OBJECT_LOCK):
+        for r in rec.by_type(kind):
+            by_id.setdefault(str(r.inputs.get("bucket")), {})[kind] = r
+    found: dict[str, Bucket] = {}
+    for b in rec.by_type(BUCKET):
+        name, arn = b.outputs.get("bucket"), b.outputs.get("arn")
+        if not _known(name, arn):
+            continue
+        parts = by_id.get(b.id, {})
+        policy_resource = parts.get(BUCKET_POLICY)
+        policy = None
+        if policy_resource is not None and _known(policy_resource.inputs.get("policy")):
+            policy = Policy.of(f"bucket policy of {name}", str(policy_resource.inputs["policy"]))
+        encryption = parts.get(ENCRYPTION)
+        key_arn = None
+        if encryption is not None:
+            rule = (encryption.inputs.get("rules") or [{}])[0]
+            key_arn = rule.get("applyServerSideEncryptionByDefault", {}).get("kmsMasterKeyId")
+        lock = parts.get(OBJECT_LOCK)
+        mode = lock.inputs.get("rule", {}).get("defaultRetention", {}).get("mode") if lock is not None else None
+        tags = b.inputs.get("tags") or {}
+        role = tags.get(DATA_CLASS_TAG) or (
+            "lifecycle" if str(b.inputs.get("bucketPrefix", "")).startswith("sagemaker-") else b.name
+        )
+        found[str(role)] = Bucket(
+            name=str(name),
+            arn=str(arn),
+            role=str(role),
+            resource=b,
+            policy=policy,
+            key_arn=str(key_arn) if key_arn and str(key_arn) in keys else None,
+            lock_mode=str(mode) if mode else None,
+            force_destroy=bool(b.inputs.get("forceDestroy")),
+        )
+    return found
+
+
+def _roles(rec: Any) -> dict[str, tuple[Policy, ...]]:
+    """Role ARN -> its inline policies (a RolePolicy names its role by name or by id)."""
+    by_ref: dict[str, list[Policy]] = {}
+    for p in rec.by_type(ROLE_POLICY):
+        document = p.inputs.get("policy")
+        if _known(document):
+            label = f"identity policy {p.inputs.get('name') or p.name}"
+            by_ref.setdefault(str(p.inputs.get("role")), []).append(Policy.of(label, str(document)))
+    roles: dict[str, tuple[Policy, ...]] = {}
+    for r in rec.by_type(ROLE):
+        arn = r.outputs.get("arn")
+        if _known(arn):
+            roles[str(arn)] = tuple(by_ref.get(r.id, []) + by_ref.get(str(r.outputs.get("name")), []))
+    return roles
+
+
+# ------------------------------------------------------------------------------------------ the questions
+
+
+def s3_call(
+    world: World,
+    principal: str,
+    identity: Sequence[Policy],
+    action: str,
+    bucket: Bucket,
+    key: str | None = None,
+    *,
+    from_vpc: bool,
+    context: Mapping[str, str] | None = None,
+) -> Decision:
+    """One S3 call on `bucket` (on object `key`, or on the bucket itself), from the VPC through its S3 gateway
+    endpoint (`from_vpc`) or from anywhere else."""
+    keys: dict[str, str] = {"aws:ResourceAccount": world.account, **(context or {})}
+    through = from_vpc and world.endpoint_id is not None
+    if through:
+        keys["aws:SourceVpce"] = str(world.endpoint_id)
+    return decide(
+        request(
+            principal,
+            identity,
+            action,
+            f"{bucket.arn}/{key}" if key is not None else bucket.arn,
+            resource_account=world.account,
+            context=keys,
+            resource_policy=bucket.policy,
+            endpoint_policy=world.endpoint if through else None,
+        )
+    )
+
+
+def kms_through_s3(world: World, principal: str, identity: Sequence[Policy], action: str, bucket: Bucket) -> Decision:
+    """The KMS call S3 makes with the caller's permissions for an object of `bucket` (SSE_KMS)."""
+    found = world.key_for(bucket)
+    if found is None:
+        return Decision(True, f"{bucket.name} is not encrypted with a key of this stack")
+    key, policy = found
+    return decide(
+        request(
+            principal,
+            identity,
+            action,
+            str(key.outputs["arn"]),
+            resource_account=world.account,
+            context={
+                "kms:ViaService": f"s3.{world.region}.amazonaws.com",
+                "kms:CallerAccount": principal.split(":")[4],
+                "kms:EncryptionContext:aws:s3:arn": bucket.arn,
+                "aws:ViaAWSService": "true",
+            },
+            resource_policy=policy,
+        )
+    )
+
+
+def step(name: str, checks: Iterable[tuple[str, Decision]], source: str, *, expect: bool = True) -> Step:
+    """A step that holds when every check's decision is `expect` (allowed, or for a boundary, denied)."""
+    done = list(checks)
+    wrong = [(what, d) for what, d in done if d.allowed is not expect]
+    if wrong:
+        verb = "denied" if expect else "allowed"
+        detail = "; ".join(f"{what}: {verb}: {d.reason}" for what, d in wrong)
+    else:
+        detail = "; ".join(f"{what}: {d.reason}" for what, d in done)
+    return Step(name, not wrong, detail, source)
+
+
+def unsupported(name: str, error: UnsupportedPolicy, source: str) -> Step:
+    return Step(name, False, f"cannot be evaluated: {error}", source)
+
+
+def _checks(
+    world: World,
+    principal: str,
+    identity: Sequence[Policy],
+    bucket: Bucket,
+    calls: Iterable[tuple[str, str | None, Mapping[str, str] | None]],
+    *,
+    from_vpc: bool,
+) -> list[tuple[str, Decision]]:
+    return [
+        (
+            f"{action} {bucket.name}{'/' + key if key is not None else ''}{_show(context)}",
+            s3_call(world, principal, identity, action, bucket, key, from_vpc=from_vpc, context=context),
+        )
+        for action, key, context in calls
+    ]
+
+
+def _show(context: Mapping[str, str] | None) -> str:
+    return "".join(f" ({k.split(':')[-1]}={v})" for k, v in (context or {}).items())
+
+
+def _kms(
+    world: World, principal: str, identity: Sequence[Policy], bucket: Bucket, *actions: str
+) -> list[tuple[str, Decision]]:
+    found = world.key_for(bucket)
+    label = found[0].name if found else "no stack key"
+    return [(f"{a} on {label} via S3", kms_through_s3(world, principal, identity, a, bucket)) for a in actions]
+
+
+READ = ("kms:Decrypt",)
+WRITE = ("kms:GenerateDataKey", "kms:Decrypt")  # Decrypt too: S3 needs it to complete a multipart upload
+
+
+def access_steps(
+    world: World,
+    who: str,
+    principal: str,
+    identity: Sequence[Policy],
+    reads: Sequence[tuple[Bucket, str]],
+    writes: Sequence[tuple[Bucket, str]],
+    *,
+    from_vpc: bool,
+    source: str,
+) -> list[Step]:
+    """`who` reads each (bucket, object) of `reads` and writes each of `writes`, then uses each bucket's key."""
+    where = "through the VPC's S3 endpoint" if from_vpc and world.endpoint_id else "from outside the VPC"
+    steps: list[Step] = []
+    try:
+        for bucket, key in reads:
+            prefix = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+            calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+                ("s3:ListBucket", None, {"s3:prefix": prefix} if prefix else None),
+                ("s3:GetObject", key, None),
+            ]
+            steps.append(
+                step(
+                    f"{who} reads s3://{bucket.name}/{key} {where}",
+                    _checks(world, principal, identity, bucket, calls, from_vpc=from_vpc),
+                    f"{source}; {S3_AUTH}; {ENDPOINT_RULE}",
+                )
+            )
+            steps.append(
+                step(
+                    f"{who} decrypts {bucket.role} with its key",
+                    _kms(world, principal, identity, bucket, *READ),
+                    SSE_KMS,
+                )
+            )
+        for bucket, key in writes:
+            calls = [("s3:PutObject", key, None)]
+            steps.append(
+                step(
+                    f"{who} writes s3://{bucket.name}/{key} {where}",
+                    _checks(world, principal, identity, bucket, calls, from_vpc=from_vpc),
+                    f"{source}; {S3_AUTH}; {ENDPOINT_RULE}",
+                )
+            )
+            steps.append(
+                step(
+                    f"{who} encrypts {bucket.role} with its key",
+                    _kms(world, principal, identity, bucket, *WRITE),
+                    SSE_KMS,
+                )
+            )
+    except UnsupportedPolicy as error:
+        steps.append(unsupported(f"{who}'s policies", error, EVALUATION))
+    return steps
+
+
+# ------------------------------------------------------------------------------------------- the journeys
+
+
+def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
+    """Each team's Pod Identity role: datasets in, its own checkpoint prefix out, and no other team's prefix."""
+    datasets, checkpoints = world.buckets.get("datasets"), world.buckets.get("checkpoints")
+    teams = [t.name for t in trip.stack.kubernetes.teams]
+    associations = {
+        (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount"))): str(a.inputs.get("roleArn"))
+        for a in world.recording.by_type(POD_IDENTITY)
+    }
+    for team in teams:
+        subject = f"team {team}: data through its Pod Identity role"
+        role = associations.get((team, TEAM_SERVICE_ACCOUNT))
+        bound = Step(
+            f"pods on {team}/{TEAM_SERVICE_ACCOUNT} get a role",
+            role is not None,
+            f"Pod Identity association {team}/{TEAM_SERVICE_ACCOUNT} -> {role}"
+            if role
+            else f"no Pod Identity association for {team}/{TEAM_SERVICE_ACCOUNT}",
+            POD_IDENTITY_RULE,
+        )
+        if role is None or datasets is None or checkpoints is None or not _known(role):
+            yield Journey(WRITERS, subject, (bound,))
+            continue
+        identity = world.roles.get(role, ())
+        own = f"{team}/step-000100/model.pt"
+        steps = [
+            bound,
+            *access_steps(
+                world,
+                f"team {team}",
+                role,
+                identity,
+                [(datasets, "datasets/tokens/shard-0000.bin")],
+                [(checkpoints, own)],
+                from_vpc=True,
+                source=POD_IDENTITY_RULE,
+            ),
+        ]
+        try:
+            listing = _checks(
+                world, role, identity, checkpoints, [("s3:ListBucket", None, {"s3:prefix": f"{team}/"})], from_vpc=True
+            )
+            steps.append(step(f"team {team} lists its own checkpoints", listing, S3_AUTH))
+            others = [t for t in teams if t != team] + ["shared"]
+            foreign: list[tuple[str, Decision]] = []
+            for other in others:
+                calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+                    ("s3:GetObject", f"{other}/step-000100/model.pt", None),
+                    ("s3:PutObject", f"{other}/step-000100/model.pt", None),
+                    ("s3:DeleteObject", f"{other}/step-000100/model.pt", None),
+                    ("s3:ListBucket", None, {"s3:prefix": f"{other}/"}),
+                ]
+                foreign += _checks(world, role, identity, checkpoints, calls, from_vpc=True)
+            steps.append(
+                step(
+                    f"team {team} cannot read, write or list another prefix ({', '.join(others)})",
+                    foreign,
+                    S3_AUTH,
+                    expect=False,
+                )
+            )
+            if datasets.policy is not None and "aws:SourceVpce" in datasets.policy.document:
+                outside = _checks(
+                    world,
+                    role,
+                    identity,
+                    datasets,
+                    [("s3:GetObject", "datasets/tokens/shard-0000.bin", None)],
+                    from_vpc=False,
+                ) + _checks(world, role, identity, checkpoints, [("s3:GetObject", own, None)], from_vpc=False)
+                steps.append(
+                    step(
+                        f"team {team}'s credentials cannot read the data from outside the VPC",
+                        outside,
+                        S3_AUTH,
+                        expect=False,
+                    )
+                )
+        except UnsupportedPolicy as error:
+            steps.append(unsupported(f"team {team}'s policies", error, EVALUATION))
+        yield Journey(WRITERS, subject, tuple(steps))
+
+
+def service_journeys(world: World) -> Iterator[Journey]:
+    """The SageMaker training role, the HyperPod lifecycle scripts (uploaded by the deployer, read by the
+    execution role) and FSx for Lustre's data repository associations."""
+    rec = world.recording
+    datasets, checkpoints, lifecycle = (world.buckets.get(r) for r in ("datasets", "checkpoints", "lifecycle"))
+    training = rec.outputs.get("sagemaker_training_role_arn")
+    if _known(training) and training in world.roles and datasets and checkpoints:
+        arn = str(training)
+        steps = access_steps(
+            world,
+            "a training job",
+            arn,
+            world.roles[arn],
+            [(datasets, "datasets/tokens/shard-0000.bin")],
+            [(checkpoints, "sagemaker/job-1/checkpoints/model.pt")],
+            from_vpc=True,
+            source=SAGEMAKER_RULE,
+        )
+        yield Journey(WRITERS, "SageMaker training role: datasets in, checkpoints out", tuple(steps))
+    scripts = [o for o in rec.by_type(OBJECT) if _known(o.inputs.get("key"))]
+    if lifecycle is not None and scripts:
+        first = scripts[0]
+        key = str(first.inputs["key"])
+        context = {"s3:x-amz-server-side-encryption": str(first.inputs.get("serverSideEncryption", ""))}
+        if first.inputs.get("kmsKeyId"):
+            context["s3:x-amz-server-side-encryption-aws-kms-key-id"] = str(first.inputs["kmsKeyId"])
+        try:
+            upload = step(
+                f"the deployer uploads s3://{lifecycle.name}/{key} from outside the VPC",
+                _checks(
+                    world,
+                    world.deployer,
+                    [OUTSIDE_IDENTITY],
+                    lifecycle,
+                    [("s3:PutObject", key, context)],
+                    from_vpc=False,
+                ),
+                f"{HYPERPOD_RULE}; {S3_AUTH}",
+            )
+            steps = [
+                upload,
+                step(
+                    "the deployer encrypts them with the bucket's key",
+                    _kms(world, world.deployer, [OUTSIDE_IDENTITY], lifecycle, *WRITE),
+                    SSE_KMS,
+                ),
+            ]
+        except UnsupportedPolicy as error:
+            steps = [unsupported("the lifecycle bucket's policies", error, EVALUATION)]
+        execution = rec.outputs.get("hyperpod_execution_role_arn")
+        if _known(execution) and execution in world.roles:
+            arn = str(execution)
+            steps += access_steps(
+                world,
+                "the execution role",
+                arn,
+                world.roles[arn],
+                [(lifecycle, key)],
+                [],
+                from_vpc=True,
+                source=HYPERPOD_RULE,
+            )
+        yield Journey(
+            WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
+        )
+    file_systems = {fs.id: fs for fs in rec.by_type(FILE_SYSTEM)}
+    for dra in rec.by_type(DRA):
+        path = str(dra.inputs.get("dataRepositoryPath", ""))
+        bucket = next(
+            (b for b in world.buckets.values() if path.startswith(f"s3://{b.name}/") or path == f"s3://{b.name}"), None
+        )
+        fs_id = str(dra.inputs.get("fileSystemId"))
+        if bucket is None or fs_id not in file_systems or not _known(fs_id):
+            continue
+        principal = f"arn:aws:iam::{world.account}:{FSX_ROLE.format(fs=fs_id)}"
+        identity = [
+            Policy.of(
+                "FSx's S3 service-linked role policy",
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "LinkedBucket",
+                            "Effect": "Allow",
+                            "Action": list(FSX_S3_ACTIONS),
+                            "Resource": [bucket.arn, f"{bucket.arn}/*"],
+                        }
+                    ],
+                },
+            )
+        ]
+        prefix = path.removeprefix(f"s3://{bucket.name}").strip("/")
+        key = f"{prefix}/tokens/shard-0000.bin" if prefix else "tokens/shard-0000.bin"
+        exports = bool((dra.inputs.get("s3") or {}).get("autoExportPolicy", {}).get("events"))
+        steps = access_steps(
+            world,
+            "FSx",
+            principal,
+            identity,
+            [(bucket, key)],
+            [(bucket, key)] if exports else [],
+            from_vpc=False,
+            source=FSX_RULE,
+        )
+        yield Journey(
+            WRITERS,
+            f"FSx for Lustre: data repository association {dra.inputs.get('fileSystemPath')} <-> {path}",
+            tuple(steps),
+        )
+
+
+def outside_vpc_journeys(world: World, roles: Sequence[str]) -> Iterator[Journey]:
+    """Each `security.outside_vpc_data_role_arns` role (an ingest job, break glass) reads and writes both data
+    buckets from outside the VPC: the bucket policy exempts it, the key policy lets its IAM policies count."""
+    data = [b for r, b in world.buckets.items() if r in ("datasets", "checkpoints")]
+    for arn in roles:
+        steps = access_steps(
+            world,
+            "it",
+            arn,
+            [OUTSIDE_IDENTITY],
+            [(b, "ingest/part-0000") for b in data],
+            [(b, "ingest/part-0000") for b in data],
+            from_vpc=False,
+            source="docs/security.md, outside_vpc_data_role_arns",
+        )
+        yield Journey(WRITERS, f"outside-VPC data role {arn}", tuple(steps))
+
+
+def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
+    """`pulumi destroy` by the deployer from outside the VPC: empty and delete each force-destroy bucket, delete each
+    key's aliases and schedule its deletion. Each call is evaluated with the bucket policy still in force: Pulumi
+    deletes a bucket's policy first, but S3 applies a bucket configuration change eventually, not at once."""
+    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
+    steps: list[Step] = []
+    try:
+        for bucket in world.buckets.values():
+            if not bucket.force_destroy:
+                steps.append(
+                    Step(
+                        f"{bucket.name} is kept",
+                        True,
+                        "force_destroy is off: destroy deletes it only when empty",
+                        FORCE_DESTROY,
+                    )
+                )
+                continue
+            listing = _checks(
+                world,
+                deployer,
+                identity,
+                bucket,
+                [("s3:DeleteBucketPolicy", None, None), ("s3:ListBucketVersions", None, None)],
+                from_vpc=False,
+            )
+            steps.append(
+                step(f"the deployer lists every version of {bucket.name}", listing, f"{DESTROY_ORDER}; {FORCE_DESTROY}")
+            )
+            calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+                ("s3:DeleteObjectVersion", "any/object", None),
+                ("s3:DeleteObject", "any/object", None),
+            ]
+            if bucket.lock_mode is not None:
+                calls.append(("s3:BypassGovernanceRetention", "any/object", None))
+            deleting = step(
+                f"the deployer deletes every version in {bucket.name}",
+                _checks(world, deployer, identity, bucket, calls, from_vpc=False),
+                FORCE_DESTROY,
+            )
+            if bucket.lock_mode == "COMPLIANCE":
+                deleting = Step(
+                    deleting.name,
+                    False,
+                    "compliance-mode Object Lock: no one can delete a version before its retention ends, so "
+                    "destroy fails until then",
+                    OBJECT_LOCK_RULE,
+                )
+            steps.append(deleting)
+            steps.append(
+                step(
+                    f"the deployer deletes {bucket.name}",
+                    _checks(world, deployer, identity, bucket, [("s3:DeleteBucket", None, None)], from_vpc=False),
+                    FORCE_DESTROY,
+                )
+            )
+            if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
+                # The exemption that lets destroy empty a VPC-only bucket stops there (components/buckets.py).
+                reading = _checks(
+                    world,
+                    deployer,
+                    identity,
+                    bucket,
+                    [("s3:GetObject", "any/object", None), ("s3:PutObject", "any/object", None)],
+                    from_vpc=False,
+                )
+                steps.append(
+                    step(
+                        f"the deployer still cannot read or write {bucket.name} from outside the VPC",
+                        reading,
+                        f"{S3_AUTH}; docs/security.md",
+                        expect=False,
+                    )
+                )
+        for key, policy in world.keys.values():
+            arn = str(key.outputs["arn"])
+            checks = (
+                [
+                    (
+                        f"{action} {key.name}",
+                        decide(
+                            request(
+                                deployer, identity, action, arn, resource_account=world.account, resource_policy=policy
+                            )
+                        ),
+                    )
+                    for action in ("kms:DeleteAlias", "kms:ScheduleKeyDeletion")
+                ]
+                if world.aliases.get(key.id)
+                else [
+                    (
+                        f"kms:ScheduleKeyDeletion {key.name}",
+                        decide(
+                            request(
+                                deployer,
+                                identity,
+                                "kms:ScheduleKeyDeletion",
+                                arn,
+                                resource_account=world.account,
+                                resource_policy=policy,
+                            )
+                        ),
+                    )
+                ]
+            )
+            steps.append(step(f"the deployer deletes {key.name}", checks, KEY_DELETION))
+    except UnsupportedPolicy as error:
+        steps.append(unsupported("the stack's bucket and key policies", error, EVALUATION))
+    others = sorted(set(administrators) - {deployer})
+    same = [a for a in others if a.split(":")[4] == world.account]
+    detail = (
+        f"only {', '.join([deployer, *others])} may delete the keys (their DenyDestructionExceptAdministrators): a "
+        "later deployer not among them is locked out of `pulumi destroy` and of key policy updates; add it to "
+        "security.key_administrator_arns first"
+    )
+    if len(same) != len(others):
+        detail += (
+            "; administrators in another account may delete the keys but not the buckets' objects (no bucket "
+            "policy grants them)"
+        )
+    steps.append(Step("who else can destroy this stack", True, detail, f"{KEY_DELETION}; components/kms.py"))
+    return Journey(DESTROY, f"pulumi destroy by the deployer {deployer}, from outside the VPC", tuple(steps))
