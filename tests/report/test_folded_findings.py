@@ -41,7 +41,7 @@ def test_journeys_that_hold_fold_per_kind_and_broken_ones_stay_whole() -> None:
     journeys = _team_jobs(20, 2)
     r = dataclasses.replace(report("prod"), journeys=journeys)
     out = text.render(r, PLAIN, width=100)
-    section = out[out.index("Journeys: ") : out.index("\nPolicy review")]
+    section = out[out.index("Journeys: ") : out.index("\nNetwork and platform")]
     assert section.startswith("Journeys: 42 of 44 hold (deploy 1, team job 42, alerts 1)")
     assert section.count("BROKEN team job: team b") == 2 and section.count("the registry refuses pulls") == 2
     assert "team job: 40 hold, e.g. team t0: torch TrainJob on p5-train and 39 more: CPU per rank 23.9" in section

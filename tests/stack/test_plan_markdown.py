@@ -50,7 +50,7 @@ def test_prod_diagram_draws_what_a_reviewer_looks_for() -> None:
     azs = len(config.network.availability_zones)
     assert sum(label.startswith(f"{azs * 2} subnets in {azs} AZs") for label in labels) == 1  # the network: one node
     assert any(label.startswith("control plane") for label in labels) and 'subgraph eks_cluster["EKS"]' in block
-    assert any(label.startswith("p5-train: 16 x p5.48xlarge") and "EFA 32/32" in label for label in labels)
+    assert any(label.startswith("p5-train 16 x p5.48xlarge") and "EFA 32/32" in label for label in labels)
     assert any(label.startswith("FSx for Lustre PERSISTENT_2") for label in labels)
     assert any(label.endswith("7 EKS add-ons") for label in labels)  # the rest of the platform: one node
     assert '-.->|"runs on"|' in block  # the GPU Operator and the EFA plugin on the GPU nodes

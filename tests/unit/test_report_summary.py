@@ -160,7 +160,7 @@ def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabri
     assert check(source) == []
     labels = {node: label.replace("<br>", " ") for node, label in _labels(source).items()}
     by_label = {label: node for node, label in labels.items()}
-    group = next(n for label, n in by_label.items() if label.startswith("gpu: 4 x p5.48xlarge"))
+    group = next(n for label, n in by_label.items() if label.startswith("gpu 4 x p5.48xlarge"))
     fs = next(n for label, n in by_label.items() if label.startswith("FSx for Lustre"))
     bucket = next(n for label, n in by_label.items() if label.startswith("S3"))
     eks = next(n for label, n in by_label.items() if label.startswith("control plane"))
