@@ -43,7 +43,8 @@ def test_a_scale_up_names_the_group_and_the_team_and_every_figure_before_and_aft
     assert f"cost at max {at_max.before.removesuffix('/month')} → {at_max.value} ({at_max.change})" in lines[2]
     # What did not move is said once, with the change's size and time.
     assert lines[3].startswith("Unchanged: EFA fabric at desired 51.2 Tbit/s · cost at desired $670,924/month")
-    assert lines[3].endswith("21 to add, 2 to change; applies in about 0-2 min (API call)")
+    _, diff, _ = scenario("scale-up-and-team")
+    assert lines[3].endswith(f"{len(diff.added)} to add, 2 to change; applies in about 0-2 min (API call)")
     assert (
         lines[4].startswith("Fix: policy storage-throughput-floor on lustre-fs: ")
         and "storage_capacity_gib" in lines[4]

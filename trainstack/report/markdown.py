@@ -176,6 +176,7 @@ GIVE_WAY = (
     "storage",
     "compute table",
     "policy review",
+    "journeys",  # those that hold go first (the end of the section); a broken one is also among the risks
     "time to ready",
     "diff",
     "contract violations",
@@ -256,8 +257,10 @@ def fit(sections: list[Section], limit: int) -> str:
     if size(text) > limit:  # only a limit below the verdict's own size gets here
         notice = cut_notice("the rest of the plan", limit)
         budget = limit - size(notice) - 2
+        closing = "\n".join(_closing(tuple(text.splitlines())))  # at most a fence and a few </details>
+        budget -= size(closing) + 2
         kept = text.encode("utf-8")[: max(budget, 0)].decode("utf-8", "ignore").rsplit("\n", 1)[0]
-        text = kept + "\n\n" + notice
+        text = kept + "\n" + "\n".join(_closing(tuple(kept.splitlines()))) + "\n\n" + notice
     return text
 
 

@@ -311,7 +311,9 @@ def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     kinds = journey_kinds(journeys)
     per_kind = ", ".join(f"{k.kind} {k.total}" for k in kinds)
     head = f"{holding} of {len(journeys)} hold ({per_kind})"
-    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
+    paint = style.ok if holding == len(journeys) else style.bad
+    first, *rest = fmt.fit(f"Journeys: {head}", width, "  ")
+    out = [style.heading("Journeys: ") + paint(first.removeprefix("Journeys: ")), *(paint(line) for line in rest)]
     for k in kinds:
         for j in k.broken:
             step = j.broken_step
