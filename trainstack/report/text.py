@@ -186,17 +186,6 @@ def ready_line(v: verdict.Verdict) -> str:
     return line + (f" (long pole: {pole.what})" if pole else "")
 
 
-def change_line(v: verdict.Verdict) -> str:
-    c = v.counts or {}
-    line = f"{c.get('add', 0)} to add, {c.get('change', 0)} to change, {c.get('replace', 0)} to replace, "
-    line += f"{c.get('delete', 0)} to delete"
-    if v.change is not None:
-        line += f"; the change applies in about {minutes(v.change.low, v.change.high)}"
-        if (pole := v.change.long_pole) is not None:
-            line += f" ({pole.what})"
-    return line
-
-
 def _paint(style: Style, status: str) -> Callable[[str], str]:
     return style.ok if status == verdict.OK else style.bad if status == verdict.REFUSED else style.warn
 
