@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pulumi
 
+from components.account_checks import check_account
 from components.buckets import DataBuckets, DataBucketsArgs
 from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
-from components.deploy_guard import refuse_placeholders
+from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
@@ -59,6 +60,10 @@ def moved(logical: str) -> list[pulumi.Alias]:
 # Logical names are fixed ("network", "eks", ...) so that changing `name` in a stack file changes physical names
 # only: the URNs Pulumi tracks state by stay put (tests/stack/golden_urns/). Physical names come from `name`.
 aws = aws_provider("aws", stack.region, tags, aliases=moved("aws"))
+# The account's state (caller, principals, offerings, quotas, Capacity Blocks, the EKS version), asked through the
+# provider before anything else is registered: a real preview or up stops here with preflight's message. The mock
+# engine's answers are no account's, so the offline plan judges none of them (docs/preflight.md).
+pulumi.export("account_checks", check_account(stack, aws, judge=not under_mock_engine()))
 
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(

@@ -37,6 +37,7 @@ from components.kms import account_root_statement, customer_key
 from components.launch_template import NodeVolume, node_launch_template
 from components.naming import aws_partition, child_name, physical_name, resource_tags
 from components.pod_identity import PodIdentityRole, managed_policy_arn, pod_identity_role
+from stacks.account_rules import AUTOSCALING_SERVICE_LINKED_ROLE
 from stacks.schema import EksSpec
 
 # Managed policies. Sources: EKS User Guide "Amazon EKS node IAM role" (worker node, ECR pull-only, SSM),
@@ -171,9 +172,6 @@ def kms_key_policy(partition: str, account_id: str, cluster_role_arn: str) -> di
             },
         ],
     }
-
-
-AUTOSCALING_SERVICE_LINKED_ROLE = "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
 
 
 def autoscaling_service_linked_role_arn(partition: str, account_id: str) -> str:

@@ -4,7 +4,8 @@
 - slow: reads the whole-program recording of a committed stack, run once per session for every test that asks.
   Every test under WHOLE_PROGRAM_DIRS is slow.
 - e2e (also slow): plans a stack of its own (an edited config), or starts a new process that pays seconds of
-  imports or runs dozens of others (Python, node and the browser, the lifecycle scripts); `make test-e2e`.
+  imports or runs dozens of others (Python, node and the browser, the lifecycle scripts), or asks moto's server
+  (tests/preflight/conftest.py declares it with `require`); `make test-e2e`.
 
 `make test` runs fast and slow; CI (.ci/run) runs e2e after it. A test that costs more than its mark allows
 fails and names the mark it needs, and an e2e test that costs no more than a slow one fails too, so the gate

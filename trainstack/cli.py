@@ -9,9 +9,9 @@ input AWS or Kubernetes would refuse (it wins over 6 and 1); 6 a journey is brok
 the plan builds fails (a team's job never admitted, an image that cannot be pulled; it wins over 1); 2 bad
 input (invalid config, bad arguments, missing stack, unreadable path, unusable --output); 3 the program itself
 failed under the mock engine, the policy review failed, or an internal error; 5 the report could not be
-delivered (stdout closed, disk full, the reader went away, an encoding that cannot show it); 130 interrupted
-(Ctrl-C). Errors are one clear line (or the config's list of problems) on stderr, never a traceback
-(TRAINSTACK_DEBUG=1 adds it for internal errors).
+delivered (stdout closed, disk full, the reader went away, an encoding that cannot show it); 7 (`preflight`,
+`capacity`) AWS could not be asked; 130 interrupted (Ctrl-C). Errors are one clear line (or the config's list of
+problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from stacks.schema import StackConfig, json_schema
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
+from trainstack.preflight.command import add_parsers as preflight_parsers
+from trainstack.preflight.command import run as preflight
 from trainstack.report.model import Report
 from trainstack.review import Violation
 
@@ -51,6 +53,7 @@ EXIT_PROGRAM_FAILED = 3
 EXIT_CONTRACT = 4
 EXIT_OUTPUT = 5
 EXIT_JOURNEY = 6
+EXIT_ACCOUNT = 7  # preflight, capacity: AWS could not be asked (trainstack/preflight/command.py)
 FORMATS = ("text", "json", "markdown")
 
 
@@ -102,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
     schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")
+    preflight_parsers(commands)  # `preflight` and `capacity`: the account's state, read-only (trainstack/preflight/)
     return parser
 
 
@@ -461,7 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line, in-process: returns the exit code instead of exiting."""
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
-        code = plan(args) if args.command == "plan" else schema(args)
+        code = {"plan": plan, "schema": schema}.get(args.command, preflight)(args)
     except KeyboardInterrupt:
         return report_interrupt()
     except BaseException as error:  # every failure ends in one line and a documented code

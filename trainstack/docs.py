@@ -4,6 +4,8 @@
   (trainstack/config_reference.py).
 - docs/plan-json.md, whole: the fields of `plan --format json`, from plan.schema.json and their descriptions
   (trainstack/report/json_fields.py).
+- docs/preflight-json.md, whole: the fields of `preflight --format json`, from preflight.schema.json and their
+  descriptions (trainstack/preflight/json_fields.py).
 - docs/policies.md, between `<!-- generated:policies -->` markers: the environment tie, the rules, the floors
   and the waivers, from the policy pack, its three config files and the committed stacks (trainstack/review.py).
 
@@ -23,6 +25,7 @@ DOCS = ROOT / "docs"
 CONFIG_PAGE = DOCS / "config.md"
 POLICIES_PAGE = DOCS / "policies.md"
 PLAN_JSON_PAGE = DOCS / "plan-json.md"
+PREFLIGHT_JSON_PAGE = DOCS / "preflight-json.md"
 POLICIES_BLOCK = "policies"
 
 
@@ -53,6 +56,12 @@ def plan_json_page(_current: str) -> str:
     return render()
 
 
+def preflight_json_page(_current: str) -> str:
+    from trainstack.preflight.json_fields import render
+
+    return render()
+
+
 def policies_page(current: str) -> str:
     from trainstack.review import policy_tables
 
@@ -62,6 +71,7 @@ def policies_page(current: str) -> str:
 PAGES: dict[Path, Callable[[str], str]] = {
     CONFIG_PAGE: config_page,
     PLAN_JSON_PAGE: plan_json_page,
+    PREFLIGHT_JSON_PAGE: preflight_json_page,
     POLICIES_PAGE: policies_page,
 }
 

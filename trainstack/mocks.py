@@ -18,6 +18,7 @@ from typing import Any
 
 import pulumi
 
+from stacks.account_rules import QUOTA_CLASSES
 from stacks.catalog import CATALOG
 from stacks.schema import StackConfig
 
@@ -45,6 +46,23 @@ _ID_PREFIX: dict[str, str] = {
 
 
 AUTO_NAME_MAX = 64
+# The invokes components/account_checks.py makes beside getCallerIdentity (answered by `_account_check`).
+_ACCOUNT_CHECKS = frozenset(
+    {
+        "aws:iam/getRoles:getRoles",
+        "aws:iam/getUsers:getUsers",
+        "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings",
+        "aws:servicequotas/getServiceQuota:getServiceQuota",
+        "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation",
+        "aws:ec2/getInstances:getInstances",
+        "aws:eks/getClusterVersions:getClusterVersions",
+    }
+)
+QUOTA_NAMES = {
+    code: name
+    for _, found in QUOTA_CLASSES
+    for code, name in ((found.on_demand_code, found.on_demand_name), (found.spot_code, found.spot_name))
+}
 
 
 def _digest(*parts: str, length: int = 17) -> str:
@@ -225,9 +243,62 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "json": json.dumps(_policy_document(a)),
                 "id": _digest(json.dumps(a, sort_keys=True, default=str)),
             }, []
+        if token in _ACCOUNT_CHECKS:
+            return self._account_check(token, a), []
         raise NotImplementedError(
             f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
         )
+
+    def _account_check(self, token: str, a: dict[str, Any]) -> dict[str, Any]:
+        """The account-state invokes of components/account_checks.py, shaped as pulumi-aws answers them. The offline
+        plan sees no account, so these answers say nothing about one (no roles or users, quotas at 0, a Capacity
+        Block that is only its id) and the program judges none of them under the mock engine: the report shows
+        those checks as not checked (offline). Facts of the region are answered as for getAvailabilityZones."""
+        if token in ("aws:iam/getRoles:getRoles", "aws:iam/getUsers:getUsers"):
+            return {"arns": [], "names": [], "id": "aws-global"}
+        if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+            instance_type = next(
+                (f["values"][0] for f in a.get("filters") or [] if f.get("name") == "instance-type"), ""
+            )
+            zones = [f"{self.region}{letter}" for letter in "abcdef"]
+            return {
+                "id": self.region,
+                "locations": zones,
+                "locationTypes": ["availability-zone"] * len(zones),
+                "instanceTypes": [instance_type] * len(zones),
+            }
+        if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
+            code = str(a.get("quotaCode", ""))
+            return {
+                "id": f"ec2/{code}",
+                "quotaCode": code,
+                "quotaName": QUOTA_NAMES.get(code, ""),
+                "serviceCode": "ec2",
+                "serviceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+                "value": 0.0,
+                "defaultValue": 0.0,
+                "adjustable": True,
+                "globalQuota": False,
+                "arn": f"arn:{PARTITION}:servicequotas:{self.region}:{ACCOUNT_ID}:ec2/{code}",
+                "usageMetrics": [],
+            }
+        if token == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+            rid = str(a.get("id", ""))
+            return {
+                "id": rid,
+                "arn": f"arn:{PARTITION}:ec2:{self.region}:{ACCOUNT_ID}:capacity-reservation/{rid}",
+                "reservationType": "capacity-block",
+                "instanceCount": 0,
+                "availableInstanceCount": 0,
+            }
+        if token == "aws:ec2/getInstances:getInstances":
+            return {"id": self.region, "ids": [], "privateIps": [], "publicIps": [], "ipv6Addresses": []}
+        versions = [str(v) for v in a.get("clusterVersionsOnlies") or []]  # aws:eks/getClusterVersions
+        return {
+            "id": self.region,
+            "clusterVersions": [{"clusterVersion": v, "clusterType": "eks"} for v in versions],
+            "clusterVersionsOnlies": versions,
+        }
 
     def _subnet(self, subnet_id: str) -> dict[str, Any]:
         """A subnet of an existing VPC as DescribeSubnets would show it: where the stack file puts it, private.

@@ -47,6 +47,18 @@ class EksAddonVersions(Spec):
     )
 
 
+# The EKS add-on name of each `eks.addons` key (EKS API addonName; the names components/eks.py and
+# components/lustre_volume.py create, a test keeps them equal).
+ADDON_NAMES: dict[str, str] = {
+    "vpc_cni": "vpc-cni",
+    "coredns": "coredns",
+    "kube_proxy": "kube-proxy",
+    "pod_identity_agent": "eks-pod-identity-agent",
+    "ebs_csi_driver": "aws-ebs-csi-driver",
+    "fsx_csi_driver": "aws-fsx-csi-driver",
+}
+
+
 class SystemNodeGroupSpec(Spec):
     """The small on-demand CPU node group for controllers (CoreDNS, Kueue, operators)."""
 

@@ -325,18 +325,25 @@ class StackConfig(Spec):
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
         return problems
 
-    def _subnet_capacity_problems(self) -> list[str]:
-        """Each AZ's private subnet must hold, at every group's max size, one address per node for its
-        primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
-        pod the VPC CNI can place on it. The system group may land wholly in any AZ, so it counts in each."""
-        usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
-        per_node = 1 + POD_ADDRESSES_PER_NODE
+    def nodes_per_subnet(self) -> dict[str, int]:
+        """Nodes each AZ's private subnet may hold at every group's max size. The system group may land wholly
+        in any AZ, so it counts in each; HyperPod's instances sit in the GPU AZ."""
         nodes = dict.fromkeys(self.network.availability_zones, self.eks.system_node_group.max_size)
         for group in self.gpu_node_groups:
             if group.availability_zone in nodes:
                 nodes[group.availability_zone] += group.max_size
         if self.sagemaker.hyperpod.enabled and self.gpu_availability_zone in nodes:
             nodes[self.gpu_availability_zone] += sum(g.instance_count for g in self.sagemaker.hyperpod.instance_groups)
+        return nodes
+
+    def _subnet_capacity_problems(self) -> list[str]:
+        """Each AZ's private subnet must hold, at every group's max size, one address per node for its
+        primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
+        pod the VPC CNI can place on it (`nodes_per_subnet`; preflight holds an existing subnet's free addresses
+        against the same need)."""
+        usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
+        per_node = 1 + POD_ADDRESSES_PER_NODE
+        nodes = self.nodes_per_subnet()
         return [
             f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
             f"addresses in {az}, but {count} nodes at max size need up to {count * per_node} (1 + "

@@ -80,7 +80,8 @@ def test_next_step_commands_are_shell_quoted() -> None:
     from trainstack.report.text import next_steps
 
     lines = next_steps("a.b_c-1", "dev") + next_steps("x y", "dev")
-    assert "pulumi up --stack a.b_c-1" in lines[2] and "pulumi up --stack 'x y'" in lines[5]
+    assert "pulumi up --stack a.b_c-1" in lines[3] and "pulumi up --stack 'x y'" in lines[7]
+    assert "preflight --stack a.b_c-1" in lines[1] and "preflight --stack 'x y'" in lines[5]
 
 
 # ------------------------------------------------------------------------------------------------ --output

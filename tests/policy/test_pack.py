@@ -115,7 +115,7 @@ def test_pack_main_is_imported_nowhere() -> None:
 def test_requirements_pin_the_program_versions() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     pins = dict(
-        re.match(r"([a-z0-9-]+)==(.+)", d).groups()  # type: ignore[union-attr]
+        re.match(r"([a-z0-9-]+)(?:\[[a-z,]+\])?==(.+)", d).groups()  # type: ignore[union-attr]
         for d in pyproject["project"]["dependencies"] + pyproject["dependency-groups"]["dev"]
     )
     lines = [line for line in (PACK / "requirements.txt").read_text().splitlines() if line and not line.startswith("#")]

@@ -83,3 +83,13 @@ def test_deploy_goes_through_environments_in_order() -> None:
     assert job["environment"] == "${{ matrix.stack }}"
     assert job["strategy"]["max-parallel"] == 1
     assert job["strategy"]["matrix"]["stack"] == ["dev", "staging", "prod"]
+
+
+def test_deploy_runs_preflight_with_the_deploy_role_before_pulumi_up() -> None:
+    (job,) = workflow("deploy.yml")["jobs"].values()
+    names = [step.get("uses", "").split("@")[0] or step.get("run", "") for step in job["steps"]]
+    credentials = names.index("aws-actions/configure-aws-credentials")
+    preflight = next(i for i, name in enumerate(names) if "-m trainstack preflight --stack" in name)
+    up = names.index("pulumi/actions")
+    assert credentials < preflight < up
+    assert 'exit "$status"' in names[preflight]  # a failed check stops the job before `pulumi up`

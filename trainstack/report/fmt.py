@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 def usd(value: float) -> str:
@@ -175,3 +176,47 @@ def clip(lines: list[str], count: int) -> list[str]:
     kept = lines[:count]
     kept[-1] = kept[-1][:-1].rstrip() + "…" if kept[-1] else "…"
     return kept
+
+
+@dataclass(frozen=True)
+class Style:
+    """ANSI styling, or none."""
+
+    color: bool
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def ok(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def warn(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def bad(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def heading(self, text: str) -> str:
+        return self._wrap("1;36", text)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+MAX_ROWS = 40  # rows of one table in the comment; the rest are counted (the JSON has them all)
+
+
+def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]], limit: int = MAX_ROWS) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:limit]]
+    if len(rows) > limit:
+        more = [f"… {len(rows) - limit} more rows: see `--format json`"] + [""] * (len(headers) - 1)
+        lines.append("| " + " | ".join(more) + " |")
+    return lines

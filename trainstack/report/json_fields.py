@@ -242,9 +242,16 @@ def type_of(node: dict[str, Any], defs: dict[str, Any]) -> str:
     return " \\| ".join(types) if isinstance(types, list) else str(types)
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """(path, type, description) for every field the schema names, summarised where `SUMMARISED` says."""
-    document = schema()
+def rows(
+    document: dict[str, Any] | None = None,
+    fields: dict[str, str] | None = None,
+    summarised: dict[str, str] | None = None,
+) -> list[tuple[str, str, str]]:
+    """(path, type, description) for every field the schema names, summarised where `SUMMARISED` says; another
+    document's schema and descriptions can be given (preflight's JSON, trainstack/preflight/json_fields.py)."""
+    document = document if document is not None else schema()
+    described = FIELDS if fields is None else fields
+    folded = SUMMARISED if summarised is None else summarised
     defs = document["$defs"]
     out: list[tuple[str, str, str]] = []
 
@@ -252,10 +259,10 @@ def rows() -> list[tuple[str, str, str]]:
         for suffix, obj in _objects(node, defs):
             for name, child in obj["properties"].items():
                 path = f"{prefix}{suffix}.{name}" if prefix or suffix else name
-                description = FIELDS.get(path, "")
-                if path in SUMMARISED:
-                    fields = sorted({f for _, o in _objects(child, defs) for f in o["properties"]})
-                    extra = SUMMARISED[path] or "Fields: " + ", ".join(f"`{f}`" for f in fields) + "."
+                description = described.get(path, "")
+                if path in folded:
+                    names = sorted({f for _, o in _objects(child, defs) for f in o["properties"]})
+                    extra = folded[path] or "Fields: " + ", ".join(f"`{f}`" for f in names) + "."
                     out.append((path, type_of(child, defs), f"{description} {extra}"))
                     continue
                 out.append((path, type_of(child, defs), description))

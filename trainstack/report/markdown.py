@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, header, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.changes import block, entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
+from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
@@ -23,22 +25,6 @@ from trainstack.report.text import (
     team_names,
 )
 from trainstack.report.time_to_ready import minutes
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-MAX_ROWS = 40  # rows of one table in the comment; the rest are counted (the JSON has them all)
-
-
-def md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]], limit: int = MAX_ROWS) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows[:limit]]
-    if len(rows) > limit:
-        more = [f"… {len(rows) - limit} more rows: see `--format json`"] + [""] * (len(headers) - 1)
-        lines.append("| " + " | ".join(more) + " |")
-    return lines
 
 
 def diff_note() -> str:
@@ -170,13 +156,14 @@ class Section:
 # The order in which sections give way when the comment is too long: the resource list first, the verdict never.
 GIVE_WAY = (
     "resource list",
+    "account state",
     "architecture diagram",
     "cost table",
     "health",
     "storage",
     "compute table",
+    "journeys",  # a broken journey is also a risk, which stays
     "policy review",
-    "journeys",  # those that hold go first (the end of the section); a broken one is also among the risks
     "time to ready",
     "diff",
     "contract violations",
@@ -475,6 +462,10 @@ def render(
     sections.append(
         Section("architecture diagram", ("### Architecture", ""), ("```mermaid", diagram, "```", ""), atomic=True)
     )
+    if account := account_lines(report.recording):
+        sections.append(
+            Section("account state", ("### Account state", ""), tuple(f"- {item}" for item in account), ("",))
+        )
     if v.status == verdict.REFUSED:  # the next step is the fix, never `pulumi up`
         fixes = tuple(f"- {_inline(fix)}" for fix in v.fixes)
         sections.append(Section("next step", ("### Next step: fix what refuses the plan", ""), (*fixes, "")))

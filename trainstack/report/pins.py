@@ -46,3 +46,8 @@ def unconfirmed(kubernetes_version: str, addons: Mapping[str, str]) -> list[tupl
             why = KNOWN_GAPS.get(name, f"no recorded public source shows {build} on Kubernetes {kubernetes_version}")
             found.append((name, build, why))
     return found
+
+
+def risk_title(addon: str, build: str, kubernetes_version: str) -> str:
+    """The plan's risk title for an unconfirmed pin; preflight names the same risk when it settles it."""
+    return f"unconfirmed pin: {addon} {build} on Kubernetes {kubernetes_version}"

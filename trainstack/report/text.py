@@ -5,14 +5,15 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, header, verdict
+from trainstack.report.account import lines as account_lines
 from trainstack.report.changes import entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
+from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
 from trainstack.report.graph import Index
 from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
@@ -20,39 +21,12 @@ from trainstack.report.summary import NodeGroupSummary
 from trainstack.report.time_to_ready import minutes
 
 
-@dataclass(frozen=True)
-class Style:
-    """ANSI styling, or none."""
-
-    color: bool
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def ok(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def warn(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def bad(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def heading(self, text: str) -> str:
-        return self._wrap("1;36", text)
-
-
 def next_steps(stack: str, environment: str) -> list[str]:
     """The commands for a real deployment, shell-quoted: they are meant to be copied into a shell."""
     quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
     return [
         "With AWS credentials and the Pulumi CLI:",
+        f"  python -m trainstack preflight --stack {quoted}",
         f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
         f"  pulumi up --stack {quoted}",
     ]
@@ -544,6 +518,10 @@ def render(
             line if len(line) <= width else line[: width - 1] + "…"
             for line in resource_tree(report.recording.resources)
         ]
+        out.append("")
+    if account := account_lines(report.recording):
+        out.append(style.heading("Account state"))
+        out += ["  " + line for item in account for line in fmt.fit(item, width - 2, "    ")]
         out.append("")
     out += next_step_lines(v, s.stack, s.environment, width, style)
     out.append("")

@@ -20,7 +20,7 @@ from trainstack.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
 from trainstack.report import fmt, graph
 from trainstack.report.model import Report
 from trainstack.report.names import short, urn_name
-from trainstack.report.pins import unconfirmed
+from trainstack.report.pins import risk_title, unconfirmed
 from trainstack.report.time_to_ready import Estimate, change_estimate, deploy_estimate
 
 OK = "ok"
@@ -287,7 +287,7 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
     for _name, version, _support in s.eks_clusters:
         pins = {a.name: a.version for a in s.addons if a.kind == "eks-addon"}
         for addon, build, why in unconfirmed(version, pins):
-            found.append(Risk("low", f"unconfirmed pin: {addon} {build} on Kubernetes {version}", why))
+            found.append(Risk("low", risk_title(addon, build, version), why))
     estimated = [i.name for i in report.cost.items if i.estimated]
     if estimated:
         found.append(
