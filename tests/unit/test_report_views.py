@@ -13,12 +13,15 @@ from trainstack.report.changes import cut_pair, readable_path
 from trainstack.report.header import DomainChange, moved
 
 WORDS = st.text(alphabet="ab/:-.,x", min_size=1, max_size=50)
+GAPS = st.sampled_from([" ", "  ", "   "])
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(WORDS, max_size=12), st.integers(10, 120), st.integers(0, 6))
-def test_fit_never_exceeds_the_width_and_keeps_every_character(words: list[str], width: int, indent: int) -> None:
-    text = " ".join(words)
+@given(st.lists(st.tuples(GAPS, WORDS), max_size=12), st.integers(10, 120), st.integers(0, 6))
+def test_fit_never_exceeds_the_width_and_keeps_every_character(
+    words: list[tuple[str, str]], width: int, indent: int
+) -> None:
+    text = "".join(gap + word for gap, word in words).lstrip()
     lines = fmt.fit(text, width, " " * indent)
     assert all(len(line) <= max(width, indent + 8) for line in lines)
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
@@ -37,6 +40,7 @@ def test_fit_breaks_a_token_too_long_for_any_line_after_a_separator() -> None:
     assert lines[0] == "container node uses 'public.ecr.aws/hpc-"  # filled up to a `-`, then broken
     assert all(len(line) <= 40 for line in lines) and lines[-1].endswith("without a digest")
     assert fmt.fit("  indented text", 40) == ["  indented text"]  # the text's own indent stays
+    assert fmt.fit("FAIL  the role exists", 40) == ["FAIL  the role exists"]  # and its runs of spaces
     assert fmt.fit("", 40) == [""]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -130,10 +131,11 @@ def fit(text: str, width: int, indent: str = "") -> list[str]:
     width = max(width, len(indent) + 8)
     lines: list[str] = []
     line = text[: len(text) - len(text.lstrip())]  # the text's own leading spaces stay
-    for word in text.split():
-        glue = " " if line.strip() else ""
+    # Each word with the spaces before it: a run of spaces inside a line stays as written (`FAIL  the role`).
+    for gap, word in re.findall(r"(\s*)(\S+)", text.lstrip()):
+        glue = (gap.replace("\n", " ").replace("\t", " ") or " ") if line.strip() else ""
         if len(line) + len(glue) + len(word) > width and line.strip():
-            room = width - len(line) - 1
+            room = width - len(line) - len(glue)
             if len(word) > width - len(indent) and room >= 12:  # too long for any line: start it here
                 cut = _cut(word, room)
                 lines.append(line + glue + word[:cut])
