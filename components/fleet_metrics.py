@@ -24,9 +24,11 @@ Metric sources and their names:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
+from typing_extensions import override
 
 MONITORING_NAMESPACE = "trainstack-monitoring"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
@@ -109,19 +111,37 @@ def efa_textfile_script(interval_s: int = EFA_SCRAPE_PERIOD_S) -> str:
 
 # ---------------------------------------------------------------------------------------- scrape config
 
-# Pod-role jobs keep only the pods of one exporter, and label every series with its node.
-_NODE_RELABEL = {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"}
+# The pod label each exporter's chart sets on its pods, at the pinned chart version (the facts in
+# trainstack/contracts/facts/workloads/, rendered from the chart; the alerts journey holds these against them).
+DCGM_POD_LABEL = ("app", "nvidia-dcgm-exporter")  # gpu-operator v25.3.4 assets/state-dcgm-exporter
+NODE_EXPORTER_POD_LABEL = ("app.kubernetes.io/name", "prometheus-node-exporter")
+KUBE_STATE_METRICS_POD_LABEL = ("app.kubernetes.io/name", "kube-state-metrics")
+KUEUE_POD_LABEL = ("control-plane", "controller-manager")
+YACE_POD_LABEL = ("app.kubernetes.io/name", "prometheus-yet-another-cloudwatch-exporter")
 
 
-def _pod_job(name: str, namespace: str, app_label: str, app: str, port: str) -> dict[str, Any]:
+def _meta_label(label: str) -> str:
+    """Prometheus's discovery label for a pod label: every character not valid in a label name becomes `_`
+    (Prometheus docs, kubernetes_sd_config role pod: `__meta_kubernetes_pod_label_<labelname>`)."""
+    return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
+
+
+def _pod_job(name: str, namespace: str, pod_label: tuple[str, str], port: str, per_node: bool) -> dict[str, Any]:
+    """Keep the pods of one exporter (by its chart's pod label) and the container port it serves on. A per-node
+    exporter (a DaemonSet reporting on its own node) labels its series with the pod's node; a cluster-wide one
+    (kube-state-metrics) must not: its series carry the node they are about as their own `node` label, which a
+    target label of the same name would overwrite (Prometheus docs, scrape_config `honor_labels`: a conflicting
+    scraped label is renamed to `exported_node`)."""
+    relabels: list[dict[str, Any]] = [
+        {"source_labels": [_meta_label(pod_label[0])], "regex": pod_label[1], "action": "keep"},
+        {"source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": port, "action": "keep"},
+    ]
+    if per_node:
+        relabels.append({"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"})
     return {
         "job_name": name,
         "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [namespace]}}],
-        "relabel_configs": [
-            {"source_labels": [f"__meta_kubernetes_pod_label_{app_label}"], "regex": app, "action": "keep"},
-            {"source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": port, "action": "keep"},
-            _NODE_RELABEL,
-        ],
+        "relabel_configs": relabels,
     }
 
 
@@ -136,13 +156,11 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
     certificate (the chart's own ServiceMonitor does the same).
     """
     jobs: list[dict[str, Any]] = [
-        _pod_job("dcgm-exporter", GPU_OPERATOR_NAMESPACE, "app", "nvidia-dcgm-exporter", "metrics"),
-        _pod_job(
-            "node-exporter", MONITORING_NAMESPACE, "app_kubernetes_io_name", "prometheus-node-exporter", "metrics"
-        ),
-        _pod_job("kube-state-metrics", MONITORING_NAMESPACE, "app_kubernetes_io_name", "kube-state-metrics", "http"),
+        _pod_job("dcgm-exporter", GPU_OPERATOR_NAMESPACE, DCGM_POD_LABEL, "metrics", per_node=True),
+        _pod_job("node-exporter", MONITORING_NAMESPACE, NODE_EXPORTER_POD_LABEL, "metrics", per_node=True),
+        _pod_job("kube-state-metrics", MONITORING_NAMESPACE, KUBE_STATE_METRICS_POD_LABEL, "http", per_node=False),
         {
-            **_pod_job("kueue", KUEUE_NAMESPACE, "control_plane", "controller-manager", "metrics"),
+            **_pod_job("kueue", KUEUE_NAMESPACE, KUEUE_POD_LABEL, "metrics", per_node=False),
             "scheme": "https",
             "authorization": {
                 "type": "Bearer",
@@ -152,18 +170,32 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
         },
     ]
     if fsx:
-        jobs.append(
-            _pod_job("yace", MONITORING_NAMESPACE, "app_kubernetes_io_name", "yet-another-cloudwatch-exporter", "http")
-        )
+        jobs.append(_pod_job("yace", MONITORING_NAMESPACE, YACE_POD_LABEL, "http", per_node=False))
     return {"global": {"scrape_interval": f"{scrape_interval_s}s"}, "scrape_configs": jobs}
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: an object used twice is written twice. The managed collector's
+    documentation describes a Prometheus scrape configuration and says nothing of YAML aliases, so none are sent
+    (docs/observability.md, "The collector's configuration")."""
+
+    @override
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def plain_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False)
+
+
 def scrape_configuration_yaml(scrape_interval_s: int, fsx: bool) -> str:
-    return yaml.safe_dump(scrape_configuration(scrape_interval_s, fsx), sort_keys=False)
+    return plain_yaml(scrape_configuration(scrape_interval_s, fsx))
 
 
-def yace_config(region: str) -> str:
-    """YACE's configuration: the AWS/FSx metrics of the region's file systems, found by their tags."""
+def yace_config(region: str, file_system_name: str) -> str:
+    """YACE's configuration: the AWS/FSx metrics of the stack's own file system only, found by its Name tag
+    (YACE v0.67.0 pkg/config/scrapeconf.go: `searchTags`, each value a regular expression; without one a
+    discovery job exports every file system in the region, and the alerts' sums add them all up)."""
     config = {
         "apiVersion": "v1alpha1",
         "sts-region": region,
@@ -172,6 +204,7 @@ def yace_config(region: str) -> str:
                 {
                     "type": "AWS/FSx",
                     "regions": [region],
+                    "searchTags": [{"key": "Name", "value": f"^{re.escape(file_system_name)}$"}],
                     "period": FSX_PERIOD_S,
                     "length": 5 * FSX_PERIOD_S,
                     "metrics": [{"name": name, "statistics": [stat]} for name, stat in FSX_METRICS],
@@ -179,7 +212,7 @@ def yace_config(region: str) -> str:
             ]
         },
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return plain_yaml(config)
 
 
 def scraped_metric_names() -> frozenset[str]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.naming import child_name
+from components.naming import child_name, physical_name
 from stacks.schema import FsxSpec
 
 LUSTRE_VERSION = "2.15"  # recommended for new file systems (CreateFileSystem FileSystemTypeVersion)
@@ -49,6 +49,12 @@ def port_label(ports: tuple[int, int]) -> str:
 def log_group_name(base_name: str) -> str:
     """The CloudWatch log group for a stack's file system; FSx requires the `/aws/fsx` prefix."""
     return f"{LOG_GROUP_PREFIX}{base_name}"
+
+
+def file_system_name(base_name: str) -> str:
+    """The file system's Name tag: what YACE finds it by (components/fleet_metrics.yace_config), so the Lustre
+    alerts and panels read this stack's file system and no other in the region."""
+    return physical_name(base_name, "lustre")
 
 
 def data_repository_path(bucket_name: str, prefix: str) -> str:
@@ -168,6 +174,7 @@ class LustreFileSystem(pulumi.ComponentResource):
                 else None,
                 automatic_backup_retention_days=spec.automatic_backup_retention_days if persistent else None,
                 copy_tags_to_backups=True if backups else None,
+                tags={"Name": file_system_name(args.base_name)},
                 # Deleting a protected (prod) persistent file system keeps a final backup.
                 skip_final_backup=not args.protect if persistent else None,
             ),

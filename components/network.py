@@ -22,6 +22,12 @@ import pulumi
 import pulumi_aws as aws
 
 from components.naming import aws_partition, child_name, physical_name
+from stacks.registries import (
+    DOCKER_HUB_AWS_BUCKET,
+    DOCKER_HUB_AWS_BUCKET_REGION,
+    K8S_LAYER_PREFIX,
+    k8s_registry_bucket,
+)
 from stacks.schema import ExistingVpcSpec, NatGateways, NetworkSpec
 
 Tier = Literal["private", "public"]
@@ -125,6 +131,21 @@ def aws_owned_buckets(region: str) -> list[str]:
     ]
 
 
+def public_registry_layer_objects(partition: str, region: str) -> list[str]:
+    """The objects of public registries' layer buckets in `region` (a bucket elsewhere is not reached through
+    this region's gateway endpoint), read-only: registry.k8s.io's blobs (`containers/images/` of the bucket its
+    redirector picks for the region) and Docker Hub's bucket for AWS clients in us-east-1 (stacks/registries.py
+    has the facts and their sources). Without them Kueue, JobSet, node-feature-discovery and kube-state-metrics
+    (registry.k8s.io) and Grafana (Docker Hub) get a 403 on every layer and their atomic releases roll back."""
+    objects: list[str] = []
+    k8s = k8s_registry_bucket(region)
+    if k8s is not None and k8s[1] == region:
+        objects.append(f"arn:{partition}:s3:::{k8s[0]}/{K8S_LAYER_PREFIX}*")
+    if region == DOCKER_HUB_AWS_BUCKET_REGION:
+        objects.append(f"arn:{partition}:s3:::{DOCKER_HUB_AWS_BUCKET}/*")
+    return objects
+
+
 def s3_gateway_endpoint_policy(partition: str, region: str, account_id: str) -> dict[str, Any]:
     """The S3 gateway endpoint's policy: the account's principals on the account's buckets, plus anonymous reads
     of the AWS-owned buckets nodes pull from. Nothing in the VPC can copy data to another account's bucket
@@ -135,7 +156,13 @@ def s3_gateway_endpoint_policy(partition: str, region: str, account_id: str) -> 
     repositories (AL2023 User Guide, "Using Amazon S3 gateway endpoints": `al2023-repos-<region>-*`), and the
     buckets SSM Agent reads for updates, documents and patching (Systems Manager User Guide, "SSM Agent
     communications with AWS managed S3 buckets"). An AWS-owned bucket not listed here is refused through the
-    endpoint (docs/security.md)."""
+    endpoint (docs/security.md).
+
+    Public registries' layer buckets (`public_registry_layer_objects`): GetObject on their layer objects only, so
+    the endpoint still carries no write to a bucket outside the account. Mirroring those images into the
+    account's ECR would need a pull-through cache rule per upstream and every chart's image values rewritten;
+    the narrow read keeps the charts' defaults (and their digests) as upstream publishes them."""
+    registry_layers = public_registry_layer_objects(partition, region)
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -154,6 +181,19 @@ def s3_gateway_endpoint_policy(partition: str, region: str, account_id: str) -> 
                 "Action": "s3:GetObject",
                 "Resource": [f"arn:{partition}:s3:::{bucket}/*" for bucket in aws_owned_buckets(region)],
             },
+            *(
+                [
+                    {
+                        "Sid": "PublicRegistryImageLayers",
+                        "Effect": "Allow",
+                        "Principal": "*",
+                        "Action": "s3:GetObject",
+                        "Resource": registry_layers,
+                    }
+                ]
+                if registry_layers
+                else []
+            ),
         ],
     }
 

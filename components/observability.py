@@ -37,6 +37,7 @@ from components.fleet_metrics import (
     scrape_configuration_yaml,
     yace_config,
 )
+from components.lustre import file_system_name
 from components.naming import child_name, physical_name
 from components.pod_identity import pod_identity_role
 from components.tenancy import system_namespace_labels
@@ -176,6 +177,8 @@ class FleetHealthArgs:
     """Whether the metrics stack exists (`StackConfig.metrics_enabled`)."""
     fsx_throughput_mb_s: float | None = None
     """The Lustre file system's provisioned throughput, or None without one (no YACE, no Lustre alerts)."""
+    gpu_metrics: bool = True
+    """Whether dcgm-exporter runs on the cluster (the GPU Operator): without it, no GPU or EFA alerts."""
     after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """What must exist first: the system node group (Deployments) and the charts whose metrics are scraped."""
 
@@ -232,11 +235,13 @@ class FleetHealth(pulumi.ComponentResource):
             child_name(name, "amp"), aws.amp.WorkspaceArgs(alias=physical_name(args.base_name, "metrics")), opts=parent
         )
         self.workspace_id = workspace.id
-        self.alert_names = [alert.name for alert in alerts(args.fsx_throughput_mb_s)]
+        self.alert_names = [alert.name for alert in alerts(args.fsx_throughput_mb_s, args.gpu_metrics)]
         aws.amp.RuleGroupNamespace(
             child_name(name, "alert-rules"),
             aws.amp.RuleGroupNamespaceArgs(
-                name="trainstack-fleet", workspace_id=workspace.id, data=rules_yaml(args.fsx_throughput_mb_s)
+                name="trainstack-fleet",
+                workspace_id=workspace.id,
+                data=rules_yaml(args.fsx_throughput_mb_s, args.gpu_metrics),
             ),
             opts=parent,
         )
@@ -322,7 +327,7 @@ class FleetHealth(pulumi.ComponentResource):
                     PROMETHEUS_COMMUNITY,
                     {
                         "serviceAccount": {"create": True, "name": YACE_SERVICE_ACCOUNT},
-                        "config": yace_config(args.region),
+                        "config": yace_config(args.region, file_system_name(args.base_name)),
                     },
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace, yace_role, *args.after]),
                 )

@@ -5,6 +5,11 @@ Reads each upstream file at its tag from a local bare mirror of the repository
 writes our own facts to `trainstack/contracts/facts/` (see `trainstack/contracts/facts.py` for the format).
 Nothing upstream is copied: only key paths, types, enums, required keys, bounds and CEL rules.
 
+It also renders each chart, as its project publishes it (`Published`), with Helm's own engine and records its
+workloads under `facts/workloads/` (scripts/chart_workloads.py): images, pod labels, ports, and the values that
+switch them on or change them. That needs the `facts` dependency group (`.tools/bin/uv sync --group facts`);
+`--skip-workloads` extracts values and CRDs only.
+
 To pin a new chart or operator version: add its row to CHARTS or CRDS below, run
 `.venv/bin/python scripts/extract_contract_facts.py`, review the diff, and bump the pin in the stack files.
 `tests/unit/test_contract_facts.py` fails while a pin has no facts or a row has no file.
@@ -13,9 +18,12 @@ To pin a new chart or operator version: add its row to CHARTS or CRDS below, run
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import subprocess
 import sys
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +32,14 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from scripts.chart_workloads import (
+    RENDERER,
+    Renderer,
+    chart_workloads,
+    condition_defaults,
+    missing_subcharts,
+    operand_assets,
+)
 from trainstack.contracts.facts import (
     ANY_KEY,
     CHARTS_DIR,
@@ -41,6 +57,27 @@ DEFAULT_MIRROR = Path("/work/.mirror")
 
 
 @dataclass(frozen=True)
+class Published:
+    """What a project's release packaging changes in the chart before it publishes it, so the facts describe the
+    chart Helm pulls, not the one in git: values set (dotted path -> value) and Chart.yaml fields."""
+
+    source: str  # the packaging script or workflow at the tag
+    values: tuple[tuple[str, str], ...] = ()
+    chart_yaml: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Subchart:
+    """A dependency the chart fetches at packaging time (not in git): vendored from its own repository's tag."""
+
+    name: str
+    repository: str
+    tag: str
+    directory: str
+    published: Published | None = None
+
+
+@dataclass(frozen=True)
 class ChartRow:
     """A chart at a version: its values.yaml (and values.schema.json, if any) at a repository tag."""
 
@@ -49,6 +86,8 @@ class ChartRow:
     repository: str
     tag: str
     directory: str  # the chart's directory in the repository
+    published: Published | None = None
+    subcharts: tuple[Subchart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,11 +103,65 @@ class CrdRow:
 # Every chart trainstack installs, at the version the stacks pin. A chart whose Chart.yaml in git carries a
 # placeholder version (the GPU Operator's is set at release time) is matched by its release tag.
 CHARTS: tuple[ChartRow, ...] = (
-    ChartRow("gpu-operator", "v25.3.4", "NVIDIA/gpu-operator", "v25.3.4", "deployments/gpu-operator"),
+    ChartRow(
+        "gpu-operator",
+        "v25.3.4",
+        "NVIDIA/gpu-operator",
+        "v25.3.4",
+        "deployments/gpu-operator",
+        # NVIDIA's release sets the chart's version and appVersion (git holds v1.0.0-devel / devel-ubi8); the
+        # operator and validator images take their tag from appVersion (templates/operator.yaml, clusterpolicy.yaml).
+        Published(
+            "NVIDIA release of chart gpu-operator v25.3.4",
+            chart_yaml=(("version", "v25.3.4"), ("appVersion", "v25.3.4")),
+        ),
+    ),
     # eks-charts tags the whole repository; v0.0.238 is the first tag whose chart is v0.5.29.
     ChartRow("aws-efa-k8s-device-plugin", "v0.5.29", "aws/eks-charts", "v0.0.238", "stable/aws-efa-k8s-device-plugin"),
-    ChartRow("kueue", "0.14.8", "kubernetes-sigs/kueue", "v0.14.8", "charts/kueue"),
-    ChartRow("kubeflow-trainer", "2.1.0", "kubeflow/trainer", "v2.1.0", "charts/kubeflow-trainer"),
+    ChartRow(
+        "kueue",
+        "0.14.8",
+        "kubernetes-sigs/kueue",
+        "v0.14.8",
+        "charts/kueue",
+        Published(
+            "kubernetes-sigs/kueue v0.14.8 hack/helm-chart-package.sh (promoted tags use registry.k8s.io/kueue)",
+            values=(
+                ("controllerManager.manager.image.repository", "registry.k8s.io/kueue/kueue"),
+                ("controllerManager.manager.image.tag", "v0.14.8"),
+                ("kueueViz.backend.image.repository", "registry.k8s.io/kueue/kueueviz-backend"),
+                ("kueueViz.backend.image.tag", "v0.14.8"),
+                ("kueueViz.frontend.image.repository", "registry.k8s.io/kueue/kueueviz-frontend"),
+                ("kueueViz.frontend.image.tag", "v0.14.8"),
+            ),
+            chart_yaml=(("appVersion", "v0.14.8"),),
+        ),
+    ),
+    ChartRow(
+        "kubeflow-trainer",
+        "2.1.0",
+        "kubeflow/trainer",
+        "v2.1.0",
+        "charts/kubeflow-trainer",
+        Published(
+            "kubeflow/trainer v2.1.0 .github/workflows/publish-helm-charts.yaml (appVersion from the tag)",
+            chart_yaml=(("appVersion", "v2.1.0"),),
+        ),
+        # Chart.yaml: jobset 0.10.1 from oci://registry.k8s.io/jobset/charts, packaged from jobset's v0.10.1.
+        (
+            Subchart(
+                "jobset",
+                "kubernetes-sigs/jobset",
+                "v0.10.1",
+                "charts/jobset",
+                Published(
+                    "kubernetes-sigs/jobset v0.10.1 hack/helm-chart-package.sh (promoted tags: registry.k8s.io/jobset)",
+                    values=(("image.repository", "registry.k8s.io/jobset/jobset"), ("image.tag", "v0.10.1")),
+                    chart_yaml=(("appVersion", "v0.10.1"),),
+                ),
+            ),
+        ),
+    ),
     # The HyperPod dependencies chart (components/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at every tag,
     # so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
     ChartRow("hyperpod-helm-chart", "0.1.0", "aws/sagemaker-hyperpod-cli", "v3.9.0", "helm_chart/HyperPodHelmChart"),
@@ -225,6 +318,95 @@ def extract_chart(mirror: Path, row: ChartRow) -> dict[str, Any]:
     return data
 
 
+WORKLOADS_DIR = CHARTS_DIR.parent / "workloads"
+
+
+def workloads_file(chart: str, version: str) -> Path:
+    return WORKLOADS_DIR / f"{chart}@{version}.json"
+
+
+def export_directory(mirror: Path, repository: str, tag: str, directory: str, dest: Path) -> Path:
+    """`directory` of the repository at `tag`, written under `dest` (git archive: the tree as tagged)."""
+    git_dir = mirror / repository.replace("/", "+") / "repo"
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "archive", "--format=tar", tag, directory], capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        raise SystemExit(f"error: {repository}@{tag}:{directory} not found in {mirror}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / directory
+
+
+def _set(tree: dict[str, Any], dotted_path: str, value: str) -> None:
+    *parents, last = dotted_path.split(".")
+    for part in parents:
+        tree = tree.setdefault(part, {})
+    tree[last] = value
+
+
+def apply_published(chart_dir: Path, published: Published | None) -> None:
+    """The release packaging's edits, applied to the exported chart (values.yaml and Chart.yaml)."""
+    if published is None:
+        return
+    for name, edits in (("values.yaml", published.values), ("Chart.yaml", published.chart_yaml)):
+        if not edits:
+            continue
+        path = chart_dir / name
+        tree = yaml.safe_load(path.read_text()) or {}
+        for dotted_path, value in edits:
+            _set(tree, dotted_path, value)
+        path.write_text(yaml.safe_dump(tree, sort_keys=False))
+
+
+def drop_stale_local_subcharts(chart_dir: Path) -> None:
+    """A `file://` dependency is the directory beside it: `helm dependency update` (make hyperpod-chart) packages
+    the directory into charts/<name>-<version>.tgz over any archive left in git, so an archive in git is stale."""
+    chart_yaml = yaml.safe_load((chart_dir / "Chart.yaml").read_text()) or {}
+    for dep in chart_yaml.get("dependencies") or []:
+        repository = str(dep.get("repository", ""))
+        if repository.startswith("file://") and (chart_dir / repository.removeprefix("file://")).is_dir():
+            for stale in (chart_dir / "charts").glob(f"{dep['name']}-*.tgz"):
+                stale.unlink()
+
+
+def extract_workloads(mirror: Path, row: ChartRow) -> dict[str, Any]:
+    """The chart as published, rendered: its workloads, their images, pod labels and ports (chart_workloads)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        chart_dir = export_directory(mirror, row.repository, row.tag, row.directory, Path(tmp) / "chart")
+        apply_published(chart_dir, row.published)
+        for sub in row.subcharts:
+            sub_dir = export_directory(mirror, sub.repository, sub.tag, sub.directory, Path(tmp) / sub.name)
+            apply_published(sub_dir, sub.published)
+            (chart_dir / "charts").mkdir(exist_ok=True)
+            sub_dir.rename(chart_dir / "charts" / sub.name)
+        drop_stale_local_subcharts(chart_dir)
+        assets: dict[str, dict[str, Any]] = {}
+        if row.chart == "gpu-operator":
+            assets = operand_assets(lambda r, t, p: git_show(mirror, r, t, p), row.repository, row.tag)
+        chart_yaml = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+        render = Renderer(chart_dir, assets)
+        found = chart_workloads(render)
+        missing = missing_subcharts(chart_yaml, chart_dir)
+        defaults = condition_defaults(render.values, found, missing)
+    published = [p for p in (row.published, *(s.published for s in row.subcharts)) if p is not None]
+    return {
+        "chart": row.chart,
+        "version": row.version,
+        "app_version": str(chart_yaml.get("appVersion", "")),
+        "source": source(row.repository, row.tag, row.directory),
+        "subcharts": [source(s.repository, s.tag, s.directory) | {"name": s.name} for s in row.subcharts],
+        "published": [
+            {"source": p.source, "values": dict(p.values), "chart_yaml": dict(p.chart_yaml)} for p in published
+        ],
+        "rendered_with": RENDERER,
+        "renders": render.renders,
+        "workloads": found,
+        "condition_defaults": defaults,
+        "missing_subcharts": missing,
+    }
+
+
 def extract_crd(mirror: Path, row: CrdRow) -> list[tuple[Path, dict[str, Any]]]:
     text = git_show(mirror, row.repository, row.tag, row.path)
     if text is None:
@@ -253,17 +435,27 @@ def extract_crd(mirror: Path, row: CrdRow) -> list[tuple[Path, dict[str, Any]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirror", type=Path, default=DEFAULT_MIRROR, help="directory of <owner>+<name>/repo mirrors")
+    parser.add_argument(
+        "--skip-workloads", action="store_true", help="values and CRDs only (no Helm renders: no `facts` group needed)"
+    )
     args = parser.parse_args(argv)
     written: set[Path] = set()
     for chart in CHARTS:
         path = chart_file(chart.chart, chart.version)
         write_json(path, extract_chart(args.mirror, chart))
         written.add(path)
+        if not args.skip_workloads:
+            path = workloads_file(chart.chart, chart.version)
+            write_json(path, extract_workloads(args.mirror, chart))
+            written.add(path)
     for crd in CRDS:
         for path, data in extract_crd(args.mirror, crd):
             write_json(path, data)
             written.add(path)
-    for stale in {*CHARTS_DIR.glob("*.json"), *CRDS_DIR.glob("*.json")} - written:
+    kept = {*CHARTS_DIR.glob("*.json"), *CRDS_DIR.glob("*.json")}
+    if not args.skip_workloads:
+        kept |= set(WORKLOADS_DIR.glob("*.json"))
+    for stale in kept - written:
         stale.unlink()
     print(f"wrote {len(written)} facts files under {CHARTS_DIR.parent}")
     return 0

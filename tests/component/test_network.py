@@ -187,5 +187,14 @@ def test_endpoints_admit_only_the_accounts_principals() -> None:
         if endpoint.inputs["vpcEndpointType"] == "Gateway":
             # Own buckets only: nothing in the VPC can copy data to another account's bucket through it.
             assert conditioned[0]["Condition"]["StringEquals"]["aws:ResourceAccount"] == "123456789012"
-            [aws_owned] = [s for s in statements if "Condition" not in s]
-            assert all(arn.endswith("/*") and "us-east-1" in arn for arn in aws_owned["Resource"])
+            by_sid = {s["Sid"]: s for s in statements if "Condition" not in s}
+            assert set(by_sid) == {"AwsOwnedImageLayersAndPackages", "PublicRegistryImageLayers"}
+            assert all(
+                arn.endswith("/*") and "us-east-1" in arn
+                for arn in by_sid["AwsOwnedImageLayersAndPackages"]["Resource"]
+            )
+            # Public registries' layer objects in this region, read-only (stacks/registries.py has the facts).
+            assert by_sid["PublicRegistryImageLayers"]["Resource"] == [
+                "arn:aws:s3:::prod-registry-k8s-io-us-east-1/containers/images/*",
+                "arn:aws:s3:::docker-images-prod/*",
+            ]

@@ -14,6 +14,7 @@ from stacks.compatibility import kueue_trainer_problem
 from stacks.schema import NEURON_HELM_CHART_VERSION
 from tests.conftest import STACKS, stack_config
 from trainstack.contracts.facts import CHARTS_DIR, CRDS_DIR, chart_facts, crd_facts
+from trainstack.journeys.workload_facts import WORKLOADS_DIR, chart_workloads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +41,7 @@ def test_every_pinned_chart_and_operator_has_facts(stack: str) -> None:
         ("kubeflow-trainer", k8s.training_operator.version),
     ]:
         assert chart_facts(chart, version) is not None, f"{stack}: no facts for {chart} {version}"
+        assert chart_workloads(chart, version) is not None, f"{stack}: no workload facts for {chart} {version}"
     for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue"):
         assert any(f.operator == ("kueue", k8s.kueue.chart_version) for f in crd_facts("kueue.x-k8s.io/v1beta1", kind))
     for kind in ("TrainJob", "ClusterTrainingRuntime"):
@@ -58,6 +60,7 @@ def test_the_extraction_table_and_the_facts_files_agree() -> None:
     script = _script()
     charts = {f"{row.chart}@{row.version}.json" for row in script.CHARTS}
     assert charts == {p.name for p in CHARTS_DIR.glob("*.json")}
+    assert charts == {p.name for p in WORKLOADS_DIR.glob("*.json")}  # every chart's workloads, rendered
     for path in CRDS_DIR.glob("*.json"):
         data = json.loads(path.read_text())
         assert any(
@@ -70,7 +73,7 @@ def test_the_extraction_table_and_the_facts_files_agree() -> None:
 
 def test_facts_are_facts_not_copies() -> None:
     """No upstream prose: no descriptions, no comments, no templates; every file names its source."""
-    for path in [*CHARTS_DIR.glob("*.json"), *CRDS_DIR.glob("*.json")]:
+    for path in [*CHARTS_DIR.glob("*.json"), *CRDS_DIR.glob("*.json"), *WORKLOADS_DIR.glob("*.json")]:
         data = json.loads(path.read_text())
         assert set(data["source"]) == {"repository", "tag", "path"}
         assert '"description"' not in path.read_text() and "{{" not in path.read_text()

@@ -10,11 +10,18 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rules_yaml
+from components.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rule_groups, rules_yaml
 from components.checkpoints import checkpoint_env
 from components.dashboards import DATASOURCE_UID, dashboards
-from components.fleet_metrics import scrape_configuration, scraped_metric_names, yace_metric
+from components.fleet_metrics import (
+    scrape_configuration,
+    scrape_configuration_yaml,
+    scraped_metric_names,
+    yace_config,
+    yace_metric,
+)
 from components.gpu_nodes import node_repair_config
+from components.lustre import file_system_name
 from stacks.schema import HealthSpec, NodeRepairSpec
 from tests.conftest import edited_config
 
@@ -80,6 +87,33 @@ def test_scrape_config_adds_yace_only_with_a_file_system() -> None:
     jobs = lambda fsx: {j["job_name"] for j in scrape_configuration(30, fsx)["scrape_configs"]}  # noqa: E731
     assert "yace" in jobs(True) and "yace" not in jobs(False)
     assert {"dcgm-exporter", "node-exporter", "kube-state-metrics", "kueue"} <= jobs(False)
+
+
+def test_the_scrape_configuration_is_plain_yaml_and_reads_back_equal() -> None:
+    # Every per-node job shares the same relabel rule: safe_dump would write it once with an anchor and alias it.
+    text = scrape_configuration_yaml(30, fsx=True)
+    assert "&" not in text and "*id" not in text
+    assert yaml.safe_load(text) == scrape_configuration(30, fsx=True)
+
+
+def test_yace_reads_only_the_stacks_file_system_by_its_name_tag() -> None:
+    config = yaml.safe_load(yace_config("us-east-1", "trainstack-prod-lustre"))
+    [job] = config["discovery"]["jobs"]
+    assert job["type"] == "AWS/FSx" and job["regions"] == ["us-east-1"]
+    [tag] = job["searchTags"]
+    assert tag["key"] == "Name"
+    # YACE matches tag values as regular expressions: anchored, the name's own characters escaped.
+    assert re.search(tag["value"], "trainstack-prod-lustre")
+    assert not re.search(tag["value"], "trainstack-prod-lustre-old") and not re.search(
+        tag["value"], "x-trainstack-prod-lustre"
+    )
+    assert file_system_name("trainstack-prod") == "trainstack-prod-lustre"
+
+
+def test_no_gpu_or_efa_rules_where_no_dcgm_exporter_runs() -> None:
+    assert {"trainstack-gpu", "trainstack-efa"} <= {g["name"] for g in rule_groups(None)["groups"]}
+    without = {g["name"] for g in rule_groups(1000.0, gpus=False)["groups"]}
+    assert without == {"trainstack-nodes", "trainstack-queues", "trainstack-lustre"}
 
 
 def test_yace_metric_names() -> None:

@@ -301,3 +301,24 @@ def _names(statement: Mapping[str, Any], principal: str) -> bool:
         return True
     values = who.get("AWS", []) if isinstance(who, Mapping) else []
     return principal in (values if isinstance(values, list) else [values])
+
+
+def anyone_statements(
+    policy: Policy, effect: str, action: str, resource: str, context: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The statements of a resource or endpoint policy that apply to anyone (`"Principal": "*"`) and match the
+    request by principalmapper's matching (actions, resources, conditions against `context`): for a request that
+    carries no credentials and so names no principal, such as the kubelet's read of a public registry's layer
+    through the S3 gateway endpoint (the deploy journey, images.py). Raises UnsupportedPolicy as `decide` does."""
+    if policy.unsupported:
+        raise UnsupportedPolicy(policy.unsupported)
+    _, lps, _ = _pmapper()  # first: it makes principalmapper importable
+    from principalmapper.util.case_insensitive_dict import CaseInsensitiveDict
+
+    keys = CaseInsensitiveDict(dict(context))
+    return [
+        s
+        for s in policy.statements
+        if s.get("Principal") == "*"
+        and lps.policy_has_matching_statement({"Statement": [s]}, effect, action, resource, keys)
+    ]

@@ -140,7 +140,9 @@ def figures(report: Report) -> tuple[Figure, ...]:
     found.append(Figure("contracts", f"{len(report.contracts)} refused"))
     if report.journeys:
         holding = sum(1 for j in report.journeys if j.holds)
-        found.append(Figure("journeys", f"{holding} of {len(report.journeys)} hold"))
+        total = len(report.journeys)
+        # "all 31 hold" is two characters shorter than "31 of 31 hold": prod's verdict keeps to three lines.
+        found.append(Figure("journeys", f"all {total} hold" if holding == total else f"{holding} of {total} hold"))
     return tuple(found)
 
 

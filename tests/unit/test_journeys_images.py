@@ -1,0 +1,149 @@
+"""The deploy journey's evaluators, one rule at a time: the gateway endpoint's policy for an anonymous layer
+read, the registry admission policy's CEL on a pod, a release's image under its values, label selectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainstack.journeys.images import _selects, admits, endpoint_allows
+from trainstack.journeys.workload_facts import ContainerFacts, ImagePart, image_of
+
+OBJECT = "arn:aws:s3:::prod-registry-k8s-io-us-east-1/containers/images/sha256:0"
+ANONYMOUS = {"aws:ResourceAccount": "registry"}
+
+
+def statement(**fields: Any) -> dict[str, Any]:
+    return {"Sid": "S", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "*", **fields}
+
+
+def policy(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+def test_an_allow_for_the_object_lets_the_read_through() -> None:
+    decision, why = endpoint_allows(
+        policy(statement(Resource=["arn:aws:s3:::prod-registry-k8s-io-us-east-1/containers/images/*"])),
+        "s3:GetObject",
+        OBJECT,
+        ANONYMOUS,
+    )
+    assert decision is True and "S" in why
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        "arn:aws:s3:::prod-registry-k8s-io-us-east-2/*",  # another bucket
+        "arn:aws:s3:::prod-registry-k8s-io-us-east-1/other/*",  # another prefix
+        "arn:aws:s3:::prod-registry-k8s-io-us-east-1",  # the bucket, not its objects
+    ],
+)
+def test_an_allow_for_another_resource_does_not(resource: str) -> None:
+    assert endpoint_allows(policy(statement(Resource=resource)), "s3:GetObject", OBJECT, ANONYMOUS)[0] is False
+
+
+def test_wildcards_in_actions_match_case_insensitively() -> None:
+    assert endpoint_allows(policy(statement(Action="S3:Get*")), "s3:GetObject", OBJECT, ANONYMOUS)[0] is True
+    assert endpoint_allows(policy(statement(Action="s3:Put*")), "s3:GetObject", OBJECT, ANONYMOUS)[0] is False
+
+
+def test_an_account_condition_fails_for_a_request_without_credentials() -> None:
+    # IAM User Guide: a condition key absent from the request fails every operator but ...IfExists and Null.
+    account = {"StringEquals": {"aws:PrincipalAccount": "123456789012"}}
+    assert endpoint_allows(policy(statement(Condition=account)), "s3:GetObject", OBJECT, ANONYMOUS)[0] is False
+    if_exists = {"StringEqualsIfExists": {"aws:PrincipalAccount": "123456789012"}}
+    assert endpoint_allows(policy(statement(Condition=if_exists)), "s3:GetObject", OBJECT, ANONYMOUS)[0] is True
+
+
+def test_a_deny_wins_and_a_named_principal_is_not_anyone() -> None:
+    denied = policy(statement(), statement(Sid="D", Effect="Deny"))
+    assert endpoint_allows(denied, "s3:GetObject", OBJECT, ANONYMOUS) == (False, "denied by statement D")
+    named = policy(statement(Principal={"AWS": "arn:aws:iam::123456789012:root"}))
+    assert endpoint_allows(named, "s3:GetObject", OBJECT, ANONYMOUS)[0] is False
+
+
+def test_an_operator_the_evaluator_gets_wrong_is_said_not_guessed() -> None:
+    # StringNotLike on a key the request lacks: AWS says true, principalmapper false (trainstack/journeys/iam.py).
+    not_like = policy(statement(Condition={"StringNotLike": {"aws:PrincipalArn": "arn:aws:iam::*:role/x"}}))
+    decision, why = endpoint_allows(not_like, "s3:GetObject", OBJECT, ANONYMOUS)
+    assert decision is None and "StringNotLike" in why
+
+
+REGISTRY_POLICY = {
+    "spec": {
+        "variables": [
+            {
+                "name": "images",
+                "expression": "object.spec.containers.map(c, c.image) + (has(object.spec.initContainers) ? "
+                "object.spec.initContainers.map(c, c.image) : [])",
+            }
+        ],
+        "validations": [
+            {
+                "expression": "variables.images.all(image, ['public.ecr.aws/', 'nvcr.io/nvidia/'].exists(p, "
+                "image.startsWith(p)))",
+                "message": "images must come from the allowed registries",
+            }
+        ],
+    }
+}
+
+
+def pod(*images: str, init: tuple[str, ...] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": f"c{i}", "image": image} for i, image in enumerate(images)]}
+    if init:
+        spec["initContainers"] = [{"name": f"i{i}", "image": image} for i, image in enumerate(init)]
+    return {"spec": spec}
+
+
+def test_the_registry_policy_admits_allowed_images_and_refuses_others_with_its_message() -> None:
+    assert admits(REGISTRY_POLICY, pod("public.ecr.aws/x:1"))[0] is True
+    assert admits(REGISTRY_POLICY, pod("public.ecr.aws/x:1", init=("nvcr.io/nvidia/y:2",)))[0] is True
+    decision, message = admits(REGISTRY_POLICY, pod("public.ecr.aws/x:1", init=("docker.io/z:3",)))
+    assert decision is False and message == "images must come from the allowed registries"
+    assert admits(REGISTRY_POLICY, pod("nvcr.io/other/y:2"))[0] is False  # the prefix includes the org
+
+
+def test_a_policy_that_fails_to_evaluate_refuses_as_failure_policy_fail_does() -> None:
+    broken = {"spec": {"validations": [{"expression": "object.spec.(("}]}}
+    decision, detail = admits(broken, pod("public.ecr.aws/x:1"))
+    assert decision is False and "failed to evaluate" in detail
+
+
+def test_label_selectors() -> None:
+    labels = {"trainstack.io/tenant": "team", "team": "a"}
+    assert _selects({"matchLabels": {"trainstack.io/tenant": "team"}}, labels)
+    assert not _selects({"matchLabels": {"trainstack.io/tenant": "platform"}}, labels)
+    assert _selects({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}, labels)
+    assert _selects({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
+
+
+# kube-state-metrics 8.4.0's container as recorded (facts/workloads): global.imageRegistry and image.registry land
+# on the same span, the global one wins when both are set.
+KSM = ContainerFacts(
+    name="kube-state-metrics",
+    init=False,
+    image="registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0",
+    ports=("http",),
+    parts=(
+        ImagePart("global.imageRegistry", 0, 15, 0, True),
+        ImagePart("image.registry", 0, 15, 1, True),
+        ImagePart("image.repository", 16, 53, 0, True),
+        ImagePart("image.tag", 54, 61, 0, True),
+        ImagePart("image.sha", 61, 61, 0, False),
+    ),
+    when={},
+)
+
+
+def test_a_release_value_replaces_its_span_of_the_image() -> None:
+    assert image_of(KSM, {}) == KSM.image
+    assert image_of(KSM, {"image": {"registry": "quay.io"}}) == "quay.io/kube-state-metrics/kube-state-metrics:v2.20.0"
+    assert image_of(KSM, {"image": {"tag": "v2.21.0"}}).endswith(":v2.21.0")
+    both = {"global": {"imageRegistry": "mirror.example"}, "image": {"registry": "quay.io"}}
+    assert image_of(KSM, both).startswith("mirror.example/")  # rank 0 wins
+    assert image_of(KSM, {"image": {"sha": "abc", "registry": ""}}) == KSM.image  # no span, an empty value
