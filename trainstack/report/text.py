@@ -183,7 +183,8 @@ def risk_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
         return [style.heading("Risks"), style.ok("  none found"), ""]
     out = [style.heading(f"Risks ({len(v.risks)}, most serious first)")]
     for risk in v.risks:
-        lines = fmt.clip(fmt.fit(f"{risk.title}: {risk.why}", width - 11, "  "), 2)
+        # A low risk gets one line (the Markdown and the JSON have its whole why): the screen is for the others.
+        lines = fmt.clip(fmt.fit(f"{risk.title}: {risk.why}", width - 11, "  "), 1 if risk.severity == "low" else 2)
         out.append("  " + _severity(style, risk.severity) + "  " + lines[0])
         out += [" " * 11 + line for line in lines[1:]]
     out.append("")
