@@ -60,7 +60,8 @@ class Entry:
 
 
 def _text(value: Any) -> str:
-    return fmt.short(value, 1 << 30)
+    """A value on one line: a multi-line string (an Alertmanager config, a script) with its breaks written `\\n`."""
+    return fmt.short(value, 1 << 30).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
 
 def cut_pair(old: Any, new: Any, width: int = VALUE_WIDTH) -> tuple[str, str]:
