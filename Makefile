@@ -10,7 +10,7 @@ ARGS ?=
 # rewrites every test module again (about 5 CPU-s per worker, and 1-2 per `python -m trainstack` process).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -49,7 +49,7 @@ test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format, workflow and shell
 
 # The e2e tier (docs/testing.md): every test that plans a stack of its own (the red-team corpus, day-2 edits,
 # policy scenarios) or starts a new interpreter, the browser or the lifecycle scripts. CI runs it after `make test`.
-test-e2e: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## The e2e tier: edited stacks planned end to end, real processes, the browser
+test-e2e: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed slurm-tools ## The e2e tier: edited stacks planned end to end, real processes, the browser, real Slurm
 	$(VENV)/bin/python -m pytest -n 2 --dist worksteal -m e2e
 
 # The quick checks (seconds): lint, format, workflows, shell scripts, the import contracts.
@@ -80,6 +80,20 @@ promtool: ## The alert rules (monitoring/rules.yaml) against their firing and no
 	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	promtool check rules monitoring/rules.yaml
 	promtool test rules monitoring/rules.test.yaml
+
+# The Slurm lifecycle tests (tests/lifecycle/) run HyperPod nodes in boxes (namespaces and a chroot) against Debian's
+# own Slurm daemons, munge and MariaDB, build a SPANK plugin with gcc and make against libslurm-dev, and use ip, gpg,
+# ssh-keygen, setpriv and apt's tools; a fresh CI machine installs them once (bookworm: Slurm 22.05.8). Debian's
+# policy-rc.d (or its absence on a systemd host) decides whether the packages start their system services: the
+# tests use none of them, they start their own inside the boxes.
+SLURM_TOOLS := slurmctld slurmd slurmdbd sbatch sacct sacctmgr munged mariadbd mariadb-install-db mysqldump gcc make \
+	setpriv unshare nsenter ip ssh-keygen apt-mark dpkg-deb gpg
+slurm-tools: ## Debian's Slurm daemons and clients, munge, MariaDB, libslurm-dev, gcc and make (for the e2e tier)
+	@for tool in $(SLURM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \
+	[ -f /usr/include/slurm/spank.h ] || missing=1; \
+	[ -z "$$missing" ] || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	  --no-install-recommends slurmctld slurmd slurmdbd slurm-client munge mariadb-server mariadb-client libslurm-dev \
+	  gcc make libc6-dev util-linux iproute2 openssh-client gpg >/dev/null; }
 
 lint: checks typecheck ## The quick checks and the type checker, without the tests
 

@@ -408,6 +408,7 @@ if sagemaker_spec.hyperpod.enabled:
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
             fsx_mount_name=lustre.mount_name if lustre else None,
+            fsx_root_squash=stack.storage.fsx.root_squash if lustre and stack.storage.fsx.squashes_root else None,
             protect=stack.protect_data,
             after=hyperpod_after,
         ),

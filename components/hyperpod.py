@@ -19,10 +19,11 @@
   scripts install under /opt/trainstack/validation;
 - the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
   chart of components/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
-  group per configured group, threads per core 1, an extra EBS volume encrypted with the data key (continuous
-  provisioning, which that needs), the lifecycle config, deep health checks on start for accelerated groups,
-  automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the EKS cluster as
-  orchestrator (Slurm when absent: the API's default), and the training plan on the groups that use it.
+  group per configured group, threads per core 1, an extra EBS volume and the root volume encrypted with the
+  data key (continuous provisioning, which that needs), the lifecycle config, deep health checks on start for
+  accelerated groups, automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the
+  EKS cluster as orchestrator (Slurm when absent: the API's default), and the training plan on the groups that
+  use it.
 
 The cluster is registered with the explicit `aws-native` provider; IAM and S3 children use the explicit
 `aws` provider. Pass both as `providers=[aws, aws_native]` on the component.
@@ -47,14 +48,13 @@ from components.kms import deployer_arn
 from components.naming import aws_partition, child_name, physical_name
 from components.sagemaker_roles import LIFECYCLE_KEY_ROOT, HyperPodExecutionRole, HyperPodExecutionRoleArgs
 from components.slurm_validation import validation_scripts
-from stacks.catalog import CATALOG
+from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import (
     HyperPodCapacity,
     HyperPodGroupRole,
     HyperPodInstanceGroupSpec,
     HyperPodOrchestrator,
     HyperPodSpec,
-    SlurmSpec,
 )
 
 LIFECYCLE_ROOT = Path(__file__).resolve().parent / "lifecycle"
@@ -147,9 +147,19 @@ def read_bundle(directory: Path) -> dict[str, bytes]:
     return files
 
 
-def slurm_settings(slurm: SlurmSpec) -> dict[str, Any]:
+def nvidia_groups(spec: HyperPodSpec) -> list[str]:
+    """Instance groups of NVIDIA GPU types (the catalog): their nodes need nvidia-container-cli for enroot."""
+    return [
+        g.name
+        for g in spec.instance_groups
+        if (row := CATALOG.get(g.ec2_instance_type)) is not None and row.accelerator is Accelerator.NVIDIA
+    ]
+
+
+def slurm_settings(spec: HyperPodSpec) -> dict[str, Any]:
     """The `trainstack` block of provisioning_parameters.json: what components/lifecycle/slurm/node_config.py
     hands the step scripts (containers is null when off)."""
+    slurm = spec.slurm
     return {
         "containers": {"enroot_version": slurm.enroot_version, "pyxis_version": slurm.pyxis_version}
         if slurm.containers
@@ -158,16 +168,20 @@ def slurm_settings(slurm: SlurmSpec) -> dict[str, Any]:
         "homes_on_lustre": slurm.homes_on_lustre,
         "hold_lustre_client": slurm.hold_lustre_client,
         "users": [u.model_dump(mode="json") for u in slurm.users],
+        "nvidia_groups": nvidia_groups(spec),
     }
 
 
 def provisioning_parameters(
-    spec: HyperPodSpec, fsx_dns_name: str | None = None, fsx_mount_name: str | None = None
+    spec: HyperPodSpec,
+    fsx_dns_name: str | None = None,
+    fsx_mount_name: str | None = None,
+    fsx_root_squash: str | None = None,
 ) -> dict[str, Any]:
     """`provisioning_parameters.json` for the Slurm lifecycle scripts (the format of AWS's HyperPod
     base-config: controller_group, login_group, worker_groups with partition names, fsx_dns_name,
-    fsx_mountname, plus trainstack's settings under `trainstack`). Each compute group is its own Slurm
-    partition, named after the group."""
+    fsx_mountname, plus the file system's root squash UID:GID (null when off) and trainstack's settings under
+    `trainstack`). Each compute group is its own Slurm partition, named after the group."""
     controller = spec.groups(HyperPodGroupRole.CONTROLLER)
     login = spec.groups(HyperPodGroupRole.LOGIN)
     params: dict[str, Any] = {
@@ -180,10 +194,11 @@ def provisioning_parameters(
     }
     if login:
         params["login_group"] = login[0].name
-    params["trainstack"] = slurm_settings(spec.slurm)
+    params["trainstack"] = slurm_settings(spec)
     if fsx_dns_name and fsx_mount_name:
         params["fsx_dns_name"] = fsx_dns_name
         params["fsx_mountname"] = fsx_mount_name
+        params["fsx_root_squash"] = fsx_root_squash
     return params
 
 
@@ -221,6 +236,9 @@ class HyperPodClusterArgs:
     fsx_dns_name: pulumi.Input[str] | None = None
     fsx_mount_name: pulumi.Input[str] | None = None
     """FSx for Lustre the Slurm nodes mount at /fsx."""
+    fsx_root_squash: str | None = None
+    """The file system's root squash UID:GID (storage.fsx.root_squash), None when it squashes nothing: the Slurm
+    lifecycle does its /fsx work as that identity."""
     lifecycle_dir: Path | None = None
     """Lifecycle scripts to upload; defaults to components/lifecycle/<orchestrator>."""
     protect: bool = False
@@ -268,7 +286,9 @@ class HyperPodCluster(pulumi.ComponentResource):
         static = dict(files)
         if not eks:
             # The group names are known now: put them in the digest so a changed layout changes the prefix.
-            static[PROVISIONING_PARAMETERS] = json.dumps(provisioning_parameters(spec), sort_keys=True).encode()
+            static[PROVISIONING_PARAMETERS] = json.dumps(
+                provisioning_parameters(spec, fsx_root_squash=args.fsx_root_squash), sort_keys=True
+            ).encode()
         prefix = lifecycle_prefix(self.cluster_name, static)
 
         bucket = self._lifecycle_bucket(name, args)
@@ -294,7 +314,11 @@ class HyperPodCluster(pulumi.ComponentResource):
         if not eks:
             params = pulumi.Output.all(
                 pulumi.Output.from_input(args.fsx_dns_name), pulumi.Output.from_input(args.fsx_mount_name)
-            ).apply(lambda fsx: json.dumps(provisioning_parameters(spec, fsx[0], fsx[1]), indent=2, sort_keys=True))
+            ).apply(
+                lambda fsx: json.dumps(
+                    provisioning_parameters(spec, fsx[0], fsx[1], args.fsx_root_squash), indent=2, sort_keys=True
+                )
+            )
             objects.append(
                 aws.s3.BucketObjectv2(
                     child_name(name, "lifecycle", "provisioning-parameters"),
@@ -382,19 +406,31 @@ class HyperPodCluster(pulumi.ComponentResource):
         kms_key_arn: pulumi.Input[str] | None,
     ) -> sagemaker.ClusterInstanceGroupArgs:
         checks = deep_health_checks(group)
+        volumes = [
+            sagemaker.ClusterInstanceStorageConfigArgs(
+                ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(
+                    volume_size_in_gb=group.ebs_volume_size_gib, volume_kms_key_id=kms_key_arn
+                )
+            )
+        ]
+        if kms_key_arn is not None:
+            # The root volume too (the Slurm controller keeps the accounting database there): RootVolume true
+            # takes a key and no size (SageMaker API reference, ClusterEbsVolumeConfig.RootVolume); without it
+            # HyperPod encrypts the root volume with an AWS owned key.
+            volumes.append(
+                sagemaker.ClusterInstanceStorageConfigArgs(
+                    ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(
+                        root_volume=True, volume_kms_key_id=kms_key_arn
+                    )
+                )
+            )
         return sagemaker.ClusterInstanceGroupArgs(
             instance_group_name=group.name,
             instance_type=group.instance_type,
             instance_count=group.instance_count,
             execution_role=role_arn,
             threads_per_core=THREADS_PER_CORE,
-            instance_storage_configs=[
-                sagemaker.ClusterInstanceStorageConfigArgs(
-                    ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(
-                        volume_size_in_gb=group.ebs_volume_size_gib, volume_kms_key_id=kms_key_arn
-                    )
-                )
-            ],
+            instance_storage_configs=volumes,
             life_cycle_config=sagemaker.ClusterLifeCycleConfigArgs(source_s3_uri=source_s3_uri, on_create=ON_CREATE),
             on_start_deep_health_checks=checks or None,
             training_plan_arn=spec.training_plan_arn if group.capacity is HyperPodCapacity.TRAINING_PLAN else None,

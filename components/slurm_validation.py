@@ -18,6 +18,12 @@ from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import HyperPodGroupRole, HyperPodInstanceGroupSpec, HyperPodSpec, SlurmSpec
 
 VALIDATION_DIR = "/opt/trainstack/validation"  # where install_validation.sh puts the scripts on every node
+# AWS's Slurm NCCL job sets these on top of the EFA environment (aws-samples/awsome-distributed-training,
+# micro-benchmarks/nccl-tests/slurm/nccl-tests-container.sbatch): a deeper send queue (NCCL_BUFFSIZE, 8 MiB), larger
+# point-to-point chunks (NCCL_P2P_NET_CHUNKSIZE, 512 KiB), and aws-ofi-nccl's tuner, which picks the all-reduce
+# algorithm and protocol per message size and rank count, at its path in the nccl-tests image.
+NCCL_TUNING = {"NCCL_BUFFSIZE": "8388608", "NCCL_P2P_NET_CHUNKSIZE": "524288"}
+NCCL_TUNER_PLUGIN = "/opt/amazon/ofi-nccl/lib/${arch}-linux-gnu/libnccl-ofi-tuner.so"
 
 
 def sbatch_name(group: HyperPodInstanceGroupSpec) -> str:
@@ -66,7 +72,9 @@ def nccl_sbatch(group: HyperPodInstanceGroupSpec, slurm: SlurmSpec) -> str:
     """The sbatch script for one group. Submit it from a shared directory: `sbatch <script>`."""
     plan = slurm_nccl_plan(group, slurm)
     name = f"trainstack-nccl-{group.name}"
-    exports = [f"export {key}={shlex.quote(value)}" for key, value in nccl_env(plan).items()]
+    env = nccl_env(plan) | NCCL_TUNING
+    exports = [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
+    exports += ["arch=$(uname -m)", f'export NCCL_TUNER_PLUGIN="{NCCL_TUNER_PLUGIN}"']  # the node's architecture
     srun = (
         f"srun --mpi=pmix --cpu-bind=none --container-image={enroot_image(slurm.nccl_tests_image)} "
         f"{ALL_REDUCE_PERF} -b 8 -e {plan.max_message_size} -f 2 -g 1 -c 1 -n 50"

@@ -121,7 +121,9 @@ class SlurmSpec(Spec):
     )
     pyxis_version: str = Field(default=PYXIS_VERSION, pattern=r"^\d+\.\d+\.\d+$", description="NVIDIA pyxis release.")
     accounting: bool = Field(
-        default=True, description="Slurm accounting (`sacct`): MariaDB and slurmdbd on the controller."
+        default=True,
+        description="Slurm accounting (`sacct`): MariaDB and slurmdbd on the controller, the database backed up "
+        "hourly to /fsx and restored when HyperPod replaces the controller; needs storage.fsx.enabled.",
     )
     homes_on_lustre: bool = Field(
         default=True,
@@ -133,8 +135,8 @@ class SlurmSpec(Spec):
     )
     hold_lustre_client: bool = Field(
         default=True,
-        description="Hold the Lustre client module package (apt-mark hold), so an upgrade cannot pull in a kernel "
-        "the client has no module for.",
+        description="Hold the Lustre client module package and the installed kernel meta-packages (apt-mark hold), "
+        "so an upgrade cannot pull in a kernel the client has no module for.",
     )
     nccl_validation: bool = Field(
         default=True,

@@ -198,19 +198,7 @@ class StackConfig(Spec):
                 )
         problems += self._runtime_image_problems()
         problems += self._restricted_team_problems()
-        hyperpod = self.sagemaker.hyperpod
-        slurm_on_lustre = hyperpod.slurm.homes_on_lustre or bool(hyperpod.slurm.users)
-        if (
-            hyperpod.enabled
-            and hyperpod.orchestrator.value == "slurm"
-            and slurm_on_lustre
-            and not self.storage.fsx.enabled
-        ):
-            # Homes (and the users' SSH keys) must be the same on every node: that is the shared /fsx.
-            problems.append(
-                "sagemaker.hyperpod.slurm.homes_on_lustre and users need storage.fsx.enabled: set "
-                "homes_on_lustre false and users [] or enable FSx for Lustre"
-            )
+        problems += self._slurm_fsx_problems()
         if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
             problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
         # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.
@@ -236,6 +224,43 @@ class StackConfig(Spec):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _slurm_fsx_problems(self) -> list[str]:
+        """What the Slurm lifecycle needs from FSx for Lustre (docs/hyperpod-slurm.md, "/fsx under root squash")."""
+        hyperpod, fsx = self.sagemaker.hyperpod, self.storage.fsx
+        if not hyperpod.enabled or hyperpod.orchestrator.value != "slurm":
+            return []
+        slurm = hyperpod.slurm
+        problems: list[str] = []
+        if not fsx.enabled:
+            # Homes, the users' SSH keys and the accounting database's backups must outlive a node: that is /fsx.
+            needs = {
+                "homes_on_lustre true": slurm.homes_on_lustre,
+                f"users {[u.name for u in slurm.users]}": bool(slurm.users),
+                "accounting true": slurm.accounting,
+            }
+            problems += [
+                f"sagemaker.hyperpod.slurm.{setting} needs storage.fsx.enabled: the lifecycle keeps homes, SSH keys "
+                "and the accounting database's backups on /fsx; enable FSx for Lustre or turn the setting off"
+                for setting, on in needs.items()
+                if on
+            ]
+            return problems
+        if fsx.squashes_root and not fsx.no_squash_nids:
+            problems.append(
+                f"storage.fsx.root_squash {fsx.root_squash} with storage.fsx.no_squash_nids [] and a Slurm HyperPod "
+                "cluster: its nodes need /fsx world-writable and sticky (mode 1777), which under root squash only a "
+                "client exempt from it can set, once; list an administration host in storage.fsx.no_squash_nids"
+            )
+        squash_uid = fsx.root_squash.split(":")[0] if fsx.squashes_root and fsx.root_squash else None
+        for i, user in enumerate(slurm.users):
+            if str(user.uid) == squash_uid:
+                problems.append(
+                    f"sagemaker.hyperpod.slurm.users.{i}.uid {user.uid} ({user.name}) is storage.fsx.root_squash's "
+                    f"UID ({fsx.root_squash}): root on every node would act as {user.name} on /fsx; give the user "
+                    "another uid or squash root to one no user has (65534:65534)"
+                )
+        return problems
 
     def _runtime_image_problems(self) -> list[str]:
         """Training runtime pods run in the team namespaces, whose registry policy (components/tenancy.py) refuses

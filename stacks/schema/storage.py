@@ -129,6 +129,11 @@ class FsxSpec(Spec):
         description="Read throughput each GPU needs from storage in MB/s (sizing demand).",
     )
 
+    @property
+    def squashes_root(self) -> bool:
+        """Whether root squash is on: a UID and a GID, both non-zero (FSx API, LustreRootSquashConfiguration)."""
+        return self.root_squash is not None and all(int(part) for part in self.root_squash.split(":"))
+
     @field_validator("throughput_mb_s_per_tib")
     @classmethod
     def _throughput_tier(cls, value: int | None, info: ValidationInfo) -> int | None:

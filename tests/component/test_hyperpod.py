@@ -98,7 +98,11 @@ def test_eks_cluster_settings(eks_run: Recording) -> None:
     assert group["instanceType"] == "ml.p5.48xlarge" and group["instanceCount"] == 2
     assert group["threadsPerCore"] == 1
     assert group["onStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
-    assert group["instanceStorageConfigs"] == [{"ebsVolumeConfig": {"volumeSizeInGb": 1000, "volumeKmsKeyId": KEY}}]
+    # The extra volume and the root volume on the data key (a root volume config takes a key and no size).
+    assert group["instanceStorageConfigs"] == [
+        {"ebsVolumeConfig": {"volumeSizeInGb": 1000, "volumeKmsKeyId": KEY}},
+        {"ebsVolumeConfig": {"rootVolume": True, "volumeKmsKeyId": KEY}},
+    ]
     assert cluster.inputs["nodeProvisioningMode"] == "Continuous"  # a customer managed EBS key needs it
     assert "trainingPlanArn" not in group
 

@@ -51,6 +51,16 @@ def test_the_example_plans_clean_through_contracts_and_policies(capsys: pytest.C
     report = json.loads(capsys.readouterr().out)["trainstack"]
     assert report["contracts"] == []
     assert not [v for v in report["policy"]["violations"] if v["level"] == "mandatory"]
+    # How each group comes up: the controller runs accounting, every node mounts /fsx, prepared from the admin host.
+    bringup = {g["group"]: g for g in report["hyperpodBringUp"]}
+    assert {name: g["role"] for name, g in bringup.items()} == {
+        "controller": "controller",
+        "login": "login",
+        "p5": "compute",
+    }
+    assert any(step.startswith("accounting: ") for step in bringup["controller"]["steps"])
+    assert not any(step.startswith("accounting") for step in bringup["p5"]["steps"])
+    assert any("10.20.0.10@tcp" in need for need in bringup["p5"]["needs"])
 
 
 @pytest.mark.e2e

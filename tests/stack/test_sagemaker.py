@@ -72,6 +72,7 @@ def slurm(cluster: dict[str, Any]) -> None:
             {"name": "p5", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
         ],
     }
+    cluster["storage"]["fsx"]["no_squash_nids"] = ["10.0.1.6@tcp"]  # the host that prepares /fsx under root squash
 
 
 @pytest.mark.e2e
@@ -92,6 +93,7 @@ def test_slurm_variation_mounts_the_stacks_fsx() -> None:
     content = json.loads(params.inputs["content"])
     assert content["fsx_dns_name"] == run.outputs["fsx_dns_name"]
     assert content["fsx_mountname"] == run.outputs["fsx_mount_name"]
+    assert content["fsx_root_squash"] == "65534:65534"  # the lifecycle's /fsx step runs as this identity
     assert run.outputs["hyperpod_orchestrator"] == "slurm"
 
 
@@ -179,10 +181,35 @@ def test_impossible_hyperpod_combinations_are_config_errors(edit: Any, key: str,
     assert any(p.startswith(f"{key}:") and fragment in p for p in found), found
 
 
-def test_slurm_homes_on_lustre_need_fsx() -> None:
+def slurm_edit(*, slurm: dict[str, Any] | None = None, **fsx: Any) -> Any:
     def edit(cluster: dict[str, Any]) -> None:
-        groups_edit(P5, CONTROLLER, orchestrator="slurm")(cluster)
-        cluster["storage"]["fsx"]["enabled"] = False
+        groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm=slurm or {})(cluster)
+        cluster["storage"]["fsx"].update(fsx)
 
-    found = problems(edit)
-    assert any("homes_on_lustre and users need storage.fsx.enabled" in p for p in found), found
+    return edit
+
+
+def test_what_slurm_keeps_on_lustre_needs_fsx() -> None:
+    found = problems(slurm_edit(slurm={"users": [ALICE]}, enabled=False))
+    for setting in ("homes_on_lustre true", "users ['alice']", "accounting true"):
+        assert any(f"sagemaker.hyperpod.slurm.{setting} needs storage.fsx.enabled" in p for p in found), found
+    alone = problems(slurm_edit(slurm={"homes_on_lustre": False}, enabled=False))
+    assert not any("slurm.homes_on_lustre" in p or "slurm.users" in p for p in alone), alone
+    assert any("slurm.accounting true needs storage.fsx.enabled" in p for p in alone), alone
+
+
+def test_root_squash_without_an_exempt_host_cannot_prepare_fsx_for_slurm() -> None:
+    found = problems(slurm_edit(root_squash="65534:65534", no_squash_nids=[]))
+    assert any(
+        "storage.fsx.root_squash 65534:65534 with storage.fsx.no_squash_nids []" in p and "mode 1777" in p
+        for p in found
+    ), found
+    edited_config("staging", slurm_edit(root_squash="65534:65534", no_squash_nids=["10.0.1.6@tcp"]))  # valid
+
+
+def test_a_slurm_user_may_not_be_root_squashs_identity() -> None:
+    found = problems(slurm_edit(slurm={"users": [ALICE]}, root_squash="2001:2001", no_squash_nids=["10.0.1.6@tcp"]))
+    assert any("sagemaker.hyperpod.slurm.users.0.uid 2001 (alice) is storage.fsx.root_squash's UID" in p for p in found)
+    edited_config(
+        "staging", slurm_edit(slurm={"users": [ALICE]}, root_squash="2002:2002", no_squash_nids=["10.0.1.6@tcp"])
+    )

@@ -102,6 +102,7 @@ def test_entry_point_runs_exactly_the_files_of_its_bundle(orchestrator: str) -> 
     called = set()
     for text in scripts.values():  # helpers call helpers (setup_users.sh runs node_config.py)
         called |= set(re.findall(r"(?:bash|python3) ([a-z_]+\.(?:sh|py))", text))
+        called |= set(re.findall(r"bash -s .*<([a-z_]+\.sh)", text))  # a script fed on stdin (setup_fsx.sh)
     assert called <= set(files), called - set(files)  # nothing runs a script the bundle lacks
     assert set(scripts) - {ON_CREATE} <= called  # and no script is dead weight
     if orchestrator == "slurm":
@@ -187,3 +188,44 @@ def test_deep_health_checks_follow_accelerator_and_efa() -> None:
     assert deep_health_checks(p5) == [INSTANCE_STRESS, INSTANCE_CONNECTIVITY]
     assert deep_health_checks(single) == [INSTANCE_STRESS]  # no EFA: nothing to test between nodes
     assert deep_health_checks(controller) == []
+
+
+def test_provisioning_parameters_carry_root_squash_and_the_nvidia_groups() -> None:
+    params = provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt", "65534:65534")
+    assert params["fsx_root_squash"] == "65534:65534"
+    assert params["trainstack"]["nvidia_groups"] == ["p5", "g5"]  # not the CPU controller and login groups
+    assert provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt")["fsx_root_squash"] is None
+
+
+@pytest.mark.parametrize(
+    ("squash", "identity"),
+    [("65534:65534", ("65534", "65534")), ("1099:1098", ("1099", "1098")), (None, ("65534", "65534"))],
+)
+def test_node_config_hands_the_fsx_step_root_squashs_identity(squash: str | None, identity: tuple[str, str]) -> None:
+    params = provisioning_parameters(slurm_spec(), "fs-1.fsx", "mnt", squash)
+    env = _node_config_module().node_env(params, RESOURCES, "10.0.0.31")
+    assert (env["FSX_SQUASH_UID"], env["FSX_SQUASH_GID"]) == identity
+    assert env["FSX_ROOT_SQUASH"] == (squash or "")  # empty: mount_fsx.sh may set /fsx's mode itself
+    assert env["ADDRESS"] == "10.0.0.31" and env["NVIDIA"] == "1"
+    assert _node_config_module().node_env(params, RESOURCES, "10.0.0.10")["NVIDIA"] == "0"  # the controller
+
+
+def test_node_config_lists_users_and_keys_for_the_fsx_step() -> None:
+    spec = HyperPodSpec.model_validate(
+        slurm_spec().model_dump(mode="json")
+        | {
+            "slurm": {
+                "users": [
+                    {"name": "alice", "uid": 2001, "ssh_public_keys": ["ssh-ed25519 AAAA1 a@x", "ssh-rsa AAAA2 a y"]},
+                    {"name": "bob", "uid": 2002},
+                ]
+            }
+        }
+    )
+    lines = _node_config_module().fsx_users(provisioning_parameters(spec))
+    assert lines == [
+        "user alice 2001",
+        "key alice ssh-ed25519 AAAA1 a@x",
+        "key alice ssh-rsa AAAA2 a y",
+        "user bob 2002",
+    ]

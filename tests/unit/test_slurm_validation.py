@@ -47,6 +47,10 @@ def test_the_job_takes_whole_nodes_one_task_per_gpu_across_the_group() -> None:
         assert f"#SBATCH {line}\n" in job
     assert "srun --mpi=pmix" in job and "all_reduce_perf -b 8 -e 16G" in job
     assert "export FI_PROVIDER=efa" in job and "export FI_EFA_USE_DEVICE_RDMA=1" in job
+    # The reference Slurm job's NCCL settings: buffers, chunks and the OFI tuner for the node's architecture.
+    assert "export NCCL_BUFFSIZE=8388608\n" in job and "export NCCL_P2P_NET_CHUNKSIZE=524288\n" in job
+    tuner = "/opt/amazon/ofi-nccl/lib/${arch}-linux-gnu/libnccl-ofi-tuner.so"
+    assert f'arch=$(uname -m)\nexport NCCL_TUNER_PLUGIN="{tuner}"\n' in job
     assert sbatch_name(group) == "nccl-all-reduce-p5.sbatch"
 
 

@@ -166,6 +166,14 @@ FIELDS: dict[str, str] = {
     "trainstack.cost.items": "One line per priced thing, each with its price source and date.",
     "trainstack.cost.notes": "What the estimate leaves out.",
     "trainstack.health": "Monitoring, repair and alerts (`trainstack/report/health.py`); `null` when absent.",
+    "trainstack.hyperpodBringUp": "How each SageMaker HyperPod instance group comes up (`trainstack/report/"
+    "bringup.py`): one entry per group; empty without HyperPod.",
+    "trainstack.hyperpodBringUp[].cluster": "The HyperPod cluster's name.",
+    "trainstack.hyperpodBringUp[].group": "The instance group's name.",
+    "trainstack.hyperpodBringUp[].role": "`controller`, `login` or `compute` (Slurm); `compute` on EKS.",
+    "trainstack.hyperpodBringUp[].steps": "The lifecycle steps its nodes run, in order, as `<step>: <what it "
+    "does>` (the step names of the lifecycle log).",
+    "trainstack.hyperpodBringUp[].needs": "What those steps need from outside the node.",
     "trainstack.policy": "The policy pack's review; `null` when it did not run.",
     "trainstack.policy.mandatory": "Mandatory violations (any one: exit 1).",
     "trainstack.policy.advisory": "Advisory violations.",

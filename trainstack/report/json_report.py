@@ -27,6 +27,7 @@ from typing import Any
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts, replaces
 from trainstack.engine import PROJECT, RecordedResource, Recording
 from trainstack.report import header, verdict
+from trainstack.report.bringup import summarize_bringup
 from trainstack.report.model import Report
 from trainstack.review import Review
 
@@ -304,6 +305,7 @@ def document(
             "summary": summary_dict(report),
             "cost": report.cost.to_dict(),
             "health": report.health.to_dict() if report.health is not None else None,
+            "hyperpodBringUp": [g.to_dict() for g in summarize_bringup(report.recording)],
             "policy": policy_dict(report.policy) if report.policy is not None else None,
             "contracts": [c.to_dict() for c in report.contracts],
             "journeys": [j.to_dict() for j in report.journeys],

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
+from trainstack.report.bringup import lines as bringup_lines
+from trainstack.report.bringup import summarize_bringup
 from trainstack.report.changes import block, entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import MAX_ROWS, md_table
@@ -158,6 +160,7 @@ GIVE_WAY = (
     "resource list",
     "account state",
     "architecture diagram",
+    "hyperpod bring-up",
     "cost table",
     "health",
     "storage",
@@ -404,6 +407,9 @@ def render(
     )
     compute.append("")
     sections.append(Section("compute table", tuple(compute[:2]), tuple(compute[2:])))
+    if bringup := summarize_bringup(report.recording):
+        body = [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}" for line in bringup_lines(bringup)]
+        sections.append(Section("hyperpod bring-up", ("### HyperPod node bring-up", ""), (*body, "")))
 
     storage = ["### Storage", ""]
     for fs in s.file_systems:

@@ -11,6 +11,8 @@ from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
+from trainstack.report.bringup import lines as bringup_lines
+from trainstack.report.bringup import summarize_bringup
 from trainstack.report.changes import entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
@@ -323,6 +325,18 @@ def _compute(report: Report, style: Style, width: int) -> list[str]:
     return out
 
 
+def _bringup(report: Report, style: Style, width: int) -> list[str]:
+    """How each HyperPod instance group comes up (trainstack.report.bringup); nothing without HyperPod."""
+    groups = summarize_bringup(report.recording)
+    if not groups:
+        return []
+    out = [style.heading("HyperPod node bring-up")]
+    for text in bringup_lines(groups):
+        out += ["  " + line for line in fmt.fit(text, width - 2, "      ")]
+    out.append("")
+    return out
+
+
 def _storage(report: Report, style: Style, width: int) -> list[str]:
     s = report.summary
     out = [style.heading("Storage")]
@@ -504,6 +518,7 @@ def render(
     out += risk_lines(v, style, width)
     out += time_lines(v, width)
     out += _compute(report, style, width)
+    out += _bringup(report, style, width)
     out += _storage(report, style, width)
     out += _cost(report, style, width)
     out += contract_lines(report, style, width)

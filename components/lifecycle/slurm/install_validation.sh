@@ -4,7 +4,7 @@
 # submits them from. Nothing to copy is fine: validation is a setting.
 set -euo pipefail
 
-target=${TRAINSTACK_ROOT:-}/opt/trainstack/validation
+target=/opt/trainstack/validation
 mkdir -p "$target"
 shopt -s nullglob
 jobs=(*.sbatch)

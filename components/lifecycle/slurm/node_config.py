@@ -1,8 +1,9 @@
 """This node's lifecycle settings, from provisioning_parameters.json and HyperPod's resource_config.json.
 
-    python3 node_config.py env PARAMS RESOURCES   shell assignments (ROLE, CONTROLLERS, FSX_*, settings)
+    python3 node_config.py env PARAMS RESOURCES   shell assignments (ROLE, ADDRESS, CONTROLLERS, FSX_*, settings)
     python3 node_config.py users PARAMS           one "name uid" line per cluster user
     python3 node_config.py keys PARAMS NAME       the configured SSH public keys of one user, one a line
+    python3 node_config.py fsx-users PARAMS       "user NAME UID" and "key NAME KEY" lines, for setup_fsx.sh
 
 The node is found by its primary private IPv4 address among the instances HyperPod lists per instance group
 (resource_config.json: InstanceGroups[].Instances[].CustomerIpAddress, as AWS's HyperPod reference
@@ -56,6 +57,11 @@ class SlurmSettings(TypedDict, total=False):
     homes_on_lustre: bool
     hold_lustre_client: bool
     users: list[User]
+    nvidia_groups: list[str]
+
+
+# Root squash's identity on /fsx when the file system squashes none (dev): the setup_fsx.sh step runs as it anyway.
+NOBODY = "65534:65534"
 
 
 class ProvisioningParameters(TypedDict, total=False):
@@ -63,6 +69,7 @@ class ProvisioningParameters(TypedDict, total=False):
     login_group: str
     fsx_dns_name: str
     fsx_mountname: str
+    fsx_root_squash: str | None
     trainstack: SlurmSettings
 
 
@@ -105,12 +112,19 @@ def node_env(params: ProvisioningParameters, resources: ResourceConfig, me: str)
     )
     slurm = params.get("trainstack", {})
     containers = slurm.get("containers") or {}
+    squash = params.get("fsx_root_squash") or ""
+    squash_uid, squash_gid = (squash or NOBODY).split(":")
     return {
         "ROLE": role,
         "GROUP": mine[0],
+        "ADDRESS": me,
         "CONTROLLERS": ",".join(controllers),
         "FSX_DNS_NAME": params.get("fsx_dns_name") or "",
         "FSX_MOUNT_NAME": params.get("fsx_mountname") or "",
+        "FSX_ROOT_SQUASH": squash,
+        "FSX_SQUASH_UID": squash_uid,
+        "FSX_SQUASH_GID": squash_gid,
+        "NVIDIA": flag(mine[0] in slurm.get("nvidia_groups", [])),
         "CONTAINERS": flag(containers),
         "ENROOT_VERSION": containers.get("enroot_version", ""),
         "PYXIS_VERSION": containers.get("pyxis_version", ""),
@@ -124,6 +138,15 @@ def users(params: ProvisioningParameters) -> list[User]:
     return list(params.get("trainstack", {}).get("users", []))
 
 
+def fsx_users(params: ProvisioningParameters) -> list[str]:
+    """What setup_fsx.sh reads, one record a line: `user NAME UID`, then `key NAME KEY` per configured key."""
+    lines: list[str] = []
+    for user in users(params):
+        lines.append(f"user {user['name']} {int(user['uid'])}")
+        lines += [f"key {user['name']} {key}" for key in user.get("ssh_public_keys", [])]
+    return lines
+
+
 def main(argv: list[str]) -> None:
     if len(argv) >= 3 and argv[0] == "env":
         for key, value in node_env(load(argv[1]), load(argv[2]), primary_address()).items():
@@ -131,6 +154,9 @@ def main(argv: list[str]) -> None:
     elif len(argv) >= 2 and argv[0] == "users":
         for user in users(load(argv[1])):
             print(user["name"], int(user["uid"]))
+    elif len(argv) >= 2 and argv[0] == "fsx-users":
+        for line in fsx_users(load(argv[1])):
+            print(line)
     elif len(argv) >= 3 and argv[0] == "keys":
         for user in users(load(argv[1])):
             if user["name"] == argv[2]:

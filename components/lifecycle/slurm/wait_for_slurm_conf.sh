@@ -6,14 +6,14 @@
 set -euo pipefail
 
 controllers=$1
-slurm_conf=${TRAINSTACK_ROOT:-}/opt/slurm/etc/slurm.conf
-wait_seconds=300
-for _ in $(seq 1 $((wait_seconds / 5))); do
+slurm_conf=/opt/slurm/etc/slurm.conf
+wait_seconds=300 poll_seconds=10
+for _ in $(seq 1 $((wait_seconds / poll_seconds))); do
   if [[ -f $slurm_conf ]] && grep -qF "${controllers%%,*}" "$slurm_conf"; then
     echo "[trainstack] $slurm_conf names controller ${controllers%%,*}"
     exit 0
   fi
-  sleep 5
+  sleep "$poll_seconds"
 done
 if [[ -f $slurm_conf ]]; then
   echo "[trainstack] $slurm_conf does not name controller ${controllers%%,*} after ${wait_seconds} s" >&2
