@@ -467,10 +467,14 @@ class CoverageMap:
         return {t for t in tests if self.durations.get(t, 0.0) >= 0}
 
 
-def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str]) -> CoverageMap:
-    """The map of an identical tree is reused (a module-by-module session maps the suite once)."""
+def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str], stale: bool = False) -> CoverageMap:
+    """The map of an identical tree is reused (a module-by-module session maps the suite once); with `stale`, the
+    newest map whatever the tree (tests added since are not in it, so they kill nothing: a lower bound)."""
     deselect = config.get("deselect", [])
     path = CACHE / f"coverage-{tree_hash(tests, deselect)}.json"
+    if stale and not path.exists() and (older := sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)):
+        path = older[-1]
+        print(f"coverage map: {path.name} is of another tree; tests added since kill nothing", flush=True)
     if path.exists():
         print(f"coverage map: reused {path.relative_to(ROOT)}", flush=True)
         data = json.loads(path.read_text())
@@ -737,7 +741,12 @@ def commit() -> str:
 
 
 def record(
-    results: dict[str, list[Outcome]], config: dict[str, Any], seed: int, seconds: float, tests: list[str]
+    results: dict[str, list[Outcome]],
+    config: dict[str, Any],
+    seed: int,
+    seconds: float,
+    tests: list[str],
+    stale_map: bool = False,
 ) -> None:
     """Each measured entry's latest result replaces its row in bench/mutation-report.json (a module-by-module
     session records as it goes); the markdown is written from the whole file."""
@@ -752,6 +761,7 @@ def record(
             "seed": seed,
             "cap": config["cap"],
             "tests": tests,
+            "stale_map": stale_map,
             "seconds": round(sum(o.seconds for o in outcomes)),
             "survivors": sorted(o.mutant.id for o in outcomes if o.status in ("survived", "no-tests")),
             "unreached": sorted(o.mutant.id for o in outcomes if o.status == "no-tests"),
@@ -781,6 +791,7 @@ def markdown(rows: dict[str, Any], config: dict[str, Any]) -> str:
     ]
     for entry, row in rows.items():
         mark = "" if row["score"] >= config["floor"] else " **LOW**"
+        mark += " (stale map: a lower bound)" if row.get("stale_map") else ""
         name = f"`{entry}`" + ("" if entry in measured else " (not in the measured set)")
         lines.append(
             f"| {name} | {row['date']} | `{row['commit'][:10]}` | {row['seed']} | {row['mutants']} | {row['killed']} "
@@ -813,6 +824,9 @@ def main() -> int:
     parser.add_argument("--no-report", action="store_true", help="do not record the result in bench/mutation-report.*")
     parser.add_argument(
         "--tests", action="append", default=[], help="map coverage from these test paths only (a quick partial run)"
+    )
+    parser.add_argument(
+        "--stale-map", action="store_true", help="use the newest coverage map even if the tree changed (a survey)"
     )
     args = parser.parse_args()
     config = tomllib.loads(CONFIG.read_text())
@@ -848,7 +862,7 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trainstack-mutate-") as tmp:
         work = Path(tmp)
-        covered = cached_coverage_map(work, config, tests)
+        covered = cached_coverage_map(work, config, tests, args.stale_map)
         plan: list[tuple[Mutant, list[Phase]]] = []
         for mutants in chosen.values():
             for m in mutants:
@@ -870,7 +884,7 @@ def main() -> int:
             if o.status in ("survived", "no-tests"):
                 print(f"        {o.status}: {o.mutant.id} (line {o.mutant.line})")
     if not (args.no_report or args.id or args.tests):
-        record(results, config, seed, seconds, tests)
+        record(results, config, seed, seconds, tests, args.stale_map)
     return 0 if all(score_of(mine)["score"] >= config["floor"] for mine in results.values()) else 1
 
 
