@@ -409,18 +409,30 @@ def _install_recording_hook(config):
 '''
 
 
-def tree_hash(tests: list[str], deselect: list[str]) -> str:
-    """The identity of a coverage map: every file a test could read, but prose (Markdown: a doc edit does not move
-    which tests run a line, and a map costs the whole suite under coverage) and this script's own files."""
+def is_test_file(name: str) -> bool:
+    """A test module: its tests can be mapped again alone. Any other file under tests/ (a conftest, a helper, a
+    fixture) may change what every test runs, so it is part of the tree's hash, with the code."""
+    return name.startswith("tests/") and Path(name).name.startswith("test_") and name.endswith(".py")
+
+
+def tree_state(tests: list[str], deselect: list[str]) -> tuple[str, dict[str, str]]:
+    """The identity of a coverage map: the hash of every file a test could read but the test modules (and prose:
+    a Markdown edit does not move which tests run a line, and a map costs the whole suite under coverage; and
+    this script's own files), and each test module's own hash, so that a session that adds tests maps only
+    those."""
     digest = hashlib.sha256(json.dumps([tests, deselect, PYTEST_FIXED]).encode())
+    test_files: dict[str, str] = {}
     for name in tracked_files():
         path = ROOT / name
         if path in (REPORT_JSON, EQUIVALENTS, CONFIG, Path(__file__).resolve()) or not path.is_file():
             continue
         if name.endswith(".md"):
             continue
+        if is_test_file(name):
+            test_files[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            continue
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:24]
+    return digest.hexdigest()[:24], test_files
 
 
 def tracked_files() -> list[str]:
@@ -468,25 +480,38 @@ class CoverageMap:
 
 
 def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str], stale: bool = False) -> CoverageMap:
-    """The map of an identical tree is reused (a module-by-module session maps the suite once); with `stale`, the
-    newest map whatever the tree (tests added since are not in it, so they kill nothing: a lower bound)."""
+    """The map of an identical tree is reused (a module-by-module session maps the suite once). When only test
+    modules changed, those alone are mapped again and merged in. With `stale`, the newest map whatever the tree
+    (tests added since are not in it, so they kill nothing: a lower bound)."""
     deselect = config.get("deselect", [])
-    path = CACHE / f"coverage-{tree_hash(tests, deselect)}.json"
+    source_hash, test_files = tree_state(tests, deselect)
+    path = CACHE / f"coverage-{source_hash}.json"
     if stale and not path.exists() and (older := sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)):
         path = older[-1]
         print(f"coverage map: {path.name} is of another tree; tests added since kill nothing", flush=True)
+        return _load_map(json.loads(path.read_text()))
+    selected = {f: h for f, h in test_files.items() if any(f == t or f.startswith(t.rstrip("/") + "/") for t in tests)}
     if path.exists():
-        print(f"coverage map: reused {path.relative_to(ROOT)}", flush=True)
         data = json.loads(path.read_text())
-        lines = {m: {int(n): ids for n, ids in by_line.items()} for m, by_line in data["lines"].items()}
-        return CoverageMap(data["contexts"], lines, data["at_import"], data["readers"], data["durations"])
-    found = coverage_map(measurable(config["sources"]), work, tests, deselect)
+        known: dict[str, str] = data.get("test_files", {})
+        changed = sorted(f for f, h in selected.items() if known.get(f) != h)
+        dropped = set(changed) | {f for f in known if f not in selected}
+        found = _load_map(data)
+        if not dropped:
+            print(f"coverage map: reused {path.relative_to(ROOT)}", flush=True)
+            return found
+        print(f"coverage map: mapping {len(changed)} changed test module(s) again: {' '.join(changed)}", flush=True)
+        fresh = coverage_map(measurable(config["sources"]), work, changed, deselect) if changed else None
+        found = _merged(found, dropped, fresh)
+    else:
+        found = coverage_map(measurable(config["sources"]), work, tests, deselect)
     if not found.durations:
         raise SystemExit("coverage map: the suite recorded no tests (see the pytest output above)")
     CACHE.mkdir(exist_ok=True)
-    for stale in CACHE.glob("coverage-*.json"):
-        stale.unlink()
+    for old in sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)[:-2]:  # keep a few (partial maps)
+        old.unlink()
     data = {
+        "test_files": selected,
         "contexts": found.contexts,
         "lines": {m: {str(n): ids for n, ids in by_line.items()} for m, by_line in found.lines.items()},
         "at_import": found.at_import,
@@ -495,6 +520,41 @@ def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str], st
     }
     path.write_text(json.dumps(data))
     return found
+
+
+def _load_map(data: dict[str, Any]) -> CoverageMap:
+    lines = {m: {int(n): ids for n, ids in by_line.items()} for m, by_line in data["lines"].items()}
+    return CoverageMap(data["contexts"], lines, data["at_import"], data["readers"], data["durations"])
+
+
+def _merged(old: CoverageMap, dropped: set[str], fresh: CoverageMap | None) -> CoverageMap:
+    """`old` without the tests of the `dropped` modules, plus `fresh` (a map of the changed modules' tests)."""
+
+    def kept(name: str) -> bool:
+        return name.startswith("recording:") or name.split("::")[0] not in dropped
+
+    names: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for source in filter(None, (old, fresh)):
+        for module, by_line in source.lines.items():
+            for line, ids in by_line.items():
+                names[module][line].update(n for n in (source.contexts[i] for i in ids) if source is fresh or kept(n))
+    contexts: dict[str, int] = {}
+    lines = {
+        module: {line: sorted(contexts.setdefault(n, len(contexts)) for n in found) for line, found in by_line.items()}
+        for module, by_line in names.items()
+    }
+    readers: dict[str, set[str]] = defaultdict(set)
+    for key, tests in old.readers.items():
+        readers[key].update(t for t in tests if kept(t))
+    durations = {t: d for t, d in old.durations.items() if kept(t)}
+    at_import = {m: sorted(set(ls)) for m, ls in old.at_import.items()}
+    if fresh is not None:
+        for key, tests in fresh.readers.items():
+            readers[key].update(tests)
+        durations.update(fresh.durations)
+        for m, ls in fresh.at_import.items():
+            at_import[m] = sorted(set(at_import.get(m, [])) | set(ls))
+    return CoverageMap(list(contexts), lines, at_import, {k: sorted(v) for k, v in readers.items()}, durations)
 
 
 def coverage_map(modules: list[str], work: Path, tests: list[str], deselect: list[str]) -> CoverageMap:
