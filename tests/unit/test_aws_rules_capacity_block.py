@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from trainstack.contracts import aws_rules
-from trainstack.engine import RecordedResource, Recording
+from trainstack.engine import UNKNOWN, RecordedResource, Recording
 
 NG_URN = "urn:pulumi:prod::trainstack::aws:eks/nodeGroup:NodeGroup::gpu"
 LT_URN = "urn:pulumi:prod::trainstack::aws:ec2/launchTemplate:LaunchTemplate::gpu-lt"
@@ -50,14 +50,35 @@ def _group(by: str = "dependency", **inputs: Any) -> RecordedResource:
 
 
 def _found(*resources: RecordedResource) -> list[tuple[str, str, str]]:
-    rec = Recording("prod", False, resources, {})
-    return sorted((v.urn, v.path, v.rule) for v in aws_rules.capacity_block_node_groups(rec))
+    return sorted((v.urn, v.path, v.rule) for v in _violations(*resources))
+
+
+def _violations(*resources: RecordedResource) -> list[aws_rules.ContractViolation]:
+    return list(aws_rules.capacity_block_node_groups(Recording("prod", False, resources, {})))
 
 
 @pytest.mark.parametrize("by", ["dependency", "id"])
 def test_a_block_group_as_the_guide_builds_it_passes(by: str) -> None:
     """The template is found by the node group's dependency, and also by its id alone (an imported template)."""
     assert _found(_group(by), _template()) == []
+
+
+def test_in_preview_the_template_is_found_by_the_dependency_alone() -> None:
+    """In a preview the template's id is unknown, so only the node group's dependency finds it."""
+    group = _group("dependency", launchTemplate={"id": UNKNOWN, "version": UNKNOWN})
+    assert _found(group, _template()) == []
+    bare = _resource(aws_rules.LAUNCH_TEMPLATE, LT_URN, {})  # no id yet, and no capacity-block pieces
+    assert [p for _, p, _ in _found(group, bare)] == [
+        "capacityReservationSpecification.capacityReservationTarget.capacityReservationId",
+        "instanceMarketOptions.marketType",
+        "instanceType",
+    ]
+
+
+def test_a_dependency_on_a_resource_outside_the_recording_falls_back_to_the_id() -> None:
+    gone = "urn:pulumi:prod::trainstack::aws:ec2/launchTemplate:LaunchTemplate::elsewhere"
+    group = _resource(aws_rules.NODE_GROUP, NG_URN, _group().inputs, property_dependencies={"launchTemplate": (gone,)})
+    assert _found(group, _template()) == []
 
 
 def test_a_template_is_not_found_by_an_id_it_does_not_have() -> None:
@@ -127,10 +148,16 @@ def test_a_block_group_listing_its_type_is_refused_twice_and_a_list_alone_is_not
     assert _found(_group(instanceTypes=[]), _template()) == []
 
 
-@pytest.mark.parametrize("capacity", ["ON_DEMAND", "SPOT", None])
-def test_a_template_buying_from_a_block_needs_a_block_group(capacity: str | None) -> None:
-    ((urn, path, rule),) = _found(_group(capacityType=capacity), _template())
-    assert (urn, path) == (NG_URN, "capacityType") and "must be CAPACITY_BLOCK" in rule
+@pytest.mark.parametrize(("capacity", "shown"), [("ON_DEMAND", "ON_DEMAND"), ("SPOT", "SPOT"), (None, "(absent)")])
+def test_a_template_buying_from_a_block_needs_a_block_group(capacity: str | None, shown: str) -> None:
+    (v,) = _violations(_group(capacityType=capacity), _template())
+    assert (v.urn, v.path, v.value) == (NG_URN, "capacityType", shown) and "must be CAPACITY_BLOCK" in v.rule
+
+
+@pytest.mark.parametrize(("options", "shown"), [(None, "(absent)"), ({"marketType": "spot"}, "spot")])
+def test_the_market_refused_is_shown_as_it_is(options: dict[str, str] | None, shown: str) -> None:
+    (v,) = _violations(_group(), _template(instanceMarketOptions=options))
+    assert (v.path, v.value) == ("instanceMarketOptions.marketType", shown)
 
 
 def test_an_on_demand_group_on_an_ordinary_template_passes() -> None:
