@@ -751,7 +751,9 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
     return outcomes
 
 
-def phases_of(mutant: Mutant, tests: set[str], durations: dict[str, float], timeout_factor: float) -> list[Phase]:
+def phases_of(
+    mutant: Mutant, tests: set[str], durations: dict[str, float], timeout_factor: float, timeout_base: float = 60
+) -> list[Phase]:
     """The mutant's tests in two phases. Collecting hundreds of tests costs more than running the one that
     fails, so the first phase is the test files that name the mutated function (else its class, else its
     module): the tests written for that code. The rest runs only if those all pass, so the verdict is the same
@@ -769,7 +771,7 @@ def phases_of(mutant: Mutant, tests: set[str], durations: dict[str, float], time
     phases: list[Phase] = []
     for group in filter(None, groups):
         ordered = sorted(group, key=lambda t: (durations.get(t, 0.0), t))
-        phases.append((ordered, timeout_factor * sum(durations.get(t, 0.0) for t in ordered) + 20))
+        phases.append((ordered, timeout_factor * sum(durations.get(t, 0.0) for t in ordered) + timeout_base))
     return phases
 
 
@@ -927,7 +929,8 @@ def main() -> int:
         for mutants in chosen.values():
             for m in mutants:
                 reached = covered.tests(m.module, m.line, m.end_line)
-                plan.append((m, phases_of(m, reached, covered.durations, config["timeout_factor"])))
+                limits = config["timeout_factor"], config.get("timeout_base", 60)
+                plan.append((m, phases_of(m, reached, covered.durations, *limits)))
         outcomes = run_mutants(plan, work, equivalents)
     seconds = time.monotonic() - started
     by_id = {o.mutant.id: o for o in outcomes}
