@@ -287,3 +287,38 @@ def test_diff_counts_split_changes_from_replacements() -> None:
     counts = verdict.assess(clean, diff).counts
     assert counts == {"add": 1, "change": 1, "replace": 1, "delete": 1}
     assert verdict.assess(clean).counts is None
+
+
+def _moved(**deltas: tuple[float, float]) -> PlanDiff:
+    return dataclasses.replace(_diff(), **{k: Delta(*v) for k, v in deltas.items()})
+
+
+def test_diff_figures_without_a_baseline_report_come_from_the_deltas() -> None:
+    """`plan --against` a recording only: the before side of each number is the diff's, with its signed change."""
+    after = report("prod")
+    diff = _moved(
+        accelerators_desired=(8, 24),
+        accelerators_max=(16, 32),
+        usd_per_month_desired=(1000, 4000),
+        usd_per_month_max=(2000, 2000),
+        fabric_gbps_desired=(800, 3200),
+    )
+    shown = {f.label: f for f in verdict.diff_figures(None, after, diff)}
+    acc = shown["accelerators desired / max"]
+    assert (acc.value, acc.before, acc.change) == ("24 / 32", "8 / 16", "+16 / +16")
+    cost = shown["cost at desired"]
+    assert cost.before == "$1,000/month" and cost.change == "+$3,000/month"
+    flat = shown["cost at max"]
+    assert flat.before == "$2,000/month" and flat.change is None  # no move, no change shown
+    fabric = shown["EFA fabric at desired"]
+    assert (fabric.value, fabric.before, fabric.change) == ("3.2 Tbit/s", "0.8 Tbit/s", "+2.4 Tbit/s")
+    # a figure the deltas do not carry has no before side without a baseline report
+    assert shown["storage throughput"].before is None and not shown["storage throughput"].moved
+
+
+def test_diff_figures_show_no_change_for_figures_that_did_not_move() -> None:
+    after = report("prod")
+    shown = verdict.diff_figures(after, after, _moved(usd_per_month_desired=(5, 5.4)))
+    assert all(f.change is None and not f.moved for f in shown)
+    assert verdict._count_change(0, 0) is None and verdict._count_change(0, 2) == "+0 / +2"
+    assert verdict._usd_change(0.4) is None and verdict._usd_change(-0.6) == "-$0.60/month"
