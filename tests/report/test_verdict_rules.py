@@ -322,3 +322,23 @@ def test_diff_figures_show_no_change_for_figures_that_did_not_move() -> None:
     assert all(f.change is None and not f.moved for f in shown)
     assert verdict._count_change(0, 0) is None and verdict._count_change(0, 2) == "+0 / +2"
     assert verdict._usd_change(0.4) is None and verdict._usd_change(-0.6) == "-$0.60/month"
+
+
+def test_advisories_are_one_low_risk_per_rule_with_the_first_message_and_the_count() -> None:
+    from trainstack.review import Violation
+
+    clean = _clean(report("prod"))
+    base = report("prod").policy
+    assert base is not None
+
+    def advisory(policy: str, message: str) -> Violation:
+        return Violation(policy, "advisory", "low", "", "", "", message)
+
+    found = (advisory("a-rule", "first"), advisory("a-rule", "second"), advisory("b-rule", "only"))
+    policy = dataclasses.replace(base, violations=found)
+    risks = verdict.assess(dataclasses.replace(clean, policy=policy)).risks
+    assert [(r.severity, r.title, r.why) for r in risks] == [
+        ("low", "advisory a-rule: 2 finding(s)", "first (+1 more)"),
+        ("low", "advisory b-rule: 1 finding(s)", "only"),
+    ]
+    assert verdict.assess(dataclasses.replace(clean, policy=policy)).status == verdict.OK

@@ -136,3 +136,39 @@ def test_a_fifo_topic_ends_in_fifo_and_counts_the_suffix_in_its_length() -> None
 
 def test_a_topic_named_by_pulumi_or_unknown_is_not_checked() -> None:
     assert _topic() == [] and _topic(name=UNKNOWN) == []
+
+
+# ------------------------------------------------------------------------------------ Object Lock retention
+
+
+def _lock(rule: dict[str, Any] | None) -> list[str]:
+    return _paths(aws_rules.object_lock_retention, aws_rules.OBJECT_LOCK, {"rule": rule} if rule is not None else {})
+
+
+def test_a_lock_without_default_retention_has_nothing_to_check() -> None:
+    assert _lock(None) == [] and _lock({}) == [] and _lock({"defaultRetention": None}) == []
+
+
+@pytest.mark.parametrize(
+    ("period", "refused"),
+    [
+        ({"days": 1}, False),
+        ({"days": 36500}, False),
+        ({"days": 0}, True),
+        ({"days": 36501}, True),
+        ({"years": 1}, False),
+        ({"years": 100}, False),
+        ({"years": 0}, True),
+        ({"years": 101}, True),
+    ],
+)
+def test_a_period_of_days_or_years_within_its_bounds(period: dict[str, int], refused: bool) -> None:
+    ((key, _),) = period.items()
+    paths = _lock({"defaultRetention": {"mode": "GOVERNANCE", **period}})
+    assert paths == ([f"rule.defaultRetention.{key}"] if refused else [])
+
+
+def test_a_retention_needs_a_mode_and_exactly_one_period() -> None:
+    assert _lock({"defaultRetention": {"days": 30}}) == ["rule.defaultRetention.mode"]
+    assert _lock({"defaultRetention": {"mode": "COMPLIANCE"}}) == ["rule.defaultRetention"]
+    assert _lock({"defaultRetention": {"mode": "COMPLIANCE", "days": 30, "years": 1}}) == ["rule.defaultRetention"]
