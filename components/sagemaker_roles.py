@@ -74,6 +74,13 @@ HYPERPOD_SLURM_ENI_EXTRA_ACTIONS = ("ec2:DetachNetworkInterface",)
 # key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
 EBS_KEY_ACTIONS = ("kms:CreateGrant", "kms:DescribeKey")
 ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+# What the execution role may never read outside its own cluster's lifecycle prefix. The managed instance policy
+# grants s3:GetObject and s3:ListBucket on every `sagemaker-*` bucket (SageMaker API reference,
+# ClusterLifeCycleConfig.SourceS3Uri: "allows access to S3 buckets with the specific prefix sagemaker-"), so anyone
+# who may UpdateCluster could point SourceS3Uri at a `sagemaker-*` bucket of their own and have their script run as
+# root on every new node. An explicit deny beats that allow (IAM policy evaluation logic): a repointed source is
+# unreadable and node creation fails instead.
+LIFECYCLE_FOREIGN_READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 
 
 def _statement(sid: str, actions: Sequence[str], resources: Sequence[str], **extra: Any) -> dict[str, Any]:
@@ -146,16 +153,22 @@ def hyperpod_execution_policy(
     account_id: str,
     lifecycle_bucket_arn: str,
     lifecycle_prefix: str,
+    lifecycle_root: str | None = None,
     eks_cluster_arn: str | None = None,
     kms_key_arn: str | None = None,
 ) -> dict[str, Any]:
     """The inline policy of the HyperPod execution role, next to AmazonSageMakerClusterInstanceRolePolicy.
 
-    Read-only on the lifecycle prefix, the VPC network-interface actions (with the orchestrator's extra ones),
+    Read-only on the lifecycle prefix, and an explicit deny on reading or listing anything else in S3 (any object
+    outside `lifecycle_root`, the cluster's own root of content-hashed bundles, which defaults to the prefix;
+    any bucket but the lifecycle bucket), the VPC network-interface actions (with the orchestrator's extra ones),
     grants on the data key for the EBS volumes it encrypts, and for the EKS orchestrator ECR pull, Pod Identity
     and describe on the one cluster.
     """
     prefix = lifecycle_prefix.strip("/")
+    root = (lifecycle_root or prefix).strip("/")
+    if prefix != root and not prefix.startswith(f"{root}/"):
+        raise ValueError(f"lifecycle prefix {prefix!r} is not under lifecycle root {root!r}")
     statements = [
         _statement("LifecycleRead", ["s3:GetObject"], [f"{lifecycle_bucket_arn}/{prefix}/*"]),
         _statement(
@@ -164,6 +177,18 @@ def hyperpod_execution_policy(
             [lifecycle_bucket_arn],
             Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
+        {
+            "Sid": "DenyReadOutsideLifecycle",
+            "Effect": "Deny",
+            "Action": sorted(LIFECYCLE_FOREIGN_READ_ACTIONS),
+            "NotResource": [f"{lifecycle_bucket_arn}/{root}/*"],
+        },
+        {
+            "Sid": "DenyListOtherBuckets",
+            "Effect": "Deny",
+            "Action": ["s3:ListBucket"],
+            "NotResource": [lifecycle_bucket_arn],
+        },
         *_vpc_statements(
             partition,
             region,
@@ -251,6 +276,8 @@ class HyperPodExecutionRoleArgs:
     region: str
     lifecycle_bucket_arn: pulumi.Input[str]
     lifecycle_prefix: str
+    lifecycle_root: str | None = None
+    """The cluster's root of lifecycle bundles: the only S3 objects the role may read (defaults to the prefix)."""
     eks_cluster_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
 
@@ -295,6 +322,7 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
                     account_id=v[0],
                     lifecycle_bucket_arn=v[1],
                     lifecycle_prefix=args.lifecycle_prefix,
+                    lifecycle_root=args.lifecycle_root,
                     eks_cluster_arn=v[2],
                     kms_key_arn=v[3],
                 )

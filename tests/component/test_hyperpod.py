@@ -176,7 +176,8 @@ def test_lifecycle_prefix_is_the_deployers_and_read_only_for_the_execution_role(
     read = statements["DenyLifecycleReadExceptDeployerAndHyperPod"]
     write = statements["DenyLifecycleWriteExceptDeployer"]
     assert read["Effect"] == write["Effect"] == "Deny" and read["Principal"] == "*"
-    assert read["Resource"].endswith("/hyperpod/lifecycle/*") and write["Resource"] == read["Resource"]
+    assert read["Resource"].endswith("/hyperpod/lifecycle/*")
+    assert write["Resource"] == read["Resource"].removesuffix("hyperpod/lifecycle/*") + "*"  # the whole bucket
     assert read["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": sorted([deployer, role_arn])}}
     assert write["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": deployer}}
     assert "s3:PutObject" in write["Action"] and "s3:GetObject" in read["Action"]

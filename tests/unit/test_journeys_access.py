@@ -177,6 +177,17 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
 
 
 @pytest.mark.slow
+def test_an_execution_role_without_its_read_deny_reads_a_repointed_source() -> None:
+    def no_deny(statements: list[dict[str, Any]]) -> None:
+        statements[:] = [s for s in statements if s.get("Sid") != "DenyReadOutsideLifecycle"]
+
+    rec = edited(recording("staging"), "hyperpod-execution-inline", policy_edit(no_deny))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name == "the execution role cannot read a repointed lifecycle source (s3://sagemaker-repointed-source/)"
+    assert "s3:GetObject sagemaker-repointed-source/on_create.sh (owner 999999999999): allowed" in detail
+
+
+@pytest.mark.slow
 def test_a_policy_the_evaluator_cannot_judge_fails_its_step_with_the_reason() -> None:
     def unjudgeable(statements: list[dict[str, Any]]) -> None:
         statements[0]["Condition"] = {"StringNotLike": {"aws:userid": "AROA*"}}

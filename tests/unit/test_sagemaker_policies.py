@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -65,6 +66,8 @@ def grants(document: dict[str, Any]) -> dict[str, set[str]]:
     """action -> every resource it is allowed on."""
     out: dict[str, set[str]] = {}
     for statement in document["Statement"]:
+        if statement["Effect"] == "Deny":
+            continue
         assert statement["Effect"] == "Allow"
         for action in statement["Action"]:
             out.setdefault(action, set()).update(statement["Resource"])
@@ -75,7 +78,7 @@ def assert_least_privilege(document: dict[str, Any]) -> None:
     for statement in document["Statement"]:
         for action in statement["Action"]:
             assert "*" not in action, f"wildcard action {action}"
-            if "*" in statement["Resource"]:
+            if statement["Effect"] == "Allow" and "*" in statement["Resource"]:
                 assert action in UNSCOPABLE, f"{action} on every resource"
     sids = [s["Sid"] for s in document["Statement"]]
     assert len(sids) == len(set(sids))
@@ -95,6 +98,51 @@ def test_hyperpod_reads_only_its_lifecycle_prefix() -> None:
     [listing] = [s for s in document["Statement"] if s["Sid"] == "LifecycleList"]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}
     assert not {a for a in allowed if a.startswith("s3:") and a not in ("s3:GetObject", "s3:ListBucket")}
+
+
+ROOT = "hyperpod/lifecycle/trainstack-staging-hyperpod"
+
+
+def test_hyperpod_denies_every_s3_read_outside_its_cluster_lifecycle_root() -> None:
+    denies = {s["Sid"]: s for s in hyperpod(lifecycle_root=ROOT)["Statement"] if s["Effect"] == "Deny"}
+    assert denies["DenyReadOutsideLifecycle"]["NotResource"] == [f"{LIFECYCLE}/{ROOT}/*"]
+    assert set(denies["DenyReadOutsideLifecycle"]["Action"]) == {"s3:GetObject", "s3:GetObjectVersion"}
+    assert denies["DenyListOtherBuckets"] == {
+        "Sid": "DenyListOtherBuckets",
+        "Effect": "Deny",
+        "Action": ["s3:ListBucket"],
+        "NotResource": [LIFECYCLE],
+    }
+    # Without a root the deny is as narrow as the allow: the one bundle.
+    [narrow] = [s for s in hyperpod()["Statement"] if s["Sid"] == "DenyReadOutsideLifecycle"]
+    assert narrow["NotResource"] == [f"{LIFECYCLE}/{ROOT}/0123456789abcdef/*"]
+
+
+def test_a_lifecycle_prefix_outside_its_root_is_refused() -> None:
+    with pytest.raises(ValueError, match="is not under lifecycle root 'hyperpod/lifecycle/other'"):
+        hyperpod(lifecycle_root="hyperpod/lifecycle/other")
+    with pytest.raises(ValueError, match="not under"):  # a sibling whose name merely starts like the root
+        hyperpod(lifecycle_root=ROOT[:-1])
+
+
+def test_the_deny_beats_the_managed_policy_on_a_repointed_source() -> None:
+    """The managed policy reads every sagemaker-* bucket; with the inline deny beside it, a bucket an attacker
+    opened to everyone is unreadable, and the stack's own bundle still reads (the real evaluator decides)."""
+    from trainstack.journeys.access import HYPERPOD_MANAGED_S3, REPOINTED_POLICY
+    from trainstack.journeys.iam import Policy, decide, request
+
+    role = f"arn:aws:iam::{ACCOUNT}:role/trainstack-staging-hyperpod-exec"
+    inline = Policy.of("inline", hyperpod(lifecycle_root=ROOT))
+
+    def reads(identity: tuple[Policy, ...], resource: str, policy: Policy | None) -> bool:
+        ask = request(role, identity, "s3:GetObject", resource, resource_account=ACCOUNT, resource_policy=policy)
+        return decide(ask).allowed
+
+    evil = "arn:aws:s3:::sagemaker-repointed-source/on_create.sh"
+    assert reads((HYPERPOD_MANAGED_S3,), evil, REPOINTED_POLICY)  # the managed policy alone: the HIGH
+    assert not reads((inline, HYPERPOD_MANAGED_S3), evil, REPOINTED_POLICY)
+    assert not reads((inline, HYPERPOD_MANAGED_S3), f"{LIFECYCLE}/elsewhere/on_create.sh", None)
+    assert reads((inline, HYPERPOD_MANAGED_S3), f"{LIFECYCLE}/{ROOT}/0123456789abcdef/on_create.sh", None)
 
 
 def test_hyperpod_eks_statements_name_the_one_cluster() -> None:

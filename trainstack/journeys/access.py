@@ -93,6 +93,44 @@ OUTSIDE_IDENTITY = Policy.of(
     "its own IAM policy (not in this stack: taken as allow-all)",
     {"Version": "2012-10-17", "Statement": [{"Sid": "Everything", "Effect": "Allow", "Action": "*", "Resource": "*"}]},
 )
+# The S3 grant of the HyperPod execution role's managed policy, AmazonSageMakerClusterInstanceRolePolicy (SageMaker
+# API reference, ClusterLifeCycleConfig.SourceS3Uri: the managed policy "allows access to S3 buckets with the
+# specific prefix sagemaker-"): read and list every `sagemaker-*` bucket. The role's inline policy must out-deny it.
+HYPERPOD_MANAGED_S3 = Policy.of(
+    "AmazonSageMakerClusterInstanceRolePolicy (its S3 grant)",
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "SageMakerBuckets",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:ListBucket"],
+                "Resource": ["arn:aws:s3:::sagemaker-*", "arn:aws:s3:::sagemaker-*/*"],
+            }
+        ],
+    },
+)
+# A bucket someone who may call sagemaker:UpdateCluster owns and opens to everyone (its policy allows any reader).
+REPOINTED_BUCKET = "sagemaker-repointed-source"
+REPOINTED_POLICY = Policy.of(
+    "the repointed bucket's policy (open to any reader)",
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AnyReader",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": ["s3:GetObject", "s3:ListBucket"],
+                "Resource": [f"arn:aws:s3:::{REPOINTED_BUCKET}", f"arn:aws:s3:::{REPOINTED_BUCKET}/*"],
+            }
+        ],
+    },
+)
+REPOINT_RULE = (
+    "SageMaker API reference, UpdateCluster (InstanceGroups[].LifeCycleConfig.SourceS3Uri) and "
+    "ClusterLifeCycleConfig; " + EVALUATION
+)
 # FSx for Lustre's S3 service-linked role: the S3 calls a data repository association makes on its bucket (FSx for
 # Lustre User Guide, Using service-linked roles for Amazon FSx, AWSServiceRoleForFSxS3Access_fs-*). It has no KMS
 # permission of its own: the key policy must name it.
@@ -559,16 +597,18 @@ def service_journeys(world: World) -> Iterator[Journey]:
         execution = rec.outputs.get("hyperpod_execution_role_arn")
         if _known(execution) and execution in world.roles:
             arn = str(execution)
+            identity = (*world.roles[arn], HYPERPOD_MANAGED_S3)
             steps += access_steps(
                 world,
                 "the execution role",
                 arn,
-                world.roles[arn],
+                identity,
                 [(lifecycle, key)],
                 [],
                 from_vpc=True,
                 source=HYPERPOD_RULE,
             )
+            steps.append(repointed_source_step(world, arn, identity))
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
@@ -616,6 +656,37 @@ def service_journeys(world: World) -> Iterator[Journey]:
             f"FSx for Lustre: data repository association {dra.inputs.get('fileSystemPath')} <-> {path}",
             tuple(steps),
         )
+
+
+def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -> Step:
+    """Someone repoints the cluster's SourceS3Uri at a `sagemaker-*` bucket of their own (in this account or
+    another) that lets anyone read: the execution role, which HyperPod uses to fetch the scripts, must not read it."""
+    try:
+        decisions = [
+            (
+                f"{action} {REPOINTED_BUCKET}{'/' + key if key else ''} (owner {account})",
+                decide(
+                    request(
+                        role,
+                        identity,
+                        action,
+                        f"arn:aws:s3:::{REPOINTED_BUCKET}{'/' + key if key else ''}",
+                        resource_account=account,
+                        resource_policy=REPOINTED_POLICY,
+                    )
+                ),
+            )
+            for account in (world.account, "999999999999")
+            for action, key in (("s3:GetObject", "on_create.sh"), ("s3:ListBucket", ""))
+        ]
+    except UnsupportedPolicy as error:
+        return unsupported("the execution role's policies", error, EVALUATION)
+    return step(
+        f"the execution role cannot read a repointed lifecycle source (s3://{REPOINTED_BUCKET}/)",
+        decisions,
+        REPOINT_RULE,
+        expect=False,
+    )
 
 
 def outside_vpc_journeys(world: World, roles: Sequence[str]) -> Iterator[Journey]:
