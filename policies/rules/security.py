@@ -24,6 +24,7 @@ from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
     IAM_ROLE,
+    IAM_ROLE_POLICY,
     IAM_ROLE_POLICY_ATTACHMENT,
     KMS_KEY,
     S3_BUCKETS,
@@ -57,6 +58,7 @@ OBJECT_LOCK = (
 LEVELS = ("privileged", "baseline", "restricted")
 _DEFAULT_PRIVILEGED = ["gpu-operator", "trainstack-monitoring", "trainstack-validation"]
 SAGEMAKER_FULL_ACCESS = "AmazonSageMakerFullAccess"
+HYPERPOD_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"  # reads every sagemaker-* bucket
 
 
 def _labels(resource: PolicyResource) -> Mapping[str, Any]:
@@ -507,3 +509,47 @@ def iam_no_sagemaker_full_access(args: ResourceValidationArgs, report: Report) -
     arns = [str(get(args.props, "policyArn", ""))] + [str(a) for a in items(get(args.props, "managedPolicyArns"))]
     if any(arn.endswith(f"/{SAGEMAKER_FULL_ACCESS}") for arn in arns):
         report(f"{SAGEMAKER_FULL_ACCESS} is attached: every holder can rewrite HyperPod lifecycle scripts.")
+
+
+def _confines(statement: Mapping[str, Any], action: str) -> bool:
+    """A deny of `action` on everything but named resources of named buckets (no wildcard in a bucket name)."""
+    if not _denies(statement, action) or "Resource" in statement or statement.get("Condition"):
+        return False
+    kept = [str(r) for r in as_list(statement.get("NotResource"))]
+    return bool(kept) and all(r.startswith("arn:") and "*" not in r.split(":::", 1)[-1].split("/", 1)[0] for r in kept)
+
+
+@stack_rule(
+    name="hyperpod-execution-role-confined",
+    description="A role holding AmazonSageMakerClusterInstanceRolePolicy (which reads every `sagemaker-*` bucket) "
+    "has an explicit deny on reading and listing any S3 object or bucket but its lifecycle scripts: whoever may "
+    "update the cluster's lifecycle source could otherwise point it at a bucket of their own and run a script as "
+    "root on every new node.",
+    severity=Severity.CRITICAL,
+)
+def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    roles = [
+        role
+        for role in g.of_type(IAM_ROLE)
+        if any(
+            str(get(a.props, "policyArn", "")).endswith(f"/{HYPERPOD_INSTANCE_POLICY}")
+            for a in g.referrers(role, "role", IAM_ROLE_POLICY_ATTACHMENT)
+        )
+    ]
+    if not roles:
+        args.not_applicable(f"no role holds {HYPERPOD_INSTANCE_POLICY}")
+    for role in roles:
+        try:
+            statements = [
+                s for p in g.referrers(role, "role", IAM_ROLE_POLICY) for s in _statements(get(p.props, "policy"))
+            ]
+        except UnknownValueError:
+            continue  # computed at the first preview; judged at pulumi up
+        for action in ("s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket"):
+            if not any(_confines(s, action) for s in statements):
+                report(
+                    f"{role.name}: no inline deny of {action} outside its lifecycle bucket; "
+                    f"{HYPERPOD_INSTANCE_POLICY} lets it read any sagemaker-* bucket.",
+                    role.urn,
+                )

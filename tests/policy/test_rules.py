@@ -661,6 +661,40 @@ bad(
 )
 na("hyperpod-lifecycle-locked", prod)
 
+EXECUTION_INLINE = "-hyperpod-execution-inline"
+ok("hyperpod-execution-role-confined", staging)
+bad(
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        staging(),
+        EXECUTION_INLINE,
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyReadOutsideLifecycle"])),
+    ),
+)
+bad(  # a deny that keeps every sagemaker-* bucket readable confines nothing
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        staging(),
+        EXECUTION_INLINE,
+        edit_policy(
+            lambda st: [
+                s.__setitem__("NotResource", ["arn:aws:s3:::sagemaker-*/*"])
+                for s in st
+                if s["Sid"] == "DenyReadOutsideLifecycle"
+            ]
+        ),
+    ),
+)
+bad(
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        staging(),
+        EXECUTION_INLINE,
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyListOtherBuckets"])),
+    ),
+)
+na("hyperpod-execution-role-confined", prod)
+
 ok("s3-data-vpc-only", prod)
 ok("s3-data-vpc-only", staging)
 bad("s3-data-vpc-only", dev, level="advisory")  # dev's data buckets are reachable from outside its VPC
