@@ -25,7 +25,7 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import TEAM_LABEL
+from components.k8s_common import GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
 from components.naming import child_name
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec
@@ -315,6 +315,102 @@ def registry_binding_spec() -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------------------------- device access admission
+
+DEVICE_POLICY_NAME = "trainstack-device-access"
+# The environment variables the NVIDIA container runtime selects devices by (NVIDIA/nvidia-container-toolkit
+# internal/config/image/cuda_image.go: envNVVisibleDevices, envNVMigConfigDevices, envNVMigMonitorDevices, and
+# NVIDIA_IMEX_CHANNELS for IMEX channels on GB200). On the EKS AL2023 NVIDIA AMI the NVIDIA runtime is containerd's
+# default, so a pod naming one of these on a GPU node gets the GPUs without requesting them; the node's runtime
+# config ignores them for unprivileged containers too (components/userdata.py), this refuses them at the door.
+NVIDIA_DEVICE_VARIABLES = (
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_MIG_CONFIG_DEVICES",
+    "NVIDIA_MIG_MONITOR_DEVICES",
+    "NVIDIA_IMEX_CHANNELS",
+)
+# Accelerator taints (components/gpu_nodes.node_taint) and the resource a pod tolerating one must request.
+ACCELERATOR_TAINTS = (GPU_TAINT_KEY, NEURON_TAINT_KEY)
+# The one pod that tolerates an accelerator taint and requests none: the Trainer's MPI launcher, placed with its
+# workers (components/training_runtimes.py). JobSet labels each pod with its replicated job's name.
+LAUNCHER_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+LAUNCHER_NAME = "launcher"
+SYSTEM_PRIORITY_PREFIX = "system-"  # system-cluster-critical, system-node-critical (kube-scheduler built-ins)
+
+
+def _no_device_variables(field: str) -> str:
+    names = ", ".join(f"'{n}'" for n in NVIDIA_DEVICE_VARIABLES)
+    check = f"object.spec.{field}.all(c, !has(c.env) || c.env.all(e, !(e.name in [{names}])))"
+    return check if field == "containers" else f"!has(object.spec.{field}) || {check}"
+
+
+def _requests(resource: str) -> str:
+    return (
+        f"object.spec.containers.exists(c, has(c.resources) && ("
+        f"(has(c.resources.limits) && '{resource}' in c.resources.limits) || "
+        f"(has(c.resources.requests) && '{resource}' in c.resources.requests)))"
+    )
+
+
+def _tolerates(taint: str) -> str:
+    return (
+        "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "
+        f"(has(t.key) && t.key == '{taint}') || (!has(t.key) && has(t.operator) && t.operator == 'Exists'))"
+    )
+
+
+LAUNCHER_EXPRESSION = (
+    f"has(object.metadata.labels) && '{LAUNCHER_LABEL}' in object.metadata.labels && "
+    f"object.metadata.labels['{LAUNCHER_LABEL}'] == '{LAUNCHER_NAME}'"
+)
+
+
+def device_policy_spec() -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy that keeps accelerators behind a resource request in team namespaces: no
+    NVIDIA device variable in any container, no accelerator toleration without requesting that accelerator (the
+    MPI launcher aside), no system priority class."""
+    validations = [
+        {
+            "expression": " && ".join(
+                f"({_no_device_variables(f)})" for f in ("containers", "initContainers", "ephemeralContainers")
+            ),
+            "message": "pods in team namespaces may not set "
+            + ", ".join(NVIDIA_DEVICE_VARIABLES)
+            + ": request nvidia.com/gpu instead",
+        },
+        *(
+            {
+                "expression": f"!({_tolerates(taint)}) || ({_requests(taint)}) || ({LAUNCHER_EXPRESSION})",
+                "message": f"a pod tolerating the {taint} taint must request {taint}",
+            }
+            for taint in ACCELERATOR_TAINTS
+        ),
+        {
+            "expression": "!has(object.spec.priorityClassName) || "
+            f"!object.spec.priorityClassName.startsWith('{SYSTEM_PRIORITY_PREFIX}')",
+            "message": "system priority classes are reserved to the platform",
+        },
+    ]
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["pods", "pods/ephemeralcontainers"],
+                }
+            ]
+        },
+        "validations": validations,
+    }
+
+
+def device_binding_spec() -> dict[str, Any]:
+    return {**registry_binding_spec(), "policyName": DEVICE_POLICY_NAME}
+
+
 # ------------------------------------------------------------------------------------------- component
 
 
@@ -399,6 +495,20 @@ class Tenancy(pulumi.ComponentResource):
                 "k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgsDict", registry_binding_spec()
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
+        devices = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            child_name(name, "devices"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DEVICE_POLICY_NAME),
+            spec=cast("k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgsDict", device_policy_spec()),
+            opts=child,
+        )
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            child_name(name, "devices-binding"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DEVICE_POLICY_NAME),
+            spec=cast(
+                "k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgsDict", device_binding_spec()
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[devices]),
         )
         self.register_outputs({"quotas": self.quotas})
 

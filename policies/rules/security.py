@@ -210,16 +210,52 @@ def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     if not team_namespaces(g):
         args.not_applicable("no team namespaces")
-    policies = {get(p.props, "metadata.name") for p in g.of_type(VAP)}
-    bound = [
+    if not _bound_to_teams(g, lambda text: ".image" in text):
+        report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
+
+
+def _validations_text(policy: PolicyResource) -> str:
+    """Every validation expression of an admission policy, joined (unknown in a preview: empty)."""
+    try:
+        return "\n".join(str(get(v, "expression", "")) for v in items(get(policy.props, "spec.validations")))
+    except UnknownValueError:
+        return ""
+
+
+def _bound_to_teams(g: Graph, judges: Any) -> list[PolicyResource]:
+    """The admission policies whose validations `judges` accepts, bound with Deny to the team namespaces."""
+    policies = {get(p.props, "metadata.name") for p in g.of_type(VAP) if judges(_validations_text(p))}
+    return [
         b
         for b in g.of_type(VAP_BINDING)
         if "Deny" in items(get(b.props, "spec.validationActions"))
         and get(b.props, "spec.policyName") in policies
         and _selects_teams(get(b.props, "spec.matchResources.namespaceSelector.matchLabels"))
     ]
-    if not bound:
-        report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
+
+
+# What the device access policy must judge (components/tenancy.py device_policy_spec): the NVIDIA runtime's device
+# variable, the GPU taint's toleration, and the system priority classes.
+DEVICE_ACCESS_TERMS = ("NVIDIA_VISIBLE_DEVICES", "'nvidia.com/gpu' in c.resources", "priorityClassName")
+
+
+@stack_rule(
+    name="k8s-device-access",
+    description="A ValidatingAdmissionPolicy bound with action Deny to the team namespaces keeps accelerators "
+    "behind a resource request: no NVIDIA device variable (NVIDIA_VISIBLE_DEVICES), no GPU toleration without a "
+    "GPU request, no system priority class. Without it a pod with NVIDIA_VISIBLE_DEVICES=all lands on another "
+    "team's node and uses every GPU, counted by no quota and no queue.",
+    severity=Severity.CRITICAL,
+)
+def k8s_device_access(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    if not team_namespaces(g):
+        args.not_applicable("no team namespaces")
+    if not _bound_to_teams(g, lambda text: all(term in text for term in DEVICE_ACCESS_TERMS)):
+        report(
+            "no ValidatingAdmissionPolicy bound with Deny to the team namespaces refuses NVIDIA_VISIBLE_DEVICES, GPU "
+            "tolerations without a GPU request and system priority classes: a pod can take GPUs it never requested."
+        )
 
 
 # ----------------------------------------------------------------------------------------------- storage

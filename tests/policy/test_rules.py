@@ -624,6 +624,24 @@ bad(
     lambda: mutated(prod(), "-tenancy-registries-binding", set_path("spec.validationActions", ["Warn"])),
 )
 na("k8s-allowed-registries", lambda: without(prod(), of_type(NAMESPACE)))
+bad(  # the device policy's binding alone does not restrict images
+    "k8s-allowed-registries", lambda: without(prod(), lambda r: r.name == "tenancy-registries-binding")
+)
+
+ok("k8s-device-access", prod)
+ok("k8s-device-access", dev)
+bad("k8s-device-access", lambda: without(prod(), lambda r: r.name == "tenancy-devices-binding"))
+bad(
+    "k8s-device-access",
+    lambda: mutated(prod(), "-tenancy-devices-binding", set_path("spec.validationActions", ["Audit"])),
+)
+bad(  # the toleration rule dropped: the thief without the variable still lands on a GPU node
+    "k8s-device-access",
+    lambda: mutated(
+        prod(), "-tenancy-devices", lambda i: i["spec"].__setitem__("validations", i["spec"]["validations"][:1])
+    ),
+)
+na("k8s-device-access", lambda: without(prod(), of_type(NAMESPACE)))
 
 ok("fsx-root-squash", prod)
 ok("fsx-root-squash", dev)

@@ -35,6 +35,8 @@ from typing import Any
 from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL
 from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
 from components.tenancy import (
+    DEVICE_POLICY_NAME,
+    LAUNCHER_LABEL,
     POD_IDENTITY_AGENT_CIDR,
     POD_IDENTITY_AGENT_PORT,
     PSA_ENFORCE,
@@ -102,6 +104,8 @@ SOURCES = {
     "quota": "kubernetes v1.36 pkg/quota/v1/evaluator/core/pods.go (Constraints, PodUsageFunc)",
     "psa": pod_security.SOURCE,
     "registry": "Kubernetes ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1), evaluated with cel-python",
+    "devices": "Kubernetes ValidatingAdmissionPolicy, evaluated with cel-python; kubernetes-sigs/jobset v0.10.1 "
+    "pkg/controllers/jobset_controller.go (pods carry jobset.sigs.k8s.io/replicatedjob-name)",
     "ranks": "kubernetes v1.36 pkg/volume/emptydir/empty_dir.go (calculateEmptyDirMemorySize); "
     "awslabs/amazon-eks-ami kube-reserved formula (components/tenancy.py node_shape)",
     "network": netpol.SOURCE,
@@ -148,6 +152,8 @@ class Cluster:
     kueue_excluded: tuple[str, ...] = ()
     registry_policy: dict[str, Any] | None = None
     registry_binding: dict[str, Any] | None = None
+    device_policy: dict[str, Any] | None = None
+    device_binding: dict[str, Any] | None = None
     root_squash: tuple[int, int] | None = None
     lustre: bool = False
     vpc_cidr: str = ""
@@ -182,6 +188,10 @@ class Cluster:
                 cluster.registry_policy = r.inputs.get("spec")
             elif kind == "ValidatingAdmissionPolicyBinding" and meta.get("name") == REGISTRY_POLICY_NAME:
                 cluster.registry_binding = r.inputs.get("spec")
+            elif kind == "ValidatingAdmissionPolicy" and meta.get("name") == DEVICE_POLICY_NAME:
+                cluster.device_policy = r.inputs.get("spec")
+            elif kind == "ValidatingAdmissionPolicyBinding" and meta.get("name") == DEVICE_POLICY_NAME:
+                cluster.device_binding = r.inputs.get("spec")
             elif r.type == "aws:fsx/lustreFileSystem:LustreFileSystem":
                 cluster.lustre = True
                 squash = (r.inputs.get("rootSquashConfiguration") or {}).get("rootSquash")
@@ -253,6 +263,7 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         quota_step(cluster, job, sets),
         pod_security_step(cluster, job, sets),
         registry_step(cluster, job, sets),
+        device_step(cluster, job, sets),
         ranks.step(),
         network_step(cluster, stack, job, sets),
         lustre_step(cluster, stack, job, sets),
@@ -477,6 +488,49 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
             SOURCES["registry"],
         )
     return Step(name, True, f"{len(set(images))} image(s) approved; metadata-only updates pass", SOURCES["registry"])
+
+
+def device_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Every rank pod (and the MPI launcher) passes the device access policy: accelerators only by request."""
+    name = "the device access policy admits every pod"
+    policy, binding = cluster.device_policy, cluster.device_binding
+    if policy is None or binding is None:
+        return Step(name, True, "no device access policy in the plan", SOURCES["devices"])
+    labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
+    if not netpol.selects((binding.get("matchResources") or {}).get("namespaceSelector"), labels):
+        return Step(name, False, f"the policy is not bound to namespace {job.namespace}", SOURCES["devices"])
+    for s in sets:
+        pod = {
+            "metadata": {"name": f"{s.name}-0", "namespace": job.namespace, "labels": {LAUNCHER_LABEL: s.name}},
+            "spec": s.pod,
+        }
+        if (refusal := registry_refusal(policy, pod, None)) is not None:
+            return Step(name, False, f"{s.name} pods refused on CREATE: {refusal}", SOURCES["devices"])
+    # The review's GPU thief: a rank pod's placement with the GPU request dropped and every GPU named instead.
+    trainer_set = next((s for s in sets if s.trainer), sets[0])
+    thief = {
+        "metadata": {"name": "thief", "namespace": job.namespace},
+        "spec": {
+            **trainer_set.pod,
+            "containers": [
+                {"name": "thief", "image": "x", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}
+            ],
+        },
+    }
+    if registry_refusal(policy, thief, None) is None:
+        return Step(
+            name,
+            False,
+            "a pod with the ranks' tolerations and NVIDIA_VISIBLE_DEVICES=all and no accelerator request is "
+            "admitted: it would use the node's accelerators outside every quota",
+            SOURCES["devices"],
+        )
+    return Step(
+        name,
+        True,
+        f"{', '.join(s.name for s in sets)} pods admitted; a pod naming every GPU without a request is refused",
+        SOURCES["devices"],
+    )
 
 
 @functools.cache
