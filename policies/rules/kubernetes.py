@@ -63,7 +63,8 @@ DEVICE_PLUGIN_OPT_OUT = "nvidia.com/gpu.deploy.device-plugin"  # the operator sk
     description="On EKS NVIDIA AMIs the GPU Operator installs neither the driver nor the container toolkit, "
     "and on Bottlerocket not the device plugin either (off in values, or the node opts out with "
     "nvidia.com/gpu.deploy.device-plugin=false): the AMI ships them, and a second driver or plugin breaks "
-    "every GPU node (NVIDIA GPU Operator, Amazon EKS notes; EKS accelerated AMIs).",
+    "every GPU node (NVIDIA GPU Operator, Amazon EKS notes; EKS accelerated AMIs). Its device plugin passes "
+    "GPUs as volume mounts, which the nodes' runtime takes in place of NVIDIA_VISIBLE_DEVICES.",
     severity=Severity.HIGH,
 )
 def gpu_operator_values(args: StackValidationArgs, report: Report) -> None:
@@ -84,6 +85,14 @@ def gpu_operator_values(args: StackValidationArgs, report: Report) -> None:
                 )
         if get(values, "devicePlugin.enabled") is False:
             continue
+        strategy = {get(e, "name"): get(e, "value") for e in items(get(values, "devicePlugin.env"))}
+        if strategy.get("DEVICE_LIST_STRATEGY") != "volume-mounts":
+            report(
+                f"{release.name}: the device plugin passes GPUs as {strategy.get('DEVICE_LIST_STRATEGY', 'envvar')}, "
+                "not volume-mounts: the nodes' runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers "
+                "(docs/security.md), so allocated GPUs would never reach a container.",
+                release.urn,
+            )
         for group in bottlerocket:
             if label(group, DEVICE_PLUGIN_OPT_OUT) != "false":
                 report(

@@ -407,6 +407,15 @@ na("helm-chart-pinned", lambda: without(staging(), of_type(HELM, "kubernetes:hel
 ok("gpu-operator-values", staging)
 ok("gpu-operator-values", lambda: scenario("staging-bottlerocket"))  # device plugin off on Bottlerocket too
 bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.driver.enabled", True)))
+bad(  # back to the environment variable the nodes' runtime ignores
+    "gpu-operator-values",
+    lambda: mutated(
+        staging(),
+        "-gpu-operator-release",
+        set_path("values.devicePlugin.env", [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]),
+    ),
+)
+bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.devicePlugin.env", [])))
 # Bottlerocket groups also opt out by label, so the operator's device plugin only clashes when both are gone.
 ok(
     "gpu-operator-values",
