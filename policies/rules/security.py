@@ -5,7 +5,7 @@ change cannot remove it without the review saying so."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
@@ -222,7 +222,7 @@ def _validations_text(policy: PolicyResource) -> str:
         return ""
 
 
-def _bound_to_teams(g: Graph, judges: Any) -> list[PolicyResource]:
+def _bound_to_teams(g: Graph, judges: Callable[[str], bool]) -> list[PolicyResource]:
     """The admission policies whose validations `judges` accepts, bound with Deny to the team namespaces."""
     policies = {get(p.props, "metadata.name") for p in g.of_type(VAP) if judges(_validations_text(p))}
     return [
