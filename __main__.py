@@ -270,7 +270,6 @@ if team_members:
         "team-access",
         TeamAccessArgs(
             cluster_name=eks.cluster_name,
-            region=stack.region,
             members=team_members,
             after=list(scheduling.team_namespaces.values()),
         ),

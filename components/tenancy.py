@@ -27,6 +27,13 @@ import pulumi_kubernetes as k8s
 
 from components.k8s_common import GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
 from components.naming import child_name
+from components.team_rbac import (
+    SERVICE_QUOTA,
+    SERVICE_QUOTA_NAME,
+    TEAM_MEMBER_ROLE,
+    team_member_binding,
+    team_member_rules,
+)
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec
 
@@ -432,8 +439,9 @@ class TenancyArgs:
 class Tenancy(pulumi.ComponentResource):
     """Quotas, default limits and network policies per team namespace, and the image-registry admission policy.
 
-    Children: per team `<name>-<team>-quota`, `<name>-<team>-limits`, `<name>-<team>-np-<policy>`; and
-    `<name>-registries` with `<name>-registries-binding`."""
+    Children: per team `<name>-<team>-quota`, `<name>-<team>-services`, `<name>-<team>-limits`,
+    `<name>-<team>-np-<policy>`, the member Role `<name>-<team>-member` and its binding `<name>-<team>-member-binding`
+    (components/team_rbac.py); and `<name>-registries` with `<name>-registries-binding`."""
 
     quotas: dict[str, dict[str, str]]
     """Team -> its compute ResourceQuota (plain data)."""
@@ -454,6 +462,26 @@ class Tenancy(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
                 spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=self.quotas[team.name]),
                 opts=child,
+            )
+            k8s.core.v1.ResourceQuota(
+                child_name(name, team.name, "services"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_QUOTA_NAME, namespace=namespace),
+                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=dict(SERVICE_QUOTA)),
+                opts=child,
+            )
+            role = k8s.rbac.v1.Role(
+                child_name(name, team.name, "member"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+                rules=[cast("k8s.rbac.v1.PolicyRuleArgsDict", rule) for rule in team_member_rules()],
+                opts=child,
+            )
+            binding = team_member_binding(team.name)
+            k8s.rbac.v1.RoleBinding(
+                child_name(name, team.name, "member-binding"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+                subjects=[cast("k8s.rbac.v1.SubjectArgsDict", s) for s in binding["subjects"]],
+                role_ref=cast("k8s.rbac.v1.RoleRefArgsDict", binding["roleRef"]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
             )
             k8s.core.v1.LimitRange(
                 child_name(name, team.name, "limits"),

@@ -23,6 +23,8 @@ from .facts_generated import (
     PSA_ENFORCE,
     REQUIRED_TAGS,
     SCRATCH_2_BASELINE_MB_S_PER_TIB,
+    SERVICE_QUOTA,
+    TEAM_GROUP_PREFIX,
     TENANT_LABEL,
     TENANT_TEAM,
 )
@@ -40,7 +42,9 @@ __all__ = [
     "PSA_ENFORCE",
     "REQUIRED_TAGS",
     "SCRATCH_2_BASELINE_MB_S_PER_TIB",
+    "SERVICE_QUOTA",
     "TAINT_KEYS",
+    "TEAM_GROUP_PREFIX",
     "TENANT_LABEL",
     "TENANT_TEAM",
     "Instance",

@@ -73,3 +73,9 @@ DATA_EMPTYING_ACTIONS = ("s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteO
 
 # components/lustre_volume.py: the FSx CSI driver's name
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
+
+# components/team_rbac.py: a team's Kubernetes group
+TEAM_GROUP_PREFIX = "trainstack:team:"
+
+# components/team_rbac.py: the Services a team may not create
+SERVICE_QUOTA = {"services.loadbalancers": "0", "services.nodeports": "0"}

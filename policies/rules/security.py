@@ -17,9 +17,12 @@ from ..facts import (
     DATA_READ_WRITE_ACTIONS,
     FSX_CSI_DRIVER,
     PSA_ENFORCE,
+    SERVICE_QUOTA,
+    TEAM_GROUP_PREFIX,
     TENANT_LABEL,
     TENANT_TEAM,
 )
+from ..rbac import PRIVILEGE_VERBS, Request, allows
 from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
@@ -49,6 +52,12 @@ VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 OBJECT_LOCK = (
     "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
@@ -232,6 +241,99 @@ def _bound_to_teams(g: Graph, judges: Callable[[str], bool]) -> list[PolicyResou
         and get(b.props, "spec.policyName") in policies
         and _selects_teams(get(b.props, "spec.matchResources.namespaceSelector.matchLabels"))
     ]
+
+
+# What a team member must not be able to do in its namespace: open it (remove its NetworkPolicies, expose it
+# through a Service or an Ingress), raise its own limits (quotas, limit ranges), or grant itself more (RBAC).
+RBAC_GROUP = "rbac.authorization.k8s.io"
+TEAM_MEMBER_FORBIDDEN: tuple[Request, ...] = (
+    *(Request(v, "networking.k8s.io", "networkpolicies") for v in ("create", "update", "patch", "delete")),
+    *(Request(v, "", "services") for v in ("create", "update", "patch")),
+    Request("create", "networking.k8s.io", "ingresses"),
+    *(Request(v, "", r) for v in ("update", "patch", "delete") for r in ("resourcequotas", "limitranges")),
+    *(
+        Request(v, "rbac.authorization.k8s.io", r)
+        for v in ("create", "update", "patch")
+        for r in ("roles", "rolebindings")
+    ),
+    *(Request(v, "rbac.authorization.k8s.io", r) for v in PRIVILEGE_VERBS[:2] for r in ("roles", "clusterroles")),
+    *(Request("impersonate", "", r) for r in ("users", "groups", "serviceaccounts")),
+)
+# EKS access policies a team member may hold beside its Role: only the read-only one (EKS User Guide, "Review
+# access policy permissions": AmazonEKSEditPolicy is Kubernetes `edit`, AmazonEKSAdminPolicy `admin`).
+TEAM_ACCESS_POLICIES_ALLOWED = ("AmazonEKSViewPolicy",)
+
+
+def _team_subjects(binding: PolicyResource) -> list[str]:
+    return [
+        str(get(s, "name"))
+        for s in items(get(binding.props, "subjects"))
+        if get(s, "kind") == "Group" and str(get(s, "name", "")).startswith(TEAM_GROUP_PREFIX)
+    ]
+
+
+def _bound_rules(g: Graph, binding: PolicyResource, namespace: str | None) -> list[Mapping[str, Any]] | None:
+    """The rules of the role a binding names, from the plan; None when the role is not in it (a built-in such as
+    `edit`, whose rules the plan cannot see)."""
+    kind, name = get(binding.props, "roleRef.kind"), get(binding.props, "roleRef.name")
+    candidates = g.of_type(ROLE) if kind == "Role" else g.of_type(CLUSTER_ROLE)
+    for role in candidates:
+        if get(role.props, "metadata.name") == name and (
+            kind != "Role" or get(role.props, "metadata.namespace") == namespace
+        ):
+            return [r for r in items(get(role.props, "rules")) if isinstance(r, Mapping)]
+    return None
+
+
+@stack_rule(
+    name="k8s-team-access",
+    description="Team members reach their namespace through a Role trainstack writes, bound to the team's group: "
+    "it cannot change NetworkPolicies, Services, Ingresses, quotas or RBAC; no EKS access policy beyond view is "
+    "associated with a member (AmazonEKSEditPolicy deletes NetworkPolicies and creates LoadBalancer Services); and a "
+    "quota of zero LoadBalancer and NodePort Services stands behind the Role in every team namespace.",
+    severity=Severity.MEDIUM,
+)
+def k8s_team_access(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    namespaces = team_namespaces(g)
+    if not namespaces:
+        args.not_applicable("no team namespaces")
+    for namespace in namespaces:
+        hard: dict[str, Any] = {}
+        for quota in _in_namespace(g, namespace, RESOURCE_QUOTA):
+            value = get(quota.props, "spec.hard", {})
+            hard |= dict(value) if isinstance(value, Mapping) else {}
+        loose = [k for k in SERVICE_QUOTA if str(hard.get(k)) != "0"]
+        if loose:
+            report(f"team namespace {namespace.name} does not hold {loose} at 0: a team can expose it.", namespace.urn)
+    for binding in [*g.of_type(ROLE_BINDING), *g.of_type(CLUSTER_ROLE_BINDING)]:
+        groups = _team_subjects(binding)
+        if not groups:
+            continue
+        if binding.resource_type == CLUSTER_ROLE_BINDING:
+            report(f"{binding.name} binds {groups} cluster-wide: team access stays in the team's namespace.")
+            continue
+        rules = _bound_rules(g, binding, get(binding.props, "metadata.namespace"))
+        if rules is None:
+            role = f"{get(binding.props, 'roleRef.kind')} {get(binding.props, 'roleRef.name')}"
+            report(f"{binding.name} binds {groups} to {role}, which the plan does not define: bind a Role it writes.")
+            continue
+        granted = [str(r) for r in TEAM_MEMBER_FORBIDDEN if allows(rules, r)]
+        if granted:
+            report(f"{binding.name} lets {groups} {', '.join(granted)}.")
+    members = {
+        get(e.props, "principalArn")
+        for e in g.of_type(ACCESS_ENTRY)
+        if any(str(x).startswith(TEAM_GROUP_PREFIX) for x in items(get(e.props, "kubernetesGroups")))
+    }
+    team_names = {str(get(ns.props, "metadata.name")) for ns in namespaces}
+    for association in g.of_type(ACCESS_POLICY_ASSOCIATION):
+        policy = str(get(association.props, "policyArn", "")).rsplit("/", 1)[-1]
+        scoped = set(map(str, items(get(association.props, "accessScope.namespaces"))))
+        if policy not in TEAM_ACCESS_POLICIES_ALLOWED and (
+            get(association.props, "principalArn") in members or scoped & team_names
+        ):
+            report(f"{association.name} gives {policy} to a team member: use the team Role (k8s-team-access).")
 
 
 # What the device access policy must judge (components/tenancy.py device_policy_spec): the NVIDIA runtime's device

@@ -19,7 +19,17 @@ import pytest
 
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
-from tests.policy.helpers import found, matches, mutated, run, scenario, shipped, shipped_review, without
+from tests.policy.helpers import (
+    found,
+    matches,
+    mutated,
+    run,
+    scenario,
+    shipped,
+    shipped_review,
+    with_resource,
+    without,
+)
 from trainstack.engine import Recording
 from trainstack.review import load_config
 
@@ -651,6 +661,81 @@ bad(  # the toleration rule dropped: the thief without the variable still lands 
     ),
 )
 na("k8s-device-access", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("k8s-team-access", prod)
+ok("k8s-team-access", dev)
+ok("k8s-team-access", lambda: scenario("prod-team-member"))
+MEMBER = "-tenancy-research-member"
+bad(  # the LoadBalancer quota lifted: a controller or a later grant can expose the namespace
+    "k8s-team-access",
+    lambda: mutated(prod(), "-tenancy-research-services", lambda i: i["spec"]["hard"].pop("services.loadbalancers")),
+)
+bad("k8s-team-access", lambda: mutated(prod(), "-tenancy-research-services", set_path("spec.hard", {})))
+bad(  # the NodePort quota raised to one
+    "k8s-team-access",
+    lambda: mutated(
+        prod(),
+        "-tenancy-research-services",
+        lambda i: i["spec"]["hard"].__setitem__("services.nodeports", "1"),
+    ),
+)
+bad(  # members may delete the namespace's NetworkPolicies
+    "k8s-team-access",
+    lambda: mutated(
+        prod(),
+        MEMBER,
+        lambda i: i["rules"].append(
+            {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["delete"]}
+        ),
+    ),
+)
+bad(  # a wildcard rule grants Services too
+    "k8s-team-access",
+    lambda: mutated(prod(), MEMBER, set_path("rules", [{"apiGroups": [""], "resources": ["*"], "verbs": ["*"]}])),
+)
+bad(  # members may grant themselves more
+    "k8s-team-access",
+    lambda: mutated(
+        prod(),
+        MEMBER,
+        lambda i: i["rules"].append(
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"], "verbs": ["create"]}
+        ),
+    ),
+)
+bad(  # the team's group bound to Kubernetes' own `edit`, whose rules the plan cannot see
+    "k8s-team-access",
+    lambda: mutated(prod(), MEMBER + "-binding", set_path("roleRef", {"kind": "ClusterRole", "name": "edit"})),
+)
+bad(  # back to the EKS edit policy, scoped to the team's namespace
+    "k8s-team-access",
+    lambda: with_resource(
+        scenario("prod-team-member"),
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+        "team-access-research-policy",
+        {
+            "clusterName": "c",
+            "principalArn": "arn:aws:iam::210987654321:role/research",
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy",
+            "accessScope": {"type": "namespace", "namespaces": ["research"]},
+        },
+    ),
+)
+ok(  # read-only EKS access beside the Role is fine
+    "k8s-team-access",
+    lambda: with_resource(
+        scenario("prod-team-member"),
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+        "team-access-research-view",
+        {
+            "clusterName": "c",
+            "principalArn": "arn:aws:iam::210987654321:role/research",
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
+            "accessScope": {"type": "namespace", "namespaces": ["research"]},
+        },
+    ),
+)
+na("k8s-team-access", lambda: without(prod(), of_type(NAMESPACE)))
 
 ok("fsx-root-squash", prod)
 ok("fsx-root-squash", dev)
