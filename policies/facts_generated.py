@@ -74,6 +74,12 @@ DATA_EMPTYING_ACTIONS = ("s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteO
 # components/lustre_volume.py: the FSx CSI driver's name
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 
+# components/lustre_volume.py: the datasets claim
+DATASETS_CLAIM = "fsx-datasets"
+
+# components/lustre_volume.py: `ro`
+READ_ONLY_MOUNT_OPTION = "ro"
+
 # components/team_rbac.py: a team's Kubernetes group
 TEAM_GROUP_PREFIX = "trainstack:team:"
 

@@ -15,8 +15,10 @@ from ..facts import (
     DATA_CLASS_TAG,
     DATA_EMPTYING_ACTIONS,
     DATA_READ_WRITE_ACTIONS,
+    DATASETS_CLAIM,
     FSX_CSI_DRIVER,
     PSA_ENFORCE,
+    READ_ONLY_MOUNT_OPTION,
     SERVICE_QUOTA,
     TEAM_GROUP_PREFIX,
     TENANT_LABEL,
@@ -411,6 +413,35 @@ def fsx_team_isolation(args: ResourceValidationArgs, report: Report) -> None:
         report(f"the volume gives {team or 'its claim'} the file system root read-write (mountname {mount!r}).")
     elif not team or not mount.endswith(f"/{team}"):
         report(f"the volume of {team or 'an unbound claim'} mounts {mount!r}, not a directory named after the team.")
+
+
+@resource_rule(
+    name="fsx-datasets-read-only",
+    description="The datasets volume (and any FSx volume that says it is read-only) mounts with the `ro` option: "
+    "the FSx CSI driver mounts read-only only when the pod asks (its volume's or mount's readOnly) and then adds "
+    "the volume's mount options, so `spec.csi.readOnly` and ReadOnlyMany alone let a pod write the datasets "
+    "(kubernetes#69843; kubernetes-sigs/aws-fsx-csi-driver pkg/driver/node.go NodePublishVolume).",
+    severity=Severity.MEDIUM,
+    types=[PERSISTENT_VOLUME],
+)
+def fsx_datasets_read_only(args: ResourceValidationArgs, report: Report) -> None:
+    if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
+        args.not_applicable("not an FSx for Lustre volume")
+        return
+    claim = get(args.props, "spec.claimRef.name")
+    says_read_only = get(args.props, "spec.csi.readOnly") is True or "ReadOnlyMany" in items(
+        get(args.props, "spec.accessModes")
+    )
+    if claim != DATASETS_CLAIM and not says_read_only:
+        args.not_applicable("a writable volume other than the datasets")
+        return
+    if claim == DATASETS_CLAIM and not says_read_only:
+        report(f"the datasets volume of {get(args.props, 'spec.claimRef.namespace')} is writable.")
+    if READ_ONLY_MOUNT_OPTION not in items(get(args.props, "spec.mountOptions")):
+        report(
+            f"{get(args.props, 'metadata.name', 'the volume')} is read-only in its spec only: without the "
+            f"`{READ_ONLY_MOUNT_OPTION}` mount option a pod that mounts it read-write writes the datasets."
+        )
 
 
 # -------------------------------------------------------------------------------------------------- S3

@@ -737,6 +737,30 @@ ok(  # read-only EKS access beside the Role is fine
 )
 na("k8s-team-access", lambda: without(prod(), of_type(NAMESPACE)))
 
+ok("fsx-datasets-read-only", prod)
+ok("fsx-datasets-read-only", dev)
+DATASETS_PV = "-lustre-volume-pv-datasets-research"
+bad(  # read-only in its spec only: a pod mounting it read-write writes the datasets
+    "fsx-datasets-read-only", lambda: mutated(prod(), DATASETS_PV, set_path("spec.mountOptions", ["flock"]))
+)
+bad("fsx-datasets-read-only", lambda: mutated(prod(), DATASETS_PV, drop("spec.mountOptions")))
+bad(  # the datasets claim bound to a writable volume
+    "fsx-datasets-read-only",
+    lambda: mutated(
+        prod(),
+        DATASETS_PV,
+        lambda i: (
+            i["spec"].update(accessModes=["ReadWriteMany"], mountOptions=["flock"]),
+            i["spec"]["csi"].pop("readOnly"),
+        ),
+    ),
+)
+bad(  # any volume that says it is read-only must mount so
+    "fsx-datasets-read-only",
+    lambda: mutated(prod(), "-lustre-volume-pv-research", set_path("spec.accessModes", ["ReadOnlyMany"])),
+)
+na("fsx-datasets-read-only", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
+
 ok("fsx-root-squash", prod)
 ok("fsx-root-squash", dev)
 bad("fsx-root-squash", lambda: mutated(prod(), FSX, drop("rootSquashConfiguration")))

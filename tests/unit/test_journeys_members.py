@@ -143,3 +143,21 @@ def test_service_usage_follows_the_quota_evaluator() -> None:
         "services.loadbalancers": 1,
         "services.nodeports": 2,
     }
+
+
+@pytest.mark.slow
+def test_datasets_read_only_in_the_spec_only_are_written() -> None:
+    rec = edited(
+        recording("prod"), "lustre-volume-pv-datasets-research", lambda i: i["spec"].update(mountOptions=["flock"])
+    )
+    assert broken(walked(rec, stack_config("prod")), "team research") == (
+        "the datasets mount read-only whatever the pod says",
+        "a pod of research that mounts fsx-datasets-research without readOnly writes the datasets",
+    )
+
+
+def test_publish_options_follow_the_driver() -> None:
+    assert members.publish_options(False, ["flock"]) == ["flock"]
+    assert members.publish_options(True, ["flock"]) == ["ro", "flock"]
+    assert members.publish_options(True, ["ro", "flock"]) == ["ro", "flock"]
+    assert members.publish_options(False, ["flock", "ro"]) == ["flock", "ro"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION
 from components.team_rbac import SERVICE_QUOTA, team_group
 from policies.rbac import Request, allows
 from policies.rules.security import TEAM_MEMBER_FORBIDDEN
@@ -28,6 +29,7 @@ CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 
@@ -38,6 +40,7 @@ SOURCES = {
     "plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go (edit, admin, cluster-admin)",
     "services": "kubernetes v1.36 pkg/quota/v1/evaluator/core/services.go; "
     "plugin/pkg/admission/resourcequota/controller.go",
+    "fsx": "kubernetes-sigs/aws-fsx-csi-driver pkg/driver/node.go NodePublishVolume; kubernetes#69843",
 }
 
 # What a member does day to day: submit, watch, debug and stop its training.
@@ -87,6 +90,7 @@ def walk(trip: Trip) -> Iterator[Journey]:
             forbidden_step(team.name, rules, association_rules(recording, team.name, members)),
             other_namespaces_step(recording, team.name, teams),
             service_quota_step(recording, team.name),
+            datasets_step(recording, team.name),
         ]
         yield Journey(TEAM_JOB, subject, tuple(steps), {"member roles": str(len(members))})
 
@@ -224,3 +228,40 @@ def service_quota_step(recording: Recording, team: str) -> Step:
         return Step(name, False, f"a {' or '.join(admitted)} Service is admitted in {team}", SOURCES["services"])
     held = ", ".join(f"{k} {v}" for k, v in SERVICE_QUOTA.items())
     return Step(name, True, f"{team} holds {held}: both refused", SOURCES["services"])
+
+
+def publish_options(pod_read_only: bool, mount_flags: Sequence[str]) -> list[str]:
+    """The options the FSx CSI driver mounts a volume with (NodePublishVolume): `ro` when the pod asks for it, then
+    the PV's mount options not already there."""
+    options = [READ_ONLY_MOUNT_OPTION] if pod_read_only else []
+    return options + [f for f in mount_flags if f not in options]
+
+
+def _claim(pv: RecordedResource) -> tuple[Any, Any]:
+    ref = (pv.inputs.get("spec") or {}).get("claimRef") or {}
+    return ref.get("namespace"), ref.get("name")
+
+
+def datasets_step(recording: Recording, team: str) -> Step:
+    name = "the datasets mount read-only whatever the pod says"
+    volumes = [
+        pv
+        for pv in recording.by_type(PERSISTENT_VOLUME)
+        if ((pv.inputs.get("spec") or {}).get("csi") or {}).get("driver") == CSI_DRIVER
+        and _claim(pv) == (team, DATASETS_CLAIM_NAME)
+    ]
+    if not volumes:
+        return Step(name, True, f"no datasets volume in {team}", SOURCES["fsx"])
+    writable = [
+        str(_meta(pv).get("name"))
+        for pv in volumes
+        if READ_ONLY_MOUNT_OPTION not in publish_options(False, (pv.inputs.get("spec") or {}).get("mountOptions") or [])
+    ]
+    if writable:
+        return Step(
+            name,
+            False,
+            f"a pod of {team} that mounts {', '.join(writable)} without readOnly writes the datasets",
+            SOURCES["fsx"],
+        )
+    return Step(name, True, f"{DATASETS_CLAIM_NAME} mounts with `{READ_ONLY_MOUNT_OPTION}` in {team}", SOURCES["fsx"])
