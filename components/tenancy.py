@@ -257,6 +257,21 @@ def network_policies() -> dict[str, dict[str, Any]]:
 REGISTRY_POLICY_NAME = "trainstack-allowed-registries"
 
 
+# Registries where anyone can publish under a namespace of their own (ECR Public: an alias; Docker Hub, GHCR, Quay,
+# GitLab: a user or organisation; NGC: an org, pulled with the team's own key): an approved prefix must name the
+# namespace, never the host alone (the policy pack's k8s-allowed-registries refuses it).
+OPEN_REGISTRIES = (
+    "public.ecr.aws",
+    "docker.io",
+    "index.docker.io",
+    "registry-1.docker.io",
+    "ghcr.io",
+    "quay.io",
+    "registry.gitlab.com",
+    "nvcr.io",
+)
+
+
 def private_ecr_prefix(account_id: str, region: str) -> str:
     """The account's private ECR registry in the stack's region (ECR User Guide, registry URI format)."""
     return f"{account_id}.dkr.ecr.{region}.amazonaws.com/"
@@ -273,11 +288,14 @@ def registry_expression(prefixes: Sequence[str]) -> str:
 
 
 def images_expression(pod: str) -> str:
-    """CEL: every image of the pod `pod` names: containers always, init and ephemeral containers when present."""
+    """CEL: every image of the pod `pod` names: containers always, init and ephemeral containers when present, and
+    image volumes (`volumes[].image.reference`, Kubernetes 1.31+: the kubelet pulls them like container images)."""
     return (
         f"{pod}.spec.containers.map(c, c.image)"
         f" + (has({pod}.spec.initContainers) ? {pod}.spec.initContainers.map(c, c.image) : [])"
         f" + (has({pod}.spec.ephemeralContainers) ? {pod}.spec.ephemeralContainers.map(c, c.image) : [])"
+        f" + (has({pod}.spec.volumes) ? {pod}.spec.volumes.filter(v, has(v.image) && has(v.image.reference))"
+        ".map(v, v.image.reference) : [])"
     )
 
 

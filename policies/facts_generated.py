@@ -80,6 +80,18 @@ DATASETS_CLAIM = "fsx-datasets"
 # components/lustre_volume.py: `ro`
 READ_ONLY_MOUNT_OPTION = "ro"
 
+# components/tenancy.py: anyone can publish there
+OPEN_REGISTRIES = (
+    "public.ecr.aws",
+    "docker.io",
+    "index.docker.io",
+    "registry-1.docker.io",
+    "ghcr.io",
+    "quay.io",
+    "registry.gitlab.com",
+    "nvcr.io",
+)
+
 # components/team_rbac.py: a team's Kubernetes group
 TEAM_GROUP_PREFIX = "trainstack:team:"
 

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from components.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
 from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
 from components.team_rbac import SERVICE_QUOTA, TEAM_GROUP_PREFIX  # noqa: E402
-from components.tenancy import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
+from components.tenancy import OPEN_REGISTRIES, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
 from stacks import fsx_sizing  # noqa: E402
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator  # noqa: E402
 from stacks.load import STACKS_DIR, load_file  # noqa: E402
@@ -123,6 +123,7 @@ def facts_module() -> str:
             _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/lustre_volume.py: the FSx CSI driver's name"),
             _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/lustre_volume.py: the datasets claim"),
             _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/lustre_volume.py: `ro`"),
+            _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/tenancy.py: anyone can publish there"),
             _constant("TEAM_GROUP_PREFIX", TEAM_GROUP_PREFIX, "components/team_rbac.py: a team's Kubernetes group"),
             _constant("SERVICE_QUOTA", SERVICE_QUOTA, "components/team_rbac.py: the Services a team may not create"),
         ]

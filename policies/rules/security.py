@@ -5,6 +5,7 @@ change cannot remove it without the review saying so."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..facts import (
     DATA_READ_WRITE_ACTIONS,
     DATASETS_CLAIM,
     FSX_CSI_DRIVER,
+    OPEN_REGISTRIES,
     PSA_ENFORCE,
     READ_ONLY_MOUNT_OPTION,
     SERVICE_QUOTA,
@@ -214,15 +216,40 @@ def _selects_teams(match_labels: Any) -> bool:
 @stack_rule(
     name="k8s-allowed-registries",
     description="A ValidatingAdmissionPolicy bound with action Deny to the team namespaces restricts their images "
-    "to approved registries (supply chain: an image from anywhere runs with the team's data and credentials).",
+    "(containers, init and ephemeral containers, image volumes) to approved prefixes (supply chain: an image from "
+    "anywhere runs with the team's data and credentials). A prefix names who publishes: never the bare host of a "
+    "registry where anyone can publish (ECR Public, Docker Hub, GHCR, Quay, NGC), whose path is the publisher.",
     severity=Severity.MEDIUM,
 )
 def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     if not team_namespaces(g):
         args.not_applicable("no team namespaces")
-    if not _bound_to_teams(g, lambda text: ".image" in text):
+    bindings = _bound_to_teams(g, lambda text: ".image" in text)
+    if not bindings:
         report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
+    names = {get(b.props, "spec.policyName") for b in bindings}
+    for policy in [p for p in g.of_type(VAP) if get(p.props, "metadata.name") in names]:
+        try:
+            variables = "\n".join(str(get(v, "expression", "")) for v in items(get(policy.props, "spec.variables")))
+        except UnknownValueError:
+            continue
+        text = variables + _validations_text(policy)
+        # `object.` (the pod admitted), not `oldObject.` (what it had before an UPDATE): case-sensitive on purpose.
+        if "object.spec.volumes" not in text or ".image.reference" not in text:
+            report(f"{policy.name} does not judge image volumes (volumes[].image.reference): any image can be mounted.")
+        for prefix in _quoted(_validations_text(policy)):
+            host = prefix.split("/", 1)[0]
+            if host in OPEN_REGISTRIES and not prefix.rstrip("/").count("/"):
+                report(
+                    f"{policy.name} approves {prefix!r}: anyone can publish on {host}; name the publisher's path "
+                    f"({host}/<namespace>/) or a mirror of the image in the account's ECR."
+                )
+
+
+def _quoted(text: str) -> list[str]:
+    """The single-quoted string literals of a CEL expression (the approved prefixes of the registry policy)."""
+    return re.findall(r"'([^']*)'", text)
 
 
 def _validations_text(policy: PolicyResource) -> str:

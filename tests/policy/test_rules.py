@@ -643,6 +643,31 @@ bad(
     lambda: mutated(prod(), "-tenancy-registries-binding", set_path("spec.validationActions", ["Warn"])),
 )
 na("k8s-allowed-registries", lambda: without(prod(), of_type(NAMESPACE)))
+REGISTRIES = "-tenancy-registries"
+
+
+def _approve(prefix: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        validation = inputs["spec"]["validations"][0]
+        validation["expression"] = validation["expression"].replace("['", f"['{prefix}', '", 1)
+
+    return edit
+
+
+bad("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("public.ecr.aws/")))  # anyone publishes
+bad("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("docker.io/")))
+ok("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("public.ecr.aws/my-team-alias/")))
+ok("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("registry.example.com/")))  # a private one
+bad(  # blind to image volumes: any image can be mounted
+    "k8s-allowed-registries",
+    lambda: mutated(
+        prod(),
+        REGISTRIES,
+        lambda i: i["spec"]["variables"][0].__setitem__(
+            "expression", i["spec"]["variables"][0]["expression"].split(" + (has(object.spec.volumes)")[0]
+        ),
+    ),
+)
 bad(  # the device policy's binding alone does not restrict images
     "k8s-allowed-registries", lambda: without(prod(), lambda r: r.name == "tenancy-registries-binding")
 )

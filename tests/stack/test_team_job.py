@@ -194,6 +194,23 @@ def test_the_old_registry_expression_blocks_a_finalizer_patch() -> None:
     assert step is not None and step.name == REGISTRY and "metadata-only UPDATE" in step.detail
 
 
+def test_a_policy_blind_to_image_volumes_breaks_the_registry_step() -> None:
+    def blind(inputs: dict[str, Any]) -> None:
+        images = inputs["spec"]["variables"][0]
+        images["expression"] = images["expression"].split(" + (has(object.spec.volumes)")[0]
+
+    rec = edited(
+        recording("prod"),
+        lambda r: (
+            r.type.endswith(":ValidatingAdmissionPolicy") and "allowed-registries" in r.inputs["metadata"]["name"]
+        ),
+        blind,
+    )
+    step = one(journeys(rec), TORCH).broken_step
+    assert step is not None and step.name == REGISTRY
+    assert "image volume unapproved.invalid/payload:1 is admitted" in step.detail
+
+
 def test_an_unapproved_runtime_image_breaks_the_registry_step() -> None:
     def swap(inputs: dict[str, Any]) -> None:
         node_container(inputs)["image"] = "docker.io/pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"

@@ -300,6 +300,17 @@ def test_create_admits_approved_images_and_refuses_the_rest() -> None:
     assert refusal is not None and "public.ecr.aws/" in refusal
 
 
+def test_image_volumes_are_judged_like_containers() -> None:
+    pod = pod_object("public.ecr.aws/x:1")
+    pod["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}, {"name": "w", "image": {"reference": "docker.io/w:1"}}]
+    refusal = registry_refusal(POLICY, pod, None)
+    assert refusal is not None and "public.ecr.aws/" in refusal
+    pod["spec"]["volumes"][1]["image"]["reference"] = "public.ecr.aws/w:1"
+    assert registry_refusal(POLICY, pod, None) is None
+    pod["spec"]["volumes"][1]["image"] = {"pullPolicy": "Always"}  # no reference: nothing to judge
+    assert registry_refusal(POLICY, pod, None) is None
+
+
 def test_update_judges_only_images_the_pod_did_not_have() -> None:
     old = pod_object("retired.example/x:1", finalizers=["batch.kubernetes.io/job-tracking"])
     assert registry_refusal(POLICY, pod_object("retired.example/x:1", finalizers=[]), old) is None

@@ -114,6 +114,6 @@ def test_default_deny_then_only_the_flows_training_needs() -> None:
 
 
 def test_registry_expression_names_every_prefix() -> None:
-    expression = registry_expression(["nvcr.io/nvidia/", "public.ecr.aws/"])
+    expression = registry_expression(["nvcr.io/nvidia/", "public.ecr.aws/hpc-cloud/"])
     assert expression.startswith("variables.images.all(image, ")
-    assert "'nvcr.io/nvidia/'" in expression and "'public.ecr.aws/'" in expression
+    assert "'nvcr.io/nvidia/'" in expression and "'public.ecr.aws/hpc-cloud/'" in expression

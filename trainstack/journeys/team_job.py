@@ -454,6 +454,9 @@ def pod_security_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet])
     return Step(name, True, f"namespace {job.namespace} enforces {level}; every pod passes", SOURCES["psa"])
 
 
+UNAPPROVED_IMAGE_VOLUME = {"name": "payload", "image": {"reference": "unapproved.invalid/payload:1"}}
+
+
 def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
     name = "the registry admission policy admits every image"
     policy, binding = cluster.registry_policy, cluster.registry_binding
@@ -472,6 +475,21 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
         images += [c["image"] for c in res.containers(s.pod)]
         if (refusal := registry_refusal(policy, pod, None)) is not None:
             return Step(name, False, f"{s.name} pods refused on CREATE: {refusal}", SOURCES["registry"])
+    # The ranks' pod with an image volume from nowhere approved (Kubernetes 1.31+ `volumes[].image`): the kubelet
+    # pulls it like a container image, so it must be judged like one.
+    rank = sets[0]
+    mounted = {
+        "metadata": {"name": f"{rank.name}-volume", "namespace": job.namespace},
+        "spec": {**rank.pod, "volumes": [*(rank.pod.get("volumes") or []), UNAPPROVED_IMAGE_VOLUME]},
+    }
+    if registry_refusal(policy, mounted, None) is None:
+        return Step(
+            name,
+            False,
+            f"a {rank.name} pod mounting the image volume {UNAPPROVED_IMAGE_VOLUME['image']['reference']} is admitted: "
+            "image volumes are not judged",
+            SOURCES["registry"],
+        )
     # A controller removing its finalizer from a pod whose registry has since left the list: must pass.
     stale = {
         "metadata": {"name": "stale", "namespace": job.namespace},
@@ -487,7 +505,12 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
             f"refused: {refusal}; the pod would never finish terminating",
             SOURCES["registry"],
         )
-    return Step(name, True, f"{len(set(images))} image(s) approved; metadata-only updates pass", SOURCES["registry"])
+    return Step(
+        name,
+        True,
+        f"{len(set(images))} image(s) approved; an unapproved image volume is refused; metadata-only updates pass",
+        SOURCES["registry"],
+    )
 
 
 def device_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
