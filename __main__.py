@@ -424,6 +424,7 @@ if sagemaker_spec.training_job_role:
         TrainingJobRoleArgs(
             base_name=stack.name,
             region=stack.region,
+            teams=[team.name for team in k8s_spec.teams],
             datasets_bucket_arn=data.datasets_bucket_arn,
             checkpoints_bucket_arn=data.checkpoints_bucket_arn,
             subnet_ids=[gpu_subnet_id],
@@ -434,7 +435,7 @@ if sagemaker_spec.training_job_role:
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("sagemaker-training")),
     )
-    pulumi.export("sagemaker_training_role_arn", training.role_arn)
+    pulumi.export("sagemaker_training_role_arns", training.role_arns)
     pulumi.export("sagemaker_training_subnet_ids", training.subnet_ids)
     pulumi.export("sagemaker_training_security_group_ids", training.security_group_ids)
 

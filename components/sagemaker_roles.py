@@ -215,23 +215,33 @@ def training_job_policy(
     account_id: str,
     datasets_bucket_arn: str,
     checkpoints_bucket_arn: str,
+    checkpoints_prefix: str,
     fsx_arn: str | None = None,
     kms_key_arn: str | None = None,
     checkpoints_kms_key_arn: str | None = None,
 ) -> dict[str, Any]:
-    """The policy of the SageMaker training-job execution role: read datasets, read and write checkpoints
-    and model output, FSx input, ECR pull, KMS on the data key and (through S3 only) on the checkpoints key, VPC
-    interfaces, and its own log group."""
+    """The policy of one team's SageMaker training-job execution role: read datasets, read and write checkpoints
+    and model output under the team's own prefix of the checkpoints bucket (`checkpoints_prefix`, the prefix its
+    Pod Identity role writes: components/team_storage.py), FSx input, ECR pull, KMS on the data key and (through
+    S3 only) on the checkpoints key, VPC interfaces, and its own log group."""
+    prefix = checkpoints_prefix.strip("/")
+    if not prefix:
+        raise ValueError("a training role's checkpoints prefix cannot be the whole bucket")
     log_group = f"arn:{partition}:logs:{region}:{account_id}:log-group:/aws/sagemaker/TrainingJobs"
     statements = [
+        _statement("ListDatasets", ["s3:GetBucketLocation", "s3:ListBucket"], [datasets_bucket_arn]),
+        _statement("LocateCheckpoints", ["s3:GetBucketLocation"], [checkpoints_bucket_arn]),
         _statement(
-            "ListDataBuckets", ["s3:GetBucketLocation", "s3:ListBucket"], [datasets_bucket_arn, checkpoints_bucket_arn]
+            "ListOwnCheckpoints",
+            ["s3:ListBucket"],
+            [checkpoints_bucket_arn],
+            Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
         _statement("ReadDatasets", ["s3:GetObject"], [f"{datasets_bucket_arn}/*"]),
         _statement(
-            "ReadWriteCheckpoints",
+            "ReadWriteOwnCheckpoints",
             ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-            [f"{checkpoints_bucket_arn}/*"],
+            [f"{checkpoints_bucket_arn}/{prefix}/*"],
         ),
         *_ecr_statements(partition, region),
         *_vpc_statements(partition, region, account_id),
@@ -340,10 +350,12 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
 
 @dataclass
 class TrainingJobRoleArgs:
-    """Wiring for the SageMaker training-job role and the VPC settings jobs launch with."""
+    """Wiring for the SageMaker training-job roles (one per team) and the VPC settings jobs launch with."""
 
     base_name: str  # physical base name
     region: str
+    teams: Sequence[str]
+    """One role per team, writing only `s3://<checkpoints>/<team>/`."""
     datasets_bucket_arn: pulumi.Input[str]
     checkpoints_bucket_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
@@ -355,14 +367,15 @@ class TrainingJobRoleArgs:
 
 
 class TrainingJobRole(pulumi.ComponentResource):
-    """An execution role for SageMaker training jobs on trainstack's data, and the VPC settings to use.
+    """Per team, an execution role for SageMaker training jobs on trainstack's data; and the VPC settings to use.
 
-    Jobs pass `role_arn` as RoleArn and `subnet_ids` / `security_group_ids` as VpcConfig, so they reach FSx
-    and the buckets through the same private subnet and EFA security group as the GPU nodes.
+    A team's jobs pass `role_arns[team]` as RoleArn and `subnet_ids` / `security_group_ids` as VpcConfig, so they
+    reach FSx and the buckets through the same private subnet and EFA security group as the GPU nodes, and write
+    checkpoints only under the team's prefix: one role for every team could overwrite every team's checkpoints.
     """
 
-    role_arn: pulumi.Output[str]
-    """ARN of the training-job execution role."""
+    role_arns: pulumi.Output[dict[str, str]]
+    """Team -> ARN of its training-job execution role."""
     subnet_ids: pulumi.Output[list[str]]
     """Private subnet ids for a training job's VpcConfig.Subnets."""
     security_group_ids: pulumi.Output[list[str]]
@@ -373,42 +386,50 @@ class TrainingJobRole(pulumi.ComponentResource):
         partition = aws_partition(args.region)
         child = pulumi.ResourceOptions(parent=self)
         account = _account_id(self)
-        self.role = _sagemaker_role(
-            child_name(name, "role"),
-            physical_name(args.base_name, "sagemaker-training", max_length=64),
-            "SageMaker training-job execution role (trainstack)",
-            account,
-            child,
-        )
-        document = pulumi.Output.all(
-            account,
-            pulumi.Output.from_input(args.datasets_bucket_arn),
-            pulumi.Output.from_input(args.checkpoints_bucket_arn),
-            pulumi.Output.from_input(args.fsx_arn),
-            pulumi.Output.from_input(args.kms_key_arn),
-            pulumi.Output.from_input(args.checkpoints_kms_key_arn),
-        ).apply(
-            lambda v: json.dumps(
-                training_job_policy(
-                    partition=partition,
-                    region=args.region,
-                    account_id=v[0],
-                    datasets_bucket_arn=v[1],
-                    checkpoints_bucket_arn=v[2],
-                    fsx_arn=v[3],
-                    kms_key_arn=v[4],
-                    checkpoints_kms_key_arn=v[5],
+        roles: dict[str, pulumi.Output[str]] = {}
+        for team in args.teams:
+            role = _sagemaker_role(
+                child_name(name, team, "role"),
+                physical_name(args.base_name, f"sm-train-{team}", max_length=64),
+                f"SageMaker training-job execution role of team {team} (trainstack)",
+                account,
+                child,
+            )
+            document = pulumi.Output.all(
+                account,
+                pulumi.Output.from_input(args.datasets_bucket_arn),
+                pulumi.Output.from_input(args.checkpoints_bucket_arn),
+                pulumi.Output.from_input(args.fsx_arn),
+                pulumi.Output.from_input(args.kms_key_arn),
+                pulumi.Output.from_input(args.checkpoints_kms_key_arn),
+            ).apply(
+                lambda v, team=team: json.dumps(
+                    training_job_policy(
+                        partition=partition,
+                        region=args.region,
+                        account_id=v[0],
+                        datasets_bucket_arn=v[1],
+                        checkpoints_bucket_arn=v[2],
+                        checkpoints_prefix=team,
+                        fsx_arn=v[3],
+                        kms_key_arn=v[4],
+                        checkpoints_kms_key_arn=v[5],
+                    )
                 )
             )
-        )
-        self.inline = aws.iam.RolePolicy(
-            child_name(name, "inline"),
-            aws.iam.RolePolicyArgs(role=self.role.name, name="trainstack-training-job", policy=document),
-            child,
-        )
-        self.role_arn = self.role.arn
+            aws.iam.RolePolicy(
+                child_name(name, team, "inline"),
+                aws.iam.RolePolicyArgs(role=role.name, name="trainstack-training-job", policy=document),
+                child,
+            )
+            roles[team] = role.arn
+        self.role_arns = pulumi.Output.all(**roles).apply(dict) if roles else pulumi.Output.from_input({})
         self.subnet_ids = pulumi.Output.all(*args.subnet_ids).apply(list)
         self.security_group_ids = pulumi.Output.all(*args.security_group_ids).apply(list)
         self.register_outputs(
-            {"role_arn": self.role_arn, "subnet_ids": self.subnet_ids, "security_group_ids": self.security_group_ids}
+            {
+                "role_arns": self.role_arns,
+                "subnet_ids": self.subnet_ids,
+                "security_group_ids": self.security_group_ids,
+            }
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
@@ -533,6 +533,67 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: Report) -> None
         key_id = "s3:x-amz-server-side-encryption-aws-kms-key-id"
         if not any(_denies(s, "s3:PutObject") and key_id in _condition_keys(s) for s in statements):
             report(f"{bucket.name}: uploads without the stack's KMS key are not denied.", bucket.urn)
+
+
+CHECKPOINT_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject")
+ENCRYPTION_HEADERS = ("s3:x-amz-server-side-encryption-aws-kms-key-id", "s3:x-amz-server-side-encryption")
+
+
+def _allows_pattern(statement: Mapping[str, Any], action: str) -> bool:
+    """An Allow whose Action (wildcards as IAM reads them, case-insensitive) covers `action`."""
+    return statement.get("Effect") == "Allow" and any(
+        fnmatch.fnmatchcase(action.lower(), str(a).lower()) for a in as_list(statement.get("Action"))
+    )
+
+
+def _whole_bucket_writes(statement: Mapping[str, Any], bucket_arn: str, teams: Sequence[str]) -> list[str]:
+    """The statement's resources that reach objects under two different top-level prefixes of the bucket (`*`,
+    the bucket's `/*`, a wildcard in the first segment that covers two teams): more than one team's checkpoints."""
+    prefixes = {*teams, "team-a-probe", "team-b-probe", "shared"}
+    return [
+        str(r)
+        for r in as_list(statement.get("Resource"))
+        if sum(fnmatch.fnmatchcase(f"{bucket_arn}/{p}/x", str(r)) for p in prefixes) >= 2
+    ]
+
+
+@stack_rule(
+    name="s3-checkpoints-per-prefix",
+    description="No role the stack creates writes or deletes across the whole checkpoints bucket: each team's "
+    "roles (Pod Identity, SageMaker training) write only under `<team>/`, so one team's job cannot overwrite "
+    "another's checkpoints; and the bucket refuses uploads that name another encryption than its own key, so "
+    "every checkpoint is readable with that key and under its policy.",
+    severity=Severity.MEDIUM,
+)
+def s3_checkpoints_per_prefix(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    buckets = _data_buckets(g, "checkpoints")
+    if not buckets:
+        args.not_applicable("no checkpoints bucket")
+    teams = [str(get(ns.props, "metadata.name")) for ns in team_namespaces(g)]
+    role_policies = g.of_type(IAM_ROLE_POLICY)
+    for bucket, statements in _known_policies(args, g, buckets):
+        for header in ENCRYPTION_HEADERS:
+            if not any(_denies(s, "s3:PutObject") and header in _condition_keys(s) for s in statements):
+                report(f"{bucket.name}: uploads naming another {header} are not denied.", bucket.urn)
+        # The bucket's ARN as its own policy names it (bucket-level resources): the plan's inputs carry no ARN.
+        arns = {str(r) for s in statements for r in as_list(s.get("Resource")) if "/" not in str(r)}
+        for policy in role_policies:
+            try:
+                found = _statements(get(policy.props, "policy"))
+            except UnknownValueError:
+                continue
+            for statement in found:
+                actions = [a for a in CHECKPOINT_WRITE_ACTIONS if _allows_pattern(statement, a)]
+                wide = (
+                    sorted({r for arn in arns for r in _whole_bucket_writes(statement, arn, teams)}) if actions else []
+                )
+                if wide:
+                    report(
+                        f"{policy.name} allows {', '.join(actions)} on {', '.join(wide)}: every team's checkpoints, "
+                        "not one team's prefix.",
+                        policy.urn,
+                    )
 
 
 @stack_rule(

@@ -260,6 +260,7 @@ def test_training_job_role_and_vpc_settings() -> None:
             TrainingJobRoleArgs(
                 base_name="trainstack-test",
                 region="us-east-1",
+                teams=["research", "pretraining"],
                 datasets_bucket_arn="arn:aws:s3:::ds",
                 checkpoints_bucket_arn="arn:aws:s3:::ck",
                 subnet_ids=["subnet-0gpu"],
@@ -271,11 +272,21 @@ def test_training_job_role_and_vpc_settings() -> None:
         )
         pulumi.export("subnets", role.subnet_ids)
         pulumi.export("sgs", role.security_group_ids)
+        pulumi.export("roles", role.role_arns)
 
     recording = run_component(program)
-    trust = json.loads(recording.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
-    assert trust["Statement"][0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
-    policy = json.loads(recording.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    sids = {s["Sid"] for s in policy["Statement"]}
-    assert {"ReadDatasets", "ReadWriteCheckpoints", "FsxInput", "DataKey", "EcrPull", "VpcNetworkInterfaces"} <= sids
-    assert recording.outputs == {"subnets": ["subnet-0gpu"], "sgs": ["sg-0efa"]}
+    roles = recording.by_type("aws:iam/role:Role")
+    assert sorted(r.inputs["name"] for r in roles) == [
+        "trainstack-test-sm-train-pretraining",
+        "trainstack-test-sm-train-research",
+    ]
+    for role in roles:
+        trust = json.loads(role.inputs["assumeRolePolicy"])
+        assert trust["Statement"][0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    for policy in recording.by_type("aws:iam/rolePolicy:RolePolicy"):
+        team = policy.name.split("-")[1]
+        statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+        assert {"ReadDatasets", "ReadWriteOwnCheckpoints", "FsxInput", "DataKey", "EcrPull"} <= set(statements)
+        assert statements["ReadWriteOwnCheckpoints"]["Resource"] == [f"arn:aws:s3:::ck/{team}/*"]
+    assert set(recording.outputs["roles"]) == {"research", "pretraining"}
+    assert {k: recording.outputs[k] for k in ("subnets", "sgs")} == {"subnets": ["subnet-0gpu"], "sgs": ["sg-0efa"]}

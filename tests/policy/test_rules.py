@@ -856,6 +856,47 @@ bad(
 )
 na("hyperpod-execution-role-confined", prod)
 
+ok("s3-checkpoints-per-prefix", prod)
+ok("s3-checkpoints-per-prefix", staging)
+ok("s3-checkpoints-per-prefix", dev)
+na("s3-checkpoints-per-prefix", lambda: without(prod(), of_type(*S3)))
+bad(  # uploads under another key accepted again
+    "s3-checkpoints-per-prefix",
+    lambda: mutated(
+        staging(),
+        "-data-checkpoints-policy",
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s.get("Sid") != "DenyUploadWithoutKms"])),
+    ),
+)
+bad(  # the SageMaker role of one team writes every team's checkpoints (the setting before issue 33)
+    "s3-checkpoints-per-prefix",
+    lambda: mutated(
+        staging(),
+        "-sagemaker-training-research-inline",
+        edit_policy(
+            lambda st: [
+                s.__setitem__("Resource", [s["Resource"][0].split("/")[0] + "/*"])
+                for s in st
+                if s.get("Sid") == "ReadWriteOwnCheckpoints"
+            ]
+        ),
+    ),
+)
+bad(  # a wildcard in the first segment reaches every team too
+    "s3-checkpoints-per-prefix",
+    lambda: mutated(
+        prod(),
+        "-team-storage-research-inline",
+        edit_policy(
+            lambda st: [
+                s.__setitem__("Resource", s["Resource"].replace("/research/", "/*/"))
+                for s in st
+                if s.get("Sid") == "OwnCheckpoints"
+            ]
+        ),
+    ),
+)
+
 ok("s3-data-vpc-only", prod)
 ok("s3-data-vpc-only", staging)
 bad("s3-data-vpc-only", dev, level="advisory")  # dev's data buckets are reachable from outside its VPC

@@ -71,7 +71,14 @@ def assert_holds_and_is_complete(journeys: list[Journey], cluster: StackConfig, 
     for team in cluster.kubernetes.teams:
         assert f"team {team.name}: data through its Pod Identity role" in subjects
     assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(access.DRA))
-    assert ("SageMaker training role: datasets in, checkpoints out" in subjects) == cluster.sagemaker.training_job_role
+    assert [s for s in subjects if s.startswith("SageMaker training role")] == (
+        [
+            f"SageMaker training role of team {team.name}: datasets in, its checkpoints out"
+            for team in sorted(cluster.kubernetes.teams, key=lambda t: t.name)
+        ]
+        if cluster.sagemaker.training_job_role
+        else []
+    )
     assert any(j.kind == DESTROY for j in journeys) is not cluster.protect_data
     assert all(j.kind in (WRITERS, DESTROY) and all(s.source for s in j.steps) for j in journeys)
 
@@ -103,12 +110,35 @@ def test_a_preview_knows_no_key_policy_yet_and_breaks_nothing() -> None:
 def test_the_training_role_without_the_checkpoints_key_cannot_write_checkpoints() -> None:
     # The setting before issue 29: the role writes the checkpoints bucket, which S3 encrypts with a key it had
     # no grant on.
-    rec = edited(recording("staging"), "sagemaker-training-inline", drop_sid("CheckpointsKey"))
-    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role")
-    assert name == "a training job encrypts checkpoints with its key"
+    rec = edited(recording("staging"), "sagemaker-training-research-inline", drop_sid("CheckpointsKey"))
+    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role of team research")
+    assert name == "team research's training job encrypts checkpoints with its key"
     assert (
         "kms:GenerateDataKey on data-checkpoints-key via S3: denied: no identity policy statement allows it" in detail
     )
+
+
+@pytest.mark.slow
+def test_the_training_role_widened_to_the_whole_bucket_reaches_every_team() -> None:
+    # The setting before issue 33: one SageMaker role writing the whole checkpoints bucket.
+    def widen(statements: list[dict[str, Any]]) -> None:
+        [own] = [s for s in statements if s["Sid"] == "ReadWriteOwnCheckpoints"]
+        own["Resource"] = [own["Resource"][0].split("/")[0] + "/*"]
+
+    rec = edited(recording("staging"), "sagemaker-training-research-inline", policy_edit(widen))
+    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role of team research")
+    assert name == "team research's training job cannot read, write or list another prefix (shared)"
+    assert "s3:PutObject data-checkpoints-" in detail and "/shared/step-000100/model.pt: allowed" in detail
+
+
+@pytest.mark.slow
+def test_without_the_own_key_deny_an_upload_under_another_key_lands() -> None:
+    rec = edited(recording("staging"), "data-checkpoints-policy", drop_sid("DenyUploadUnderAnotherKey"))
+    name, detail = broken(walked(rec, stack_config("staging")), "team research: data")
+    assert name == "team research cannot upload a checkpoint under another key"
+    assert "key/another" in detail and "allowed" in detail
+    # An upload that names no key (the bucket's default) still lands: the deny needs the header.
+    assert all(j.holds for j in walked(recording("staging"), stack_config("staging")))
 
 
 @pytest.mark.slow

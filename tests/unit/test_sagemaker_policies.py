@@ -56,6 +56,7 @@ def training(**overrides: Any) -> dict[str, Any]:
         "account_id": ACCOUNT,
         "datasets_bucket_arn": DATASETS,
         "checkpoints_bucket_arn": CHECKPOINTS,
+        "checkpoints_prefix": "research",
         "fsx_arn": FSX,
         "kms_key_arn": KEY_ARN,
     }
@@ -185,15 +186,26 @@ def test_training_job_reads_datasets_and_writes_checkpoints_only() -> None:
     document = training()
     assert_least_privilege(document)
     allowed = grants(document)
-    assert allowed["s3:PutObject"] == {f"{CHECKPOINTS}/*"}
-    assert allowed["s3:DeleteObject"] == {f"{CHECKPOINTS}/*"}
-    assert allowed["s3:GetObject"] == {f"{DATASETS}/*", f"{CHECKPOINTS}/*"}
+    # One team's prefix: the role of research cannot overwrite pretraining's checkpoints.
+    assert allowed["s3:PutObject"] == {f"{CHECKPOINTS}/research/*"}
+    assert allowed["s3:DeleteObject"] == {f"{CHECKPOINTS}/research/*"}
+    assert allowed["s3:GetObject"] == {f"{DATASETS}/*", f"{CHECKPOINTS}/research/*"}
     assert allowed["s3:ListBucket"] == {DATASETS, CHECKPOINTS}
+    [listing] = [s for s in document["Statement"] if s["Sid"] == "ListOwnCheckpoints"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["research", "research/*"]}}
+    assert grants(training(checkpoints_prefix="/pretraining/"))["s3:PutObject"] == {f"{CHECKPOINTS}/pretraining/*"}
+
     assert allowed["fsx:DescribeFileSystems"] == {"*"}  # no resource-level permission (Service Authorization Reference)
     assert allowed["kms:GenerateDataKey"] == allowed["kms:Decrypt"] == {KEY_ARN}
     log_group = f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs"
     assert allowed["logs:PutLogEvents"] == {f"{log_group}:log-stream:*"}
     assert {"ecr:BatchGetImage", "ecr:GetAuthorizationToken", "ec2:CreateNetworkInterface"} <= set(allowed)
+
+
+@pytest.mark.parametrize("prefix", ["", "/"])
+def test_training_job_refuses_the_whole_bucket(prefix: str) -> None:
+    with pytest.raises(ValueError, match="whole bucket"):
+        training(checkpoints_prefix=prefix)
 
 
 def test_training_job_without_fsx_or_key_drops_those_statements() -> None:

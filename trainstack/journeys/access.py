@@ -144,7 +144,7 @@ def walk(trip: Trip) -> Iterator[Journey]:
     if world is None:
         return
     yield from team_journeys(world, trip)
-    yield from service_journeys(world)
+    yield from service_journeys(world, trip)
     yield from outside_vpc_journeys(world, trip.stack.security.outside_vpc_data_role_arns)
     if not trip.stack.protect_data:
         yield destroy_journey(world, trip.stack.security.key_administrator_arns)
@@ -463,6 +463,50 @@ def access_steps(
 # ------------------------------------------------------------------------------------------- the journeys
 
 
+# Encryption an upload may name instead of the bucket's default: another KMS key, SSE-S3.
+FOREIGN_ENCRYPTION: tuple[Mapping[str, str], ...] = (
+    {
+        "s3:x-amz-server-side-encryption": "aws:kms",
+        "s3:x-amz-server-side-encryption-aws-kms-key-id": "arn:aws:kms:us-east-1:999999999999:key/another",
+    },
+    {"s3:x-amz-server-side-encryption": "AES256"},
+)
+
+
+def confinement_steps(
+    world: World, who: str, role: str, identity: Sequence[Policy], checkpoints: Bucket, team: str, teams: Sequence[str]
+) -> list[Step]:
+    """`who` (a role of team `team`) lists its own checkpoint prefix, and cannot read, write, delete or list any
+    other team's (nor `shared/`), nor upload its own checkpoints under another encryption than the bucket's key."""
+    listing = _checks(
+        world, role, identity, checkpoints, [("s3:ListBucket", None, {"s3:prefix": f"{team}/"})], from_vpc=True
+    )
+    others = [t for t in teams if t != team] + ["shared"]
+    foreign: list[tuple[str, Decision]] = []
+    for other in others:
+        calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+            ("s3:GetObject", f"{other}/step-000100/model.pt", None),
+            ("s3:PutObject", f"{other}/step-000100/model.pt", None),
+            ("s3:DeleteObject", f"{other}/step-000100/model.pt", None),
+            ("s3:ListBucket", None, {"s3:prefix": f"{other}/"}),
+        ]
+        foreign += _checks(world, role, identity, checkpoints, calls, from_vpc=True)
+    own = f"{team}/step-000100/model.pt"
+    rekeyed = _checks(
+        world, role, identity, checkpoints, [("s3:PutObject", own, c) for c in FOREIGN_ENCRYPTION], from_vpc=True
+    )
+    return [
+        step(f"{who} lists its own checkpoints", listing, S3_AUTH),
+        step(f"{who} cannot read, write or list another prefix ({', '.join(others)})", foreign, S3_AUTH, expect=False),
+        step(
+            f"{who} cannot upload a checkpoint under another key",
+            rekeyed,
+            f"{S3_AUTH}; Amazon S3 User Guide, Requiring SSE-KMS with a specific AWS KMS key",
+            expect=False,
+        ),
+    ]
+
+
 def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     """Each team's Pod Identity role: datasets in, its own checkpoint prefix out, and no other team's prefix."""
     datasets, checkpoints = world.buckets.get("datasets"), world.buckets.get("checkpoints")
@@ -501,28 +545,7 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
             ),
         ]
         try:
-            listing = _checks(
-                world, role, identity, checkpoints, [("s3:ListBucket", None, {"s3:prefix": f"{team}/"})], from_vpc=True
-            )
-            steps.append(step(f"team {team} lists its own checkpoints", listing, S3_AUTH))
-            others = [t for t in teams if t != team] + ["shared"]
-            foreign: list[tuple[str, Decision]] = []
-            for other in others:
-                calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
-                    ("s3:GetObject", f"{other}/step-000100/model.pt", None),
-                    ("s3:PutObject", f"{other}/step-000100/model.pt", None),
-                    ("s3:DeleteObject", f"{other}/step-000100/model.pt", None),
-                    ("s3:ListBucket", None, {"s3:prefix": f"{other}/"}),
-                ]
-                foreign += _checks(world, role, identity, checkpoints, calls, from_vpc=True)
-            steps.append(
-                step(
-                    f"team {team} cannot read, write or list another prefix ({', '.join(others)})",
-                    foreign,
-                    S3_AUTH,
-                    expect=False,
-                )
-            )
+            steps += confinement_steps(world, f"team {team}", role, identity, checkpoints, team, teams)
             if datasets.policy is not None and "aws:SourceVpce" in datasets.policy.document:
                 outside = _checks(
                     world,
@@ -545,25 +568,34 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(WRITERS, subject, tuple(steps))
 
 
-def service_journeys(world: World) -> Iterator[Journey]:
+def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     """The SageMaker training role, the HyperPod lifecycle scripts (uploaded by the deployer, read by the
     execution role) and FSx for Lustre's data repository associations."""
     rec = world.recording
     datasets, checkpoints, lifecycle = (world.buckets.get(r) for r in ("datasets", "checkpoints", "lifecycle"))
-    training = rec.outputs.get("sagemaker_training_role_arn")
-    if _known(training) and training in world.roles and datasets and checkpoints:
-        arn = str(training)
+    training = rec.outputs.get("sagemaker_training_role_arns")
+    teams = [t.name for t in trip.stack.kubernetes.teams]
+    for team, arn in sorted(training.items()) if isinstance(training, Mapping) else []:
+        if not _known(arn) or arn not in world.roles or datasets is None or checkpoints is None:
+            continue
+        who = f"team {team}'s training job"
         steps = access_steps(
             world,
-            "a training job",
+            who,
             arn,
             world.roles[arn],
             [(datasets, "datasets/tokens/shard-0000.bin")],
-            [(checkpoints, "sagemaker/job-1/checkpoints/model.pt")],
+            [(checkpoints, f"{team}/sagemaker/job-1/checkpoints/model.pt")],
             from_vpc=True,
             source=SAGEMAKER_RULE,
         )
-        yield Journey(WRITERS, "SageMaker training role: datasets in, checkpoints out", tuple(steps))
+        try:
+            steps += confinement_steps(world, who, arn, world.roles[arn], checkpoints, team, teams)
+        except UnsupportedPolicy as error:
+            steps.append(unsupported(f"{who}'s policies", error, EVALUATION))
+        yield Journey(
+            WRITERS, f"SageMaker training role of team {team}: datasets in, its checkpoints out", tuple(steps)
+        )
     scripts = [o for o in rec.by_type(OBJECT) if _known(o.inputs.get("key"))]
     if lifecycle is not None and scripts:
         first = scripts[0]
