@@ -236,6 +236,8 @@ class HyperPodClusterArgs:
     security_group_ids: Sequence[pulumi.Input[str]]
     """The EFA security group (all traffic to and from itself, admitted by FSx); with the EKS orchestrator
     also the EKS cluster security group."""
+    vpc_id: pulumi.Input[str] = ""
+    """The VPC of `subnet_ids`: the execution role puts network interfaces only there."""
     eks_cluster_arn: pulumi.Input[str] | None = None
     """Required for the EKS orchestrator."""
     kms_key_arn: pulumi.Input[str] | None = None
@@ -350,6 +352,9 @@ class HyperPodCluster(pulumi.ComponentResource):
                 lifecycle_bucket_arn=bucket.arn,
                 lifecycle_prefix=prefix,
                 lifecycle_root=lifecycle_root(self.cluster_name),
+                vpc_id=args.vpc_id,
+                subnet_ids=args.subnet_ids,
+                security_group_ids=args.security_group_ids,
                 eks_cluster_arn=args.eks_cluster_arn,
                 kms_key_arn=args.kms_key_arn,
             ),

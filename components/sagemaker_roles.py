@@ -69,10 +69,6 @@ HYPERPOD_ENI_EXTRA_ACTIONS = (
 # 1.AmazonSageMakerClustersExecutionRolePolicy.json "AdditionToEnableVpcConfig", and the same set in
 # sagemaker-hyperpod.yaml and terraform-modules/hyperpod-slurm-tf/modules/sagemaker_iam_role/main.tf).
 HYPERPOD_SLURM_ENI_EXTRA_ACTIONS = ("ec2:DetachNetworkInterface",)
-# A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
-# role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS KMS
-# key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
-EBS_KEY_ACTIONS = ("kms:CreateGrant", "kms:DescribeKey")
 ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 # What the execution role may never read outside its own cluster's lifecycle prefix. The managed instance policy
 # grants s3:GetObject and s3:ListBucket on every `sagemaker-*` bucket (SageMaker API reference,
@@ -120,20 +116,50 @@ def _sagemaker_role(
     )
 
 
-def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class VpcScope:
+    """Where a SageMaker role may put network interfaces: the VPC, and the subnets and security groups the cluster or
+    job is configured with (its VpcConfig)."""
+
+    vpc_id: str
+    subnet_ids: Sequence[str]
+    security_group_ids: Sequence[str]
+
+
+# Condition keys per action and resource, from the Service Authorization Reference (Amazon EC2) as parliament
+# 1.6.4's iam_definition.json records it: CreateNetworkInterface's network-interface resource takes no ec2:Vpc (the
+# interface does not exist yet), so creation is bounded by the subnet and security-group resources it also needs;
+# every other interface action takes ec2:Vpc on the interface; instance resources take no ec2:Vpc.
+ENI_VPC_SCOPED_ACTIONS = (
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+)
+
+
+def _vpc_statements(
+    partition: str, region: str, account_id: str, scope: VpcScope, extra: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     regional = f"arn:{partition}:ec2:{region}:{account_id}"
+    interfaces = f"{regional}:network-interface/*"
+    subnets = [f"{regional}:subnet/{s}" for s in scope.subnet_ids]
+    groups = [f"{regional}:security-group/{g}" for g in scope.security_group_ids]
+    # ec2:DetachNetworkInterface also needs the instance, and ModifyNetworkInterfaceAttribute may name the instance
+    # and security groups; instance resources carry no ec2:Vpc, hence IfExists (checked wherever the key exists:
+    # the interface, the security group).
+    on_instances = any(a in extra for a in ("ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute"))
+    in_vpc = {"ArnEqualsIfExists": {"ec2:Vpc": f"{regional}:vpc/{scope.vpc_id}"}}
     return [
         _statement("VpcDescribe", ENI_DESCRIBE_ACTIONS, ["*"]),
+        _statement("VpcCreateInterfaces", ["ec2:CreateNetworkInterface"], [interfaces, *subnets, *groups]),
         _statement(
-            "VpcNetworkInterfaces",
-            (*ENI_MUTATE_ACTIONS, *extra),
-            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"]
-            # ec2:DetachNetworkInterface requires the instance resource type as well as the interface (Service
-            # Authorization Reference, Amazon EC2): without it the statement never matches that action.
-            + ([f"{regional}:instance/*"] if "ec2:DetachNetworkInterface" in extra else []),
+            "VpcManageInterfaces",
+            (*ENI_VPC_SCOPED_ACTIONS, *extra),
+            [interfaces, *([f"{regional}:instance/*", *groups] if on_instances else [])],
+            Condition=in_vpc,
         ),
         # Not limited to ec2:CreateAction: the HyperPod guide grants CreateTags on interfaces without that condition.
-        _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [f"{regional}:network-interface/*"]),
+        _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [interfaces], Condition=in_vpc),
     ]
 
 
@@ -153,6 +179,7 @@ def hyperpod_execution_policy(
     account_id: str,
     lifecycle_bucket_arn: str,
     lifecycle_prefix: str,
+    scope: VpcScope,
     lifecycle_root: str | None = None,
     eks_cluster_arn: str | None = None,
     kms_key_arn: str | None = None,
@@ -193,12 +220,26 @@ def hyperpod_execution_policy(
             partition,
             region,
             account_id,
+            scope,
             HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else HYPERPOD_SLURM_ENI_EXTRA_ACTIONS,
         ),
     ]
     if kms_key_arn is not None:
         statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn]))
-        statements.append(_statement("EbsVolumeKey", EBS_KEY_ACTIONS, [kms_key_arn]))
+        # A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
+        # role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS
+        # KMS key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
+        statements.append(_statement("EbsVolumeKeyDescribe", ["kms:DescribeKey"], [kms_key_arn]))
+        # Only grants an AWS service asks for on the role's behalf (EBS attaching a volume): without the condition
+        # anyone holding the role's credentials (root on any node) could grant the data key to any principal.
+        statements.append(
+            _statement(
+                "EbsVolumeKeyGrants",
+                ["kms:CreateGrant"],
+                [kms_key_arn],
+                Condition={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            )
+        )
     if eks_cluster_arn is not None:
         statements += [
             _statement("EksDescribe", ["eks:DescribeCluster"], [eks_cluster_arn]),
@@ -216,6 +257,7 @@ def training_job_policy(
     datasets_bucket_arn: str,
     checkpoints_bucket_arn: str,
     checkpoints_prefix: str,
+    scope: VpcScope,
     fsx_arn: str | None = None,
     kms_key_arn: str | None = None,
     checkpoints_kms_key_arn: str | None = None,
@@ -244,7 +286,7 @@ def training_job_policy(
             [f"{checkpoints_bucket_arn}/{prefix}/*"],
         ),
         *_ecr_statements(partition, region),
-        *_vpc_statements(partition, region, account_id),
+        *_vpc_statements(partition, region, account_id, scope),
         _statement("LogGroup", ["logs:CreateLogGroup", "logs:DescribeLogStreams"], [f"{log_group}:*"]),
         _statement("LogStreams", ["logs:CreateLogStream", "logs:PutLogEvents"], [f"{log_group}:log-stream:*"]),
     ]
@@ -271,6 +313,21 @@ def training_job_policy(
     return _document(*statements)
 
 
+def vpc_scope(
+    vpc_id: pulumi.Input[str], subnet_ids: Sequence[pulumi.Input[str]], security_group_ids: Sequence[pulumi.Input[str]]
+) -> pulumi.Output[VpcScope]:
+    """The VpcScope of resolved ids; a role without a VPC id is a wiring error, not a policy on every VPC."""
+
+    def build(v: list[Any]) -> VpcScope:
+        if not v[0] or not v[1] or not v[2]:
+            raise ValueError("a SageMaker role's network scope needs the VPC id, its subnets and security groups")
+        return VpcScope(str(v[0]), [str(x) for x in v[1]], [str(x) for x in v[2]])
+
+    return pulumi.Output.all(
+        pulumi.Output.from_input(vpc_id), pulumi.Output.all(*subnet_ids), pulumi.Output.all(*security_group_ids)
+    ).apply(build)
+
+
 def _account_id(parent: pulumi.Resource) -> pulumi.Output[str]:
     return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=parent)).account_id
 
@@ -288,6 +345,10 @@ class HyperPodExecutionRoleArgs:
     lifecycle_prefix: str
     lifecycle_root: str | None = None
     """The cluster's root of lifecycle bundles: the only S3 objects the role may read (defaults to the prefix)."""
+    vpc_id: pulumi.Input[str] = ""
+    subnet_ids: Sequence[pulumi.Input[str]] = ()
+    security_group_ids: Sequence[pulumi.Input[str]] = ()
+    """The cluster's VpcConfig: the only place the role may put network interfaces."""
     eks_cluster_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
 
@@ -324,12 +385,14 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
             pulumi.Output.from_input(args.lifecycle_bucket_arn),
             pulumi.Output.from_input(args.eks_cluster_arn),
             pulumi.Output.from_input(args.kms_key_arn),
+            vpc_scope(args.vpc_id, args.subnet_ids, args.security_group_ids),
         ).apply(
             lambda v: json.dumps(
                 hyperpod_execution_policy(
                     partition=partition,
                     region=args.region,
                     account_id=v[0],
+                    scope=v[4],
                     lifecycle_bucket_arn=v[1],
                     lifecycle_prefix=args.lifecycle_prefix,
                     lifecycle_root=args.lifecycle_root,
@@ -360,6 +423,8 @@ class TrainingJobRoleArgs:
     checkpoints_bucket_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
     security_group_ids: Sequence[pulumi.Input[str]]
+    vpc_id: pulumi.Input[str] = ""
+    """The VPC of `subnet_ids`: the roles put network interfaces only there."""
     fsx_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
     checkpoints_kms_key_arn: pulumi.Input[str] | None = None
@@ -402,12 +467,14 @@ class TrainingJobRole(pulumi.ComponentResource):
                 pulumi.Output.from_input(args.fsx_arn),
                 pulumi.Output.from_input(args.kms_key_arn),
                 pulumi.Output.from_input(args.checkpoints_kms_key_arn),
+                vpc_scope(args.vpc_id, args.subnet_ids, args.security_group_ids),
             ).apply(
                 lambda v, team=team: json.dumps(
                     training_job_policy(
                         partition=partition,
                         region=args.region,
                         account_id=v[0],
+                        scope=v[6],
                         datasets_bucket_arn=v[1],
                         checkpoints_bucket_arn=v[2],
                         checkpoints_prefix=team,

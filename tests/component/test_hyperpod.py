@@ -62,6 +62,7 @@ def build(spec: HyperPodSpec, **overrides: Any) -> Recording:
             "region": "us-east-1",
             "subnet_ids": ["subnet-0gpu"],
             "security_group_ids": ["sg-0efa"],
+            "vpc_id": "vpc-0a1",
             "eks_cluster_arn": EKS_ARN if spec.orchestrator.value == "eks" else None,
             "kms_key_arn": KEY,
             "fsx_dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com",
@@ -151,7 +152,7 @@ def test_execution_role_gets_managed_and_scoped_policies(eks_run: Recording) -> 
     attachment = eks_run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
     assert attachment.inputs["policyArn"] == "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
     inline = json.loads(eks_run.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    assert {"EksDescribe", "LifecycleRead", "VpcNetworkInterfaces"} <= {s["Sid"] for s in inline["Statement"]}
+    assert {"EksDescribe", "LifecycleRead", "VpcManageInterfaces"} <= {s["Sid"] for s in inline["Statement"]}
     [group] = groups(eks_run).values()
     assert group["executionRole"] == role.outputs["arn"]
 
@@ -265,6 +266,7 @@ def test_training_job_role_and_vpc_settings() -> None:
                 checkpoints_bucket_arn="arn:aws:s3:::ck",
                 subnet_ids=["subnet-0gpu"],
                 security_group_ids=["sg-0efa"],
+                vpc_id="vpc-0a1",
                 fsx_arn="arn:aws:fsx:us-east-1:123456789012:file-system/fs-0abc",
                 kms_key_arn="arn:aws:kms:us-east-1:123456789012:key/k",
             ),

@@ -856,6 +856,45 @@ bad(
 )
 na("hyperpod-execution-role-confined", prod)
 
+ok("iam-grants-and-interfaces-scoped", staging)
+na("iam-grants-and-interfaces-scoped", lambda: without(staging(), of_type("aws:iam/rolePolicy:RolePolicy")))
+HYPERPOD_INLINE = "-hyperpod-execution-inline"
+
+
+def _drop_condition(sid: str) -> Callable[[list[dict[str, Any]]], None]:
+    def edit(statements: list[dict[str, Any]]) -> None:
+        for statement in statements:
+            if statement.get("Sid") == sid:
+                statement.pop("Condition")
+
+    return edit
+
+
+bad(  # any holder of the role's credentials may grant the data key to anyone
+    "iam-grants-and-interfaces-scoped",
+    lambda: mutated(staging(), HYPERPOD_INLINE, edit_policy(_drop_condition("EbsVolumeKeyGrants"))),
+)
+bad(  # delete or re-point any network interface of the account
+    "iam-grants-and-interfaces-scoped",
+    lambda: mutated(staging(), HYPERPOD_INLINE, edit_policy(_drop_condition("VpcManageInterfaces"))),
+)
+bad(  # new interfaces in any subnet
+    "iam-grants-and-interfaces-scoped",
+    lambda: mutated(
+        staging(),
+        "-sagemaker-training-research-inline",
+        edit_policy(
+            lambda st: [
+                s.__setitem__(
+                    "Resource", [*s["Resource"], s["Resource"][0].split(":network-interface")[0] + ":subnet/*"]
+                )
+                for s in st
+                if s.get("Sid") == "VpcCreateInterfaces"
+            ]
+        ),
+    ),
+)
+
 ok("s3-checkpoints-per-prefix", prod)
 ok("s3-checkpoints-per-prefix", staging)
 ok("s3-checkpoints-per-prefix", dev)

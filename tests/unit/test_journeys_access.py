@@ -316,3 +316,17 @@ def test_an_outside_vpc_role_in_the_stack_file_reads_and_writes_both_buckets() -
     [journey] = [j for j in journeys if j.subject == f"outside-VPC data role {ingest}"]
     assert journey.holds and len(journey.steps) == 8  # read, decrypt, write, encrypt on each of two buckets
     assert all(j.holds for j in journeys)
+
+
+@pytest.mark.slow
+def test_an_unconditioned_grant_lets_the_execution_role_grant_the_key_to_anyone() -> None:
+    def unscoped(statements: list[dict[str, Any]]) -> None:
+        [grant] = [s for s in statements if s["Sid"] == "EbsVolumeKeyGrants"]
+        grant.pop("Condition")
+
+    rec = edited(recording("staging"), "hyperpod-execution-inline", policy_edit(unscoped))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name == "the execution role grants its key only to AWS services"
+    assert "for any grantee, not through an AWS service: allowed" in detail
+    holds = next(j for j in walked(recording("staging"), stack_config("staging")) if j.subject.startswith("HyperPod"))
+    assert next(s for s in holds.steps if s.name == name).holds

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from components.sagemaker_roles import (
     ENI_MUTATE_ACTIONS,
     SAGEMAKER_PRINCIPAL,
+    VpcScope,
     hyperpod_execution_policy,
     sagemaker_trust_policy,
     training_job_policy,
@@ -24,6 +25,8 @@ LIFECYCLE = "arn:aws:s3:::sagemaker-trainstack-staging-lc-abc"
 DATASETS = "arn:aws:s3:::trainstack-staging-datasets-1"
 CHECKPOINTS = "arn:aws:s3:::trainstack-staging-checkpoints-1"
 FSX = f"arn:aws:fsx:us-east-1:{ACCOUNT}:file-system/fs-0123456789abcdef0"
+SCOPE = VpcScope("vpc-0a1", ["subnet-0gpu"], ["sg-0efa", "sg-0work"])
+REGIONAL = f"arn:aws:ec2:us-east-1:{ACCOUNT}"
 # The only actions that may name Resource "*": they support no resource-level permissions.
 UNSCOPABLE = {
     "ec2:DescribeDhcpOptions",
@@ -43,6 +46,7 @@ def hyperpod(**overrides: Any) -> dict[str, Any]:
         "account_id": ACCOUNT,
         "lifecycle_bucket_arn": LIFECYCLE,
         "lifecycle_prefix": "hyperpod/lifecycle/trainstack-staging-hyperpod/0123456789abcdef",
+        "scope": SCOPE,
         "eks_cluster_arn": EKS_ARN,
         "kms_key_arn": KEY_ARN,
     }
@@ -57,6 +61,7 @@ def training(**overrides: Any) -> dict[str, Any]:
         "datasets_bucket_arn": DATASETS,
         "checkpoints_bucket_arn": CHECKPOINTS,
         "checkpoints_prefix": "research",
+        "scope": SCOPE,
         "fsx_arn": FSX,
         "kms_key_arn": KEY_ARN,
     }
@@ -159,15 +164,80 @@ def test_hyperpod_on_slurm_gets_no_eks_ecr_or_cni_actions() -> None:
     assert not {a for a in allowed if a.startswith(("eks", "ecr:"))}
     assert "ec2:AssignPrivateIpAddresses" not in allowed
     assert set(ENI_MUTATE_ACTIONS) <= set(allowed)
-    # AWS's Slurm execution-role templates grant DetachNetworkInterface too; scoped like the other ENI actions.
-    assert allowed["ec2:DetachNetworkInterface"] == allowed["ec2:CreateNetworkInterface"]
+    # AWS's Slurm execution-role templates grant DetachNetworkInterface too (it needs the instance as well).
+    assert allowed["ec2:DetachNetworkInterface"] == {
+        f"{REGIONAL}:network-interface/*",
+        f"{REGIONAL}:instance/*",
+        f"{REGIONAL}:security-group/sg-0efa",
+        f"{REGIONAL}:security-group/sg-0work",
+    }
 
 
-def test_ebs_volume_grants_only_on_the_data_key() -> None:
+def test_ebs_volume_grants_only_on_the_data_key_and_only_for_aws_resources() -> None:
     for document in (hyperpod(), hyperpod(eks_cluster_arn=None)):
         allowed = grants(document)
         assert allowed["kms:CreateGrant"] == allowed["kms:DescribeKey"] == {KEY_ARN}
+        [grant] = [s for s in document["Statement"] if "kms:CreateGrant" in s["Action"]]
+        assert grant["Action"] == ["kms:CreateGrant"]  # alone: the condition must not narrow DescribeKey
+        assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
     assert "kms:CreateGrant" not in grants(hyperpod(kms_key_arn=None))
+
+
+def test_network_interfaces_only_in_the_cluster_vpc() -> None:
+    for document in (hyperpod(), hyperpod(eks_cluster_arn=None), training()):
+        statements = {s["Sid"]: s for s in document["Statement"]}
+        create = statements["VpcCreateInterfaces"]
+        # New interfaces: only in the configured subnets with the configured groups (no ec2:Vpc on creation).
+        assert create["Action"] == ["ec2:CreateNetworkInterface"] and "Condition" not in create
+        assert set(create["Resource"]) == {
+            f"{REGIONAL}:network-interface/*",
+            f"{REGIONAL}:subnet/subnet-0gpu",
+            f"{REGIONAL}:security-group/sg-0efa",
+            f"{REGIONAL}:security-group/sg-0work",
+        }
+        # Existing interfaces: only those in the VPC.
+        for sid in ("VpcManageInterfaces", "TagNetworkInterfaces"):
+            assert statements[sid]["Condition"] == {"ArnEqualsIfExists": {"ec2:Vpc": f"{REGIONAL}:vpc/vpc-0a1"}}, sid
+        assert "ec2:DeleteNetworkInterface" in statements["VpcManageInterfaces"]["Action"]
+
+
+def test_the_grant_condition_stops_a_grant_to_anyone() -> None:
+    """With the real evaluator: EBS's grant passes, a grant the role's holder asks for itself does not."""
+    from trainstack.journeys.iam import Policy, decide, request
+
+    role = f"arn:aws:iam::{ACCOUNT}:role/trainstack-staging-hyperpod-exec"
+    inline = Policy.of("inline", hyperpod())
+
+    # The key policy delegates to the account's IAM (KMS Developer Guide, default key policy).
+    key_policy = Policy.of(
+        "key policy",
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                    "Action": "kms:*",
+                    "Resource": "*",
+                }
+            ],
+        },
+    )
+
+    def grant(for_aws_resource: str) -> bool:
+        context = {"kms:GrantIsForAWSResource": for_aws_resource}
+        ask = request(
+            role,
+            (inline,),
+            "kms:CreateGrant",
+            KEY_ARN,
+            resource_account=ACCOUNT,
+            context=context,
+            resource_policy=key_policy,
+        )
+        return decide(ask).allowed
+
+    assert grant("true") and not grant("false")
 
 
 def test_kms_decrypt_only_on_the_given_key() -> None:

@@ -641,6 +641,7 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
                 source=HYPERPOD_RULE,
             )
             steps.append(repointed_source_step(world, arn, identity))
+            steps.append(grant_step(world, arn, identity, lifecycle))
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
@@ -718,6 +719,59 @@ def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -
         decisions,
         REPOINT_RULE,
         expect=False,
+    )
+
+
+GRANT_RULE = (
+    "AWS KMS Developer Guide, kms:GrantIsForAWSResource (true only when an integrated service such as EBS creates "
+    "the grant for the caller) and Grants in AWS KMS; " + EVALUATION
+)
+
+
+def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: Bucket) -> Step:
+    """EBS attaches a HyperPod volume through a grant on the key, asked with the execution role's permissions; the
+    same credentials (root on any node reads them from the instance metadata) must not grant the key themselves."""
+    found = world.key_for(lifecycle)
+    if found is None:
+        return Step("the execution role grants its key only to AWS services", True, "no stack key", GRANT_RULE)
+    key, policy = found
+
+    def grant(for_aws_resource: bool) -> Decision:
+        return decide(
+            request(
+                role,
+                identity,
+                "kms:CreateGrant",
+                str(key.outputs["arn"]),
+                resource_account=world.account,
+                context={
+                    "kms:GrantIsForAWSResource": "true" if for_aws_resource else "false",
+                    "kms:GranteePrincipal": f"arn:aws:iam::{world.account}:role/anyone",
+                    "kms:CallerAccount": world.account,
+                },
+                resource_policy=policy,
+            )
+        )
+
+    try:
+        service, itself = grant(True), grant(False)
+    except UnsupportedPolicy as error:
+        return unsupported("the execution role's policies", error, EVALUATION)
+    name = "the execution role grants its key only to AWS services"
+    if not service.allowed:
+        return Step(name, False, f"EBS's grant for a HyperPod volume: denied: {service.reason}", GRANT_RULE)
+    if itself.allowed:
+        return Step(
+            name,
+            False,
+            f"kms:CreateGrant on {key.name} for any grantee, not through an AWS service: allowed: {itself.reason}",
+            GRANT_RULE,
+        )
+    return Step(
+        name,
+        True,
+        f"kms:CreateGrant on {key.name} through EBS: {service.reason}; for any grantee directly: {itself.reason}",
+        GRANT_RULE,
     )
 
 
