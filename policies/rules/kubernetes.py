@@ -321,3 +321,27 @@ def k8s_efa_pod_resources(args: ResourceValidationArgs, report: Report) -> None:
                 report(f"container {name} uses EFA but has no {HUGEPAGES} limit.")
     if not checked:
         args.not_applicable("no container uses EFA")
+
+
+GRAFANA_CHART = "grafana"
+
+
+@resource_rule(
+    name="grafana-rbac-namespaced",
+    description="Grafana's service account reads Secrets and ConfigMaps only in its own namespace (chart value "
+    "`rbac.namespaced: true`, its dashboard sidecar searching no other namespace): the chart's default ClusterRole "
+    "lets anyone who reaches Grafana's pod read every Secret of the cluster.",
+    severity=Severity.MEDIUM,
+    types=HELM_TYPES,
+)
+def grafana_rbac_namespaced(args: ResourceValidationArgs, report: Report) -> None:
+    if chart_name(args.props) != GRAFANA_CHART:
+        args.not_applicable("not the grafana chart")
+        return
+    values = get(args.props, "values", {})
+    if get(values, "rbac.create", True) is not False and get(values, "rbac.namespaced") is not True:
+        report("rbac.namespaced is not true: Grafana's service account reads every Secret of the cluster.")
+    for kind in ("dashboards", "datasources", "alerts", "notifiers", "plugins"):
+        searched = get(values, f"sidecar.{kind}.searchNamespace")
+        if searched not in (None, ""):
+            report(f"sidecar.{kind}.searchNamespace is {searched!r}: the sidecar reads outside Grafana's namespace.")

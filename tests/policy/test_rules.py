@@ -856,6 +856,22 @@ bad(
 )
 na("hyperpod-execution-role-confined", prod)
 
+ok("grafana-rbac-namespaced", prod)
+
+
+def on_grafana(edit: Callable[[dict[str, Any]], None]) -> Callable[[], Recording]:
+    """prod with the grafana release's inputs edited (its component shares the release's name)."""
+    return lambda: mutated(prod(), HELM, lambda i: edit(i) if i.get("chart") == "grafana" else None, only_first=False)
+
+
+bad("grafana-rbac-namespaced", on_grafana(drop("values.rbac")))  # the chart's ClusterRole
+bad("grafana-rbac-namespaced", on_grafana(set_path("values.rbac.namespaced", False)))
+bad(  # namespaced RBAC, but the sidecar sent to read every namespace
+    "grafana-rbac-namespaced", on_grafana(set_path("values.sidecar.dashboards.searchNamespace", "ALL"))
+)
+ok("grafana-rbac-namespaced", on_grafana(set_path("values.rbac", {"create": False})))
+na("grafana-rbac-namespaced", lambda: without(prod(), lambda r: r.name == "health-grafana" and r.type == HELM))
+
 ok("iam-grants-and-interfaces-scoped", staging)
 na("iam-grants-and-interfaces-scoped", lambda: without(staging(), of_type("aws:iam/rolePolicy:RolePolicy")))
 HYPERPOD_INLINE = "-hyperpod-execution-inline"
