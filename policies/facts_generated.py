@@ -92,6 +92,9 @@ OPEN_REGISTRIES = (
     "nvcr.io",
 )
 
+# components/lustre.py: Lustre's server ports
+LUSTRE_PORT_RANGES = ((988, 988), (1018, 1023))
+
 # components/team_rbac.py: a team's Kubernetes group
 TEAM_GROUP_PREFIX = "trainstack:team:"
 

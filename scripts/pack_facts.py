@@ -28,6 +28,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from components.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
+from components.lustre import LUSTRE_PORT_RANGES  # noqa: E402
 from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
 from components.team_rbac import SERVICE_QUOTA, TEAM_GROUP_PREFIX  # noqa: E402
 from components.tenancy import OPEN_REGISTRIES, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
@@ -124,6 +125,7 @@ def facts_module() -> str:
             _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/lustre_volume.py: the datasets claim"),
             _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/lustre_volume.py: `ro`"),
             _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/tenancy.py: anyone can publish there"),
+            _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/lustre.py: Lustre's server ports"),
             _constant("TEAM_GROUP_PREFIX", TEAM_GROUP_PREFIX, "components/team_rbac.py: a team's Kubernetes group"),
             _constant("SERVICE_QUOTA", SERVICE_QUOTA, "components/team_rbac.py: the Services a team may not create"),
         ]

@@ -18,6 +18,7 @@ from ..facts import (
     DATA_READ_WRITE_ACTIONS,
     DATASETS_CLAIM,
     FSX_CSI_DRIVER,
+    LUSTRE_PORT_RANGES,
     OPEN_REGISTRIES,
     PSA_ENFORCE,
     READ_ONLY_MOUNT_OPTION,
@@ -142,7 +143,8 @@ def k8s_namespace_pod_security(args: ResourceValidationArgs, report: Report) -> 
     name="k8s-team-network-isolation",
     description="Each team namespace has a default-deny NetworkPolicy (every pod, ingress and egress, no rule), "
     "so pods of one team cannot reach another's; the VPC CNI enforces it only with its policy agent on "
-    "(eks-network-policy-enabled). CIS EKS 4.3.2.",
+    "(eks-network-policy-enabled). CIS EKS 4.3.2. No egress rule admits Lustre's server ports: Lustre trusts the "
+    "UID a client asserts, so only the node's kernel client may speak it.",
     severity=Severity.HIGH,
 )
 def k8s_team_network_isolation(args: StackValidationArgs, report: Report) -> None:
@@ -161,6 +163,36 @@ def k8s_team_network_isolation(args: StackValidationArgs, report: Report) -> Non
         ]
         if not deny_all:
             report(f"team namespace {namespace.name} has no default-deny NetworkPolicy.", namespace.urn)
+        for policy in _in_namespace(g, namespace, NETWORK_POLICY):
+            for rule in items(get(policy.props, "spec.egress")):
+                if _reaches_lustre(rule):
+                    report(
+                        f"{policy.name} lets pods of {namespace.name} reach Lustre (TCP 988, 1018-1023) outside the "
+                        "cluster: a pod speaking Lustre could claim any team's UID.",
+                        policy.urn,
+                    )
+
+
+def _reaches_lustre(rule: Any) -> bool:
+    """An egress rule that admits TCP 988 or 1018-1023 to an address block (or to anywhere: no `to`)."""
+    peers = items(get(rule, "to"))
+    if peers and not any(get(p, "ipBlock") is not None for p in peers):
+        return False  # pods and namespaces only: no file server is a pod
+    ports = items(get(rule, "ports"))
+    if not ports:
+        return True
+    for port in ports:
+        if str(get(port, "protocol", "TCP")) != "TCP":
+            continue
+        first = get(port, "port")
+        if first is None:
+            return True  # every port of the protocol
+        if not isinstance(first, int):
+            continue  # a named port: a pod's container port, never a server's
+        last = get(port, "endPort", first)
+        if any(first <= high and low <= last for low, high in LUSTRE_PORT_RANGES):
+            return True
+    return False
 
 
 QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "pods")

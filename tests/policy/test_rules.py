@@ -623,6 +623,20 @@ bad(
     ),
 )
 na("k8s-team-network-isolation", lambda: without(prod(), of_type(NAMESPACE)))
+ALLOW_HTTPS = "-research-np-allow-https"
+bad(  # HTTPS widened to every port: pods reach Lustre's servers
+    "k8s-team-network-isolation", lambda: mutated(prod(), ALLOW_HTTPS, lambda i: i["spec"]["egress"][0].pop("ports"))
+)
+bad(  # a range that covers 1018-1023
+    "k8s-team-network-isolation",
+    lambda: mutated(
+        prod(), ALLOW_HTTPS, set_path("spec.egress.0.ports", [{"protocol": "TCP", "port": 1000, "endPort": 1020}])
+    ),
+)
+ok(  # UDP on those numbers is not Lustre
+    "k8s-team-network-isolation",
+    lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.ports", [{"protocol": "UDP", "port": 988}])),
+)
 
 ok("k8s-team-quotas", prod)
 bad("k8s-team-quotas", lambda: without(prod(), of_type("kubernetes:core/v1:LimitRange")))

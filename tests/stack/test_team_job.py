@@ -318,3 +318,21 @@ def test_a_team_of_exactly_one_node_runs_both_runtimes() -> None:
     rec = program_recording(cluster, "prod")
     for journey in team_job.walk(team_job.Trip(recording=rec, stack=cluster)):
         assert journey.holds, (journey.subject, journey.broken_step)
+
+
+def test_a_team_egress_to_every_port_lets_pods_speak_lustre() -> None:
+    def widen(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["egress"][0].pop("ports")
+
+    rec = edited(
+        recording("prod"),
+        lambda r: (
+            r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r.name.endswith("research-np-allow-https")
+        ),
+        widen,
+    )
+    found = journeys(rec)
+    broken = [j for j in found if j.subject.startswith("team research") and not j.holds]
+    assert broken and all(j.broken_step.name == "no pod reaches the file system's Lustre ports" for j in broken)
+    assert "TCP 988-988 in the VPC" in broken[0].broken_step.detail
+    assert all(j.holds for j in found if j.subject.startswith("team pretraining"))

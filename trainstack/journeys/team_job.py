@@ -33,6 +33,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL
+from components.lustre import LUSTRE_PORT_RANGES
 from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
 from components.tenancy import (
     DEVICE_POLICY_NAME,
@@ -266,6 +267,7 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         device_step(cluster, job, sets),
         ranks.step(),
         network_step(cluster, stack, job, sets),
+        lustre_client_step(cluster, stack, job, sets),
         lustre_step(cluster, stack, job, sets),
         exit_code_step(job, sets, runtime),
     )
@@ -779,6 +781,35 @@ def network_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Se
         f"{len(flows)} flows allowed ({'c10d 29500 and NCCL' if job.kind == 'torch' else 'ssh 22, Open MPI and NCCL'} "
         f"{EPHEMERAL_PORTS[0]}-{EPHEMERAL_PORTS[1]}, DNS, Pod Identity, HTTPS); neither runtime calls the API server",
         SOURCES["network"],
+    )
+
+
+def lustre_client_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Lustre trusts the UID a client asserts, and squashes only root: a pod that spoke Lustre itself (a user-space
+    client from the pod's own address) could claim any team's UID. The node's kernel client is the only client;
+    the team's NetworkPolicies must keep every pod off the servers' ports."""
+    name = "no pod reaches the file system's Lustre ports"
+    ns_labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
+    server = netpol.Endpoint(address=next(iter(_hosts(cluster.vpc_cidr or stack.network.vpc_cidr))))
+    for s in sets:
+        labels = {"jobset.sigs.k8s.io/replicatedjob-name": s.name}
+        for ports in LUSTRE_PORT_RANGES:  # the kernel client on the node uses them; a pod never needs to
+            verdict = netpol.connection(
+                cluster.network_policies, netpol.Endpoint(job.namespace, ns_labels, labels), server, "TCP", ports
+            )
+            if verdict.allowed:
+                return Step(
+                    name,
+                    False,
+                    f"{s.name} pods reach TCP {ports[0]}-{ports[1]} in the VPC (egress allowed by {verdict.egress}): a "
+                    "pod speaking Lustre could claim any team's UID",
+                    f"{SOURCES['network']}; {SOURCES['lustre']}",
+                )
+    return Step(
+        name,
+        True,
+        "TCP 988 and 1018-1023 to the VPC are refused for every pod: only the node's kernel client speaks Lustre",
+        f"{SOURCES['network']}; {SOURCES['lustre']}",
     )
 
 
