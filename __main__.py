@@ -23,7 +23,7 @@ from components.hyperpod_dependencies import (
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
-from components.network import Network, NetworkArgs
+from components.network import Network, NetworkArgs, s3_prefix_cidrs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
 from components.providers import aws_provider
@@ -244,6 +244,10 @@ tenancy = Tenancy(
         allowed_registries=stack.security.allowed_image_registries,
         region=stack.region,
         account_id=eks.account_id,
+        # Without internet (prod by default): HTTPS to the VPC's interface endpoints and to S3 only.
+        https_destinations=None
+        if stack.team_internet_egress
+        else s3_prefix_cidrs(stack.region, aws).apply(lambda cidrs: [stack.network.vpc_cidr, *cidrs]),
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("tenancy")),
 )

@@ -201,11 +201,14 @@ def _ports(protocol: str, ranges: Sequence[tuple[int, int]]) -> list[dict[str, A
     return [{"protocol": protocol, "port": low, **({"endPort": high} if high != low else {})} for low, high in ranges]
 
 
-def network_policies() -> dict[str, dict[str, Any]]:
+def network_policies(https_destinations: Sequence[str] = (ANYWHERE,)) -> dict[str, dict[str, Any]]:
     """Spec per NetworkPolicy name in a team namespace. Policies are additive: `default-deny` selects every
     pod for both directions with no rule, the others open exactly the flows training needs. EFA traffic is
     RDMA through the device, not the kernel's IP stack, and Lustre is the node's traffic (module docstring):
-    neither meets a NetworkPolicy."""
+    neither meets a NetworkPolicy. HTTPS goes to `https_destinations`: anywhere (through NAT), or only the VPC
+    (interface endpoints) and S3's prefixes (the gateway endpoint) where teams get no internet."""
+    if not https_destinations:
+        raise ValueError("team pods need HTTPS to S3 and the VPC's endpoints at least")
     everyone: dict[str, Any] = {}
     policies: dict[str, dict[str, Any]] = {
         "default-deny": {"podSelector": everyone, "policyTypes": ["Ingress", "Egress"]},
@@ -236,7 +239,12 @@ def network_policies() -> dict[str, dict[str, Any]]:
         "allow-https": {
             "podSelector": everyone,
             "policyTypes": ["Egress"],
-            "egress": [{"to": [{"ipBlock": {"cidr": ANYWHERE}}], "ports": _ports("TCP", [(HTTPS_PORT, HTTPS_PORT)])}],
+            "egress": [
+                {
+                    "to": [{"ipBlock": {"cidr": cidr}} for cidr in https_destinations],
+                    "ports": _ports("TCP", [(HTTPS_PORT, HTTPS_PORT)]),
+                }
+            ],
         },
         "allow-pod-identity": {
             "podSelector": everyone,
@@ -452,6 +460,8 @@ class TenancyArgs:
     account_id: pulumi.Input[str]
     """The account whose private ECR (in `region`) is approved too."""
     hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+    https_destinations: pulumi.Input[Sequence[str]] | None = None
+    """Where team pods may open HTTPS: None for anywhere (through NAT); else the VPC CIDR and S3's prefixes."""
 
 
 class Tenancy(pulumi.ComponentResource):
@@ -471,6 +481,9 @@ class Tenancy(pulumi.ComponentResource):
             raise ValueError(f"{name}: no namespace given for teams {missing}")
         child = pulumi.ResourceOptions(parent=self)
         shapes = node_shapes(args.node_groups, args.hyperpod_groups)
+        destinations = pulumi.Output.from_input(
+            args.https_destinations if args.https_destinations is not None else [ANYWHERE]
+        ).apply(list)
         self.quotas = {}
         for team in args.teams:
             namespace = args.namespaces[team.name].metadata.name
@@ -509,14 +522,18 @@ class Tenancy(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            for policy, spec in network_policies().items():
+            for policy in network_policies():
                 k8s.networking.v1.NetworkPolicy(
                     child_name(name, team.name, "np", policy),
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
                     # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
                     # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
                     # unchanged: the cast only names the parameter's type.
-                    spec=cast("k8s.networking.v1.NetworkPolicySpecArgsDict", spec),
+                    spec=destinations.apply(
+                        lambda d, policy=policy: cast(
+                            "k8s.networking.v1.NetworkPolicySpecArgsDict", network_policies(d)[policy]
+                        )
+                    ),
                     opts=child,
                 )
 

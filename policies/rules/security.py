@@ -195,6 +195,43 @@ def _reaches_lustre(rule: Any) -> bool:
     return False
 
 
+@stack_rule(
+    name="k8s-team-egress-no-internet",
+    description="Team pods open HTTPS only to the VPC (interface endpoints) and S3's prefixes (the gateway endpoint): "
+    "no egress rule to 0.0.0.0/0 or a block as wide as a /7, which the NAT gateway turns into the whole internet "
+    "for a pod holding the team's credentials and data (security.team_internet_egress; prod refuses it).",
+    severity=Severity.MEDIUM,
+)
+def k8s_team_egress_no_internet(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    namespaces = team_namespaces(g)
+    if not namespaces:
+        args.not_applicable("no team namespaces")
+    for namespace in namespaces:
+        for policy in _in_namespace(g, namespace, NETWORK_POLICY):
+            try:
+                rules = items(get(policy.props, "spec.egress"))
+            except UnknownValueError:
+                continue
+            for rule in rules:
+                peers = items(get(rule, "to"))
+                wide = [str(get(p, "ipBlock.cidr")) for p in peers if _internet_wide(get(p, "ipBlock.cidr"))]
+                if not peers and rule is not None:
+                    wide = ["anywhere (no `to`)"]
+                if wide:
+                    report(f"{policy.name} lets pods of {namespace.name} reach {', '.join(wide)}.", policy.urn)
+
+
+def _internet_wide(cidr: Any) -> bool:
+    """A block that is most of the internet: /0 to /7 (S3's prefixes are /14 to /21; a VPC is /16 or smaller)."""
+    if not isinstance(cidr, str) or "/" not in cidr:
+        return False
+    try:
+        return int(cidr.rsplit("/", 1)[1]) < 8
+    except ValueError:
+        return False
+
+
 QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "pods")
 
 

@@ -82,6 +82,12 @@ class SecuritySpec(Spec):
         description="Deny object reads and writes on the datasets and checkpoints buckets unless they come "
         "through the VPC's S3 endpoint (or from FSx or an exempt role). Unset: on in staging and prod, off in dev.",
     )
+    team_internet_egress: bool | None = Field(
+        default=None,
+        description="Team pods may open HTTPS to any address (through the NAT gateway: package indexes, model hubs). "
+        "Off, their HTTPS reaches only the VPC (interface endpoints) and S3 through its gateway endpoint (AWS's "
+        "prefix list, read at deploy). Unset: off in prod, on in dev and staging. Prod refuses on.",
+    )
     outside_vpc_data_role_arns: list[PrincipalArn] = Field(
         default_factory=list,
         description="Roles that may read and write the data buckets from outside the VPC (an ingest role, "

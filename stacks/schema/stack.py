@@ -322,6 +322,12 @@ class StackConfig(Spec):
                     "security.checkpoint_lock is unset: prod checkpoints need S3 Object Lock, for example "
                     "{mode: GOVERNANCE, retention_days: 14}"
                 )
+            if self.security.team_internet_egress:
+                problems.append(
+                    "security.team_internet_egress is true: prod team pods reach only the VPC and S3 (a pod with the "
+                    "team's credentials and data must not open HTTPS to anywhere); mirror what they download into "
+                    "S3 or the account's ECR"
+                )
             if self.security.data_buckets_vpc_only is False:
                 problems.append(
                     "security.data_buckets_vpc_only is false: prod data buckets deny access from outside the VPC; "
@@ -508,6 +514,12 @@ class StackConfig(Spec):
         """Whether the data buckets deny access from outside the VPC: the setting, else on outside dev."""
         setting = self.security.data_buckets_vpc_only
         return self.environment is not Environment.DEV if setting is None else setting
+
+    @property
+    def team_internet_egress(self) -> bool:
+        """Whether team pods may open HTTPS to anywhere: the setting, else on outside prod."""
+        setting = self.security.team_internet_egress
+        return self.environment is not Environment.PROD if setting is None else setting
 
     @property
     def protect_data(self) -> bool:

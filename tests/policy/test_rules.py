@@ -638,6 +638,18 @@ ok(  # UDP on those numbers is not Lustre
     lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.ports", [{"protocol": "UDP", "port": 988}])),
 )
 
+ok("k8s-team-egress-no-internet", prod)
+bad(  # prod's team HTTPS back to anywhere (the setting before issue 33)
+    "k8s-team-egress-no-internet",
+    lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.to", [{"ipBlock": {"cidr": "0.0.0.0/0"}}])),
+)
+bad(  # half the internet
+    "k8s-team-egress-no-internet",
+    lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.to", [{"ipBlock": {"cidr": "0.0.0.0/1"}}])),
+)
+bad("k8s-team-egress-no-internet", lambda: mutated(prod(), ALLOW_HTTPS, lambda i: i["spec"]["egress"][0].pop("to")))
+na("k8s-team-egress-no-internet", lambda: without(prod(), of_type(NAMESPACE)))
+
 ok("k8s-team-quotas", prod)
 bad("k8s-team-quotas", lambda: without(prod(), of_type("kubernetes:core/v1:LimitRange")))
 bad("k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-quota", drop("spec.hard.pods")))

@@ -336,3 +336,19 @@ def test_a_team_egress_to_every_port_lets_pods_speak_lustre() -> None:
     assert broken and all(j.broken_step.name == "no pod reaches the file system's Lustre ports" for j in broken)
     assert "TCP 988-988 in the VPC" in broken[0].broken_step.detail
     assert all(j.holds for j in found if j.subject.startswith("team pretraining"))
+
+
+def test_prod_team_https_to_anywhere_breaks_the_internet_step() -> None:
+    def anywhere(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["egress"][0]["to"] = [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+
+    rec = edited(
+        recording("prod"),
+        lambda r: (
+            r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r.name.endswith("research-np-allow-https")
+        ),
+        anywhere,
+    )
+    broken = [j for j in journeys(rec) if j.subject.startswith("team research") and not j.holds]
+    assert broken and all(j.broken_step.name == "no pod reaches the internet" for j in broken)
+    assert "203.0.113.10" in broken[0].broken_step.detail

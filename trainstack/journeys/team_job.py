@@ -268,6 +268,7 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         ranks.step(),
         network_step(cluster, stack, job, sets),
         lustre_client_step(cluster, stack, job, sets),
+        internet_step(cluster, stack, job, sets),
         lustre_step(cluster, stack, job, sets),
         exit_code_step(job, sets, runtime),
     )
@@ -811,6 +812,32 @@ def lustre_client_step(cluster: Cluster, stack: StackConfig, job: Submission, se
         "TCP 988 and 1018-1023 to the VPC are refused for every pod: only the node's kernel client speaks Lustre",
         f"{SOURCES['network']}; {SOURCES['lustre']}",
     )
+
+
+INTERNET_ADDRESS = "203.0.113.10"  # RFC 5737 TEST-NET-3: an address outside AWS and the VPC
+
+
+def internet_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Without internet egress (prod by default), no pod opens HTTPS beyond the VPC and S3: a pod holding the team's
+    credentials and data cannot send them anywhere."""
+    name = "no pod reaches the internet"
+    source = f"{SOURCES['network']}; docs/security.md, threat model"
+    if stack.team_internet_egress:
+        return Step(name, True, "not asked: security.team_internet_egress is on (outside prod by default)", source)
+    ns_labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
+    outside = netpol.Endpoint(address=INTERNET_ADDRESS)
+    for s in sets:
+        pod = netpol.Endpoint(job.namespace, ns_labels, {"jobset.sigs.k8s.io/replicatedjob-name": s.name})
+        verdict = netpol.connection(cluster.network_policies, pod, outside, "TCP", (HTTPS_PORT, HTTPS_PORT))
+        if verdict.allowed:
+            return Step(
+                name,
+                False,
+                f"{s.name} pods open HTTPS to {INTERNET_ADDRESS} (egress allowed by {verdict.egress}): through NAT, "
+                "anywhere",
+                source,
+            )
+    return Step(name, True, f"HTTPS to {INTERNET_ADDRESS} is refused for every pod; the VPC and S3 stay open", source)
 
 
 def _hosts(cidr: str) -> Iterable[str]:
