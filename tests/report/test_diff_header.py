@@ -149,7 +149,8 @@ def test_the_diff_block_marks_each_operation_so_github_colours_it() -> None:
     assert all(line[0] in "+-!=@" for line in lines)  # every line starts with a character GitHub colours
     assert "! node group gpu-p5-train-ng: scalingConfig.maxSize: 16 → 24" in lines
     added = next(line for line in lines if line.startswith("+ "))
-    assert added.startswith("+ team inference-eval: namespace, 2 x resource quota,")  # named for its team
+    # named for its team; three quotas: compute, the accelerators, services (issue 33: no LoadBalancer or NodePort)
+    assert added.startswith("+ team inference-eval: namespace, 3 x resource quota,")
     assert "!    resources[nvidia.com/gpu].nominalQuota: 128 → 192" in lines  # the quota's resource, not [0]
 
 
