@@ -67,9 +67,7 @@ def terraform_type(token: str) -> str | None:
 
 def snake_keys(value: Any) -> Any:
     if isinstance(value, dict):
-        return {
-            snake(k): (v if k in MAP_KEYS else snake_keys(v)) for k, v in value.items() if k not in SKIP_KEYS
-        }
+        return {snake(k): (v if k in MAP_KEYS else snake_keys(v)) for k, v in value.items() if k not in SKIP_KEYS}
     if isinstance(value, list):
         return [snake_keys(v) for v in value]
     if isinstance(value, float) and value.is_integer():
@@ -97,17 +95,14 @@ def export(recording: Recording, out: Path) -> dict[str, int]:
 def parliament_findings(recording: Recording) -> list[dict[str, str]]:
     from parliament import analyze_policy_string
 
-    found = []
+    found: list[dict[str, str]] = []
     for r in recording.resources:
         entry = DOCUMENTS.get(r.type)
-        document = r.inputs.get(entry[0]) if entry else None
-        if not isinstance(document, str):
+        if entry is None or not isinstance(document := r.inputs.get(entry[0]), str):
             continue
-        policy = analyze_policy_string(document, ignore_private_auditors=True)
-        for finding in policy.findings:
-            found.append(
-                {"resource": r.name, "kind": entry[1].value, "issue": finding.issue, "detail": str(finding.detail)}
-            )
+        kind = entry[1].value
+        for finding in analyze_policy_string(document, ignore_private_auditors=True).findings:
+            found.append({"resource": r.name, "kind": kind, "issue": finding.issue, "detail": str(finding.detail)})
     return found
 
 
