@@ -70,7 +70,20 @@ DIGEST_LENGTH = 16  # hex characters of the bundle digest in the key (64 bits: n
 
 
 LIFECYCLE_READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
-LIFECYCLE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:RestoreObject")
+# Every way to put or change an object: uploads and deletes, and replication into this bucket, which S3 authorizes as
+# s3:ReplicateObject/ReplicateDelete/ReplicateTags on the destination, not as s3:PutObject (S3 User Guide,
+# replication permissions); ACL and tag changes.
+LIFECYCLE_WRITE_ACTIONS = (
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:RestoreObject",
+    "s3:ReplicateObject",
+    "s3:ReplicateDelete",
+    "s3:ReplicateTags",
+    "s3:PutObjectAcl",
+    "s3:PutObjectTagging",
+)
 
 # --------------------------------------------------------------------------------------------- pure
 

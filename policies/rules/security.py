@@ -596,7 +596,7 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: Report) -> None
     if not buckets:
         args.not_applicable("no sagemaker-* bucket")
     for bucket, statements in _known_policies(args, g, buckets):
-        for action in ("s3:PutObject", "s3:GetObject"):
+        for action in ("s3:PutObject", "s3:ReplicateObject", "s3:GetObject"):
             if not any(_denies(s, action) and "aws:PrincipalArn" in _condition_keys(s) for s in statements):
                 report(f"{bucket.name}: no deny of {action} for principals other than the allowed ones.", bucket.urn)
         key_id = "s3:x-amz-server-side-encryption-aws-kms-key-id"

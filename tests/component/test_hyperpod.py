@@ -182,6 +182,8 @@ def test_lifecycle_prefix_is_the_deployers_and_read_only_for_the_execution_role(
     assert read["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": sorted([deployer, role_arn])}}
     assert write["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": deployer}}
     assert "s3:PutObject" in write["Action"] and "s3:GetObject" in read["Action"]
+    # Replication into the bucket is authorized as Replicate*, not PutObject: denied alike.
+    assert {"s3:ReplicateObject", "s3:ReplicateDelete", "s3:ReplicateTags"} <= set(write["Action"])
     key = statements["DenyLifecycleUploadWithoutStackKey"]["Condition"]["StringNotEquals"]
     assert key == {"s3:x-amz-server-side-encryption-aws-kms-key-id": "arn:aws:kms:us-east-1:123456789012:key/k"}
     # ...and every upload names that key, so the deny never refuses our own scripts.

@@ -846,6 +846,20 @@ bad(
     "hyperpod-lifecycle-locked",
     lambda: mutated(staging(), LIFECYCLE_POLICY, edit_policy(lambda st: st.pop())),  # the key requirement
 )
+bad(  # the write deny without the replication actions: a replication rule elsewhere can write the scripts
+    "hyperpod-lifecycle-locked",
+    lambda: mutated(
+        staging(),
+        LIFECYCLE_POLICY,
+        edit_policy(
+            lambda st: [
+                s.__setitem__("Action", [a for a in s["Action"] if not a.startswith("s3:Replicate")])
+                for s in st
+                if s.get("Sid") == "DenyLifecycleWriteExceptDeployer"
+            ]
+        ),
+    ),
+)
 na("hyperpod-lifecycle-locked", prod)
 
 EXECUTION_INLINE = "-hyperpod-execution-inline"
