@@ -22,6 +22,7 @@ from stacks.schema.base import (
     RetentionDays,
     Spec,
 )
+from stacks.schema.capacity import ClusterAutoscalerSpec, ReservationWindow
 from stacks.schema.eks import AuthenticationMode, EksAddonVersions, EksSpec, LogType, SystemNodeGroupSpec
 from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
@@ -128,6 +129,8 @@ __all__ = [
     "HyperPodSpec",
     "KubernetesSpec",
     "KueueSpec",
+    "ClusterAutoscalerSpec",
+    "ReservationWindow",
     "LogType",
     "MigStrategy",
     "NatGateways",
