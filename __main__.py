@@ -8,7 +8,9 @@ import pulumi
 
 from components.account_checks import check_account
 from components.buckets import DataBuckets, DataBucketsArgs
+from components.autoscaling import needs_autoscaler
 from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
+from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
@@ -22,6 +24,7 @@ from components.hyperpod_dependencies import (
     HyperPodDependenciesArgs,
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
+from components.naming import aws_partition
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
@@ -220,6 +223,38 @@ if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("neuron-plugin")),
     )
     device_plugins.append(neuron_plugin.release)
+# Capacity that follows the work (docs/capacity.md): cluster-autoscaler when a group can grow or waits for a
+# Capacity Block; its ProvisioningRequest CRD must exist before Kueue starts.
+capacity_after: list[pulumi.Resource] = []
+if needs_autoscaler(stack.gpu_node_groups):
+    autoscaler = ClusterAutoscaler(
+        "cluster-autoscaler",
+        ClusterAutoscalerArgs(
+            spec=k8s_spec.cluster_autoscaler,
+            cluster_name=stack.name,
+            region=stack.region,
+            partition=aws_partition(stack.region),
+            account_id=eks.account_id,
+            system_node_group=eks.system_node_group_name,
+            groups=[
+                ScaledGroup(
+                    spec=spec,
+                    labels=gpu_groups[spec.name].labels,
+                    taint=(
+                        gpu_groups[spec.name].taint.key,
+                        gpu_groups[spec.name].taint.value,
+                        gpu_groups[spec.name].taint.effect,
+                    ),
+                    node_group=gpu_groups[spec.name].node_group,
+                )
+                for spec in stack.gpu_node_groups
+            ],
+            after=[eks],
+        ),
+        opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("cluster-autoscaler")),
+    )
+    capacity_after.append(autoscaler.provisioning_request_crd)
+    pulumi.export("cluster_autoscaler_asg_tags", autoscaler.asg_tags)
 scheduling = Scheduling(
     "scheduling",
     SchedulingArgs(
@@ -229,7 +264,7 @@ scheduling = Scheduling(
         node_groups=stack.gpu_node_groups,
         hyperpod_groups=stack.hyperpod_eks_groups,
         cohort=stack.name,
-        after=[eks, *device_plugins],
+        after=[eks, *device_plugins, *capacity_after],
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("scheduling")),
 )
