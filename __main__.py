@@ -7,8 +7,8 @@ from pathlib import Path
 import pulumi
 
 from components.account_checks import check_account
-from components.buckets import DataBuckets, DataBucketsArgs
 from components.autoscaling import needs_autoscaler
+from components.buckets import DataBuckets, DataBucketsArgs
 from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
@@ -24,8 +24,8 @@ from components.hyperpod_dependencies import (
     HyperPodDependenciesArgs,
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
-from components.naming import aws_partition
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
+from components.naming import aws_partition
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs

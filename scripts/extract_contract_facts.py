@@ -217,7 +217,13 @@ CRDS: tuple[CrdRow, ...] = (
             f"config/components/crd/bases/kueue.x-k8s.io_{plural}.yaml",
             "kueue@0.14.8",
         )
-        for plural in ("resourceflavors", "clusterqueues", "localqueues", "admissionchecks", "provisioningrequestconfigs")
+        for plural in (
+            "resourceflavors",
+            "clusterqueues",
+            "localqueues",
+            "admissionchecks",
+            "provisioningrequestconfigs",
+        )
     ),
     *(
         CrdRow(
@@ -400,7 +406,9 @@ def extract_workloads(mirror: Path, row: ChartRow) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         chart_dir = export_directory(mirror, row.repository, row.tag, row.directory, Path(tmp) / "chart")
         apply_published(chart_dir, row.published)
-        apply_published(chart_dir, Published("install values", values=row.install_values) if row.install_values else None)
+        apply_published(
+            chart_dir, Published("install values", values=row.install_values) if row.install_values else None
+        )
         for sub in row.subcharts:
             sub_dir = export_directory(mirror, sub.repository, sub.tag, sub.directory, Path(tmp) / sub.name)
             apply_published(sub_dir, sub.published)

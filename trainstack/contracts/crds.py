@@ -38,7 +38,6 @@ class Problem:
     rule: str
 
 
-
 _INLINE_FLAGS = re.compile(r"\(\?([aimsx]+)\)")
 
 
@@ -50,6 +49,7 @@ def python_pattern(pattern: str) -> str:
     if found is None or found.start() == 0:
         return pattern
     return f"{pattern[: found.start()]}(?{found.group(1)}:{pattern[found.end() :]})"
+
 
 def custom_resource_kind(resource: RecordedResource) -> tuple[str, str] | None:
     """(apiVersion, kind) of a recorded custom resource, or None for a built-in object or provider pseudo-type."""
