@@ -35,11 +35,13 @@ class ClusterAutoscalerSpec(Spec):
     chart_version: str = Field(
         default=CLUSTER_AUTOSCALER_CHART_VERSION,
         pattern=r"^\d+\.\d+\.\d+$",
+        examples=["9.59.0"],
         description="cluster-autoscaler Helm chart version (no leading v).",
     )
     image_tag: str = Field(
         default=CLUSTER_AUTOSCALER_IMAGE_TAG,
         pattern=r"^v\d+\.\d+\.\d+$",
+        examples=["v1.36.1"],
         description="cluster-autoscaler image tag; its minor must equal eks.version's (the autoscaler's minor "
         "follows the Kubernetes minor it supports).",
     )
