@@ -348,6 +348,14 @@ class StackConfig(Spec):
             )
             if why:
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
+        # cluster-autoscaler's minor follows the Kubernetes minor it supports (its FAQ, "Releases"); the image is
+        # pulled only where a group can grow, but a stack that later grows one should not meet the mismatch then.
+        autoscaler = k8s.cluster_autoscaler
+        if autoscaler.minor != self.eks.version:
+            problems.append(
+                f"kubernetes.cluster_autoscaler.image_tag {autoscaler.image_tag} is for Kubernetes {autoscaler.minor}, "
+                f"but eks.version is {self.eks.version}: use a v{self.eks.version}.x release"
+            )
         return problems
 
     def nodes_per_subnet(self) -> dict[str, int]:

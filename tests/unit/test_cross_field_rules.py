@@ -145,3 +145,12 @@ def test_data_buckets_are_vpc_only_outside_dev_by_default() -> None:
     prod = edited_config("prod", lambda cluster: cluster["security"].pop("data_buckets_vpc_only", None))
     dev = edited_config("dev", lambda cluster: None)
     assert prod.data_buckets_vpc_only and not dev.data_buckets_vpc_only
+
+
+def test_cluster_autoscaler_of_another_kubernetes_minor_is_refused(tmp_path: Path) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.35.2"}
+
+    [problem] = problems_of(tmp_path, edit)
+    assert "kubernetes.cluster_autoscaler.image_tag v1.35.2 is for Kubernetes 1.35" in problem.message
+    assert "eks.version is 1.36" in problem.message and "v1.36.x" in problem.message
