@@ -21,6 +21,7 @@ from components.autoscaling import (
     CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
     PROVISIONING_REQUEST_CRD,
     autoscaler_policy,
+    NODE_TEMPLATE,
     can_grow,
     cluster_autoscaler_values,
     node_template_tags,
@@ -57,6 +58,11 @@ class ClusterAutoscalerArgs:
 def asg_name(node_group: aws.eks.NodeGroup) -> pulumi.Output[str]:
     """The managed node group's Auto Scaling group (EKS creates exactly one per group)."""
     return node_group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)  # type: ignore[index]
+
+
+def tag_slug(key: str) -> str:
+    """A node-template tag key as a resource name part: `resources/nvidia.com/gpu` -> `resources-nvidia.com-gpu`."""
+    return key.removeprefix(f"{NODE_TEMPLATE}/").replace("/", "-")
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -99,9 +105,10 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             tags = node_template_tags(group.spec, group.labels, group.taint)
             self.asg_tags[group.spec.name] = tags
             asg = asg_name(group.node_group)
-            for index, (key, value) in enumerate(tags.items()):
+            for key, value in tags.items():
                 aws.autoscaling.Tag(
-                    child_name(name, group.spec.name, "asg-tag", str(index)),
+                    # Named by the key, not its position: adding a label never renames the other tags.
+                    child_name(name, group.spec.name, tag_slug(key)),
                     aws.autoscaling.TagArgs(
                         autoscaling_group_name=asg,
                         # Not propagated: a label or taint tag on the instance itself means nothing.
