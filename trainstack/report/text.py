@@ -13,6 +13,7 @@ from trainstack.report import fmt, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
+from trainstack.report.capacity import capacity_lines
 from trainstack.report.changes import entries
 from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
 from trainstack.report.health import lines as health_lines
@@ -498,6 +499,7 @@ def render(
         out += diff_lines(report, diff, style, width, before.recording if before is not None else None)
         out.append("")
     out += _compute(report, style, width)
+    out += capacity_lines(report, style, width)
     out += _bringup(report, style, width)
     out += _storage(report, style, width)
     out += _cost(report, style, width)
