@@ -12,7 +12,7 @@ from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kueue_trainer_problem
 from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
-from stacks.schema.gpu import AmiFamily, GpuNodeGroupSpec, effective_ami_family
+from stacks.schema.gpu import AmiFamily, CapacityType, GpuNodeGroupSpec, effective_ami_family
 from stacks.schema.health import HealthSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
@@ -348,15 +348,23 @@ class StackConfig(Spec):
             )
             if why:
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
-        # cluster-autoscaler's minor follows the Kubernetes minor it supports (its FAQ, "Releases"); the image is
-        # pulled only where a group can grow, but a stack that later grows one should not meet the mismatch then.
+        # cluster-autoscaler's minor follows the Kubernetes minor it supports (its FAQ, "Releases"); checked where
+        # the stack runs one (components/autoscaling.py needs_autoscaler).
         autoscaler = k8s.cluster_autoscaler
-        if autoscaler.minor != self.eks.version:
+        if autoscaler.minor != self.eks.version and self.autoscaled_groups:
             problems.append(
                 f"kubernetes.cluster_autoscaler.image_tag {autoscaler.image_tag} is for Kubernetes {autoscaler.minor}, "
                 f"but eks.version is {self.eks.version}: use a v{self.eks.version}.x release"
             )
         return problems
+
+    @property
+    def autoscaled_groups(self) -> list[GpuNodeGroupSpec]:
+        """GPU groups cluster-autoscaler serves: those that can grow, and Capacity Blocks (whose queue asks it
+        whether the block's nodes exist); the same rule as components/autoscaling.py `admission`."""
+        return [
+            g for g in self.gpu_node_groups if g.min_size < g.max_size or g.capacity.type is CapacityType.CAPACITY_BLOCK
+        ]
 
     def nodes_per_subnet(self) -> dict[str, int]:
         """Nodes each AZ's private subnet may hold at every group's max size. The system group may land wholly

@@ -29,7 +29,7 @@ from components.autoscaling import (
 from components.gpu_nodes import node_labels, node_taint
 from components.scheduling import cluster_queue_spec, node_group_target
 from stacks.catalog import CATALOG
-from stacks.schema import ClusterAutoscalerSpec, GpuNodeGroupSpec, ReservationWindow
+from stacks.schema import CapacityType, ClusterAutoscalerSpec, GpuNodeGroupSpec, ReservationWindow
 
 NT = "k8s.io/cluster-autoscaler/node-template"
 START = "2026-10-01T11:30:00Z"
@@ -129,6 +129,15 @@ def test_a_queue_that_must_provision_names_its_check(spec: GpuNodeGroupSpec) -> 
     assert target.quota[CATALOG[spec.instance_type].device_resource] == str(
         spec.max_size * CATALOG[spec.instance_type].accelerator_count
     )
+
+
+@pytest.mark.parametrize(
+    "spec", [group(), group(sizes=(2, 2, 2)), spot(), odcr((16, 16, 16)), odcr((8, 8, 16)), block(), block((0, 0, 2))]
+)
+def test_the_schema_and_the_components_agree_on_which_groups_the_autoscaler_serves(spec: GpuNodeGroupSpec) -> None:
+    # StackConfig.autoscaled_groups (the schema's minor rule) restates `admission`: the schema imports no component.
+    schema_says = spec.min_size < spec.max_size or spec.capacity.type is CapacityType.CAPACITY_BLOCK
+    assert schema_says is needs_autoscaler([spec])
 
 
 def test_needs_autoscaler_only_when_some_group_is_not_fixed_on_existing_nodes() -> None:

@@ -147,10 +147,20 @@ def test_data_buckets_are_vpc_only_outside_dev_by_default() -> None:
     assert prod.data_buckets_vpc_only and not dev.data_buckets_vpc_only
 
 
-def test_cluster_autoscaler_of_another_kubernetes_minor_is_refused(tmp_path: Path) -> None:
+def test_cluster_autoscaler_of_another_kubernetes_minor_is_refused_where_it_runs(tmp_path: Path) -> None:
     def edit(cluster: dict) -> None:
         cluster["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.35.2"}
+        # prod's reservation group is fixed (no autoscaler); let it grow past the reserved nodes.
+        cluster["gpu_node_groups"][0] |= {"min_size": 8, "desired_size": 8}
 
     [problem] = problems_of(tmp_path, edit)
     assert "kubernetes.cluster_autoscaler.image_tag v1.35.2 is for Kubernetes 1.35" in problem.message
     assert "eks.version is 1.36" in problem.message and "v1.36.x" in problem.message
+
+
+def test_cluster_autoscaler_minor_is_not_judged_where_no_autoscaler_runs(tmp_path: Path) -> None:
+    document = stack_document("prod")
+    document["config"][FULL_KEY]["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.35.2"}
+    path = tmp_path / "Pulumi.proposed.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert load_file(path).kubernetes.cluster_autoscaler.image_tag == "v1.35.2"

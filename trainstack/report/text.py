@@ -499,7 +499,6 @@ def render(
         out += diff_lines(report, diff, style, width, before.recording if before is not None else None)
         out.append("")
     out += _compute(report, style, width)
-    out += capacity_lines(report, style, width)
     out += _bringup(report, style, width)
     out += _storage(report, style, width)
     out += _cost(report, style, width)
@@ -507,6 +506,7 @@ def render(
     out += _policy(report, style, width)
     # After the policy result: the verdict and its risks above already name every broken journey.
     out += journey_lines(report, style, width)
+    out += capacity_lines(report, style, width)  # reference, like the platform below
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
     out += _notes(report, style, width)
