@@ -103,12 +103,14 @@ def test_an_ami_release_of_another_kubernetes_version_is_refused(
 def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()
-    # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused).
-    old = write_stack(
-        base,
-        "staging",
-        lambda c: c["eks"].update(version="1.35", addons={**c["eks"]["addons"], "kube_proxy": "v1.35.0-eksbuild.1"}),
-    )
+
+    # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused) and a 1.35
+    # cluster-autoscaler (kubernetes/autoscaler tag cluster-autoscaler-1.35.2).
+    def old_stack(c: dict[str, Any]) -> None:
+        c["eks"].update(version="1.35", addons={**c["eks"]["addons"], "kube_proxy": "v1.35.0-eksbuild.1"})
+        c["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.35.2"}
+
+    old = write_stack(base, "staging", old_stack)
     code, diff = diff_of(capsys, shipped("staging"), old)
     assert code == EXIT_OK
     cluster = next(c for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster")
