@@ -52,6 +52,7 @@ S3_SSE = (
 )
 S3_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
 FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+FSX_DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART_V4 = "kubernetes:helm.sh/v4:Chart"

@@ -19,6 +19,7 @@ from .base import (
     EKS_CLUSTER,
     EKS_NODE_GROUP,
     FLOW_LOG,
+    FSX_DRA,
     FSX_LUSTRE,
     KMS_KEY,
     S3_BUCKETS,
@@ -30,6 +31,7 @@ from .base import (
     efa_interfaces,
     get,
     graph,
+    has,
     instance_types_of,
     items,
     launch_template_of,
@@ -118,10 +120,11 @@ def stack_environment(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="fsx-backup-floor",
-    description="A persistent Lustre file system keeps daily automatic backups for at least the environment's "
-    "floor and takes a final backup when deleted: Lustre is the working copy of datasets and checkpoints, and "
-    "a deleted or corrupted file system is restored only from a backup (FSx for Lustre User Guide, 'Protecting "
-    "your data with backups'; AWS Well-Architected REL09-BP01).",
+    description="A persistent Lustre file system not linked to S3 keeps daily automatic backups for at least the "
+    "environment's floor and takes a final backup when deleted; one linked to S3 (a data repository association) "
+    "asks for no backup at all, which FSx does not take of a linked file system: its durable copy is the bucket "
+    "(FSx for Lustre User Guide, 'Working with backups': backups of persistent file systems not linked to an S3 "
+    "data repository; AWS Well-Architected REL09-BP01).",
     severity=Severity.HIGH,
     config={
         "minBackupRetentionDays": {
@@ -129,34 +132,45 @@ def stack_environment(args: StackValidationArgs, report: Report) -> None:
             "minimum": 0,
             "maximum": 90,
             "default": 7,
-            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays). Why: a corruption "
-            "or deletion found after a long weekend must still have a backup from before it. Source: FSx for Lustre "
-            "User Guide, automatic daily backups (0-90 days kept).",
+            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays) by a file system not "
+            "linked to S3. Why: a corruption or deletion found after a long weekend must still have a backup from "
+            "before it. Source: FSx for Lustre User Guide, automatic daily backups (0-90 days kept).",
         },
         "requireFinalBackup": {
             "type": "boolean",
             "default": True,
-            "description": "skipFinalBackup must be false, so deleting the file system leaves a backup. Source: "
-            "FSx DeleteFileSystem LustreConfiguration.SkipFinalBackup.",
+            "description": "skipFinalBackup must be false on a file system not linked to S3, so deleting it leaves "
+            "a backup. Source: FSx DeleteFileSystem LustreConfiguration.SkipFinalBackup.",
         },
     },
 )
 def fsx_backup_floor(args: StackValidationArgs, report: Report) -> None:
-    lustre = graph(args).of_type(FSX_LUSTRE)
-    systems = [fs for fs in lustre if str(get(fs.props, "deploymentType", "")).startswith("PERSISTENT")]
+    g = graph(args)
+    systems = [fs for fs in g.of_type(FSX_LUSTRE) if str(get(fs.props, "deploymentType", "")).startswith("PERSISTENT")]
     if not systems:
         args.not_applicable("no persistent Lustre file system (SCRATCH file systems take no backups)")
     floor = _int(args, "minBackupRetentionDays", 7)
     for fs in systems:
         days = int(number(get(fs.props, "automaticBackupRetentionDays")) or 0)
+        final = has(fs.props, "skipFinalBackup") and not truthy(get(fs.props, "skipFinalBackup"))
+        if g.referrers(fs, "fileSystemId", FSX_DRA):
+            if days or final:
+                report(
+                    f"{fs.name}: linked to S3 by a data repository association, yet asks for "
+                    f"{f'{days} days of automatic backups' if days else 'a final backup'}; FSx takes no backups "
+                    "of a linked file system: set storage.fsx.automatic_backup_retention_days to 0 and keep what "
+                    "must outlive the file system in S3.",
+                    fs.urn,
+                )
+            continue
         if days < floor:
             report(
                 f"{fs.name}: storage.fsx.automatic_backup_retention_days is {days} (automaticBackupRetentionDays); "
                 f"the floor here is {floor} daily backups, so a corrupted or deleted file system can be restored.",
                 fs.urn,
             )
-        if args.get_config().get("requireFinalBackup", True) and truthy(get(fs.props, "skipFinalBackup")):
-            report(f"{fs.name}: skipFinalBackup is true; deleting it would leave no backup.", fs.urn)
+        if args.get_config().get("requireFinalBackup", True) and not final:
+            report(f"{fs.name}: skipFinalBackup is not false; deleting it would leave no backup.", fs.urn)
 
 
 @stack_rule(

@@ -24,9 +24,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts, replaces
+from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts
 from trainstack.engine import PROJECT, RecordedResource, Recording
-from trainstack.report import verdict
+from trainstack.report import header, verdict
 from trainstack.report.bringup import summarize_bringup
 from trainstack.report.model import Report
 from trainstack.review import Review
@@ -97,12 +97,13 @@ def _top(path: str) -> str:
 
 def detailed_diff(change: ResourceChange) -> dict[str, dict[str, Any]]:
     """Pulumi's `detailedDiff` of one update or replace: property path -> {kind, inputDiff}. A create-only
-    input (trainstack.diff.replaces) gets the `-replace` kind, as the provider marks the keys that force it."""
+    input (trainstack.diff.replaces) or one under the resource's `replace_on_changes` gets the `-replace` kind, as
+    the provider and the engine mark the keys that force it."""
     out: dict[str, dict[str, Any]] = {}
     for c in change.changes:
         if c.path in PSEUDO_PATHS:
             continue
-        kind = c.kind + ("-replace" if replaces(change.type, c.path) else "")
+        kind = c.kind + ("-replace" if change.replaces_path(c.path) else "")
         out[c.path] = {"kind": kind, "inputDiff": True}
     return dict(sorted(out.items()))
 
@@ -253,6 +254,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
         "addons": [_camel(asdict(a)) for a in s.addons],
         "hyperpod": [_camel(asdict(h)) for h in s.hyperpod],
         "hyperpodGpus": s.hyperpod_gpus,
+        "teams": [{"name": t.name, "acceleratorQuota": t.accelerator_quota} for t in s.teams],
     }
 
 
@@ -296,6 +298,7 @@ def document(
         "changeSummary": dict(sorted(Counter(step["op"] for step in all_steps).items())),  # Go sorts map keys
         "trainstack": {
             "formatVersion": FORMAT_VERSION,
+            "header": header.build(report, v, diff, before).to_dict(),
             "verdict": verdict_dict(v),
             "risks": [r.to_dict() for r in v.risks],
             "timeToReady": v.time.to_dict(),
