@@ -306,3 +306,40 @@ def test_window_state_and_last_instance() -> None:
     assert window.state(datetime(2026, 10, 8, 11, 29, tzinfo=UTC)) == "active"
     assert window.state(datetime(2026, 10, 8, 11, 30, tzinfo=UTC)) == "ended"
     assert window.last_instance_at == datetime(2026, 10, 8, 11, 0, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------- the policy, judged by an IAM evaluator
+
+
+def test_the_autoscaler_policy_scales_its_own_groups_and_nothing_else() -> None:
+    from trainstack.journeys import iam
+
+    account = "123456789012"
+    role = f"arn:aws:iam::{account}:role/cluster-autoscaler"
+    policy = iam.Policy.of(
+        "cluster-autoscaler",
+        autoscaler_policy(
+            "trainstack-dev", nodegroup_arns=f"arn:aws:eks:us-east-1:{account}:nodegroup/trainstack-dev/*"
+        ),
+    )
+    asg = f"arn:aws:autoscaling:us-east-1:{account}:autoScalingGroup:uuid:autoScalingGroupName/eks-g5-1"
+    own = {"aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true"}
+    own["aws:ResourceTag/k8s.io/cluster-autoscaler/trainstack-dev"] = "owned"
+    other = {
+        "aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true",
+        "aws:ResourceTag/k8s.io/cluster-autoscaler/trainstack-prod": "owned",
+    }
+
+    def may(action: str, resource: str, context: dict[str, str] | None = None) -> bool:
+        req = iam.request(role, [policy], action, resource, resource_account=account, context=context or {})
+        return iam.decide(req).allowed
+
+    assert may("autoscaling:SetDesiredCapacity", asg, own)
+    assert may("autoscaling:TerminateInstanceInAutoScalingGroup", asg, own)
+    assert not may("autoscaling:SetDesiredCapacity", asg, other)  # another cluster's group
+    assert not may("autoscaling:SetDesiredCapacity", asg)  # an untagged group
+    assert may("autoscaling:DescribeAutoScalingGroups", asg)
+    assert may("eks:DescribeNodegroup", f"arn:aws:eks:us-east-1:{account}:nodegroup/trainstack-dev/g5/abc")
+    assert not may("eks:DescribeNodegroup", f"arn:aws:eks:us-east-1:{account}:nodegroup/trainstack-prod/p5/abc")
+    assert not may("autoscaling:UpdateAutoScalingGroup", asg, own)  # min/max stay Pulumi's
+    assert not may("ec2:RunInstances", f"arn:aws:ec2:us-east-1:{account}:instance/i-0123456789abcdef0")
