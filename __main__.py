@@ -231,6 +231,7 @@ if needs_autoscaler(stack.gpu_node_groups):
         "cluster-autoscaler",
         ClusterAutoscalerArgs(
             spec=k8s_spec.cluster_autoscaler,
+            kubernetes_version=stack.eks.version,
             cluster_name=stack.name,
             region=stack.region,
             partition=aws_partition(stack.region),

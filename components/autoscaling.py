@@ -179,7 +179,7 @@ def node_template_tags(
 
 
 def cluster_autoscaler_values(
-    spec: ClusterAutoscalerSpec, *, cluster_name: str, region: str, system_node_group: Any
+    spec: ClusterAutoscalerSpec, *, kubernetes_version: str, cluster_name: str, region: str, system_node_group: Any
 ) -> dict[str, Any]:
     """Helm values of the cluster-autoscaler chart: AWS auto-discovery of the cluster's groups, ProvisioningRequest
     handling, the pinned image, the Pod Identity service account, and the system nodes to run on.
@@ -188,7 +188,7 @@ def cluster_autoscaler_values(
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
-        "image": {"tag": spec.image_tag},
+        "image": {"tag": spec.image_for(kubernetes_version)},
         "rbac": {"serviceAccount": {"create": True, "name": CLUSTER_AUTOSCALER_SERVICE_ACCOUNT}},
         "nodeSelector": {EKS_NODEGROUP_LABEL: system_node_group},
         "extraArgs": {

@@ -44,6 +44,8 @@ class ScaledGroup:
 @dataclass
 class ClusterAutoscalerArgs:
     spec: ClusterAutoscalerSpec
+    kubernetes_version: str
+    """eks.version: picks the image when the spec pins none."""
     cluster_name: str
     """The EKS cluster's name (the stack's base name): the tag auto-discovery and the IAM policy match."""
     region: str
@@ -78,7 +80,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        version = args.spec.image_tag.removeprefix("v")
+        version = args.spec.image_for(args.kubernetes_version).removeprefix("v")
         self.provisioning_request_crd = k8s.yaml.v2.ConfigFile(
             child_name(name, "provisioning-request-crd"),
             file=PROVISIONING_REQUEST_CRD.format(version=version),
@@ -126,6 +128,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 namespace=CLUSTER_AUTOSCALER_NAMESPACE,
                 values=cluster_autoscaler_values(
                     args.spec,
+                    kubernetes_version=args.kubernetes_version,
                     cluster_name=args.cluster_name,
                     region=args.region,
                     system_node_group=args.system_node_group,

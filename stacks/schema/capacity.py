@@ -18,7 +18,15 @@ from stacks.schema.base import Spec
 # image tag is set to the 1.36 release (tag cluster-autoscaler-1.36.1): cluster-autoscaler's minor follows the
 # Kubernetes minor it was built and tested against (cluster-autoscaler FAQ, "Releases").
 CLUSTER_AUTOSCALER_CHART_VERSION = "9.59.0"
-CLUSTER_AUTOSCALER_IMAGE_TAG = "v1.36.1"
+# The newest release tag of each minor eks.version takes (kubernetes/autoscaler tags cluster-autoscaler-1.x.y, as
+# mirrored 2026-08-22): the image a stack runs when it pins none, so an EKS upgrade moves the autoscaler with it.
+CLUSTER_AUTOSCALER_RELEASES: dict[str, str] = {
+    "1.32": "v1.32.7",
+    "1.33": "v1.33.6",
+    "1.34": "v1.34.5",
+    "1.35": "v1.35.2",
+    "1.36": "v1.36.1",
+}
 
 # Capacity Blocks start and end at 11:30 UTC; EC2 starts terminating the block's instances 30 minutes before the
 # end time (EC2 User Guide, "Capacity Blocks for ML": "How Capacity Blocks work" and "Terminate instances").
@@ -38,12 +46,13 @@ class ClusterAutoscalerSpec(Spec):
         examples=["9.59.0"],
         description="cluster-autoscaler Helm chart version (no leading v).",
     )
-    image_tag: str = Field(
-        default=CLUSTER_AUTOSCALER_IMAGE_TAG,
+    image_tag: str | None = Field(
+        default=None,
         pattern=r"^v\d+\.\d+\.\d+$",
         examples=["v1.36.1"],
-        description="cluster-autoscaler image tag; its minor must equal eks.version's (the autoscaler's minor "
-        "follows the Kubernetes minor it supports).",
+        description="cluster-autoscaler image tag. Left out: the newest release of eks.version's minor ("
+        + ", ".join(f"{k}: {v}" for k, v in CLUSTER_AUTOSCALER_RELEASES.items())
+        + "); set, its minor must equal eks.version's (the autoscaler's minor follows the Kubernetes minor).",
     )
     max_node_provision_time_s: int = Field(
         default=900,
@@ -60,10 +69,14 @@ class ClusterAutoscalerSpec(Spec):
         "upstream default 10m).",
     )
 
+    def image_for(self, kubernetes_version: str) -> str:
+        """The image tag the stack runs on `kubernetes_version` (a minor such as "1.36")."""
+        return self.image_tag or CLUSTER_AUTOSCALER_RELEASES[kubernetes_version]
+
     @property
-    def minor(self) -> str:
-        """The Kubernetes minor the image is for, e.g. "1.36"."""
-        return ".".join(self.image_tag.removeprefix("v").split(".")[:2])
+    def minor(self) -> str | None:
+        """The Kubernetes minor a pinned image is for, e.g. "1.36"; None when none is pinned."""
+        return None if self.image_tag is None else ".".join(self.image_tag.removeprefix("v").split(".")[:2])
 
 
 class ReservationWindow(Spec):

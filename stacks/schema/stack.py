@@ -351,10 +351,10 @@ class StackConfig(Spec):
         # cluster-autoscaler's minor follows the Kubernetes minor it supports (its FAQ, "Releases"); checked where
         # the stack runs one (components/autoscaling.py needs_autoscaler).
         autoscaler = k8s.cluster_autoscaler
-        if autoscaler.minor != self.eks.version and self.autoscaled_groups:
+        if autoscaler.minor not in (None, self.eks.version) and self.autoscaled_groups:
             problems.append(
                 f"kubernetes.cluster_autoscaler.image_tag {autoscaler.image_tag} is for Kubernetes {autoscaler.minor}, "
-                f"but eks.version is {self.eks.version}: use a v{self.eks.version}.x release"
+                f"but eks.version is {self.eks.version}: use a v{self.eks.version}.x release or leave it out"
             )
         return problems
 

@@ -122,17 +122,20 @@ def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFix
     base = tmp_path / "base"
     base.mkdir()
 
-    # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused) and a 1.35
-    # cluster-autoscaler (kubernetes/autoscaler tag cluster-autoscaler-1.35.2).
-    def old_stack(c: dict[str, Any]) -> None:
-        c["eks"].update(version="1.35", addons={**c["eks"]["addons"], "kube_proxy": "v1.35.0-eksbuild.1"})
-        c["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.35.2"}
-
-    old = write_stack(base, "staging", old_stack)
+    # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused).
+    old = write_stack(
+        base,
+        "staging",
+        lambda c: c["eks"].update(version="1.35", addons={**c["eks"]["addons"], "kube_proxy": "v1.35.0-eksbuild.1"}),
+    )
     code, diff = diff_of(capsys, shipped("staging"), old)
     assert code == EXIT_OK
     cluster = next(c for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster")
     assert cluster["op"] == "update" and {"path": "version", "old": "1.35", "new": "1.36"} in cluster["changes"]
+    # The autoscaler follows the minor: its image moves from the 1.35 release to the 1.36 one, in place.
+    autoscaler = next(c for c in diff["changed"] if c["urn"].endswith("::cluster-autoscaler-release"))
+    assert autoscaler["op"] == "update"
+    assert {"path": "values.image.tag", "old": "v1.35.2", "new": "v1.36.1"} in autoscaler["changes"]
 
 
 @pytest.mark.e2e

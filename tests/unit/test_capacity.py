@@ -224,6 +224,7 @@ def test_every_tag_fits_the_autoscaling_api() -> None:
 def test_values_enable_provisioning_requests_and_pin_the_image() -> None:
     values = cluster_autoscaler_values(
         ClusterAutoscalerSpec(max_node_provision_time_s=600),
+        kubernetes_version="1.36",
         cluster_name="c",
         region="us-east-1",
         system_node_group="sys",
@@ -250,8 +251,12 @@ def test_policy_scales_only_this_clusters_groups() -> None:
 
 
 def test_autoscaler_spec_bounds_and_minor() -> None:
-    assert ClusterAutoscalerSpec().minor == "1.36"
+    assert ClusterAutoscalerSpec().minor is None
     assert ClusterAutoscalerSpec(image_tag="v1.35.2").minor == "1.35"
+    # Left out, the image follows the cluster's minor; pinned, the pin wins.
+    assert ClusterAutoscalerSpec().image_for("1.36") == "v1.36.1"
+    assert ClusterAutoscalerSpec().image_for("1.34") == "v1.34.5"
+    assert ClusterAutoscalerSpec(image_tag="v1.36.0").image_for("1.36") == "v1.36.0"
     with pytest.raises(ValidationError, match="image_tag"):
         ClusterAutoscalerSpec(image_tag="1.36.1")
     with pytest.raises(ValidationError, match="max_node_provision_time_s"):

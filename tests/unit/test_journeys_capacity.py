@@ -29,7 +29,11 @@ def built(*groups: GpuNodeGroupSpec) -> Capacity:
     """What the program builds for these groups (the same pure functions the components call)."""
     capacity = Capacity(
         autoscaler_args=cluster_autoscaler_values(
-            ClusterAutoscalerSpec(), cluster_name="c", region="us-east-1", system_node_group="s"
+            ClusterAutoscalerSpec(),
+            kubernetes_version="1.36",
+            cluster_name="c",
+            region="us-east-1",
+            system_node_group="s",
         )["extraArgs"],
         provisioning_crd=True,
     )
