@@ -7,8 +7,9 @@ that matter for review (GPUs, EFA fabric bandwidth, cost) are compared too.
 
 The diff follows what `pulumi up` would do, not what the config says: an input under a resource's
 `ignoreChanges` keeps its old value (the change is listed as ignored, and not priced), and what Pulumi
-refuses is a mandatory violation (`diff_violations`): deleting or replacing a protected resource, and an
-EKS control plane moved by more than one minor version or downgraded.
+refuses is a mandatory violation (`diff_violations`): deleting or replacing a protected resource, an EKS
+control plane moved by more than one minor version or downgraded, and a node group that `pulumi up` would leave
+newer than the control plane or more than three minors behind it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from stacks.compatibility import kubelet_problem
+from trainstack.engine import Recording
 from trainstack.recording_diff import (
     MISSING,
     InputChange,
@@ -91,6 +94,8 @@ class PlanDiff:
     usd_per_month_desired: Delta
     usd_per_month_max: Delta
     protected_removals: tuple[str, ...] = ()  # URNs protected in the baseline that the change deletes
+    # (urn, why) of node groups whose version, as `pulumi up` leaves it, the control plane cannot run with
+    node_version_problems: tuple[tuple[str, str], ...] = ()
     ignored: tuple[ResourceChange, ...] = ()  # config changes `ignoreChanges` keeps `pulumi up` from applying
 
     @property
@@ -158,6 +163,7 @@ def diff_reports(before: Report, after: Report, against: str, ignored: tuple[Res
         changed=changed,
         protected_removals=tuple(urn for urn, _ in removed if urn in was_protected),
         ignored=ignored,
+        node_version_problems=node_version_problems(after.recording),
         accelerators_desired=Delta(b.accelerators_desired, a.accelerators_desired),
         accelerators_max=Delta(b.accelerators_max, a.accelerators_max),
         fabric_gbps_desired=Delta(b.fabric_gbps_desired, a.fabric_gbps_desired),
@@ -173,7 +179,9 @@ def diff_reports(before: Report, after: Report, against: str, ignored: tuple[Res
 PROTECTED_DELETE = "protected-resource-delete"
 PROTECTED_REPLACE = "protected-resource-replace"
 EKS_UPGRADE = "eks-upgrade-one-minor-version"
+NODE_VERSION_SKEW = "eks-node-version-skew"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def _minor(version: Any) -> tuple[int, int] | None:
@@ -193,6 +201,26 @@ def _violation(policy: str, change_urn: str, type_: str, message: str) -> Violat
     )
 
 
+def node_version_problems(recording: Recording) -> tuple[tuple[str, str], ...]:
+    """Node groups whose Kubernetes version the cluster's control plane cannot run with (stacks/compatibility.py
+    `kubelet_problem`), judged on `recording` as `pulumi up` leaves it: a group that keeps its version when
+    eks.version moves (ignoreChanges) is judged at the version it keeps."""
+    clusters = [r.inputs.get("version") for r in recording.by_type(EKS_CLUSTER)]
+    cluster_version = clusters[0] if len(clusters) == 1 and isinstance(clusters[0], str) else None
+    if cluster_version is None or _minor(cluster_version) is None:
+        return ()
+    found: list[tuple[str, str]] = []
+    for group in recording.by_type(NODE_GROUP):
+        version = group.inputs.get("version")
+        if (
+            isinstance(version, str)
+            and _minor(version) is not None
+            and (why := kubelet_problem(cluster_version, version))
+        ):
+            found.append((group.urn, f"node group {group.name}: {why}"))
+    return tuple(found)
+
+
 def diff_violations(diff: PlanDiff) -> tuple[Violation, ...]:
     """What `pulumi up` or AWS would refuse in this change, as mandatory violations (the plan exits 1).
 
@@ -200,6 +228,8 @@ def diff_violations(diff: PlanDiff) -> tuple[Violation, ...]:
       protected" (Pulumi docs, resource option `protect`); forcing it past that destroys the data.
     - EKS moves one minor version per update and never down (Amazon EKS User Guide, "Update existing cluster
       to new Kubernetes version": update to the next minor only; clusters cannot be downgraded).
+    - A node group's kubelet is never newer than the control plane and at most three minors older (Kubernetes
+      version skew policy): a group ahead of the control plane, or left too far behind, is refused.
     """
     found: list[Violation] = []
     types = dict(diff.removed)
@@ -240,4 +270,5 @@ def diff_violations(diff: PlanDiff) -> tuple[Violation, ...]:
             else:
                 continue
             found.append(_violation(EKS_UPGRADE, change.urn, change.type, message))
+    found += [_violation(NODE_VERSION_SKEW, urn, NODE_GROUP, why) for urn, why in diff.node_version_problems]
     return tuple(found)

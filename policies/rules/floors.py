@@ -14,6 +14,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
+from .. import waivers
 from ..facts import ENVIRONMENTS
 from .base import (
     EKS_CLUSTER,
@@ -610,3 +611,67 @@ def team_quota_fits_capacity(args: StackValidationArgs, report: Report) -> None:
                     f"most {capacity}.",
                     quota.urn,
                 )
+
+
+# ------------------------------------------------------------------------------------------------ waivers
+
+
+@stack_rule(
+    name="stack-waivers",
+    description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical and "
+    "exempts a violation that rule reports on the named resource: a waiver of a rule that does not exist, of a "
+    "critical rule, or that waives nothing is refused, so waivers cannot pile up unseen or outlive what they "
+    "excuse (cdk-nag's suppressions; docs/policies.md, Waivers). Runs last: it judges what the others reported.",
+    severity=Severity.CRITICAL,
+)
+def stack_waivers(args: StackValidationArgs, report: Report) -> None:
+    from . import BY_NAME  # here: the rules package imports this module
+
+    ledger = waivers.active()
+    if not ledger.waivers:
+        args.not_applicable("the stack waives nothing")
+    severity = {name: policy.severity.value if policy.severity else "" for name, policy in BY_NAME.items()}
+    for problem in waivers.problems(ledger.waivers, ledger.used, severity):
+        report(str(problem))
+
+
+# ----------------------------------------------------------------------------------- floors held in code
+#
+# Without `--policy-pack-config` every rule of the pack runs at the pack's own level (advisory), and a config file
+# can set any rule to advisory or disabled. These rules are held in code instead: in each environment the pack
+# enforces them at least at `mandatory`, whatever the config says or without one (policies/__main__.py applies
+# this to the levels the CLI hands the pack; trainstack/review.py to the offline review), and their thresholds are
+# the committed policies/config/<environment>.json's, never another file's.
+
+ALWAYS_MANDATORY = frozenset({"stack-environment", "stack-waivers"})
+FLOORS = frozenset(
+    {
+        "stack-environment",
+        "stack-waivers",
+        "fsx-backup-floor",
+        "s3-noncurrent-version-floor",
+        "deletion-safeguards",
+        "log-retention-floor",
+        "system-nodes-floor",
+        "nat-per-az",
+        "node-update-budget",
+        "efa-on-capable-groups",
+        "fabric-validation",
+        "storage-throughput-floor",
+        "team-quota-fits-capacity",
+    }
+)
+MANDATORY_FLOORS: dict[str, frozenset[str]] = {
+    "dev": ALWAYS_MANDATORY,
+    "staging": FLOORS - {"deletion-safeguards", "nat-per-az"},  # a staging cluster is not kept; one NAT is its cost
+    "prod": FLOORS,
+}
+
+
+def floor_level(rule: str, environment: str | None, level: str) -> str:
+    """The level `rule` runs at in `environment` given the configured `level`: raised to mandatory where the rule
+    is a floor there. A stack whose environment is unknown gets prod's floors (failing closed)."""
+    required = MANDATORY_FLOORS.get(environment or "", MANDATORY_FLOORS["prod"])
+    if rule in required and level not in ("mandatory", "remediate"):
+        return "mandatory"
+    return level

@@ -11,6 +11,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
 from stacks.schema.base import AmiReleaseVersion, CatalogInstanceType, Spec
 from stacks.schema.capacity import ReservationWindow
+from stacks.schema.eks import NODE_KUBERNETES_VERSION_HELP, KubernetesVersion
 from stacks.schema.values import AvailabilityZone, GroupName, LabelKey, LabelValue, Limits
 
 
@@ -250,6 +251,7 @@ class GpuNodeGroupSpec(Spec):
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
     )
+    kubernetes_version: KubernetesVersion | None = Field(default=None, description=NODE_KUBERNETES_VERSION_HELP)
 
     @field_validator("ami_family")
     @classmethod

@@ -127,9 +127,10 @@ class FsxSpec(Spec):
     log_retention_days: RetentionDays = Field(
         default=90, description="CloudWatch retention of the file system's data-repository event log."
     )
+    # At least 1 MB/s: a vanishing rate (a denormal such as 5e-324) made the storage coverage ratio infinite.
     per_gpu_read_mb_s: float = Field(
         default=200.0,
-        gt=0,
+        ge=1,
         le=Limits.READ_MB_S_PER_GPU,
         description="Read throughput each GPU needs from storage in MB/s (sizing demand).",
     )

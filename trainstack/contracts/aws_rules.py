@@ -336,6 +336,53 @@ def hyperpod_on_eks(recording: Recording) -> Iterator[ContractViolation]:
             )
 
 
+# The input that holds a resource's own physical name, where it is not `name`: AWS refuses a second resource of
+# one type by that name in one scope (an account and region; a cluster for node groups), and Kubernetes would
+# let two objects of one kind and namespace overwrite each other.
+NAME_INPUTS = {NODE_GROUP: "nodeGroupName", BUCKET: "bucket", HYPERPOD: "clusterName"}
+NAME_SCOPES = ("clusterName", "role", "vpcId")  # a name unique per cluster (node groups), role (inline policies), VPC
+UNIQUE_NAMES = (
+    "AWS: a second CreateNodegroup, CreateLaunchTemplate, CreatePlacementGroup, CreateRole, CreateBucket ... with a "
+    "name in use fails (ResourceInUseException, InvalidLaunchTemplateName.AlreadyExistsException, "
+    "InvalidPlacementGroup.Duplicate, EntityAlreadyExists, BucketAlreadyOwnedByYou); Kubernetes: one object per "
+    "kind, namespace and name"
+)
+
+
+def _physical_name(resource: RecordedResource) -> tuple[str, str] | None:
+    """(scope, name) of the name the resource takes in AWS or Kubernetes, when the program sets one."""
+    if resource.type.startswith("kubernetes:"):
+        metadata = resource.inputs.get("metadata")
+        if not isinstance(metadata, Mapping) or not _known(metadata.get("name")):
+            return None
+        return str(metadata.get("namespace") or ""), str(metadata["name"])
+    name = resource.inputs.get(NAME_INPUTS.get(resource.type, "name"))
+    if not isinstance(name, str) or not _known(name) or resource.type.startswith("pulumi:"):
+        return None
+    scope = [resource.inputs.get(key) for key in NAME_SCOPES if key != NAME_INPUTS.get(resource.type)]
+    return "/".join(str(s) for s in scope if _known(s)), name
+
+
+def unique_physical_names(recording: Recording) -> Iterator[ContractViolation]:
+    """No two resources of one type end with one physical name (however long names were cut to fit)."""
+    seen: dict[tuple[str, str, str], RecordedResource] = {}
+    for resource in recording.resources:
+        named = _physical_name(resource)
+        if named is None:
+            continue
+        key = (resource.type, *named)
+        first = seen.setdefault(key, resource)
+        if first is not resource:
+            yield ContractViolation(
+                resource.urn,
+                NAME_INPUTS.get(resource.type, "metadata.name" if resource.type.startswith("kubernetes:") else "name"),
+                render_value(named[1]),
+                f"{first.name} already takes this name: two resources of one type can never share a physical name "
+                "(rename one; for GPU groups, the group names)",
+                UNIQUE_NAMES,
+            )
+
+
 def lustre_root_squash(recording: Recording) -> Iterator[ContractViolation]:
     """A RootSquash of two non-zero ids (or 0:0) up to 4294967294, and NoSquashNids that are client addresses."""
     for fs in recording.by_type(LUSTRE):
@@ -429,6 +476,7 @@ def sns_topic_names(recording: Recording) -> Iterator[ContractViolation]:
 
 
 RULES: tuple[Callable[[Recording], Iterable[ContractViolation]], ...] = (
+    unique_physical_names,
     capacity_block_node_groups,
     reserved_node_labels,
     lustre_metadata,

@@ -319,4 +319,10 @@ def document(
 def render(
     report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None, before: Report | None = None
 ) -> str:
-    return json.dumps(document(report, baseline, diff, before), indent=2, sort_keys=False, default=str) + "\n"
+    return dumps(document(report, baseline, diff, before))
+
+
+def dumps(document: object) -> str:
+    """The report's JSON text. `allow_nan=False`: `Infinity` and `NaN` are not JSON, and a consumer that parses
+    strictly (jq, Go's encoding/json) would fail on the report; a non-finite number is a bug, never output."""
+    return json.dumps(document, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n"

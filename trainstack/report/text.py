@@ -28,11 +28,14 @@ from trainstack.report.time_to_ready import minutes
 def next_steps(stack: str, environment: str) -> list[str]:
     """The commands for a real deployment, shell-quoted: they are meant to be copied into a shell."""
     quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
+    # `up` names the pack and its config too: without them nothing reviews the update itself, and without the
+    # config every rule the pack does not hold mandatory in code is only advisory (docs/policies.md).
+    pack = f"--policy-pack policies --policy-pack-config {config}"
     return [
         "With AWS credentials and the Pulumi CLI:",
-        f"  python -m trainstack preflight --stack {quoted}",
-        f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
-        f"  pulumi up --stack {quoted}",
+        f"  trainstack preflight --stack {quoted}",
+        f"  pulumi preview --stack {quoted} {pack}",
+        f"  pulumi up --stack {quoted} {pack}",
     ]
 
 
