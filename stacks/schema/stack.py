@@ -82,6 +82,11 @@ class CostSpec(Spec):
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
 
+def _minor_number(version: str) -> int:
+    """`1.36` -> 36: the minor of a Kubernetes version."""
+    return int(version.split(".")[1])
+
+
 class StackConfig(Spec):
     """The `trainstack:cluster` object of one stack."""
 
@@ -361,13 +366,17 @@ class StackConfig(Spec):
             if why:
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
         # cluster-autoscaler's minor follows the Kubernetes minor it supports (its FAQ, "Releases"); checked where
-        # the stack runs one (components/autoscaling.py needs_autoscaler).
+        # the stack runs one. One minor behind is the upgrade's in-between step (control plane first, then the
+        # add-ons and the autoscaler: docs/day2.md); newer than the control plane or further behind is refused.
         autoscaler = k8s.cluster_autoscaler
-        if autoscaler.minor not in (None, self.eks.version) and self.autoscaled_groups:
-            problems.append(
-                f"kubernetes.cluster_autoscaler.image_tag {autoscaler.image_tag} is for Kubernetes {autoscaler.minor}, "
-                f"but eks.version is {self.eks.version}: use a v{self.eks.version}.x release or leave it out"
-            )
+        if autoscaler.minor is not None and self.autoscaled_groups:
+            behind = _minor_number(self.eks.version) - _minor_number(autoscaler.minor)
+            if behind not in (0, 1):
+                problems.append(
+                    f"kubernetes.cluster_autoscaler.image_tag {autoscaler.image_tag} is for Kubernetes "
+                    f"{autoscaler.minor}, but eks.version is {self.eks.version}: use a v{self.eks.version}.x release "
+                    "(or one minor behind while upgrading) or leave it out"
+                )
         return problems
 
     @property
