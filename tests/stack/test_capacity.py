@@ -109,3 +109,24 @@ def test_prod_growing_past_its_reservation_gets_an_autoscaler_and_a_check() -> N
     assert "taint/nvidia.com/gpu" in keys
     details = admission_details(rec, config)
     assert all(holds and "best-effort-atomic-scale-up" in d for holds, d in details.values())
+
+
+@pytest.mark.slow
+def test_every_format_shows_the_capacity_plan() -> None:
+    """The Capacity section is in the text, the Markdown comment and the JSON (schema-valid), from one model."""
+    import json
+
+    import jsonschema
+
+    from trainstack.report import json_report, markdown, text
+    from trainstack.report.model import build_report
+
+    report = build_report(stack_config("dev"), recording("dev"))
+    assert [g.name for g in report.capacity] == ["g5"]
+    line = group_line(report.capacity[0])
+    assert "cluster-autoscaler, 0 to 2 node(s)" in line
+    assert line in markdown.render(report)
+    assert "Capacity" in text.render(report, text.Style(color=False))
+    document = json.loads(json_report.render(report))
+    jsonschema.validate(document, json.loads(json_report.SCHEMA_PATH.read_text()))
+    assert document["trainstack"]["capacity"][0] == report.capacity[0].to_dict()

@@ -3,9 +3,9 @@ wait of a job of the group's whole size, and the cost at min and at max (trainst
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
-from trainstack.capacity_plan import GroupCapacity, capacity_plan
+from trainstack.capacity_plan import GroupCapacity
 from trainstack.report import fmt
 from trainstack.report.model import Report
 
@@ -42,11 +42,18 @@ def group_line(g: GroupCapacity) -> str:
     return line + f"; {fmt.usd(g.usd_per_hour_min)}/h at min, {fmt.usd(g.usd_per_hour_max)}/h at max"
 
 
-def capacity_lines(report: Report, style: fmt.Style, width: int, now: datetime | None = None) -> list[str]:
-    groups = capacity_plan(report.cluster, now or datetime.now(UTC))
+def capacity_lines(report: Report, style: fmt.Style, width: int) -> list[str]:
+    groups = report.capacity
     if not groups:
         return []
     out = [style.heading("Capacity")]
     out += ["  " + line for g in groups for line in fmt.fit(group_line(g), width - 2, "    ")]
     out.append("")
     return out
+
+
+def markdown_lines(report: Report) -> list[str]:
+    """The Capacity section of the pull-request comment: one bullet per GPU group."""
+    if not report.capacity:
+        return []
+    return ["### Capacity", "", *(f"- {group_line(g)}" for g in report.capacity), ""]
