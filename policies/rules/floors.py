@@ -617,11 +617,33 @@ def team_quota_fits_capacity(args: StackValidationArgs, report: Report) -> None:
 
 
 @stack_rule(
+    name="waiver-expired",
+    description="A waiver whose expiry day is over exempts nothing any more: the violation it covered stands at its "
+    "rule's level (so prod refuses it by that rule), and this rule names the lapsed waiver and its owner, to be "
+    "renewed or removed (docs/defence-in-depth.md, Waivers).",
+    severity=Severity.MEDIUM,
+)
+def waiver_expired(args: StackValidationArgs, report: Report) -> None:
+    ledger = waivers.active()
+    lapsed = ledger.expired()
+    if not lapsed:
+        args.not_applicable("no waiver of this environment has expired")
+    for index, waiver in lapsed:
+        report(
+            f"{waivers.STACK_CONFIG_KEY}.waivers.{index}.expires ({waiver.expires.isoformat()!r}): the waiver of "
+            f"{waiver.rule} on {waiver.resource} (owner {waiver.owner}) expired; it exempts nothing now. Fix the "
+            "resource, or have its owner renew the waiver with a new expiry.",
+        )
+
+
+@stack_rule(
     name="stack-waivers",
-    description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical and "
-    "exempts a violation that rule reports on the named resource: a waiver of a rule that does not exist, of a "
-    "critical rule, or that waives nothing is refused, so waivers cannot pile up unseen or outlive what they "
-    "excuse (cdk-nag's suppressions; docs/policies.md, Waivers). Runs last: it judges what the others reported.",
+    description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical, was "
+    "granted for this stack's environment, expires within a year, and exempts a violation that rule reports on the "
+    "named resource; prod waives no floor. A waiver of a rule that does not exist, of a critical rule, of a floor in "
+    "prod, of another environment, without a near expiry, or that waives nothing is refused, so waivers cannot "
+    "pile up unseen, follow a file into prod, or outlive what they excuse (cdk-nag's suppressions; "
+    "docs/defence-in-depth.md, Waivers). Runs last: it judges what the others reported.",
     severity=Severity.CRITICAL,
 )
 def stack_waivers(args: StackValidationArgs, report: Report) -> None:
@@ -631,7 +653,7 @@ def stack_waivers(args: StackValidationArgs, report: Report) -> None:
     if not ledger.waivers:
         args.not_applicable("the stack waives nothing")
     severity = {name: policy.severity.value if policy.severity else "" for name, policy in BY_NAME.items()}
-    for problem in waivers.problems(ledger.waivers, ledger.used, severity):
+    for problem in ledger.problems(severity):
         report(str(problem))
 
 

@@ -98,3 +98,6 @@ RetentionDays = Annotated[
 ]
 """Days a CloudWatch log group keeps events: one of `LOG_RETENTION_DAYS`. Every log-group retention in the
 schema uses this type."""
+
+Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+"""An e-mail address: alert recipients, waiver owners."""

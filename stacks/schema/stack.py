@@ -165,6 +165,12 @@ class StackConfig(Spec):
                 f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({self.hyperpod_accelerators}) reach "
                 f"{self.accelerators_at_max} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
+        problems += [
+            f"waivers.{i}.environment {w.environment.value}: this is a {self.environment.value} stack, and a waiver "
+            "applies only in the environment it was granted for; grant it for this environment or remove it"
+            for i, w in enumerate(self.waivers)
+            if w.environment is not self.environment
+        ]
         pairs = [(w.rule, w.resource) for w in self.waivers]
         problems += [
             f"waivers: {rule} on {res} is waived twice"

@@ -4,6 +4,7 @@ patterns explained in words, and waivers (what they may waive, and that every fo
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import jsonschema
@@ -82,11 +83,23 @@ def _violation(policy: str, name: str, level: str = "mandatory") -> Violation:
 
 
 REASON = "approved by the platform team for the evaluation quarter, with an owner"
+ON = date(2026, 12, 1)
+
+
+def _waiver(rule: str, resource: str, reason: str = REASON) -> WaiverSpec:
+    return WaiverSpec(
+        rule=rule,
+        resource=resource,
+        reason=reason,
+        owner="ml@example.com",
+        expires=date(2027, 3, 1),
+        environment="staging",
+    )
 
 
 def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
     violations = [_violation("nat-per-az", "a"), _violation("nat-per-az", "b"), _violation("log-retention-floor", "a")]
-    kept, waived = apply_waivers(violations, [WaiverSpec(rule="nat-per-az", resource="a", reason=REASON)])
+    kept, waived = apply_waivers(violations, [_waiver("nat-per-az", "a")], "staging", on=ON)
     assert [(v.policy, v.name) for v in kept] == [("nat-per-az", "b"), ("log-retention-floor", "a")]
     assert [(w.violation.name, w.reason) for w in waived] == [("a", REASON)]
 
@@ -94,26 +107,28 @@ def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
 @pytest.mark.parametrize(
     ("waiver", "key", "says"),
     [
-        (WaiverSpec(rule="no-such-rule", resource="a", reason=REASON), "waivers.0.rule", "no such policy rule"),
-        (WaiverSpec(rule="sg-no-world-ingress", resource="a", reason=REASON), "waivers.0.rule", "critical rule"),
-        (WaiverSpec(rule="nat-per-az", resource="zzz", reason=REASON), "waivers.0.resource", "waives nothing"),
+        (_waiver("no-such-rule", "a"), "waivers.0.rule", "no such policy rule"),
+        (_waiver("sg-no-world-ingress", "a"), "waivers.0.rule", "critical rule"),
+        (_waiver("nat-per-az", "zzz"), "waivers.0.resource", "waives nothing"),
     ],
 )
 def test_a_waiver_that_cannot_stand_is_refused(waiver: WaiverSpec, key: str, says: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        apply_waivers([_violation("nat-per-az", "a"), _violation("sg-no-world-ingress", "a")], [waiver])
+        apply_waivers(
+            [_violation("nat-per-az", "a"), _violation("sg-no-world-ingress", "a")], [waiver], "staging", on=ON
+        )
     assert any(p.key == f"{FULL_KEY}.{key}" and says in p.message for p in raised.value.problems)
 
 
 def test_a_reason_must_be_written() -> None:
     with pytest.raises(ValueError, match="too short"):
-        WaiverSpec(rule="nat-per-az", resource="a", reason="ok")
+        _waiver("nat-per-az", "a", reason="ok")
 
 
 def test_every_format_shows_the_waivers() -> None:
     cluster = stack_config("staging")
     assert cluster.waivers, "the staging stack carries a waiver"
-    result = review(recording("staging"), "staging", waivers=cluster.waivers)
+    result = review(recording("staging"), "staging", waivers=cluster.waivers, on=ON)
     (waived,) = result.waived
     assert waived.violation.policy == "nat-per-az" and waived.reason.startswith("Staging runs one NAT gateway")
     report = build_report(cluster, recording("staging"), result)

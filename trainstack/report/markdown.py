@@ -349,14 +349,16 @@ def _policy(report: Report) -> Section:
         body += ["", "</details>", ""]
     if p.waived:
         body += md_table(
-            ["waived", "rule", "on", "message", "reason"],
+            ["waived", "rule", "on", "message", "reason", "owner", "expires"],
             [
                 [
-                    f"waived ({w.violation.level})",
+                    f"waived {'floor ' if w.floor else ''}({w.violation.level})",
                     w.violation.policy,
                     f"`{w.violation.name}`",
                     w.violation.message,
                     w.reason,
+                    w.owner,
+                    w.expires.isoformat() if w.expires else "",
                 ]
                 for w in p.waived
             ],
