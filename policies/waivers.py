@@ -32,9 +32,11 @@ STACK_CONFIG_KEY = "trainstack:cluster"
 UNWAIVABLE_SEVERITY = "critical"
 # A waiver is renewed by its owner, not granted for good: its expiry lies at most this far ahead.
 MAX_WAIVER_DAYS = 365
-# Prod waives no floor (policies/rules/floors.py MANDATORY_FLOORS["prod"]): a floor is the least prod runs with.
-# A stack whose environment is unknown is held to prod's (failing closed, as the floors' levels are).
+# Prod waives no floor (policies/rules/floors.py MANDATORY_FLOORS["prod"]: the least prod runs with) and no rule of
+# high severity (a high finding in prod is fixed, not accepted); it may waive a medium or low one, with an owner.
+# A stack whose environment is unknown is held to prod's rules (failing closed, as the floors' levels are).
 NO_FLOOR_WAIVERS_IN = "prod"
+UNWAIVABLE_IN_PROD_SEVERITY = "high"
 
 
 def today() -> date:
@@ -151,37 +153,46 @@ def _in_words(environment: str | None) -> str:
 @dataclass
 class Ledger:
     """The waivers in force for one run of the pack, what they exempted, and what they are judged by: the stack's
-    environment (None when unknown: held to prod's rules), the day, and the floors prod never waives."""
+    environment (None when unknown: held to prod's rules), the day, the floors and the high-severity rules prod
+    never waives."""
 
     waivers: tuple[Waiver, ...] = ()
     environment: str | None = None
     on: date = field(default_factory=today)
     floors: frozenset[str] = frozenset()
+    severe: frozenset[str] = frozenset()  # rules of UNWAIVABLE_IN_PROD_SEVERITY
     used: set[int] = field(default_factory=set[int])
     waived: list[WaivedViolation] = field(default_factory=list[WaivedViolation])
 
     def _holds_prod_rules(self) -> bool:
         return self.environment in (None, NO_FLOOR_WAIVERS_IN)
 
-    def is_floor(self, rule: str) -> bool:
-        return rule in self.floors
+    def prod_never_waives(self, rule: str) -> str | None:
+        """Why prod never waives `rule` (in words), or None when it may."""
+        if rule in self.floors:
+            return "a floor"
+        if rule in self.severe:
+            return f"a rule of {UNWAIVABLE_IN_PROD_SEVERITY} severity"
+        return None
 
     def applies(self, index: int) -> bool:
         """Whether waiver `index` may exempt anything here: its environment, unexpired, and not a floor in prod."""
         waiver = self.waivers[index]
         return (
-            waiver.environment == (self.environment or NO_FLOOR_WAIVERS_IN)
+            (index, waiver) in self.own()
             and not waiver.expired(self.on)
-            and not (self._holds_prod_rules() and self.is_floor(waiver.rule))
+            and not (self._holds_prod_rules() and self.prod_never_waives(waiver.rule))
         )
+
+    def own(self) -> list[tuple[int, Waiver]]:
+        """The waivers granted for this stack's environment, with their indexes."""
+        return [
+            (i, w) for i, w in enumerate(self.waivers) if w.environment == (self.environment or NO_FLOOR_WAIVERS_IN)
+        ]
 
     def expired(self) -> list[tuple[int, Waiver]]:
         """The waivers of this environment whose expiry day is over: they exempt nothing any more."""
-        return [
-            (i, w)
-            for i, w in enumerate(self.waivers)
-            if w.expired(self.on) and w.environment == (self.environment or NO_FLOOR_WAIVERS_IN)
-        ]
+        return [(i, w) for i, w in self.own() if w.expired(self.on)]
 
     def screen(self, rule: str, urn: str, message: str) -> bool:
         """True when a waiver exempts this violation of `rule` on the resource at `urn` (recorded, not
@@ -207,13 +218,13 @@ class Ledger:
                 found.append(
                     Problem(i, "rule", waiver.rule, "a critical rule cannot be waived: fix the resource instead")
                 )
-            elif self._holds_prod_rules() and self.is_floor(waiver.rule):
+            elif self._holds_prod_rules() and (kind := self.prod_never_waives(waiver.rule)):
                 found.append(
                     Problem(
                         i,
                         "rule",
                         waiver.rule,
-                        f"{waiver.rule} is a floor, and prod waives no floor (docs/defence-in-depth.md, Waivers): fix "
+                        f"{waiver.rule} is {kind}, which prod never waives (docs/defence-in-depth.md, Waivers): fix "
                         "the resource instead",
                     )
                 )
@@ -254,13 +265,25 @@ class Ledger:
 def served() -> Ledger:
     """The ledger of the pack process: it serves one stack, whose waivers and environment came with it
     (`PULUMI_CONFIG`, `PULUMI_STACK`)."""
-    from .rules.floors import MANDATORY_FLOORS, environment_of_stack  # here: the rules import this module
+    from .rules.floors import environment_of_stack  # here: the rules import this module
 
+    floors, severe = prod_never_waived()
     return Ledger(
-        from_environment(),
-        environment_of_stack(os.environ.get("PULUMI_STACK", "")),
-        floors=MANDATORY_FLOORS[NO_FLOOR_WAIVERS_IN],
+        from_environment(), environment_of_stack(os.environ.get("PULUMI_STACK", "")), floors=floors, severe=severe
     )
+
+
+def prod_never_waived() -> tuple[frozenset[str], frozenset[str]]:
+    """The rules prod never waives: its floors, and the rules of high severity."""
+    from .rules import BY_NAME  # here: the rules import this module
+    from .rules.floors import MANDATORY_FLOORS
+
+    severe = frozenset(
+        name
+        for name, policy in BY_NAME.items()
+        if policy.severity is not None and policy.severity.value == UNWAIVABLE_IN_PROD_SEVERITY
+    )
+    return MANDATORY_FLOORS[NO_FLOOR_WAIVERS_IN], severe
 
 
 # The offline review swaps in its own ledger for each review (`applying`); the served one is made on first use.
@@ -277,9 +300,8 @@ def active() -> Ledger:
 def applying(waivers: Sequence[Waiver], environment: str | None, on: date | None = None) -> Generator[Ledger]:
     """`waivers` in force (and a fresh ledger) for the duration, judged in `environment` on day `on` (today):
     the offline review of one recording."""
-    from .rules.floors import MANDATORY_FLOORS
-
-    ledger = Ledger(tuple(waivers), environment, on or today(), MANDATORY_FLOORS[NO_FLOOR_WAIVERS_IN])
+    floors, severe = prod_never_waived()
+    ledger = Ledger(tuple(waivers), environment, on or today(), floors, severe)
     _ACTIVE.append(ledger)
     try:
         yield ledger

@@ -92,15 +92,17 @@ def test_a_waiver_exempts_one_rule_on_one_resource_and_never_a_stack_wide_violat
         (waiver("nat-per-az", "a"), "prod", ON, False),  # a staging waiver in a prod stack
         (waiver("nat-per-az", "a", "prod"), "prod", ON, False),  # a floor in prod
         (waiver("nat-per-az", "a", "prod"), None, ON, False),  # an unknown environment is held to prod's rules
-        (waiver("k8s-team-egress", "a", "prod"), "prod", ON, True),  # not a floor: prod may waive it
+        (waiver("fsx-team-isolation", "a", "prod"), "prod", ON, False),  # high severity: not in prod
+        (waiver("fsx-team-isolation", "a", "dev"), "dev", ON, True),  # but in dev
+        (waiver("k8s-image-tag-pinned", "a", "prod"), "prod", ON, True),  # medium, not a floor: prod may waive it
     ],
 )
 def test_a_waiver_applies_only_in_its_environment_until_it_expires_and_never_to_a_prod_floor(
     given: waivers.Waiver, environment: str | None, on: date, applies: bool
 ) -> None:
-    from policies.rules.floors import MANDATORY_FLOORS
-
-    ledger = waivers.Ledger((given,), environment, on, MANDATORY_FLOORS["prod"])
+    floors, severe = waivers.prod_never_waived()
+    assert "nat-per-az" in floors and "fsx-team-isolation" in severe and "k8s-image-tag-pinned" not in severe | floors
+    ledger = waivers.Ledger((given,), environment, on, floors, severe)
     assert ledger.screen(given.rule, f"urn:pulumi:s::trainstack::t::{given.resource}", "m") is applies
     assert ledger.applies(0) is applies
 
@@ -179,6 +181,8 @@ def test_the_waiver_rule_is_critical_and_a_floor_everywhere() -> None:
 def test_prod_waives_no_floor() -> None:
     [message] = _stack_waivers(shipped("prod"), [waiver("log-retention-floor", "a", "prod")], "prod")
     assert message.startswith(f"{FULL_KEY}.waivers.0.rule ('log-retention-floor'): log-retention-floor is a floor")
+    [message] = _stack_waivers(shipped("prod"), [waiver("fsx-team-isolation", "a", "prod")], "prod")
+    assert "fsx-team-isolation is a rule of high severity, which prod never waives" in message
 
 
 def _waiver_expired(given: list[waivers.Waiver], on: date) -> tuple[list[str], list[str]]:
@@ -195,9 +199,10 @@ def test_waiver_expired_compliant_violated_and_not_applicable() -> None:
     assert _waiver_expired([current], ON) == ([], [])  # holds through its expiry day
     [message], _ = _waiver_expired([current], date(2026, 12, 2))
     assert message.startswith(f"{FULL_KEY}.waivers.0.expires ('2026-12-01'): the waiver of nat-per-az")
-    assert _waiver_expired([], ON) == ([], ["no waiver of this environment has expired"])
+    not_applicable = ([], ["the stack has no waiver of its environment"])
+    assert _waiver_expired([], ON) == not_applicable
     other = waiver("nat-per-az", "network-private-us-east-1b", "prod", expires=date(2026, 1, 1))
-    assert _waiver_expired([other], ON)[0] == []  # another environment's waiver is stack-waivers' concern
+    assert _waiver_expired([other], ON) == not_applicable  # another environment's waiver is stack-waivers' concern
 
 
 @pytest.mark.slow
@@ -219,6 +224,6 @@ def test_the_served_pack_judges_a_copied_staging_file_as_prod(monkeypatch: pytes
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps(pulumi_config(stack_document("staging"))))
     monkeypatch.setenv("PULUMI_STACK", "prod")
     ledger = waivers.served()
-    assert ledger.environment == "prod" and ledger.waivers and "nat-per-az" in ledger.floors
+    assert ledger.environment == "prod" and ledger.waivers and ledger.prod_never_waives("nat-per-az") == "a floor"
     assert not ledger.applies(0)
     assert not ledger.screen("nat-per-az", "urn:pulumi:prod::trainstack::t::network-private-us-east-1b", "m")

@@ -131,12 +131,17 @@ def test_every_format_shows_the_waivers() -> None:
     result = review(recording("staging"), "staging", waivers=cluster.waivers, on=ON)
     (waived,) = result.waived
     assert waived.violation.policy == "nat-per-az" and waived.reason.startswith("Staging runs one NAT gateway")
+    assert waived.owner == "ml-platform@example.com" and waived.expires == date(2027, 6, 30) and waived.floor
     report = build_report(cluster, recording("staging"), result)
-    assert "waived    nat-per-az on network-private-us-east-1b" in text.render(
-        report, text.Style(color=False), tree=False
-    )
-    assert "| waived (advisory) | nat-per-az |" in markdown.render(report)
+    rendered = text.render(report, text.Style(color=False), tree=False)
+    assert "waived    floor nat-per-az on network-private-us-east-1b" in rendered
+    assert "waived floor nat-per-az on network-private-us-east-1b: owner" in rendered  # a risk of the verdict
+    assert "| waived floor (advisory) | nat-per-az |" in markdown.render(report)
     document = json.loads(json_report.render(report))
     schema = json.loads((ROOT / "trainstack" / "report" / "plan.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(document)
-    assert document["trainstack"]["policy"]["waived"][0]["reason"] == waived.reason
+    [shown] = document["trainstack"]["policy"]["waived"]
+    assert (shown["reason"], shown["expires"], shown["floor"]) == (waived.reason, "2027-06-30", True)
+    assert shown["owner"] == "ml-platform@example.com"
+    [risk] = [r for r in document["trainstack"]["risks"] if r["title"].startswith("waived floor")]
+    assert risk["severity"] == "medium" and "until 2027-06-30" in risk["why"]
