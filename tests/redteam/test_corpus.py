@@ -11,8 +11,8 @@ refusal by a mandatory violation's rule and message.
 from __future__ import annotations
 
 import copy
-from datetime import date
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
