@@ -10,16 +10,33 @@ waivers cannot pile up unseen, follow a file into prod, or outlive what they exc
 
 from __future__ import annotations
 
+import re
 from datetime import date
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from stacks.schema.base import Email, Environment, Spec
 
 # A reason is a sentence, not a token: at least this many characters and words.
 MIN_REASON_CHARS = 30
 MIN_REASON_WORDS = 5
+
+
+def _quoted_day(value: object) -> object:
+    """A day written as quoted text: an unquoted 2027-06-30 reaches the program under Pulumi as Go's text of a
+    time ('2027-06-30 00:00:00 +0000 UTC'; stacks/reader.py), so only the quoted form reads the same everywhere."""
+    if isinstance(value, date):
+        raise ValueError(
+            f"{value.isoformat()} is unquoted: Pulumi (Go yaml.v3) reads it as a time and passes on "
+            f"'{value.isoformat()} 00:00:00 +0000 UTC'; quote it: \"{value.isoformat()}\""
+        )
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        raise ValueError(f'{value!r} is not a day as YYYY-MM-DD, such as "2027-06-30"')
+    return value
+
+
+Day = Annotated[date, BeforeValidator(_quoted_day)]
 
 
 class WaiverSpec(Spec):
@@ -39,7 +56,7 @@ class WaiverSpec(Spec):
         description="Who answers for the waiver and renews or removes it: an e-mail address, e.g. "
         "ml-platform@example.com."
     )
-    expires: date = Field(
+    expires: Day = Field(
         description="The last day (UTC) the waiver applies, as YYYY-MM-DD, at most a year ahead; after it the "
         "waiver exempts nothing and the plan names it (waiver-expired)."
     )

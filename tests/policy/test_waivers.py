@@ -161,7 +161,16 @@ def test_the_offline_review_refuses_what_the_pack_rule_reports() -> None:
     code), the offline plan refuses the stack file with them (exit 2)."""
     from stacks.schema.waivers import WaiverSpec
 
-    bad = WaiverSpec(rule="nat-per-az", resource="zzz", reason=REASON, owner=OWNER, expires=SOON, environment="staging")
+    bad = WaiverSpec.model_validate(
+        {
+            "rule": "nat-per-az",
+            "resource": "zzz",
+            "reason": REASON,
+            "owner": OWNER,
+            "expires": SOON.isoformat(),
+            "environment": "staging",
+        }
+    )
     with pytest.raises(ConfigError) as raised:
         review(shipped("staging"), "staging", waivers=[bad], on=ON)
     [problem] = raised.value.problems

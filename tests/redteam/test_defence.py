@@ -4,6 +4,7 @@ patterns explained in words, and waivers (what they may waive, and that every fo
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from pathlib import Path
 
@@ -87,13 +88,15 @@ ON = date(2026, 12, 1)
 
 
 def _waiver(rule: str, resource: str, reason: str = REASON) -> WaiverSpec:
-    return WaiverSpec(
-        rule=rule,
-        resource=resource,
-        reason=reason,
-        owner="ml@example.com",
-        expires=date(2027, 3, 1),
-        environment="staging",
+    return WaiverSpec.model_validate(
+        {
+            "rule": rule,
+            "resource": resource,
+            "reason": reason,
+            "owner": "ml@example.com",
+            "expires": "2027-03-01",
+            "environment": "staging",
+        }
     )
 
 
@@ -145,3 +148,20 @@ def test_every_format_shows_the_waivers() -> None:
     assert shown["owner"] == "ml-platform@example.com"
     [risk] = [r for r in document["trainstack"]["risks"] if r["title"].startswith("waived floor")]
     assert risk["severity"] == "medium" and "until 2027-06-30" in risk["why"]
+
+
+@pytest.mark.parametrize(
+    ("expires", "says"),
+    [
+        (date(2027, 1, 15), "is unquoted: Pulumi (Go yaml.v3) reads it as a time"),
+        ("2027-01-15 00:00:00 +0000 UTC", "is not a day as YYYY-MM-DD"),
+        ("15/01/2027", "is not a day as YYYY-MM-DD"),
+    ],
+)
+def test_an_expiry_is_a_quoted_day(expires: object, says: str) -> None:
+    """Pulumi hands the program an unquoted date as Go's text of a time: only a quoted day reads the same in the
+    plan and under the CLI, so the schema asks for it by name."""
+    raw = {"rule": "nat-per-az", "resource": "a", "reason": REASON, "owner": "a@example.com", "environment": "dev"}
+    with pytest.raises(ValueError, match=re.escape(says)):
+        WaiverSpec.model_validate({**raw, "expires": expires})
+    assert WaiverSpec.model_validate({**raw, "expires": "2027-01-15"}).expires == date(2027, 1, 15)
