@@ -15,7 +15,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
 from .. import waivers
-from ..facts import ENVIRONMENTS
+from ..facts import ENVIRONMENTS, READ_MB_S_PER_ACCELERATOR_FLOOR
 from .base import (
     EKS_CLUSTER,
     EKS_NODE_GROUP,
@@ -526,8 +526,18 @@ def fabric_validation(args: StackValidationArgs, report: Report) -> None:
             )
 
 
+def floor_read_rate(args: StackValidationArgs) -> float:
+    """The read rate per accelerator the storage floor judges by: the configured one, never below the committed
+    fact of the stack's environment (policies/facts_generated.py READ_MB_S_PER_ACCELERATOR_FLOOR; prod's for a
+    stack of no known environment), so neither the stack file nor a lowered config moves the floor down."""
+    configured = float(args.get_config().get("perGpuReadMbPerS", 0))
+    stacks = {environment_of_stack(stack_of(r.urn)) for r in args.resources}
+    environments = {e or "prod" for e in stacks} or {"prod"}
+    return max(configured, *(READ_MB_S_PER_ACCELERATOR_FLOOR[e] for e in environments))
+
+
 def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any]]:
-    per_gpu = float(args.get_config().get("perGpuReadMbPerS", 200))
+    per_gpu = floor_read_rate(args)
     capacity = accelerator_capacity(g)
     supply = sum(lustre_throughput_mb_s(fs.props) for fs in g.of_type(FSX_LUSTRE))
     return supply, per_gpu * sum(c.accelerators for c in capacity), capacity
@@ -554,8 +564,10 @@ def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any
             "type": "number",
             "exclusiveMinimum": 0,
             "default": 200,
-            "description": "Read throughput one GPU needs, MB/s (trainstack's sizing default; the stack file's "
-            "per_gpu_read_mb_s is not trusted here).",
+            "description": "Read throughput one GPU needs, MB/s: the committed fact of the environment "
+            "(stacks/fsx_sizing.py READ_MB_S_PER_ACCELERATOR_FLOOR, trainstack's sizing assumption) or the stack "
+            "file's per_gpu_read_mb_s where that is higher; `make pack-facts` writes it, and the rule never judges "
+            "by less than the fact, whatever the config says.",
         },
     },
 )
