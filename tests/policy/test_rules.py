@@ -851,6 +851,82 @@ bad("storage-throughput-floor", lambda: scenario("prod-slow-lustre"))
 bad("storage-throughput-floor", lambda: without(prod(), of_type(FSX)))
 na("storage-throughput-floor", dev_without_gpus)
 
+P5_NG = "-gpu-p5-train-ng"
+TORCH_RUNTIME = "training-runtimes-p5-train-torch"
+
+
+def _kueue_timeout(value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        config = inputs["values"]["managerConfig"]
+        config["controllerManagerConfigYaml"] = config["controllerManagerConfigYaml"].replace("timeout: 600s", value)
+
+    return edit
+
+
+def _restart_backoff(seconds: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        for job in inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            for container in job["template"]["spec"]["template"]["spec"].get("initContainers", []):
+                for env in container.get("env", []):
+                    if env["name"] == "TRAINSTACK_RESTART_BACKOFF_S":
+                        env["value"] = seconds
+
+    return edit
+
+
+# Each weakened setting of prod's fleet health, and the words the floor refuses it with.
+FLEET_HEALTH_WEAKENED: dict[str, tuple[Source, str]] = {
+    "repair-off": (lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.enabled", False)), "has no auto repair"),
+    "repair-unbounded": (
+        lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.maxParallelNodesRepairedCount", 8)),
+        "repairs 8 nodes at once",
+    ),
+    "repair-never-stops": (
+        lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.maxUnhealthyNodeThresholdPercentage", 100)),
+        "until 100% of it is unhealthy",
+    ),
+    "no-metrics": (lambda: without(prod(), of_type("aws:amp/scraper:Scraper")), "no metrics stack"),
+    "no-dcgm": (
+        lambda: mutated(prod(), "gpu-operator-release", set_path("values.dcgmExporter.enabled", False)),
+        "runs no dcgm-exporter",
+    ),
+    "no-restarts": (
+        lambda: mutated(prod(), TORCH_RUNTIME, set_path("spec.template.spec.failurePolicy.maxRestarts", 0)),
+        "restarts a failed job 0 times",
+    ),
+    "restart-loop": (
+        lambda: mutated(prod(), TORCH_RUNTIME, set_path("spec.template.spec.failurePolicy.maxRestarts", 20)),
+        "restarts a failed job 20 times",
+    ),
+    "restart-at-once": (lambda: mutated(prod(), TORCH_RUNTIME, _restart_backoff("0")), "waits 0 s before a restart"),
+    "pods-ready-late": (
+        lambda: mutated(prod(), "scheduling-kueue", _kueue_timeout("timeout: 2h")),
+        "with a timeout of at most 1800 s",
+    ),
+    "pods-ready-off": (
+        lambda: mutated(prod(), "scheduling-kueue", _kueue_timeout("timeout: 600s\n  enable: false")),
+        "waitForPodsReady is",
+    ),
+    "nobody-receives": (
+        lambda: without(prod(), of_type("aws:sns/topicSubscription:TopicSubscription")),
+        "has no subscription",
+    ),
+}
+ok("fleet-health-floor", prod)
+for _source, _ in FLEET_HEALTH_WEAKENED.values():
+    bad("fleet-health-floor", _source)
+na("fleet-health-floor", dev_without_gpus)
+
+
+@pytest.mark.parametrize("weakened", FLEET_HEALTH_WEAKENED)
+def test_the_fleet_health_floor_names_what_was_weakened(weakened: str) -> None:
+    source, says = FLEET_HEALTH_WEAKENED[weakened]
+    messages = [
+        v.message for v in found(run(source(), "prod", policies=[BY_NAME["fleet-health-floor"]]), "fleet-health-floor")
+    ]
+    assert len(messages) == 1 and says in messages[0], messages
+
+
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 ok("team-quota-fits-capacity", prod)
 bad(
