@@ -649,6 +649,64 @@ def _other_team(inputs: dict[str, Any]) -> None:
 bad("fsx-team-isolation", lambda: mutated(prod(), "-lustre-volume-pv-research", _other_team))
 na("fsx-team-isolation", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
 
+
+def _mount(path: str) -> Callable[[dict[str, Any]], None]:
+    """The volume mounts `path` of the file system ("" for the root)."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        attributes = inputs["spec"]["csi"]["volumeAttributes"]
+        attributes["mountname"] = attributes["mountname"].split("/")[0] + path
+
+    return edit
+
+
+DATASETS_PV = "-lustre-volume-pv-datasets-research"
+# The shared read-only view is judged too: mounting the root shows every team's directory.
+bad("fsx-team-isolation", lambda: mutated(prod(), DATASETS_PV, _mount("")))
+
+ok("fsx-views-disjoint", prod)
+bad("fsx-views-disjoint", lambda: mutated(prod(), DATASETS_PV, _mount("/teams")))  # the datasets hold the teams
+bad("fsx-views-disjoint", lambda: mutated(prod(), "-lustre-volume-pv-research", _mount("/datasets")))
+na("fsx-views-disjoint", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
+
+
+@pytest.mark.parametrize(
+    ("volume", "path", "says"),
+    [
+        (DATASETS_PV, "/teams", "(read-only) mounts /teams, which holds /teams/"),
+        (DATASETS_PV, "", "(read-only) mounts /, which holds"),
+        ("-lustre-volume-pv-research", "/datasets", "(read-write) mounts /datasets, which holds /datasets"),
+        ("-lustre-volume-pv-research", "/teams/pretraining", "(read-write) mounts /teams/pretraining, which holds"),
+    ],
+)
+def test_fsx_views_disjoint_names_the_overlap(volume: str, path: str, says: str) -> None:
+    result = run(mutated(prod(), volume, _mount(path)), "prod", policies=[BY_NAME["fsx-views-disjoint"]])
+    messages = [v.message for v in found(result, "fsx-views-disjoint")]
+    assert messages and any(says in m for m in messages), messages
+
+
+def _no_squash(*nids: str) -> Callable[[dict[str, Any]], None]:
+    return set_path("rootSquashConfiguration.noSquashNids", list(nids))
+
+
+ok("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.6@tcp", "10.0.2.[10-24]@tcp")))  # 16
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.6@tcp", "10.0.2.[10-25]@tcp")))  # 17
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("[0-255].[0-255].[0-255].[0-255]@tcp")))
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.x@tcp")))  # unreadable: refused
+na("fsx-no-squash-breadth", prod)  # prod exempts no client
+
+
+@pytest.mark.parametrize(
+    ("nid", "count"),
+    [("10.0.1.6@tcp", 1), ("10.0.[2-10].[1-255]@tcp", 2295), ("[0-255].[0-255].[0-255].[0-255]@tcp", 2**32)],
+)
+def test_the_pack_counts_nid_addresses_as_the_schema_does(nid: str, count: int) -> None:
+    from policies.rules.security import nid_addresses
+    from stacks import fsx_squash
+
+    assert nid_addresses(nid) == fsx_squash.nid_addresses(nid) == count
+
+
 LIFECYCLE_POLICY = "-hyperpod-lifecycle-bucket-policy"
 ok("hyperpod-lifecycle-locked", staging)
 bad(
