@@ -626,6 +626,50 @@ def team_quota_fits_capacity(args: StackValidationArgs, report: Report) -> None:
                 )
 
 
+# ------------------------------------------------------------------------------------------------ object lock
+
+OBJECT_LOCK = (
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
+    "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2",
+)
+
+
+@stack_rule(
+    name="object-lock-retention-floor",
+    description="The checkpoints bucket's Object Lock keeps each new version at least the environment's floor: "
+    "a lock of a day protects a checkpoint only until the deletion is noticed, which takes longer than that "
+    "(S3 User Guide, Object Lock default retention).",
+    severity=Severity.HIGH,
+    config={
+        "minRetentionDays": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 7,
+            "description": "Least default retention of the checkpoints bucket's Object Lock, days "
+            "(security.checkpoint_lock.retention_days). Why: a deleted or overwritten checkpoint is often noticed "
+            "only at the next restore, after a weekend; below a week the lock may lapse first. Source: S3 User "
+            "Guide, 'Locking objects with Object Lock' (default retention).",
+        }
+    },
+)
+def object_lock_retention_floor(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    locks = [lock for lock in g.of_type(*OBJECT_LOCK) if get(lock.props, "rule.defaultRetention") is not None]
+    if not locks:
+        args.not_applicable("no Object Lock default retention (s3-checkpoints-object-lock judges its absence)")
+    floor = _int(args, "minRetentionDays", 7)
+    for lock in locks:
+        days = number(get(lock.props, "rule.defaultRetention.days")) or 0.0
+        years = number(get(lock.props, "rule.defaultRetention.years")) or 0.0
+        total = days + 365 * years
+        if total < floor:
+            report(
+                f"Object Lock on {lock.name} keeps each checkpoint version {total:g} days "
+                f"(security.checkpoint_lock.retention_days); the floor here is {floor} days.",
+                lock.urn,
+            )
+
+
 # ------------------------------------------------------------------------------------------------ fleet health
 
 AMP_WORKSPACE = "aws:amp/workspace:Workspace"
@@ -914,6 +958,7 @@ FLOORS = frozenset(
         "storage-throughput-floor",
         "team-quota-fits-capacity",
         "fleet-health-floor",
+        "object-lock-retention-floor",
     }
 )
 MANDATORY_FLOORS: dict[str, frozenset[str]] = {

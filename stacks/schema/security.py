@@ -19,15 +19,23 @@ PrincipalArn = RoleArn
 REGISTRY_PREFIX = r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d+)?/([a-z0-9._-]+/)*$"
 RegistryPrefix = Annotated[str, Field(pattern=REGISTRY_PREFIX)]
 
-# Registries trainstack's own images come from (an image ref's host, or host/path prefix):
-# - nvcr.io: NVIDIA GPU Operator operands and the DCGM image (NGC);
-# - public.ecr.aws: AWS's EFA device plugin, Neuron device plugin and the nccl-tests image;
-# - registry.k8s.io: Kueue (its chart's default image repository);
-# - ghcr.io/kubeflow: Kubeflow Trainer and JobSet images (the charts' defaults);
+# What team namespaces may run by default: each prefix names who publishes there, never a registry where anyone
+# can publish (ECR Public, Docker Hub, GHCR, Quay: components/tenancy.py OPEN_REGISTRIES) by its host alone.
+# - nvcr.io/nvidia/: NVIDIA's own NGC images (CUDA, PyTorch, Triton);
+# - public.ecr.aws/deep-learning-containers/: AWS Deep Learning Containers (the torch runtime's image);
+# - public.ecr.aws/hpc-cloud/: AWS's nccl-tests build with EFA, aws-ofi-nccl and Open MPI (the MPI runtime's image);
+# - public.ecr.aws/neuron/: AWS Neuron images for Trainium;
+# - public.ecr.aws/docker/library/: Docker Official Images as ECR Public mirrors them (busybox for restart waits):
+#   the mirrored path, since Docker Hub's own host is open to anyone;
+# - registry.k8s.io/: the Kubernetes project's images (only the project publishes there);
+# - ghcr.io/kubeflow/: Kubeflow Trainer's initializer images;
 # - the account's private ECR in the stack's region is always allowed (see components/tenancy.py).
 DEFAULT_ALLOWED_REGISTRIES: tuple[str, ...] = (
     "nvcr.io/nvidia/",
-    "public.ecr.aws/",
+    "public.ecr.aws/deep-learning-containers/",
+    "public.ecr.aws/hpc-cloud/",
+    "public.ecr.aws/neuron/",
+    "public.ecr.aws/docker/library/",
     "registry.k8s.io/",
     "ghcr.io/kubeflow/",
 )

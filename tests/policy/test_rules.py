@@ -985,6 +985,58 @@ def test_the_fleet_health_floor_names_what_was_weakened(weakened: str) -> None:
     assert len(messages) == 1 and says in messages[0], messages
 
 
+VAP_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+ok("object-lock-retention-floor", prod)  # 14 days, floor 7
+bad("object-lock-retention-floor", lambda: mutated(prod(), LOCK, set_path("rule.defaultRetention.days", 6)))
+ok("object-lock-retention-floor", lambda: mutated(prod(), LOCK, set_path("rule.defaultRetention.days", 7)))
+na("object-lock-retention-floor", dev)  # dev locks nothing
+
+REGISTRIES_VAP = "tenancy-registries"
+
+
+def _approve(*prefixes: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        validation = inputs["spec"]["validations"][0]
+        quoted = ", ".join(f"'{p}'" for p in prefixes)
+        validation["expression"] = validation["expression"].replace("'nvcr.io/nvidia/'", quoted)
+
+    return edit
+
+
+ok("registry-allowlist-breadth", prod)
+ok("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("nvcr.io/nvidia/", "quay.io/acme/")))
+bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("docker.io/")))
+bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("registry.example.com/")))
+na("registry-allowlist-breadth", lambda: without(prod(), of_type(VAP_TYPE)))
+
+
+def _group_label(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs.setdefault("labels", {})[key] = value  # a key with dots: set_path would split it
+
+    return edit
+
+
+ok("gpu-operator-node-opt-outs", prod)
+ok(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.dcgm-exporter", "true")),
+)
+bad(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.device-plugin", "false")),
+)
+bad(
+    "gpu-operator-node-opt-outs", lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.operands", "true"))
+)
+bad(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.workload.config", "vm-passthrough")),
+)
+na("gpu-operator-node-opt-outs", dev_without_gpus)
+
+
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 ok("team-quota-fits-capacity", prod)
 bad(
