@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from stacks.schema.base import RoleArn, Spec
+from stacks.schema.capacity import ClusterAutoscalerSpec
 from stacks.schema.values import Limits, PinnedImage, TeamNamespace
 
 
@@ -235,6 +236,10 @@ class KubernetesSpec(Spec):
         "in a stack without Neuron groups.",
     )
     kueue: KueueSpec = Field(description="Kueue job queueing.")
+    cluster_autoscaler: ClusterAutoscalerSpec = Field(
+        default_factory=ClusterAutoscalerSpec,
+        description="cluster-autoscaler, installed when a GPU node group can grow (docs/capacity.md).",
+    )
     training_operator: TrainingOperatorSpec = Field(description="Distributed-training operator.")
     teams: list[TeamSpec] = Field(
         min_length=1, max_length=Limits.TEAMS, description="Team namespaces with queues and GPU quotas."
