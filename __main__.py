@@ -400,7 +400,8 @@ fleet_health = FleetHealth(
         security_group_ids=[eks.cluster_security_group_id],
         metrics=stack.metrics_enabled,
         fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if stack.storage.fsx.enabled else None,
-        gpu_metrics=operator_ami_family is not None,
+        # GPU and EFA alerts only where dcgm-exporter runs: an alert that cannot fire is not listed.
+        gpu_metrics=operator_ami_family is not None and k8s_spec.gpu_operator.dcgm_exporter,
         after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),

@@ -44,6 +44,10 @@ SCRATCH_2_BASELINE_MB_S_PER_TIB = 200
 # stacks/fsx_sizing.py
 GIB_PER_TIB = 1024
 
+# stacks/fsx_sizing.py: the least read rate per accelerator the storage floor judges Lustre against, per
+# environment (a committed fact, never the stack file's)
+READ_MB_S_PER_ACCELERATOR_FLOOR = {"dev": 100.0, "staging": 200.0, "prod": 200.0}
+
 # stacks/schema/stack.py: tags trainstack sets everywhere
 REQUIRED_TAGS = ("project", "env", "cost-center", "owner")
 

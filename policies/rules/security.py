@@ -474,6 +474,55 @@ def fsx_root_squash(args: ResourceValidationArgs, report: Report) -> None:
         report(f"root squash is off (rootSquash {squash or 'unset'}): root on any client owns every file.")
 
 
+def nid_addresses(nid: str) -> int | None:
+    """Client addresses a NoSquashNids entry covers (`10.0.[2-10].[1-255]@tcp`: 9 x 255), None when unreadable."""
+    address, _, network = nid.partition("@")
+    parts = address.split(".")
+    if network != "tcp" or len(parts) != 4:
+        return None
+    count = 1
+    for part in parts:
+        low, _, high = part.strip("[]").partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            return None
+        count *= int(high) - int(low) + 1 if high else 1
+    return count
+
+
+@resource_rule(
+    name="fsx-no-squash-breadth",
+    description="The clients exempt from root squash (storage.fsx.no_squash_nids) are a few administration hosts, "
+    "not a range: root on any exempt client owns every team's files, so a wide range is root squash in name only.",
+    severity=Severity.HIGH,
+    types=[FSX_LUSTRE],
+    config={
+        "maxExemptAddresses": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 16,
+            "description": "Most client addresses all NoSquashNids together may cover. Why: each is a host whose "
+            "root reads and changes every team's files. Source: FSx for Lustre User Guide, Lustre root squash.",
+        }
+    },
+)
+def fsx_no_squash_breadth(args: ResourceValidationArgs, report: Report) -> None:
+    nids = [str(n) for n in items(get(args.props, "rootSquashConfiguration.noSquashNids"))]
+    if not nids:
+        args.not_applicable("no client is exempt from root squash")
+        return
+    limit = int(args.get_config().get("maxExemptAddresses", 16))
+    counts = {nid: nid_addresses(nid) for nid in nids}
+    unreadable = [nid for nid, count in counts.items() if count is None]
+    total = sum(count or 0 for count in counts.values())
+    if unreadable or total > limit:
+        widest = max(nids, key=lambda n: counts[n] or 0)
+        report(
+            f"root squash exempts {total:,} client addresses (storage.fsx.no_squash_nids, widest {widest})"
+            + (f" and unreadable NIDs {unreadable}" if unreadable else "")
+            + f"; the most allowed here is {limit:,}: list the administration hosts themselves."
+        )
+
+
 @resource_rule(
     name="fsx-dra-no-delete-export",
     description="The data repository association does not export deletions: with DELETED exported, removing a "
@@ -490,7 +539,8 @@ def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: Report) -> No
 @resource_rule(
     name="fsx-team-isolation",
     description="Each team's writable FSx volume mounts its own directory (`.../<its namespace>`), never the file "
-    "system's root nor another team's directory, so one team cannot read or overwrite another's checkpoints.",
+    "system's root nor another team's directory, and no volume, read-only ones included, mounts the root, so one "
+    "team cannot read or overwrite another's checkpoints.",
     severity=Severity.HIGH,
     types=[PERSISTENT_VOLUME],
 )
@@ -500,13 +550,15 @@ def fsx_team_isolation(args: ResourceValidationArgs, report: Report) -> None:
     if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
         args.not_applicable("not an FSx for Lustre volume")
         return
-    if get(args.props, "spec.csi.readOnly") is True:
-        args.not_applicable("read-only volume")
-        return
     team = str(get(args.props, "spec.claimRef.namespace", ""))
     mount = str(get(args.props, "spec.csi.volumeAttributes.mountname", "")).strip("/")
+    # A read-only volume (the shared datasets) is judged too: the root read-only shows every team's files.
+    read_only = get(args.props, "spec.csi.readOnly") is True
     if "/" not in mount:
-        report(f"the volume gives {team or 'its claim'} the file system root read-write (mountname {mount!r}).")
+        access = "read-only" if read_only else "read-write"
+        report(f"the volume gives {team or 'its claim'} the file system root {access} (mountname {mount!r}).")
+    elif read_only:
+        return  # a shared directory: fsx-views-disjoint judges whether it holds a team's
     elif not team or not mount.endswith(f"/{team}"):
         report(f"the volume of {team or 'an unbound claim'} mounts {mount!r}, not a directory named after the team.")
 
@@ -538,6 +590,55 @@ def fsx_datasets_read_only(args: ResourceValidationArgs, report: Report) -> None
             f"{get(args.props, 'metadata.name', 'the volume')} is read-only in its spec only: without the "
             f"`{READ_ONLY_MOUNT_OPTION}` mount option a pod that mounts it read-write writes the datasets."
         )
+
+
+def _lustre_directory(volume: PolicyResource) -> tuple[str, str]:
+    """(file system, directory) an FSx volume mounts: its dnsname, and `mountname`'s path after the mount name
+    ("8aaec4e1/teams/research" -> "/teams/research"; the bare mount name is the root, "/")."""
+    attributes = get(volume.props, "spec.csi.volumeAttributes", {})
+    mount = str(get(attributes, "mountname", "")).strip("/")
+    return str(get(attributes, "dnsname", "")), "/" + (mount.split("/", 1)[1] if "/" in mount else "")
+
+
+def _holds(outer: str, inner: str) -> bool:
+    return (inner.rstrip("/") + "/").startswith(outer.rstrip("/") + "/")
+
+
+@stack_rule(
+    name="fsx-views-disjoint",
+    description="The directories the FSx volumes mount never hold one another: a read-only shared view (the "
+    "datasets) that holds a team's directory shows that team's checkpoints to every team, and a team's writable "
+    "directory that holds the shared data lets that team change what every team reads. Two volumes may share a "
+    "directory only when both are read-only (the datasets, one volume per team namespace).",
+    severity=Severity.HIGH,
+)
+def fsx_views_disjoint(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    volumes = [v for v in g.of_type(PERSISTENT_VOLUME) if get(v.props, "spec.csi.driver") == FSX_CSI_DRIVER]
+    if len(volumes) < 2:
+        args.not_applicable("fewer than two FSx volumes")
+    try:
+        views = [(v, *_lustre_directory(v), get(v.props, "spec.csi.readOnly") is True) for v in volumes]
+    except UnknownValueError:
+        # `mountname` joins the file system's mount name (an output): known once it exists. The schema refuses
+        # overlapping storage.fsx paths before any preview; this rule catches a component that nests them.
+        args.not_applicable("the volumes' directories are known once the file system exists (mountname)")
+        return
+    for volume, system, directory, read_only in views:
+        for other, other_system, other_directory, other_read_only in views:
+            if other is volume or other_system != system or not _holds(directory, other_directory):
+                continue
+            # The same directory: fine when both are read-only (the shared data); otherwise reported once, by the
+            # writable volume (by the first name when both are).
+            if directory == other_directory and (read_only or (not other_read_only and volume.name > other.name)):
+                continue
+            team = get(other.props, "spec.claimRef.namespace")
+            report(
+                f"{volume.name} ({'read-only' if read_only else 'read-write'}) mounts {directory}, which holds "
+                f"{other_directory}, the directory of {other.name} (team {team}): keep storage.fsx.file_system_path "
+                "and storage.fsx.team_directory apart.",
+                volume.urn,
+            )
 
 
 # -------------------------------------------------------------------------------------------------- S3

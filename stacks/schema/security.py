@@ -8,13 +8,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from stacks.schema.base import Spec
+from stacks.schema.base import RoleArn, Spec
 
-# An IAM role or user ARN (any partition). Key administrators and bucket exemptions name principals, never
-# wildcards: a pattern would silently widen who may delete a key.
-# IAM's grammar for role and user ARNs (as ROLE_ARN_PATTERN in stacks/schema/base.py; userNameType is `[\w+=,.@-]+`).
-IAM_PRINCIPAL_ARN = r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$"
-PrincipalArn = Annotated[str, Field(pattern=IAM_PRINCIPAL_ARN)]
+# Key administrators and bucket exemptions name one role each, as admin ARNs do (stacks/schema/base.py RoleArn):
+# a pattern would silently widen who may delete a key or reach the data from anywhere, and an IAM user's
+# long-lived keys are what a data perimeter exists to contain.
+PrincipalArn = RoleArn
 # A registry host (optionally with a port) and path, ending in `/`: without the slash `nvcr.io` would also admit
 # `nvcr.io.attacker.example/...`.
 REGISTRY_PREFIX = r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d+)?/([a-z0-9._-]+/)*$"
@@ -68,7 +67,7 @@ class SecuritySpec(Spec):
 
     key_administrator_arns: list[PrincipalArn] = Field(
         default_factory=list,
-        description="IAM role or user ARNs that administer the stack's KMS keys (besides the principal running "
+        description="IAM role ARNs that administer the stack's KMS keys (besides the principal running "
         "`pulumi up`, always an administrator). Only administrators may schedule a key's deletion or replace "
         "its policy.",
     )

@@ -170,6 +170,12 @@ class StackConfig(Spec):
                 f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({self.hyperpod_accelerators}) reach "
                 f"{self.accelerators_at_max} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
+        problems += [
+            f"waivers.{i}.environment {w.environment.value}: this is a {self.environment.value} stack, and a waiver "
+            "applies only in the environment it was granted for; grant it for this environment or remove it"
+            for i, w in enumerate(self.waivers)
+            if w.environment is not self.environment
+        ]
         pairs = [(w.rule, w.resource) for w in self.waivers]
         problems += [
             f"waivers: {rule} on {res} is waived twice"
@@ -333,6 +339,7 @@ class StackConfig(Spec):
                 f"storage.fsx.root_squash is null: root squash is required in {self.environment.value} "
                 '(use "65534:65534" and list exempt administration hosts in storage.fsx.no_squash_nids)'
             )
+        problems += self._principal_overlaps()
         if self.environment is Environment.PROD:
             if self.security.checkpoint_lock is None:
                 problems.append(
@@ -350,6 +357,36 @@ class StackConfig(Spec):
                     "security.data_buckets_vpc_only is false: prod data buckets deny access from outside the VPC; "
                     "exempt specific roles with security.outside_vpc_data_role_arns instead"
                 )
+        return problems
+
+    def _principal_overlaps(self) -> list[str]:
+        """Who administers the keys does not use the data, and who may reach the data from outside the VPC is not
+        a team member: a key administrator who reads the data can also re-key or destroy it, and a member exempt
+        from the perimeter reads every team's data from anywhere (IAM role names are not case-sensitive)."""
+        security = self.security
+        members: dict[str, str] = {
+            arn.lower(): team.name for team in self.kubernetes.teams for arn in team.member_role_arns
+        }
+        exempt = {arn.lower() for arn in security.outside_vpc_data_role_arns}
+        problems = [
+            f"security.key_administrator_arns.{i} {arn} is also a member of team {members[arn.lower()]}: in "
+            f"{self.environment.value} who administers the data's keys does not use the data; name separate roles"
+            for i, arn in enumerate(security.key_administrator_arns)
+            if arn.lower() in members
+        ]
+        problems += [
+            f"security.key_administrator_arns.{i} {arn} is also in security.outside_vpc_data_role_arns: in "
+            f"{self.environment.value} who administers the data's keys does not use the data; name separate roles"
+            for i, arn in enumerate(security.key_administrator_arns)
+            if arn.lower() in exempt
+        ]
+        problems += [
+            f"security.outside_vpc_data_role_arns.{i} {arn} is a member of team {members[arn.lower()]}: a team "
+            "member exempt from the data perimeter reads every team's data from outside the VPC; exempt a "
+            "dedicated ingest or break-glass role instead"
+            for i, arn in enumerate(security.outside_vpc_data_role_arns)
+            if arn.lower() in members
+        ]
         return problems
 
     def _version_pairings(self) -> list[str]:

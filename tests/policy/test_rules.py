@@ -836,6 +836,64 @@ def _other_team(inputs: dict[str, Any]) -> None:
 bad("fsx-team-isolation", lambda: mutated(prod(), "-lustre-volume-pv-research", _other_team))
 na("fsx-team-isolation", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
 
+
+def _mount(path: str) -> Callable[[dict[str, Any]], None]:
+    """The volume mounts `path` of the file system ("" for the root)."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        attributes = inputs["spec"]["csi"]["volumeAttributes"]
+        attributes["mountname"] = attributes["mountname"].split("/")[0] + path
+
+    return edit
+
+
+DATASETS_PV = "-lustre-volume-pv-datasets-research"
+# The shared read-only view is judged too: mounting the root shows every team's directory.
+bad("fsx-team-isolation", lambda: mutated(prod(), DATASETS_PV, _mount("")))
+
+ok("fsx-views-disjoint", prod)
+bad("fsx-views-disjoint", lambda: mutated(prod(), DATASETS_PV, _mount("/teams")))  # the datasets hold the teams
+bad("fsx-views-disjoint", lambda: mutated(prod(), "-lustre-volume-pv-research", _mount("/datasets")))
+na("fsx-views-disjoint", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
+
+
+@pytest.mark.parametrize(
+    ("volume", "path", "says"),
+    [
+        (DATASETS_PV, "/teams", "(read-only) mounts /teams, which holds /teams/"),
+        (DATASETS_PV, "", "(read-only) mounts /, which holds"),
+        ("-lustre-volume-pv-research", "/datasets", "(read-write) mounts /datasets, which holds /datasets"),
+        ("-lustre-volume-pv-research", "/teams/pretraining", "(read-write) mounts /teams/pretraining, which holds"),
+    ],
+)
+def test_fsx_views_disjoint_names_the_overlap(volume: str, path: str, says: str) -> None:
+    result = run(mutated(prod(), volume, _mount(path)), "prod", policies=[BY_NAME["fsx-views-disjoint"]])
+    messages = [v.message for v in found(result, "fsx-views-disjoint")]
+    assert messages and any(says in m for m in messages), messages
+
+
+def _no_squash(*nids: str) -> Callable[[dict[str, Any]], None]:
+    return set_path("rootSquashConfiguration.noSquashNids", list(nids))
+
+
+ok("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.6@tcp", "10.0.2.[10-24]@tcp")))  # 16
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.6@tcp", "10.0.2.[10-25]@tcp")))  # 17
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("[0-255].[0-255].[0-255].[0-255]@tcp")))
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.x@tcp")))  # unreadable: refused
+na("fsx-no-squash-breadth", prod)  # prod exempts no client
+
+
+@pytest.mark.parametrize(
+    ("nid", "count"),
+    [("10.0.1.6@tcp", 1), ("10.0.[2-10].[1-255]@tcp", 2295), ("[0-255].[0-255].[0-255].[0-255]@tcp", 2**32)],
+)
+def test_the_pack_counts_nid_addresses_as_the_schema_does(nid: str, count: int) -> None:
+    from policies.rules.security import nid_addresses
+    from stacks import fsx_squash
+
+    assert nid_addresses(nid) == fsx_squash.nid_addresses(nid) == count
+
+
 LIFECYCLE_POLICY = "-hyperpod-lifecycle-bucket-policy"
 ok("hyperpod-lifecycle-locked", staging)
 bad(
@@ -1182,6 +1240,134 @@ bad("storage-throughput-floor", lambda: scenario("prod-slow-lustre"))
 bad("storage-throughput-floor", lambda: without(prod(), of_type(FSX)))
 na("storage-throughput-floor", dev_without_gpus)
 
+P5_NG = "-gpu-p5-train-ng"
+TORCH_RUNTIME = "training-runtimes-p5-train-torch"
+
+
+def _kueue_timeout(value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        config = inputs["values"]["managerConfig"]
+        config["controllerManagerConfigYaml"] = config["controllerManagerConfigYaml"].replace("timeout: 600s", value)
+
+    return edit
+
+
+def _restart_backoff(seconds: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        for job in inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            for container in job["template"]["spec"]["template"]["spec"].get("initContainers", []):
+                for env in container.get("env", []):
+                    if env["name"] == "TRAINSTACK_RESTART_BACKOFF_S":
+                        env["value"] = seconds
+
+    return edit
+
+
+# Each weakened setting of prod's fleet health, and the words the floor refuses it with.
+FLEET_HEALTH_WEAKENED: dict[str, tuple[Source, str]] = {
+    "repair-off": (lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.enabled", False)), "has no auto repair"),
+    "repair-unbounded": (
+        lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.maxParallelNodesRepairedCount", 8)),
+        "repairs 8 nodes at once",
+    ),
+    "repair-never-stops": (
+        lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.maxUnhealthyNodeThresholdPercentage", 100)),
+        "until 100% of it is unhealthy",
+    ),
+    "no-metrics": (lambda: without(prod(), of_type("aws:amp/scraper:Scraper")), "no metrics stack"),
+    "no-dcgm": (
+        lambda: mutated(prod(), "gpu-operator-release", set_path("values.dcgmExporter.enabled", False)),
+        "runs no dcgm-exporter",
+    ),
+    "no-restarts": (
+        lambda: mutated(prod(), TORCH_RUNTIME, set_path("spec.template.spec.failurePolicy.maxRestarts", 0)),
+        "restarts a failed job 0 times",
+    ),
+    "restart-loop": (
+        lambda: mutated(prod(), TORCH_RUNTIME, set_path("spec.template.spec.failurePolicy.maxRestarts", 20)),
+        "restarts a failed job 20 times",
+    ),
+    "restart-at-once": (lambda: mutated(prod(), TORCH_RUNTIME, _restart_backoff("0")), "waits 0 s before a restart"),
+    "pods-ready-late": (
+        lambda: mutated(prod(), "scheduling-kueue", _kueue_timeout("timeout: 2h")),
+        "with a timeout of at most 1800 s",
+    ),
+    "pods-ready-off": (
+        lambda: mutated(prod(), "scheduling-kueue", _kueue_timeout("timeout: 600s\n  enable: false")),
+        "waitForPodsReady is",
+    ),
+    "nobody-receives": (
+        lambda: without(prod(), of_type("aws:sns/topicSubscription:TopicSubscription")),
+        "has no subscription",
+    ),
+}
+ok("fleet-health-floor", prod)
+for _source, _ in FLEET_HEALTH_WEAKENED.values():
+    bad("fleet-health-floor", _source)
+na("fleet-health-floor", dev_without_gpus)
+
+
+@pytest.mark.parametrize("weakened", FLEET_HEALTH_WEAKENED)
+def test_the_fleet_health_floor_names_what_was_weakened(weakened: str) -> None:
+    source, says = FLEET_HEALTH_WEAKENED[weakened]
+    messages = [
+        v.message for v in found(run(source(), "prod", policies=[BY_NAME["fleet-health-floor"]]), "fleet-health-floor")
+    ]
+    assert len(messages) == 1 and says in messages[0], messages
+
+
+VAP_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+ok("object-lock-retention-floor", prod)  # 14 days, floor 7
+bad("object-lock-retention-floor", lambda: mutated(prod(), LOCK, set_path("rule.defaultRetention.days", 6)))
+ok("object-lock-retention-floor", lambda: mutated(prod(), LOCK, set_path("rule.defaultRetention.days", 7)))
+na("object-lock-retention-floor", dev)  # dev locks nothing
+
+REGISTRIES_VAP = "tenancy-registries"
+
+
+def _approve(*prefixes: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        validation = inputs["spec"]["validations"][0]
+        quoted = ", ".join(f"'{p}'" for p in prefixes)
+        validation["expression"] = validation["expression"].replace("'nvcr.io/nvidia/'", quoted)
+
+    return edit
+
+
+ok("registry-allowlist-breadth", prod)
+ok("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("nvcr.io/nvidia/", "quay.io/acme/")))
+bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("docker.io/")))
+bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("registry.example.com/")))
+na("registry-allowlist-breadth", lambda: without(prod(), of_type(VAP_TYPE)))
+
+
+def _group_label(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs.setdefault("labels", {})[key] = value  # a key with dots: set_path would split it
+
+    return edit
+
+
+ok("gpu-operator-node-opt-outs", prod)
+ok(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.dcgm-exporter", "true")),
+)
+bad(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.device-plugin", "false")),
+)
+bad(
+    "gpu-operator-node-opt-outs", lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.operands", "true"))
+)
+bad(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.workload.config", "vm-passthrough")),
+)
+na("gpu-operator-node-opt-outs", dev_without_gpus)
+
+
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 ok("team-quota-fits-capacity", prod)
 bad(
@@ -1245,10 +1431,10 @@ def test_every_rule_has_all_three_cases() -> None:
     kinds: dict[str, set[str]] = {}
     for case in CASES:
         kinds.setdefault(case.policy, set()).add(case.kind)
-    # stack-waivers judges the waivers in force, not a recording: tests/policy/test_waivers.py has its three cases.
+    # The waiver rules judge the waivers in force, not a recording: tests/policy/test_waivers.py has their cases.
     missing = {
         p.name: {"compliant", "violated", "not_applicable"} - kinds.get(p.name, set())
         for p in POLICIES
-        if p.name != "stack-waivers"
+        if p.name not in ("stack-waivers", "waiver-expired")
     }
     assert not {k: v for k, v in missing.items() if v}, missing
