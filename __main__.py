@@ -5,8 +5,10 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.account_checks import check_account
+from components.autoscaling import needs_autoscaler
 from components.buckets import DataBuckets, DataBucketsArgs
 from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
+from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
@@ -21,7 +23,8 @@ from components.hyperpod_dependencies import (
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
-from components.network import Network, NetworkArgs
+from components.naming import aws_partition
+from components.network import Network, NetworkArgs, s3_prefix_cidrs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
 from components.providers import aws_provider
@@ -225,6 +228,39 @@ if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("neuron-plugin")),
     )
     device_plugins.append(neuron_plugin.release)
+# Capacity that follows the work (docs/capacity.md): cluster-autoscaler when a group can grow or waits for a
+# Capacity Block; its ProvisioningRequest CRD must exist before Kueue starts.
+capacity_after: list[pulumi.Resource] = []
+if needs_autoscaler(stack.gpu_node_groups):
+    autoscaler = ClusterAutoscaler(
+        "cluster-autoscaler",
+        ClusterAutoscalerArgs(
+            spec=k8s_spec.cluster_autoscaler,
+            kubernetes_version=stack.eks.version,
+            cluster_name=stack.name,
+            region=stack.region,
+            partition=aws_partition(stack.region),
+            account_id=eks.account_id,
+            system_node_group=eks.system_node_group_name,
+            groups=[
+                ScaledGroup(
+                    spec=spec,
+                    labels=gpu_groups[spec.name].labels,
+                    taint=(
+                        gpu_groups[spec.name].taint.key,
+                        gpu_groups[spec.name].taint.value,
+                        gpu_groups[spec.name].taint.effect,
+                    ),
+                    node_group=gpu_groups[spec.name].node_group,
+                )
+                for spec in stack.gpu_node_groups
+            ],
+            after=[eks],
+        ),
+        opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("cluster-autoscaler")),
+    )
+    capacity_after.append(autoscaler.provisioning_request_crd)
+    pulumi.export("cluster_autoscaler_asg_tags", autoscaler.asg_tags)
 scheduling = Scheduling(
     "scheduling",
     SchedulingArgs(
@@ -234,7 +270,7 @@ scheduling = Scheduling(
         node_groups=stack.gpu_node_groups,
         hyperpod_groups=stack.hyperpod_eks_groups,
         cohort=stack.name,
-        after=[eks, *device_plugins],
+        after=[eks, *device_plugins, *capacity_after],
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("scheduling")),
 )
@@ -249,6 +285,10 @@ tenancy = Tenancy(
         allowed_registries=stack.security.allowed_image_registries,
         region=stack.region,
         account_id=eks.account_id,
+        # Without internet (prod by default): HTTPS to the VPC's interface endpoints and to S3 only.
+        https_destinations=None
+        if stack.team_internet_egress
+        else s3_prefix_cidrs(stack.region, aws).apply(lambda cidrs: [stack.network.vpc_cidr, *cidrs]),
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("tenancy")),
 )
@@ -275,7 +315,6 @@ if team_members:
         "team-access",
         TeamAccessArgs(
             cluster_name=eks.cluster_name,
-            region=stack.region,
             members=team_members,
             after=list(scheduling.team_namespaces.values()),
         ),
@@ -361,7 +400,8 @@ fleet_health = FleetHealth(
         security_group_ids=[eks.cluster_security_group_id],
         metrics=stack.metrics_enabled,
         fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if stack.storage.fsx.enabled else None,
-        gpu_metrics=operator_ami_family is not None,
+        # GPU and EFA alerts only where dcgm-exporter runs: an alert that cannot fire is not listed.
+        gpu_metrics=operator_ami_family is not None and k8s_spec.gpu_operator.dcgm_exporter,
         after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),
@@ -412,6 +452,7 @@ if sagemaker_spec.hyperpod.enabled:
             region=stack.region,
             subnet_ids=[gpu_subnet_id],
             security_group_ids=[security_groups[role] for role in stack.hyperpod_security_groups],
+            vpc_id=network.vpc_id,
             eks_cluster_arn=eks.cluster_arn if stack.hyperpod_on_eks else None,
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
@@ -433,17 +474,19 @@ if sagemaker_spec.training_job_role:
         TrainingJobRoleArgs(
             base_name=stack.name,
             region=stack.region,
+            teams=[team.name for team in k8s_spec.teams],
             datasets_bucket_arn=data.datasets_bucket_arn,
             checkpoints_bucket_arn=data.checkpoints_bucket_arn,
             subnet_ids=[gpu_subnet_id],
             security_group_ids=[network.efa_security_group_id, network.workload_security_group_id],
+            vpc_id=network.vpc_id,
             fsx_arn=lustre.arn if lustre else None,
             kms_key_arn=data.kms_key_arn,
             checkpoints_kms_key_arn=data.checkpoints_kms_key_arn,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("sagemaker-training")),
     )
-    pulumi.export("sagemaker_training_role_arn", training.role_arn)
+    pulumi.export("sagemaker_training_role_arns", training.role_arns)
     pulumi.export("sagemaker_training_subnet_ids", training.subnet_ids)
     pulumi.export("sagemaker_training_security_group_ids", training.security_group_ids)
 

@@ -116,7 +116,8 @@ def user_data(spec: GpuNodeGroupSpec) -> str:
     instance_store = CATALOG[spec.instance_type].instance_store_gib > 0
     if spec.ami_family.bottlerocket:
         return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
-    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
+    nvidia = CATALOG[spec.instance_type].accelerator is Accelerator.NVIDIA
+    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, nvidia=nvidia)
 
 
 def instance_type_on_template(spec: GpuNodeGroupSpec) -> bool:

@@ -78,6 +78,8 @@ CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
     "aws:sns/topic:Topic": ("AWS::SNS::Topic", {"TopicName": "name"}),
     # CFN's TopicPolicy takes a list of topics (updatable); pulumi-aws's attaches to one `arn`.
     "aws:sns/topicPolicy:TopicPolicy": ("AWS::SNS::TopicPolicy", {}),
+    # pulumi-aws's `topic` is CFN's TopicArn (create-only there, as Endpoint and Protocol).
+    "aws:sns/topicSubscription:TopicSubscription": ("AWS::SNS::Subscription", {"TopicArn": "topic"}),
 }
 
 # pulumi-aws types CloudFormation models as a property of another type (S3 bucket sub-resources are properties of
@@ -86,6 +88,9 @@ CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
 # AuthorizeSecurityGroupIngress/ModifySecurityGroupRules, which AWS::EC2::SecurityGroupIngress predates: CFN makes
 # every field of those create-only, Terraform updates all but the group in place). Terraform ForceNew inputs.
 NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
+    # group_tag.go (aws_autoscaling_group_tag): both arguments ForceNew, no update; CloudFormation has tags only
+    # as a property of its own AWS::AutoScaling::AutoScalingGroup, not of an EKS-created group.
+    "aws:autoscaling/tag:Tag": frozenset({"autoscalingGroupName", "tag"}),
     "aws:amp/alertManagerDefinition:AlertManagerDefinition": frozenset({"workspaceId"}),
     # access_policy_association.go has no update: every argument is ForceNew.
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": frozenset(

@@ -184,7 +184,11 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         elif typ == "aws:ec2/subnet:Subnet":
             out["availabilityZoneId"] = "use1-az" + str(sum(map(ord, str(inputs.get("availabilityZone", "")))) % 6 + 1)
         elif typ == "aws:eks/nodeGroup:NodeGroup":
-            out["status"] = "ACTIVE"
+            # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
+            # resources.autoScalingGroups); components/cluster_autoscaler.py tags it for scale-from-zero.
+            uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
+            asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
+            out |= {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}
         elif typ == "aws:ec2/placementGroup:PlacementGroup":
             out["placementGroupId"] = physical_id
         elif typ == "aws:amp/workspace:Workspace":
@@ -243,6 +247,11 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "version": 1,
                 "insecureValue": "ami-" + _digest(name),
             }, []
+        if token == "aws:ec2/getPrefixList:getPrefixList":
+            # One S3 range of us-east-1 (AWS ip-ranges.json, service S3: 52.216.0.0/15), the range the team-job
+            # journey's S3 address comes from; a real deploy reads AWS's whole list.
+            name = str(a.get("name", ""))
+            return {"name": name, "cidrBlocks": ["52.216.0.0/15"], "id": "pl-" + _digest(name)[:8]}, []
         if token == "aws:ec2/getSubnet:getSubnet":
             return self._subnet(str(a.get("id", ""))), []
         if token == "aws:ec2/getInstanceType:getInstanceType":

@@ -22,6 +22,7 @@ from stacks.schema.base import (
     RetentionDays,
     Spec,
 )
+from stacks.schema.capacity import ClusterAutoscalerSpec, ReservationWindow
 from stacks.schema.eks import AuthenticationMode, EksAddonVersions, EksSpec, LogType, SystemNodeGroupSpec
 from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
@@ -108,6 +109,7 @@ __all__ = [
     "CatalogInstanceType",
     "CheckpointLockSpec",
     "Cidr",
+    "ClusterAutoscalerSpec",
     "CostSpec",
     "DraEvent",
     "EfaDevicePluginSpec",
@@ -137,6 +139,7 @@ __all__ = [
     "ObjectLockMode",
     "PinnedImage",
     "PlacementMode",
+    "ReservationWindow",
     "RetentionDays",
     "SageMakerSpec",
     "SecuritySpec",

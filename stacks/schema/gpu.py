@@ -10,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
 from stacks.schema.base import AmiReleaseVersion, CatalogInstanceType, Spec
+from stacks.schema.capacity import ReservationWindow
 from stacks.schema.eks import NODE_KUBERNETES_VERSION_HELP, KubernetesVersion
 from stacks.schema.values import AvailabilityZone, GroupName, LabelKey, LabelValue, Limits
 
@@ -96,6 +97,11 @@ class CapacitySpec(Spec):
         description="Name of the cluster placement group the reservation was made in, if any. Without it, no "
         "placement group is used for a reserved group: forcing one onto the reservation breaks launches.",
     )
+    window: ReservationWindow | None = Field(
+        default=None,
+        description="A capacity_block's start and end (from `aws ec2 describe-capacity-reservations`): the plan "
+        "says when its nodes appear and its queue admits nothing before then (docs/capacity.md).",
+    )
 
     @model_validator(mode="after")
     def _reservation(self) -> Self:
@@ -109,6 +115,8 @@ class CapacitySpec(Spec):
             # EC2 places Capacity Block instances close together in an UltraCluster itself; a block is never
             # made in a placement group (EC2 API reference, CapacityBlock).
             raise ValueError("capacity_block takes no reservation_placement_group: EC2 co-locates a block itself")
+        if self.window is not None and self.type is not CapacityType.CAPACITY_BLOCK:
+            raise ValueError(f"capacity type {self.type.value} takes no window: only a capacity_block has one")
         return self
 
     @property
@@ -172,6 +180,11 @@ RESERVED_NODE_LABELS = (
     NVIDIA_GPU_PRESENT_LABEL,
     EFA_PRESENT_LABEL,
 )
+# The GPU Operator's per-node switches that leave an AL2023 NVIDIA node without a device plugin, never right there:
+# all operands off, the VM workload configurations, the device plugin off. Others (dcgm-exporter for a profiling
+# node) are judged per environment by the policy pack's gpu-operator-node-opt-outs.
+GPU_OPERATOR_STOPPERS = ("nvidia.com/gpu.deploy.operands", "nvidia.com/gpu.workload.config")
+GPU_OPERATOR_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 # EKS managed node groups refuse any label key containing one of these: CreateNodegroup fails with
 # InvalidParameterException "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
 # eks.amazonaws.com/]" (the error as reported in eksctl-io/eksctl#4007 for node-role.kubernetes.io/test, and
@@ -295,6 +308,14 @@ class GpuNodeGroupSpec(Spec):
                 f"{MAX_HUGEPAGES_FRACTION:.0%} of {self.instance_type}'s {row.memory_gib} GiB memory; use at most "
                 f"{int(MAX_HUGEPAGES_FRACTION * row.memory_gib * 1024 / 2)}"
             )
+        if self.ami_family.value.startswith("AL2023") and self.ami_family.accelerator is Accelerator.NVIDIA:
+            problems += [
+                f"labels {key}={value}: on an AL2023 NVIDIA AMI the GPU Operator runs the device plugin, and this "
+                "label stops it on these nodes (NVIDIA/gpu-operator v25.3.4 controllers/state_manager.go), so no "
+                "pod can request their GPUs; remove it"
+                for key, value in sorted(self.labels.items())
+                if key in GPU_OPERATOR_STOPPERS or (key == GPU_OPERATOR_DEVICE_PLUGIN and value != "true")
+            ]
         reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
         if reserved_labels:
             problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")

@@ -78,16 +78,13 @@ def test_add_a_team_with_namespace_scoped_access(tmp_path: Path, capsys: pytest.
     assert added["kubernetes:core/v1:Namespace"] == 1
     assert added["kubernetes:core/v1:ResourceQuota"] >= 1
     assert added["aws:eks/accessEntry:AccessEntry"] == 1
-    assert added["aws:eks/accessPolicyAssociation:AccessPolicyAssociation"] == 1
+    # No EKS access policy: the team's own Role, bound to its group, in its namespace only (docs/security.md).
+    assert not added["aws:eks/accessPolicyAssociation:AccessPolicyAssociation"]
+    assert added["kubernetes:rbac.authorization.k8s.io/v1:Role"] == 1
+    assert added["kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"] == 1
     recording = program_recording(cli.load_file(proposed), "prod", False)  # the run the plan above made
-    scoped = [
-        a
-        for a in recording.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
-        if a.inputs["principalArn"] == role
-    ]
-    assert len(scoped) == 1
-    assert scoped[0].inputs["accessScope"] == {"type": "namespace", "namespaces": ["evaluation"]}
-    assert scoped[0].inputs["policyArn"].endswith(":cluster-access-policy/AmazonEKSEditPolicy")
+    [entry] = [e for e in recording.by_type("aws:eks/accessEntry:AccessEntry") if e.inputs["principalArn"] == role]
+    assert entry.inputs["kubernetesGroups"] == ["trainstack:team:evaluation"]
 
 
 @pytest.mark.e2e
@@ -121,6 +118,7 @@ def test_an_ami_release_of_another_kubernetes_version_is_refused(
 def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()
+
     # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused).
     old = write_stack(
         base,
@@ -131,6 +129,10 @@ def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == EXIT_OK
     cluster = next(c for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster")
     assert cluster["op"] == "update" and {"path": "version", "old": "1.35", "new": "1.36"} in cluster["changes"]
+    # The autoscaler follows the minor: its image moves from the 1.35 release to the 1.36 one, in place.
+    autoscaler = next(c for c in diff["changed"] if c["urn"].endswith("::cluster-autoscaler-release"))
+    assert autoscaler["op"] == "update"
+    assert {"path": "values.image.tag", "old": "v1.35.2", "new": "v1.36.1"} in autoscaler["changes"]
 
 
 @pytest.mark.e2e
