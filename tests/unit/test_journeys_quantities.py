@@ -105,3 +105,72 @@ def test_limits_count_against_a_quota_for_standard_resources_and_hugepages_only(
     usage = res.quota_usage({"containers": [{"name": "a", "resources": {"limits": limits}}]})
     counted = {name for name in usage if name.startswith("limits.")}
     assert counted == {"limits.cpu", "limits.memory", "limits.ephemeral-storage", "limits.hugepages-2Mi"}
+
+
+@pytest.mark.parametrize("text", ["", "Gi", "2 Gi", "2GiB", "1.5Zi", "0x10", "1e", "--1"])
+def test_what_is_not_a_quantity_is_refused_by_name(text: str) -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        quantity.parse(text)
+
+
+def test_a_resource_list_reads_each_value_and_an_absent_list_is_empty() -> None:
+    assert quantity.resources(None) == {}
+    assert quantity.resources({}) == {}
+    assert quantity.resources({"cpu": "500m", "memory": "1Gi"}) == {"cpu": Fraction(1, 2), "memory": Fraction(GI)}
+
+
+def test_lists_add_per_resource_and_a_resource_only_one_list_has_is_kept() -> None:
+    one, two = {"cpu": Fraction(1), "memory": Fraction(GI)}, {"cpu": Fraction(3, 2), "nvidia.com/gpu": Fraction(8)}
+    assert quantity.add(one, two) == {"cpu": Fraction(5, 2), "memory": Fraction(GI), "nvidia.com/gpu": Fraction(8)}
+    assert quantity.add() == {}
+
+
+def test_a_list_scales_by_a_count_and_the_maximum_is_per_resource() -> None:
+    pod = {"cpu": Fraction(1, 2), "nvidia.com/gpu": Fraction(8)}
+    assert quantity.scale(pod, 4) == {"cpu": Fraction(2), "nvidia.com/gpu": Fraction(32)}
+    assert quantity.scale(pod, 0) == {"cpu": Fraction(0), "nvidia.com/gpu": Fraction(0)}
+    low, high = {"cpu": Fraction(1), "memory": Fraction(4)}, {"cpu": Fraction(3), "memory": Fraction(2)}
+    assert quantity.maximum([low, high]) == {"cpu": Fraction(3), "memory": Fraction(4)}
+    assert quantity.maximum([]) == {}
+
+
+def test_only_container_items_of_a_limitrange_default_a_container() -> None:
+    """kubernetes v1.36 plugin/pkg/admission/limitranger/admission.go defaultContainerResourceRequirements reads
+    only `type: Container` items; a PersistentVolumeClaim item may carry `default` (validation forbids it only
+    on `type: Pod`, pkg/apis/core/validation ValidateLimitRange) and defaults claims, not containers."""
+    claims = {"type": "PersistentVolumeClaim", "default": {"storage": "1Gi"}, "defaultRequest": {"storage": "1Gi"}}
+    ranges = [{"spec": {"limits": [claims, {"type": "Container", "defaultRequest": {"cpu": "1"}}]}}]
+    assert res.container_defaults(ranges) == ({"cpu": "1"}, {})
+
+
+def test_the_limitrange_reports_each_value_it_filled_and_only_those() -> None:
+    ranges = [{"spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "1"}}]}}]
+    pod = {"initContainers": [{"name": "i", "resources": {"limits": {"cpu": "2"}}}], "containers": [{"name": "a"}]}
+    _, filled = res.apply_limit_range(pod, ranges)
+    assert filled == (
+        res.Defaulted("i", "requests", "cpu"),
+        res.Defaulted("a", "limits", "cpu"),
+        res.Defaulted("a", "requests", "cpu"),
+    )
+    assert res.apply_limit_range(pod, [])[1] == ()
+
+
+@pytest.mark.parametrize(("size_limit", "pod_limit"), [("1", None), (None, "1")])
+def test_the_smallest_positive_bound_of_one_byte_still_bounds_a_memory_emptydir(
+    size_limit: str | None, pod_limit: str | None
+) -> None:
+    assert res.memory_volume_bytes(_shm(size_limit, pod_limit), "dshm", NODE) == 1
+
+
+def test_a_pods_quota_usage_counts_each_request_under_its_names() -> None:
+    """pods.go PodUsageFunc: requests of cpu, memory and ephemeral-storage count as `requests.<name>` and as the
+    plain name; any other request (an accelerator) only as `requests.<name>`; one pod is one `pods`."""
+    requests = {"cpu": "2", "memory": "1Gi", "ephemeral-storage": "2Gi", "nvidia.com/gpu": "8"}
+    usage = res.quota_usage({"containers": [{"name": "a", "resources": {"requests": requests}}]})
+    assert usage == {
+        "pods": 1,
+        "requests.cpu": 2, "cpu": 2,
+        "requests.memory": GI, "memory": GI,
+        "requests.ephemeral-storage": 2 * GI, "ephemeral-storage": 2 * GI,
+        "requests.nvidia.com/gpu": 8,
+    }  # fmt: skip
