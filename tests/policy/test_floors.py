@@ -4,10 +4,15 @@ environment's config, and how the fleet-health floor reads Kueue's controller co
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from policies.rules import BY_NAME
 from policies.rules.floors import _seconds, _yaml_block
-from tests.policy.helpers import messages, shipped
+from tests.policy.helpers import found, messages, mutated, run, shipped, without
+from tests.policy.test_rules import CLUSTER, FSX, NAT, P5_TRAIN_NG, of_type, prod_unlinked, set_path
+from trainstack.engine import Recording
 
 
 def test_a_pack_run_without_its_environments_config_says_so_once() -> None:
@@ -25,6 +30,8 @@ waitForPodsReady:
   timeout: 600s
   requeuingStrategy:
     backoffLimitCount: 5
+internalCertManagement:
+  enable: false
 integrations:
   frameworks:
   - batch/job
@@ -32,6 +39,7 @@ integrations:
 
 
 def test_the_waitforpodsready_block_is_read_with_its_scalars_only() -> None:
+    """Its nested mappings are not its own scalars, and the next block's `enable` is not its `enable`."""
     assert _yaml_block(KUEUE_CONFIG, "waitForPodsReady") == {"enable": "true", "timeout": "600s"}
 
 
@@ -47,3 +55,222 @@ def test_a_configuration_without_the_block_reads_as_none_of_it() -> None:
 )  # fmt: skip
 def test_a_timeout_is_whole_seconds_minutes_or_hours(text: str | None, seconds: float | None) -> None:
     assert _seconds(text) == seconds
+
+
+def _prod() -> Recording:
+    return shipped("prod")
+
+
+def _lifecycle(days: int, status: str) -> Callable[[], Recording]:
+    def source() -> Recording:
+        edits = (
+            set_path("rules.0.noncurrentVersionExpiration.noncurrentDays", days),
+            set_path("rules.0.status", status),
+        )
+        return mutated(_prod(), "-checkpoints-lifecycle", lambda inputs: [edit(inputs) for edit in edits] and None)
+
+    return source
+
+
+def _update(config: dict[str, int]) -> Callable[[], Recording]:
+    return lambda: mutated(_prod(), P5_TRAIN_NG, set_path("updateConfig", config))
+
+
+SYSTEM_MIN_1 = (
+    "system node groups (eks-system) keep at least 1 node(s) (eks.system_node_group.min_size); the floor here is 2, "
+    "so DNS and job admission survive the loss of a node."
+)
+LINKED = (
+    "lustre-fs: linked to S3 by a data repository association, yet asks for {}; FSx takes no backups of a linked "
+    "file system: set storage.fsx.automatic_backup_retention_days to 0 and keep what must outlive the file system "
+    "in S3."
+)
+NO_NAT = (
+    "private subnet network-private-{az} in {az} has no NAT gateway in its AZ (NAT gateways in ['us-east-1a']); set "
+    "network.nat_gateways per_az, so one AZ's outage does not take the others' egress with it."
+)
+NO_LUSTRE = (
+    "there is no Lustre file system (storage.fsx) for 25,600 MB/s of GPU read demand: 0% coverage, below the floor of "
+    "90%. Raise storage.fsx.storage_capacity_gib or throughput_mb_s_per_tib."
+)
+
+LIFECYCLE_3 = (
+    "bucket data-checkpoints: lifecycle rule 'expire-noncurrent-versions' deletes noncurrent versions "
+    "after 3 days (storage.buckets.noncurrent_version_expiration_days); the floor here is 30 days, so an "
+    "overwritten checkpoint can still be restored."
+)
+BACKUPS_6 = (
+    "lustre-fs: storage.fsx.automatic_backup_retention_days is 6 (automaticBackupRetentionDays); the "
+    "floor here is 7 daily backups, so a corrupted or deleted file system can be restored."
+)
+CONTROL_PLANE_30 = (
+    "EKS control-plane (audit) logs /aws/eks/trainstack-prod/cluster are kept 30 days "
+    "(eks.log_retention_days); the floor here is 365 days."
+)
+FLOW_90 = (
+    "VPC flow logs /aws/vpc-flow-logs/trainstack-prod are kept 90 days "
+    "(network.flow_logs_retention_days); the floor here is 365 days."
+)
+
+
+def _budget(percent: int, count: int) -> str:
+    return (
+        f"node group gpu-p5-train-ng may replace {percent}% of its 16 nodes at once (gpu_node_groups[].max_unavailable "
+        f"{count}); the floor here allows 25%."
+    )
+
+
+# Each finding on prod (its config: the strictest floors), on the resource it is about, naming the stack key, the
+# value and the floor; and the values on each side of a floor. Resource names are the recorded ones.
+FINDINGS: list[tuple[str, str, Callable[[], Recording], list[tuple[str, str]]]] = [
+    (
+        "s3 lifecycle below the floor",
+        "s3-noncurrent-version-floor",
+        _lifecycle(3, "Enabled"),
+        [
+            (
+                "data-checkpoints",
+                LIFECYCLE_3,
+            )
+        ],
+    ),
+    ("s3 lifecycle at the floor", "s3-noncurrent-version-floor", _lifecycle(30, "Enabled"), []),
+    ("a disabled lifecycle rule deletes nothing", "s3-noncurrent-version-floor", _lifecycle(3, "Disabled"), []),
+    (
+        "a system group below the floor",
+        "system-nodes-floor",
+        lambda: mutated(_prod(), "-eks-system", set_path("scalingConfig.minSize", 1)),
+        [("eks-system", SYSTEM_MIN_1)],
+    ),
+    (
+        "a system group at the floor",
+        "system-nodes-floor",
+        lambda: mutated(_prod(), "-eks-system", set_path("scalingConfig.minSize", 2)),
+        [],
+    ),
+    (
+        "no Lustre for prod's GPUs",
+        "storage-throughput-floor",
+        lambda: without(_prod(), of_type(FSX)),
+        [("gpu-p5-train-ng", NO_LUSTRE)],
+    ),
+    (
+        "no Lustre, but a GPU group that can hold no node",
+        "storage-throughput-floor",
+        lambda: mutated(without(_prod(), of_type(FSX)), P5_TRAIN_NG, set_path("scalingConfig.maxSize", 0)),
+        [],
+    ),
+    (
+        "backups asked of a linked file system",
+        "fsx-backup-floor",
+        lambda: mutated(_prod(), FSX, set_path("automaticBackupRetentionDays", 1)),
+        [("lustre-fs", LINKED.format("1 days of automatic backups"))],
+    ),
+    (
+        "a final backup asked of a linked file system",
+        "fsx-backup-floor",
+        lambda: mutated(_prod(), FSX, set_path("skipFinalBackup", False)),
+        [("lustre-fs", LINKED.format("a final backup"))],
+    ),
+    (
+        "an unlinked file system one day below the floor",
+        "fsx-backup-floor",
+        lambda: prod_unlinked(6, skip_final=False),
+        [
+            (
+                "lustre-fs",
+                BACKUPS_6,
+            )
+        ],
+    ),
+    (
+        "an unlinked file system without a final backup",
+        "fsx-backup-floor",
+        lambda: prod_unlinked(7, skip_final=True),
+        [("lustre-fs", "lustre-fs: skipFinalBackup is not false; deleting it would leave no backup.")],
+    ),
+    (
+        "a cluster without deletion protection",
+        "deletion-safeguards",
+        lambda: mutated(_prod(), CLUSTER, set_path("deletionProtection", False)),
+        [("eks-cluster", "EKS cluster eks-cluster has no deletionProtection.")],
+    ),
+    (
+        "a key's window a day short",
+        "deletion-safeguards",
+        lambda: mutated(_prod(), "-data-key", set_path("deletionWindowInDays", 29)),
+        [("data-key", "KMS key data-key: deletionWindowInDays is 29 days; the floor here is 30.")],
+    ),
+    (
+        "a key without a window",
+        "deletion-safeguards",
+        lambda: mutated(_prod(), "-data-key", lambda inputs: inputs.pop("deletionWindowInDays") and None),
+        [("data-key", "KMS key data-key: deletionWindowInDays is unset; the floor here is 30.")],
+    ),
+    (
+        "control-plane logs below a year",
+        "log-retention-floor",
+        lambda: mutated(_prod(), "-eks-cluster-logs", set_path("retentionInDays", 30)),
+        [
+            (
+                "eks-cluster-logs",
+                CONTROL_PLANE_30,
+            )
+        ],
+    ),
+    (
+        "control-plane logs never expiring",
+        "log-retention-floor",
+        lambda: mutated(_prod(), "-eks-cluster-logs", set_path("retentionInDays", 0)),
+        [],
+    ),
+    (
+        "flow logs below a year",
+        "log-retention-floor",
+        lambda: mutated(_prod(), "-network-flow-logs", set_path("retentionInDays", 90)),
+        [
+            (
+                "network-flow-logs",
+                FLOW_90,
+            )
+        ],
+    ),
+    (
+        "every GPU node at once",
+        "node-update-budget",
+        _update({"maxUnavailable": 16}),
+        [("gpu-p5-train-ng", _budget(100, 16))],
+    ),
+    (
+        "one node over a quarter",
+        "node-update-budget",
+        _update({"maxUnavailable": 5}),
+        [("gpu-p5-train-ng", _budget(31, 5))],
+    ),
+    ("a quarter of the nodes", "node-update-budget", _update({"maxUnavailable": 4}), []),
+    (
+        "a percentage over the floor",
+        "node-update-budget",
+        _update({"maxUnavailablePercentage": 26}),
+        [("gpu-p5-train-ng", _budget(26, 0))],
+    ),
+    ("a percentage at the floor", "node-update-budget", _update({"maxUnavailablePercentage": 25}), []),
+    ("one node is always allowed", "node-update-budget", _update({"maxUnavailable": 1}), []),
+    (
+        "one NAT gateway for three AZs",
+        "nat-per-az",
+        lambda: without(_prod(), lambda r: r.type == NAT and not r.name.endswith("us-east-1a")),
+        [
+            ("network-private-us-east-1b", NO_NAT.format(az="us-east-1b")),
+            ("network-private-us-east-1c", NO_NAT.format(az="us-east-1c")),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("policy", "source", "expected"), [pytest.param(*f[1:], id=f[0]) for f in FINDINGS])
+def test_each_floor_names_the_resource_the_value_and_the_floor(
+    policy: str, source: Callable[[], Recording], expected: list[tuple[str, str]]
+) -> None:
+    result = run(source(), policies=[BY_NAME[policy]])
+    assert [(v.urn.rsplit("::", 1)[-1], v.message) for v in found(result, policy)] == expected
