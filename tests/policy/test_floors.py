@@ -5,6 +5,7 @@ environment's config, and how the fleet-health floor reads Kueue's controller co
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -62,12 +63,12 @@ def _prod() -> Recording:
 
 
 def _lifecycle(days: int, status: str) -> Callable[[], Recording]:
+    def edit(inputs: dict[str, Any]) -> None:
+        set_path("rules.0.noncurrentVersionExpiration.noncurrentDays", days)(inputs)
+        set_path("rules.0.status", status)(inputs)
+
     def source() -> Recording:
-        edits = (
-            set_path("rules.0.noncurrentVersionExpiration.noncurrentDays", days),
-            set_path("rules.0.status", status),
-        )
-        return mutated(_prod(), "-checkpoints-lifecycle", lambda inputs: [edit(inputs) for edit in edits] and None)
+        return mutated(_prod(), "-checkpoints-lifecycle", edit)
 
     return source
 
