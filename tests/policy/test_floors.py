@@ -12,7 +12,17 @@ import pytest
 from policies.rules import BY_NAME
 from policies.rules.floors import _seconds, _yaml_block
 from tests.policy.helpers import found, messages, mutated, run, shipped, without
-from tests.policy.test_rules import CLUSTER, FSX, NAT, P5_TRAIN_NG, of_type, prod_unlinked, set_path
+from tests.policy.test_rules import (
+    CLUSTER,
+    FSX,
+    NAT,
+    P5_TRAIN_NG,
+    _kueue_timeout,
+    _restart_backoff,
+    of_type,
+    prod_unlinked,
+    set_path,
+)
 from trainstack.engine import Recording
 
 
@@ -275,3 +285,72 @@ def test_each_floor_names_the_resource_the_value_and_the_floor(
 ) -> None:
     result = run(source(), policies=[BY_NAME[policy]])
     assert [(v.urn.rsplit("::", 1)[-1], v.message) for v in found(result, policy)] == expected
+
+
+def _fleet(match: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[], Recording]:
+    return lambda: mutated(_prod(), match, edit)
+
+
+REPAIR = "nodeRepairConfig"
+MAX_RESTARTS = "spec.template.spec.failurePolicy.maxRestarts"
+
+# prod's fleet-health floor (policies/config/prod.json): at most 2 nodes repaired at once, repair stops above 50%
+# unhealthy, 1 to 10 restarts, at least 10 s before a restart, waitForPodsReady within 1800 s. Each bound is held
+# on its own: the value at the bound passes, one step past it is the one finding.
+FLEET_BOUNDS: list[tuple[str, Callable[[], Recording], str | None]] = [
+    ("2 repaired at once", _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxParallelNodesRepairedCount", 2)), None),
+    ("3 repaired at once", _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxParallelNodesRepairedCount", 3)), "repairs 3 "),
+    (
+        "a share repaired at once, not a count",
+        _fleet(P5_TRAIN_NG, lambda i: i[REPAIR].pop("maxParallelNodesRepairedCount") and None),
+        "repairs an unset number of nodes at once",
+    ),
+    (
+        "stops at 50% unhealthy",
+        _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxUnhealthyNodeThresholdPercentage", 50)),
+        None,
+    ),
+    (
+        "stops at 51% unhealthy",
+        _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxUnhealthyNodeThresholdPercentage", 51)),
+        "until 51% of it is unhealthy",
+    ),
+    (
+        "no unhealthy threshold",
+        _fleet(P5_TRAIN_NG, lambda i: i[REPAIR].pop("maxUnhealthyNodeThresholdPercentage") and None),
+        "until an unset number of% of it",
+    ),
+    ("1 restart", _fleet("training-runtimes-p5-train-torch", set_path(MAX_RESTARTS, 1)), None),
+    ("10 restarts", _fleet("training-runtimes-p5-train-torch", set_path(MAX_RESTARTS, 10)), None),
+    (
+        "11 restarts",
+        _fleet("training-runtimes-p5-train-torch", set_path(MAX_RESTARTS, 11)),
+        "restarts a failed job 11 ",
+    ),
+    ("10 s before a restart", _fleet("training-runtimes-p5-train-torch", _restart_backoff("10")), None),
+    ("9 s before a restart", _fleet("training-runtimes-p5-train-torch", _restart_backoff("9")), "waits 9 s before"),
+    ("pods ready within 1800s", _fleet("scheduling-kueue", _kueue_timeout("timeout: 1800s")), None),
+    ("pods ready within 30m", _fleet("scheduling-kueue", _kueue_timeout("timeout: 30m")), None),
+    ("pods ready within 1801s", _fleet("scheduling-kueue", _kueue_timeout("timeout: 1801s")), "at most 1800 s"),
+    ("pods ready without a timeout", _fleet("scheduling-kueue", _kueue_timeout("")), "at most 1800 s"),
+]
+
+
+@pytest.mark.parametrize(("source", "says"), [pytest.param(*b[1:], id=b[0]) for b in FLEET_BOUNDS])
+def test_the_fleet_health_floor_holds_each_bound_alone(source: Callable[[], Recording], says: str | None) -> None:
+    messages = [v.message for v in found(run(source(), policies=[BY_NAME["fleet-health-floor"]]), "fleet-health-floor")]
+    if says is None:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and says in messages[0], messages
+
+
+def test_a_runtime_without_the_framework_label_is_not_a_training_runtime() -> None:
+    """The validation job's runtime carries no framework label: it restarts nothing and is not judged."""
+
+    def unlabel(inputs: dict[str, Any]) -> None:
+        inputs["metadata"]["labels"].pop("trainer.kubeflow.org/framework")
+        set_path(MAX_RESTARTS, 0)(inputs)
+
+    source = mutated(_prod(), "training-runtimes-p5-train-torch", unlabel)
+    assert found(run(source, policies=[BY_NAME["fleet-health-floor"]]), "fleet-health-floor") == []
