@@ -15,7 +15,9 @@ from tests.policy.helpers import found, messages, mutated, run, shipped, without
 from tests.policy.test_rules import (
     CLUSTER,
     FSX,
+    LOCK,
     NAT,
+    P5_TRAIN_LT,
     P5_TRAIN_NG,
     _kueue_timeout,
     _restart_backoff,
@@ -277,6 +279,65 @@ FINDINGS: list[tuple[str, str, Callable[[], Recording], list[tuple[str, str]]]] 
         ],
     ),
 ]
+
+
+def _without_efa(max_size: int) -> Callable[[], Recording]:
+    return lambda: mutated(
+        mutated(_prod(), P5_TRAIN_LT, set_path("networkInterfaces", [])),
+        P5_TRAIN_NG,
+        set_path("scalingConfig.maxSize", max_size),
+    )
+
+
+def _quota(hard: dict[str, str]) -> Callable[[], Recording]:
+    return lambda: mutated(_prod(), "-team-research-quota", set_path("spec.hard", hard))
+
+
+def _lock(retention: dict[str, Any]) -> Callable[[], Recording]:
+    return lambda: mutated(_prod(), LOCK, set_path("rule.defaultRetention", retention))
+
+
+def _over_capacity(key: str) -> str:
+    return (
+        f"team 'research' may request 129 accelerators ({key}; kubernetes.teams[].gpu_quota), more than the 128 the "
+        "cluster can hold: a quota above capacity limits nothing; use at most 128."
+    )
+
+
+def _locked_for(days: int) -> str:
+    return (
+        f"Object Lock on data-checkpoints-object-lock keeps each checkpoint version {days} days "
+        "(security.checkpoint_lock.retention_days); the floor here is 7 days."
+    )
+
+
+# prod holds 16 p5.48xlarge nodes of 8 GPUs: 128 accelerators.
+FINDINGS += [
+    ("two EFA-capable nodes without EFA", "efa-on-capable-groups", _without_efa(2), [(
+        "gpu-p5-train-ng",
+        "node group gpu-p5-train-ng runs up to 2 p5.48xlarge nodes without EFA (gpu_node_groups[].efa_enabled false): "
+        "multi-node jobs would fall back to TCP sockets. Enable EFA, or keep the group to one node.",
+    )]),
+    ("one EFA-capable node without EFA", "efa-on-capable-groups", _without_efa(1), []),
+    ("no NCCL validation job", "fabric-validation",
+     lambda: without(_prod(), of_type("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob")), [(
+        "gpu-p5-train-ng",
+        "no NCCL validation job proves node group gpu-p5-train-ng's EFA fabric: set kubernetes.validation.enabled "
+        "true.",
+    )]),
+    ("a quota of every GPU", "team-quota-fits-capacity", _quota({"requests.nvidia.com/gpu": "128"}), []),
+    ("a quota of one GPU more", "team-quota-fits-capacity", _quota({"requests.nvidia.com/gpu": "129"}),
+     [("scheduling-team-research-quota", _over_capacity("requests.nvidia.com/gpu"))]),
+    ("a Neuron quota over capacity", "team-quota-fits-capacity", _quota({"requests.aws.amazon.com/neuron": "129"}),
+     [("scheduling-team-research-quota", _over_capacity("requests.aws.amazon.com/neuron"))]),
+    ("a quota on CPU only", "team-quota-fits-capacity", _quota({"requests.cpu": "100000"}), []),
+    ("a lock of a year", "object-lock-retention-floor", _lock({"mode": "COMPLIANCE", "years": 1}), []),
+    ("a lock of 7 days", "object-lock-retention-floor", _lock({"mode": "GOVERNANCE", "days": 7}), []),
+    ("a lock of 6 days", "object-lock-retention-floor", _lock({"mode": "GOVERNANCE", "days": 6}),
+     [("data-checkpoints-object-lock", _locked_for(6))]),
+    ("a lock of no period", "object-lock-retention-floor", _lock({"mode": "GOVERNANCE"}),
+     [("data-checkpoints-object-lock", _locked_for(0))]),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("policy", "source", "expected"), [pytest.param(*f[1:], id=f[0]) for f in FINDINGS])
