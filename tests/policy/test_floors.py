@@ -19,6 +19,7 @@ from tests.policy.test_rules import (
     NAT,
     P5_TRAIN_LT,
     P5_TRAIN_NG,
+    S3,
     _kueue_timeout,
     _restart_backoff,
     of_type,
@@ -319,6 +320,9 @@ FINDINGS += [
         "multi-node jobs would fall back to TCP sockets. Enable EFA, or keep the group to one node.",
     )]),
     ("one EFA-capable node without EFA", "efa-on-capable-groups", _without_efa(1), []),
+    ("a cluster without deletion protection, alone", "deletion-safeguards",
+     lambda: mutated(without(_prod(), of_type("aws:kms/key:Key", *S3)), CLUSTER, set_path("deletionProtection", False)),
+     [("eks-cluster", "EKS cluster eks-cluster has no deletionProtection.")]),
     ("no NCCL validation job", "fabric-validation",
      lambda: without(_prod(), of_type("kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob")), [(
         "gpu-p5-train-ng",
