@@ -406,6 +406,28 @@ def _install_recording_hook(config):
         return original(key, traced, *args, **kwargs)
 
     conftest._load_or_run = load_or_run
+
+    # The same for the cached shared helpers (tests/tiers.py `cache`: a committed stack's whole policy review, a
+    # report): what the first call runs is credited to every test that reads its result.
+    try:
+        from tests import tiers
+    except ImportError:
+        return
+    import contextlib
+
+    @contextlib.contextmanager
+    def computing(key):
+        test = _current[0]
+        _switch("recording:cached:" + key)
+        try:
+            yield
+        finally:
+            _switch(test)
+
+    def reading(key):
+        _readers.setdefault("cached:" + key, set()).add(_current[0])
+
+    tiers.computing, tiers.reading = computing, reading
 '''
 
 
@@ -470,11 +492,16 @@ class CoverageMap:
 
     def _expand(self, indices: set[int]) -> set[str]:
         tests: set[str] = set()
-        for i in indices:
-            context = self.contexts[i]
+        pending = [self.contexts[i] for i in indices]
+        seen: set[str] = set()
+        while pending:  # a shared result may be read while another is made (a cached review reads a recording)
+            context = pending.pop()
+            if context in seen:
+                continue
+            seen.add(context)
             if context.startswith("recording:"):
-                tests.update(self.readers.get(context.removeprefix("recording:"), ()))
-            else:
+                pending.extend(self.readers.get(context.removeprefix("recording:"), ()))
+            elif context:
                 tests.add(context)
         return {t for t in tests if self.durations.get(t, 0.0) >= 0}
 
