@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 
 from policies.rules import BY_NAME
-from policies.rules.security import _internet_wide, nid_addresses
-from tests.policy.helpers import found, mutated, run, shipped
+from policies.rules.security import (
+    PERSISTENT_VOLUME,
+    _internet_wide,
+    _reaches_lustre,
+    _whole_bucket_writes,
+    nid_addresses,
+)
+from tests.policy.helpers import found, mutated, run, shipped, with_resource
 from tests.policy.test_rules import EXECUTION_INLINE, KEY, edit_policy
 from trainstack.engine import Recording
 
@@ -77,3 +83,97 @@ def test_internet_wide_is_a_block_of_slash_7_or_wider(cidr: object, wide: bool) 
 def test_a_nid_the_pack_cannot_read_counts_as_unknown(nid: str) -> None:
     """Only `<IPv4 address or ranges>@tcp` is counted (the schema refuses anything else, stacks/fsx_squash.py)."""
     assert nid_addresses(nid) is None
+
+
+EBS_VOLUME = {
+    "metadata": {"name": "scratch"},
+    "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0123"}, "claimRef": {"namespace": "research"}},
+}
+
+
+@pytest.mark.parametrize("policy", ["fsx-team-isolation", "fsx-datasets-read-only"])
+def test_a_volume_of_another_driver_is_not_an_fsx_volume(policy: str) -> None:
+    source = with_resource(shipped("prod"), PERSISTENT_VOLUME, "scratch", EBS_VOLUME)
+    result = run(source, policies=[BY_NAME[policy]])
+    assert not found(result, policy)
+    skipped = [(urn.rsplit("::", 1)[-1], reason) for name, urn, reason in result.not_applicable if name == policy]
+    assert ("scratch", "not an FSx for Lustre volume") in skipped
+
+
+def test_a_preview_before_the_key_policies_are_known_judges_the_destroyers_later() -> None:
+    """In a first preview the key policies name the deployer, an output: the rule waits for pulumi up."""
+    result = run(shipped("prod", preview=True), policies=[BY_NAME["s3-data-destroyers-empty-only"]])
+    assert not found(result, "s3-data-destroyers-empty-only")
+    assert result.not_applicable == (
+        ("s3-data-destroyers-empty-only", "", "the key policies name the deployer, known at pulumi up"),
+    )
+
+
+def test_a_key_deny_that_leaves_out_one_destructive_action_guards_only_the_other() -> None:
+    def schedule_only(statements: list[dict[str, Any]]) -> None:
+        for statement in statements:
+            if statement.get("Sid") == "DenyDestructionExceptAdministrators":
+                statement["Action"] = ["kms:ScheduleKeyDeletion"]
+
+    findings = _findings("kms-admin-separation", mutated(shipped("prod"), KEY, edit_policy(schedule_only)))
+    assert findings == ["kms:PutKeyPolicy is not denied to principals other than the key administrators."]
+
+
+def test_a_key_deny_without_the_administrators_exception_guards_nothing() -> None:
+    """A deny with no aws:PrincipalArn condition is not the separation the rule asks for (it would lock out the
+    administrators too, and says nothing of who they are)."""
+
+    def unconditioned(statements: list[dict[str, Any]]) -> None:
+        for statement in statements:
+            if statement.get("Sid") == "DenyDestructionExceptAdministrators":
+                statement.pop("Condition")
+
+    findings = _findings("kms-admin-separation", mutated(shipped("prod"), KEY, edit_policy(unconditioned)))
+    assert findings == [
+        f"{action} is not denied to principals other than the key administrators."
+        for action in ("kms:ScheduleKeyDeletion", "kms:PutKeyPolicy")
+    ]
+
+
+BUCKET = "arn:aws:s3:::trainstack-prod-checkpoints"
+
+
+@pytest.mark.parametrize(
+    ("resource", "across"),
+    [
+        (f"{BUCKET}/research/*", False),
+        (f"{BUCKET}/research*", True),  # also research-vision's prefix: two teams
+        (f"{BUCKET}/*", True),
+        ("*", True),
+        (f"{BUCKET}/shared/*", False),
+    ],
+)
+def test_a_write_reaching_two_teams_prefixes_is_whole_bucket(resource: str, across: bool) -> None:
+    statement = {"Effect": "Allow", "Action": "s3:PutObject", "Resource": resource}
+    assert _whole_bucket_writes(statement, BUCKET, ["research", "research-vision"]) == ([resource] if across else [])
+
+
+def _egress(ports: list[dict[str, Any]] | None, to: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"to": to if to is not None else [{"ipBlock": {"cidr": "10.0.0.0/16"}}]}
+    return rule | ({"ports": ports} if ports is not None else {})
+
+
+@pytest.mark.parametrize(
+    ("rule", "reaches"),
+    [
+        (_egress(None), True),  # every port
+        (_egress([{"protocol": "TCP"}]), True),  # every TCP port
+        (_egress([{"protocol": "TCP", "port": 988}]), True),
+        (_egress([{"port": 988}]), True),  # TCP is the default protocol
+        (_egress([{"protocol": "UDP", "port": 988}]), False),
+        (_egress([{"protocol": "TCP", "port": 1000, "endPort": 1017}]), False),
+        (_egress([{"protocol": "TCP", "port": 1000, "endPort": 1018}]), True),
+        (_egress([{"protocol": "TCP", "port": 1023}]), True),
+        (_egress([{"protocol": "TCP", "port": 1024}]), False),
+        (_egress([{"protocol": "TCP", "port": "lustre"}]), False),  # a named port is a pod's
+        (_egress([{"port": 988}], to=[{"podSelector": {}}]), False),  # pods only: no file server is a pod
+        (_egress([{"port": 988}], to=[{"podSelector": {}}, {"ipBlock": {"cidr": "10.0.0.0/8"}}]), True),
+    ],
+)
+def test_an_egress_rule_reaches_lustre_on_tcp_988_or_1018_to_1023(rule: dict[str, Any], reaches: bool) -> None:
+    assert _reaches_lustre(rule) is reaches
