@@ -177,3 +177,32 @@ def _egress(ports: list[dict[str, Any]] | None, to: list[dict[str, Any]] | None 
 )
 def test_an_egress_rule_reaches_lustre_on_tcp_988_or_1018_to_1023(rule: dict[str, Any], reaches: bool) -> None:
     assert _reaches_lustre(rule) is reaches
+
+
+@pytest.mark.parametrize("policy", ["s3-data-vpc-only", "s3-checkpoints-per-prefix"])
+def test_a_first_preview_judges_the_bucket_policies_at_pulumi_up(policy: str) -> None:
+    """The bucket policies name the buckets' ARNs, outputs: a first preview cannot read them, so the rule says it
+    will judge them once they exist, rather than passing in silence."""
+    result = run(shipped("prod", preview=True), policies=[BY_NAME[policy]])
+    assert not found(result, policy)
+    assert result.not_applicable == (
+        (policy, "", "the bucket policies are computed when the buckets are created; checked at pulumi up"),
+    )
+
+
+@pytest.mark.parametrize("kind", ["ClusterRoleBinding", "RoleBinding"])
+def test_a_binding_of_no_team_group_is_not_team_access(kind: str) -> None:
+    """Bindings of the platform's own subjects (a controller's service account, an admin group) are not judged as
+    team access, cluster-wide or not."""
+    binding = {
+        "metadata": {"name": "platform-admins", "namespace": "kube-system"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [
+            {"kind": "Group", "name": "platform-admins"},
+            {"kind": "ServiceAccount", "name": "kueue-controller-manager", "namespace": "kueue-system"},
+        ],
+    }
+    source = with_resource(
+        shipped("prod"), f"kubernetes:rbac.authorization.k8s.io/v1:{kind}", "platform-admins", binding
+    )
+    assert _findings("k8s-team-access", source) == []
