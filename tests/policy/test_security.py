@@ -11,6 +11,7 @@ import pytest
 
 from policies.rules import BY_NAME
 from policies.rules.security import (
+    NETWORK_POLICY,
     PERSISTENT_VOLUME,
     _internet_wide,
     _reaches_lustre,
@@ -18,8 +19,8 @@ from policies.rules.security import (
     nid_addresses,
 )
 from tests.policy.helpers import found, mutated, run, shipped, with_resource
-from tests.policy.test_rules import EXECUTION_INLINE, KEY, edit_policy
-from trainstack.engine import Recording
+from tests.policy.test_rules import EXECUTION_INLINE, KEY, LOCK, edit_policy, set_path
+from trainstack.engine import UNKNOWN, Recording
 
 
 def _findings(policy: str, source: Recording) -> list[str]:
@@ -206,3 +207,56 @@ def test_a_binding_of_no_team_group_is_not_team_access(kind: str) -> None:
         shipped("prod"), f"kubernetes:rbac.authorization.k8s.io/v1:{kind}", "platform-admins", binding
     )
     assert _findings("k8s-team-access", source) == []
+
+
+def test_a_first_preview_judges_the_volumes_directories_once_the_file_system_exists() -> None:
+    result = run(shipped("prod", preview=True), policies=[BY_NAME["fsx-views-disjoint"]])
+    assert not found(result, "fsx-views-disjoint")
+    assert result.not_applicable == (
+        ("fsx-views-disjoint", "", "the volumes' directories are known once the file system exists (mountname)"),
+    )
+
+
+def test_team_egress_not_known_yet_is_judged_later_not_guessed() -> None:
+    """Every team NetworkPolicy's egress unknown (a preview before an input exists): nothing is reported."""
+
+    def unknown_egress(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["egress"] = UNKNOWN
+
+    source = shipped("prod")
+    policies = [r for r in source.resources if r.type == NETWORK_POLICY and "egress" in r.inputs.get("spec", {})]
+    assert policies
+    for policy in policies:
+        source = mutated(source, policy.name, unknown_egress)
+    assert _findings("k8s-team-egress-no-internet", source) == []
+
+
+def test_a_read_deny_outside_the_vpc_only_statement_is_not_the_destroyers_business() -> None:
+    """Only the VPC-only deny (aws:SourceVpce) must not exempt key administrators from reads; another deny that
+    keeps reads to them (no VPC condition) lets them read nothing from outside the VPC the VPC-only deny blocks."""
+
+    def deny_reads_to_others(statements: list[dict[str, Any]]) -> None:
+        vpc_only = next(s for s in statements if s.get("Sid") == "DenyDataAccessOutsideVpc")
+        statements.append(
+            {
+                "Sid": "DenyReadsExceptAdministrators",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:GetObject"],
+                "Resource": vpc_only["Resource"],
+                "Condition": {"ArnNotLike": {"aws:PrincipalArn": ["arn:aws:iam::444455556666:role/ml-platform-admin"]}},
+            }
+        )
+
+    source = mutated(shipped("prod"), "data-datasets-policy", edit_policy(deny_reads_to_others))
+    assert _findings("s3-data-destroyers-empty-only", source) == []
+
+
+@pytest.mark.parametrize(
+    "retention",
+    [{"mode": "GOVERNANCE"}, {"days": 14}, {"mode": "NONE", "days": 14}],
+    ids=["a mode without a period", "a period without a mode", "no lock mode"],
+)
+def test_an_object_lock_needs_a_mode_and_a_period(retention: dict[str, Any]) -> None:
+    source = mutated(shipped("prod"), LOCK, set_path("rule.defaultRetention", retention))
+    assert _findings("s3-checkpoints-object-lock", source) == ["data-checkpoints: no Object Lock default retention."]
