@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from policies.facts_generated import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM
 from policies.rules import BY_NAME
 from policies.rules.security import (
+    NAMESPACE,
     NETWORK_POLICY,
     PERSISTENT_VOLUME,
     _internet_wide,
@@ -260,3 +262,18 @@ def test_a_read_deny_outside_the_vpc_only_statement_is_not_the_destroyers_busine
 def test_an_object_lock_needs_a_mode_and_a_period(retention: dict[str, Any]) -> None:
     source = mutated(shipped("prod"), LOCK, set_path("rule.defaultRetention", retention))
     assert _findings("s3-checkpoints-object-lock", source) == ["data-checkpoints: no Object Lock default retention."]
+
+
+def test_a_documented_system_namespace_may_enforce_privileged_a_team_may_not() -> None:
+    """The team minimum (baseline) binds team namespaces only; the GPU Operator's namespace runs privileged pods."""
+
+    def namespace(name: str, tenant: str | None) -> dict[str, Any]:
+        labels = {PSA_ENFORCE: "privileged"} | ({TENANT_LABEL: tenant} if tenant else {})
+        return {"metadata": {"name": name, "labels": labels}}
+
+    source = with_resource(shipped("prod"), NAMESPACE, "gpu-operator-ns", namespace("gpu-operator", None))
+    assert _findings("k8s-namespace-pod-security", source) == []
+    source = with_resource(shipped("prod"), NAMESPACE, "gpu-operator-ns", namespace("gpu-operator", TENANT_TEAM))
+    assert _findings("k8s-namespace-pod-security", source) == [
+        "team namespace gpu-operator enforces privileged, below baseline."
+    ]
