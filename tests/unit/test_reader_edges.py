@@ -54,7 +54,7 @@ def test_a_duplicated_key_keeps_its_first_value_and_names_both_lines() -> None:
 def test_a_file_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_bytes(b"a: 1\nb: caf\xe9\n")
-    with pytest.raises(reader.UnreadableFile, match=r"^not UTF-8 text \(byte 13\)$"):
+    with pytest.raises(reader.UnreadableFile, match=r"^not UTF-8 text \(byte 11\)$"):
         reader.read_text(path)
 
 
