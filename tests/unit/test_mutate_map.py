@@ -4,7 +4,7 @@ that result was made inside another one (a committed stack's cached review reads
 
 from __future__ import annotations
 
-from scripts.mutate import CoverageMap
+from scripts.mutate import PHASE_TESTS, CoverageMap, Mutant, phases_of
 
 CONTEXTS = [
     "tests/unit/test_a.py::test_direct",
@@ -59,3 +59,17 @@ def test_a_line_run_at_import_belongs_to_every_test_of_the_module() -> None:
         "tests/policy/test_rules.py::test_ok",
         "tests/policy/test_rules.py::test_na",
     }
+
+
+def test_a_mutants_tests_run_focused_first_then_the_rest_in_bounded_phases() -> None:
+    """The files that name the mutated function run first; every phase, a fresh child, holds at most PHASE_TESTS
+    tests (one child running 1,500 grew to 17 GB), fastest first, with a time limit of its own."""
+    mutant = Mutant("trainstack/x.py", "pick", "compare", "<", "<=", 1, 10, 10, 0, 1)
+    focused = {f"tests/unit/test_mutate_map.py::test_{i}" for i in range(3)}  # this file names pick
+    rest = {f"tests/unit/test_reader_edges.py::test_{i}" for i in range(PHASE_TESTS + 1)}
+    durations = {t: 1.0 for t in focused | rest}
+    phases = phases_of(mutant, focused | rest, durations, 4, 60)
+    assert set(phases[0][0]) == focused
+    assert [len(tests) for tests, _ in phases] == [3, PHASE_TESTS, 1]
+    assert {t for tests, _ in phases[1:] for t in tests} == rest
+    assert [limit for _, limit in phases] == [4 * 3 + 60, 4 * PHASE_TESTS + 60, 4 + 60]
