@@ -7,7 +7,7 @@ import pulumi
 import pytest
 
 from components import deploy_guard
-from stacks.placeholders import find
+from stacks.placeholders import _kind, find
 from tests.conftest import STACKS, edited_config, stack_config
 from trainstack.engine import run
 
@@ -72,3 +72,18 @@ def test_the_offline_engine_is_recognised() -> None:
     seen: list[bool] = []
     run(lambda: seen.append(deploy_guard.under_mock_engine()), stack="dev", region="us-east-1")
     assert seen == [True]
+
+
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        ("203.0.113.0/24", True),
+        ("203.0.113.7/24", True),  # host bits set, as an address/prefix is often written: still RFC 5737's
+        ("198.51.100.9/32", True),
+        ("10.0.0.0/16", False),
+        ("2001:db8::/32", False),  # IPv6 documentation space is not a CIDR the stack takes for endpoint access
+        ("not-a-network", False),
+    ],
+)
+def test_a_documentation_range_is_found_however_its_cidr_is_written(value: str, placeholder: bool) -> None:
+    assert (_kind(value) is not None) is placeholder
