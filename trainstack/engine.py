@@ -9,11 +9,13 @@ its engine-named inputs, dependencies, property dependencies, protect flag and p
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import heapq
 import json
 import runpy
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,6 +227,25 @@ def pulumi_config(cluster: StackConfig) -> dict[str, str]:
     return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
 
 
+@contextlib.contextmanager
+def collector_paused() -> Generator[None, None, None]:
+    """No cyclic garbage collection inside the block; as it was after.
+
+    A run allocates a few container objects per resource (Outputs, futures, protobuf messages) that all live until
+    the run ends, so collection during the run frees next to nothing; but each pass the allocations trigger in the
+    oldest generation re-scans the whole heap, the SDKs' imported type modules included, and those passes come more
+    often as a run grows: at 64 GPU groups (1518 resources) half the run's CPU was collection, and the cost per
+    resource rose with size. What a run leaves as cyclic garbage is freed by the first pass after it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def run(
     program: Callable[[], Any],
     *,
@@ -241,7 +262,7 @@ def run(
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        with sdk_hooks.no_source_positions():
+        with sdk_hooks.no_source_positions(), collector_paused():
             sdk_hooks.reset_root_resource()  # a new Stack per run
             set_all_config(dict(config or {}), [])
             recorder = Recorder(TrainstackMocks(region=region, preview=preview, existing_subnets=existing_subnets))
