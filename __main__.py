@@ -21,6 +21,7 @@ from components.hyperpod_dependencies import (
     HyperPodDependencies,
     HyperPodDependenciesArgs,
 )
+from components.k8s_common import custom_taint_tolerations
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.network import Network, NetworkArgs
@@ -195,6 +196,7 @@ if operator_ami_family is not None:
             ami_family=operator_ami_family,
             hyperpod_nodes=stack.hyperpod_eks_nvidia,
             dcgm_metrics_csv=dcgm_metrics_csv() if stack.metrics_enabled else None,
+            group_taints=custom_taint_tolerations(stack.gpu_node_groups),
             after=[eks],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("gpu-operator")),
@@ -207,6 +209,7 @@ if stack.needs_efa_plugin:
         EfaDevicePluginArgs(
             spec=k8s_spec.efa_device_plugin,
             hyperpod_instance_types=stack.efa_plugin_hyperpod_instance_types,
+            group_taints=custom_taint_tolerations(stack.gpu_node_groups),
             after=[eks],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("efa-plugin")),
@@ -216,7 +219,11 @@ if stack.needs_efa_plugin:
 if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
     neuron_plugin = NeuronDevicePlugin(
         "neuron-plugin",
-        NeuronDevicePluginArgs(spec=k8s_spec.neuron_device_plugin, after=[eks]),
+        NeuronDevicePluginArgs(
+            spec=k8s_spec.neuron_device_plugin,
+            group_taints=custom_taint_tolerations(stack.gpu_node_groups),
+            after=[eks],
+        ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("neuron-plugin")),
     )
     device_plugins.append(neuron_plugin.release)

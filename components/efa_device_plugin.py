@@ -34,6 +34,7 @@ from components.k8s_common import (
     GPU_TAINT_KEY,
     INSTANCE_TYPE_LABEL,
     NEURON_TAINT_KEY,
+    Toleration,
     hyperpod_health_toleration,
     toleration,
 )
@@ -45,12 +46,15 @@ REPOSITORY = "https://aws.github.io/eks-charts"
 NAMESPACE = "kube-system"  # the chart README installs it there; system-node-critical needs no quota
 
 
-def efa_device_plugin_values(hyperpod_instance_types: Sequence[str] = ()) -> dict[str, Any]:
+def efa_device_plugin_values(
+    hyperpod_instance_types: Sequence[str] = (), group_taints: Sequence[Toleration] = ()
+) -> dict[str, Any]:
     """Helm values: run on trainstack's EFA nodes and on HyperPod nodes of the given EFA-capable ml.* types,
-    tolerating the GPU and Neuron taints (and HyperPod's deep-health-check taint when HyperPod nodes exist)."""
+    tolerating the GPU and Neuron taints, the groups' own taints (`custom_taint_tolerations`) and HyperPod's
+    deep-health-check taint when HyperPod nodes exist."""
     keys = [EFA_NODE_LABEL]
     values = ["true"]
-    tolerations = [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY)]
+    tolerations = [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY), *group_taints]
     if hyperpod_instance_types:
         keys.append(INSTANCE_TYPE_LABEL)
         values += sorted(set(hyperpod_instance_types))
@@ -65,6 +69,8 @@ class EfaDevicePluginArgs:
     spec: EfaDevicePluginSpec
     hyperpod_instance_types: Sequence[str] = ()
     """EFA-capable ml.* instance types of SageMaker HyperPod groups joined to the cluster (EKS orchestrator)."""
+    group_taints: Sequence[Toleration] = ()
+    """Tolerations of the GPU node groups' own taints (`k8s_common.custom_taint_tolerations`)."""
     after: Sequence[pulumi.Resource] = ()
     """What must exist first (the cluster and its system nodes)."""
 
@@ -79,7 +85,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:EfaDevicePlugin", name, None, opts)
-        self.values = efa_device_plugin_values(args.hyperpod_instance_types)
+        self.values = efa_device_plugin_values(args.hyperpod_instance_types, args.group_taints)
         self.release = k8s.helm.v3.Release(
             child_name(name, "release"),
             k8s.helm.v3.ReleaseArgs(

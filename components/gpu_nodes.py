@@ -47,6 +47,7 @@ from stacks.schema import (
     GpuNodeGroupSpec,
     NodeRepairSpec,
     StackConfig,
+    TaintEffect,
 )
 
 # EKS node group capacityType values (EKS API reference, Nodegroup.capacityType). An ODCR is On-Demand
@@ -102,6 +103,20 @@ def node_labels(spec: GpuNodeGroupSpec) -> dict[str, str]:
 def node_taint(row: InstanceType) -> Taint:
     """The taint that keeps everything but accelerator workloads (and their tolerating daemons) off the node."""
     return Taint(key=row.device_resource, value="true", effect="NO_SCHEDULE")
+
+
+# Kubernetes taint effect -> EKS API TaintEffect (EKS API reference, Taint.effect).
+_EKS_TAINT_EFFECT: dict[TaintEffect, str] = {
+    TaintEffect.NO_SCHEDULE: "NO_SCHEDULE",
+    TaintEffect.NO_EXECUTE: "NO_EXECUTE",
+    TaintEffect.PREFER_NO_SCHEDULE: "PREFER_NO_SCHEDULE",
+}
+
+
+def node_taints(spec: GpuNodeGroupSpec) -> list[Taint]:
+    """The accelerator taint first (it always stays), then the group's own taints."""
+    own = [Taint(key=t.key, value=t.value, effect=_EKS_TAINT_EFFECT[t.effect]) for t in spec.taints]
+    return [node_taint(CATALOG[spec.instance_type]), *own]
 
 
 def interface_layout(spec: GpuNodeGroupSpec) -> list[NetworkInterfaceSlot]:
@@ -307,7 +322,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
                     id=launch_template.id, version=launch_template.latest_version.apply(str)
                 ),
                 labels=labels,
-                taints=[aws.eks.NodeGroupTaintArgs(key=taint.key, value=taint.value, effect=taint.effect)],
+                taints=[
+                    aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in node_taints(spec)
+                ],
                 node_repair_config=node_repair_config(args.repair),
                 tags=resource_tags(args.default_tags, physical),
             ),

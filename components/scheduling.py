@@ -33,8 +33,7 @@ from components.k8s_common import (
     NODE_GROUP_LABEL,
     TEAM_LABEL,
     Toleration,
-    taint_key,
-    toleration,
+    group_tolerations,
 )
 from components.naming import child_name
 from components.tenancy import system_namespace_labels, team_namespace_labels
@@ -152,7 +151,7 @@ def resource_flavor_spec(group: GpuNodeGroupSpec) -> dict[str, Any]:
     """A ResourceFlavor for one node group: Kueue pins admitted pods to its nodes and adds the toleration."""
     return {
         "nodeLabels": {NODE_GROUP_LABEL: group.name},
-        "tolerations": [toleration(taint_key(group.instance_type))],
+        "tolerations": group_tolerations(group),
     }
 
 

@@ -68,7 +68,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
-from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, taint_key, toleration
+from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, group_tolerations
 from components.naming import child_name
 from components.team_storage import TEAM_SERVICE_ACCOUNT
 from components.tenancy import node_shape
@@ -155,7 +155,7 @@ def group_scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     """Pin a pod to the group's nodes and tolerate their accelerator taint."""
     return {
         "nodeSelector": {NODE_GROUP_LABEL: group.name},
-        "tolerations": [toleration(taint_key(group.instance_type))],
+        "tolerations": group_tolerations(group),
     }
 
 

@@ -32,8 +32,7 @@ from components.k8s_common import (
     KUEUE_QUEUE_LABEL,
     NODE_GROUP_LABEL,
     TEAM_LABEL,
-    taint_key,
-    toleration,
+    group_tolerations,
 )
 from components.naming import child_name
 from components.scheduling import custom_resource_name, local_queue
@@ -206,7 +205,7 @@ def nccl_verdict_lines(plan: NcclPlan, log: str) -> list[str]:
 def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     return {
         "nodeSelector": {NODE_GROUP_LABEL: group.name},
-        "tolerations": [toleration(taint_key(group.instance_type))],
+        "tolerations": group_tolerations(group),
     }
 
 

@@ -24,6 +24,8 @@ PRICE_REGION = "us-east-1"
 PRICE_DATE = "2025-11-01"
 # The day the rows added for issue 34 were checked against "ec2-api" and "price-2026".
 CHECKED_2026 = "2026-12-01"
+# The day each price source was read (or generated): what the plan prints as a price's date.
+PRICE_SOURCE_DATES: MappingProxyType[str, str] = MappingProxyType({"price": PRICE_DATE, "price-2026": "2026-07-20"})
 
 # Sources cited by rows below (short keys keep the table readable).
 SOURCES: MappingProxyType[str, str] = MappingProxyType(
@@ -130,9 +132,14 @@ class InstanceType(BaseModel):
                 f"{self.name}: EFA cards {list(cards)} must be {self.max_efa_interfaces} distinct indices "
                 f"below network_cards {self.network_cards}"
             )
-        if not {"price", "price-2026"} & set(self.sources) and not self.price_estimated:
+        if not set(PRICE_SOURCE_DATES) & set(self.sources) and not self.price_estimated:
             raise ValueError(f"{self.name}: no list price was read (no 'price' source), so set price_estimated")
         return self
+
+    @property
+    def price_date(self) -> str:
+        """The day this row's list price was read ("" when none was: the rate is an estimate)."""
+        return next((PRICE_SOURCE_DATES[key] for key in self.sources if key in PRICE_SOURCE_DATES), "")
 
     @property
     def supports_efa(self) -> bool:

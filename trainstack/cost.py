@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from stacks.catalog import CATALOG, PRICE_REGION, SOURCES, InstanceType
-from stacks.catalog import PRICE_DATE as GPU_PRICE_DATE
 from trainstack.report.summary import Summary
 
 
@@ -90,14 +89,14 @@ HYPERPOD_FALLBACK_SOURCE = "EC2 On-Demand rate of the same type (lower bound for
 def catalog_price(row: InstanceType, unit: str = "instance-hour", source_prefix: str = "") -> tuple[Price, bool, str]:
     """A catalog row's On-Demand rate as a Price, whether it is an estimate, and the row's verify note.
 
-    The row's own sources back the price. A row without the "price" source (no list price was read, e.g.
+    The row's own sources back the price, dated by the one it was read from (`InstanceType.price_date`). A row
+    without a price source (no list price was read, e.g.
     p6e-gb200, sold only as UltraServer Capacity Blocks) has no read date; whether the rate is an estimate is
     the row's own `price_estimated` field (the catalog requires it where no list price was read).
     """
     cited = "; ".join(SOURCES[key] for key in row.sources if key in SOURCES)
     source = f"{source_prefix}stacks/catalog.py {row.name}: {cited}"
-    dated = "price" in row.sources
-    price = Price(row.on_demand_usd_per_hour, unit, source, GPU_PRICE_DATE if dated else "")
+    price = Price(row.on_demand_usd_per_hour, unit, source, row.price_date)
     return price, row.price_estimated, row.verify or ""
 
 
@@ -258,7 +257,7 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
     """The cost estimate of a plan's summary."""
     items: list[CostItem] = []
     notes: list[str] = [
-        f"Estimate from list prices in {PRICE_REGION} (GPU rows read {GPU_PRICE_DATE}, others per row); "
+        f"Estimate from list prices in {PRICE_REGION} (each row dated by the day its price was read); "
         "not a bill: no Savings Plans, discounts, taxes or data transfer."
     ]
     if summary.region != PRICE_REGION:

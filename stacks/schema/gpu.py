@@ -178,6 +178,28 @@ RESERVED_NODE_LABELS = (
 EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
 
+class TaintEffect(StrEnum):
+    """Kubernetes taint effects (core/v1 Taint.effect), spelled as in a pod's tolerations."""
+
+    NO_SCHEDULE = "NoSchedule"
+    NO_EXECUTE = "NoExecute"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+# EKS node group taints: key 1-63 characters, value 0-63 (EKS API reference, Taint; botocore taintKey/taintValue),
+# at most 50 per node group (pulumi-aws eks.NodeGroup `taints`), one of which is trainstack's accelerator taint.
+MAX_CUSTOM_TAINTS = 49
+
+
+class NodeTaintSpec(Spec):
+    """A taint the group's nodes carry besides the accelerator taint; Kueue's flavor and trainstack's runtimes,
+    validation jobs and device daemons tolerate it, so only pods that name it (or are admitted by Kueue) land."""
+
+    key: LabelKey = Field(max_length=63, description="Taint key (a qualified name; EKS takes 1-63 characters).")
+    value: LabelValue = Field(default="", max_length=63, description="Taint value (at most 63 characters).")
+    effect: TaintEffect = Field(default=TaintEffect.NO_SCHEDULE, description="NoSchedule, NoExecute, PreferNoSchedule.")
+
+
 def eks_reserved_label_prefix(key: str) -> str | None:
     """The reserved prefix `key` contains (so EKS refuses it as a managed node group label), or None."""
     return next((prefix for prefix in EKS_RESERVED_LABEL_PREFIXES if prefix in key), None)
@@ -241,6 +263,12 @@ class GpuNodeGroupSpec(Spec):
     )
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
+    )
+    taints: list[NodeTaintSpec] = Field(
+        default_factory=list,
+        max_length=MAX_CUSTOM_TAINTS,
+        description="Extra node taints (the accelerator taint stays). The group's Kueue flavor adds their "
+        "tolerations to admitted jobs, and trainstack's device plugins and operators tolerate them.",
     )
 
     @field_validator("ami_family")
@@ -308,6 +336,15 @@ class GpuNodeGroupSpec(Spec):
                 f"labels {eks_reserved}: EKS managed node groups refuse label keys containing "
                 f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)} (the kubelet sets those itself); use your own domain"
             )
+        device = row.device_resource
+        if any(taint.key == device for taint in self.taints):
+            problems.append(
+                f"taints may not use the key {device}: trainstack taints every {row.accelerator.value} node with it "
+                "(NoSchedule) and that taint stays; pick your own key"
+            )
+        pairs = [(t.key, t.effect) for t in self.taints]
+        if len(set(pairs)) != len(pairs):
+            problems.append("taints repeat a key with the same effect: Kubernetes keeps one taint per key and effect")
         if self.placement is PlacementMode.CLUSTER and self.capacity.type is CapacityType.CAPACITY_BLOCK:
             problems.append(
                 "placement cluster on a capacity_block: EC2 co-locates a block's instances itself and a block "

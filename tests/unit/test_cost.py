@@ -208,7 +208,7 @@ def test_every_catalog_row_without_a_price_source_or_with_a_doubted_price_is_an_
     for row in CATALOG.values():
         _, estimated, _ = cost.catalog_price(row)
         doubted = row.verify is not None and any(w in row.verify.lower() for w in ("price", "rate", "estimate"))
-        assert estimated == ("price" not in row.sources or doubted), row.name
+        assert estimated == (not row.price_date or doubted), row.name
 
 
 def test_max_size_totals_include_the_control_plane_and_every_fixed_item() -> None:
