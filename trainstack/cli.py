@@ -273,9 +273,36 @@ def stack_name_of(path: Path, cluster: StackConfig) -> str:
     return cluster.environment.value
 
 
+def shown_path(path: Path) -> str:
+    """A path as the progress line names it: relative to the working directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def progress_line(frame: str, message: str, seconds: float, columns: int) -> str:
+    """One spinner frame no wider than the terminal less one column: a line that wraps cannot be taken back by
+    `\\r`, and each frame would leave its first rows behind. A long message loses its middle."""
+    tail = f" {seconds:4.1f}s"
+    room = max(columns - 1 - len(frame) - 1 - len(tail), 0)
+    if len(message) > room:
+        keep = max(room - 1, 0)
+        message = message[: keep - keep // 2] + "…" + message[len(message) - keep // 2 :] if keep else ""
+    return f"{frame} {message}{tail}"[: max(columns - 1, 0)]
+
+
+def _columns(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return shutil.get_terminal_size((80, 24)).columns
+
+
 @contextlib.contextmanager
 def progress(enabled: bool, message: str, stream: TextIO) -> Generator[None, None, None]:
-    """A spinner with elapsed seconds on stderr while the program runs (terminals only)."""
+    """A spinner with elapsed seconds on stderr while the program runs (terminals only), one line that fits the
+    terminal's width (read at each frame: the window may be resized)."""
     if not enabled:
         yield
         return
@@ -286,7 +313,8 @@ def progress(enabled: bool, message: str, stream: TextIO) -> Generator[None, Non
         frames = "|/-\\"
         i = 0
         while not done.wait(0.1):
-            stream.write(f"\r{frames[i % 4]} {message} {time.monotonic() - start:4.1f}s")
+            line = progress_line(frames[i % 4], message, time.monotonic() - start, _columns(stream))
+            stream.write(f"\r{line}\033[K")
             stream.flush()
             i += 1
 
@@ -369,20 +397,28 @@ def plan(args: argparse.Namespace) -> int:
 
     show = _isatty(sys.stderr)
     started = time.perf_counter()
-    recording = run(cluster, stack, args.preview, show, str(path))
+    recording = run(cluster, stack, args.preview, show, shown_path(path))
     diff = None
     baseline = None
     before = None
     ignored: tuple[ResourceChange, ...] = ()
-    if baseline_cluster is not None:  # the proposed config as `pulumi up` would apply it over the baseline
-        baseline = run(baseline_cluster, stack, args.preview, show, str(args.against))
+    if baseline_cluster is not None and args.against is not None:  # the proposed config as `pulumi up` applies it
+        baseline = run(baseline_cluster, stack, args.preview, show, shown_path(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
     report = with_violations(
         build_report(cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers)),
         placeholder_advisories(cluster),
     )
     if baseline_cluster is not None and baseline is not None:
-        before = build_report(baseline_cluster, baseline)
+        # The baseline's own review and example values, so every headline figure has its value before.
+        before = with_violations(
+            build_report(
+                baseline_cluster,
+                baseline,
+                review(baseline, baseline_cluster.environment.value, waivers=baseline_cluster.waivers),
+            ),
+            placeholder_advisories(baseline_cluster),
+        )
         diff = diff_reports(before, report, str(args.against), ignored)
         report = with_violations(report, diff_violations(diff))
 

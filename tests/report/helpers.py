@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from stacks.schema import StackConfig
 from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from tests.stack.test_plan_cli import add_p5_group
@@ -64,3 +65,56 @@ def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
                 )
             )
     return Recording(source.stack, source.preview, (*source.resources, *extra), source.outputs)
+
+
+# ------------------------------------------------------------------------------------- the reviewer's scenarios
+
+
+def scale_up_and_team(cluster: dict[str, Any]) -> None:
+    """prod's p5-train may grow from 16 to 24 nodes, and a team inference-eval gets 16 accelerators."""
+    cluster["gpu_node_groups"][0]["max_size"] = 24
+    cluster["kubernetes"]["teams"].append({"name": "inference-eval", "gpu_quota": 16})
+
+
+def renamed(cluster: dict[str, Any]) -> None:
+    """prod under a new base name: every physical name moves, the protected EKS cluster with it."""
+    cluster["name"] = f"{cluster['name']}-b"
+
+
+def eks_at_1_34(cluster: dict[str, Any]) -> None:
+    """staging two minor versions back, with kube-proxy built for it: the baseline of an EKS skip to 1.36."""
+    cluster["eks"].update(version="1.34", addons={**cluster["eks"]["addons"], "kube_proxy": "v1.34.0-eksbuild.1"})
+
+
+SCENARIOS = ("prod", "scale-up-and-team", "rename", "eks-skip")
+
+
+def _planned(config: StackConfig, stack: str, rec: Recording | None = None) -> Report:
+    """A config planned as the CLI plans it: the program, the review with the stack's waivers, the example values."""
+    from trainstack.cli import placeholder_advisories, with_violations
+
+    rec = rec if rec is not None else program_recording(config, stack)
+    return with_violations(
+        build_report(config, rec, review(rec, config.environment.value, waivers=config.waivers)),
+        placeholder_advisories(config),
+    )
+
+
+@tiers.cache
+def scenario(name: str) -> tuple[Report, PlanDiff | None, Report | None]:
+    """(after, diff, before) of a scenario as `plan --config ... --against ...` builds them (SCENARIOS)."""
+    from trainstack.cli import with_violations
+    from trainstack.diff import apply_ignore_changes, diff_violations
+
+    if name == "prod":
+        return _planned(stack_config("prod"), "prod"), None, None
+    stack, old, new = {
+        "scale-up-and-team": ("prod", stack_config("prod"), edited_config("prod", scale_up_and_team)),
+        "rename": ("prod", stack_config("prod"), edited_config("prod", renamed)),
+        "eks-skip": ("staging", edited_config("staging", eks_at_1_34), stack_config("staging")),
+    }[name]
+    before = _planned(old, stack)
+    applied, ignored = apply_ignore_changes(before.recording, program_recording(new, stack))
+    after = _planned(new, stack, applied)
+    diff = diff_reports(before, after, f"stacks/Pulumi.{stack}.yaml", ignored)
+    return with_violations(after, diff_violations(diff)), diff, before

@@ -86,16 +86,27 @@ def test_a_comment_under_the_limit_is_not_cut() -> None:
     assert comment == markdown.render(r, limit=0) and not cut_sections(comment)
 
 
-def test_a_long_policy_table_is_folded() -> None:
+def test_advisories_fold_by_rule_and_mandatory_violations_stay_open() -> None:
     r = report("prod")
-    assert r.policy is not None and r.policy.violations
-    many = dataclasses.replace(r.policy, violations=r.policy.violations * (markdown.COLLAPSE_LINES + 1))
+    assert r.policy is not None and r.policy.advisory
+    mandatory = dataclasses.replace(r.policy.advisory[0], level="mandatory", policy="a-floor", message="below it.")
+    many = dataclasses.replace(r.policy, violations=(*r.policy.violations * 20, mandatory))
     comment = markdown.render(dataclasses.replace(r, policy=many))
     section = comment[comment.index("### Policy review") : comment.index("### Architecture")]
-    assert re.search(r"<details><summary>\d+ violation\(s\) and waiver\(s\)</summary>", section)
-    assert "| level | policy | resource | message |" in section
-    short = markdown.render(dataclasses.replace(r, policy=dataclasses.replace(r.policy, violations=())))
-    assert "<details><summary>" not in short[short.index("### Policy review") : short.index("### Architecture")]
+    rules = {v.policy for v in r.policy.advisory}
+    folded = re.search(
+        rf"<details><summary>{len(r.policy.advisory) * 20} advisory violation\(s\) in {len(rules)} rule", section
+    )
+    assert folded is not None
+    assert section.index("| **a-floor** |") < folded.start()  # the mandatory one open, above the fold
+    rows = [
+        line for line in section[folded.start() :].splitlines() if line.startswith("| ") and "advisory rule" not in line
+    ]
+    assert sorted(row.split(" | ")[0].removeprefix("| ") for row in rows) == sorted(rules)  # one row per rule
+    first = next(row for row in rows if row.startswith(f"| {r.policy.advisory[0].policy} |"))
+    assert f"| {sum(v.policy == r.policy.advisory[0].policy for v in r.policy.advisory) * 20} |" in first
+    none = markdown.render(dataclasses.replace(r, policy=dataclasses.replace(r.policy, violations=())))
+    assert "<details><summary>" not in none[none.index("### Policy review") : none.index("### Architecture")]
     well_formed(comment)
 
 

@@ -167,7 +167,7 @@ def test_text_diff_names_added_resources_and_the_cost_move(tmp_path: Path, capsy
         "--no-color",
     )
     assert code == cli.EXIT_POLICY, err  # the storage floor refuses it; the diff still prints
-    assert out.startswith("trainstack diff: stack prod against ") and "0 to delete" in out
+    assert out.startswith("trainstack diff: stack prod against ") and "to add; applies in about" in out
     assert "+ GpuNodeGroup p5-extra: placement group, launch template" in out
     assert "urn:pulumi:" not in out  # short names only
     assert "cost at desired" in out and "+$" in out
@@ -287,7 +287,8 @@ def test_a_protected_replacement_is_flagged_in_every_format(tmp_path: Path, caps
     assert document["trainstack"]["diff"]["protectedReplacements"] == [fs_urn]
     assert {s["op"] for s in document["steps"] if s["urn"] != fs_urn} <= {"create", "same", "update"}
     code, out, _ = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--no-tree", "--no-color")
-    assert "REPLACES PROTECTED lustre-fs (efaEnabled" in out and "1 to replace" in out
+    assert "Verdict: REFUSED (1 refused" in out and "replaces protected lustre-fs" in out and "1 to replace" in out
+    assert "  +- lustre file system lustre-fs [PROTECTED]" in out  # first in the diff block
     assert "provider's own diff is not run" in out
     code, out, _ = run_cli(capsys, "plan", "--config", str(proposed), "--against", baseline, "--format", "markdown")
     assert "[!CAUTION]" in out and "Replaces protected `lustre-fs`" in out

@@ -41,21 +41,22 @@ def test_the_comment_has_a_single_well_formed_flowchart(stack_name: str) -> None
 
 def test_prod_diagram_draws_what_a_reviewer_looks_for() -> None:
     block = flowchart(recording("prod"))
-    labels = re.findall(r'"([^"]*)"', block)
+    labels = [label.replace("<br>", " ") for label in re.findall(r'"([^"]*)"', block)]
     config = stack_config("prod")
     assert any(label == f"VPC {config.network.vpc_cidr}" for label in labels)
     gpu_zone = config.gpu_node_groups[0].availability_zone
     zones = re.findall(r'subgraph az_\w+\["([^"]+)"\]', block)
-    assert zones[0] == gpu_zone  # the GPU AZ is the first AZ drawn
-    others = [z for z in config.network.availability_zones if z != gpu_zone]
-    assert any(label.startswith(", ".join(others) + ":") for label in labels)  # empty AZs fold into one node
-    assert sum("endpoint" in label for label in labels) == 1  # every endpoint in one node
+    assert zones == [gpu_zone]  # only the AZ with the GPUs and the file system is drawn as an AZ
+    azs = len(config.network.availability_zones)
+    assert sum(label.startswith(f"{azs * 2} subnets in {azs} AZs") for label in labels) == 1  # the network: one node
     assert any(label.startswith("control plane") for label in labels) and 'subgraph eks_cluster["EKS"]' in block
-    assert any(label.startswith("p5-train: 16 x p5.48xlarge") for label in labels)
-    assert any(label.startswith("EFA fabric") for label in labels)
+    assert any(label.startswith("p5-train 16 x p5.48xlarge") and "EFA 32/32" in label for label in labels)
     assert any(label.startswith("FSx for Lustre PERSISTENT_2") for label in labels)
+    assert any(label.endswith("7 EKS add-ons") for label in labels)  # the rest of the platform: one node
     assert '-.->|"runs on"|' in block  # the GPU Operator and the EFA plugin on the GPU nodes
-    assert '-->|"Lustre"|' in block and '<-->|"import / export"|' in block
+    # prod's association only imports (autoImportPolicy, batch import), from the datasets bucket alone.
+    assert '-->|"Lustre"|' in block and '-->|"imports to /datasets"| n_fs_lustre_fs' in block
+    assert re.search(r'n_s3_data_datasets\[\("S3 datasets"\)\]', block) and "export" not in block
 
 
 def test_staging_diagram_shows_hyperpod() -> None:

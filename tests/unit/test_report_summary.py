@@ -95,7 +95,13 @@ def program(efa_cards: int = 32, reservation: bool = True) -> None:
     aws.fsx.DataRepositoryAssociation(
         "dra",
         aws.fsx.DataRepositoryAssociationArgs(
-            file_system_id=fs.id, file_system_path="/d", data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}")
+            file_system_id=fs.id,
+            file_system_path="/d",
+            data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}"),
+            # Export only: the diagram's arrow must run from the file system to the bucket.
+            s3=aws.fsx.DataRepositoryAssociationS3Args(
+                auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=["NEW", "CHANGED"])
+            ),
         ),
         opts=child,
     )
@@ -152,20 +158,53 @@ def test_scratch_throughput_uses_its_fixed_baseline() -> None:
 def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabric() -> None:
     source = flowchart(run_component(program))
     assert check(source) == []
-    labels = _labels(source)
+    labels = {node: label.replace("<br>", " ") for node, label in _labels(source).items()}
     by_label = {label: node for node, label in labels.items()}
-    group = next(n for label, n in by_label.items() if label.startswith("gpu: 4 x p5.48xlarge"))
+    group = next(n for label, n in by_label.items() if label.startswith("gpu 4 x p5.48xlarge"))
     fs = next(n for label, n in by_label.items() if label.startswith("FSx for Lustre"))
     bucket = next(n for label, n in by_label.items() if label.startswith("S3"))
-    fabric = next(n for label, n in by_label.items() if label.startswith("EFA fabric: 32/32"))
     eks = next(n for label, n in by_label.items() if label.startswith("control plane"))
-    # The AZ with the GPUs and the file system is a subgraph; the AZ with only a subnet is folded into one node.
+    assert "EFA 32/32, 12.8 Tbit/s" in labels[group]  # the group carries its fabric (4 nodes x 3.2 Tbit/s)
+    # The AZ with the GPUs and the file system is a subgraph; the subnets of every AZ are one network node.
     assert 'subgraph az_us_east_1a["us-east-1a"]' in source and "az_us_east_1b" not in source
-    assert any(label.startswith("us-east-1b: 1 subnet") for label in labels.values())
-    assert f'{group} -->|"Lustre"| {fs}' in source  # GPU nodes -> Lustre -> S3
-    assert f'{fs} <-->|"import / export"| {bucket}' in source
-    assert f'{group} ===|"RDMA"| {fabric}' in source
+    assert any(label.startswith("2 subnets in 2 AZs") for label in labels.values())
+    assert f'{group} -->|"Lustre"| {fs}' in source  # GPU nodes -> Lustre
+    assert f'{fs} -->|"exports /d"| {bucket}' in source  # the association's only policy exports
     assert f'{eks} -->|"manages"| {group}' in source
+
+
+@pytest.mark.parametrize(
+    ("inputs", "label", "arrow"),
+    [
+        ({"s3": {"autoImportPolicy": {"events": ["NEW"]}}}, "imports to /d", "-->"),
+        ({"batchImportMetaDataOnCreate": True}, "imports to /d", "-->"),
+        ({"s3": {"autoExportPolicy": {"events": ["NEW"]}}}, "exports /d", "<--"),
+        (
+            {"s3": {"autoImportPolicy": {"events": ["NEW"]}, "autoExportPolicy": {"events": ["DELETED"]}}},
+            "imports and exports /d",
+            "<-->",
+        ),
+        ({"s3": {"autoImportPolicy": {"events": []}}}, "linked", "-->"),
+    ],
+)
+def test_the_s3_edge_follows_the_associations_policies(inputs: dict[str, object], label: str, arrow: str) -> None:
+    from trainstack.engine import RecordedResource
+    from trainstack.report.mermaid import DRA, direction
+
+    dra = RecordedResource(
+        type=DRA,
+        name="dra",
+        urn="urn:dra",
+        parent="",
+        custom=True,
+        inputs={**inputs, "fileSystemPath": "/d"},
+        dependencies=(),
+        property_dependencies={},
+        protect=False,
+        retain_on_delete=False,
+        provider="",
+    )
+    assert direction(dra) == (label, arrow)
 
 
 def _labels(source: str) -> dict[str, str]:

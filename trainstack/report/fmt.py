@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,6 +71,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
     return lines
 
 
+def shared_start(a: str, b: str) -> int:
+    """How many leading characters two strings share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def shared_end(a: str, b: str) -> int:
+    """How many trailing characters two strings share."""
+    return shared_start(a[::-1], b[::-1])
+
+
 def number(value: float) -> str:
     """An engine number as a reviewer writes it: 16, not 16.0 (the wire format has only doubles)."""
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,g}"
@@ -100,12 +115,60 @@ def _whole(value: object) -> object:
     return value
 
 
+_BREAKS = "/:-.,=&?"  # where a token too long for a line may break: after a path, URL or list separator
+
+
+def _cut(word: str, room: int) -> int:
+    """Where to cut `word` to fit `room`: after the last break character that fits, else at `room`."""
+    cut = max(word.rfind(sep, 1, room) for sep in _BREAKS)
+    return cut + 1 if cut > 0 else room
+
+
 def fit(text: str, width: int, indent: str = "") -> list[str]:
-    """`text` wrapped at spaces to `width` columns; continuation lines start with `indent`. A word longer than
-    the width is cut hard, so no line is ever wider than `width`."""
-    return textwrap.wrap(
-        text, width=width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False
-    ) or [""]
+    """`text` wrapped at spaces to `width` columns; continuation lines start with `indent`. A word is never split
+    unless it is wider than a whole line; then it breaks after a `/`, `:`, `-`, `.` or `,` where it can (a path or
+    an image reference), hard only where it has none, so no line is ever wider than `width`."""
+    width = max(width, len(indent) + 8)
+    lines: list[str] = []
+    line = text[: len(text) - len(text.lstrip())]  # the text's own leading spaces stay
+    # Each word with the spaces before it: a run of spaces inside a line stays as written (`FAIL  the role`).
+    for gap, word in re.findall(r"(\s*)(\S+)", text.lstrip()):
+        glue = (gap.replace("\n", " ").replace("\t", " ") or " ") if line.strip() else ""
+        if len(line) + len(glue) + len(word) > width and line.strip():
+            room = width - len(line) - len(glue)
+            if len(word) > width - len(indent) and room >= 12:  # too long for any line: start it here
+                cut = _cut(word, room)
+                lines.append(line + glue + word[:cut])
+                word = word[cut:]
+            else:
+                lines.append(line)
+            line, glue = indent, ""
+        while len(line) + len(word) > width:  # what is left still fills whole lines
+            cut = _cut(word, width - len(line))
+            lines.append(line + word[:cut])
+            line, word = indent, word[cut:]
+        line += glue + word
+    lines.append(line)
+    return [line.rstrip() for line in lines] if text.strip() else [""]
+
+
+def fit_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, drop: Sequence[int] = (), indent: str = "  "
+) -> list[str]:
+    """A table no wider than `width`: whole, else without the columns in `drop` (dropped in that order), else one
+    short block per row (`first cell` then `header: cell` pairs, wrapped): never a clipped cell."""
+    keep = list(range(len(headers)))
+    for column in (None, *drop):
+        if column is not None:
+            keep.remove(column)
+        lines = table([headers[i] for i in keep], [[row[i] for i in keep] for row in rows], indent)
+        if max(len(line) for line in lines) <= width:
+            return lines
+    out: list[str] = []
+    for row in rows:
+        pairs = "; ".join(f"{headers[i]} {row[i]}" for i in range(1, len(headers)) if row[i])
+        out += fit(f"{indent}{row[0]}: {pairs}", width, indent + "    ")
+    return out
 
 
 def clip(lines: list[str], count: int) -> list[str]:

@@ -17,6 +17,9 @@ from trainstack.report.json_report import SCHEMA_PATH
 SUMMARISED = {
     "steps[].oldState": "Its fields are those of `newState`.",
     "trainstack.verdict.figures": "",
+    "trainstack.verdict.reason": "Its fields are those of `risks[]`.",
+    "trainstack.header.changes": "",
+    "trainstack.summary.teams": "",
     "trainstack.verdict.counts": "",
     "trainstack.risks": "",
     "trainstack.timeToReady.path": "",
@@ -96,10 +99,24 @@ FIELDS: dict[str, str] = {
     "trainstack": "trainstack's own section.",
     "trainstack.formatVersion": "`2`; raised when a field changes meaning or goes away (2: the root stack step, "
     "Pulumi property paths, `detailedDiff`, `diagnostics`).",
+    "trainstack.header": "The lines every format opens with, for a bot to post as they are: the verdict and the one "
+    "risk that decides it; in a diff what changed in the stack's terms, the headline figures that moved (before → "
+    "after) and those that did not with the change's size and time; in a plan the figures and the time to ready; on "
+    "a refusal the fix. Two to five lines.",
+    "trainstack.header.lines": "The header as plain lines (the text report wraps them, the comment bolds labels).",
+    "trainstack.header.changes": "In a diff: what changed in GPU groups (type, min, desired, max, capacity, EFA), "
+    "teams (added, removed, accelerator quota), file systems, the EKS version, add-on versions, HyperPod groups and "
+    "the base name, most consequential first; `null` for a plan.",
+    "trainstack.header.fix": "On a refusal: what to do about each refused risk (the next step instead of `pulumi up`).",
     "trainstack.verdict": "The verdict every format opens with.",
+    "trainstack.verdict.reason": "The risk that decides the status (the most serious one); `null` when only low risks "
+    "stand.",
+    "trainstack.verdict.fix": "As `header.fix`.",
     "trainstack.verdict.status": "`ok`, `needs attention` or `refused`.",
     "trainstack.verdict.headline": "The status with its count of serious risks.",
-    "trainstack.verdict.figures": "The headline figures; `before` is set in a diff.",
+    "trainstack.verdict.figures": "The headline figures (accelerators, EFA fabric, storage coverage, cost at desired "
+    "and at max, policy, contracts, journeys); in a diff `before` is every figure's value before the change and "
+    "`change` the signed difference of the numbers that moved.",
     "trainstack.verdict.counts": "In a diff: resources to add, change, replace and delete; `null` otherwise.",
     "trainstack.risks": "What a reviewer should know, most serious first.",
     "trainstack.timeToReady": "From nothing to a ready stack: the critical path of the recorded dependency graph.",
@@ -136,6 +153,7 @@ FIELDS: dict[str, str] = {
     "trainstack.summary.addons": "EKS add-ons and Helm releases with their versions.",
     "trainstack.summary.hyperpodGpus": "Accelerators in SageMaker HyperPod.",
     "trainstack.summary.hyperpod": "SageMaker HyperPod instance groups.",
+    "trainstack.summary.teams": "Team namespaces with the accelerators their ResourceQuota lets them request.",
     "trainstack.cost": "The cost estimate.",
     "trainstack.cost.region": "Region priced.",
     "trainstack.cost.hoursPerMonth": "Hours a month (`cost.hours_per_month`).",

@@ -26,7 +26,7 @@ from typing import Any
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts, replaces
 from trainstack.engine import PROJECT, RecordedResource, Recording
-from trainstack.report import verdict
+from trainstack.report import header, verdict
 from trainstack.report.bringup import summarize_bringup
 from trainstack.report.model import Report
 from trainstack.review import Review
@@ -253,6 +253,7 @@ def summary_dict(report: Report) -> dict[str, Any]:
         "addons": [_camel(asdict(a)) for a in s.addons],
         "hyperpod": [_camel(asdict(h)) for h in s.hyperpod],
         "hyperpodGpus": s.hyperpod_gpus,
+        "teams": [{"name": t.name, "acceleratorQuota": t.accelerator_quota} for t in s.teams],
     }
 
 
@@ -296,6 +297,7 @@ def document(
         "changeSummary": dict(sorted(Counter(step["op"] for step in all_steps).items())),  # Go sorts map keys
         "trainstack": {
             "formatVersion": FORMAT_VERSION,
+            "header": header.build(report, v, diff, before).to_dict(),
             "verdict": verdict_dict(v),
             "risks": [r.to_dict() for r in v.risks],
             "timeToReady": v.time.to_dict(),

@@ -5,25 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
-from trainstack.report import fmt, verdict
+from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
-from trainstack.report.changes import entries
+from trainstack.report.changes import block, entries
+from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
 from trainstack.report.model import Report
+from trainstack.report.names import kind
 from trainstack.report.text import (
     COMPUTE_HEADERS,
     COST_HEADERS,
-    change_line,
     compute_rows,
     cost_rows,
     hyperpod_lines,
     next_steps,
-    ready_line,
     system_lines,
+    team_names,
 )
 from trainstack.report.time_to_ready import minutes
 
@@ -32,7 +33,14 @@ def diff_note() -> str:
     return PROVIDER_DIFF_NOTE[0].upper() + PROVIDER_DIFF_NOTE[1:] + "."
 
 
-def _diff(report: Report, diff: PlanDiff, before: Report | None) -> list[str]:
+SYMBOLS = {"create": "+", "delete": "-", "update": "!", "replace": "-/+", "tags": "!", "ignored": "="}
+# GitHub colours a diff block's lines by their first character only (`+` green, `-` red, `!` orange, `@@` blue):
+# an update is written `!` (Atlantis' convention for Terraform's `~`) and a replacement `-/+`, red like a deletion.
+LEGEND = "@@ + add · - delete · ! update in place (Pulumi's ~) · -/+ replace (Pulumi's +-) · = kept by ignoreChanges @@"
+DIFF_OPEN_LINES = 30  # a longer diff block is folded under <details>, its counts in the summary
+
+
+def _diff(report: Report, diff: PlanDiff, before: Report | None, v: verdict.Verdict) -> list[str]:
     out = [f"### Changes against `{diff.against}`", ""]
     for change in diff.protected_replacements:
         out.append(
@@ -41,52 +49,20 @@ def _diff(report: Report, diff: PlanDiff, before: Report | None) -> list[str]:
             "forcing it destroys the data."
         )
         out.append("")
-    for change in diff.ignored:
-        paths = ", ".join(f"`{c.path}` stays `{c.old}` (config: `{c.new}`)" for c in change.changes)
-        out += [f"- `{change.urn.rsplit('::', 1)[-1]}` ignoreChanges: {paths}", ""]
-    d = diff
-    fabric = fmt.gbps_row(
-        d.fabric_gbps_desired.before, d.fabric_gbps_desired.after, d.fabric_gbps_desired.change, signed_last=True
+    found = entries(
+        diff,
+        report.recording,
+        before.recording if before is not None else None,
+        report.summary.name,
+        team_names(report, before.recording if before is not None else None),
     )
-    rows = [
-        [
-            "accelerators at desired",
-            fmt.number(d.accelerators_desired.before),
-            fmt.number(d.accelerators_desired.after),
-            fmt.signed(d.accelerators_desired.change),
-        ],
-        [
-            "accelerators at max",
-            fmt.number(d.accelerators_max.before),
-            fmt.number(d.accelerators_max.after),
-            fmt.signed(d.accelerators_max.change),
-        ],
-        ["EFA fabric at desired", *fabric],
-        [
-            "$/h at desired",
-            fmt.usd(d.usd_per_hour_desired.before),
-            fmt.usd(d.usd_per_hour_desired.after),
-            fmt.signed_usd(d.usd_per_hour_desired.change),
-        ],
-        [
-            "$/month at desired",
-            fmt.usd(d.usd_per_month_desired.before),
-            fmt.usd(d.usd_per_month_desired.after),
-            fmt.signed_usd(d.usd_per_month_desired.change),
-        ],
-    ]
-    out += md_table(["", "before", "after", "change"], rows)
-    out.append("")
-    found = entries(diff, report.recording, before.recording if before is not None else None, report.summary.name)
-    if found:
-        out.append("```diff")
-        for entry in found[:MAX_ROWS]:
-            out.append(entry.line)
-            out += [f"{entry.mark}     {line}" for line in entry.details[:MAX_ROWS]]
-        if len(found) > MAX_ROWS:
-            out.append(f"  … {len(found) - MAX_ROWS} more components changed: see `--format json`")
-        out.append("```")
-        out.append("")
+    lines = block(found, SYMBOLS)
+    if lines:
+        fenced = ["```diff", LEGEND, *lines, "```", ""]
+        if len(lines) > DIFF_OPEN_LINES:
+            summary = f"{change_counts(v)}: {len(lines)} lines, replacements first"
+            fenced = [f"<details><summary>{summary}</summary>", "", *fenced, "</details>", ""]
+        out += fenced
     for change in diff.changed:
         out += [f"> [!IMPORTANT]\n> **{change.urn.rsplit('::', 1)[-1]}**: {note}\n" for note in change.notes]
     out.append(f"_{diff_note()}_")
@@ -94,16 +70,30 @@ def _diff(report: Report, diff: PlanDiff, before: Report | None) -> list[str]:
     return out
 
 
-def _verdict(v: verdict.Verdict) -> list[str]:
-    icon = {verdict.OK: "✅", verdict.ATTENTION: "⚠️", verdict.REFUSED: "⛔"}[v.status]
-    out = [f"**{icon} Verdict: {v.headline}**", ""]
-    if v.counts is not None:
-        out += [f"**{change_line(v)}.**", ""]
-    rows = [[f.label, f.value if f.before is None else f"{f.before} → {f.value}"] for f in v.figures]
-    rows.append(["time to ready", ready_line(v).removeprefix("ready in ")])
-    out += md_table(["", ""], rows)
-    out.append("")
-    return out
+def change_counts(v: verdict.Verdict) -> str:
+    c = v.counts or {}
+    return ", ".join(f"{c[op]} to {op}" for op in ("add", "change", "replace", "delete") if c.get(op)) or "no change"
+
+
+ICONS = {verdict.OK: "✅", verdict.ATTENTION: "⚠️", verdict.REFUSED: "⛔"}
+
+
+def _header(h: header.Header) -> list[str]:
+    """The header's lines as one paragraph of hard-broken lines: the verdict bold, labels bold."""
+    lines = h.lines()
+    out = [f"**{ICONS[h.status]} {_inline(lines[0])}**"]
+    for line in lines[1:]:
+        label, sep, rest = line.partition(": ")
+        if sep and label in ("Changes", "Unchanged", "Fix"):
+            out.append(f"**{label}:** {_inline(rest)}")
+        else:
+            out.append(_inline(line))
+    return ["<br>\n".join(out), ""]
+
+
+def _inline(text: str) -> str:
+    """Text safe inside a Markdown paragraph: no HTML tags, no table pipes."""
+    return text.replace("<", "&lt;").replace("|", "\\|")
 
 
 def _risks(v: verdict.Verdict) -> list[str]:
@@ -117,11 +107,18 @@ def _risks(v: verdict.Verdict) -> list[str]:
 
 
 def _time(v: verdict.Verdict) -> list[str]:
+    """The critical path of a new stack, or of a diff's change (never the full build's for a diff); a path whose
+    steps all take under a minute is a sentence, not an empty table."""
     out: list[str] = []
-    for title, estimate in (("Time to ready", v.time), ("Time to apply the change", v.change)):
+    timed = (("Time to apply the change", v.change),) if v.change is not None else (("Time to ready", v.time),)
+    for title, estimate in timed:
         if estimate is None:
             continue
         out += [f"### {title}: about {minutes(estimate.low, estimate.high)}", ""]
+        steps = [s for s in estimate.path if s.time.high >= 1]
+        if not steps:
+            out += ["Every step on the critical path is an API call of under a minute.", ""]
+            continue
         pole = estimate.long_pole
         out.append(
             "Critical path of the recorded dependency graph"
@@ -130,11 +127,7 @@ def _time(v: verdict.Verdict) -> list[str]:
         out.append("")
         out += md_table(
             ["step", "typical", "source"],
-            [
-                [f"{s.what} `{s.name}`", minutes(s.time.low, s.time.high), s.time.source]
-                for s in estimate.path
-                if s.time.high >= 1
-            ],
+            [[f"{s.what} `{s.name}`", minutes(s.time.low, s.time.high), s.time.source] for s in steps],
         )
         out += [""] + [f"_{note}._" for note in estimate.notes] + ([""] if estimate.notes else [])
     return out
@@ -179,6 +172,7 @@ GIVE_WAY = (
     "contract violations",
     "risks",
     "next step",
+    "header",
 )
 
 
@@ -253,16 +247,23 @@ def fit(sections: list[Section], limit: int) -> str:
     if size(text) > limit:  # only a limit below the verdict's own size gets here
         notice = cut_notice("the rest of the plan", limit)
         budget = limit - size(notice) - 2
+        closing = "\n".join(_closing(tuple(text.splitlines())))  # at most a fence and a few </details>
+        budget -= size(closing) + 2
         kept = text.encode("utf-8")[: max(budget, 0)].decode("utf-8", "ignore").rsplit("\n", 1)[0]
-        text = kept + "\n\n" + notice
+        text = kept + "\n" + "\n".join(_closing(tuple(kept.splitlines()))) + "\n\n" + notice
     return text
 
 
 def _resources(report: Report) -> Section:
     s = report.summary
+    # The kind and its provider, not the whole type token: a token such as
+    # `kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition` in a cell would push the table past the column.
     table = md_table(
-        ["type", "name", "protect"],
-        [[f"`{r.type}`", f"`{r.name}`", "yes" if r.protect else ""] for r in report.recording.resources],
+        ["name", "kind", "protect"],
+        [
+            [f"`{r.name}`", f"{r.type.split(':', 1)[0]} {kind(r.type)}", "yes" if r.protect else ""]
+            for r in report.recording.resources
+        ],
         limit=len(report.recording.resources),
     )
     head = (f"<details><summary>Resources ({s.resource_count})</summary>", "", *table[:2])
@@ -270,21 +271,98 @@ def _resources(report: Report) -> Section:
 
 
 def _journeys(report: Report) -> Section:
-    """Every journey: holds or broken, the first failing step with its source, and what the user gets."""
+    """Broken journeys open, each with its first failing step and source; those that hold one row per kind (the
+    count, the first as the example, what its user gets), every one of them folded under <details>."""
     journeys = report.journeys
-    holding = sum(1 for j in journeys if j.holds)
-    title = ("### Journeys", "", f"{holding} of {len(journeys)} hold.", "")
-    rows: list[list[str]] = []
-    for j in journeys:
-        step = j.broken_step
-        figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
-        if step is None:
-            rows.append(["holds", j.kind, j.subject, figures, ""])
-        else:
-            rows.append(["**broken**", j.kind, j.subject, f"{step.name}: {step.detail}", step.source])
-    # Broken journeys first: the table may be folded, and they are what the reviewer must see.
-    rows.sort(key=lambda row: row[0] == "holds")
-    return _table("journeys", title, md_table(["", "journey", "subject", "found", "source"], rows), "journeys")
+    kinds = journey_kinds(journeys)
+    holding = sum(len(k.holding) for k in kinds)
+    head = ("### Journeys", "", f"{holding} of {len(journeys)} hold.", "")
+    body: list[str] = []
+    broken = [j for k in kinds for j in k.broken if j.broken_step is not None]
+    if broken:
+        body += md_table(
+            ["", "journey", "subject", "first failing step", "source"],
+            [
+                ["**broken**", j.kind, j.subject, f"{step.name}: {step.detail}", step.source]
+                for j in broken
+                if (step := j.broken_step) is not None
+            ],
+        )
+        body.append("")
+    rows = [
+        [
+            k.kind,
+            str(len(k.holding)),
+            k.holding[0].subject,
+            ", ".join(f"{n} {v}" for n, v in k.holding[0].figures.items()),
+        ]
+        for k in kinds
+        if k.holding
+    ]
+    if rows:
+        every = [
+            ["holds", j.kind, j.subject, ", ".join(f"{n} {v}" for n, v in j.figures.items())]
+            for k in kinds
+            for j in k.holding
+        ]
+        body += [f"<details><summary>{holding} journey(s) hold</summary>", ""]
+        body += md_table(["kind", "hold", "for example", "what the user gets"], rows)
+        every_table = md_table(["", "journey", "subject", "what the user gets"], every, limit=len(every))
+        body += ["", *every_table, "", "</details>", ""]
+    return Section("journeys", head, tuple(body))
+
+
+def _policy(report: Report) -> Section:
+    """Mandatory violations open, one row each; advisories one row per rule (count, first message, where, how
+    many other messages), folded; waivers after them."""
+    p = report.policy
+    assert p is not None
+    cluster = report.summary.name
+    title = (
+        "### Policy review",
+        "",
+        f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
+        + (f"; {len(p.waived)} waived." if p.waived else "."),
+        "",
+    )
+    body: list[str] = []
+    if p.mandatory:
+        body += md_table(
+            ["mandatory", "on", "message"],
+            [[f"**{v.policy}**", f"`{where(v, cluster)}`", v.message] for v in p.mandatory],
+        )
+        body.append("")
+    advisory = [g for g in rule_groups(p) if g.level != "mandatory"]
+    if advisory:
+        rows = [
+            [
+                g.policy,
+                str(g.count),
+                g.example.message,
+                f"`{g.where(cluster)}`" + (f" and {g.count - 1} more" if g.count > 1 else ""),
+                str(len(g.messages) - 1) if len(g.messages) > 1 else "",
+            ]
+            for g in advisory
+        ]
+        body += [f"<details><summary>{len(p.advisory)} advisory violation(s) in {len(advisory)} rule(s)</summary>", ""]
+        body += md_table(["advisory rule", "count", "first message", "on", "other messages"], rows)
+        body += ["", "</details>", ""]
+    if p.waived:
+        body += md_table(
+            ["waived", "rule", "on", "message", "reason"],
+            [
+                [
+                    f"waived ({w.violation.level})",
+                    w.violation.policy,
+                    f"`{w.violation.name}`",
+                    w.violation.message,
+                    w.reason,
+                ]
+                for w in p.waived
+            ],
+        )
+        body.append("")
+    return Section("policy review", title, tuple(body))
 
 
 def _table(name: str, title: tuple[str, ...], table: list[str], what: str) -> Section:
@@ -309,13 +387,13 @@ def render(
         else f"## trainstack plan: `{s.stack}` ({s.region}, {s.environment})"
     )
     risks = _risks(v)
-    sections = [
-        Section("verdict", (head, "", *_verdict(v))),
+    sections = [Section("header", (head, "", *_header(header.build(report, v, diff, before))))]
+    if diff is not None:
+        sections.append(Section("diff", (), tuple(_diff(report, diff, before, v))))
+    sections += [
         Section("risks", tuple(risks[:2]), tuple(risks[2:])),
         Section("time to ready", (), tuple(_time(v))),
     ]
-    if diff is not None:
-        sections.append(Section("diff", (), tuple(_diff(report, diff, before))))
 
     compute = ["### Compute", ""]
     if s.gpu_groups:
@@ -384,31 +462,7 @@ def render(
         sections.append(_journeys(report))
 
     if report.policy is not None:
-        p = report.policy
-        title = (
-            "### Policy review",
-            "",
-            f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies.",
-            "",
-        )
-        rows = md_table(
-            ["level", "policy", "resource", "message"],
-            [[v.level, v.policy, f"`{v.urn.rsplit('::', 1)[-1]}`", v.message] for v in p.violations]
-            + [
-                [
-                    f"waived ({w.violation.level})",
-                    w.violation.policy,
-                    f"`{w.violation.name}`",
-                    f"{w.violation.message} Reason: {w.reason}",
-                ]
-                for w in p.waived
-            ],
-        )
-        sections.append(
-            _table("policy review", title, rows, "violation(s) and waiver(s)")
-            if p.violations or p.waived
-            else Section("policy review", title)
-        )
+        sections.append(_policy(report))
 
     diagram = flowchart(report.recording, diff, before.recording if before else None)
     sections.append(
@@ -418,7 +472,11 @@ def render(
         sections.append(
             Section("account state", ("### Account state", ""), tuple(f"- {item}" for item in account), ("",))
         )
-    steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
-    sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
+    if v.status == verdict.REFUSED:  # the next step is the fix, never `pulumi up`
+        fixes = tuple(f"- {_inline(fix)}" for fix in v.fixes)
+        sections.append(Section("next step", ("### Next step: fix what refuses the plan", ""), (*fixes, "")))
+    else:
+        steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
+        sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
     sections.append(_resources(report))
     return fit(sections, limit)

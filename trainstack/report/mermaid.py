@@ -1,12 +1,18 @@
 """A Mermaid `flowchart` for a reviewer, drawn from the recorded resource graph.
 
-What a reviewer looks for, readable at a pull request's width (about 880 px): the AZ with the GPUs first, its
-GPU groups with their EFA fabric, the data path (GPU nodes to FSx for Lustre to S3), the control plane the nodes
-join, and the cluster add-ons grouped under EKS, with the GPU Operator and the EFA device plugin drawn on the
-GPU nodes they run on (found from the tolerations in their values). Everything numerous is folded: the
-interface endpoints into one node, AZs with nothing but subnets and NAT into one node, the EKS managed add-ons
-into one node, GPU groups beyond `MAX_GROUPS_PER_AZ` in an AZ into one node; so the node count stays bounded
-however many groups a stack has. In a diff, added, changed and removed nodes are coloured.
+What a reviewer looks for, readable at a pull request's width: the AZ with the GPUs first, its GPU groups with
+their EFA fabric, the data path (GPU nodes to FSx for Lustre, and the S3 buckets the file system's data repository
+association links, with the direction its policies give: import, export or both), the control plane the nodes join,
+and the GPU Operator and EFA device plugin drawn on the GPU nodes they run on (found from the tolerations in their
+values). What the text report already lists is folded: the other Helm charts and the EKS managed add-ons are one
+node, the interface endpoints one node, AZs with nothing but subnets and NAT one node, GPU groups beyond
+`MAX_GROUPS_PER_AZ` in an AZ one node; labels are wrapped to `LABEL_WIDTH` characters. So the chart stays narrow
+enough that GitHub's 880 px column shows its labels at 12 px or more (Mermaid shrinks a wider chart to fit, and its
+16 px text with it; tests/report/test_comment_browser.py measures the rendered labels in chromium).
+
+In a diff, each node's style says what happens to it: added, changed (an input other than a tag), replaced,
+replaced while protected (the refusal), removed; a legend names the styles the chart uses, and the label says it
+too (`replaced:`), so the meaning does not rest on colour alone.
 """
 
 from __future__ import annotations
@@ -21,20 +27,35 @@ from typing import Any
 from trainstack.diff import PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import fmt, graph
+from trainstack.report.changes import tags_only
 from trainstack.report.graph import Index, as_int, get
 from trainstack.report.names import urn_type
 from trainstack.report.summary import NodeGroupSummary, node_group_summary
 
-MAX_GROUPS_PER_AZ = 3  # GPU groups drawn one by one in an AZ; the rest fold into one node
-ROW = 3  # nodes side by side in the EKS box: three boxes of about 200 px fit a comment's 880 px
+MAX_GROUPS_PER_AZ = 2  # GPU groups drawn one by one in an AZ; the rest fold into one node under them
+LABEL_WIDTH = 22  # characters per label line: Mermaid wraps a label at 200 px (flowchart.wrappingWidth) itself
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 
-# GitHub-like colours: green added, amber changed, red removed (dashed).
+# Styles distinct from each other and from Mermaid's own fills (lavender nodes, pale yellow subgraphs), GitHub's
+# palette: green added, blue changed, red replaced, white on dark red replaced-while-protected, dashed removed.
 CLASSES = {
-    "added": "fill:#dafbe1,stroke:#1a7f37,color:#0d1117",
-    "changed": "fill:#fff8c5,stroke:#9a6700,color:#0d1117",
-    "removed": "fill:#ffebe9,stroke:#cf222e,color:#0d1117,stroke-dasharray:4 3",
+    "added": "fill:#dafbe1,stroke:#1a7f37,stroke-width:2px,color:#0d1117",
+    "changed": "fill:#ddf4ff,stroke:#0969da,stroke-width:2px,color:#0d1117",
+    "replaced": "fill:#ffebe9,stroke:#cf222e,stroke-width:3px,color:#0d1117",
+    "protected": "fill:#82071e,stroke:#82071e,stroke-width:3px,color:#ffffff",
+    "removed": "fill:#f6f8fa,stroke:#cf222e,stroke-width:2px,color:#57606a,stroke-dasharray:6 4",
 }
+LEGEND = {
+    "added": "added",
+    "changed": "changed in place",
+    "replaced": "replaced",
+    "protected": "protected, replaced: refused",
+    "removed": "removed",
+}
+# Mermaid's gaps between nodes (50 px side by side and between ranks by default) at 30 and 40: a chart four nodes
+# wide is 60 px narrower, so its text is shrunk less to fit the column. An init directive, as GitHub's renderer reads.
+INIT = '%%{init: {"flowchart": {"nodeSpacing": 30, "rankSpacing": 40}}}%%'
+PREFIX = {"replaced": "replaced: ", "protected": "PROTECTED, replaced: ", "removed": "removed: "}
 
 
 @dataclass
@@ -44,7 +65,7 @@ class Node:
     shape: str  # rect, cyl (storage), round (add-on), stadium (gateway), hex (fabric)
     container: str  # "", "vpc", "az:<zone>", "eks"
     urns: set[str] = field(default_factory=set)  # the recorded resources the node stands for
-    status: str = ""  # added, changed, removed (diffs only)
+    status: str = ""  # one of CLASSES (diffs only)
 
     @property
     def id(self) -> str:
@@ -64,12 +85,18 @@ def plural(count: int, word: str) -> str:
 
 
 def _label(text: str) -> str:
-    """Mermaid label text: no double quotes (they end the label), no backticks, pipes or brackets of markdown."""
-    return text.replace('"', "'").replace("`", "'").replace("|", "/")
+    """Mermaid label text: no double quotes (they end the label), no backticks or pipes of Markdown, no angle
+    brackets (the labels are HTML: `<br>` is the only tag they carry)."""
+    return text.replace('"', "'").replace("`", "'").replace("|", "/").replace("<", "").replace(">", "")
+
+
+def wrap(text: str, width: int = LABEL_WIDTH) -> str:
+    """A label in lines of at most `width` characters (Mermaid's `<br>`), each `\n` in `text` a break of its own."""
+    return "<br>".join(_label(line) for paragraph in text.split("\n") for line in fmt.fit(paragraph, width, "") if line)
 
 
 def _shape(node: Node) -> str:
-    text = f'"{_label(node.label)}"'
+    text = f'"{wrap(PREFIX.get(node.status, "") + node.label)}"'
     return {
         "cyl": f"[({text})]",
         "round": f"({text})",
@@ -99,11 +126,19 @@ def _chart(release: RecordedResource) -> str:
 
 
 def _group_label(g: NodeGroupSummary, prefix: str) -> str:
-    name = g.name.removeprefix(prefix + "-")
-    return (
-        f"{name}: {g.desired_size} x {g.instance_type}, {g.gpus_desired} {g.accelerator_model} "
-        f"(max {g.max_size} nodes), {g.capacity.split(' ')[0]}"
-    )
+    """A GPU group and its fabric in one node, a short fact per line: the fabric is the group's launch template
+    interfaces in its placement, the same resources, and a node of its own per group would widen the chart."""
+    lines = [
+        g.name.removeprefix(prefix + "-"),
+        f"{g.desired_size} x {g.instance_type}",
+        f"{g.gpus_desired} {g.accelerator_model}, max {g.max_size} nodes",
+    ]
+    if g.fabric_gbps_per_node:
+        lines.append(f"EFA {g.efa_interfaces}/{g.efa_max}, {fmt.gbps(g.fabric_gbps_desired)}")
+    lines.append(g.capacity.split(" ")[0])
+    if g.placement_group:
+        lines.append(f"placement {g.placement_group.removeprefix(prefix + '-')}")
+    return "\n".join(lines)
 
 
 class _Model:
@@ -115,7 +150,6 @@ class _Model:
         self.nodes: dict[str, Node] = {}
         self.edges: list[Edge] = []
         self.zones: list[str] = []  # AZ subgraphs to draw, GPU AZ first
-        self.folded_zones: list[str] = []
         self.vpc_label = ""
         self._build(recording)
 
@@ -126,11 +160,34 @@ class _Model:
         node.urns |= set(urns)
         return node
 
+    def group_target(self, key: str) -> str:
+        """Where an edge to a node group ends: at its AZ when the AZ draws several groups (one edge to the AZ, not
+        one per group: edges fanned out from the control plane cut the corners of the groups beside their target)."""
+        container = self.nodes[key].container
+        here = [k for k, n in self.nodes.items() if n.container == container and k.startswith("ng_")]
+        return container if container.startswith("az:") and len(here) > 1 else key
+
+    def column(self) -> list[str]:
+        """The nodes `_layout` stacks: the last node in an AZ, then the VPC's own nodes that send no edge (system
+        nodes, the network; HyperPod mounts the file system, so it ranks above it by its own edge)."""
+        senders = {e.source for e in self.edges if e.style != "~~~"}
+        in_zones = [k for k, n in self.nodes.items() if n.container.startswith("az:")]
+        in_zones.sort(key=lambda k: k.startswith("ng_more_"))  # folded groups sit lowest in their AZ
+        vpc = [k for k, n in self.nodes.items() if n.container == "vpc" and k not in senders]
+        return ([in_zones[-1]] if in_zones else []) + vpc
+
+    def lowest(self) -> str | None:
+        """The node the layout puts last: the bottom of the column, else the last one drawn."""
+        column = self.column()
+        return column[-1] if column else next(reversed(self.nodes), None)
+
     def _members(self, resource: RecordedResource) -> set[str]:
-        """A resource and its component's other resources (a node group stands for its launch template too)."""
-        urns = {resource.urn}
+        """What a node stands for: the resource, the launch templates and placement groups it uses (a node group's
+        nodes come from them: replacing one recreates the nodes), and its component."""
+        urns = {resource.urn, *(r.urn for r in self.index.refs(resource, "launchTemplate", graph.LAUNCH_TEMPLATE))}
+        for template in self.index.refs(resource, "launchTemplate", graph.LAUNCH_TEMPLATE):
+            urns |= {r.urn for r in self.index.refs(template, "placement", graph.PLACEMENT_GROUP)}
         if resource.parent:
-            urns |= {r.urn for r in self.index.recording.resources if r.parent == resource.parent}
             urns.add(resource.parent)
         return urns
 
@@ -153,7 +210,7 @@ class _Model:
                     f"system nodes: {g.desired_size} x {g.instance_type} (max {g.max_size}) "
                     f"over {len(g.availability_zones)} AZs"
                 )
-                self.add(f"ng_{g.name}", label, "rect", "vpc" if vpcs else "", self._members(r))
+                self.add(f"ng_{r.name}", label, "rect", "vpc" if vpcs else "", self._members(r))
         file_systems = index.of_type(graph.FSX_LUSTRE)
         fs_zone: dict[str, str] = {}
         for fs in file_systems:
@@ -163,48 +220,30 @@ class _Model:
 
         busy = {z for z in gpu_by_zone if z} | {z for z in fs_zone.values() if z}
         self.zones = sorted(busy, key=lambda z: (z not in gpu_by_zone, z not in fs_zone.values(), z))
-        self.folded_zones = [z for z in all_zones if z not in busy]
 
-        # Subnets and NAT per drawn AZ fold into one node; the empty AZs into one node together.
+        # The network is one node: subnets and NAT gateways of every AZ and the interface endpoints (the text report
+        # lists them); the AZ subgraphs hold what must share an AZ (GPU groups, their fabric, the file system).
         nats = index.of_type(graph.NAT_GATEWAY)
-        for zone in self.zones:
-            subnets = [u for u, z in subnet_zone.items() if z == zone]
-            nat = [n.urn for n in nats if any(s in subnets for s in n.dependencies) or _nat_zone(index, n) == zone]
+        endpoints = index.of_type(graph.VPC_ENDPOINT)
+        subnets = list(subnet_zone)
+        if subnets or nats or endpoints:
+            parts = [f"{plural(len(subnets), 'subnet')} in {plural(len(all_zones), 'AZ')}"] if subnets else []
+            parts += [plural(len(nats), "NAT gateway")] if nats else []
+            parts += [plural(len(endpoints), "VPC endpoint")] if endpoints else []
             self.add(
-                f"subnets_{zone}",
-                plural(len(subnets), "subnet") + (", NAT gateway" if nat else ""),
+                "network",
+                "\n".join(parts),
                 "stadium",
-                f"az:{zone}",
-                subnets + nat,
-            )
-        if self.folded_zones:
-            subnets = [u for u, z in subnet_zone.items() if z in self.folded_zones]
-            nat = [n.urn for n in nats if _nat_zone(index, n) in self.folded_zones]
-            self.add(
-                "zones_folded",
-                f"{', '.join(self.folded_zones)}: {plural(len(subnets), 'subnet')}"
-                + (f", {plural(len(nat), 'NAT gateway')}" if nat else "")
-                + " (no GPUs, no file system)",
-                "stadium",
-                "vpc",
-                subnets + nat,
+                "vpc" if vpcs else "",
+                {*subnets, *(n.urn for n in nats), *(e.urn for e in endpoints)},
             )
 
         for zone, members in sorted(gpu_by_zone.items()):
             container = f"az:{zone}" if zone else ("vpc" if vpcs else "")
             members.sort(key=lambda m: (-m[1].gpus_max, m[1].name))
             for r, g in members[:MAX_GROUPS_PER_AZ]:
-                key = f"ng_{g.name}"
+                key = f"ng_{r.name}"
                 self.add(key, _group_label(g, self.prefix), "rect", container, self._members(r))
-                if g.fabric_gbps_per_node:
-                    fabric = (
-                        f"EFA fabric: {g.efa_interfaces}/{g.efa_max} interfaces, "
-                        f"{fmt.gbps(g.fabric_gbps_desired)} at desired"
-                        + (f", placement group {g.placement_group}" if g.placement_group else "")
-                    )
-                    # The fabric is the launch template's interfaces in the group's placement: the same resources.
-                    self.add(f"efa_{g.name}", fabric, "hex", container, self._members(r))
-                    self.edges.append(Edge(key, f"efa_{g.name}", "RDMA", "==="))
             rest = members[MAX_GROUPS_PER_AZ:]
             if rest:
                 accelerators = sum(g.gpus_desired for _, g in rest)
@@ -224,39 +263,54 @@ class _Model:
             )
             self.add(f"fs_{fs.name}", label, "cyl", f"az:{zone}" if zone else "vpc", self._members(fs))
 
-        endpoints = index.of_type(graph.VPC_ENDPOINT)
-        if endpoints:
-            services = sorted(str(get(e.inputs, "serviceName") or e.name).split(".", 3)[-1] for e in endpoints)
-            self.add(
-                "endpoints",
-                f"{plural(len(endpoints), 'VPC endpoint')}: {', '.join(services)}",
-                "stadium",
-                "vpc" if vpcs else "",
-                {e.urn for e in endpoints},
-            )
-
-        buckets = index.of_type(*graph.S3_BUCKETS)
-        if buckets:
-            names = sorted(r.name.removeprefix(self.prefix + "-") for r in buckets)
-            self.add("s3", f"S3: {', '.join(names)}", "cyl", "", {b.urn for b in buckets})
-
         for cluster in index.of_type(graph.EKS_CLUSTER):
             label = f"control plane {get(cluster.inputs, 'version') or ''}".strip()
             self.add("eks", label, "rect", "eks", {cluster.urn})
-        addons = index.of_type(graph.EKS_ADDON)
-        if addons:
-            names = sorted(str(get(a.inputs, "addonName") or a.name) for a in addons)
-            self.add("eks_addons", f"EKS add-ons: {', '.join(names)}", "round", "eks", {a.urn for a in addons})
+        # The charts that run on the GPU nodes (they tolerate the GPU taint) are drawn there; the other charts and
+        # the EKS managed add-ons fold into one node: the text report lists every one with its version.
+        gpu_taints = {t.split("=", 1)[0] for _, g in groups if g.gpu for t in g.taints}
+        on_gpus: list[RecordedResource] = []
+        others: list[RecordedResource] = []
         for release in index.of_type(graph.HELM_RELEASE, graph.HELM_CHART):
-            key = f"helm_{_chart(release)}"
-            self.add(
-                key, f"{_chart(release)} {get(release.inputs, 'version') or ''}".strip(), "round", "eks", {release.urn}
-            )
-            tolerated = _tolerated_keys(release.inputs.get("values"))
-            for _, g in groups:
-                taints = {t.split("=", 1)[0] for t in g.taints}
-                if g.gpu and taints & tolerated and f"ng_{g.name}" in self.nodes:
-                    self.edges.append(Edge(key, f"ng_{g.name}", "runs on", "-.->"))
+            (on_gpus if _tolerated_keys(release.inputs.get("values")) & gpu_taints else others).append(release)
+        if on_gpus:
+            names = ", ".join(f"{_chart(r)} {get(r.inputs, 'version') or ''}".strip() for r in on_gpus)
+            self.add("gpu_charts", names, "round", "eks", {r.urn for r in on_gpus})
+            for r, g in groups:
+                if g.gpu and f"ng_{r.name}" in self.nodes:
+                    self.edges.append(Edge("gpu_charts", self.group_target(f"ng_{r.name}"), "runs on", "-.->"))
+        addons = index.of_type(graph.EKS_ADDON)
+        if others or addons:
+            parts = [plural(len(others), "more Helm chart")] if others else []
+            parts += [plural(len(addons), "EKS add-on")] if addons else []
+            self.add("addons", " and ".join(parts), "round", "eks", {a.urn for a in [*others, *addons]})
+
+        # S3: the buckets a data repository association links, drawn with its direction; the rest in one node.
+        buckets = index.of_type(*graph.S3_BUCKETS)
+        linked: dict[str, set[str]] = defaultdict(set)  # bucket urn -> file system node keys
+        flows: dict[tuple[str, str], tuple[str, str]] = {}
+        for dra in index.of_type(DRA):
+            targets = index.refs(dra, "fileSystemId", graph.FSX_LUSTRE)
+            sources = [b for b in index.refs(dra, "dataRepositoryPath") if b.type in graph.S3_BUCKETS]
+            for fs in targets:
+                if f"fs_{fs.name}" in self.nodes:
+                    self.nodes[f"fs_{fs.name}"].urns.add(dra.urn)
+                for bucket in sources:
+                    linked[bucket.urn].add(f"fs_{fs.name}")
+                    flows[(bucket.urn, f"fs_{fs.name}")] = direction(dra)
+        for bucket in buckets:
+            if bucket.urn in linked:
+                self.add(f"s3_{bucket.name}", f"S3 {short_bucket(bucket, self.prefix)}", "cyl", "", {bucket.urn})
+        rest = [b for b in buckets if b.urn not in linked]
+        if rest:
+            names = ", ".join(sorted(short_bucket(b, self.prefix) for b in rest))
+            self.add("s3_other", f"S3 {names}", "cyl", "", {b.urn for b in rest})
+        for (bucket_urn, fs_key), (label, style) in flows.items():
+            bucket = index.by_urn[bucket_urn]
+            if style == "<--":  # export only: the file system writes to the bucket
+                self.edges.append(Edge(fs_key, f"s3_{bucket.name}", label, "-->"))
+            else:
+                self.edges.append(Edge(f"s3_{bucket.name}", fs_key, label, style))
 
         for hp in hyperpods:
             count = sum(as_int(get(g, "instanceCount")) or 0 for g in hp.inputs.get("instanceGroups") or [])
@@ -265,42 +319,68 @@ class _Model:
                 self.edges.append(Edge("eks", "hyperpod", "orchestrates"))
 
         # The data path and the control plane: every drawn node group joins EKS and mounts each file system.
-        compute = [k for k in self.nodes if k.startswith("ng_")] + (["hyperpod"] if hyperpods else [])
+        # A folded node of groups has no edges of its own (`_layout` puts it under the groups drawn): two more
+        # edges per fold would cross the drawn groups' edges for no fact the drawn ones do not already show.
+        compute = [k for k in self.nodes if k.startswith("ng_") and not k.startswith("ng_more_")]
+        compute += ["hyperpod"] if hyperpods else []
         for key in compute:
             if "eks" in self.nodes and key != "hyperpod":
-                self.edges.append(Edge("eks", key, "manages"))
+                self.edges.append(Edge("eks", self.group_target(key), "manages"))
             if key == "hyperpod" or not self.nodes[key].label.startswith("system"):
                 self.edges += [Edge(key, f"fs_{fs.name}", "Lustre") for fs in file_systems]
-        for dra in index.of_type(DRA):
-            for fs in index.refs(dra, "fileSystemId", graph.FSX_LUSTRE):
-                if "s3" in self.nodes:
-                    self.nodes[f"fs_{fs.name}"].urns.add(dra.urn)
-                    self.edges.append(Edge(f"fs_{fs.name}", "s3", "import / export", "<-->"))
+
+
+def short_bucket(bucket: RecordedResource, prefix: str) -> str:
+    return bucket.name.removeprefix(prefix + "-").removeprefix("data-")
+
+
+def direction(dra: RecordedResource) -> tuple[str, str]:
+    """What a data repository association moves, from its policies: (edge label, arrow from the bucket's side).
+    Import when `s3.autoImportPolicy` has events or `batchImportMetaDataOnCreate` is set; export when
+    `s3.autoExportPolicy` has events (FSx API, S3DataRepositoryConfiguration / AutoImportPolicy, AutoExportPolicy)."""
+    imports = bool(get(dra.inputs, "s3", "autoImportPolicy", "events")) or bool(
+        get(dra.inputs, "batchImportMetaDataOnCreate")
+    )
+    exports = bool(get(dra.inputs, "s3", "autoExportPolicy", "events"))
+    path = str(get(dra.inputs, "fileSystemPath") or "")
+    where = f" {path}" if path else ""
+    if imports and exports:
+        return f"imports and exports{where}", "<-->"
+    if exports:
+        return f"exports{where}", "<--"
+    return f"imports to{where}" if imports else "linked", "-->"
 
 
 def _layout(model: _Model) -> None:
-    """Invisible links that stack nodes which have no edge between them, so the chart grows down, not sideways:
-    the EKS add-ons in rows of `ROW` above the control plane, the VPC's own nodes (system nodes, folded AZs,
-    endpoints) in one column."""
-    # The control plane goes last, so everything it manages ranks below the whole EKS box, not beside it.
-    eks = sorted((k for k, n in model.nodes.items() if n.container == "eks"), key=lambda k: k == "eks")
-    model.edges += [Edge(eks[i], eks[i + ROW], "", "~~~") for i in range(len(eks) - ROW)]
-    vpc = [k for k, n in model.nodes.items() if n.container == "vpc"]
-    model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(vpc)]
-
-
-def _nat_zone(index: Index, nat: RecordedResource) -> str:
-    zones = {str(get(s.inputs, "availabilityZone") or "") for s in index.refs(nat, "subnetId", graph.SUBNET)}
-    return zones.pop() if len(zones) == 1 else ""
+    """Invisible links that stack the VPC's own nodes (system nodes, the network) in one column under the AZs, and
+    the S3 buckets no file system links under those it links, so the chart grows down, not sideways."""
+    column = model.column()
+    for key, node in model.nodes.items():  # folded GPU groups under their AZ's file system (else its first group)
+        if key.startswith("ng_more_"):
+            same = [k for k, n in model.nodes.items() if n.container == node.container and k != key]
+            anchor = next((k for k in same if k.startswith("fs_")), same[0] if same else None)
+            if anchor is not None:
+                model.edges.append(Edge(anchor, key, "", "~~~"))
+    model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(column)]
+    buckets = [k for k in model.nodes if k.startswith("s3_")]
+    model.edges += [Edge(a, b, "", "~~~") for a, b in itertools.pairwise(buckets)]
 
 
 def _mark(model: _Model, diff: PlanDiff, before: Recording | None, prefix: str) -> None:
-    """Colour what the diff touches; draw what it removes (from the baseline recording) as removed nodes."""
+    """Style what the diff touches, the most serious first: a protected resource replaced, a replacement, all of a
+    node's resources added, an input other than a tag changed; draw what it removes (from the baseline) as removed
+    nodes. A change of tags alone leaves a node as it is: the diff block counts those."""
     added = {urn for urn, _ in diff.added}
-    changed = {c.urn for c in diff.changed}
+    replaced = {c.urn for c in diff.replaced}
+    protected = {c.urn for c in diff.protected_replacements}
+    changed = {c.urn for c in diff.changed if not tags_only(c)}
     for node in model.nodes.values():
         own = {u for u in node.urns if not urn_type(u).startswith("trainstack:")}  # components have no cloud state
-        if own and own <= added:
+        if node.urns & protected:
+            node.status = "protected"
+        elif node.urns & replaced:
+            node.status = "replaced"
+        elif own and own <= added:
             node.status = "added"
         elif node.urns & (added | changed):
             node.status = "changed"
@@ -327,7 +407,7 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
     for node in nodes.values():
         by_container[node.container].append(node)
 
-    lines = ["flowchart TB"]
+    lines = [INIT, "flowchart TB"]
 
     def draw(container: str, indent: str) -> None:
         lines.extend(f"{indent}{n.id}{_shape(n)}" for n in by_container.get(container, []))
@@ -339,25 +419,37 @@ def flowchart(recording: Recording, diff: PlanDiff | None = None, before: Record
     if model.vpc_label or any(n.container.startswith(("vpc", "az:")) for n in nodes.values()):
         lines.append(f'  subgraph vpc["{_label(model.vpc_label or "VPC")}"]')
         for zone in model.zones:
-            lines.append(f'    subgraph az_{re.sub(r"[^A-Za-z0-9]", "_", zone)}["{_label(zone)}"]')
+            lines.append(f'    subgraph {_zone_id(zone)}["{_label(zone)}"]')
             draw(f"az:{zone}", "      ")
             lines.append("    end")
         draw("vpc", "    ")
         lines.append("  end")
     draw("", "  ")
+    ends = {key: node.id for key, node in nodes.items()} | {f"az:{zone}": _zone_id(zone) for zone in model.zones}
     seen: set[tuple[str, str]] = set()
     for edge in model.edges:
-        if edge.source not in nodes or edge.target not in nodes or (edge.source, edge.target) in seen:
+        if edge.source not in ends or edge.target not in ends or (edge.source, edge.target) in seen:
             continue
         seen.add((edge.source, edge.target))
         label = f'|"{_label(edge.label)}"|' if edge.label else ""
-        lines.append(f"  {nodes[edge.source].id} {edge.style}{label} {nodes[edge.target].id}")
+        lines.append(f"  {ends[edge.source]} {edge.style}{label} {ends[edge.target]}")
     marked = {status: [n.id for n in nodes.values() if n.status == status] for status in CLASSES}
-    for status, ids in marked.items():
-        if ids:
-            lines.append(f"  classDef {status} {CLASSES[status]}")
-            lines.append(f"  class {','.join(ids)} {status}")
+    used = [status for status, ids in marked.items() if ids]
+    if used:  # the legend: one node per style the chart uses, in a row under the lowest node
+        lines.append('  subgraph legend["legend"]')
+        lines += [f'    legend_{status}["{LEGEND[status]}"]' for status in used]
+        lines.append("  end")
+        last = model.lowest()
+        if last is not None:
+            lines += [f"  {nodes[last].id} ~~~ legend_{status}" for status in used]
+    for status in used:
+        lines.append(f"  classDef {status} {CLASSES[status]}")
+        lines.append(f"  class {','.join([*marked[status], f'legend_{status}'])} {status}")
     return "\n".join(lines)
+
+
+def _zone_id(zone: str) -> str:
+    return "az_" + re.sub(r"[^A-Za-z0-9]", "_", zone)
 
 
 def _cluster_prefix(recording: Recording) -> str:
@@ -382,17 +474,22 @@ def check(source: str) -> list[str]:
     """Structural problems of a flowchart this module writes (empty when well-formed)."""
     problems: list[str] = []
     lines = [line.strip() for line in source.splitlines() if line.strip()]
+    if lines and lines[0] == INIT:
+        lines = lines[1:]
     if not lines or not re.match(r"^flowchart (LR|RL|TB|TD|BT)$", lines[0]):
         problems.append("first line must be `flowchart <direction>`")
     depth = 0
     defined: set[str] = set()
     edges: list[tuple[str, str]] = []
     classes: set[str] = set()
+    subgraphs: set[str] = set()  # an edge may end at a subgraph (an AZ)
     for line in lines[1:]:
         if line.startswith("subgraph "):
             depth += 1
-            if not re.match(r'^subgraph [A-Za-z][A-Za-z0-9_]*\["[^"]*"\]$', line):
+            if not (m := re.match(r'^subgraph ([A-Za-z][A-Za-z0-9_]*)\["[^"]*"\]$', line)):
                 problems.append(f"bad subgraph line: {line}")
+            else:
+                subgraphs.add(m.group(1))
         elif line == "end":
             depth -= 1
             if depth < 0:
@@ -415,5 +512,6 @@ def check(source: str) -> list[str]:
             problems.append(f"unparsed line: {line}")
     if depth != 0:
         problems.append(f"{depth} subgraph(s) not closed")
-    problems += [f"edge {a} --> {b} names an undefined node" for a, b in edges if a not in defined or b not in defined]
+    known = defined | subgraphs
+    problems += [f"edge {a} --> {b} names an undefined node" for a, b in edges if a not in known or b not in known]
     return problems

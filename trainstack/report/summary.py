@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from policies.facts import TENANT_LABEL, TENANT_TEAM
 from policies.rules.base import efa_interfaces, lustre_throughput_mb_s
 from stacks.catalog import CATALOG
 from stacks.schema import StackConfig
@@ -105,6 +106,14 @@ class HyperPodGroupSummary:
 
 
 @dataclass(frozen=True)
+class TeamSummary:
+    """A team namespace (labelled `trainstack.io/tenant: team`) and the accelerators its quota lets it request."""
+
+    name: str
+    accelerator_quota: int  # the namespace's ResourceQuota on requests.nvidia.com/gpu or aws.amazon.com/neuron
+
+
+@dataclass(frozen=True)
 class Summary:
     """Everything the report says about a stack, except cost and policy (see cost.py, review.py)."""
 
@@ -129,6 +138,7 @@ class Summary:
     gpu_budget: int
     per_gpu_read_mb_s: float
     type_counts: dict[str, int] = field(default_factory=dict)
+    teams: tuple[TeamSummary, ...] = ()
 
     @property
     def mode(self) -> str:
@@ -348,6 +358,26 @@ def hyperpod_summaries(index: Index) -> tuple[HyperPodGroupSummary, ...]:
     return tuple(found)
 
 
+ACCELERATOR_QUOTAS = ("requests.nvidia.com/gpu", "requests.aws.amazon.com/neuron")
+
+
+def team_summaries(index: Index) -> tuple[TeamSummary, ...]:
+    """The team namespaces, each with the accelerators its ResourceQuotas allow (0 when none caps them)."""
+    namespaces = index.of_type(graph.NAMESPACE)
+    teams = [
+        str(get(ns.inputs, "metadata", "name"))
+        for ns in namespaces
+        if (get(ns.inputs, "metadata", "labels") or {}).get(TENANT_LABEL) == TENANT_TEAM
+    ]
+    quota: dict[str, int] = {}
+    for q in index.of_type(graph.RESOURCE_QUOTA):
+        namespace = str(get(q.inputs, "metadata", "namespace") or "")
+        hard = get(q.inputs, "spec", "hard") or {}
+        found = sum(as_int(hard.get(key)) or 0 for key in ACCELERATOR_QUOTAS if isinstance(hard, dict))
+        quota[namespace] = quota.get(namespace, 0) + found
+    return tuple(TeamSummary(name, quota.get(name, 0)) for name in teams)
+
+
 def _endpoint_azs(index: Index) -> tuple[int, int]:
     endpoints = [r for r in index.of_type(graph.VPC_ENDPOINT) if get(r.inputs, "vpcEndpointType") == "Interface"]
     azs = 0
@@ -398,4 +428,5 @@ def summarize(recording: Recording, cluster: StackConfig) -> Summary:
         gpu_budget=cluster.cost.max_gpus,
         per_gpu_read_mb_s=cluster.storage.fsx.per_gpu_read_mb_s,
         type_counts=dict(sorted(type_counts.items())),
+        teams=team_summaries(index),
     )

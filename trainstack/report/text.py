@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import shlex
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import fmt, verdict
+from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
 from trainstack.report.changes import entries
+from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
+from trainstack.report.graph import Index
 from trainstack.report.health import lines as health_lines
 from trainstack.report.model import Report
 from trainstack.report.summary import NodeGroupSummary
@@ -160,27 +162,21 @@ def ready_line(v: verdict.Verdict) -> str:
     return line + (f" (long pole: {pole.what})" if pole else "")
 
 
-def change_line(v: verdict.Verdict) -> str:
-    c = v.counts or {}
-    line = f"{c.get('add', 0)} to add, {c.get('change', 0)} to change, {c.get('replace', 0)} to replace, "
-    line += f"{c.get('delete', 0)} to delete"
-    if v.change is not None:
-        line += f"; the change applies in about {minutes(v.change.low, v.change.high)}"
-        if (pole := v.change.long_pole) is not None:
-            line += f" ({pole.what})"
-    return line
+def _paint(style: Style, status: str) -> Callable[[str], str]:
+    return style.ok if status == verdict.OK else style.bad if status == verdict.REFUSED else style.warn
 
 
-def verdict_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
-    out = [style.bold("Verdict: ") + _status(style, v.headline)]
-    if v.counts is not None:
-        out += ["  " + line for line in fmt.fit(change_line(v), width - 2, "  ")]
-    parts: list[str] = []
-    for f in v.figures:
-        value = f"{f.before} -> {f.value}" if f.before is not None and f.before != f.value else f.value
-        parts.append(f"{f.label} {value}")
-    parts.append(ready_line(v))
-    out += ["  " + line for line in fmt.fit(" · ".join(parts), width - 2, "")]
+def header_lines(h: header.Header, style: Style, width: int) -> list[str]:
+    """The header: the verdict line bold in its status's colour, then the changes, figures, size and fix."""
+    lines = h.lines()
+    paint = _paint(style, h.status)
+    out = [style.bold(paint(line)) for line in fmt.fit(lines[0], width, "  ")]
+    for line in lines[1:]:
+        wrapped = fmt.fit(line, width - 2, "  ")
+        if line.startswith("Fix: "):
+            out += [paint("  " + part) for part in wrapped]
+        else:
+            out += ["  " + part for part in wrapped]
     return out
 
 
@@ -189,7 +185,8 @@ def risk_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
         return [style.heading("Risks"), style.ok("  none found"), ""]
     out = [style.heading(f"Risks ({len(v.risks)}, most serious first)")]
     for risk in v.risks:
-        lines = fmt.clip(fmt.fit(f"{risk.title}: {risk.why}", width - 11, "  "), 2)
+        # A low risk gets one line (the Markdown and the JSON have its whole why): the screen is for the others.
+        lines = fmt.clip(fmt.fit(f"{risk.title}: {risk.why}", width - 11, "  "), 1 if risk.severity == "low" else 2)
         out.append("  " + _severity(style, risk.severity) + "  " + lines[0])
         out += [" " * 11 + line for line in lines[1:]]
     out.append("")
@@ -197,9 +194,11 @@ def risk_lines(v: verdict.Verdict, style: Style, width: int) -> list[str]:
 
 
 def time_lines(v: verdict.Verdict, width: int) -> list[str]:
-    """The critical path in one or two lines: what waits for what, with each step's typical minutes."""
+    """The critical path in one or two lines: what waits for what, with each step's typical minutes. A diff shows
+    the time its change takes, never the full build's."""
     out: list[str] = []
-    for title, estimate in (("Time to ready", v.time), ("Time to apply the change", v.change)):
+    timed = (("Time to apply the change", v.change),) if v.change is not None else (("Time to ready", v.time),)
+    for title, estimate in timed:
         if estimate is None:
             continue
         head = f"{title}: about {minutes(estimate.low, estimate.high)} on the critical path"
@@ -212,43 +211,45 @@ def time_lines(v: verdict.Verdict, width: int) -> list[str]:
     return out
 
 
+SYMBOLS = {"create": "+", "delete": "-", "update": "~", "replace": "+-", "tags": "~", "ignored": "="}
+LEGEND = "+ add · - delete · ~ update in place · +- replace · = kept by ignoreChanges"
+DIFF_LINES = 30  # lines of the diff block on screen; the rest are counted (`--format json` has every change)
+
+
 def diff_lines(report: Report, diff: PlanDiff, style: Style, width: int, before: Recording | None = None) -> list[str]:
-    lines = [style.heading(f"Changes against {diff.against}")]
-    for change in diff.protected_replacements:
-        text = (
-            f"!! REPLACES PROTECTED {change.urn.rsplit('::', 1)[-1]} ({', '.join(change.replace_reasons)}): "
-            "`pulumi up` refuses to delete a protected resource, and forcing it destroys the data"
-        )
-        lines += [style.bad("  " + line) for line in fmt.fit(text, width - 2, "   ")]
-    paint = {"+": style.ok, "-": style.bad, "!": style.bad, "~": style.warn}
-    for entry in entries(diff, report.recording, before, report.summary.name):
-        lines += [paint[entry.mark]("  " + line) for line in fmt.fit(entry.line, width - 2, "    ")]
-        lines += ["      " + line for d in entry.details for line in fmt.fit(d, width - 6, "    ")]
-    for change in diff.ignored:
-        text = f"= {change.urn.rsplit('::', 1)[-1]} (ignoreChanges: `pulumi up` keeps the deployed value)"
-        lines += [style.dim("  " + line) for line in fmt.fit(text, width - 2, "    ")]
-        for c in change.changes:
-            kept = f"{c.path}: stays {fmt.short(c.old, 30)} (config says {fmt.short(c.new, 30)})"
-            lines += [style.dim("      " + line) for line in fmt.fit(kept, width - 6, "  ")]
-    d = diff
-    acc = [
-        f"{int(d.accelerators_desired.before):,} -> {int(d.accelerators_desired.after):,} at desired "
-        f"({fmt.signed(d.accelerators_desired.change)})",
-        f"{int(d.accelerators_max.before):,} -> {int(d.accelerators_max.after):,} at max "
-        f"({fmt.signed(d.accelerators_max.change)})",
-    ]
-    fabric = fmt.gbps_row(
-        d.fabric_gbps_desired.before, d.fabric_gbps_desired.after, d.fabric_gbps_desired.change, signed_last=True
-    )
-    deltas = [
-        f"accelerators {acc[0]}, {acc[1]}",
-        f"EFA fabric at desired {fabric[0]} -> {fabric[1]} ({fabric[2]})",
-        f"cost at desired {fmt.usd(d.usd_per_hour_desired.before)}/h -> {fmt.usd(d.usd_per_hour_desired.after)}/h "
-        f"({fmt.signed_usd(d.usd_per_hour_desired.change)}/h, {fmt.signed_usd(d.usd_per_month_desired.change)}/month)",
-    ]
-    lines += ["  " + line for delta in deltas for line in fmt.fit(delta, width - 2, "  ")]
-    lines += [style.dim("  " + line) for line in fmt.fit(PROVIDER_DIFF_NOTE, width - 2)]
+    """Each changed resource (or group of them) with Pulumi's symbol, replacements first, at most `DIFF_LINES`."""
+    lines = [style.bold(line) for line in fmt.fit(f"Changes against {diff.against}", width, "  ")]
+    lines += [style.dim("  " + line) for line in fmt.fit(LEGEND, width - 2)]
+    paint = {
+        "create": style.ok,
+        "delete": style.bad,
+        "replace": style.bad,
+        "update": style.warn,
+        "tags": style.warn,
+        "ignored": style.dim,
+    }
+    body: list[str] = []
+    for entry in entries(diff, report.recording, before, report.summary.name, team_names(report, before)):
+        symbol = SYMBOLS[entry.op]
+        head = fmt.fit(f"{symbol} {entry.line}", width - 2, " " * (len(symbol) + 3))
+        body += [paint[entry.op]("  " + line) for line in head]
+        body += ["  " + line for d in entry.body for line in fmt.fit(" " * (len(symbol) + 3) + d, width - 2, " " * 8)]
+    if len(body) > DIFF_LINES:
+        hidden = len(body) - (DIFF_LINES - 1)
+        body = [*body[: DIFF_LINES - 1], style.dim(f"  … {hidden} more lines: every change is in `--format json`")]
+    lines += body
+    lines += [style.dim("  " + line) for line in fmt.fit(PROVIDER_DIFF_NOTE, width - 2, "  ")]
     return lines
+
+
+def team_names(report: Report, before: Recording | None) -> tuple[str, ...]:
+    """The teams of the plan (and of the baseline, for what a change removes)."""
+    from trainstack.report.summary import team_summaries
+
+    names = [t.name for t in report.summary.teams]
+    if before is not None:
+        names += [t.name for t in team_summaries(Index(before)) if t.name not in names]
+    return tuple(names)
 
 
 def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
@@ -267,32 +268,34 @@ def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
 
 
 def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
-    """The journeys: how many hold per kind, what each user gets (figures), and each broken one's first failing
-    step with its source."""
+    """The journeys: how many hold per kind, each broken one with its first failing step and source (never
+    folded), and per kind one line for those that hold: their count and what the first one's user gets."""
     if not report.journeys:
         return []
     journeys = report.journeys
     holding = sum(1 for j in journeys if j.holds)
-    kinds = Counter(j.kind for j in journeys)
-    per_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+    kinds = journey_kinds(journeys)
+    per_kind = ", ".join(f"{k.kind} {k.total}" for k in kinds)
     head = f"{holding} of {len(journeys)} hold ({per_kind})"
-    narrow = len("Journeys: ") + len(head) > width  # the kinds go on lines of their own
-    if narrow:
-        head = f"{holding} of {len(journeys)} hold"
-    out = [style.heading("Journeys: ") + (style.ok(head) if holding == len(journeys) else style.bad(head))]
-    if narrow:
-        out += ["  " + line for line in fmt.fit(per_kind, width - 2, "  ")]
-    for j in journeys:
-        step = j.broken_step
-        if step is not None:
+    paint = style.ok if holding == len(journeys) else style.bad
+    first, *rest = fmt.fit(f"Journeys: {head}", width, "  ")
+    out = [style.heading("Journeys: ") + paint(first.removeprefix("Journeys: ")), *(paint(line) for line in rest)]
+    for k in kinds:
+        for j in k.broken:
+            step = j.broken_step
+            if step is None:
+                continue
             body = fmt.fit(f"{j.kind}: {j.subject}", width - 9, "  ")
             out.append(f"  {style.bad('BROKEN')} {body[0]}")
             out += ["         " + line for line in body[1:]]
             out += ["         " + line for line in fmt.fit(f"{step.name}: {step.detail}", width - 9, "  ")]
             out += [style.dim("         " + line) for line in fmt.fit(f"source: {step.source}", width - 9)]
-        elif j.figures:
-            figures = ", ".join(f"{k} {v}" for k, v in j.figures.items())
-            out += ["  " + line for line in fmt.fit(f"{j.subject}: {figures}", width - 2, "    ")]
+        if k.holding:
+            first = k.holding[0]
+            figures = ", ".join(f"{name} {value}" for name, value in first.figures.items())
+            more = f" and {len(k.holding) - 1} more" if len(k.holding) > 1 else ""
+            text = f"{k.kind}: {len(k.holding)} hold, e.g. {first.subject}{more}" + (f": {figures}" if figures else "")
+            out += [style.dim("  ") + line for line in fmt.clip(fmt.fit(text, width - 2, "    "), 2)]
     out.append("")
     return out
 
@@ -409,12 +412,8 @@ def _cost(report: Report, style: Style, width: int) -> list[str]:
                     "",
                 ],
             ]
-        table = fmt.table(COST_HEADERS, rows)
-        if max(len(line) for line in table) > width:  # narrow: drop the unit price and date columns
-            table = fmt.table(
-                ("item", "quantity des / max", "$/h desired", "$/h max"), [[r[0], r[1], r[3], r[4]] for r in rows]
-            )
-        out += [line[:width] for line in table]
+        # Narrow: the price date goes first, then the unit price and the quantities; never a cut cell.
+        out += fmt.fit_table(COST_HEADERS, rows, width, drop=(5, 2, 1))
         total = (
             f"Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
             f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month "
@@ -428,28 +427,38 @@ def _cost(report: Report, style: Style, width: int) -> list[str]:
 
 
 def _policy(report: Report, style: Style, width: int) -> list[str]:
+    """Every mandatory violation on its own; advisories one line per rule (count, the first message and where)."""
     if report.policy is None:
         return []
     p = report.policy
-    out = [style.heading("Policy review")]
     head = f"{len(p.mandatory)} mandatory, {len(p.advisory)} advisory violation(s) from {p.policies_run} policies"
     if p.waived:
         head += f"; {len(p.waived)} waived"
     if p.not_applicable:
         head += f"; {len(p.not_applicable)} check(s) not applicable"
+    out = [style.heading("Policy review")]
     out += ["  " + (style.ok(part) if p.passed else style.bad(part)) for part in fmt.fit(head, width - 2, "  ")]
-    for v in p.violations:
-        tag = style.bad("MANDATORY") if v.level == "mandatory" else style.warn("advisory ")
-        where = v.urn.rsplit("::", 1)[-1].removeprefix(report.summary.name + "-") if v.urn else "stack"
-        body = fmt.fit(f"{v.policy} on {where}: {v.message}", width - 12, "  ")
-        out.append(f"  {tag} {body[0]}")
+    cluster = report.summary.name
+    for v in p.mandatory:
+        body = fmt.fit(f"{v.policy} on {where(v, cluster)}: {v.message}", width - 12, "  ")
+        out.append(f"  {style.bad('MANDATORY')} {body[0]}")
+        out += ["            " + line for line in body[1:]]
+    for group in rule_groups(p):
+        if group.level == "mandatory":
+            continue
+        count = f" x{group.count}" if group.count > 1 else ""
+        others = len(group.messages) - 1
+        text = f"{group.policy}{count}: {group.example.message} (on {group.where(cluster)}"
+        text += f"; {others} other message(s))" if others else ")"
+        body = fmt.clip(fmt.fit(text, width - 12, "  "), 2)
+        out.append(f"  {style.warn('advisory ')} {body[0]}")
         out += ["            " + line for line in body[1:]]
     for w in p.waived:
         body = fmt.fit(
             f"{w.violation.policy} on {w.violation.name}: {w.violation.message} Reason: {w.reason}", width - 12, "  "
         )
         out.append(f"  {style.warn('waived   ')} {body[0]}")
-        out += ["            " + line for line in body[1:]]
+        out += ["            " + line for line in fmt.clip(body, 2)[1:]]
     out.append("")
     return out
 
@@ -474,6 +483,17 @@ def title(report: Report, diff: PlanDiff | None) -> str:
     )
 
 
+def next_step_lines(v: verdict.Verdict, stack: str, environment: str, width: int, style: Style) -> list[str]:
+    """A refusal's next step is its fix (then the plan again); otherwise the commands of a real deployment."""
+    out = [style.heading("Next step")]
+    if v.status == verdict.REFUSED:
+        out += ["  " + line for line in fmt.fit("Fix what refuses the plan, then plan again:", width - 2)]
+        for fix in v.fixes:
+            out += [style.bad("  " + line) for line in fmt.fit(f"- {fix}", width - 2, "    ")]
+        return out
+    return out + ["  " + line for step in next_steps(stack, environment) for line in fmt.fit(step, width - 2, "    ")]
+
+
 def render(
     report: Report,
     style: Style,
@@ -482,21 +502,21 @@ def render(
     width: int = 100,
     before: Report | None = None,
 ) -> str:
-    """The terminal report, no line wider than `width`: the verdict and risks first, the summary line last, so
-    both the top and the tail of a run show where the plan stands. The resource tree only when asked for."""
+    """The terminal report, no line wider than `width`: the header (verdict, what changed, the figures) first,
+    then a diff's changes, the risks and the sections, the summary line last, so both the top and the tail of a
+    run show where the plan stands. The resource tree only when asked for."""
     s = report.summary
     width = max(width, 60)
     v = verdict.assess(report, diff, before)
-    out = [style.bold(line) for line in fmt.fit(title(report, diff), width)]
-    out.append(style.dim(f"  mode: {s.mode}"[:width]))
+    out = [style.bold(line) for line in fmt.fit(title(report, diff), width, "  ")]
+    out.append(style.dim(fmt.clip(fmt.fit(f"  mode: {s.mode}", width), 1)[0]))
+    out += header_lines(header.build(report, v, diff, before), style, width)
     out.append("")
-    out += verdict_lines(v, style, width)
-    out.append("")
-    out += risk_lines(v, style, width)
-    out += time_lines(v, width)
     if diff is not None:
         out += diff_lines(report, diff, style, width, before.recording if before is not None else None)
         out.append("")
+    out += risk_lines(v, style, width)
+    out += time_lines(v, width)
     out += _compute(report, style, width)
     out += _bringup(report, style, width)
     out += _storage(report, style, width)
@@ -519,15 +539,21 @@ def render(
         out.append(style.heading("Account state"))
         out += ["  " + line for item in account for line in fmt.fit(item, width - 2, "    ")]
         out.append("")
-    out.append(style.heading("Next step"))
-    out += ["  " + line for step in next_steps(s.stack, s.environment) for line in fmt.fit(step, width - 2, "    ")]
+    out += next_step_lines(v, s.stack, s.environment, width, style)
     out.append("")
-    summary = f"{s.stack}: {v.headline} · {report.cost and fmt.usd(report.cost.usd_per_hour_desired)}/h at desired"
+    summary = f"{s.stack}: {v.headline} · {fmt.usd(report.cost.usd_per_hour_desired)}/h at desired"
     if report.policy is not None:
         summary += f" · policy {len(report.policy.mandatory)} mandatory, {len(report.policy.advisory)} advisory"
     summary += f" · contracts {len(report.contracts)} refused"
     if report.journeys:
         summary += f" · journeys {sum(1 for j in report.journeys if not j.holds)} broken"
-    summary += f" · {ready_line(v)}"
-    out += [style.bold(line) for line in fmt.fit(summary, width)]
+    summary += f" · {ready_line(v) if diff is None else change_time(v)}"
+    paint = _paint(style, v.status)
+    out += [style.bold(paint(line)) for line in fmt.fit(summary, width, "  ")]
     return "\n".join(out) + "\n"
+
+
+def change_time(v: verdict.Verdict) -> str:
+    if v.change is None:
+        return "no change to apply"
+    return f"the change applies in about {minutes(v.change.low, v.change.high)}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks.catalog import CATALOG
-from trainstack.diff import PlanDiff
+from trainstack.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
 from trainstack.report import fmt, graph
 from trainstack.report.model import Report
 from trainstack.report.names import short, urn_name
@@ -37,9 +37,10 @@ class Risk:
     severity: str  # one of SEVERITIES
     title: str
     why: str
+    fix: str = ""  # what to do about it, where the plan knows (a refusal's next step)
 
     def to_dict(self) -> dict[str, str]:
-        return {"severity": self.severity, "title": self.title, "why": self.why}
+        return {"severity": self.severity, "title": self.title, "why": self.why, "fix": self.fix}
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ class Figure:
     label: str
     value: str
     before: str | None = None
+    change: str | None = None  # in a diff, the signed difference where the figure is a number (`+$321,689/month`)
+
+    @property
+    def moved(self) -> bool:
+        return self.before is not None and self.before != self.value
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,17 @@ class Verdict:
     counts: dict[str, int] | None  # add, change, replace, delete (None without a diff)
 
     @property
+    def reason(self) -> Risk | None:
+        """The one risk that decides the status (the most serious; None when only low risks stand)."""
+        first = self.risks[0] if self.risks else None
+        return first if first is not None and first.severity != "low" else None
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        """On a refusal, what to do about each refused risk: the next step is the fix, never `pulumi up`."""
+        return tuple(f"{r.title}: {r.fix or r.why}" for r in self.risks if r.severity == REFUSED)
+
+    @property
     def headline(self) -> str:
         """The verdict in a few words: `needs attention: 2 high, 1 medium risk(s)`."""
         counts = Counter(r.severity for r in self.risks)
@@ -70,8 +87,12 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,
-            "figures": [{"label": f.label, "value": f.value, "before": f.before} for f in self.figures],
+            "figures": [
+                {"label": f.label, "value": f.value, "before": f.before, "change": f.change} for f in self.figures
+            ],
             "counts": self.counts,
+            "reason": self.reason.to_dict() if self.reason is not None else None,
+            "fix": list(self.fixes),
         }
 
 
@@ -111,6 +132,7 @@ def figures(report: Report) -> tuple[Figure, ...]:
         Figure("EFA fabric at desired", fmt.gbps(s.fabric_gbps_desired) if s.fabric_gbps_desired else "no EFA"),
         Figure("storage throughput", storage_coverage(report)),
         Figure("cost at desired", f"{fmt.usd(cost.usd_per_month_desired)}/month"),
+        Figure("cost at max", f"{fmt.usd(cost.usd_per_month_max)}/month"),
     ]
     if report.policy is not None:
         p = report.policy
@@ -124,23 +146,45 @@ def figures(report: Report) -> tuple[Figure, ...]:
     return tuple(found)
 
 
-def diff_figures(before: Report | None, diff: PlanDiff) -> tuple[Figure, ...]:
-    """The headline deltas: accelerators, fabric and cost, before and after, one unit per row."""
+def diff_figures(before: Report | None, after: Report, diff: PlanDiff) -> tuple[Figure, ...]:
+    """Every headline figure before and after: from the baseline's own report when there is one (the CLI builds it),
+    else from the diff's deltas for the figures they carry. Numbers that moved carry their signed change; the
+    fabric is in one unit on both sides."""
     d = diff
-    rows = [
-        Figure(
-            "accelerators desired / max",
-            f"{int(d.accelerators_desired.after):,} / {int(d.accelerators_max.after):,}",
-            f"{int(d.accelerators_desired.before):,} / {int(d.accelerators_max.before):,}",
-        ),
-        Figure("EFA fabric at desired", *fmt.gbps_pair(d.fabric_gbps_desired.after, d.fabric_gbps_desired.before)),
-        Figure(
-            "cost at desired",
-            f"{fmt.usd(d.usd_per_month_desired.after)}/month",
-            f"{fmt.usd(d.usd_per_month_desired.before)}/month",
-        ),
-    ]
-    return tuple(rows)
+    now = {f.label: f.value for f in figures(after)}
+    was = {f.label: f.value for f in figures(before)} if before is not None else {}
+    # What the deltas know, in the units a reviewer compares (both sides of the fabric in one unit).
+    fabric_after, fabric_before = fmt.gbps_pair(d.fabric_gbps_desired.after, d.fabric_gbps_desired.before)
+    if d.fabric_gbps_desired.after or d.fabric_gbps_desired.before:
+        now["EFA fabric at desired"], was["EFA fabric at desired"] = fabric_after, fabric_before
+    if before is None:
+        accelerators = "accelerators desired / max"
+        now[accelerators] = f"{int(d.accelerators_desired.after):,} / {int(d.accelerators_max.after):,}"
+        was[accelerators] = f"{int(d.accelerators_desired.before):,} / {int(d.accelerators_max.before):,}"
+        was["cost at desired"] = f"{fmt.usd(d.usd_per_month_desired.before)}/month"
+        was["cost at max"] = f"{fmt.usd(d.usd_per_month_max.before)}/month"
+    changes = {
+        "accelerators desired / max": _count_change(d.accelerators_desired.change, d.accelerators_max.change),
+        "EFA fabric at desired": fmt.gbps_row(d.fabric_gbps_desired.change, signed_last=True)[0]
+        if d.fabric_gbps_desired.change
+        else None,
+        "cost at desired": _usd_change(d.usd_per_month_desired.change),
+        "cost at max": _usd_change(d.usd_per_month_max.change),
+    }
+    return tuple(
+        Figure(label, value, was.get(label), changes.get(label) if was.get(label, value) != value else None)
+        for label, value in now.items()
+    )
+
+
+def _usd_change(value: float) -> str | None:
+    return f"{fmt.signed_usd(value)}/month" if round(value) else None
+
+
+def _count_change(desired: float, maximum: float) -> str | None:
+    if not desired and not maximum:
+        return None
+    return f"{fmt.signed(desired)} / {fmt.signed(maximum)}"
 
 
 # --------------------------------------------------------------------------------------------- risks
@@ -154,8 +198,12 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
     for j in report.journeys:
         if (step := j.broken_step) is not None:
             found.append(Risk(REFUSED, f"journey {j.kind}: {j.subject}", f"{step.name}: {step.detail}"))
+    # The diff's own refusals below say more than their policy entries (PROTECTED_*): one risk each, not two.
+    told = {urn for urn in diff.protected_removals} | {c.urn for c in diff.protected_replacements} if diff else set()
     if report.policy is not None:
         for v in report.policy.mandatory:
+            if v.policy in (PROTECTED_DELETE, PROTECTED_REPLACE) and v.urn in told:
+                continue
             where = short(urn_name(v.urn), cluster) if v.urn else "stack"
             found.append(Risk(REFUSED, f"policy {v.policy} on {where}", v.message))
     if diff is not None:
@@ -165,15 +213,19 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                     REFUSED,
                     f"deletes protected {short(urn_name(urn), cluster)}",
                     "`pulumi up` refuses to delete a protected resource; removing protect first destroys the data",
+                    "keep it in the stack, or, if it moved to a new logical name, add an alias naming the old URN "
+                    "(docs/day2.md)",
                 )
             )
         for change in diff.protected_replacements:
+            reasons = ", ".join(change.replace_reasons)
             found.append(
                 Risk(
                     REFUSED,
                     f"replaces protected {short(urn_name(change.urn), cluster)}",
-                    f"{', '.join(change.replace_reasons)} cannot change in place; `pulumi up` refuses to delete a "
-                    "protected resource, and forcing it destroys the data",
+                    f"{reasons} cannot change in place; `pulumi up` refuses to delete a protected resource, and "
+                    "forcing it destroys the data",
+                    f"undo the change that moves its {reasons}; to move it on purpose, follow docs/day2.md",
                 )
             )
     for fs in s.file_systems:
@@ -276,8 +328,7 @@ def assess(report: Report, diff: PlanDiff | None = None, before: Report | None =
             "replace": len(diff.replaced),
             "delete": len(diff.removed),
         }
-        keep = {f.label: f for f in diff_figures(before, diff)}
-        shown = tuple(keep.get(f.label, f) for f in shown)
+        shown = diff_figures(before, report, diff)
     return Verdict(
         status=status,
         figures=shown,

@@ -1,0 +1,78 @@
+"""Findings folded for reading (issue 37): advisories one line per rule, journeys that hold one line per kind,
+while every mandatory violation and every broken journey stays on its own; prod's text report fits 120 lines at
+100 columns even with dozens of journeys."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.report.helpers import report, scenario
+from trainstack.journeys import ALERTS, DEPLOY, TEAM_JOB, Journey, Step
+from trainstack.report import markdown, text, verdict
+from trainstack.report.findings import journey_kinds, rule_groups
+
+PLAIN = text.Style(color=False)
+HOLDS = Step("Kueue admits the workload", True, "ClusterQueue p5-train covers every resource", "kueue v0.14.8 a.go")
+FAILS = Step("the pods get their images", False, "the registry refuses pulls from this VPC", "ECR guide, endpoints")
+PER_RANK = {"CPU per rank": "23.9", "memory per rank": "245 GiB", "/dev/shm": "64 GiB"}
+
+
+def _team_jobs(teams: int, broken: int) -> tuple[Journey, ...]:
+    """Dozens of team journeys, as the families will walk them: one per team and runtime, per-rank figures."""
+    found = [
+        Journey(TEAM_JOB, f"team t{i}: {runtime} TrainJob on p5-train", (HOLDS,), PER_RANK)
+        for i in range(teams)
+        for runtime in ("torch", "mpi")
+    ]
+    found += [Journey(TEAM_JOB, f"team b{i}: torch TrainJob on p5-train", (HOLDS, FAILS)) for i in range(broken)]
+    found += [Journey(DEPLOY, "Helm release kueue", (HOLDS,), {"images": "1"}), Journey(ALERTS, "Xid 79", (HOLDS,))]
+    return tuple(found)
+
+
+def test_prod_fits_120_lines_at_100_columns_with_dozens_of_journeys() -> None:
+    r = dataclasses.replace(report("prod"), journeys=_team_jobs(24, 0))
+    lines = text.render(r, PLAIN, width=100).splitlines()
+    assert len(lines) <= 120, len(lines)
+    assert max(len(line) for line in lines) <= 100
+    assert len(text.render(report("prod"), PLAIN, width=100).splitlines()) <= 120
+
+
+def test_journeys_that_hold_fold_per_kind_and_broken_ones_stay_whole() -> None:
+    journeys = _team_jobs(20, 2)
+    r = dataclasses.replace(report("prod"), journeys=journeys)
+    out = text.render(r, PLAIN, width=100)
+    section = out[out.index("Journeys: ") : out.index("\nNetwork and platform")]
+    assert section.startswith("Journeys: 42 of 44 hold (deploy 1, team job 42, alerts 1)")
+    assert section.count("BROKEN team job: team b") == 2 and section.count("the registry refuses pulls") == 2
+    assert "team job: 40 hold, e.g. team t0: torch TrainJob on p5-train and 39 more: CPU per rank 23.9" in section
+    assert "team t7" not in section  # the rest are counted, not listed
+    kinds = journey_kinds(journeys)
+    assert [(k.kind, len(k.holding), len(k.broken)) for k in kinds] == [
+        (DEPLOY, 1, 0),
+        (TEAM_JOB, 40, 2),
+        (ALERTS, 1, 0),
+    ]
+    comment = markdown.render(r)
+    md = comment[comment.index("### Journeys") : comment.index("### Policy review")]
+    assert md.index("| **broken** | team job | team b0") < md.index("<details><summary>42 journey(s) hold</summary>")
+    assert md.count("| holds | team job |") == 40  # every one, folded
+    assert verdict.assess(r).status == verdict.REFUSED
+
+
+def test_advisories_fold_by_rule_with_a_count_and_the_first_example() -> None:
+    r, _, _ = scenario("prod")  # as the CLI plans it: the example values are stack-level advisories
+    assert r.policy is not None
+    groups = rule_groups(r.policy)
+    assert sum(g.count for g in groups) == len(r.policy.violations)
+    assert all(g.example is g.violations[0] for g in groups)
+    assert [g.count for g in groups] == sorted((g.count for g in groups), reverse=True)  # no mandatory in prod
+    digest = next(g for g in groups if g.policy == "k8s-image-digest")
+    assert sum(n for _, n in digest.messages) == digest.count and len(digest.messages) < digest.count
+    out = text.render(r, PLAIN, width=100)
+    section = out[out.index("\nPolicy review") : out.index("\nNetwork and platform")]
+    advisory = [line for line in section.splitlines() if line.startswith("  advisory ")]
+    assert len(advisory) == len(groups)  # one line (and at most one more) per rule
+    assert f"k8s-image-digest x{digest.count}: {digest.example.message[:30]}" in section.replace("\n            ", " ")
+    assert "(on stack;" in section  # a stack-level rule names the stack, never an empty name
+    comment = markdown.render(r)
+    assert "``" not in comment.replace("```", "")  # no empty code span for a stack-level row
