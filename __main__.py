@@ -111,6 +111,9 @@ gpu_groups: dict[str, GpuNodeGroup] = {
             security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
             node_volume_kms_key_arn=eks.node_volume_kms_key_arn,
             node_dependencies=eks.node_dependencies,
+            cluster_endpoint=eks.cluster_endpoint,
+            cluster_certificate_authority=eks.cluster_certificate_authority,
+            cluster_service_cidr=eks.cluster_service_cidr,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved(f"gpu-{group.name}")),
     )

@@ -263,6 +263,8 @@ class EksCluster(pulumi.ComponentResource):
     """HTTPS endpoint of the Kubernetes API."""
     cluster_certificate_authority: pulumi.Output[str]
     """Base64 CA bundle of the API server."""
+    cluster_service_cidr: pulumi.Output[str]
+    """The Service IPv4 CIDR EKS assigned (a custom AMI's nodeadm NodeConfig needs it for the cluster DNS address)."""
     cluster_security_group_id: pulumi.Output[str]
     """The EKS-managed cluster security group (control plane <-> nodes)."""
     oidc_provider_arn: pulumi.Output[str]
@@ -320,6 +322,9 @@ class EksCluster(pulumi.ComponentResource):
         self.cluster_arn = cluster.arn
         self.cluster_endpoint = cluster.endpoint
         self.cluster_certificate_authority = cluster.certificate_authority.data
+        self.cluster_service_cidr = cluster.kubernetes_network_config.apply(
+            lambda config: (config.service_ipv4_cidr if config else None) or ""
+        )
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self.oidc_provider_arn = oidc.arn
         self.kms_key_arn = secrets_key.arn

@@ -14,7 +14,11 @@ Decisions a reader may look for:
 - Reserved groups update with EKS's MINIMAL strategy (terminate, then launch) for the same reason; the
   DEFAULT strategy launches first (EKS API reference, NodegroupUpdateConfig.updateStrategy).
 - The launch template names no AMI, so EKS picks the accelerated AMI from `ami_type` and merges its bootstrap
-  with ours. The instance type goes on exactly one of the two (EKS refuses both: botocore CreateNodegroup
+  with ours; a custom `ami_id` goes on the template instead, with no amiType, version or releaseVersion on the
+  node group (EKS CreateNodegroup refuses them) and user data that joins the cluster itself
+  (`userdata.ClusterJoin`).
+- More than one instance type only without EFA or a reservation (`extra_instance_types`): an EFA launch template
+  carries one interface layout, which differs by type, and a reservation holds one type. The instance type goes on exactly one of the two (EKS refuses both: botocore CreateNodegroup
   `instanceTypes`): on the node group, except for a Capacity Block, where EKS requires it on the launch
   template with the capacity-block market and the reservation target, and the node group lists none (EKS
   User Guide, "Create a managed node group with Capacity Blocks for ML"). The schema makes `ami_type` fit the
@@ -35,7 +39,7 @@ from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interf
 from components.gpu_operator import operand_opt_out_labels
 from components.launch_template import GpuLaunchOptions, NodeVolume, node_launch_template
 from components.naming import child_name, physical_name, resource_tags
-from components.userdata import bottlerocket_user_data, encode, nodeadm_user_data
+from components.userdata import ClusterJoin, bottlerocket_user_data, encode, nodeadm_user_data
 from stacks.catalog import CATALOG, Accelerator, InstanceType
 from stacks.schema import (
     ACCELERATOR_LABEL,
@@ -126,12 +130,25 @@ def interface_layout(spec: GpuNodeGroupSpec) -> list[NetworkInterfaceSlot]:
     return efa_interfaces(CATALOG[spec.instance_type], spec.efa_layout)
 
 
-def user_data(spec: GpuNodeGroupSpec) -> str:
-    """The group's user data, un-encoded: Bottlerocket TOML or an AL2023 nodeadm MIME document."""
-    instance_store = CATALOG[spec.instance_type].instance_store_gib > 0
+def user_data(spec: GpuNodeGroupSpec, join: ClusterJoin | None = None) -> str:
+    """The group's user data, un-encoded: Bottlerocket TOML or an AL2023 nodeadm MIME document; with `join` (a
+    custom AMI, into which EKS merges nothing) the cluster, labels and taints too."""
+    # RAID0 over the instance store only when every type the group may launch has one.
+    instance_store = all(CATALOG[t].instance_store_gib > 0 for t in spec.instance_types)
     if spec.ami_family.bottlerocket:
-        return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
-    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
+        return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, join=join)
+    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, join=join)
+
+
+_K8S_TAINT_EFFECT = {eks: k8s for k8s, eks in _EKS_TAINT_EFFECT.items()}
+
+
+def cluster_join(
+    spec: GpuNodeGroupSpec, labels: Mapping[str, str], name: str, endpoint: str, certificate_authority: str, cidr: str
+) -> ClusterJoin:
+    """The join a custom AMI's user data carries: the cluster, and the labels and taints EKS would have passed."""
+    taints = [(t.key, t.value, _K8S_TAINT_EFFECT[t.effect].value) for t in node_taints(spec)]
+    return ClusterJoin(name, endpoint, certificate_authority, cidr, dict(labels), taints)
 
 
 def instance_type_on_template(spec: GpuNodeGroupSpec) -> bool:
@@ -172,6 +189,10 @@ class GpuNodeGroupArgs:
     kubernetes_version: str
     node_volume_kms_key_arn: pulumi.Input[str]
     """Customer KMS key for the root/data volume (`EksCluster.node_volume_kms_key_arn`), never aws/ebs."""
+    cluster_endpoint: pulumi.Input[str] = ""
+    cluster_certificate_authority: pulumi.Input[str] = ""
+    cluster_service_cidr: pulumi.Input[str] = ""
+    """The API server, its CA and the Service CIDR: only a custom AMI's user data needs them (`ClusterJoin`)."""
     node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join: add-ons, role policies
     extra_labels: Mapping[str, str] = field(default_factory=dict[str, str])
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
@@ -190,6 +211,9 @@ class GpuNodeGroupArgs:
         security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]],
         node_volume_kms_key_arn: pulumi.Input[str],
         node_dependencies: Sequence[pulumi.Resource] = (),
+        cluster_endpoint: pulumi.Input[str] = "",
+        cluster_certificate_authority: pulumi.Input[str] = "",
+        cluster_service_cidr: pulumi.Input[str] = "",
     ) -> GpuNodeGroupArgs:
         """`group` of `stack` as its config decides it (base name, tags, Kubernetes version, the GPU Operator's
         opt-outs, repair), wired to the cluster's ids: the one builder for the program and for a test that builds
@@ -205,6 +229,9 @@ class GpuNodeGroupArgs:
             kubernetes_version=stack.eks.version,
             node_volume_kms_key_arn=node_volume_kms_key_arn,
             node_dependencies=node_dependencies,
+            cluster_endpoint=cluster_endpoint,
+            cluster_certificate_authority=cluster_certificate_authority,
+            cluster_service_cidr=cluster_service_cidr,
             extra_labels=operand_opt_out_labels(group.ami_family, stack.gpu_operator_ami_family),
             repair=stack.health.node_repair,
         )
@@ -257,6 +284,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 placement_group = created.name
 
         slots = interface_layout(spec)
+        labels = {**node_labels(spec), **args.extra_labels}
+        encoded_user_data: pulumi.Input[str] = encode(user_data(spec))
+        if spec.ami_id is not None:
+            encoded_user_data = pulumi.Output.all(
+                args.cluster_name, args.cluster_endpoint, args.cluster_certificate_authority, args.cluster_service_cidr
+            ).apply(lambda v: encode(user_data(spec, cluster_join(spec, labels, str(v[0]), v[1], v[2], v[3]))))
         launch_template = node_launch_template(
             child_name(name, "lt"),
             description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
@@ -269,7 +302,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             gpu=GpuLaunchOptions(
                 name=physical_name(physical, "lt"),
                 instance_type=spec.instance_type if instance_type_on_template(spec) else None,
-                user_data=encode(user_data(spec)),
+                user_data=encoded_user_data,
+                image_id=spec.ami_id,
                 network_interfaces=[
                     aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                         network_card_index=slot.network_card_index,
@@ -298,8 +332,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ),
         )
 
-        labels = {**node_labels(spec), **args.extra_labels}
         taint = node_taint(row)
+        custom_ami = spec.ami_id is not None  # EKS takes no amiType, version or releaseVersion with one
         node_group = aws.eks.NodeGroup(
             child_name(name, "ng"),
             aws.eks.NodeGroupArgs(
@@ -307,11 +341,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 node_group_name=physical,
                 node_role_arn=args.node_role_arn,
                 subnet_ids=[args.subnet_id],
-                version=args.kubernetes_version,
-                release_version=spec.ami_release_version,
-                ami_type=spec.ami_family.value,
+                version=None if custom_ami else args.kubernetes_version,
+                release_version=None if custom_ami else spec.ami_release_version,
+                ami_type=None if custom_ami else spec.ami_family.value,
                 capacity_type=eks_capacity_type(spec),
-                instance_types=None if instance_type_on_template(spec) else [spec.instance_type],
+                instance_types=None if instance_type_on_template(spec) else spec.instance_types,
                 scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                     min_size=spec.min_size, desired_size=spec.desired_size, max_size=spec.max_size
                 ),

@@ -132,6 +132,13 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
                 "platformVersion": "eks.9",
                 "status": "ACTIVE",
+                # EKS API KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, Kubernetes assigns
+                # 10.100.0.0/16 or 172.20.0.0/16 (the one that does not overlap the VPC: ours are in 10.0.0.0/8).
+                "kubernetesNetworkConfig": {
+                    "serviceIpv4Cidr": "172.20.0.0/16",
+                    "ipFamily": "ipv4",
+                    **inputs.get("kubernetesNetworkConfig", {}),
+                },
             }
         elif typ == "aws:iam/role:Role":
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{auto_name}"

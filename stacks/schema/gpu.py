@@ -264,6 +264,21 @@ class GpuNodeGroupSpec(Spec):
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
     )
+    ami_id: str | None = Field(
+        default=None,
+        pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$",
+        description="A custom AMI for the group's nodes, built on `ami_family` (which still decides the user data "
+        "format and the GPU Operator's driver choice). EKS merges no bootstrap into a custom AMI's user data, so "
+        "trainstack writes the whole join (cluster, labels, taints); EKS then takes no amiType, version or "
+        "release version, and rotating the AMI is a change of this id.",
+    )
+    extra_instance_types: list[CatalogInstanceType] = Field(
+        default_factory=list,
+        max_length=19,
+        description="More instance types EKS may launch for the group (Spot or On-Demand diversification), groups "
+        "without EFA only. Each must match `instance_type`'s accelerator family, count and CPU architecture and have "
+        "at least its vCPUs, memory and accelerator memory, so a pod sized for `instance_type` fits every node.",
+    )
     taints: list[NodeTaintSpec] = Field(
         default_factory=list,
         max_length=MAX_CUSTOM_TAINTS,
@@ -336,6 +351,12 @@ class GpuNodeGroupSpec(Spec):
                 f"labels {eks_reserved}: EKS managed node groups refuse label keys containing "
                 f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)} (the kubelet sets those itself); use your own domain"
             )
+        if self.ami_id is not None and self.ami_release_version is not None:
+            problems.append(
+                f"ami_release_version {self.ami_release_version} with ami_id {self.ami_id}: EKS refuses a release "
+                "version for a custom AMI (CreateNodegroup releaseVersion); the AMI id is the pin"
+            )
+        problems += self._extra_type_problems(row)
         device = row.device_resource
         if any(taint.key == device for taint in self.taints):
             problems.append(
@@ -362,6 +383,52 @@ class GpuNodeGroupSpec(Spec):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _extra_type_problems(self, row: InstanceType) -> list[str]:
+        if not self.extra_instance_types:
+            return []
+        if self.efa_enabled or self.capacity.reserved:
+            # One EFA layout per launch template (interface count and network cards differ by type), and a
+            # reservation or Capacity Block holds one type; NCCL would also mix GPU generations in one job.
+            why = "efa_enabled" if self.efa_enabled else f"capacity {self.capacity.type.value}"
+            return [
+                f"extra_instance_types with {why}: an EFA group launches one type (its launch template carries one "
+                "interface layout, and a reservation holds one type); use extra_instance_types on groups without "
+                "EFA or reservations"
+            ]
+        problems = []
+        names = [self.instance_type, *self.extra_instance_types]
+        if len(set(names)) != len(names):
+            problems.append("extra_instance_types repeat a type (or instance_type)")
+        for name in self.extra_instance_types:
+            other = CATALOG[name]
+            if (other.accelerator, other.architecture, other.accelerator_count) != (
+                row.accelerator,
+                row.architecture,
+                row.accelerator_count,
+            ):
+                problems.append(
+                    f"extra_instance_types {name} ({other.accelerator_count} x {other.accelerator_model}, "
+                    f"{other.architecture}) does not match {row.name} ({row.accelerator_count} x "
+                    f"{row.accelerator_model}, {row.architecture}): one AMI and one pod size serve the group"
+                )
+            elif (
+                other.vcpus < row.vcpus
+                or other.memory_gib < row.memory_gib
+                or other.accelerator_memory_gib < row.accelerator_memory_gib
+            ):
+                problems.append(
+                    f"extra_instance_types {name} ({other.vcpus} vCPUs, {other.memory_gib} GiB, "
+                    f"{other.accelerator_memory_gib} GiB per accelerator) is smaller than {row.name} ({row.vcpus} "
+                    f"vCPUs, {row.memory_gib} GiB, {row.accelerator_memory_gib} GiB): pods and models sized for "
+                    f"{row.name} would not fit"
+                )
+        return problems
+
+    @property
+    def instance_types(self) -> list[str]:
+        """Every type EKS may launch for the group, `instance_type` first."""
+        return [self.instance_type, *self.extra_instance_types]
 
     @property
     def uses_placement_group(self) -> bool:
