@@ -165,6 +165,15 @@ CHARTS: tuple[ChartRow, ...] = (
     # The HyperPod dependencies chart (components/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at every tag,
     # so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
     ChartRow("hyperpod-helm-chart", "0.1.0", "aws/sagemaker-hyperpod-cli", "v3.9.0", "helm_chart/HyperPodHelmChart"),
+    # metrics-server (components/metrics_server.py): the repository tags each chart release
+    # metrics-server-helm-chart-<version>; the chart publishes as is (image tag v<appVersion>).
+    ChartRow(
+        "metrics-server",
+        "3.13.1",
+        "kubernetes-sigs/metrics-server",
+        "metrics-server-helm-chart-3.13.1",
+        "charts/metrics-server",
+    ),
     # The fleet-health charts (components/observability.py); each repository tags per chart release.
     ChartRow("grafana", "10.5.15", "grafana/helm-charts", "grafana-10.5.15", "charts/grafana"),
     ChartRow(
