@@ -24,6 +24,7 @@ from components.hyperpod_dependencies import (
 from components.k8s_common import custom_taint_tolerations
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
+from components.metrics_server import MetricsServer, MetricsServerArgs
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
@@ -218,6 +219,12 @@ if stack.needs_efa_plugin:
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("efa-plugin")),
     )
     device_plugins.append(efa_plugin.release)
+if k8s_spec.metrics_server.enabled:
+    MetricsServer(
+        "metrics-server",
+        MetricsServerArgs(spec=k8s_spec.metrics_server, after=[eks]),
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("metrics-server")),
+    )
 # The schema requires kubernetes.neuron_device_plugin when a Neuron group exists.
 if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
     neuron_plugin = NeuronDevicePlugin(
