@@ -84,6 +84,7 @@ eks = EksCluster(
         protect=stack.protect_data,
         tags=tags,
         key_administrator_arns=stack.security.key_administrator_arns,
+        pod_subnet_ids=network.pod_subnet_ids,
     ),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
 )

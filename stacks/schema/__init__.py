@@ -63,7 +63,7 @@ from stacks.schema.kubernetes import (
     TrainingOperatorSpec,
     ValidationSpec,
 )
-from stacks.schema.network import ExistingVpcSpec, NatGateways, NetworkSpec
+from stacks.schema.network import ExistingVpcSpec, NatGateways, NetworkSpec, PodNetworkSpec
 from stacks.schema.sagemaker import (
     HYPERPOD_EKS_VERSIONS,
     HYPERPOD_EKS_VERSIONS_DOCUMENTED,
@@ -84,6 +84,7 @@ from stacks.schema.stack import CostSpec, StackConfig, TagsSpec, json_schema
 from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
+    "PodNetworkSpec",
     "ACCELERATOR_LABEL",
     "AZ_PATTERN",
     "CHART_VERSION",

@@ -365,10 +365,26 @@ class StackConfig(Spec):
         """Each AZ's private subnet must hold, at every group's max size, one address per node for its
         primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
         pod the VPC CNI can place on it (`nodes_per_subnet`; preflight holds an existing subnet's free addresses
-        against the same need)."""
+        against the same need). With `network.pod_network` (custom networking) the pods take their addresses from
+        the AZ's pod subnet instead, so each subnet is held against its own half of the need."""
         usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
-        per_node = 1 + POD_ADDRESSES_PER_NODE
         nodes = self.nodes_per_subnet()
+        pods = self.network.pod_network
+        if pods is not None:
+            pod_usable = pods.per_subnet_addresses - SUBNET_RESERVED_ADDRESSES
+            return [
+                f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
+                f"addresses in {az}, fewer than its {count} nodes at max size: use a larger private subnet"
+                for az, count in nodes.items()
+                if count > usable
+            ] + [
+                f"network.pod_network.subnet_prefix_length /{pods.subnet_prefix_length} gives {pod_usable} pod "
+                f"addresses in {az}, but {count} nodes at max size need up to {count * POD_ADDRESSES_PER_NODE} "
+                f"({POD_ADDRESSES_PER_NODE} pods each): use a larger pod subnet or smaller groups"
+                for az, count in nodes.items()
+                if count * POD_ADDRESSES_PER_NODE > pod_usable
+            ]
+        per_node = 1 + POD_ADDRESSES_PER_NODE
         return [
             f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
             f"addresses in {az}, but {count} nodes at max size need up to {count * per_node} (1 + "
