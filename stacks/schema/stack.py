@@ -161,8 +161,14 @@ class StackConfig(Spec):
         ]
         problems += self._subnet_capacity_problems()
         efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
-        if self.storage.fsx.enabled and len(efa_azs) > 1:
-            problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
+        # EFA groups may sit in several AZs (each group in one: reservations land where capacity is); FSx stays in
+        # the first EFA group's AZ and the plan prices the other groups' cross-AZ reads. Lustre over EFA cannot
+        # follow them: EFA traffic does not leave its subnet.
+        if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and len(efa_azs) > 1:
+            problems.append(
+                f"storage.fsx.efa_enabled with EFA GPU groups in {efa_azs}: Lustre over EFA reaches clients in its "
+                f"own subnet only ({self.gpu_availability_zone}); keep the EFA groups in one AZ or turn it off"
+            )
         if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
             problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
         if not self.eks.endpoint_public_access and self.network.creates_vpc and not self.network.interface_endpoints:
