@@ -220,6 +220,14 @@ CRDS: tuple[CrdRow, ...] = (
         for plural in ("trainjobs", "clustertrainingruntimes")
     ),
     CrdRow("kubeflow/mpi-operator", "v0.8.0", "manifests/base/kubeflow.org_mpijobs.yaml", "mpi-operator@0.8.0"),
+    # The ENIConfig of VPC CNI custom networking (network.pod_network): the vpc-cni add-on v1.22.4-eksbuild.N
+    # packages amazon-vpc-cni-k8s v1.22.4, whose chart carries the CRD.
+    CrdRow(
+        "aws/amazon-vpc-cni-k8s",
+        "v1.22.4",
+        "charts/aws-vpc-cni/crds/customresourcedefinition.yaml",
+        "vpc-cni@1.22.4",
+    ),
 )
 
 # Schema keywords kept as facts (JSON-schema / Kubernetes structural-schema names -> our names).
