@@ -47,7 +47,9 @@ NAMESPACE = "kube-system"  # the chart README installs it there; system-node-cri
 
 
 def efa_device_plugin_values(
-    hyperpod_instance_types: Sequence[str] = (), group_taints: Sequence[Toleration] = ()
+    hyperpod_instance_types: Sequence[str] = (),
+    group_taints: Sequence[Toleration] = (),
+    instance_types: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Helm values: run on trainstack's EFA nodes and on HyperPod nodes of the given EFA-capable ml.* types,
     tolerating the GPU and Neuron taints, the groups' own taints (`custom_taint_tolerations`) and HyperPod's
@@ -55,9 +57,11 @@ def efa_device_plugin_values(
     keys = [EFA_NODE_LABEL]
     values = ["true"]
     tolerations = [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY), *group_taints]
-    if hyperpod_instance_types:
+    # Nodes trainstack did not label (HyperPod's, an existing cluster's EFA groups) are picked by instance type.
+    if hyperpod_instance_types or instance_types:
         keys.append(INSTANCE_TYPE_LABEL)
-        values += sorted(set(hyperpod_instance_types))
+        values += sorted(set(hyperpod_instance_types) | set(instance_types))
+    if hyperpod_instance_types:
         tolerations.append(hyperpod_health_toleration())
     return {"supportedInstanceLabels": {"keys": keys, "values": values}, "tolerations": tolerations}
 
@@ -71,6 +75,8 @@ class EfaDevicePluginArgs:
     """EFA-capable ml.* instance types of SageMaker HyperPod groups joined to the cluster (EKS orchestrator)."""
     group_taints: Sequence[Toleration] = ()
     """Tolerations of the GPU node groups' own taints (`k8s_common.custom_taint_tolerations`)."""
+    instance_types: Sequence[str] = ()
+    """EC2 types of an existing cluster's EFA groups (platform-only mode), whose nodes lack trainstack's EFA label."""
     after: Sequence[pulumi.Resource] = ()
     """What must exist first (the cluster and its system nodes)."""
 
@@ -85,7 +91,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:EfaDevicePlugin", name, None, opts)
-        self.values = efa_device_plugin_values(args.hyperpod_instance_types, args.group_taints)
+        self.values = efa_device_plugin_values(args.hyperpod_instance_types, args.group_taints, args.instance_types)
         self.release = k8s.helm.v3.Release(
             child_name(name, "release"),
             k8s.helm.v3.ReleaseArgs(

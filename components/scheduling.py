@@ -30,7 +30,6 @@ from components.k8s_common import (
     HYPERPOD_HEALTH_LABEL,
     HYPERPOD_INSTANCE_GROUP_LABEL,
     HYPERPOD_SCHEDULABLE,
-    NODE_GROUP_LABEL,
     TEAM_LABEL,
     Toleration,
     group_tolerations,
@@ -150,7 +149,7 @@ def group_quota(group: GpuNodeGroupSpec) -> dict[str, str]:
 def resource_flavor_spec(group: GpuNodeGroupSpec) -> dict[str, Any]:
     """A ResourceFlavor for one node group: Kueue pins admitted pods to its nodes and adds the toleration."""
     return {
-        "nodeLabels": {NODE_GROUP_LABEL: group.name},
+        "nodeLabels": group.node_selector,
         "tolerations": group_tolerations(group),
     }
 

@@ -68,7 +68,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
-from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, group_tolerations
+from components.k8s_common import EFA_RESOURCE, group_tolerations
 from components.naming import child_name
 from components.team_storage import TEAM_SERVICE_ACCOUNT
 from components.tenancy import node_shape
@@ -154,7 +154,7 @@ TORCHRUN_COMMAND = ["python3", "-c", TORCHRUN_ENTRYPOINT]
 def group_scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     """Pin a pod to the group's nodes and tolerate their accelerator taint."""
     return {
-        "nodeSelector": {NODE_GROUP_LABEL: group.name},
+        "nodeSelector": group.node_selector,
         "tolerations": group_tolerations(group),
     }
 

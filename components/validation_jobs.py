@@ -30,7 +30,6 @@ import pulumi_kubernetes as k8s
 from components.k8s_common import (
     EFA_RESOURCE,
     KUEUE_QUEUE_LABEL,
-    NODE_GROUP_LABEL,
     TEAM_LABEL,
     group_tolerations,
 )
@@ -204,7 +203,7 @@ def nccl_verdict_lines(plan: NcclPlan, log: str) -> list[str]:
 
 def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     return {
-        "nodeSelector": {NODE_GROUP_LABEL: group.name},
+        "nodeSelector": group.node_selector,
         "tolerations": group_tolerations(group),
     }
 

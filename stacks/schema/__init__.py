@@ -80,11 +80,10 @@ from stacks.schema.sagemaker import (
     hyperpod_eks_version_problem,
 )
 from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
-from stacks.schema.stack import CostSpec, StackConfig, TagsSpec, json_schema
-from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
+from stacks.schema.stack import CostSpec, ExistingClusterSpec, StackConfig, TagsSpec, json_schema
+from stacks.schema.storage import BucketsSpec, DraEvent, ExistingFsxSpec, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
-    "PodNetworkSpec",
     "ACCELERATOR_LABEL",
     "AZ_PATTERN",
     "CHART_VERSION",
@@ -121,6 +120,8 @@ __all__ = [
     "EksAddonVersions",
     "EksSpec",
     "Environment",
+    "ExistingClusterSpec",
+    "ExistingFsxSpec",
     "ExistingVpcSpec",
     "FsxDeploymentType",
     "FsxSpec",
@@ -145,6 +146,7 @@ __all__ = [
     "ObjectLockMode",
     "PinnedImage",
     "PlacementMode",
+    "PodNetworkSpec",
     "RetentionDays",
     "SageMakerSpec",
     "SecuritySpec",

@@ -279,6 +279,14 @@ class GpuNodeGroupSpec(Spec):
         "without EFA only. Each must match `instance_type`'s accelerator family, count and CPU architecture and have "
         "at least its vCPUs, memory and accelerator memory, so a pod sized for `instance_type` fits every node.",
     )
+    selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        max_length=8,
+        description="Platform-only mode (`existing_cluster`): labels the existing group's nodes already carry, for "
+        "example {eks.amazonaws.com/nodegroup: gpu} or HyperPod's {sagemaker.amazonaws.com/instance-group-name: "
+        "worker}. Kueue's flavor, the runtimes and the validation jobs select on them instead of trainstack's own "
+        "node-group label.",
+    )
     taints: list[NodeTaintSpec] = Field(
         default_factory=list,
         max_length=MAX_CUSTOM_TAINTS,
@@ -424,6 +432,11 @@ class GpuNodeGroupSpec(Spec):
                     f"{row.name} would not fit"
                 )
         return problems
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The labels that pick this group's nodes: its `selector` on an existing cluster, else trainstack's own."""
+        return dict(self.selector) if self.selector else {NODE_GROUP_LABEL: self.name}
 
     @property
     def instance_types(self) -> list[str]:

@@ -82,6 +82,21 @@ class CostSpec(Spec):
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
 
+class ExistingClusterSpec(Spec):
+    """Platform-only mode: an EKS cluster trainstack does not own (a team's, or a SageMaker HyperPod cluster's EKS
+    orchestrator). trainstack creates no VPC, cluster or node groups there: only the Kubernetes layer (GPU
+    Operator, EFA plugin, Kueue, Trainer, runtimes, tenancy, health, metrics-server), the teams' IAM and, when
+    asked, the FSx CSI driver and volumes. docs/existing-infra.md says what the cluster must already have."""
+
+    name: str = Field(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", description="The EKS cluster's name.")
+    hyperpod: bool = Field(
+        default=False,
+        description="The cluster orchestrates a SageMaker HyperPod cluster: HyperPod's dependencies chart already "
+        "runs the NVIDIA and EFA device plugins there, so trainstack installs neither, and its queues never "
+        "admit nodes HyperPod marks unschedulable (select sagemaker.amazonaws.com/node-health-status: Schedulable).",
+    )
+
+
 class StackConfig(Spec):
     """The `trainstack:cluster` object of one stack."""
 
@@ -92,6 +107,12 @@ class StackConfig(Spec):
     cost: CostSpec = Field(description="GPU budget and cost assumptions.")
     network: NetworkSpec = Field(description="VPC, subnets, NAT, endpoints, flow logs.")
     eks: EksSpec = Field(description="EKS control plane and add-ons.")
+    existing_cluster: ExistingClusterSpec | None = Field(
+        default=None,
+        description="Platform-only mode: put trainstack's Kubernetes layer on this existing EKS cluster; needs "
+        "network.existing_vpc (its VPC) and a `selector` on every GPU group. `eks.version` is then the cluster's "
+        "version and `eks.addons.fsx_csi_driver` the FSx CSI driver's; the other eks keys describe nothing created.",
+    )
     gpu_node_groups: list[GpuNodeGroupSpec] = Field(
         default_factory=list[GpuNodeGroupSpec], max_length=Limits.GPU_NODE_GROUPS, description="GPU node groups."
     )
@@ -111,7 +132,7 @@ class StackConfig(Spec):
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
-        problems: list[str] = []
+        problems: list[str] = self._platform_only_problems()
         azs = self.network.availability_zones
         names = [g.name for g in self.gpu_node_groups]
         if len(set(names)) != len(names):
@@ -355,6 +376,40 @@ class StackConfig(Spec):
             if why:
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
         return problems
+
+    def _platform_only_problems(self) -> list[str]:
+        """An existing cluster: its VPC, its groups' labels, and nothing trainstack would create beside it."""
+        if self.existing_cluster is None:
+            return [
+                f"gpu_node_groups.{i}.selector is for an existing cluster's groups (existing_cluster): trainstack "
+                "labels the nodes of the groups it creates itself"
+                for i, g in enumerate(self.gpu_node_groups)
+                if g.selector
+            ]
+        problems = []
+        if self.network.existing_vpc is None:
+            problems.append("existing_cluster needs network.existing_vpc: the cluster's VPC and private subnets")
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) needs a selector on an existing cluster: the labels its nodes carry"
+            for i, g in enumerate(self.gpu_node_groups)
+            if not g.selector
+        ]
+        if self.sagemaker.hyperpod.enabled:
+            problems.append(
+                "existing_cluster with sagemaker.hyperpod.enabled: trainstack creates no HyperPod cluster on a cluster "
+                "it does not own; describe an existing HyperPod cluster's groups as gpu_node_groups with a selector"
+            )
+        if self.storage.fsx.enabled and self.storage.fsx.existing is None:
+            problems.append(
+                "existing_cluster with a new FSx file system: name the cluster's file system (storage.fsx.existing) "
+                "or set storage.fsx.enabled false"
+            )
+        return problems
+
+    @property
+    def platform_only(self) -> bool:
+        """Whether trainstack puts only its Kubernetes layer on an existing cluster."""
+        return self.existing_cluster is not None
 
     def nodes_per_subnet(self) -> dict[str, int]:
         """Nodes each AZ's private subnet may hold at every group's max size. The system group may land wholly

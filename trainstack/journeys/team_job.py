@@ -165,7 +165,8 @@ class Cluster:
     lustre: bool = False
     vpc_cidr: str = ""
     flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # ResourceFlavor name -> spec
-    node_groups: list[tuple[dict[str, str], list[dict[str, str]]]] = field(default_factory=list)  # (labels, taints)
+    # (group name, node labels, node taints): the recorded node groups, or an existing cluster's described ones
+    node_groups: list[tuple[str, dict[str, str], list[dict[str, str]]]] = field(default_factory=list)
 
     @classmethod
     def of(cls, recording: Recording) -> Cluster:
@@ -190,7 +191,8 @@ class Cluster:
                 cluster.flavors[meta.get("name", "")] = _spec(r)
             elif r.type == "aws:eks/nodeGroup:NodeGroup":
                 labels = {str(k): str(v) for k, v in (r.inputs.get("labels") or {}).items()}
-                cluster.node_groups.append((labels, placement.node_taints(r.inputs.get("taints") or [])))
+                taints = placement.node_taints(r.inputs.get("taints") or [])
+                cluster.node_groups.append((labels.get(NODE_GROUP_LABEL, r.name), labels, taints))
             elif r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy":
                 cluster.network_policies.append(netpol.Policy(namespace, meta.get("name", ""), _spec(r)))
             elif r.type == "kubernetes:core/v1:PersistentVolumeClaim":
@@ -238,6 +240,13 @@ def walk(trip: Trip) -> Iterator[Journey]:
     if operator.kind != "kubeflow_trainer":
         return  # no TrainJob API: teams submit MPIJobs (docs/journeys.md says what is not walked)
     cluster = Cluster.of(trip.recording)
+    if stack.existing_cluster is not None:
+        # Platform-only mode: the groups are the cluster owner's, as the stack file describes them (their labels
+        # and taints); the plan creates none.
+        cluster.node_groups += [
+            (g.name, g.node_selector, [{"key": t.key, "value": t.value, "effect": t.effect.value} for t in g.taints])
+            for g in stack.gpu_node_groups
+        ]
     for team in stack.kubernetes.teams:
         for group in stack.gpu_node_groups:
             for kind, runtime in runtime_names(group, operator.runtimes.mpi).items():
@@ -421,8 +430,8 @@ def placement_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) ->
                 return Step(
                     name, False, f"{s.name} pods conflict with flavor {flavor_name}: {conflict}", SOURCES["placement"]
                 )
-            groups = [(labels, taints) for labels, taints in cluster.node_groups if placement.selects(selector, labels)]
-            names = sorted({labels.get(NODE_GROUP_LABEL, "?") for labels, _ in groups})
+            groups = [(n, taints) for n, labels, taints in cluster.node_groups if placement.selects(selector, labels)]
+            names = sorted({n for n, _ in groups})
             if names != [job.group.name]:
                 where = ", ".join(names) if names else "no node group"
                 return Step(
