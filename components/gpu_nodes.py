@@ -18,8 +18,9 @@ Decisions a reader may look for:
   node group (EKS CreateNodegroup refuses them) and user data that joins the cluster itself
   (`userdata.ClusterJoin`).
 - More than one instance type only without EFA or a reservation (`extra_instance_types`): an EFA launch template
-  carries one interface layout, which differs by type, and a reservation holds one type. The instance type goes on exactly one of the two (EKS refuses both: botocore CreateNodegroup
-  `instanceTypes`): on the node group, except for a Capacity Block, where EKS requires it on the launch
+  carries one interface layout, which differs by type, and a reservation holds one type.
+- The instance type goes on exactly one of the launch template and the node group (EKS refuses both: botocore
+  CreateNodegroup `instanceTypes`): on the node group, except for a Capacity Block, where EKS requires it on the launch
   template with the capacity-block market and the reservation target, and the node group lists none (EKS
   User Guide, "Create a managed node group with Capacity Blocks for ML"). The schema makes `ami_type` fit the
   type's CPU: p6e-gb200 (NVIDIA Grace, arm64) gets AL2023_ARM_64_NVIDIA, not the x86_64 AMI.

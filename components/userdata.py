@@ -60,7 +60,7 @@ class ClusterJoin:
     taints: Sequence[tuple[str, str, str]] = ()  # (key, value, Kubernetes effect)
 
     def kubelet_flags(self) -> list[str]:
-        flags = []
+        flags: list[str] = []
         if self.labels:
             flags.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())))
         if self.taints:

@@ -404,7 +404,7 @@ class GpuNodeGroupSpec(Spec):
                 "interface layout, and a reservation holds one type); use extra_instance_types on groups without "
                 "EFA or reservations"
             ]
-        problems = []
+        problems: list[str] = []
         names = [self.instance_type, *self.extra_instance_types]
         if len(set(names)) != len(names):
             problems.append("extra_instance_types repeat a type (or instance_type)")

@@ -386,7 +386,7 @@ class StackConfig(Spec):
                 for i, g in enumerate(self.gpu_node_groups)
                 if g.selector
             ]
-        problems = []
+        problems: list[str] = []
         if self.network.existing_vpc is None:
             problems.append("existing_cluster needs network.existing_vpc: the cluster's VPC and private subnets")
         problems += [
