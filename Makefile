@@ -1,6 +1,6 @@
 # The README's two commands: `make plan` and `make test`. Each creates the virtualenv on first use from the
-# lock file (uv.lock), so a fresh machine needs only Python 3.11 and the package index.
-PYTHON ?= python3.11
+# lock file (uv.lock), so a fresh machine needs only Python 3.11, 3.12 or 3.13 and the package index.
+PYTHON ?= $(firstword $(foreach v,3.11 3.12 3.13,$(shell command -v python$(v) 2>/dev/null)) python3.11)
 VENV := .venv
 UV_VERSION := 0.13.8
 STACK ?= dev
@@ -10,14 +10,15 @@ ARGS ?=
 # rewrites every test module again (about 5 CPU-s per worker, and 1-2 per `python -m trainstack` process).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts bench mutate hyperpod-chart clean policy-venv workflows
+.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts bench mutate hyperpod-chart hyperpod-chart-fetch clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
 # compiled once here: the Pulumi SDKs are large, and interpreters that may not write .pyc files (as in CI)
 # would otherwise recompile them on every start.
 $(VENV)/.synced: pyproject.toml uv.lock
-	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; trainstack needs Python 3.11 (make PYTHON=/path/to/python3.11)" >&2; exit 2; }
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; trainstack needs Python 3.11, 3.12 or 3.13 (make PYTHON=/path/to/python3.12)" >&2; exit 2; }
+	@$(PYTHON) -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' || { echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); trainstack needs 3.11, 3.12 or 3.13 (make PYTHON=/path/to/python3.12)" >&2; exit 2; }
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	UV_PROJECT_ENVIRONMENT=$(VENV) UV_PYTHON_DOWNLOADS=never .tools/bin/uv sync --frozen --quiet --compile-bytecode --python $(PYTHON)
@@ -57,6 +58,7 @@ checks: $(VENV)/.synced
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
@@ -74,10 +76,12 @@ suite: $(VENV)/.synced $(POLICY_VENV)/.synced
 test-fast: $(VENV)/.synced
 	$(VENV)/bin/python -m pytest -m "not slow"
 
-# promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once.
+# promtool comes with Debian's `prometheus` package (bookworm: 2.42); a fresh CI machine installs it once. Where
+# there is no apt-get (macOS) or it cannot run, the message says how to get it.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PROMTOOL_HINT := promtool (Prometheus) is needed for the alert rules' tests: macOS \`brew install prometheus\`; Debian or Ubuntu \`sudo apt-get install prometheus\`; elsewhere the prometheus release archive from prometheus.io/download has it. Then run make test again
 promtool: ## The alert rules (monitoring/rules.yaml) against their firing and non-firing cases
-	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@command -v promtool >/dev/null || { command -v apt-get >/dev/null && $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || { echo "error: $(PROMTOOL_HINT)" >&2; exit 2; }
 	promtool check rules monitoring/rules.yaml
 	promtool test rules monitoring/rules.test.yaml
 
@@ -121,10 +125,18 @@ mutate: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Mutati
 
 # The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
 # it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.
+# With STACK=<name> (CI) it is fetched only when that stack runs HyperPod on EKS; HYPERPOD_CHART_MIRROR=<git URL>
+# clones the same tag from a mirror (a runner without GitHub access; the day-one dry run's local repository).
 hyperpod-chart: $(VENV)/.synced
+	@if [ -n "$(filter command line environment,$(origin STACK))" ]; then \
+	  code=0; $(VENV)/bin/python -c 'import sys; from stacks.load import load_file, stack_file; sys.exit(0 if load_file(stack_file(sys.argv[1])).hyperpod_on_eks else 3)' "$(STACK)" || code=$$?; \
+	  if [ $$code = 3 ]; then echo "stack $(STACK) runs no HyperPod on EKS: no chart to fetch"; exit 0; elif [ $$code != 0 ]; then exit $$code; fi; \
+	fi; $(MAKE) --no-print-directory hyperpod-chart-fetch
+
+hyperpod-chart-fetch: $(VENV)/.synced
 	@set -e; eval "$$($(VENV)/bin/python -c 'from components.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
 	rm -rf .hyperpod-chart/$$TAG; \
-	git clone --quiet --depth 1 --branch $$TAG $$REPO .hyperpod-chart/$$TAG; \
+	git clone --quiet --depth 1 --branch $$TAG "$${HYPERPOD_CHART_MIRROR:-$$REPO}" .hyperpod-chart/$$TAG; \
 	helm dependency update .hyperpod-chart/$$TAG/$$CHART
 
 clean:

@@ -2,8 +2,6 @@
 compose the components, export what exists. Every decision lives in `stacks/` (what) or `components/`
 (how); this file only wires them together."""
 
-from pathlib import Path
-
 import pulumi
 
 from components.account_checks import check_account
@@ -37,8 +35,15 @@ from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
 from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
-from stacks.load import ConfigError, check_stack, validate_object
+from stacks.load import FULL_KEY, ConfigError, check_stack, secret_refusal, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
+
+# A `secure:` value inside trainstack:cluster makes the whole object a secret key (pulumi/pulumi sdk/go/common/resource/
+# config: an object containing a secure string is Secure()), and the language host hands the program its decrypted
+# JSON with the key in PULUMI_CONFIG_SECRET_KEYS. Read with require_object, every value in it would reach resource
+# inputs, and the state, in plain text: trainstack's settings hold no secrets, so such a file is refused.
+if FULL_KEY in pulumi.runtime.get_config_secret_keys_env() or pulumi.runtime.is_config_secret(FULL_KEY):
+    raise pulumi.RunError(secret_refusal(f"stack {pulumi.get_stack()}"))
 
 try:
     stack = check_stack(
@@ -445,11 +450,14 @@ if sagemaker_spec.hyperpod.enabled:
     if stack.hyperpod_on_eks:
         # SageMaker requires its dependencies chart on the EKS cluster before the HyperPod cluster joins it;
         # `make hyperpod-chart` fetches it at its pinned tag into .hyperpod-chart/ (never copied into the repo).
+        # Relative to the project: the engine runs providers in the project directory (pulumi/pulumi
+        # pkg/resource/plugin ExecPlugin, cmd.Dir = the plugin context's Pwd), so every checkout (a laptop, each
+        # CI run's workspace) records one chart input and no checkout path turns into a Helm upgrade.
         core = [*eks.addons.values(), *system_nodes]
         dependencies = HyperPodDependencies(
             "hyperpod-dependencies",
             HyperPodDependenciesArgs(
-                chart_dir=str(Path(__file__).resolve().parent / ".hyperpod-chart" / HYPERPOD_CLI_TAG / CHART_PATH),
+                chart_dir=f"./.hyperpod-chart/{HYPERPOD_CLI_TAG}/{CHART_PATH}",
                 after=core,
             ),
             opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("hyperpod-dependencies")),

@@ -624,7 +624,9 @@ class EksCluster(pulumi.ComponentResource):
             child_name(name, "system"),
             aws.eks.NodeGroupArgs(
                 cluster_name=cluster.name,
-                version=cluster.version,
+                # Its own version, or the cluster's at creation, kept when eks.version moves (ignore_changes below):
+                # the control plane, then the system nodes, then the GPU nodes, each a diff of its own.
+                version=system.kubernetes_version or args.spec.version,
                 release_version=system.ami_release_version,
                 node_role_arn=node_role.arn,
                 subnet_ids=list(args.private_subnet_ids),
@@ -641,7 +643,11 @@ class EksCluster(pulumi.ComponentResource):
                 labels={NODE_ROLE_LABEL: "system"},
                 node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=self.node_dependencies),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=self.node_dependencies,
+                ignore_changes=["version"] if system.kubernetes_version is None else None,
+            ),
         )
 
     def _eni_configs(self, name: str, args: EksClusterArgs) -> list[pulumi.Resource]:

@@ -188,6 +188,7 @@ class GpuNodeGroupArgs:
     security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]]  # cluster SG + EFA SG
     default_tags: dict[str, str]
     kubernetes_version: str
+    """The nodes' Kubernetes version: the group's own, or the cluster's when it sets none."""
     node_volume_kms_key_arn: pulumi.Input[str]
     """Customer KMS key for the root/data volume (`EksCluster.node_volume_kms_key_arn`), never aws/ebs."""
     cluster_endpoint: pulumi.Input[str] = ""
@@ -199,6 +200,9 @@ class GpuNodeGroupArgs:
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
     repair: NodeRepairSpec = field(default_factory=NodeRepairSpec)
     """Auto repair and its limits (`health.node_repair`); the node monitoring agent supplies the conditions."""
+    version_from_cluster: bool = False
+    """The group sets no version of its own: it takes `kubernetes_version` (the cluster's) at creation and keeps
+    what it runs when the cluster moves, so the control plane is upgraded alone (docs/day2.md)."""
 
     @classmethod
     def of_stack(
@@ -227,7 +231,8 @@ class GpuNodeGroupArgs:
             subnet_id=subnet_id,
             security_group_ids=security_group_ids,
             default_tags=stack.default_tags(pulumi.get_project()),
-            kubernetes_version=stack.eks.version,
+            kubernetes_version=group.kubernetes_version or stack.eks.version,
+            version_from_cluster=group.kubernetes_version is None,
             node_volume_kms_key_arn=node_volume_kms_key_arn,
             node_dependencies=node_dependencies,
             cluster_endpoint=cluster_endpoint,
@@ -365,7 +370,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=["scalingConfig.desiredSize"],
+                # The autoscaler owns the desired size after creation; a group without a version of its own keeps
+                # the one it was created with when eks.version moves (it moves when its kubernetes_version is set).
+                ignore_changes=["scalingConfig.desiredSize", *(["version"] if args.version_from_cluster else [])],
                 delete_before_replace=True,
                 depends_on=list(args.node_dependencies),
             ),

@@ -21,6 +21,7 @@ __all__ = [
     "HYPERPOD_HEALTH_LABEL",
     "HYPERPOD_INSTANCE_GROUP_LABEL",
     "HYPERPOD_SCHEDULABLE",
+    "IMMUTABLE_FIELDS",
     "INSTANCE_TYPE_LABEL",
     "KUEUE_QUEUE_LABEL",
     "NEURON_TAINT_KEY",
@@ -44,6 +45,26 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the extended resource the EFA device p
 GPU_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NVIDIA]
 NEURON_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NEURON]
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's label that puts a job in a LocalQueue
+
+# Fields the CRDs' transition rules freeze (`self == oldSelf`: the API server refuses an update that changes them),
+# by kind, in Pulumi's property path syntax (`[*]`: every item). An object that sets one is replaced rather than
+# updated when it changes (its `replace_on_changes`), deleting the old object first because the new one keeps its
+# name (`delete_before_replace`; pulumi-kubernetes asks for that only for replacements its own diff finds). The
+# day-2 journey (trainstack/journeys/day2.py) checks every such rule of the recorded CRDs against these options.
+IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
+    # kubeflow/trainer v2.1.0 manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml (JobSet's spec)
+    "ClusterTrainingRuntime": (
+        "spec.template.spec.failurePolicy",
+        "spec.template.spec.network",
+        "spec.template.spec.startupPolicy",
+        "spec.template.spec.successPolicy",
+        "spec.template.spec.replicatedJobs[*].dependsOn",
+    ),
+    # kubeflow/trainer v2.1.0 manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml
+    "TrainJob": ("spec.managedBy", "spec.runtimeRef"),
+    # kubernetes-sigs/kueue v0.14.8 config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml
+    "LocalQueue": ("spec.clusterQueue",),
+}
 
 # SageMaker HyperPod (EKS orchestrator) node labels. `compute-type: hyperpod` and `instance-group-name` are not
 # in AWS's reference pages we could find; they are what the HyperPod training operator's add-on pods select on

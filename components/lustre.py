@@ -20,6 +20,11 @@ Facts (checked for this module):
   Reference, CreateDataRepositoryAssociation). So SCRATCH_2 on 2.15 gets the same DRA as PERSISTENT_2; the
   file-system-level `import_path`/`auto_import_policy` is the legacy link (pulumi-aws documents it for
   PERSISTENT_1 only), imports only, and cannot coexist with DRAs, so it is not used.
+- No backups: FSx takes automatic and user-initiated backups "of persistent file systems that are not linked to
+  an Amazon S3 durable data repository" (User Guide, "Working with backups"; botocore fsx CreateBackup: Lustre
+  backups only for a persistent file system not linked to a data repository). Every file system here is linked,
+  so automatic backups are off and no final backup is asked for on delete; what must outlive the file system
+  lives in S3 (datasets in their bucket, checkpoints in the checkpoints bucket).
 """
 
 from __future__ import annotations
@@ -90,7 +95,7 @@ class LustreFileSystemArgs:
     efa_security_group_id: pulumi.Input[str] | None = None
     """The GPU nodes' EFA security group (all traffic to and from itself); required when spec.efa_enabled."""
     protect: bool = False
-    """Prod: protect and retain the file system (and its DRA) on delete; take a final backup."""
+    """Prod: protect and retain the file system (and its DRA) on delete."""
 
 
 class LustreFileSystem(pulumi.ComponentResource):
@@ -145,7 +150,6 @@ class LustreFileSystem(pulumi.ComponentResource):
         )
 
         persistent = spec.persistent
-        backups = persistent and spec.automatic_backup_retention_days > 0
         security_groups: list[pulumi.Input[str]] = [self.security_group.id]
         if spec.efa_enabled and args.efa_security_group_id is not None:
             security_groups.append(args.efa_security_group_id)
@@ -172,11 +176,11 @@ class LustreFileSystem(pulumi.ComponentResource):
                 )
                 if spec.root_squash
                 else None,
-                automatic_backup_retention_days=spec.automatic_backup_retention_days if persistent else None,
-                copy_tags_to_backups=True if backups else None,
                 tags={"Name": file_system_name(args.base_name)},
-                # Deleting a protected (prod) persistent file system keeps a final backup.
-                skip_final_backup=not args.protect if persistent else None,
+                # No backups, automatic or final: FSx takes none of a file system linked to S3, and this one
+                # always is (the association below). The datasets bucket is the durable copy.
+                automatic_backup_retention_days=0 if persistent else None,
+                skip_final_backup=True if persistent else None,
             ),
             # FSx checks the group's rules at creation: create them first (aws-parallelcluster #6181 race).
             opts=pulumi.ResourceOptions(

@@ -13,6 +13,7 @@ import re
 
 _INVALID = re.compile(r"[^a-z0-9-]+")
 _DIGEST = 8  # hex digits of the hash that keeps cut or folded names distinct
+_LOOKS_CUT = re.compile(rf"-[0-9a-f]{{{_DIGEST}}}\Z")  # how a cut or folded name ends
 
 
 def aws_partition(region: str) -> str:
@@ -39,14 +40,16 @@ def physical_name(base: str, *parts: str | int, max_length: int = 63) -> str:
     A name that fits is kept as it reads. One that is too long, or that had to be changed to be valid
     (upper case, other characters, repeated dashes), ends in 8 hex digits of a hash of the name as asked
     for, so two different requests never end with the same physical name: cutting `...-p5-train-a` and
-    `...-p5-train-b` to 63 characters, or folding `a--b` into `a-b`, would otherwise collide.
+    `...-p5-train-b` to 63 characters, or folding `a--b` into `a-b`, would otherwise collide. A name that fits
+    but already ends like a cut one (a dash and 8 hex digits) is hashed too: kept as it reads, a group named
+    after another group's cut name would take that very name.
 
     >>> physical_name("trainstack-prod", "p5-train", "lt")
     'trainstack-prod-p5-train-lt'
     """
     asked = "-".join([base, *(str(p) for p in parts)])
     name = re.sub("-{2,}", "-", _INVALID.sub("-", asked.lower())).strip("-")
-    if name == asked and len(name) <= max_length:
+    if name == asked and len(name) <= max_length and not _LOOKS_CUT.search(name):
         return name
     digest = hashlib.sha256(asked.encode()).hexdigest()[:_DIGEST]
     return f"{name[: max_length - _DIGEST - 1].rstrip('-')}-{digest}"

@@ -30,6 +30,7 @@ from components.k8s_common import (
     HYPERPOD_HEALTH_LABEL,
     HYPERPOD_INSTANCE_GROUP_LABEL,
     HYPERPOD_SCHEDULABLE,
+    IMMUTABLE_FIELDS,
     TEAM_LABEL,
     Toleration,
     group_tolerations,
@@ -248,7 +249,10 @@ def local_queue(
         kind="LocalQueue",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=queue, namespace=namespace),
         spec={"clusterQueue": queue},
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(
+            opts,
+            pulumi.ResourceOptions(replace_on_changes=list(IMMUTABLE_FIELDS["LocalQueue"]), delete_before_replace=True),
+        ),
     )
 
 

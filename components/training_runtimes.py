@@ -68,7 +68,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
-from components.k8s_common import EFA_RESOURCE, group_tolerations
+from components.k8s_common import (
+    EFA_RESOURCE,
+    IMMUTABLE_FIELDS,
+    group_tolerations,
+)
 from components.naming import child_name
 from components.team_storage import TEAM_SERVICE_ACCOUNT
 from components.tenancy import node_shape
@@ -509,7 +513,13 @@ class TrainingRuntimes(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingRuntimesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:TrainingRuntimes", name, None, opts)
-        after = pulumi.ResourceOptions(parent=self, depends_on=list(args.after))
+        # An edit of an immutable field (max_restarts lives in failurePolicy) replaces the runtime, old one first.
+        after = pulumi.ResourceOptions(
+            parent=self,
+            depends_on=list(args.after),
+            replace_on_changes=list(IMMUTABLE_FIELDS["ClusterTrainingRuntime"]),
+            delete_before_replace=True,
+        )
         self.runtimes = {}
         for group in args.node_groups:
             build = {"torch": torch_runtime_spec, "mpi": mpi_runtime_spec}

@@ -29,6 +29,7 @@ import pulumi_kubernetes as k8s
 
 from components.k8s_common import (
     EFA_RESOURCE,
+    IMMUTABLE_FIELDS,
     KUEUE_QUEUE_LABEL,
     TEAM_LABEL,
     group_tolerations,
@@ -463,7 +464,12 @@ class ValidationJobs(pulumi.ComponentResource):
                 kind="ClusterTrainingRuntime",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=runtime_name),
                 spec=training_runtime_spec(self.plan, group, image),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=after,
+                    replace_on_changes=list(IMMUTABLE_FIELDS["ClusterTrainingRuntime"]),
+                    delete_before_replace=True,
+                ),
             )
             self.nccl_job = k8s.apiextensions.CustomResource(
                 child_name(name, "nccl"),
@@ -475,7 +481,12 @@ class ValidationJobs(pulumi.ComponentResource):
                 spec=trainjob_spec(self.plan, runtime_name),
                 opts=pulumi.ResourceOptions.merge(
                     ordered,
-                    pulumi.ResourceOptions(depends_on=[runtime], ignore_changes=kueue_owns_suspend.ignore_changes),
+                    pulumi.ResourceOptions(
+                        depends_on=[runtime],
+                        ignore_changes=kueue_owns_suspend.ignore_changes,
+                        replace_on_changes=list(IMMUTABLE_FIELDS["TrainJob"]),
+                        delete_before_replace=True,
+                    ),
                 ),
             )
         else:

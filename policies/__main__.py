@@ -1,5 +1,11 @@
 """The trainstack CrossGuard policy pack: assembles the rules' `POLICIES` and serves them to the CLI.
 
+The floors (policies/rules/floors.py) are held in code: the analyzer pulumi-policy builds is given two methods
+that put them on top of whatever levels and thresholds the CLI configured (policies/enforcement.py).
+pulumi-policy 1.21.0 (pinned in requirements.txt) resolves both in `_PolicyAnalyzerServicer`:
+`_get_enforcement_level(policy)` for the level each diagnostic carries (a disabled policy is skipped) and
+`_get_policy_config(name)` for the properties a rule reads; PolicyPack builds that class by its module name.
+
 The CLI runs this file (`python -m pulumi.policy <engine> <pack dir>`) from wherever the pack lives: this
 checkout's `policies/`, or a directory `pulumi policy publish` unpacked under another name. So the pack
 imports itself by location: its directory becomes the package `PACKAGE` (the rules import their facts
@@ -12,8 +18,10 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from pulumi_policy import EnforcementLevel, PolicyPack
+from pulumi_policy import EnforcementLevel, Policy, PolicyPack
+from pulumi_policy import policy as sdk
 
 PACKAGE = "trainstack_policy_pack"
 
@@ -35,8 +43,24 @@ def load(directory: Path) -> ModuleType:
     return importlib.import_module(f"{PACKAGE}.rules")
 
 
-PolicyPack(
-    name="trainstack",
-    policies=load(Path(__file__).resolve().parent).POLICIES,
-    enforcement_level=EnforcementLevel.ADVISORY,
-)
+def hold_floors(enforcement: ModuleType) -> None:
+    """Make the analyzer PolicyPack builds enforce the floors whatever the CLI's config says."""
+    environment = enforcement.environment()
+
+    class FloorsHeldInCode(sdk._PolicyAnalyzerServicer):
+        # No @override: typing.override is Python 3.12's, and the pack imports only the standard library and the SDK.
+        def _get_enforcement_level(self, policy: Policy) -> EnforcementLevel:  # pyrefly: ignore[missing-override-decorator]
+            level = super()._get_enforcement_level(policy)
+            return EnforcementLevel(enforcement.floor_level(policy.name, environment, level.value))
+
+        def _get_policy_config(self, name: str) -> dict[str, Any] | None:  # pyrefly: ignore[missing-override-decorator]
+            held = enforcement.floor_settings(name, environment)
+            return held if held is not None else super()._get_policy_config(name)
+
+    sdk._PolicyAnalyzerServicer = FloorsHeldInCode
+
+
+directory = Path(__file__).resolve().parent
+rules = load(directory)
+hold_floors(importlib.import_module(f"{PACKAGE}.enforcement"))
+PolicyPack(name="trainstack", policies=rules.POLICIES, enforcement_level=EnforcementLevel.ADVISORY)

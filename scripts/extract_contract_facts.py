@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -54,6 +55,7 @@ from trainstack.contracts.facts import (
 )
 
 DEFAULT_MIRROR = Path("/work/.mirror")
+TRANSITION = re.compile(r"\boldSelf\b")
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,7 @@ def flatten_values(values: Any, path: str, out: dict[str, str], free: set[str]) 
 
 def flatten_schema(node: dict[str, Any], path: str, out: dict[str, dict[str, Any]]) -> None:
     """Every field path of an openAPI v3 (structural) schema with its type, enum, required keys, bounds and
-    the CEL rules that need no old object (transition rules only run on update)."""
+    CEL rules: those that need no old object, and apart from them the transition rules (run on update only)."""
     fact: dict[str, Any] = {}
     if node.get("x-kubernetes-int-or-string") or {s.get("type") for s in node.get("anyOf", [])} == {
         "integer",
@@ -285,13 +287,17 @@ def flatten_schema(node: dict[str, Any], path: str, out: dict[str, dict[str, Any
         fact["preserve_unknown"] = True
     if node.get("x-kubernetes-embedded-resource"):
         fact["embedded_resource"] = True
-    rules = [
-        {"rule": " ".join(v["rule"].split()), "message": v.get("message", "")}
-        for v in node.get("x-kubernetes-validations", [])
-        if "oldSelf" not in v["rule"]
-    ]
-    if rules:
-        fact["rules"] = rules
+    # A rule naming `oldSelf` is a transition rule: it runs on update only, with the stored value as `oldSelf`
+    # (Kubernetes, "Transition rules"); recorded apart, for the day-2 journey (trainstack/journeys/day2.py).
+    for key, transition in (("rules", False), ("transition_rules", True)):
+        rules = [
+            {"rule": " ".join(v["rule"].split()), "message": v.get("message", "")}
+            | ({"optional_old_self": True} if v.get("optionalOldSelf") else {})
+            for v in node.get("x-kubernetes-validations", [])
+            if bool(TRANSITION.search(v["rule"])) is transition
+        ]
+        if rules:
+            fact[key] = rules
     out[path] = fact
     for key, sub in (node.get("properties") or {}).items():
         flatten_schema(sub, child(path, key), out)

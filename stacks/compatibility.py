@@ -8,6 +8,8 @@ holds the recorded releases against the same table and against the CRD facts of 
   be a field of the installed Trainer's TrainJob CRD (`KUEUE_TRAINJOB_FIELD`, `TRAINER_TRAINJOB_FIELD`).
 - EKS and the kube-proxy add-on: never newer than the cluster, at most three minors older (Kubernetes version
   skew policy); EKS recommends the cluster's own minor (`v1.36.x-eksbuild.N` on 1.36).
+- EKS and its node groups' kubelets: never newer than the control plane, at most three minors older
+  (`kubelet_problem`), so the upgrade recipe moves the control plane first and the nodes after it.
 - GPU Operator and the AMI family: the operator owns no operand the node image already ships (`NVIDIA_AMI_SHIPS`).
 - EFA device plugin and instance types: the plugin must know the type's EFA devices (`EFA_PLUGIN_MINIMUM`).
 """
@@ -111,6 +113,30 @@ def kube_proxy_problem(eks_version: str, kube_proxy: str) -> str | None:
         f"version skew policy); pick a v{eks_version}.x-eksbuild.N build (aws eks describe-addon-versions "
         f"--kubernetes-version {eks_version} --addon-name kube-proxy)"
     )
+
+
+# Kubernetes Version Skew Policy (kubernetes.io/releases/version-skew-policy, "kubelet"): a kubelet must not be
+# newer than kube-apiserver and may be up to three minor versions older (kubelets 1.25 and newer). EKS managed
+# node groups follow it from 1.28 on (EKS User Guide, "Update a managed node group": a node group's version can
+# be at most the cluster's, and EKS refuses UpdateNodegroupVersion to a newer one).
+MAX_KUBELET_SKEW = 3
+
+
+def kubelet_problem(cluster_version: str, node_version: str) -> str | None:
+    """Why nodes on Kubernetes `node_version` cannot run under a control plane on `cluster_version`, or None."""
+    cluster, node = version(cluster_version)[:2], version(node_version)[:2]
+    if node[0] != cluster[0] or node[1] > cluster[1]:
+        return (
+            f"nodes on Kubernetes {node_version} under a control plane on {cluster_version}: a kubelet is never newer "
+            "than the API server (Kubernetes version skew policy); upgrade the control plane (eks.version) first"
+        )
+    if cluster[1] - node[1] > MAX_KUBELET_SKEW:
+        return (
+            f"nodes on Kubernetes {node_version} under a control plane on {cluster_version}: a kubelet may be at most "
+            f"{MAX_KUBELET_SKEW} minor versions older than the API server (Kubernetes version skew policy); upgrade "
+            "the nodes before the control plane moves on"
+        )
+    return None
 
 
 # What each EKS accelerated NVIDIA AMI family ships itself, so the GPU Operator must leave it off (EKS user guide,

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from stacks.printable import printable
 from stacks.reader import Origin, Parsed, Path_, UnreadableFile, YamlRefused, parse, read_text
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE, Environment, StackConfig
 from stacks.untyped import is_list, is_mapping, is_sequence
@@ -29,7 +30,7 @@ FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
 ALLOWED_OTHER_NAMESPACES = ("pulumi:", "aws:", "aws-native:", "kubernetes:")
 # Pulumi's own rule for stack names (pulumi/pulumi pkg/backend: stackNameAndProjectRegexp, at most 100
 # characters): also keeps a --stack value from naming a path outside stacks/ or needing shell quoting.
-STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # always fullmatch: `$` also matches before a final newline
 SHOWN_CHARS = 80  # a value echoed back in a problem is cut to this many characters
 
 
@@ -45,7 +46,9 @@ class Problem:
     def __str__(self) -> str:
         shown = "" if self.value is _MISSING else f" (got {short(self.value)})"
         where = f" [{self.origin}]" if self.origin is not None else ""
-        return f"{self.key}{shown}: {self.message}{where}"
+        # One line, whatever the key or the message holds: a key from the file cannot forge lines or send
+        # terminal escapes (stacks/printable.py).
+        return printable(f"{self.key}{shown}: {self.message}{where}")
 
 
 class _Missing:
@@ -118,7 +121,7 @@ class ConfigError(Exception):
 
     def render(self) -> str:
         what = "baseline (--against) stack config" if self.baseline else "stack config"
-        lines = [f"invalid {what} {self.source}: {len(self.problems)} problem(s)"]
+        lines = [f"invalid {what} {printable(self.source)}: {len(self.problems)} problem(s)"]
         if self.baseline:
             lines[0] += "; they are in the baseline you compare against, not in the config being planned"
         lines += [f"  - {problem}" for problem in self.problems]
@@ -176,7 +179,7 @@ def check_stack(stack: str, cluster: StackConfig, source: str) -> StackConfig:
 def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
     """The file of a named stack; ConfigError lists the stacks that exist when it does not."""
     known = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml"))
-    if not STACK_NAME.match(stack):
+    if not STACK_NAME.fullmatch(stack):
         raise ConfigError(
             "--stack",
             [
@@ -346,6 +349,23 @@ def _secret_problem(loc: Path_, origins: Mapping[Path_, Origin]) -> Problem:
     )
 
 
+def secret_refusal(source: str) -> str:
+    """Why the program refuses a `trainstack:cluster` holding an encrypted value under the real CLI: it would be
+    decrypted into resource inputs and the state in plain text (__main__.py)."""
+    return ConfigError(
+        source,
+        [
+            Problem(
+                FULL_KEY,
+                _MISSING,
+                "holds an encrypted Pulumi secret (`secure:`): Pulumi hands the program the whole object decrypted, "
+                "and every value in it would reach resource inputs and the state in plain text. trainstack's "
+                "settings hold no secrets: remove the `secure:` value (keep secrets in their own config keys)",
+            )
+        ],
+    ).render()
+
+
 def _problems_all(error: ValidationError, origins: Mapping[Path_, Origin]) -> list[Problem]:
     return [problem for _, problem in _problems(error, origins)]
 
@@ -387,7 +407,8 @@ PATTERNS: dict[str, str] = {
     "ends with a letter or digit, such as workers",
     r"^[a-z]{2}(-gov)?-[a-z]+-\d$": "an AWS region such as us-east-1",
     r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$": "an availability zone name such as us-east-1a",
-    r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$": "an IAM role ARN such as arn:aws:iam::123456789012:role/NAME",
+    r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$": "an IAM role ARN such as "
+    "arn:aws:iam::123456789012:role/NAME (an optional /path/, then a name of 1-64 letters, digits and _+=,.@-)",
     r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[A-Za-z0-9-]+$": "a SageMaker training plan ARN "
     "such as arn:aws:sagemaker:us-east-1:123456789012:training-plan/NAME",
     r"^cr-[0-9a-f]{8,17}$": "a capacity reservation id such as cr-0a1b2c3d4e5f67890",
@@ -408,8 +429,9 @@ PATTERNS: dict[str, str] = {
     r"^[a-z0-9]+(-[a-z0-9]+)+$": "a policy rule id in kebab case such as nat-per-az",
     r"^[a-z][-a-z0-9_]{0,31}$": "a POSIX user name of up to 32 characters such as ubuntu",
     r"^\d+\.\d+\.\d+$": "an exact version such as 1.2.3",
-    r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$": "an IAM role or user ARN such as "
-    "arn:aws:iam::123456789012:role/NAME",
+    r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$": "an IAM role or "
+    "user ARN such as arn:aws:iam::123456789012:role/NAME (an optional /path/, then a name of 1-64 letters, digits "
+    "and _+=,.@-)",
     r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d+)?/([a-z0-9._-]+/)*$": "an image registry prefix ending in /, such as "
     "public.ecr.aws/ or nvcr.io/nvidia/",
     r"^\d{1,10}:\d{1,10}$": "a UID:GID pair such as 65534:65534",

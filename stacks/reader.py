@@ -1,13 +1,21 @@
-"""Reading a stack file strictly: a regular file of bounded size, parsed as plain YAML data.
+"""Reading a stack file strictly: a regular file of bounded size, parsed as plain YAML 1.2 data, as Pulumi reads it.
 
-A stack file is data: mappings with string keys, lists and plain scalars. `yaml.safe_load` accepts much more
-than that, and some of it is dangerous or misleading in a config file:
+Pulumi reads stack files with Go's yaml.v3 (pulumi/pulumi sdk/go/common/encoding, gopkg.in/yaml.v3 v3.0.1): YAML
+1.2, so `7:03:00`, `yes` and `on` are text, not the numbers and booleans YAML 1.1 makes of them. This reader
+parses with ruamel.yaml's YAML 1.2 resolver, and refuses, with the value and how to write it, the few plain
+scalars where yaml.v3 still reads the way YAML 1.1 did (`0777` is octal 511 there, 777 in YAML 1.2) or reads
+text where YAML 1.2 reads a number (`._5`): the plan never reads a value other than `pulumi up` would.
+tests/hostile/test_yaml_reader.py holds the reader to yaml.v3's own answers (a fixture made with yaml.v3).
+
+A stack file is data: mappings with string keys, lists and plain scalars. YAML allows much more, and some of it
+is dangerous or misleading in a config file:
 
 - aliases (`*name`) expand nested anchors without bound (a few hundred bytes can ask for gigabytes); stack
   files do not need them, so they are refused, and with them merge keys (`<<`);
 - duplicate keys are accepted and the last one wins (a second `environment:` silently turns prod into dev);
-- non-string keys (`2024-01-01:`, `1:`, `true:`) and non-finite numbers (`.inf`, `.nan`, `1e999`) are
-  accepted although no setting takes them (and `Infinity` is not JSON);
+- non-string keys (`2024-01-01:`, `1:`, `true:`) and non-finite numbers (`.inf`, `.nan`) are accepted although
+  no setting takes them (and `Infinity` is not JSON);
+- control characters (NUL, ESC) have no place in a stack file and are refused with their line;
 - a FIFO or a device passed as the file blocks the reader forever.
 
 Everything here is refused with the line and column the YAML gives, and the whole file is read into bounded
@@ -20,15 +28,19 @@ from __future__ import annotations
 import errno
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, Event
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 from typing_extensions import override
-from yaml.events import AliasEvent, Event
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_FILE_BYTES = 1024 * 1024  # 1 MiB
 MAX_ENTRIES = 1000  # entries in any one YAML list or mapping
@@ -131,20 +143,13 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, used for composing nodes only, that stops at aliases, deep nesting and long
-    collections while it reads (before anything is expanded or built)."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
+class _StrictComposer(Composer):
+    """ruamel.yaml's composer, building nodes only, that stops at aliases, deep nesting and long collections while
+    it reads (before anything is expanded or built)."""
 
     @override
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        # check_event() reads the next event into current_event, as peek_event() would (types-pyyaml leaves
-        # peek_event untyped).
-        self.check_event()
-        event: Event = self.current_event
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event: Event = self.parser.peek_event()
         if isinstance(event, AliasEvent):
             raise YamlRefused(
                 f"alias *{event.anchor}: stack files do not use anchors and aliases; write the value out",
@@ -152,13 +157,18 @@ class _StrictLoader(yaml.SafeLoader):
             )
         if parent is not None and len(parent.value) >= MAX_ENTRIES:
             raise YamlRefused(f"more than {MAX_ENTRIES} entries in one list or mapping", _origin(event.start_mark))
-        if self._depth >= MAX_DEPTH:
+        if self.depth >= MAX_DEPTH:
             raise YamlRefused(f"nested deeper than {MAX_DEPTH} levels", _origin(event.start_mark))
-        self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+        return super().compose_node(parent, index)
+
+
+def _yaml() -> YAML:
+    """A YAML 1.2 reader (ruamel.yaml's pure-Python safe loader) with the strict composer; duplicate keys are
+    kept, so the builder can name both lines."""
+    loader = YAML(typ="safe", pure=True)
+    loader.Composer = _StrictComposer
+    loader.allow_duplicate_keys = True
+    return loader
 
 
 def _origin(mark: Any, plain: str | None = None) -> Origin | None:
@@ -170,27 +180,43 @@ def parse(text: str) -> Parsed:
 
     Raises YamlRefused for what stops the reader (syntax errors, aliases, nesting, size); everything else
     (duplicate keys, non-string keys, non-finite numbers, tags) is listed in `Parsed.refusals`, all at once."""
-    loader = _StrictLoader(text)
-    try:
-        node = loader.get_single_node()
+    loader = _yaml()
+    try:  # everything inside: ruamel.yaml checks the characters as it reads (a NUL is a ReaderError)
+        node = loader.compose(text)
         parsed = Parsed(document=None)
         if node is not None:
             parsed.document = _Builder(loader, parsed).build(node, ())
         return parsed
-    except yaml.MarkedYAMLError as error:
+    except ReaderError as error:
+        line, column = _line_column(text, error.position)
+        raise YamlRefused(
+            f"control character {_character(error.character)} at line {line}, column {column}: a stack file is plain "
+            "text; remove it",
+            Origin(line, column),
+        ) from None
+    except MarkedYAMLError as error:
         reason = error.problem or str(error)
         where = f" at {_origin(error.problem_mark)}" if error.problem_mark is not None else ""
         raise YamlRefused(f"YAML syntax error{where}: {reason}", None) from None
-    except yaml.YAMLError as error:
+    except YAMLError as error:
         raise YamlRefused(f"YAML error: {error}", None) from None
-    finally:
-        loader.dispose()
+
+
+def _character(character: object) -> str:
+    """The offending character as its escape (`'\\x00'`); ruamel.yaml gives its code point or the character."""
+    return repr(chr(character) if isinstance(character, int) else str(character))
+
+
+def _line_column(text: str, position: int) -> tuple[int, int]:
+    """1-based line and column of a character offset."""
+    before = text[:position]
+    return before.count("\n") + 1, position - (before.rfind("\n") + 1) + 1
 
 
 class _Builder:
     """Builds plain Python data from the composed nodes, recording origins and refusals."""
 
-    def __init__(self, loader: _StrictLoader, parsed: Parsed) -> None:
+    def __init__(self, loader: YAML, parsed: Parsed) -> None:
         self.loader = loader
         self.parsed = parsed
 
@@ -248,17 +274,23 @@ class _Builder:
         if node.tag not in _SCALAR_TAGS:
             self.refuse(path, node, f"tag {_tag(node.tag)} is not supported in a stack file: write a plain value")
             return node.value
+        constructor = self.loader.constructor
         try:
-            # The tag's constructor, as construct_object() picks it for a scalar (types-pyyaml leaves that
-            # method's node parameter untyped).
-            value = self.loader.yaml_constructors[node.tag](self.loader, node)
-        except (ValueError, OverflowError, yaml.YAMLError) as error:  # e.g. an integer of 5,000 digits
+            # The tag's constructor, as construct_object() picks it for a scalar.
+            value = constructor.yaml_constructors[node.tag](constructor, node)
+        except (ValueError, OverflowError, YAMLError) as error:  # e.g. an integer of 5,000 digits
             self.refuse(path, node, f"cannot read this value: {str(error).splitlines()[0][:120]}")
             return node.value
         if isinstance(value, float) and not math.isfinite(value):
             self.refuse(
                 path, node, f"{node.value} is not a finite number: give a finite value (`.inf` and `.nan` are not JSON)"
             )
+        elif (
+            isinstance(node, ScalarNode)
+            and node.style is None
+            and (reason := pulumi_reads_otherwise(node.value, value))
+        ):
+            self.refuse(path, node, reason)
         return value
 
 
@@ -269,3 +301,48 @@ def _tag(tag: str) -> str:
 def _type_name(value: object) -> str:
     names: dict[type[object], str] = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
     return names.get(type(value), f"a {type(value).__name__}")
+
+
+# ------------------------------------------------------------------------------------ yaml.v3's own readings
+#
+# Where Go's yaml.v3 (v3.0.1, resolve.go `resolve`), which Pulumi reads stack files with, reads a plain scalar
+# differently from YAML 1.2: an integer with a leading zero is octal there ("Octals from the 1.1 spec, spelled as
+# 0777, are still decoded by default in v3"), and a float is only what `yamlStyleFloat` matches, anything else
+# (`._5`) staying text. The reader refuses both rather than guess.
+_V3_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_LEADING_ZERO = re.compile(r"[-+]?0[0-7_]+")
+# yaml.v3's parseTimestamp layouts ("2006-1-2T15:4:5.999999999Z07:00", its lower-case `t` twin,
+# "2006-1-2 15:4:5.999999999", "2006-1-2"): one- or two-digit fields, where YAML 1.2 readers want two.
+_V3_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"([Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?(Z|[-+][0-9]{2}:[0-9]{2})|"
+    r" [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?)?"
+)
+# yaml.v3 reads an integer into int64 or uint64; a larger one becomes a float there.
+_V3_INTEGERS = range(-(2**63), 2**64)
+
+
+def pulumi_reads_otherwise(text: str, value: object) -> str | None:
+    """Why Pulumi (yaml.v3) would read the plain scalar `text` as something other than `value`, or None."""
+    if isinstance(value, str) and _V3_TIMESTAMP.fullmatch(text):
+        return (
+            f"{text}: Pulumi (Go yaml.v3) reads this as a date and passes on Go's text of it (such as "
+            "'2024-01-01 00:00:00 +0000 UTC'), YAML 1.2 as the text itself: quote it"
+        )
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _V3_INTEGERS:
+        return f"{text}: Pulumi (Go yaml.v3) reads an integer this large as an approximate float: quote it"
+    if isinstance(value, int) and not isinstance(value, bool) and _LEADING_ZERO.fullmatch(text):
+        octal = int(text.replace("_", ""), 8)
+        if octal != value:
+            return (
+                f"{text}: Pulumi (Go yaml.v3) reads a number with a leading zero as octal ({octal}), YAML 1.2 as "
+                f"{value}: write it without the leading zero, or quote it"
+            )
+    # yaml.v3 drops underscores before matching a float that starts with a digit or a sign, never one that starts
+    # with a dot (`._5` stays text there).
+    if isinstance(value, float) and not _V3_FLOAT.fullmatch(text if text.startswith(".") else text.replace("_", "")):
+        return (
+            f"{text}: Pulumi (Go yaml.v3) reads this as the text {text!r}, YAML 1.2 as the number {value}: quote it, "
+            "or write a plain number"
+        )
+    return None

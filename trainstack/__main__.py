@@ -1,29 +1,5 @@
-"""`python -m trainstack plan|schema` (see trainstack/cli.py).
+"""`python -m trainstack`: the same as the `trainstack` command (trainstack/entry.py, trainstack/cli.py)."""
 
-Ctrl-C is taken over before anything heavy is imported, so an interrupt at any moment (even while pydantic or
-the Pulumi SDK load) ends in one line and exit 130, never a traceback.
-"""
+from trainstack.entry import run
 
-import contextlib
-import os
-import signal
-import sys
-
-from trainstack.interrupt import EXIT_INTERRUPTED, install, report_interrupt
-
-install()
-try:
-    from trainstack.cli import main
-
-    code = main()
-except KeyboardInterrupt:
-    code = report_interrupt()
-if code == EXIT_INTERRUPTED:
-    # End now: an interrupted run leaves SDK tasks and threads behind whose shutdown would log their
-    # KeyboardInterrupt ("Task exception was never retrieved") after our one line.
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(EXIT_INTERRUPTED)
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C changes nothing
-sys.exit(code)
+run()

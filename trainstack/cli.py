@@ -1,17 +1,18 @@
-"""`python -m trainstack`: the offline plan and the config schema.
+"""`trainstack` (also `python -m trainstack`): the offline plan, the config schema and shell completion.
 
-    python -m trainstack plan [--stack NAME | --config PATH] [--format text|json|markdown] [--output PATH]
-                              [--preview] [--against PATH] [--max-chars N] [--no-color] [--tree]
-    python -m trainstack schema [--output PATH]
+    trainstack plan [--stack NAME | --config PATH] [--format text|json|markdown] [--output PATH]
+                    [--preview] [--against PATH] [--max-chars N] [--no-color] [--tree]
+    trainstack schema [--output PATH]
+    trainstack preflight|capacity ... (trainstack/preflight/command.py: the account's state, read-only)
+    trainstack completion bash|zsh|tcsh
+    trainstack --version
 
-Exit codes (docs/cli.md): 0 ok; 1 the policy review found a mandatory violation; 4 the contract check found an
-input AWS or Kubernetes would refuse (it wins over 6 and 1); 6 a journey is broken: a user's path through what
-the plan builds fails (a team's job never admitted, an image that cannot be pulled; it wins over 1); 2 bad
-input (invalid config, bad arguments, missing stack, unreadable path, unusable --output); 3 the program itself
-failed under the mock engine, the policy review failed, or an internal error; 5 the report could not be
-delivered (stdout closed, disk full, the reader went away, an encoding that cannot show it); 7 (`preflight`,
-`capacity`) AWS could not be asked; 130 interrupted (Ctrl-C). Errors are one clear line (or the config's list of
-problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors).
+Exit codes: `EXIT_CODES` below (printed by `--help`, tabled in docs/cli.md). Errors are one clear line (or the
+config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors), and
+every text they echo is escaped (stacks/printable.py).
+
+A subcommand is one `add_<name>(commands)` function that adds its parser with `handler=<function>`, listed in
+`SUBCOMMANDS`; the function takes the parsed arguments and returns an exit code.
 """
 
 from __future__ import annotations
@@ -19,17 +20,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import errno
+import importlib.metadata
 import json
 import os
 import shutil
-import stat
 import sys
-import tempfile
 import threading
 import time
+import tomllib
 import traceback
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
@@ -37,12 +37,14 @@ from typing_extensions import override
 
 from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
 from stacks.placeholders import find as find_placeholders
+from stacks.printable import printable
 from stacks.schema import StackConfig, json_schema
+from trainstack.delivery import BadInput as BadInput  # re-exported: the errors every command raises
+from trainstack.delivery import OutputFailed as OutputFailed
+from trainstack.delivery import isatty, output_target, write
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
-from trainstack.preflight.command import add_parsers as preflight_parsers
-from trainstack.preflight.command import run as preflight
 from trainstack.report.model import Report
 from trainstack.review import Violation
 
@@ -55,14 +57,20 @@ EXIT_OUTPUT = 5
 EXIT_JOURNEY = 6
 EXIT_ACCOUNT = 7  # preflight, capacity: AWS could not be asked (trainstack/preflight/command.py)
 FORMATS = ("text", "json", "markdown")
-
-
-class BadInput(Exception):
-    """A problem with what the user asked for; the message is the one line we print."""
-
-
-class OutputFailed(Exception):
-    """The report was made but could not be delivered; the message is the one line we print."""
+# Every exit code, for `--help` and docs/cli.md (tests/unit/test_cli_help.py keeps the two equal).
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "planned: no mandatory policy violation, no contract violation, no broken journey"),
+    (EXIT_POLICY, "a mandatory policy violation (the review's, or the diff's with --against)"),
+    (EXIT_BAD_INPUT, "bad input: the stack file (every problem listed), arguments, --stack, --output"),
+    (EXIT_PROGRAM_FAILED, "the program or a policy raised under the mock engine, or an internal error"),
+    (EXIT_CONTRACT, "an input AWS or Kubernetes would refuse (wins over 6 and 1)"),
+    (EXIT_OUTPUT, "the output could not be delivered (stdout closed, disk full, an encoding that cannot show it)"),
+    (EXIT_JOURNEY, "a journey is broken: a user's path through what the plan builds fails (wins over 1)"),
+    (EXIT_ACCOUNT, "preflight, capacity: AWS could not be asked (no or refused credentials, a check denied)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+ROOT = Path(__file__).resolve().parent.parent
+SHELLS = ("bash", "zsh", "tcsh")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,170 +80,131 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m trainstack", description="trainstack tooling: the offline plan and schema.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def version() -> str:
+    """trainstack's version, with the Pulumi SDK and the interpreter it runs on (`trainstack --version`)."""
 
-    plan = commands.add_parser(
+    def of(package: str) -> str:
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    try:
+        own = of("trainstack") if of("trainstack") != "not installed" else _pyproject_version()
+    except (OSError, tomllib.TOMLDecodeError, KeyError):
+        own = "unknown"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"trainstack {own} (pulumi {of('pulumi')}, pulumi-aws {of('pulumi-aws')}, Python {python})"
+
+
+def _pyproject_version() -> str:
+    """A checkout run without installing the project (`python -m trainstack` from the repository)."""
+    return str(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"])
+
+
+def _epilog() -> str:
+    codes = "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES)
+    return f"exit codes:\n{codes}\n\nEvery option: docs/plan.md; the promises under hostile input: docs/cli.md."
+
+
+Subcommand = Callable[["argparse._SubParsersAction[_Parser]"], None]
+
+
+def add_plan(commands: argparse._SubParsersAction[_Parser]) -> None:
+    plan_ = commands.add_parser(
         "plan",
         help="run the program under the mock engine and report what it would build",
         description="Run __main__.py under the Pulumi SDK's mock engine (no AWS, no Pulumi CLI) and report "
         "resources, GPUs, fabric, storage, cost and the policy review.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    source = plan.add_mutually_exclusive_group()
+    source = plan_.add_mutually_exclusive_group()
     source.add_argument("--stack", metavar="NAME", help="a stack in stacks/ (Pulumi.NAME.yaml); default dev")
     source.add_argument("--config", metavar="PATH", type=Path, help="any stack file, e.g. a proposed change")
-    plan.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
-    plan.add_argument("--output", metavar="PATH", type=Path, help="write the report here instead of stdout")
-    plan.add_argument("--preview", action="store_true", help="leave computed outputs unknown, as `pulumi preview`")
-    plan.add_argument("--against", metavar="PATH", type=Path, help="diff against this stack file (the baseline)")
-    plan.add_argument(
+    plan_.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    plan_.add_argument(
+        "--output",
+        metavar="PATH",
+        type=Path,
+        help="write the report here instead of stdout (a new file, or a "
+        "report trainstack wrote: never a stack or source file)",
+    )
+    plan_.add_argument("--preview", action="store_true", help="leave computed outputs unknown, as `pulumi preview`")
+    plan_.add_argument("--against", metavar="PATH", type=Path, help="diff against this stack file (the baseline)")
+    plan_.add_argument(
         "--max-chars",
         metavar="N",
         type=int,
         help="markdown: cut the comment to N characters, sections giving way with a notice (default 65536, "
         "GitHub's comment limit; 0: no cut)",
     )
-    plan.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR set, not a TTY)")
-    tree = plan.add_mutually_exclusive_group()
+    plan_.add_argument("--no-color", action="store_true", help="no ANSI colour (also: NO_COLOR set, not a TTY)")
+    tree = plan_.add_mutually_exclusive_group()
     tree.add_argument("--tree", action="store_true", help="text format: add the resource tree (off by default)")
     tree.add_argument(
         "--no-tree", action="store_true", help=argparse.SUPPRESS
     )  # the old default's switch, still accepted
+    plan_.set_defaults(handler=plan)
 
-    schema = commands.add_parser("schema", help="write the JSON schema of the trainstack:cluster config")
-    schema.add_argument("--output", metavar="PATH", type=Path, help="write here instead of stdout")
-    preflight_parsers(commands)  # `preflight` and `capacity`: the account's state, read-only (trainstack/preflight/)
+
+def add_schema(commands: argparse._SubParsersAction[_Parser]) -> None:
+    schema_ = commands.add_parser(
+        "schema",
+        help="write the JSON schema of the trainstack:cluster config",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    schema_.add_argument(
+        "--output",
+        metavar="PATH",
+        type=Path,
+        help="write here instead of stdout (a new file or a schema "
+        "trainstack wrote, such as stacks/cluster.schema.json)",
+    )
+    schema_.set_defaults(handler=schema)
+
+
+def add_completion(commands: argparse._SubParsersAction[_Parser]) -> None:
+    completion_ = commands.add_parser(
+        "completion",
+        help="print the shell completion script (bash, zsh or tcsh)",
+        description="Print a completion script for your shell, generated from this parser (shtab). Bash: "
+        "`trainstack completion bash > ~/.local/share/bash-completion/completions/trainstack`; zsh: "
+        '`trainstack completion zsh > "${fpath[1]}/_trainstack"`.',
+    )
+    completion_.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    completion_.set_defaults(handler=completion)
+
+
+def add_preflight(commands: argparse._SubParsersAction[_Parser]) -> None:
+    """`preflight` and `capacity`: the account's state, read-only (trainstack/preflight/)."""
+    from trainstack.preflight.command import add_parsers
+    from trainstack.preflight.command import run as preflight
+
+    add_parsers(commands)
+    for name in ("preflight", "capacity"):
+        commands.choices[name].set_defaults(handler=preflight)
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (add_plan, add_schema, add_preflight, add_completion)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="trainstack",
+        description="trainstack tooling: the offline plan of a stack, the config schema, shell completion.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=version())
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(commands)
     return parser
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def output_target(path: Path, inputs: Sequence[tuple[str, Path]], option: str = "--output") -> Path:
-    """The regular file the report will replace, checked before the (slower) plan runs, without opening it (a
-    FIFO would block, a device would take the bytes). A symlink is followed: its target is replaced, the link
-    stays. Refused: a directory, a FIFO, a device or a socket; any of `inputs` (the stack files being read);
-    a read-only file; a directory where no file can be created."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode: int | None = os.stat(target).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as error:
-        raise BadInput(f"{option} {path}: cannot use it: {error.strerror or error}") from None
-    if mode is not None:
-        if stat.S_ISDIR(mode):
-            raise BadInput(f"{option} {path}: is a directory")
-        if not stat.S_ISREG(mode):
-            raise BadInput(f"{option} {path}: is {_kind(mode)}; --output writes regular files only")
-        for flag, source in inputs:
-            with contextlib.suppress(OSError):
-                if os.path.samefile(target, source):
-                    raise BadInput(f"{option} {path}: is the stack file given to {flag}; write the report elsewhere")
-        if not os.access(target, os.W_OK):
-            raise BadInput(f"{option} {path}: is read-only")
-    if not target.parent.is_dir():
-        raise BadInput(f"{option} {path}: directory {target.parent} does not exist")
-    try:  # the report is written beside the target and renamed over it: that needs a file created here
-        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as error:
-        raise BadInput(f"{option} {path}: not writable: {error.strerror or error}") from None
-    return target
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def write(text: str, output: Path | None, stream: TextIO | None) -> None:
-    """The report to `stream`, or atomically to `output`: a temporary file beside it, then os.replace, so a
-    reader never sees half a report and a failed write leaves the old file as it was."""
-    if output is None:
-        emit(text, stream)
-        return
-    temporary: Path | None = None
-    try:
-        fd, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
-        temporary = Path(name)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            mode = os.stat(output).st_mode
-        except FileNotFoundError:
-            os.chmod(temporary, 0o666 & ~_umask())
-        else:
-            if not stat.S_ISREG(mode):  # swapped for a FIFO or a device while the plan ran
-                raise BadInput(f"--output {output}: is {_kind(mode)} now; --output writes regular files only")
-            os.chmod(temporary, stat.S_IMODE(mode))
-        os.replace(temporary, output)
-        temporary = None
-    except OSError as error:
-        raise OutputFailed(f"--output {output}: cannot write: {error.strerror or error}") from None
-    finally:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
-
-
-def emit(text: str, stream: TextIO | None) -> None:
-    """The whole report to stdout, or OutputFailed with why not. The encoding is checked before the first
-    byte, so a terminal that cannot show the report gets nothing rather than half of it."""
-    if stream is None:
-        raise OutputFailed("stdout is closed: nothing can be written there; use --output PATH")
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    if getattr(stream, "errors", "strict") == "strict":
-        try:
-            text.encode(encoding)
-        except UnicodeEncodeError as error:
-            raise OutputFailed(
-                f"stdout's encoding {encoding} cannot show the report (it has {error.object[error.start]!r}): "
-                "set PYTHONIOENCODING=utf-8 or a UTF-8 locale, or use --output PATH"
-            ) from None
-        except LookupError:
-            pass
-    try:
-        stream.write(text)
-        stream.flush()
-    except BrokenPipeError:
-        _discard(stream)
-        raise OutputFailed("stdout's reader went away before the report was complete") from None
-    except OSError as error:
-        _discard(stream)
-        reason = "the disk is full" if error.errno == errno.ENOSPC else (error.strerror or str(error))
-        raise OutputFailed(f"cannot write the report to stdout: {reason}") from None
-    except ValueError:  # the stream object was closed
-        raise OutputFailed("stdout is closed: nothing can be written there; use --output PATH") from None
-
-
-def _discard(stream: TextIO) -> None:
-    """Point a broken stdout at /dev/null so the interpreter's last flush at exit does not fail a second time."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
-
-
-def _isatty(stream: TextIO | None) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except (OSError, ValueError):
-        return False
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def comment_limit(max_chars: int | None, format_: str) -> int:
@@ -260,7 +229,7 @@ def stack_name_of(path: Path, cluster: StackConfig) -> str:
     name = path.name
     if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
         stack = name.removeprefix("Pulumi.").rsplit(".", 1)[0]
-        if not STACK_NAME.match(stack):
+        if not STACK_NAME.fullmatch(stack):
             raise BadInput(
                 f"{path}: {stack!r} is not a Pulumi stack name (letters, digits, `-`, `_` and `.`, 1 to 100 "
                 "characters), so Pulumi could never use this file; rename it"
@@ -395,7 +364,7 @@ def plan(args: argparse.Namespace) -> int:
     if baseline_cluster is not None:
         check_stack(stack, baseline_cluster, str(args.against))
 
-    show = _isatty(sys.stderr)
+    show = isatty(sys.stderr)
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, shown_path(path))
     diff = None
@@ -406,7 +375,9 @@ def plan(args: argparse.Namespace) -> int:
         baseline = run(baseline_cluster, stack, args.preview, show, shown_path(args.against))
         recording, ignored = apply_ignore_changes(baseline, recording)
     report = with_violations(
-        build_report(cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers)),
+        build_report(
+            cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers), baseline
+        ),
         placeholder_advisories(cluster),
     )
     if baseline_cluster is not None and baseline is not None:
@@ -427,7 +398,7 @@ def plan(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         rendered = markdown.render(report, diff, before, limit=limit)
     else:
-        color = not args.no_color and "NO_COLOR" not in os.environ and output is None and _isatty(sys.stdout)
+        color = not args.no_color and "NO_COLOR" not in os.environ and output is None and isatty(sys.stdout)
         # The terminal's width (COLUMNS, else the tty's, else 100 for a pipe or a file).
         width = shutil.get_terminal_size((100, 50)).columns if output is None else 100
         rendered = text.render(report, text.Style(color=color), diff, tree=args.tree, width=width, before=before)
@@ -447,16 +418,24 @@ def plan(args: argparse.Namespace) -> int:
 
 
 def schema(args: argparse.Namespace) -> int:
-    output = output_target(args.output, []) if args.output is not None else None
+    output = output_target(args.output, [], kind="schema") if args.output is not None else None
     write(json.dumps(json_schema(), indent=2) + "\n", output, sys.stdout)
     return EXIT_OK
 
 
+def completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    write(shtab.complete(build_parser(), shell=args.shell), None, sys.stdout)
+    return EXIT_OK
+
+
 def say(text: str) -> None:
-    """One line on stderr; when stderr itself is gone, the exit code still tells."""
+    """Lines on stderr, each escaped (a message that echoes a key or a path cannot send terminal escapes); when
+    stderr itself is gone, the exit code still tells."""
     try:
         if sys.stderr is not None:
-            print(text, file=sys.stderr, flush=True)
+            print("\n".join(printable(line) for line in text.split("\n")), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 
@@ -465,7 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line, in-process: returns the exit code instead of exiting."""
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
-        code = {"plan": plan, "schema": schema}.get(args.command, preflight)(args)
+        code = int(args.handler(args))
     except KeyboardInterrupt:
         return report_interrupt()
     except BaseException as error:  # every failure ends in one line and a documented code
@@ -481,17 +460,18 @@ def failure(error: BaseException) -> int:
     if isinstance(error, ConfigError):
         say(error.render())
         return EXIT_BAD_INPUT
+    # These messages are one line by contract: whatever a path or a value in them holds is escaped as one.
     if isinstance(error, BadInput | PolicyConfigError):
-        say(f"error: {error}")
+        say(f"error: {printable(str(error))}")
         return EXIT_BAD_INPUT
     if isinstance(error, OutputFailed):
-        say(f"error: {error}")
+        say(f"error: {printable(str(error))}")
         return EXIT_OUTPUT
     if isinstance(error, ProgramFailed):
-        say(f"error: the program failed under the mock engine: {error}")
+        say(f"error: the program failed under the mock engine: {printable(str(error))}")
         return EXIT_PROGRAM_FAILED
     if isinstance(error, PolicyRunError):
-        say(f"error: the policy review failed: {error}")
+        say(f"error: the policy review failed: {printable(str(error))}")
         return EXIT_PROGRAM_FAILED
     if isinstance(error, SystemExit):  # --help, --version
         return int(error.code or 0) if isinstance(error.code, int | None) else EXIT_BAD_INPUT
@@ -503,7 +483,7 @@ def failure(error: BaseException) -> int:
     if os.environ.get("TRAINSTACK_DEBUG") == "1":
         traceback.print_exception(error, file=sys.stderr)
     first = (str(error).strip().splitlines() or [""])[0]
-    say(f"error: internal error: {type(error).__name__}: {first}".rstrip(": "))
+    say(f"error: internal error: {type(error).__name__}: {printable(first)}".rstrip(": "))
     if os.environ.get("TRAINSTACK_DEBUG") != "1":
         say("(set TRAINSTACK_DEBUG=1 for the traceback)")
     return EXIT_PROGRAM_FAILED

@@ -161,8 +161,10 @@ K8S_IMMUTABLE: Mapping[str, frozenset[str]] = {
     "kubernetes:core/v1:PersistentVolume": frozenset({"spec.csi", "spec.volumeMode", "spec.nodeAffinity"}),
     "kubernetes:helm.sh/v3:Release": frozenset({"name", "namespace"}),
     # ValidatingAdmissionPolicy(Binding), ConfigMap, ServiceAccount, Namespace, LimitRange, ResourceQuota and
-    # NetworkPolicy change in place beyond their identity; so do the Kueue and Trainer custom resources (the CRDs
-    # recorded in trainstack/contracts/facts/crds carry no `self == oldSelf` rule on the fields trainstack sets).
+    # NetworkPolicy change in place beyond their identity. Custom resources whose CRDs freeze fields (transition
+    # rules `self == oldSelf`, recorded in trainstack/contracts/facts/crds) carry their own `replace_on_changes`
+    # (components/k8s_common.py IMMUTABLE_FIELDS), which the engine records and the diff honours; the day-2
+    # journey checks that every frozen field is covered.
 }
 
 

@@ -59,6 +59,11 @@ class RecordedResource:
     outputs: dict[str, Any] = field(default_factory=dict)
     ignore_changes: tuple[str, ...] = ()  # input paths `pulumi up` leaves as they are after creation
     aliases: tuple[str, ...] = ()  # earlier URNs `pulumi up` matches this resource's state by (`Recorder.alias_urns`)
+    # Input paths whose change makes the engine replace the resource whatever its provider says (resource option
+    # `replace_on_changes`; `*` matches any key or index), and whether it deletes the old one before creating the
+    # new one (`delete_before_replace`; None: the provider decides).
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool | None = None
 
     @property
     def provider_urn(self) -> str:
@@ -204,6 +209,8 @@ class Recorder(MockMonitor):
                 outputs=MessageToDict(response.object) if response.object else {},
                 ignore_changes=tuple(request.ignoreChanges),
                 aliases=aliases,
+                replace_on_changes=tuple(request.replaceOnChanges),
+                delete_before_replace=request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None,
             )
         )
         return response

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+from pulumi.runtime import rpc
 
 from stacks.account_rules import QUOTA_CLASSES
 from stacks.catalog import CATALOG
@@ -90,6 +91,14 @@ def existing_subnet_facts(cluster: StackConfig) -> dict[str, ExistingSubnetFacts
     return {sid: ExistingSubnetFacts(az, existing.vpc_id) for az, sid in existing.private_subnet_ids.items()}
 
 
+def _preview_computed(typ: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Computed fields nested in an input block, unknown in a preview: without them the block comes back as the
+    inputs gave it and the field reads as a known null, where `pulumi preview` shows it unknown."""
+    if typ == "aws:eks/cluster:Cluster":
+        return {"vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": rpc.UNKNOWN}}
+    return {}
+
+
 class TrainstackMocks(pulumi.runtime.Mocks):
     """Deterministic, realistic answers for every resource and data source the program uses."""
 
@@ -106,7 +115,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         inputs = dict(args.inputs)
         if self.preview and args.typ.startswith(("aws:", "aws-native:", "kubernetes:")):
-            return None, inputs  # computed outputs stay unknown, as in a preview
+            return None, {**inputs, **_preview_computed(args.typ, inputs)}  # computed outputs stay unknown
         physical_id = _ID_PREFIX.get(args.typ, "") + _digest(args.typ, args.name)
         if args.typ == "aws:kms/key:Key":  # KMS key ids are UUIDs
             lengths = zip("abcde", (8, 4, 4, 4, 12), strict=True)

@@ -44,7 +44,9 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from typing_extensions import override
 
-from policies.rules import POLICIES
+from policies import waivers as pack_waivers
+from policies.enforcement import floor_level, floor_settings
+from policies.rules import BY_NAME, POLICIES
 from stacks.load import FULL_KEY, ConfigError, Problem
 from stacks.schema.waivers import WaiverSpec
 from trainstack.engine import RecordedResource, Recording
@@ -227,7 +229,21 @@ def load_config(environment: str, path: Path | None = None) -> PackConfig:
         raise PolicyConfigError(f"policy config {path}: cannot read: {error}") from None
     if not isinstance(document, dict):
         raise PolicyConfigError(f"policy config {path}: expected a JSON object")
-    return resolve_config(document, source=str(path))
+    return hold_floors(resolve_config(document, source=str(path)), environment)
+
+
+def hold_floors(config: PackConfig, environment: str) -> PackConfig:
+    """`config` with the floors held in code, as the served pack holds them (policies/enforcement.py): each floor
+    at least mandatory where it is one, with the committed config's thresholds of `environment`."""
+    levels = {
+        name: EnforcementLevel(floor_level(name, environment, level.value)) for name, level in config.levels.items()
+    }
+    properties = dict(config.properties)
+    for name in properties:
+        held = floor_settings(name, environment, CONFIG_DIR)
+        if held is not None:
+            properties[name] = {**properties[name], **held}
+    return PackConfig(levels=levels, properties=properties)
 
 
 # --------------------------------------------------------------------------------------------- running
@@ -416,8 +432,28 @@ def review(
     `policies` narrows the run to some of the pack's rules (a test of one rule need not pay for seventy); the
     config is still resolved and validated for the whole pack."""
     config = load_config(environment, config_file)
-    violations, skipped, ran = run_policies(recording, config, policies)
-    kept, waived = apply_waivers(violations, waivers, f"stack {recording.stack}")
+    # The stack's waivers in force as in the served pack: the rules' report callbacks drop what they exempt
+    # (policies/waivers.py), and a waiver that cannot stand is refused with its key (exit 2).
+    with pack_waivers.applying([_pack_waiver(w) for w in waivers]) as ledger:
+        violations, skipped, ran = run_policies(recording, config, policies)
+    by_urn = recording.by_urn()
+    waived = [
+        Waived(
+            Violation(
+                w.rule,
+                _reported_level(config.levels[w.rule]),
+                _severity(BY_NAME[w.rule]),
+                w.urn,
+                by_urn[w.urn].type if w.urn in by_urn else "",
+                w.resource,
+                w.message,
+            ),
+            w.reason,
+        )
+        for w in ledger.waived
+    ]
+    _refuse(pack_waivers.problems(ledger.waivers, ledger.used, _severities()), f"stack {recording.stack}")
+    kept = list(violations)
     order = {"mandatory": 0, "advisory": 1}
     kept.sort(key=lambda v: (order.get(v.level, 2), v.policy, v.urn))
     return Review(
@@ -433,51 +469,42 @@ def review(
 
 # ------------------------------------------------------------------------------------------------ waivers
 
-# Critical rules guard what no reason excuses (a world-open endpoint, public buckets, a stack reviewed as another
-# environment): they cannot be waived.
-UNWAIVABLE_SEVERITY = "critical"
+WAIVERS_RULE = "stack-waivers"  # the pack's rule that judges waivers; offline its problems are exit 2
+
+
+def _pack_waiver(waiver: WaiverSpec) -> pack_waivers.Waiver:
+    return pack_waivers.Waiver(waiver.rule, waiver.resource, " ".join(waiver.reason.split()))
+
+
+def _severities() -> dict[str, str]:
+    from policies.rules import BY_NAME
+
+    return {name: _severity(policy) for name, policy in BY_NAME.items()}
+
+
+def _refuse(problems: Sequence[pack_waivers.Problem], source: str) -> None:
+    """ConfigError (exit 2) naming each waiver that cannot stand, as the pack's `stack-waivers` rule reports it."""
+    if problems:
+        raise ConfigError(
+            source, [Problem(f"{FULL_KEY}.waivers.{p.index}.{p.key}", p.value, p.message) for p in problems]
+        )
 
 
 def apply_waivers(
     violations: Iterable[Violation], waivers: Sequence[WaiverSpec], source: str = "waivers"
 ) -> tuple[list[Violation], list[Waived]]:
-    """Split `violations` into those that stand and those a waiver exempts: one rule, one resource (its logical
-    name). A waiver of an unknown or critical rule, or one that exempts nothing, is refused with its key path."""
-    from policies.rules import BY_NAME
-
+    """Split collected `violations` into those that stand and those a waiver exempts, by the pack's own rule
+    (policies/waivers.py: one rule, one resource by its logical name); ConfigError for a waiver that cannot
+    stand. `review` applies the same rule while the rules run, as the served pack does."""
+    ledger = pack_waivers.Ledger(tuple(_pack_waiver(w) for w in waivers))
     kept: list[Violation] = []
     waived: list[Waived] = []
-    used: set[int] = set()
     for violation in violations:
-        match = next(
-            (i for i, w in enumerate(waivers) if w.rule == violation.policy and w.resource == violation.name), None
-        )
-        if match is None or not violation.name:
-            kept.append(violation)
+        if ledger.screen(violation.policy, violation.urn or violation.name, violation.message):
+            waived.append(Waived(violation, ledger.waived[-1].reason))
         else:
-            used.add(match)
-            waived.append(Waived(violation, " ".join(waivers[match].reason.split())))
-    problems: list[Problem] = []
-    for i, waiver in enumerate(waivers):
-        key = f"{FULL_KEY}.waivers.{i}"
-        policy = BY_NAME.get(waiver.rule)
-        if policy is None:
-            problems.append(Problem(f"{key}.rule", waiver.rule, "no such policy rule; docs/policies.md lists them"))
-        elif _severity(policy) == UNWAIVABLE_SEVERITY:
-            problems.append(
-                Problem(f"{key}.rule", waiver.rule, "a critical rule cannot be waived: fix the resource instead")
-            )
-        elif i not in used:
-            problems.append(
-                Problem(
-                    f"{key}.resource",
-                    waiver.resource,
-                    f"waives nothing: {waiver.rule} reports no violation on a resource of this name; remove the "
-                    "waiver (or name the resource as the plan's policy review shows it)",
-                )
-            )
-    if problems:
-        raise ConfigError(source, problems)
+            kept.append(violation)
+    _refuse(pack_waivers.problems(ledger.waivers, ledger.used, _severities()), source)
     return kept, waived
 
 

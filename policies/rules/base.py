@@ -22,6 +22,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .. import waivers
 from ..facts import EFA_PRESENT_LABEL, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
 
 # ----------------------------------------------------------------------------------------- type tokens
@@ -52,6 +53,7 @@ S3_SSE = (
 )
 S3_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
 FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+FSX_DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 HELM_CHART_V4 = "kubernetes:helm.sh/v4:Chart"
@@ -120,7 +122,7 @@ def resource_rule(
     def decorate(validate: ValidateResource) -> ResourceValidationPolicy:
         def run(args: ResourceValidationArgs, report: Report) -> None:
             if args.resource_type in wanted:
-                validate(args, report)
+                validate(args, _screened(name, report, args.urn))
 
         run.__name__ = validate.__name__
         run.__doc__ = validate.__doc__
@@ -148,10 +150,15 @@ def stack_rule(
     """Turn `validate(args, report)` into a StackValidationPolicy."""
 
     def decorate(validate: ValidateStack) -> StackValidationPolicy:
+        def run(args: StackValidationArgs, report: Report) -> None:
+            validate(args, _screened(name, report))
+
+        run.__name__ = validate.__name__
+        run.__doc__ = validate.__doc__
         return StackValidationPolicy(
             name=name,
             description=description,
-            validate=validate,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
+            validate=run,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
             severity=severity,
             config_schema=_schema(config),
             remediation_steps=remediation,
@@ -159,6 +166,18 @@ def stack_rule(
         )
 
     return decorate
+
+
+def _screened(rule: str, report: Report, resource_urn: str | None = None) -> Report:
+    """`report`, less what the stack's waivers exempt (policies/waivers.py): a resource rule's violation is its
+    resource's (`resource_urn`: the engine ignores the URN such a rule passes), a stack rule's the one whose URN
+    it names."""
+
+    def screened(message: str, urn: str | None = None, /) -> None:
+        if not waivers.active().screen(rule, resource_urn if resource_urn is not None else urn or "", message):
+            report(message, urn)
+
+    return screened
 
 
 # --------------------------------------------------------------------------------- property access

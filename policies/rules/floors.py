@@ -14,11 +14,13 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
+from .. import waivers
 from ..facts import ENVIRONMENTS
 from .base import (
     EKS_CLUSTER,
     EKS_NODE_GROUP,
     FLOW_LOG,
+    FSX_DRA,
     FSX_LUSTRE,
     HYPERPOD_CLUSTER,
     KMS_KEY,
@@ -31,6 +33,7 @@ from .base import (
     efa_interfaces,
     get,
     graph,
+    has,
     instance_types_of,
     items,
     launch_template_of,
@@ -119,10 +122,11 @@ def stack_environment(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="fsx-backup-floor",
-    description="A persistent Lustre file system keeps daily automatic backups for at least the environment's "
-    "floor and takes a final backup when deleted: Lustre is the working copy of datasets and checkpoints, and "
-    "a deleted or corrupted file system is restored only from a backup (FSx for Lustre User Guide, 'Protecting "
-    "your data with backups'; AWS Well-Architected REL09-BP01).",
+    description="A persistent Lustre file system not linked to S3 keeps daily automatic backups for at least the "
+    "environment's floor and takes a final backup when deleted; one linked to S3 (a data repository association) "
+    "asks for no backup at all, which FSx does not take of a linked file system: its durable copy is the bucket "
+    "(FSx for Lustre User Guide, 'Working with backups': backups of persistent file systems not linked to an S3 "
+    "data repository; AWS Well-Architected REL09-BP01).",
     severity=Severity.HIGH,
     config={
         "minBackupRetentionDays": {
@@ -130,34 +134,45 @@ def stack_environment(args: StackValidationArgs, report: Report) -> None:
             "minimum": 0,
             "maximum": 90,
             "default": 7,
-            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays). Why: a corruption "
-            "or deletion found after a long weekend must still have a backup from before it. Source: FSx for Lustre "
-            "User Guide, automatic daily backups (0-90 days kept).",
+            "description": "Fewest daily automatic backups kept (automaticBackupRetentionDays) by a file system not "
+            "linked to S3. Why: a corruption or deletion found after a long weekend must still have a backup from "
+            "before it. Source: FSx for Lustre User Guide, automatic daily backups (0-90 days kept).",
         },
         "requireFinalBackup": {
             "type": "boolean",
             "default": True,
-            "description": "skipFinalBackup must be false, so deleting the file system leaves a backup. Source: "
-            "FSx DeleteFileSystem LustreConfiguration.SkipFinalBackup.",
+            "description": "skipFinalBackup must be false on a file system not linked to S3, so deleting it leaves "
+            "a backup. Source: FSx DeleteFileSystem LustreConfiguration.SkipFinalBackup.",
         },
     },
 )
 def fsx_backup_floor(args: StackValidationArgs, report: Report) -> None:
-    lustre = graph(args).of_type(FSX_LUSTRE)
-    systems = [fs for fs in lustre if str(get(fs.props, "deploymentType", "")).startswith("PERSISTENT")]
+    g = graph(args)
+    systems = [fs for fs in g.of_type(FSX_LUSTRE) if str(get(fs.props, "deploymentType", "")).startswith("PERSISTENT")]
     if not systems:
         args.not_applicable("no persistent Lustre file system (SCRATCH file systems take no backups)")
     floor = _int(args, "minBackupRetentionDays", 7)
     for fs in systems:
         days = int(number(get(fs.props, "automaticBackupRetentionDays")) or 0)
+        final = has(fs.props, "skipFinalBackup") and not truthy(get(fs.props, "skipFinalBackup"))
+        if g.referrers(fs, "fileSystemId", FSX_DRA):
+            if days or final:
+                report(
+                    f"{fs.name}: linked to S3 by a data repository association, yet asks for "
+                    f"{f'{days} days of automatic backups' if days else 'a final backup'}; FSx takes no backups "
+                    "of a linked file system: set storage.fsx.automatic_backup_retention_days to 0 and keep what "
+                    "must outlive the file system in S3.",
+                    fs.urn,
+                )
+            continue
         if days < floor:
             report(
                 f"{fs.name}: storage.fsx.automatic_backup_retention_days is {days} (automaticBackupRetentionDays); "
                 f"the floor here is {floor} daily backups, so a corrupted or deleted file system can be restored.",
                 fs.urn,
             )
-        if args.get_config().get("requireFinalBackup", True) and truthy(get(fs.props, "skipFinalBackup")):
-            report(f"{fs.name}: skipFinalBackup is true; deleting it would leave no backup.", fs.urn)
+        if args.get_config().get("requireFinalBackup", True) and not final:
+            report(f"{fs.name}: skipFinalBackup is not false; deleting it would leave no backup.", fs.urn)
 
 
 @stack_rule(
@@ -600,3 +615,67 @@ def team_quota_fits_capacity(args: StackValidationArgs, report: Report) -> None:
                     f"most {capacity}.",
                     quota.urn,
                 )
+
+
+# ------------------------------------------------------------------------------------------------ waivers
+
+
+@stack_rule(
+    name="stack-waivers",
+    description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical and "
+    "exempts a violation that rule reports on the named resource: a waiver of a rule that does not exist, of a "
+    "critical rule, or that waives nothing is refused, so waivers cannot pile up unseen or outlive what they "
+    "excuse (cdk-nag's suppressions; docs/policies.md, Waivers). Runs last: it judges what the others reported.",
+    severity=Severity.CRITICAL,
+)
+def stack_waivers(args: StackValidationArgs, report: Report) -> None:
+    from . import BY_NAME  # here: the rules package imports this module
+
+    ledger = waivers.active()
+    if not ledger.waivers:
+        args.not_applicable("the stack waives nothing")
+    severity = {name: policy.severity.value if policy.severity else "" for name, policy in BY_NAME.items()}
+    for problem in waivers.problems(ledger.waivers, ledger.used, severity):
+        report(str(problem))
+
+
+# ----------------------------------------------------------------------------------- floors held in code
+#
+# Without `--policy-pack-config` every rule of the pack runs at the pack's own level (advisory), and a config file
+# can set any rule to advisory or disabled. These rules are held in code instead: in each environment the pack
+# enforces them at least at `mandatory`, whatever the config says or without one (policies/__main__.py applies
+# this to the levels the CLI hands the pack; trainstack/review.py to the offline review), and their thresholds are
+# the committed policies/config/<environment>.json's, never another file's.
+
+ALWAYS_MANDATORY = frozenset({"stack-environment", "stack-waivers"})
+FLOORS = frozenset(
+    {
+        "stack-environment",
+        "stack-waivers",
+        "fsx-backup-floor",
+        "s3-noncurrent-version-floor",
+        "deletion-safeguards",
+        "log-retention-floor",
+        "system-nodes-floor",
+        "nat-per-az",
+        "node-update-budget",
+        "efa-on-capable-groups",
+        "fabric-validation",
+        "storage-throughput-floor",
+        "team-quota-fits-capacity",
+    }
+)
+MANDATORY_FLOORS: dict[str, frozenset[str]] = {
+    "dev": ALWAYS_MANDATORY,
+    "staging": FLOORS - {"deletion-safeguards", "nat-per-az"},  # a staging cluster is not kept; one NAT is its cost
+    "prod": FLOORS,
+}
+
+
+def floor_level(rule: str, environment: str | None, level: str) -> str:
+    """The level `rule` runs at in `environment` given the configured `level`: raised to mandatory where the rule
+    is a floor there. A stack whose environment is unknown gets prod's floors (failing closed)."""
+    required = MANDATORY_FLOORS.get(environment or "", MANDATORY_FLOORS["prod"])
+    if rule in required and level not in ("mandatory", "remediate"):
+        return "mandatory"
+    return level

@@ -16,7 +16,11 @@ CONFIG_KEY = "cluster"
 DNS_LABEL = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
 AZ_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$"
 REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
-ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$"
+# An IAM role ARN by IAM's own grammar (botocore iam 2010-05-08: pathType `(\u002F)|(\u002F[\u0021-\u007E]+\u002F)`,
+# roleNameType `[\w+=,.@-]+` of 1-64 characters, `\w` being ASCII there): partition, 12-digit account, `role/`,
+# an optional path, the name. `.+` took spaces, tabs and `#`, which IAM never names a role with. ASCII classes,
+# not `\d`/`\w`: pydantic's regex engine reads those as Unicode.
+ROLE_ARN_PATTERN = r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$"
 
 
 class Spec(BaseModel):

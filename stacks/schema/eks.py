@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+from collections import Counter
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, RetentionDays, Spec
 from stacks.schema.values import Cidr, Limits
@@ -26,6 +27,20 @@ class AuthenticationMode(StrEnum):
 
 
 ADDON_VERSION = r"^v\d+\.\d+\.\d+-eksbuild\.\d+$"
+
+# Versions EKS still creates clusters on as of 2026-11-29 (EKS release calendar; endoflife.date/amazon-eks):
+# 1.35 and 1.36 on standard support, 1.34 until 2026-12-02, 1.32-1.33 on extended support only; 1.31 left
+# extended support on 2026-11-26. The policy pack (eks-version-allowed) narrows this to standard support.
+KubernetesVersion = Literal["1.32", "1.33", "1.34", "1.35", "1.36"]
+
+# A node group's own Kubernetes version (EKS Nodegroup `version`): left out, the cluster's at the group's creation,
+# kept after that (components ignore later changes), so moving eks.version moves the control plane alone and each
+# group moves when its own key is set: the upgrade recipe's separate steps (docs/day2.md).
+NODE_KUBERNETES_VERSION_HELP = (
+    "Kubernetes minor version of the group's nodes. Left out: the cluster's (eks.version) when the group is "
+    "created, and the group keeps it when eks.version moves; set it to move the group after the control plane "
+    "(never newer than eks.version, at most 3 minors older; docs/day2.md, Upgrade EKS)."
+)
 
 
 class EksAddonVersions(Spec):
@@ -72,6 +87,7 @@ class SystemNodeGroupSpec(Spec):
     ami_release_version: AmiReleaseVersion | None = Field(
         default=None, description="Pinned EKS AL2023 AMI release (e.g. 1.36.0-20260915); left out, the newest."
     )
+    kubernetes_version: KubernetesVersion | None = Field(default=None, description=NODE_KUBERNETES_VERSION_HELP)
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:
@@ -82,8 +98,11 @@ class SystemNodeGroupSpec(Spec):
         return self
 
 
-def _one_admin_role(value: str) -> str:
-    """An admin ARN is judged by what it matches: exactly one role a person (or pipeline) assumes."""
+def _one_admin_role(value: object) -> object:
+    """An admin ARN is judged by what it matches: exactly one role a person (or pipeline) assumes. Run before the
+    ARN grammar (which refuses `*` too), so a pattern is named as one."""
+    if not isinstance(value, str):
+        return value
     name = value.split(":role/", 1)[-1]
     if "*" in name or "?" in name:
         raise ValueError(
@@ -112,17 +131,16 @@ def cidr_union_addresses(cidrs: list[str]) -> int:
 AdminRoleArn = Annotated[
     str,
     Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/ml-platform-admin"]),
-    AfterValidator(_one_admin_role),
+    BeforeValidator(_one_admin_role),
 ]
 
 
 class EksSpec(Spec):
     """The EKS control plane and its core add-ons."""
 
-    # Versions EKS still creates clusters on as of 2026-11-29 (EKS release calendar; endoflife.date/amazon-eks):
-    # 1.35 and 1.36 on standard support, 1.34 until 2026-12-02, 1.32-1.33 on extended support only; 1.31 left
-    # extended support on 2026-11-26. The policy pack (eks-version-allowed) narrows this to standard support.
-    version: Literal["1.32", "1.33", "1.34", "1.35", "1.36"] = Field(description="Kubernetes minor version.")
+    version: KubernetesVersion = Field(
+        description="Kubernetes minor version of the control plane (node groups keep their own: kubernetes_version)."
+    )
     support_type: Literal["STANDARD", "EXTENDED"] = Field(
         default="STANDARD", description="Upgrade policy; EXTENDED support is billed extra per cluster hour."
     )
@@ -158,6 +176,19 @@ class EksSpec(Spec):
     system_node_group: SystemNodeGroupSpec = Field(
         default_factory=SystemNodeGroupSpec, description="CPU nodes for controllers."
     )
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _distinct_admins(cls, value: list[str]) -> list[str]:
+        # Each ARN becomes one access entry, keyed by the role: a repeat would be a second entry for one principal
+        # (EKS CreateAccessEntry: ResourceInUseException). IAM role names are not case-sensitive.
+        counts = Counter(arn.lower() for arn in value)
+        repeated = sorted({arn for arn in value if counts[arn.lower()] > 1})
+        if repeated:
+            raise ValueError(
+                f"lists {repeated} more than once (IAM role names are not case-sensitive): name each role once"
+            )
+        return value
 
     @model_validator(mode="after")
     def _endpoint(self) -> Self:

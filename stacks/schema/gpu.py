@@ -10,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
 from stacks.schema.base import AmiReleaseVersion, CatalogInstanceType, Spec
+from stacks.schema.eks import NODE_KUBERNETES_VERSION_HELP, KubernetesVersion
 from stacks.schema.values import AvailabilityZone, GroupName, LabelKey, LabelValue, Limits
 
 
@@ -264,6 +265,7 @@ class GpuNodeGroupSpec(Spec):
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
     )
+    kubernetes_version: KubernetesVersion | None = Field(default=None, description=NODE_KUBERNETES_VERSION_HELP)
     ami_id: str | None = Field(
         default=None,
         pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$",
@@ -363,6 +365,11 @@ class GpuNodeGroupSpec(Spec):
             problems.append(
                 f"ami_release_version {self.ami_release_version} with ami_id {self.ami_id}: EKS refuses a release "
                 "version for a custom AMI (CreateNodegroup releaseVersion); the AMI id is the pin"
+            )
+        if self.ami_id is not None and self.kubernetes_version is not None:
+            problems.append(
+                f"kubernetes_version {self.kubernetes_version} with ami_id {self.ami_id}: EKS refuses a version for a "
+                "custom AMI (CreateNodegroup version); the AMI's kubelet is the group's version"
             )
         problems += self._extra_type_problems(row)
         device = row.device_resource

@@ -70,7 +70,7 @@ _POSIX_USER = r"^[a-z][-a-z0-9_]{0,31}$"
 # OpenSSH authorized_keys(5) key types trainstack accepts (no DSA: OpenSSH 9.8 removed it).
 _SSH_PUBLIC_KEY = (
     r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521|"
-    r"sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n]*)?$"
+    r"sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\x00-\x1f\x7f]*)?$"
 )
 # Debian policy 9.2.2: UIDs 1000-59999 are for normal users; the HyperPod AMI's `ubuntu` user is 1000.
 USER_UID_MIN = 2000
@@ -91,7 +91,7 @@ class SlurmUserSpec(Spec):
 
     @model_validator(mode="after")
     def _keys(self) -> Self:
-        bad = [i for i, key in enumerate(self.ssh_public_keys) if not re.match(_SSH_PUBLIC_KEY, key)]
+        bad = [i for i, key in enumerate(self.ssh_public_keys) if not re.fullmatch(_SSH_PUBLIC_KEY, key)]
         if bad:
             raise ValueError(
                 f"ssh_public_keys {bad} of user {self.name} are not OpenSSH public keys "

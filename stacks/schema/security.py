@@ -12,7 +12,8 @@ from stacks.schema.base import Spec
 
 # An IAM role or user ARN (any partition). Key administrators and bucket exemptions name principals, never
 # wildcards: a pattern would silently widen who may delete a key.
-IAM_PRINCIPAL_ARN = r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$"
+# IAM's grammar for role and user ARNs (as ROLE_ARN_PATTERN in stacks/schema/base.py; userNameType is `[\w+=,.@-]+`).
+IAM_PRINCIPAL_ARN = r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$"
 PrincipalArn = Annotated[str, Field(pattern=IAM_PRINCIPAL_ARN)]
 # A registry host (optionally with a port) and path, ending in `/`: without the slash `nvcr.io` would also admit
 # `nvcr.io.attacker.example/...`.

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from stacks.catalog import CATALOG, Accelerator
 from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
-from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kueue_trainer_problem
+from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kubelet_problem, kueue_trainer_problem
 from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
 from stacks.schema.gpu import AmiFamily, GpuNodeGroupSpec, effective_ami_family
@@ -156,16 +156,28 @@ class StackConfig(Spec):
                         f"kubernetes.teams.{i}.member_role_arns.{j} {role} is in eks.admin_role_arns: an IAM role has "
                         "one EKS access entry; admins already reach every namespace"
                     )
-        # AL2023 AMI releases belong to one Kubernetes minor (EKS refuses a release of another version).
-        releases = [("eks.system_node_group", True, self.eks.system_node_group.ami_release_version)] + [
-            (f"gpu_node_groups.{i}", g.ami_family.value.startswith("AL2023"), g.ami_release_version)
+        # Each node group runs its own Kubernetes version (the cluster's when left out): never newer than the control
+        # plane, at most three minors older; its AL2023 AMI release belongs to that version (EKS refuses another).
+        system = self.eks.system_node_group
+        groups = [("eks.system_node_group", True, system.ami_release_version, system.kubernetes_version)] + [
+            (
+                f"gpu_node_groups.{i}",
+                g.ami_family.value.startswith("AL2023"),
+                g.ami_release_version,
+                g.kubernetes_version,
+            )
             for i, g in enumerate(self.gpu_node_groups)
         ]
-        for where, al2023, release in releases:
-            if release and al2023 and not release.startswith(f"{self.eks.version}."):
+        for where, al2023, release, own in groups:
+            if own is not None and (skew := kubelet_problem(self.eks.version, own)):
+                problems.append(f"{where}.kubernetes_version {own}: {skew}")
+            runs = own or self.eks.version
+            if release and al2023 and not release.startswith(f"{runs}."):
+                key = f"{where}.kubernetes_version" if own else "eks.version"
                 problems.append(
-                    f"{where}.ami_release_version {release} is not a release for Kubernetes {self.eks.version} "
-                    f"(eks.version); AL2023 releases look like {self.eks.version}.0-20260915"
+                    f"{where}.ami_release_version {release} is not a release for Kubernetes {runs} ({key}); AL2023 "
+                    f"releases look like {runs}.0-20260915 (pin {where}.kubernetes_version to keep a release while "
+                    "the control plane moves)"
                 )
         # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
         if self.accelerators_at_max > self.cost.max_gpus:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from stacks import fsx_sizing
+from stacks import fsx_sizing, fsx_squash
 from stacks.schema.base import RetentionDays, Spec
 from stacks.schema.values import Limits
 
@@ -115,12 +115,13 @@ class FsxSpec(Spec):
         default=NOBODY,
         pattern=r"^\d{1,10}:\d{1,10}$",
         description="UID:GID that root on every client is mapped to, so a root container or node cannot read or "
-        "change other teams' files; null turns root squash off (dev only).",
+        "change other teams' files: each from 1 to 4294967294; null turns root squash off (dev only).",
     )
     no_squash_nids: list[Annotated[str, Field(pattern=NID_PATTERN)]] = Field(
         default_factory=list,
+        max_length=fsx_squash.MAX_NO_SQUASH_NIDS,
         description="Client NIDs exempt from root squash (an administration host that creates team "
-        "directories), for example 10.0.1.6@tcp or 10.0.[2-10].[1-255]@tcp.",
+        "directories), for example 10.0.1.6@tcp or 10.0.[2-10].[1-255]@tcp; each part 0-255, ranges low-high.",
     )
     team_directory: str = Field(
         default="/teams",
@@ -128,7 +129,11 @@ class FsxSpec(Spec):
         description="Lustre directory holding one subdirectory per team; each team's claim mounts only its own.",
     )
     automatic_backup_retention_days: int = Field(
-        default=0, ge=0, le=90, description="Daily automatic backups kept, PERSISTENT_2 only (0 is off)."
+        default=0,
+        ge=0,
+        json_schema_extra={"maximum": 0},  # refused above 0 by `_backups`, which says why
+        description="Daily automatic backups kept: 0. FSx takes no backups of a file system linked to S3, and "
+        "trainstack always links it to the datasets bucket; the durable copies live in S3.",
     )
     weekly_maintenance_start_time: str = Field(
         default="7:03:00",
@@ -139,9 +144,10 @@ class FsxSpec(Spec):
     log_retention_days: RetentionDays = Field(
         default=90, description="CloudWatch retention of the file system's data-repository event log."
     )
+    # At least 1 MB/s: a vanishing rate (a denormal such as 5e-324) made the storage coverage ratio infinite.
     per_gpu_read_mb_s: float = Field(
         default=200.0,
-        gt=0,
+        ge=1,
         le=Limits.READ_MB_S_PER_GPU,
         description="Read throughput each GPU needs from storage in MB/s (sizing demand).",
     )
@@ -208,11 +214,36 @@ class FsxSpec(Spec):
             raise ValueError(problem)
         return value
 
+    @field_validator("root_squash")
+    @classmethod
+    def _root_squash(cls, value: str | None) -> str | None:
+        if value is not None and (problem := fsx_squash.root_squash_problem(value)):
+            raise ValueError(problem)
+        if value == "0:0":
+            raise ValueError("0:0 maps root to root, which is no squash: set root_squash to null to turn it off")
+        return value
+
+    @field_validator("no_squash_nids")
+    @classmethod
+    def _no_squash_nids(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        problems = [f"{nid}: {problem}" for nid in value if (problem := fsx_squash.nid_problem(nid))]
+        if problems:
+            raise ValueError("; ".join(problems))
+        if value and "root_squash" in info.data and info.data["root_squash"] is None:
+            raise ValueError("exempts clients from a root squash that is off: set root_squash, or remove them")
+        return value
+
     @field_validator("automatic_backup_retention_days")
     @classmethod
     def _backups(cls, value: int, info: ValidationInfo) -> int:
-        if value and _deployment(info) is FsxDeploymentType.SCRATCH_2:
-            raise ValueError("SCRATCH_2 has no automatic backups: set automatic_backup_retention_days to 0")
+        if value > 0:
+            if _deployment(info) is FsxDeploymentType.SCRATCH_2:
+                raise ValueError("SCRATCH_2 has no automatic backups: set automatic_backup_retention_days to 0")
+            raise ValueError(
+                "FSx takes no backups of a file system linked to an S3 data repository (FSx for Lustre User Guide, "
+                "'Working with backups'), and this one is linked to the datasets bucket: set it to 0 or remove it; "
+                "keep what must outlive the file system in S3"
+            )
         return value
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from typing import Annotated, Final
 
 from pydantic import AfterValidator, Field
@@ -70,9 +71,17 @@ GroupName = Annotated[str, _matches(DNS_LABEL_32, "p5-train", NAME_RULE), Field(
 
 # Tagging AWS resources (docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html), "Tag naming limits and
 # requirements": keys 1-128 and values 0-256 Unicode characters of letters, digits, spaces and _ . : / = + - @;
-# the `aws:` prefix is reserved for AWS. (EC2 instance-metadata tags forbid more, but trainstack keeps them
-# off: components/gpu_nodes.py sets instance_metadata_tags "disabled".)
-_TAG_CHARS = re.compile(r"^[\w\s.:/=+\-@]*$", re.UNICODE)
+# the `aws:` prefix is reserved for AWS. The services' own grammar (botocore, iam 2010-05-08 tagKeyType and
+# tagValueType): `[\p{L}\p{Z}\p{N}_.:/=+\-@]`. `\s` is not that: it lets in tabs and line breaks, which no AWS
+# tag takes. Of \p{Z} only the space separators (Zs) are kept: the line and paragraph separators (Zl, Zp) break a
+# line wherever the tag is shown. (EC2 instance-metadata tags forbid more, but trainstack keeps them off:
+# components/gpu_nodes.py sets instance_metadata_tags "disabled".)
+_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+
+
+def _tag_text(value: str) -> bool:
+    """Every character is a letter (\\p{L}), a number (\\p{N}), a space separator (Zs) or one of _ . : / = + - @."""
+    return all(c.isalnum() or c in _TAG_PUNCTUATION or unicodedata.category(c) == "Zs" for c in value)
 
 
 def _tag_key(value: str) -> str:
@@ -80,9 +89,10 @@ def _tag_key(value: str) -> str:
         raise ValueError(f"a tag key has 1 to 128 characters, got {len(value)}; for example 'team'")
     if value.lower().startswith("aws:"):
         raise ValueError(f"tag key {value!r}: the aws: prefix is reserved for AWS; for example 'team'")
-    if not _TAG_CHARS.match(value):
+    if not _tag_text(value):
         raise ValueError(
-            f"tag key {value!r}: AWS allows letters, digits, spaces and _ . : / = + - @; for example 'cost-center'"
+            f"tag key {value!r}: AWS allows letters, digits, spaces and _ . : / = + - @ (no tabs or line breaks); "
+            "for example 'cost-center'"
         )
     return value
 
@@ -90,10 +100,10 @@ def _tag_key(value: str) -> str:
 def _tag_value(value: str) -> str:
     if len(value) > 256:
         raise ValueError(f"a tag value has at most 256 characters, got {len(value)}")
-    if not _TAG_CHARS.match(value):
+    if not _tag_text(value):
         raise ValueError(
-            f"tag value {value!r}: AWS allows letters, digits, spaces and _ . : / = + - @; for example "
-            "'ml-platform@example.com'"
+            f"tag value {value!r}: AWS allows letters, digits, spaces and _ . : / = + - @ (no tabs or line breaks); "
+            "for example 'ml-platform@example.com'"
         )
     return value
 
@@ -106,18 +116,19 @@ TagValue = Annotated[str, AfterValidator(_tag_value)]
 # Kubernetes "Labels and Selectors", Syntax and character set (apimachinery IsQualifiedName / IsValidLabelValue):
 # a key is an optional DNS-subdomain prefix (at most 253) and `/`, then a name of at most 63 characters,
 # alphanumeric at both ends with - _ . inside; a value is empty or such a name.
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+# Matched whole (`fullmatch`): with `re.match`, `$` also matches before a final newline, and "team\n" passed.
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
 
 
 def _label_key(value: str) -> str:
     prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
         raise ValueError(
             f"label key {value!r}: the prefix before '/' must be a DNS subdomain of at most 253 characters; "
             "for example 'example.com/team'"
         )
-    if not _LABEL_NAME.match(name):
+    if not _LABEL_NAME.fullmatch(name):
         raise ValueError(
             f"label key {value!r}: the name must be 1-63 characters, letters and digits at both ends and - _ . "
             "inside; for example 'example.com/team'"
@@ -126,7 +137,7 @@ def _label_key(value: str) -> str:
 
 
 def _label_value(value: str) -> str:
-    if value and not _LABEL_NAME.match(value):
+    if value and not _LABEL_NAME.fullmatch(value):
         raise ValueError(
             f"label value {value!r}: empty, or 1-63 characters, letters and digits at both ends and - _ . "
             "inside; for example 'research'"
@@ -235,16 +246,18 @@ AvailabilityZone = Annotated[str, AfterValidator(_availability_zone), Field(exam
 # digest. trainstack also wants it pinned: by digest, or by a tag that is not `latest`.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
+# Matched whole (`fullmatch`), and ASCII: Go's `\w` (the grammar's) is [0-9A-Za-z_], Python's takes any letter.
 IMAGE_REFERENCE = re.compile(
-    rf"^(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::(?P<tag>[\w][\w.-]{{0,127}}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
+    rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::(?P<tag>[\w][\w.-]{{0,127}}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?",
+    re.ASCII,
 )
 IMAGE_EXAMPLE = "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04"
 
 
 def _pinned_image(value: str) -> str:
     """A container image reference that parses and is pinned by digest or by a tag other than `latest`."""
-    match = IMAGE_REFERENCE.match(value) if len(value) <= 255 else None
+    match = IMAGE_REFERENCE.fullmatch(value) if len(value) <= 255 else None
     if match is None:
         raise ValueError(
             f"image {value!r} is not a valid image reference (registry/path:tag or @sha256:<64 hex>); for "

@@ -41,6 +41,24 @@ def test_protect_is_recorded() -> None:
     assert not run_component(vpc_and_subnet).one("aws:ec2/vpc:Vpc").protect
 
 
+def test_replace_on_changes_and_delete_before_replace_are_recorded() -> None:
+    def program() -> None:
+        opts = aws_opts()
+        aws.ec2.Vpc("plain", aws.ec2.VpcArgs(cidr_block="10.0.0.0/16"), opts=opts)
+        frozen = pulumi.ResourceOptions(replace_on_changes=["tags.*", "cidrBlock"], delete_before_replace=True)
+        aws.ec2.Vpc(
+            "frozen", aws.ec2.VpcArgs(cidr_block="10.1.0.0/16"), opts=pulumi.ResourceOptions.merge(opts, frozen)
+        )
+        later = pulumi.ResourceOptions(delete_before_replace=False)
+        aws.ec2.Vpc("later", aws.ec2.VpcArgs(cidr_block="10.2.0.0/16"), opts=pulumi.ResourceOptions.merge(opts, later))
+
+    vpcs = {r.name: r for r in run_component(program).by_type("aws:ec2/vpc:Vpc")}
+    assert (vpcs["plain"].replace_on_changes, vpcs["plain"].delete_before_replace) == ((), None)  # provider decides
+    assert vpcs["frozen"].replace_on_changes == ("tags.*", "cidrBlock")
+    assert vpcs["frozen"].delete_before_replace is True
+    assert vpcs["later"].delete_before_replace is False  # set to False is not left to the provider
+
+
 def test_preview_leaves_computed_outputs_unknown() -> None:
     subnet = run_component(vpc_and_subnet, preview=True).one("aws:ec2/subnet:Subnet")
     assert subnet.inputs["vpcId"] == UNKNOWN

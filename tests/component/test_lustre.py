@@ -11,7 +11,6 @@ PERSISTENT = FsxSpec(
     deployment_type="PERSISTENT_2",
     throughput_mb_s_per_tib=250,
     storage_capacity_gib=4800,
-    automatic_backup_retention_days=7,
 )
 SCRATCH = FsxSpec(deployment_type="SCRATCH_2", storage_capacity_gib=1200)
 EFA = FsxSpec(
@@ -76,8 +75,11 @@ def test_persistent_file_system_settings(prod) -> None:
     assert fs["perUnitStorageThroughput"] == 250 and fs["storageCapacity"] == 4800
     assert fs["dataCompressionType"] == "LZ4"
     assert fs["metadataConfiguration"] == {"mode": "AUTOMATIC"}
-    assert fs["automaticBackupRetentionDays"] == 7 and fs["copyTagsToBackups"] is True
-    assert fs["skipFinalBackup"] is False
+    # Linked to S3 by the association: FSx takes no backups of it, automatic or final (User Guide, "Working
+    # with backups"); the contract tier and the policy pack refuse either.
+    assert fs["automaticBackupRetentionDays"] == 0 and "copyTagsToBackups" not in fs
+    assert fs["skipFinalBackup"] is True
+    assert prod.one(DRA).property_dependencies["fileSystemId"] == (prod.one(FS).urn,)
     assert fs["logConfiguration"]["level"] == "WARN_ERROR"
     assert fs["logConfiguration"]["destination"].endswith(":log-group:/aws/fsx/trainstack-test")
     assert "efaEnabled" not in fs

@@ -138,7 +138,7 @@ def test_output_through_a_symlink_replaces_the_target_and_keeps_the_link(
 ) -> None:
     real = tmp_path / "reports" / "plan.json"
     real.parent.mkdir()
-    real.write_text("old")
+    real.write_text('{"steps": [], "trainstack": {"formatVersion": 1}}')  # an earlier report: replaced
     link = tmp_path / "plan.json"
     link.symlink_to(real)
     code, out, err = run_cli(capsys, "plan", "--stack", "dev", "--format", "json", "--output", str(link))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import resource
 import signal
@@ -175,12 +177,16 @@ def test_an_unquoted_version_says_to_quote_it(tmp_path: Path) -> None:
     assert 'YAML reads the unquoted 1.30 as the number 1.3: quote it, "1.30"' in problem.message
 
 
-def test_an_unquoted_time_says_to_quote_it(tmp_path: Path) -> None:
-    text = dev_with(
-        "        per_gpu_read_mb_s", "        weekly_maintenance_start_time: 7:03:00\n        per_gpu_read_mb_s"
+def test_an_unquoted_time_is_text_as_pulumi_reads_it(tmp_path: Path) -> None:
+    """YAML 1.1 (PyYAML, main before issue 35) read 7:03:00 as the number 25380 and refused it; Pulumi's yaml.v3
+    reads YAML 1.2, where it is the text "7:03:00", and so does the plan."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(
+        dev_with(
+            "        per_gpu_read_mb_s", "        weekly_maintenance_start_time: 7:03:00\n        per_gpu_read_mb_s"
+        )
     )
-    [problem] = problems(tmp_path, text)
-    assert 'YAML reads the unquoted 7:03:00 as the number 25380: quote it, "7:03:00"' in problem.message
+    assert load_file(path).storage.fsx.weekly_maintenance_start_time == "7:03:00"
 
 
 def test_a_pattern_error_gives_an_example(tmp_path: Path) -> None:
@@ -215,3 +221,58 @@ def test_a_huge_value_is_shown_without_rendering_it() -> None:
     assert len(text) <= 80 and text.endswith("...") and peak < 1_000_000
     assert short(10**5000).startswith("<integer of about 5000 digits")
     assert short({"a": [1.5, None]}) == "{'a': [1.5, null]}"
+
+
+# ------------------------------------------------------------------------------------------------ YAML 1.2
+
+YAML_V3 = json.loads((ROOT / "tests" / "hostile" / "fixtures" / "yaml_v3_scalars.json").read_text())
+
+
+@pytest.mark.parametrize("case", YAML_V3, ids=[c["yaml"] or "<empty>" for c in YAML_V3])
+def test_the_reader_reads_every_plain_scalar_as_pulumi_does_or_refuses_it(case: dict[str, str]) -> None:
+    """Each scalar as Go's yaml.v3 reads it for Pulumi (scripts/yaml_v3/main.go made the fixture with yaml.v3
+    3.0.1): the reader gives the same value, or refuses it with its line; never another value. A date is read
+    and left to the schema, which refuses it with a hint to quote it (Pulumi would pass on a Go time string)."""
+    parsed = reader.parse(f"v: {case['yaml']}\n")
+    if parsed.refusals:
+        assert all(r.origin is not None and r.message for r in parsed.refusals)
+        return
+    assert "error" not in case, (case, parsed.document)
+    value = parsed.document["v"]
+    if isinstance(value, datetime.date):
+        assert case["json"].startswith('"') and case["json"][1:11] == value.isoformat()[:10]
+        return
+    expected = json.loads(case["json"])
+    assert (value == expected and type(value) is not bool) or value is expected, (case, value)
+    assert isinstance(value, str) == isinstance(expected, str), (case, value)
+
+
+def test_yaml_1_1_readings_are_gone() -> None:
+    """PyYAML (YAML 1.1) read `7:03:00` as 25380 and `on` as true, and the plan refused a time Pulumi accepts."""
+    parsed = reader.parse("time: 7:03:00\nflag: on\nanswer: yes\n")
+    assert parsed.document == {"time": "7:03:00", "flag": "on", "answer": "yes"} and not parsed.refusals
+
+
+def test_the_committed_stacks_read_the_same_as_under_pulumi() -> None:
+    """Every plain scalar of every committed stack file is in the yaml.v3 fixture, so each is read as Pulumi
+    reads it (the parametrized test above)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    cases = {c["yaml"] for c in YAML_V3}
+    missing: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, ScalarNode) and node.style is None and node.value not in cases:
+            missing.add(node.value)
+        elif isinstance(node, MappingNode):
+            for key, item in node.value:
+                walk(key)
+                walk(item)
+        elif isinstance(node, SequenceNode):
+            for item in node.value:
+                walk(item)
+
+    for path in sorted((ROOT / "stacks").rglob("*.yaml")):
+        walk(YAML(typ="safe", pure=True).compose(path.read_text()))
+    assert not missing, f"regenerate the fixture with these scalars (scripts/yaml_v3/main.go): {sorted(missing)}"

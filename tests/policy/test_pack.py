@@ -9,6 +9,7 @@ over the real Analyzer protocol: the diagnostics must equal `trainstack.review`'
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import re
@@ -16,8 +17,9 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -26,10 +28,13 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from policies.rules import POLICIES
-from tests.conftest import ROOT, recording
+from policies.rules import BY_NAME, POLICIES
+from policies.rules.floors import FLOORS
+from stacks.load import FULL_KEY, ConfigError, validate_object
+from tests.conftest import ROOT, STACKS, recording, stack_document
 from tests.policy.helpers import mutated, scenario
-from trainstack.review import load_config, review
+from trainstack.engine import Recording
+from trainstack.review import resolve_config, review
 
 PACK = ROOT / "policies"
 
@@ -115,7 +120,7 @@ def test_pack_main_is_imported_nowhere() -> None:
 def test_requirements_pin_the_program_versions() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     pins = dict(
-        re.match(r"([a-z0-9-]+)(?:\[[a-z,]+\])?==(.+)", d).groups()  # type: ignore[union-attr]
+        re.match(r"([a-z0-9.-]+)(?:\[[a-z,]+\])?==(.+)", d).groups()  # type: ignore[union-attr]
         for d in pyproject["project"]["dependencies"] + pyproject["dependency-groups"]["dev"]
     )
     lines = [line for line in (PACK / "requirements.txt").read_text().splitlines() if line and not line.startswith("#")]
@@ -134,10 +139,14 @@ def test_main_assembles_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:
     import runpy
 
     import pulumi_policy
+    from pulumi_policy import policy as sdk
 
     built: list[dict[str, object]] = []
     monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda **kwargs: built.append(kwargs))
+    analyzer = sdk._PolicyAnalyzerServicer
+    monkeypatch.setattr(sdk, "_PolicyAnalyzerServicer", analyzer)  # restored after: __main__ replaces it
     runpy.run_path(str(PACK / "__main__.py"), run_name="__main__")
+    assert issubclass(sdk._PolicyAnalyzerServicer, analyzer) and sdk._PolicyAnalyzerServicer is not analyzer
     assert len(built) == 1
     assert built[0]["name"] == "trainstack"
     assert [p.name for p in built[0]["policies"]] == [p.name for p in POLICIES]  # type: ignore[attr-defined]
@@ -160,15 +169,16 @@ def pack_python() -> str:
     return sys.executable
 
 
-@pytest.fixture(scope="module")
-def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
-    """A copy of the pack, outside the repository and not named `policies`, served as the CLI would: the pack's
-    own virtualenv runs `python -m pulumi.policy <engine> <pack dir>`."""
-    copy = _copy_pack(tmp_path_factory.mktemp("served") / "trainstack-guardrails")
+@contextlib.contextmanager
+def served(tmp_path: Path, environ: dict[str, str] | None = None) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """A copy of the pack, outside the repository and not named `policies`, served as the CLI serves it: the
+    pack's own virtualenv runs `python -m pulumi.policy <engine> <pack dir>`, with what the Python language host
+    adds to its environment for a stack (`environ`: PULUMI_CONFIG, PULUMI_STACK, ...)."""
+    copy = _copy_pack(tmp_path / "trainstack-guardrails")
     process = subprocess.Popen(
         [pack_python(), "-m", "pulumi.policy", "127.0.0.1:0", str(copy)],
         cwd=copy,
-        env=_pack_env(),
+        env={**_pack_env(), **(environ or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -180,6 +190,28 @@ def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_
     finally:
         process.kill()
         process.wait(timeout=10)
+
+
+def stack_environ(document: dict[str, object], stack: str, preview: bool = True) -> dict[str, str]:
+    """What pulumi-language-python's RunPlugin sets for a policy pack (pulumi/pulumi v3.259.0,
+    sdk/python/cmd/pulumi-language-python/main.go): the organization, project, stack, dry-run flag and the
+    stack's decrypted config map as JSON, every value a string (objects as their JSON)."""
+    from tests.policy.test_waivers import pulumi_config
+
+    return {
+        "PULUMI_ORGANIZATION": "organization",
+        "PULUMI_PROJECT": "trainstack",
+        "PULUMI_STACK": stack,
+        "PULUMI_DRY_RUN": "true" if preview else "false",
+        "PULUMI_CONFIG": json.dumps(pulumi_config(document)),
+    }
+
+
+@pytest.fixture(scope="module")
+def analyzer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """One served pack for the tests that do not depend on a stack's config."""
+    with served(tmp_path_factory.mktemp("served")) as stub:
+        yield stub
 
 
 _LEVELS = {
@@ -215,29 +247,24 @@ def test_served_pack_lists_every_rule(analyzer: analyzer_pb2_grpc.AnalyzerStub) 
         assert kinds[policy.name] == expected
 
 
-SOURCES = {
-    "staging": lambda: recording("staging"),
-    "staging-no-placement-preview": lambda: scenario("staging-no-placement", preview=True),
-    "prod-gpu-taint-removed": lambda: mutated(recording("prod"), "-gpu-p5-train-ng", lambda i: i.pop("taints")),
-}
-
-
-@pytest.mark.parametrize("source", SOURCES)
-@pytest.mark.e2e
-def test_served_pack_agrees_with_offline_review(analyzer: analyzer_pb2_grpc.AnalyzerStub, source: str) -> None:
-    recorded = SOURCES[source]()
-    stack = recorded.stack
-    config = load_config(stack)
-    analyzer.Configure(
-        analyzer_pb2.ConfigureAnalyzerRequest(
-            policyConfig={
-                name: analyzer_pb2.PolicyConfig(
-                    enforcementLevel=_LEVELS[level], properties=_struct(dict(config.properties[name]))
-                )
-                for name, level in config.levels.items()
-            }
-        )
+def cli_config(document: dict[str, object]) -> analyzer_pb2.ConfigureAnalyzerRequest:
+    """The Configure call the CLI makes for `--policy-pack-config <document>`: every policy, with the level and
+    properties pulumi/pulumi's ReconcilePolicyPackConfig resolves (the policy's default, then `all`, then its
+    entry; pkg/resource/analyzer/config.go). The CLI knows nothing of the floors: the pack holds them itself."""
+    config = resolve_config(document)
+    return analyzer_pb2.ConfigureAnalyzerRequest(
+        policyConfig={
+            name: analyzer_pb2.PolicyConfig(
+                enforcementLevel=_LEVELS[level], properties=_struct(dict(config.properties[name]))
+            )
+            for name, level in config.levels.items()
+        }
     )
+
+
+def analyze(analyzer: analyzer_pb2_grpc.AnalyzerStub, recorded: Recording) -> set[tuple[str, str, str, str]]:
+    """Every diagnostic the served pack returns for a recording, as the engine asks: Analyze per resource, then
+    AnalyzeStack with them all. (policy, urn, level, message less the policy's description)."""
     by_urn = {r.urn: r for r in recorded.resources}
 
     def provider(urn: str) -> analyzer_pb2.AnalyzerProviderResource | None:
@@ -248,7 +275,14 @@ def test_served_pack_agrees_with_offline_review(analyzer: analyzer_pb2_grpc.Anal
             type=found.type, urn=found.urn, name=found.name, properties=_struct(found.inputs)
         )
 
-    served: set[tuple[str, str, str]] = set()
+    served: set[tuple[str, str, str, str]] = set()
+
+    def keep(d: analyzer_pb2.AnalyzeDiagnostic, urn: str) -> None:
+        # A violation's message is the policy's description, a line break, then the rule's words; the "can't run
+        # during preview" advisory also names the pack (pulumi_policy policy.py), which the offline review leaves out.
+        message = re.sub(r" from policy pack '[^']*'", "", d.message.split("\n", 1)[-1])
+        served.add((d.policyName, d.urn or urn, _NAMES[d.enforcementLevel], message))
+
     stack_resources = []
     for r in recorded.resources:
         options = analyzer_pb2.AnalyzerResourceOptions(protect=r.protect, parent=r.parent)
@@ -261,7 +295,7 @@ def test_served_pack_agrees_with_offline_review(analyzer: analyzer_pb2_grpc.Anal
             provider=provider(r.provider_urn),
         )
         for d in analyzer.Analyze(request).diagnostics:
-            served.add((d.policyName, d.urn or r.urn, _NAMES[d.enforcementLevel]))
+            keep(d, r.urn)
         stack_resources.append(
             analyzer_pb2.AnalyzerResource(
                 type=r.type,
@@ -279,12 +313,139 @@ def test_served_pack_agrees_with_offline_review(analyzer: analyzer_pb2_grpc.Anal
             )
         )
     for d in analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=stack_resources)).diagnostics:
-        served.add((d.policyName, d.urn, _NAMES[d.enforcementLevel]))
+        keep(d, "")
+    return served
 
-    offline = review(recorded, stack)
-    assert {(v.policy, v.urn, v.level) for v in offline.violations} == served
-    if source != "staging":
-        assert offline.mandatory or offline.preview  # the comparison covers blocking results too
+
+def _waive(document: dict[str, Any], rule: str, resource: str) -> None:
+    document["config"][FULL_KEY].setdefault("waivers", []).append(
+        {"rule": rule, "resource": resource, "reason": REASON}
+    )
+
+
+REASON = "approved by the platform team for the evaluation quarter, with an owner"
+# Each source: the recording, and the stack file whose config the CLI hands the pack (PULUMI_CONFIG).
+SOURCES: dict[str, Callable[[], tuple[Recording, dict[str, Any]]]] = {
+    **{name: (lambda name=name: (recording(name), stack_document(name))) for name in STACKS},
+    "staging-no-placement-preview": lambda: (scenario("staging-no-placement", preview=True), stack_document("staging")),
+    "prod-gpu-taint-removed": lambda: (
+        mutated(recording("prod"), "-gpu-p5-train-ng", lambda i: i.pop("taints")),
+        stack_document("prod"),
+    ),
+    # Waived variants: an advisory of dev, and a mandatory violation of prod, each waived for its one resource.
+    "dev-waived": lambda: (recording("dev"), _with(stack_document("dev"), _waive, *_first_waivable("dev"))),
+    "prod-gpu-taint-removed-waived": lambda: (
+        mutated(recording("prod"), "-gpu-p5-train-ng", lambda i: i.pop("taints")),
+        _with(stack_document("prod"), _waive, "gpu-taint", "gpu-p5-train-ng"),
+    ),
+}
+
+
+def _with(document: dict[str, Any], edit: Callable[..., None], *args: str) -> dict[str, Any]:
+    edit(document, *args)
+    return document
+
+
+def _first_waivable(stack: str) -> tuple[str, str]:
+    """A violation of the committed stack that a waiver may exempt: the first of a rule that is not critical."""
+    violation = next(
+        v
+        for v in review(recording(stack), stack).violations
+        if v.name and BY_NAME[v.policy].severity is not None and BY_NAME[v.policy].severity.value != "critical"
+    )
+    return violation.policy, violation.name
+
+
+def _offline(recorded: Recording, document: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    cluster = validate_object(document["config"][FULL_KEY], "test")
+    result = review(recorded, cluster.environment.value, waivers=cluster.waivers)
+    return {(v.policy, v.urn, v.level, v.message) for v in result.violations}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.e2e
+def test_served_pack_agrees_with_offline_review(tmp_path: Path, source: str) -> None:
+    """The pack served as `pulumi preview --policy-pack policies --policy-pack-config policies/config/<env>.json`
+    serves it (the stack's config in its environment, the CLI's resolved config over Configure) reports exactly
+    what the offline review reports, level and message included, waivers applied."""
+    recorded, document = SOURCES[source]()
+    environment = str(document["config"][FULL_KEY]["environment"])
+    with served(tmp_path, stack_environ(document, recorded.stack, recorded.preview)) as analyzer:
+        analyzer.Configure(cli_config(json.loads((PACK / "config" / f"{environment}.json").read_text())))
+        served_diagnostics = analyze(analyzer, recorded)
+    offline = _offline(recorded, document)
+    assert offline == served_diagnostics
+    if source.endswith("-waived"):  # the waiver exempted something the unwaived stack reports
+        unwaived = _offline(
+            recorded,
+            {
+                "config": {
+                    **document["config"],
+                    FULL_KEY: {k: v for k, v in document["config"][FULL_KEY].items() if k != "waivers"},
+                }
+            },
+        )
+        assert offline < unwaived
+    if source not in STACKS:
+        assert any(level == "mandatory" for _, _, level, _ in offline) or recorded.preview or "waived" in source
+
+
+@pytest.mark.parametrize(
+    ("rule", "resource", "says"),
+    [
+        ("no-such-rule", "network", "no such policy rule"),
+        ("sg-no-world-ingress", "network", "a critical rule cannot be waived"),
+        ("nat-per-az", "zzz", "waives nothing"),
+    ],
+)
+@pytest.mark.e2e
+def test_a_waiver_that_cannot_stand_blocks_the_served_pack_as_it_refuses_the_plan(
+    tmp_path: Path, rule: str, resource: str, says: str
+) -> None:
+    """Offline: exit 2 naming the waiver's key. Served: a mandatory `stack-waivers` violation with the same
+    words, whatever the config file says of that rule (held in code: policies/rules/floors.py)."""
+    document = _with(stack_document("staging"), _waive, rule, resource)
+    with served(tmp_path, stack_environ(document, "staging")) as analyzer:
+        lowered = {**json.loads((PACK / "config" / "staging.json").read_text()), "stack-waivers": "disabled"}
+        analyzer.Configure(cli_config(lowered))  # even a config that turns the waiver rule off
+        found = {d for d in analyze(analyzer, recording("staging")) if d[0] == "stack-waivers"}
+    with pytest.raises(ConfigError) as raised:
+        _offline(recording("staging"), document)
+    problem = next(p for p in raised.value.problems if says in p.message)
+    assert {(level, message) for _, _, level, message in found} == {
+        ("mandatory", f"{problem.key} ({problem.value!r}): {problem.message}")
+    }
+
+
+@pytest.mark.e2e
+def test_without_a_policy_config_the_floors_still_block(tmp_path: Path) -> None:
+    """`pulumi preview --policy-pack policies` with no config: every rule at the pack's level (advisory) on main,
+    the floors included. Now the floors are held in code: still mandatory, at the committed thresholds."""
+    recorded = mutated(
+        recording("prod"), "-gpu-p5-train-ng", lambda i: i["updateConfig"].update(maxUnavailablePercentage=100)
+    )
+    with served(tmp_path, stack_environ(stack_document("prod"), "prod")) as analyzer:
+        analyzer.Configure(cli_config({}))
+        found = analyze(analyzer, recorded)
+    levels = {(policy, level) for policy, _, level, _ in found}
+    assert ("node-update-budget", "mandatory") in levels
+    assert ("stack-environment", "advisory") not in levels and ("node-update-budget", "advisory") not in levels
+    # A rule that is not a floor follows the (absent) config: advisory.
+    assert all(level == "advisory" for policy, _, level, _ in found if policy not in FLOORS)
+
+
+@pytest.mark.e2e
+def test_a_config_that_lowers_a_floor_is_overruled(tmp_path: Path) -> None:
+    """A prod stack previewed with a config that turns the floors off and their thresholds down."""
+    recorded = mutated(
+        recording("prod"), "-gpu-p5-train-ng", lambda i: i["updateConfig"].update(maxUnavailablePercentage=100)
+    )
+    lowered = json.loads((PACK / "config" / "prod.json").read_text())
+    lowered["node-update-budget"] = {"enforcementLevel": "disabled", "maxUnavailablePercent": 100}
+    with served(tmp_path, stack_environ(stack_document("prod"), "prod")) as analyzer:
+        analyzer.Configure(cli_config(lowered))
+        found = analyze(analyzer, recorded)
+    assert {level for policy, _, level, _ in found if policy == "node-update-budget"} == {"mandatory"}
 
 
 def test_config_files_are_json_objects() -> None:

@@ -31,9 +31,17 @@ def added_group_diff() -> tuple[Report, PlanDiff, Report]:
     return after, diff_reports(before, after, "stacks/Pulumi.prod.yaml"), before
 
 
-def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
+def _own_physical_name(inputs: dict[str, Any], i: int) -> dict[str, Any]:
+    """A clone's AWS names of its own (node group, launch template, placement group), as a real group would have:
+    the contract tier refuses two resources of one type with one physical name."""
+    return {k: f"{v}-x{i}" if k in ("name", "nodeGroupName") and isinstance(v, str) else v for k, v in inputs.items()}
+
+
+def with_cloned_gpu_groups(source: Recording, copies: int, aws_names: bool = False) -> Recording:
     """`source` plus `copies` clones of its GPU group component (node group, launch template, component) under
-    new names: a stack with many GPU groups without running the program again."""
+    new names: a stack with many GPU groups without running the program again. `aws_names`: each clone's AWS
+    names of its own too (a report runs the contract tier, which refuses two node groups of one name); without
+    it the clones keep the original's node group name, which the diagram draws once."""
     component = next(r for r in source.resources if r.type == "trainstack:gpu:GpuNodeGroup")
     members = [component, *(r for r in source.resources if r.parent == component.urn)]
     extra: list[RecordedResource] = []
@@ -59,7 +67,7 @@ def with_cloned_gpu_groups(source: Recording, copies: int) -> Recording:
                     urn=renamed(r.urn),
                     parent=renamed(r.parent),
                     id=renamed(r.id) if r.id else r.id,
-                    inputs=rewrite(r.inputs),
+                    inputs=_own_physical_name(rewrite(r.inputs), i) if aws_names else rewrite(r.inputs),
                     dependencies=tuple(renamed(d) for d in r.dependencies),
                     property_dependencies={k: tuple(renamed(u) for u in v) for k, v in r.property_dependencies.items()},
                 )

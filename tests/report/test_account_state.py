@@ -37,9 +37,9 @@ def test_the_odcr_is_left_to_preflight_in_every_format() -> None:
     assert "preflight alone: compute.reservation.p5-train (pulumi-aws has no data source for an On-Demand" in " ".join(
         section.split()
     )
-    assert "python -m trainstack preflight --stack prod\n" in plain[plain.index("Next step") :]
+    assert "trainstack preflight --stack prod\n" in plain[plain.index("Next step") :]
     comment = markdown.render(prod)
     assert "### Account state" in comment and "- preflight alone: compute.reservation.p5-train" in comment
-    assert comment.index("python -m trainstack preflight --stack prod") < comment.index("pulumi up --stack prod")
+    assert comment.index("trainstack preflight --stack prod") < comment.index("pulumi up --stack prod")
     root = json.loads(json_report.render(prod))["steps"][0]["newState"]
     assert root["outputs"][OUTPUT]["compute.offering.p5-train"] == NOT_CHECKED_OFFLINE

@@ -44,7 +44,10 @@ def test_journeys_that_hold_fold_per_kind_and_broken_ones_stay_whole() -> None:
     section = out[out.index("Journeys: ") : out.index("\nNetwork and platform")]
     assert section.startswith("Journeys: 42 of 44 hold (deploy 1, team job 42, alerts 1)")
     assert section.count("BROKEN team job: team b") == 2 and section.count("the registry refuses pulls") == 2
-    assert "team job: 40 hold, e.g. team t0: torch TrainJob on p5-train and 39 more: CPU per rank 23.9" in section
+    assert "team job: 40 hold; what each gets:" in section
+    # What each rank gets, once per runtime and group: the 20 teams on the same group fold into one row each.
+    assert "    torch TrainJob on p5-train: CPU per rank 23.9" in section
+    assert "    mpi TrainJob on p5-train: CPU per rank 23.9" in section
     assert "team t7" not in section  # the rest are counted, not listed
     kinds = journey_kinds(journeys)
     assert [(k.kind, len(k.holding), len(k.broken)) for k in kinds] == [
@@ -76,3 +79,20 @@ def test_advisories_fold_by_rule_with_a_count_and_the_first_example() -> None:
     assert "(on stack;" in section  # a stack-level rule names the stack, never an empty name
     comment = markdown.render(r)
     assert "``" not in comment.replace("```", "")  # no empty code span for a stack-level row
+
+
+def test_figure_rows_fold_teams_only_where_they_get_the_same() -> None:
+    same = {"CPU per rank": "23.9"}
+    rows = text.figure_rows(
+        (
+            Journey(TEAM_JOB, "team a: torch TrainJob on p5", (HOLDS,), same),
+            Journey(TEAM_JOB, "team b: torch TrainJob on p5", (HOLDS,), same),
+            Journey(TEAM_JOB, "team c: torch TrainJob on p5", (HOLDS,), {"CPU per rank": "7.4"}),
+            Journey(DEPLOY, "Helm release kueue", (HOLDS,), {"images": "1"}),
+        )
+    )
+    assert rows == [
+        ("torch TrainJob on p5", "CPU per rank 23.9"),
+        ("torch TrainJob on p5", "CPU per rank 7.4"),
+        ("Helm release kueue", "images 1"),
+    ]

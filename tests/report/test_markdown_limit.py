@@ -35,7 +35,7 @@ def well_formed(comment: str) -> None:
 @pytest.fixture(scope="module")
 def huge() -> markdown.Report:
     """prod with 400 more GPU groups: about 1,300 resources, a comment far over GitHub's limit."""
-    return build_report(stack_config("prod"), with_cloned_gpu_groups(report("prod").recording, 400))
+    return build_report(stack_config("prod"), with_cloned_gpu_groups(report("prod").recording, 400, aws_names=True))
 
 
 def test_a_stack_over_the_limit_is_cut_to_it_with_a_notice(huge: markdown.Report) -> None:
@@ -121,7 +121,7 @@ def test_the_workflow_shares_the_limit_between_the_stacks_of_one_comment(tmp_pat
     (tmp_path / "stacks").mkdir()
     for name in ("a", "b", "c", "d", "e"):
         (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text("config: {}\n")
-    stand_in = tmp_path / ".venv" / "bin" / "python"
+    stand_in = tmp_path / ".venv" / "bin" / "trainstack"
     stand_in.parent.mkdir(parents=True)
     stand_in.write_text(
         "#!/bin/bash\n"

@@ -334,3 +334,289 @@ def test_the_longest_valid_cluster_name_passes() -> None:
 
     assert len("trainstack-production-gpu-east-1") == 32
     assert contracts.check(program_recording(edited_config("staging", edit), "staging")) == ()
+
+
+# ------------------------------------------------------------------------------ every type the program writes
+
+
+def test_every_aws_type_the_shipped_stacks_record_is_mapped_to_its_api() -> None:
+    """A type `API_MAP` leaves out is not judged at all: every pulumi-aws type a shipped stack records is mapped
+    (aws-native types meet their CloudFormation schema instead)."""
+    recorded = {
+        r.type for stack in STACKS for r in recording(stack).resources if r.custom and r.type.startswith("aws:")
+    }
+    assert recorded - set(aws_models.API_MAP) == set()
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Set inputs[a][b]... = value, creating mappings on the way; a value of DROP deletes the key."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = inputs
+        for step in parents:
+            node = node.setdefault(step, {})
+        if value is DROP:
+            node.pop(last, None)
+        else:
+            node[last] = value
+
+    return edit
+
+
+DROP = object()
+OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+# (stack, resource type or name tail, edit, contract, the violation's path, a phrase of its rule): one failing case
+# per mapping the contract tier gained in issue 29 (the AWS types its docs claimed or never named).
+NEW_MAPPINGS: list[tuple[str, str, Callable[[dict[str, Any]], None], str, str, str]] = [
+    (
+        "prod",
+        "-gpu-p5-train-ng",
+        _set("nodeRepairConfig.maxParallelNodesRepairedCount", 0),
+        "aws_models",
+        "nodeRepairConfig.maxParallelNodesRepairedCount",
+        "NonZeroInteger must be at least 1",
+    ),
+    (
+        "prod",
+        "-gpu-p5-train-ng",
+        _set("nodeRepairConfig.maxUnhealthyNodeThresholdPercentage", 101),
+        "aws_models",
+        "nodeRepairConfig.maxUnhealthyNodeThresholdPercentage",
+        "PercentCapacity must be at most 100",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.rootSquash", "12345678901:1"),
+        "aws_models",
+        "rootSquashConfiguration.rootSquash",
+        "LustreRootSquash",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.rootSquash", "4294967295:65534"),
+        "aws_rules",
+        "rootSquashConfiguration.rootSquash",
+        "above 4294967294",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.rootSquash", "0:65534"),
+        "aws_rules",
+        "rootSquashConfiguration.rootSquash",
+        "both be non-zero",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.noSquashNids", ["10.0.300.1@tcp"]),
+        "aws_rules",
+        "rootSquashConfiguration.noSquashNids[0]",
+        "not an address byte",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.noSquashNids", ["10.0.[9-2].1@tcp"]),
+        "aws_rules",
+        "rootSquashConfiguration.noSquashNids[0]",
+        "runs backwards",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.noSquashNids", ["admin-host@tcp"]),
+        "aws_models",
+        "rootSquashConfiguration.noSquashNids",
+        "LustreNoSquashNid must match",
+    ),
+    (
+        "prod",
+        FSX,
+        _set("rootSquashConfiguration.noSquashNids", ["10.0.0.1@tcp"] * 65),
+        "aws_models",
+        "rootSquashConfiguration.noSquashNids",
+        "takes at most 64 items",
+    ),
+    (
+        "prod",
+        OBJECT_LOCK,
+        _set("rule.defaultRetention.mode", "FOREVER"),
+        "aws_models",
+        "rule.defaultRetention.mode",
+        "must be one of: GOVERNANCE, COMPLIANCE",
+    ),
+    (
+        "prod",
+        OBJECT_LOCK,
+        _set("rule.defaultRetention.years", 1),
+        "aws_rules",
+        "rule.defaultRetention",
+        "exactly one of them",
+    ),
+    (
+        "prod",
+        OBJECT_LOCK,
+        _set("rule.defaultRetention.days", 0),
+        "aws_rules",
+        "rule.defaultRetention.days",
+        "positive whole number of days",
+    ),
+    (
+        "prod",
+        OBJECT_LOCK,
+        _set("objectLockEnabled", "Disabled"),
+        "aws_models",
+        "objectLockEnabled",
+        "must be one of: Enabled",
+    ),
+    ("prod", "aws:amp/workspace:Workspace", _set("alias", ""), "aws_models", "alias", "at least 1 characters"),
+    (
+        "prod",
+        "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
+        _set("name", "n" * 129),
+        "aws_models",
+        "name",
+        "at most 128 characters",
+    ),
+    (
+        "prod",
+        "aws:amp/alertManagerDefinition:AlertManagerDefinition",
+        _set("workspaceId", DROP),
+        "aws_models",
+        "workspaceId",
+        "workspaceId is required",
+    ),
+    (
+        "prod",
+        "aws:amp/scraper:Scraper",
+        _set("source.eks.subnetIds", [f"subnet-{i}" for i in range(6)]),
+        "aws_models",
+        "source.eks.subnetIds",
+        "takes at most 5 items",
+    ),
+    (
+        "prod",
+        "aws:amp/scraper:Scraper",
+        _set("destination.amp.workspaceArn", "arn:aws:s3:::bucket"),
+        "aws_models",
+        "destination.amp.workspaceArn",
+        "WorkspaceArn must match",
+    ),
+    ("prod", "aws:sns/topic:Topic", _set("name", "alerts for prod"), "aws_rules", "name", "a topic name is"),
+    ("prod", "aws:sns/topicPolicy:TopicPolicy", _set("arn", DROP), "aws_models", "arn", "TopicArn is required"),
+    (
+        "staging",
+        "aws:ec2/placementGroup:PlacementGroup",
+        _set("strategy", "clustered"),
+        "aws_models",
+        "strategy",
+        "must be one of: cluster, spread, partition",
+    ),
+    (
+        "prod",
+        "aws:ec2/flowLog:FlowLog",
+        _set("trafficType", "SOME"),
+        "aws_models",
+        "trafficType",
+        "must be one of: ACCEPT, REJECT, ALL",
+    ),
+    ("prod", "aws:ec2/flowLog:FlowLog", _set("vpcId", DROP), "aws_models", "vpcId", "ResourceIds is required"),
+    ("prod", "aws:ec2/eip:Eip", _set("domain", "classic"), "aws_models", "domain", "must be one of: vpc, standard"),
+    (
+        "prod",
+        "aws:ec2/natGateway:NatGateway",
+        _set("connectivityType", "internet"),
+        "aws_models",
+        "connectivityType",
+        "must be one of: private, public",
+    ),
+    (
+        "prod",
+        "aws:ec2/vpc:Vpc",
+        _set("instanceTenancy", "shared"),
+        "aws_models",
+        "instanceTenancy",
+        "must be one of: default, dedicated, host",
+    ),
+    (
+        "prod",
+        "aws:ec2/vpc:Vpc",
+        _set("enableDnsHostnames", "sometimes"),
+        "aws_models",
+        "enableDnsHostnames",
+        "is a boolean",
+    ),
+    (
+        "prod",
+        "aws:ec2/internetGateway:InternetGateway",
+        _set("vpcId", DROP),
+        "aws_models",
+        "vpcId",
+        "VpcId is required",
+    ),
+    ("prod", "aws:ec2/routeTable:RouteTable", _set("vpcId", DROP), "aws_models", "vpcId", "VpcId is required"),
+    (
+        "prod",
+        "aws:ec2/route:Route",
+        _set("routeTableId", DROP),
+        "aws_models",
+        "routeTableId",
+        "RouteTableId is required",
+    ),
+    (
+        "prod",
+        "aws:ec2/routeTableAssociation:RouteTableAssociation",
+        _set("routeTableId", DROP),
+        "aws_models",
+        "routeTableId",
+        "RouteTableId is required",
+    ),
+    (
+        "prod",
+        "aws:iam/openIdConnectProvider:OpenIdConnectProvider",
+        _set("url", "https://" + "x" * 260),
+        "aws_models",
+        "url",
+        "at most 255 characters",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "match", "edit", "contract", "path", "phrase"),
+    NEW_MAPPINGS,
+    ids=[f"{m[1].rsplit(':', 1)[-1].lstrip('-')}-{m[4]}-{m[5][:24]}" for m in NEW_MAPPINGS],
+)
+def test_each_new_mapping_refuses_what_aws_refuses(
+    stack: str, match: str, edit: Callable[[dict[str, Any]], None], contract: str, path: str, phrase: str
+) -> None:
+    rec = mutated(recording(stack), match, edit)
+    hits = [v for v in AWS_CONTRACTS[contract](rec) if phrase in v.rule]
+    assert len(hits) == 1, sorted(AWS_CONTRACTS[contract](rec))
+    assert hits[0].path == path
+    assert hits[0].source.startswith("botocore ") or contract == "aws_rules"
+
+
+def test_backups_of_a_file_system_linked_to_s3_are_refused() -> None:
+    rec = recording("prod")
+    days = found(aws_rules.lustre_backups_unlinked, mutated(rec, FSX, _set("automaticBackupRetentionDays", 7)))
+    assert one(days, "takes no backups: 0").path == "automaticBackupRetentionDays"
+    assert "Working with backups" in days[0].source
+    final = found(aws_rules.lustre_backups_unlinked, mutated(rec, FSX, _set("skipFinalBackup", False)))
+    assert one(final, "no final backup on delete").path == "skipFinalBackup"
+    # Unlinked (no association names it): backups are FSx's to take, and no rule of this kind applies.
+    unlinked = Recording(
+        stack=rec.stack,
+        preview=rec.preview,
+        resources=[r for r in rec.resources if r.type != "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"],
+        outputs=rec.outputs,
+    )
+    assert (
+        found(aws_rules.lustre_backups_unlinked, mutated(unlinked, FSX, _set("automaticBackupRetentionDays", 7))) == []
+    )

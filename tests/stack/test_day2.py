@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +14,34 @@ import pytest
 from tests.conftest import ROOT, program_recording, write_stack
 from trainstack import cli
 from trainstack.cli import EXIT_OK, main
+from trainstack.journeys import DAY2, walk
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 
 
-def diff_of(capsys: pytest.CaptureFixture[str], proposed: Path, baseline: Path) -> tuple[int, dict[str, Any]]:
+def plan_against(capsys: pytest.CaptureFixture[str], proposed: Path, baseline: Path) -> tuple[int, dict[str, Any]]:
     code = main(["plan", "--config", str(proposed), "--against", str(baseline), "--format", "json"])
-    document = json.loads(capsys.readouterr().out)
-    return code, document["trainstack"]["diff"]
+    return code, json.loads(capsys.readouterr().out)["trainstack"]
+
+
+def day2_journeys(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [j for j in document["journeys"] if j["kind"] == "day 2"]
+
+
+def diff_of(capsys: pytest.CaptureFixture[str], proposed: Path, baseline: Path) -> tuple[int, dict[str, Any]]:
+    """The diff of a recipe, which every day-2 journey must let through: the APIs take every update it plans
+    (transition rules, delete-before-replace, AWS's in-place rules; trainstack/journeys/day2.py)."""
+    code, document = plan_against(capsys, proposed, baseline)
+    journeys = day2_journeys(document)
+    assert any(j["subject"].startswith("the change from the deployed stack") for j in journeys)
+    assert [j["broken_step"] for j in journeys if not j["holds"]] == []
+    return code, document["diff"]
 
 
 def shipped(stack: str) -> Path:
@@ -142,3 +160,77 @@ def test_nothing_to_do_when_the_config_is_unchanged(capsys: pytest.CaptureFixtur
 def test_dev_has_nothing_protected_so_it_destroys() -> None:
     recording = program_recording(cli.load_file(shipped("dev")), "dev", False)
     assert not [r.urn for r in recording.resources if r.protect or r.retain_on_delete]
+
+
+def runtimes_edit(**values: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(c: dict[str, Any]) -> None:
+        operator = c["kubernetes"]["training_operator"]
+        operator["runtimes"] = {**operator.get("runtimes", {}), **values}
+
+    return edit
+
+
+@pytest.mark.e2e
+def test_change_max_restarts_replaces_the_runtimes_old_ones_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """max_restarts lives in failurePolicy, which Trainer's ClusterTrainingRuntime CRD makes immutable: the torch
+    and MPI runtimes of every group are replaced (deleted, then created under the same name), nothing else."""
+    code, diff = diff_of(capsys, write_stack(tmp_path, "prod", runtimes_edit(max_restarts=5)), shipped("prod"))
+    assert code == EXIT_OK
+    assert not diff["added"] and not diff["removed"]
+    assert {c["type"] for c in diff["changed"]} == {RUNTIME}
+    assert len(diff["changed"]) == 2  # torch and MPI on prod's one GPU group; the NCCL runtime does not restart
+    for change in diff["changed"]:
+        assert change["op"] == "replace" and change["deleteBeforeReplace"] is True
+        assert change["replaceReasons"] == ["spec.template.spec.failurePolicy.maxRestarts"]
+        assert {"path": "spec.template.spec.failurePolicy.maxRestarts", "old": 3, "new": 5} in change["changes"]
+        (note,) = change["notes"]
+        assert "TrainJob" in note  # Trainer's in-use finalizer holds the delete while a TrainJob names the runtime
+
+
+@pytest.mark.e2e
+def test_change_fatal_exit_codes_updates_the_runtimes_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Jobs' pod failure policy is not frozen: the runtimes are updated, and no TrainJob needs deleting."""
+    edit = runtimes_edit(fatal_exit_codes=[2, 78])
+    code, diff = diff_of(capsys, write_stack(tmp_path, "prod", edit), shipped("prod"))
+    assert code == EXIT_OK
+    assert {c["type"] for c in diff["changed"]} == {RUNTIME}
+    assert {c["op"] for c in diff["changed"]} == {"update"}
+    assert all(c["notes"] == [] and c["deleteBeforeReplace"] is False for c in diff["changed"])
+
+
+def _fsx_capacity(c: dict[str, Any], change: int) -> None:
+    c["storage"]["fsx"]["storage_capacity_gib"] += change
+
+
+@pytest.mark.e2e
+def test_grow_lustre_updates_the_file_system_in_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, diff = diff_of(capsys, write_stack(tmp_path, "prod", lambda c: _fsx_capacity(c, 24000)), shipped("prod"))
+    assert code == EXIT_OK
+    (fsx,) = [c for c in diff["changed"] if c["type"] == LUSTRE]
+    assert fsx["op"] == "update" and {c["path"] for c in fsx["changes"]} == {"storageCapacity"}
+
+
+@pytest.mark.e2e
+def test_shrinking_lustre_is_refused_by_the_day2_journey(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The schema cannot know what is deployed; the diff can: FSx never shrinks a file system in place."""
+    grown = tmp_path / "grown"
+    grown.mkdir()
+    deployed = write_stack(grown, "prod", lambda c: _fsx_capacity(c, 24000))
+    code, document = plan_against(capsys, shipped("prod"), deployed)
+    assert code == cli.EXIT_JOURNEY
+    (broken,) = [j for j in day2_journeys(document) if not j["holds"]]
+    assert broken["broken_step"]["name"] == "AWS makes every update in place"
+    assert "storageCapacity 148800 -> 124800 GiB" in broken["broken_step"]["detail"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_day2_journeys_hold_on_every_example(example: Path) -> None:
+    config = cli.load_file(example)
+    found = walk(program_recording(config, config.environment.value), config)
+    day2 = [j for j in found if j.kind == DAY2]
+    assert all(j.holds for j in day2), [(j.subject, j.broken_step) for j in day2 if not j.holds]

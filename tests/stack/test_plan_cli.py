@@ -219,10 +219,10 @@ def test_unwritable_output_fails_before_the_plan_even_for_root(
 
 def test_the_output_probe_leaves_files_as_they_were(tmp_path: Path) -> None:
     new, existing = tmp_path / "new.md", tmp_path / "old.md"
-    existing.write_text("previous report")
+    existing.write_text("## trainstack plan: `dev` (an earlier report)")
     cli.output_target(new, [])
     cli.output_target(existing, [])
-    assert not new.exists() and existing.read_text() == "previous report"
+    assert not new.exists() and existing.read_text() == "## trainstack plan: `dev` (an earlier report)"
 
 
 def test_output_is_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

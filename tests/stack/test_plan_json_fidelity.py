@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tests import tiers
 from tests.conftest import recording, stack_config
 from trainstack.contracts import ContractViolation
+from trainstack.create_only import replaces
 from trainstack.diff import (
     PROVIDER_DIFF_NOTE,
     InputChange,
@@ -23,7 +24,6 @@ from trainstack.diff import (
     diff_reports,
     path_parts,
     property_path,
-    replaces,
 )
 from trainstack.engine import RecordedResource, Recording
 from trainstack.report import json_report

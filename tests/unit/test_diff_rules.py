@@ -9,9 +9,9 @@ from typing import Any
 
 from tests.recorded import recorded as resource
 from trainstack.diff import (
-    _MISSING,
     EKS_CLUSTER,
     EKS_UPGRADE,
+    MISSING,
     PROTECTED_DELETE,
     PROTECTED_REPLACE,
     Delta,
@@ -98,8 +98,8 @@ def test_diff_recordings_names_the_cluster_in_the_rollout_note() -> None:
 
 def test_input_change_kinds_follow_pulumi() -> None:
     """A key that is new is an add, one that is gone a delete, anything else an update."""
-    assert InputChange("a", _MISSING, 1).kind == "add"
-    assert InputChange("a", 1, _MISSING).kind == "delete"
+    assert InputChange("a", MISSING, 1).kind == "add"
+    assert InputChange("a", 1, MISSING).kind == "delete"
     assert InputChange("a", 1, 2).kind == "update"
 
 
@@ -181,8 +181,8 @@ def test_eks_is_never_downgraded_nor_moved_across_a_major_version() -> None:
 def test_only_an_eks_version_with_two_numbers_is_checked() -> None:
     """Other paths, and values that are not `major.minor` (unknown, absent), are no version change."""
     assert eks_version("1.29", "1.31", path="tags.version") == ()
-    assert eks_version(_MISSING, "1.31") == ()
-    assert eks_version("1.29", _MISSING) == ()
+    assert eks_version(MISSING, "1.31") == ()
+    assert eks_version("1.29", MISSING) == ()
     other = ResourceChange("urn:pulumi:s::trainstack::aws:eks/addon:Addon::a", "aws:eks/addon:Addon", ())
     other = replace(other, changes=(InputChange("version", "1.29", "1.31"),))
     assert diff_violations(plan_diff(changed=(other,))) == ()

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from tests.recorded import recorded
-from trainstack.diff import _MISSING, apply_ignore_changes, diff_recordings, input_changes
+from trainstack.diff import MISSING, apply_ignore_changes, diff_recordings, input_changes
 from trainstack.engine import RecordedResource, Recording
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
@@ -30,7 +30,7 @@ def test_a_gained_nested_input_is_one_change_at_its_own_path() -> None:
     after = {**before, "metadataConfiguration": {"mode": "USER_PROVISIONED", "iops": 12000}}
     change = changed(FSX, before, after)
     assert [(c.path, c.old, c.new) for c in change.changes] == [
-        ("metadataConfiguration", _MISSING, {"mode": "USER_PROVISIONED", "iops": 12000})
+        ("metadataConfiguration", MISSING, {"mode": "USER_PROVISIONED", "iops": 12000})
     ]
     assert change.op == "update"
 

@@ -86,6 +86,64 @@ def test_scratch_refuses_metadata_iops_and_backups() -> None:
     assert {p.key for p in found} == {f"{FSX}.metadata_iops", f"{FSX}.automatic_backup_retention_days"}
 
 
+def test_backups_of_the_s3_linked_file_system_are_refused_at_the_key() -> None:
+    """trainstack links every file system to the datasets bucket, and FSx backs up no linked file system."""
+    [problem] = problems("prod", fsx_edit(automatic_backup_retention_days=7))
+    assert problem.key == f"{FSX}.automatic_backup_retention_days" and problem.value == 7
+    assert "linked to an S3 data repository" in problem.message and "set it to 0" in problem.message
+    edited_config("prod", fsx_edit(automatic_backup_retention_days=0))  # 0 (the default) is what it takes
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        ("4294967295:65534", "UID 4294967295 is above 4294967294"),
+        ("65534:4294967295", "GID 4294967295 is above 4294967294"),
+        ("0:65534", "both be non-zero"),
+        ("65534:0", "both be non-zero"),
+        ("0:0", "set root_squash to null"),
+    ],
+)
+def test_root_squash_outside_what_fsx_takes_is_refused_at_the_key(value: str, phrase: str) -> None:
+    [problem] = problems("prod", fsx_edit(root_squash=value))
+    assert problem.key == f"{FSX}.root_squash" and problem.value == value and phrase in problem.message
+
+
+@pytest.mark.parametrize("value", ["1:1", "4294967294:4294967294", "65534:65534"])
+def test_root_squash_at_the_bounds_is_taken(value: str) -> None:
+    edited_config("prod", fsx_edit(root_squash=value))
+
+
+@pytest.mark.parametrize(
+    ("nid", "phrase"),
+    [
+        ("10.0.1.256@tcp", "part 256 is not an address byte"),
+        ("10.0.[2-300].1@tcp", "part 300 is not an address byte"),
+        ("10.0.[10-2].1@tcp", "range [10-2] runs backwards"),
+    ],
+)
+def test_a_nid_that_is_no_address_is_refused_at_the_key(nid: str, phrase: str) -> None:
+    [problem] = problems("prod", fsx_edit(no_squash_nids=["10.0.1.6@tcp", nid]))
+    assert problem.key == f"{FSX}.no_squash_nids" and nid in problem.message and phrase in problem.message
+
+
+def test_nids_take_every_address_and_range_fsx_documents() -> None:
+    edited_config("prod", fsx_edit(no_squash_nids=["10.0.1.6@tcp", "10.0.[2-10].[1-255]@tcp", "0.0.0.0@tcp"]))
+
+
+def test_nids_exempt_from_a_squash_that_is_off_are_refused() -> None:
+    def squash_off(cluster: dict[str, Any]) -> None:
+        cluster["storage"]["fsx"].update(root_squash=None, no_squash_nids=["10.0.1.6@tcp"])
+
+    [problem] = problems("dev", squash_off)
+    assert problem.key == f"{FSX}.no_squash_nids" and "root squash that is off" in problem.message
+
+
+def test_more_nids_than_fsx_takes_are_refused() -> None:
+    [problem] = problems("prod", fsx_edit(no_squash_nids=[f"10.0.0.{i}@tcp" for i in range(65)]))
+    assert problem.key == f"{FSX}.no_squash_nids" and "64" in problem.message
+
+
 def test_import_prefix_must_end_with_a_slash() -> None:
     [problem] = problems("prod", fsx_edit(import_path_prefix="datasets"))
     assert problem.key == f"{FSX}.import_path_prefix"

@@ -92,6 +92,14 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
                 "taints[].value": "taints[].value",
                 "taints[].effect": "taints[].effect",
                 "nodeRepairConfig.enabled": "nodeRepairConfig.enabled",
+                "nodeRepairConfig.maxParallelNodesRepairedCount": "nodeRepairConfig.maxParallelNodesRepairedCount",
+                "nodeRepairConfig.maxParallelNodesRepairedPercentage": (
+                    "nodeRepairConfig.maxParallelNodesRepairedPercentage"
+                ),
+                "nodeRepairConfig.maxUnhealthyNodeThresholdCount": "nodeRepairConfig.maxUnhealthyNodeThresholdCount",
+                "nodeRepairConfig.maxUnhealthyNodeThresholdPercentage": (
+                    "nodeRepairConfig.maxUnhealthyNodeThresholdPercentage"
+                ),
                 "tags": "tags",
             },
             provider_sets=("nodegroupName",),  # auto-named when `node_group_name` is left out
@@ -276,6 +284,8 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
                 "metadataConfiguration.mode": "LustreConfiguration.MetadataConfiguration.Mode",
                 "metadataConfiguration.iops": "LustreConfiguration.MetadataConfiguration.Iops",
                 "throughputCapacity": "LustreConfiguration.ThroughputCapacity",
+                "rootSquashConfiguration.rootSquash": "LustreConfiguration.RootSquashConfiguration.RootSquash",
+                "rootSquashConfiguration.noSquashNids": "LustreConfiguration.RootSquashConfiguration.NoSquashNids",
             },
             provider_sets=("FileSystemType",),  # always LUSTRE for this resource
         ),
@@ -363,6 +373,20 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
         ),
     ),
     "aws:s3/bucketPolicy:BucketPolicy": (ApiCall("s3", "PutBucketPolicy", {"bucket": "Bucket", "policy": "Policy"}),),
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": (
+        ApiCall(
+            "s3",
+            "PutObjectLockConfiguration",
+            {
+                "bucket": "Bucket",
+                "expectedBucketOwner": "ExpectedBucketOwner",
+                "objectLockEnabled": "ObjectLockConfiguration.ObjectLockEnabled",
+                "rule.defaultRetention.mode": "ObjectLockConfiguration.Rule.DefaultRetention.Mode",
+                "rule.defaultRetention.days": "ObjectLockConfiguration.Rule.DefaultRetention.Days",
+                "rule.defaultRetention.years": "ObjectLockConfiguration.Rule.DefaultRetention.Years",
+            },
+        ),
+    ),
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": (
         ApiCall(
             "s3",
@@ -428,6 +452,131 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
     ),
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (
         ApiCall("iam", "AttachRolePolicy", {"role": "RoleName", "policyArn": "PolicyArn"}),
+    ),
+    # The network the stack builds (components/network.py): VPC, gateways, routes, flow log.
+    "aws:ec2/vpc:Vpc": (
+        ApiCall("ec2", "CreateVpc", {"cidrBlock": "CidrBlock", "instanceTenancy": "InstanceTenancy"}),
+        # One ModifyVpcAttribute call per attribute (the API takes one at a time).
+        ApiCall("ec2", "ModifyVpcAttribute", {"enableDnsHostnames": "EnableDnsHostnames.Value"}, ("VpcId",)),
+        ApiCall("ec2", "ModifyVpcAttribute", {"enableDnsSupport": "EnableDnsSupport.Value"}, ("VpcId",)),
+    ),
+    "aws:ec2/internetGateway:InternetGateway": (
+        ApiCall("ec2", "AttachInternetGateway", {"vpcId": "VpcId"}, ("InternetGatewayId",)),
+    ),
+    "aws:ec2/eip:Eip": (
+        ApiCall(
+            "ec2",
+            "AllocateAddress",
+            {
+                "domain": "Domain",
+                "networkBorderGroup": "NetworkBorderGroup",
+                "publicIpv4Pool": "PublicIpv4Pool",
+                "address": "Address",
+            },
+        ),
+    ),
+    "aws:ec2/natGateway:NatGateway": (
+        ApiCall(
+            "ec2",
+            "CreateNatGateway",
+            {
+                "subnetId": "SubnetId",
+                "allocationId": "AllocationId",
+                "connectivityType": "ConnectivityType",
+                "privateIp": "PrivateIpAddress",
+                "secondaryAllocationIds": "SecondaryAllocationIds",
+                "secondaryPrivateIpAddressCount": "SecondaryPrivateIpAddressCount",
+            },
+        ),
+    ),
+    "aws:ec2/routeTable:RouteTable": (ApiCall("ec2", "CreateRouteTable", {"vpcId": "VpcId"}),),
+    "aws:ec2/route:Route": (
+        ApiCall(
+            "ec2",
+            "CreateRoute",
+            {
+                "routeTableId": "RouteTableId",
+                "destinationCidrBlock": "DestinationCidrBlock",
+                "destinationIpv6CidrBlock": "DestinationIpv6CidrBlock",
+                "gatewayId": "GatewayId",
+                "natGatewayId": "NatGatewayId",
+                "vpcEndpointId": "VpcEndpointId",
+            },
+        ),
+    ),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": (
+        ApiCall(
+            "ec2",
+            "AssociateRouteTable",
+            {"routeTableId": "RouteTableId", "subnetId": "SubnetId", "gatewayId": "GatewayId"},
+        ),
+    ),
+    "aws:ec2/flowLog:FlowLog": (
+        ApiCall(
+            "ec2",
+            "CreateFlowLogs",
+            {
+                "vpcId": "ResourceIds[]",  # one VPC id: the provider sends it as a one-item list
+                "subnetId": "ResourceIds[]",
+                "trafficType": "TrafficType",
+                "logDestinationType": "LogDestinationType",
+                "logDestination": "LogDestination",
+                "iamRoleArn": "DeliverLogsPermissionArn",
+                "maxAggregationInterval": "MaxAggregationInterval",
+                "logFormat": "LogFormat",
+            },
+            provider_sets=("ResourceType",),  # VPC, Subnet, ... from which id is set
+        ),
+    ),
+    # EFA node groups' cluster placement groups (components/gpu_nodes.py).
+    "aws:ec2/placementGroup:PlacementGroup": (
+        ApiCall(
+            "ec2",
+            "CreatePlacementGroup",
+            {
+                "name": "GroupName",
+                "strategy": "Strategy",
+                "partitionCount": "PartitionCount",
+                "spreadLevel": "SpreadLevel",
+            },
+        ),
+    ),
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": (
+        ApiCall(
+            "iam",
+            "CreateOpenIDConnectProvider",
+            {"url": "Url", "clientIdLists": "ClientIDList", "thumbprintLists": "ThumbprintList"},
+        ),
+    ),
+    # Fleet health (components/observability.py): the AMP workspace, its rules and alert manager, the managed
+    # scraper, the SNS topic alerts go to and the topic's policy.
+    "aws:amp/workspace:Workspace": (ApiCall("amp", "CreateWorkspace", {"alias": "alias", "kmsKeyArn": "kmsKeyArn"}),),
+    "aws:amp/ruleGroupNamespace:RuleGroupNamespace": (
+        ApiCall("amp", "CreateRuleGroupsNamespace", {"workspaceId": "workspaceId", "name": "name", "data": "data"}),
+    ),
+    "aws:amp/alertManagerDefinition:AlertManagerDefinition": (
+        ApiCall("amp", "CreateAlertManagerDefinition", {"workspaceId": "workspaceId", "definition": "data"}),
+    ),
+    "aws:amp/scraper:Scraper": (
+        ApiCall(
+            "amp",
+            "CreateScraper",
+            {
+                "alias": "alias",
+                "scrapeConfiguration": "scrapeConfiguration.configurationBlob",
+                "source.eks.clusterArn": "source.eksConfiguration.clusterArn",
+                "source.eks.subnetIds": "source.eksConfiguration.subnetIds",
+                "source.eks.securityGroupIds": "source.eksConfiguration.securityGroupIds",
+                "destination.amp.workspaceArn": "destination.ampConfiguration.workspaceArn",
+                "roleConfiguration.sourceRoleArn": "roleConfiguration.sourceRoleArn",
+                "roleConfiguration.targetRoleArn": "roleConfiguration.targetRoleArn",
+            },
+        ),
+    ),
+    "aws:sns/topic:Topic": (ApiCall("sns", "CreateTopic", {"name": "Name"}, ("Name",)),),
+    "aws:sns/topicPolicy:TopicPolicy": (
+        # pulumi-aws sets the topic's `Policy` attribute (SetTopicAttributes, AttributeName Policy).
+        ApiCall("sns", "SetTopicAttributes", {"arn": "TopicArn", "policy": "AttributeValue"}, ("AttributeName",)),
     ),
     "aws:cloudwatch/logGroup:LogGroup": (
         ApiCall(

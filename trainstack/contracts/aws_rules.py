@@ -7,10 +7,11 @@ rules hold the program itself to them, whatever config or code path produced the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeGuard, TypeVar
 
-from stacks import fsx_sizing
+from stacks import fsx_sizing, fsx_squash
 from stacks.schema import HYPERPOD_EKS_VERSIONS, HYPERPOD_EKS_VERSIONS_SOURCE, eks_reserved_label_prefix
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
@@ -18,6 +19,9 @@ from trainstack.engine import UNKNOWN, RecordedResource, Recording
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+LUSTRE_DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+SNS_TOPIC = "aws:sns/topic:Topic"
 BUCKET = "aws:s3/bucket:Bucket"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_ADDON = "aws:eks/addon:Addon"
@@ -53,6 +57,17 @@ HYPERPOD_CHART = (
     "SageMaker Developer Guide, Installing packages on the Amazon EKS cluster using Helm (required when the "
     "HyperPod cluster is created through the API)"
 )
+LINKED_BACKUPS = (
+    "FSx for Lustre User Guide, Working with backups (backups of persistent file systems not linked to an S3 data "
+    "repository) and Using data repositories (backups are not supported on file systems linked to S3); botocore "
+    "fsx CreateBackup (Lustre: a persistent file system not linked to a data repository)"
+)
+OBJECT_LOCK_SOURCE = (
+    "botocore s3 DefaultRetention (a mode and either Days or Years, not both); S3 PutObjectLockConfiguration "
+    "InvalidArgument 'Default retention period must be a positive integer value' (versity/versitygw#1738), "
+    "at most 36500 days or 100 years (versity/versitygw#2195)"
+)
+SNS_TOPIC_NAME = "botocore sns CreateTopic Name (constraints: ASCII letters, numbers, '_' and '-', 1-256; FIFO: .fifo)"
 INTERFACE_TYPES = ("interface", "efa", "efa-only")
 # The add-ons every node needs to join and resolve names (HyperPod's guide: the VPC CNI, and Pod Identity for
 # the HyperPod agents); the FSx and EBS CSI drivers are storage, not prerequisites of HyperPod nodes.
@@ -321,12 +336,156 @@ def hyperpod_on_eks(recording: Recording) -> Iterator[ContractViolation]:
             )
 
 
+# The input that holds a resource's own physical name, where it is not `name`: AWS refuses a second resource of
+# one type by that name in one scope (an account and region; a cluster for node groups), and Kubernetes would
+# let two objects of one kind and namespace overwrite each other.
+NAME_INPUTS = {NODE_GROUP: "nodeGroupName", BUCKET: "bucket", HYPERPOD: "clusterName"}
+NAME_SCOPES = ("clusterName", "role", "vpcId")  # a name unique per cluster (node groups), role (inline policies), VPC
+UNIQUE_NAMES = (
+    "AWS: a second CreateNodegroup, CreateLaunchTemplate, CreatePlacementGroup, CreateRole, CreateBucket ... with a "
+    "name in use fails (ResourceInUseException, InvalidLaunchTemplateName.AlreadyExistsException, "
+    "InvalidPlacementGroup.Duplicate, EntityAlreadyExists, BucketAlreadyOwnedByYou); Kubernetes: one object per "
+    "kind, namespace and name"
+)
+
+
+def _physical_name(resource: RecordedResource) -> tuple[str, str] | None:
+    """(scope, name) of the name the resource takes in AWS or Kubernetes, when the program sets one."""
+    if resource.type.startswith("kubernetes:"):
+        metadata = resource.inputs.get("metadata")
+        if not isinstance(metadata, Mapping) or not _known(metadata.get("name")):
+            return None
+        return str(metadata.get("namespace") or ""), str(metadata["name"])
+    name = resource.inputs.get(NAME_INPUTS.get(resource.type, "name"))
+    if not isinstance(name, str) or not _known(name) or resource.type.startswith("pulumi:"):
+        return None
+    scope = [resource.inputs.get(key) for key in NAME_SCOPES if key != NAME_INPUTS.get(resource.type)]
+    return "/".join(str(s) for s in scope if _known(s)), name
+
+
+def unique_physical_names(recording: Recording) -> Iterator[ContractViolation]:
+    """No two resources of one type end with one physical name (however long names were cut to fit)."""
+    seen: dict[tuple[str, str, str], RecordedResource] = {}
+    for resource in recording.resources:
+        named = _physical_name(resource)
+        if named is None:
+            continue
+        key = (resource.type, *named)
+        first = seen.setdefault(key, resource)
+        if first is not resource:
+            yield ContractViolation(
+                resource.urn,
+                NAME_INPUTS.get(resource.type, "metadata.name" if resource.type.startswith("kubernetes:") else "name"),
+                render_value(named[1]),
+                f"{first.name} already takes this name: two resources of one type can never share a physical name "
+                "(rename one; for GPU groups, the group names)",
+                UNIQUE_NAMES,
+            )
+
+
+def lustre_root_squash(recording: Recording) -> Iterator[ContractViolation]:
+    """A RootSquash of two non-zero ids (or 0:0) up to 4294967294, and NoSquashNids that are client addresses."""
+    for fs in recording.by_type(LUSTRE):
+        config = fs.inputs.get("rootSquashConfiguration")
+        if not isinstance(config, Mapping):
+            continue
+        squash = config.get("rootSquash")
+        if _known(squash) and (problem := fsx_squash.root_squash_problem(str(squash))):
+            where = "rootSquashConfiguration.rootSquash"
+            yield ContractViolation(fs.urn, where, render_value(squash), problem, fsx_squash.SOURCE)
+        for index, nid in enumerate(config.get("noSquashNids") or []):
+            if _known(nid) and (problem := fsx_squash.nid_problem(str(nid))):
+                where = f"rootSquashConfiguration.noSquashNids[{index}]"
+                yield ContractViolation(fs.urn, where, render_value(nid), problem, fsx_squash.SOURCE)
+
+
+def lustre_backups_unlinked(recording: Recording) -> Iterator[ContractViolation]:
+    """No backup, automatic or final, of a file system a data repository association links to S3."""
+    linked = {urn for dra in recording.by_type(LUSTRE_DRA) for urn in dra.property_dependencies.get("fileSystemId", ())}
+    for fs in recording.by_type(LUSTRE):
+        if fs.urn not in linked:
+            continue
+        days = fs.inputs.get("automaticBackupRetentionDays")
+        if _known(days) and float(days) > 0:
+            yield ContractViolation(
+                fs.urn,
+                "automaticBackupRetentionDays",
+                render_value(days),
+                "a file system linked to S3 by a data repository association takes no backups: 0",
+                LINKED_BACKUPS,
+            )
+        if fs.inputs.get("skipFinalBackup") is False:
+            yield ContractViolation(
+                fs.urn,
+                "skipFinalBackup",
+                "false",
+                "a file system linked to S3 gets no final backup on delete: FSx takes no backups of it",
+                LINKED_BACKUPS,
+            )
+
+
+def object_lock_retention(recording: Recording) -> Iterator[ContractViolation]:
+    """An Object Lock default retention with a mode and exactly one period, Days 1-36500 or Years 1-100."""
+    for lock in recording.by_type(OBJECT_LOCK):
+        retention = (lock.inputs.get("rule") or {}).get("defaultRetention")
+        if not isinstance(retention, Mapping):
+            continue
+        where = "rule.defaultRetention"
+        periods = {k: retention[k] for k in ("days", "years") if retention.get(k) is not None}
+        if retention.get("mode") is None:
+            yield ContractViolation(
+                lock.urn, f"{where}.mode", "(absent)", "a default retention needs a mode", OBJECT_LOCK_SOURCE
+            )
+        if len(periods) != 1:
+            yield ContractViolation(
+                lock.urn,
+                where,
+                render_value(retention),
+                "a default retention takes Days or Years, exactly one of them",
+                OBJECT_LOCK_SOURCE,
+            )
+        for key, most in (("days", 36500), ("years", 100)):
+            value = periods.get(key)
+            if _known(value) and not 1 <= float(value) <= most:
+                yield ContractViolation(
+                    lock.urn,
+                    f"{where}.{key}",
+                    render_value(value),
+                    f"the default retention period is a positive whole number of {key}, at most {most}",
+                    OBJECT_LOCK_SOURCE,
+                )
+
+
+def sns_topic_names(recording: Recording) -> Iterator[ContractViolation]:
+    """Topic names of ASCII letters, digits, `_` and `-`, 1 to 256 long; a FIFO topic's ends in `.fifo`."""
+    for topic in recording.by_type(SNS_TOPIC):
+        name = topic.inputs.get("name")
+        if not _known(name):
+            continue
+        fifo = topic.inputs.get("fifoTopic") is True
+        stem = str(name).removesuffix(".fifo") if fifo else str(name)
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", stem) or len(str(name)) > 256 or (fifo and stem == name):
+            yield ContractViolation(
+                topic.urn,
+                "name",
+                render_value(name),
+                "a topic name is 1 to 256 ASCII letters, digits, '_' and '-'"
+                + (", ending in .fifo for a FIFO topic" if fifo else ""),
+                SNS_TOPIC_NAME,
+            )
+
+
 RULES: tuple[Callable[[Recording], Iterable[ContractViolation]], ...] = (
+    unique_physical_names,
     capacity_block_node_groups,
     reserved_node_labels,
     lustre_metadata,
+    lustre_root_squash,
+    lustre_backups_unlinked,
     launch_template_interfaces,
     destroyable_buckets,
+    object_lock_retention,
+    sns_topic_names,
     hyperpod_on_eks,
 )
 

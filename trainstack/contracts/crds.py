@@ -5,8 +5,9 @@ wrong type, a value outside an enum or bounds, a missing required field, and a f
 (`x-kubernetes-validations`). All of that is checked here from the recorded facts (`facts/crds/`), for the
 CRD that the recorded operator release installs: a Kueue ClusterQueue against Kueue's CRD at the Kueue chart's
 version, a TrainJob against Trainer's at the Trainer chart's. CEL rules are evaluated with cel-python; a rule it
-cannot evaluate offline is skipped, never guessed. Transition rules (`oldSelf`) only run on update and were
-left out at extraction.
+cannot evaluate offline is skipped, never guessed. Transition rules (`oldSelf`) only run on update: they are
+recorded apart (`transition_rules`), evaluated here on an old and a new value (`transition_problems`), and
+checked by the day-2 journey (trainstack/journeys/day2.py), not by this contract on a single plan.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainstack.contracts import ContractViolation, render_value
-from trainstack.contracts.facts import ANY_KEY, ITEM, child, crd_facts, join, json_type
+from trainstack.contracts.facts import ANY_KEY, ITEM, CrdFacts, child, crd_facts, join, json_type
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -105,15 +106,22 @@ def _cel_program(rule: str) -> Any:
         return None
 
 
-def cel_holds(rule: str, value: Any) -> bool | None:
-    """Whether `rule` holds for `self = value`; None when it cannot be evaluated offline."""
+_NO_OLD = object()  # no `oldSelf`: a validation rule, or a transition rule on create
+
+
+def cel_holds(rule: str, value: Any, old: Any = _NO_OLD) -> bool | None:
+    """Whether `rule` holds for `self = value` (and `oldSelf = old`, for a transition rule); None when it cannot
+    be evaluated offline."""
     import celpy
 
     program = _cel_program(rule)
     if program is None:
         return None
+    activation = {"self": celpy.json_to_cel(value)}
+    if old is not _NO_OLD:
+        activation["oldSelf"] = celpy.json_to_cel(old)
     try:
-        result = program.evaluate({"self": celpy.json_to_cel(value)})
+        result = program.evaluate(activation)
     except Exception:
         return None
     if isinstance(result, celpy.CELEvalError) or not isinstance(result, bool | celpy.celtypes.BoolType):
@@ -191,7 +199,166 @@ def _walk(fields: dict[str, dict[str, Any]], value: Any, spath: str, rpath: str,
             _walk(fields, item, join(spath, ITEM), f"{rpath}[{i}]", out)
 
 
+# ------------------------------------------------------------------------------------------ transition rules
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One transition rule at one place of an object, and whether it holds from the old value to the new one."""
+
+    path: str  # where, with list indexes: `spec.template.spec.replicatedJobs[1].dependsOn`
+    schema_path: str  # the facts' path: `spec.template.spec.replicatedJobs[].dependsOn`
+    rule: str
+    message: str
+    holds: bool | None  # None: cel-python cannot evaluate the rule
+
+
+def transition_paths(fields: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Every schema path that carries transition rules, with its rules."""
+    return {path: fact["transition_rules"] for path, fact in fields.items() if fact.get("transition_rules")}
+
+
+def transitions(fields: dict[str, dict[str, Any]], old: Any, new: Any) -> list[Transition]:
+    """Every transition rule the API server runs when `old` (the stored object) is updated to `new`.
+
+    As the apiextensions validator does (kubernetes staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/
+    schema/cel/validation.go): a rule runs where the new object has a value and the old object has one at the
+    same place (`optionalOldSelf` rules are not evaluated offline); objects correlate by key, lists only when
+    `x-kubernetes-list-type: map`, item by item on the list-map keys. A value unknown in preview is skipped.
+    """
+    found: list[Transition] = []
+    _correlate(fields, _ints(old), _ints(new), "", "", found)
+    return found
+
+
+def transition_problems(fields: dict[str, dict[str, Any]], old: Any, new: Any) -> list[Transition]:
+    """The transition rules the update from `old` to `new` fails: the API server refuses it."""
+    return [t for t in transitions(fields, old, new) if t.holds is False]
+
+
+def _correlate(
+    fields: dict[str, dict[str, Any]], old: Any, new: Any, spath: str, rpath: str, out: list[Transition]
+) -> None:
+    if new is None or old is None or spath not in fields:
+        return
+    if _contains_unknown(new) or _contains_unknown(old):
+        return
+    fact = fields[spath]
+    for rule in fact.get("transition_rules", []):
+        if rule.get("optional_old_self"):
+            continue
+        holds = cel_holds(rule["rule"], new, old)
+        out.append(Transition(rpath or "(object)", spath, rule["rule"], rule["message"], holds))
+    if isinstance(new, dict) and isinstance(old, dict):
+        for key, sub in new.items():
+            schema_key = child(spath, key)
+            if schema_key not in fields and join(spath, ANY_KEY) in fields:
+                schema_key = join(spath, ANY_KEY)
+            if key in old:
+                _correlate(fields, old[key], sub, schema_key, child(rpath, key), out)
+    elif isinstance(new, list) and isinstance(old, list) and fact.get("list_type") == "map":
+        keys = fact.get("list_map_keys", [])
+
+        def identity(item: Any) -> tuple[Any, ...] | None:
+            return tuple(item.get(k) for k in keys) if isinstance(item, dict) else None
+
+        stored = {identity(item): item for item in old}
+        for i, item in enumerate(new):
+            if (was := stored.get(identity(item))) is not None:
+                _correlate(fields, was, item, join(spath, ITEM), f"{rpath}[{i}]", out)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A place in an object whose change a transition rule refuses."""
+
+    parts: tuple[str | int, ...]  # the place as path parts: ('spec', 'template', 'spec', 'replicatedJobs', 1, ...)
+    path: str  # as the facts write it, with list indexes: `spec.template.spec.replicatedJobs[1].dependsOn`
+    schema_path: str  # the facts' path: `spec.template.spec.replicatedJobs[].dependsOn`
+    rules: tuple[str, ...]  # the rules that refuse a change there
+
+
+def guards(fields: dict[str, dict[str, Any]], value: Any) -> list[Guard]:
+    """The places in `value` whose change a transition rule refuses.
+
+    A rule guards a place when, with the current value as `oldSelf`, it fails for some changed value: `self ==
+    oldSelf` always; a conditional rule (Kueue's ResourceFlavor spec, frozen only once `topologyName` is set)
+    only while its condition holds. The changed values tried are small edits of the current one
+    (`_changed_values`): a rule that refuses none of them is not counted as guarding.
+    """
+    found: list[Guard] = []
+    rules = transition_paths(fields)
+    for schema_path, parts, where, current in _places(fields, _ints(value), "", (), ""):
+        if schema_path not in rules or _contains_unknown(current):
+            continue
+        refusing = tuple(
+            rule["rule"]
+            for rule in rules[schema_path]
+            if any(cel_holds(rule["rule"], changed, current) is False for changed in _changed_values(current))
+        )
+        if refusing:
+            found.append(Guard(parts, where, schema_path, refusing))
+    return found
+
+
+def _places(
+    fields: dict[str, dict[str, Any]], value: Any, spath: str, parts: tuple[str | int, ...], rpath: str
+) -> Iterator[tuple[str, tuple[str | int, ...], str, Any]]:
+    """(schema path, path parts, concrete path, value) of every place in `value` the schema names."""
+    if value is None or spath not in fields:
+        return
+    yield spath, parts, rpath, value
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            schema_key = child(spath, key)
+            if schema_key not in fields and join(spath, ANY_KEY) in fields:
+                schema_key = join(spath, ANY_KEY)
+            yield from _places(fields, sub, schema_key, (*parts, key), child(rpath, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _places(fields, item, join(spath, ITEM), (*parts, i), f"{rpath}[{i}]")
+
+
+_PROBE = "trainstackProbe"  # a key no schema has: what "one more field" looks like in a changed object
+
+
+def _changed_values(value: Any) -> list[Any]:
+    """A few values that differ from `value` in a small way, of its own type: the edits a day-2 change makes (one
+    step up or down, one more or one fewer item, one more field or one field changed)."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int | float):
+        return [value + 1, value - 1]
+    if isinstance(value, str):
+        return [value + "x", ""] if value else ["x"]
+    if isinstance(value, list):
+        return [[*value, value[-1]], value[:-1]] if value else [[{}]]
+    if isinstance(value, dict):
+        edits = ((key, _changed_values(sub)) for key, sub in value.items())
+        return [{**value, _PROBE: True}, *({**value, key: alts[0]} for key, alts in edits if alts)]
+    return []
+
+
 # ------------------------------------------------------------------------------------------ the contract
+
+
+def facts_of(resource: RecordedResource, installed: dict[str, str]) -> CrdFacts | None:
+    """The recorded CRD of a custom resource at the version its operator release installs (`installed_operators`),
+    or None for a built-in object or a CRD without facts (which `check` reports)."""
+    kind = custom_resource_kind(resource)
+    if kind is None:
+        return None
+    return next((f for f in crd_facts(*kind) if installed.get(f.operator[0]) == f.operator[1]), None)
+
+
+def body_of(resource: RecordedResource) -> dict[str, Any]:
+    """The object the provider sends for a custom resource: its inputs, integers as integers, type meta set."""
+    kind = custom_resource_kind(resource)
+    body = _ints(dict(resource.inputs))
+    if kind is not None:
+        body.setdefault("apiVersion", kind[0])
+        body.setdefault("kind", kind[1])
+    return body
 
 
 def check(recording: Recording) -> Iterator[ContractViolation]:

@@ -84,6 +84,7 @@ class Trip:
 
     recording: Recording
     stack: StackConfig
+    baseline: Recording | None = None  # with `plan --against`: what is deployed now (the baseline's recording)
 
 
 Family = Callable[[Trip], Iterable[Journey]]
@@ -91,14 +92,20 @@ Family = Callable[[Trip], Iterable[Journey]]
 
 def _families() -> tuple[Family, ...]:
     """Every family of journeys the plan walks. Each module owns one; add a module's `walk` here."""
-    from trainstack.journeys import access, alerts, images, team_job  # here: each imports this module's types
+    from trainstack.journeys import access, alerts, day2, images, team_job  # here: each imports this module's types
 
-    return (images.walk, team_job.walk, alerts.walk, access.walk)
+    return (images.walk, team_job.walk, alerts.walk, day2.walk, access.walk)
 
 
-def walk(recording: Recording, stack: StackConfig, families: Iterable[Family] | None = None) -> tuple[Journey, ...]:
-    """Every journey of every family over one plan, in the report's order (by kind, then as walked)."""
-    trip = Trip(recording=recording, stack=stack)
+def walk(
+    recording: Recording,
+    stack: StackConfig,
+    families: Iterable[Family] | None = None,
+    baseline: Recording | None = None,
+) -> tuple[Journey, ...]:
+    """Every journey of every family over one plan, in the report's order (by kind, then as walked); with a
+    `baseline` (`plan --against`), also over the change from it."""
+    trip = Trip(recording=recording, stack=stack, baseline=baseline)
     found = [journey for family in (_families() if families is None else families) for journey in family(trip)]
     order = {kind: i for i, kind in enumerate(KINDS)}
     return tuple(sorted(found, key=lambda j: order[j.kind]))

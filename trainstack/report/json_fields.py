@@ -198,7 +198,9 @@ FIELDS: dict[str, str] = {
     "trainstack.diff.removed": "Resources the change deletes.",
     "trainstack.diff.changed": "Resources the change updates or replaces, each changed input with its old and new "
     "value (`changes[].path` in Pulumi's path syntax; `(protect)` and `(provider)` for those options), and "
-    "`notes` on what applying it to running machines takes.",
+    "`notes` on what applying it to running machines takes; `deleteBeforeReplace` is true for a replacement that "
+    "deletes the old resource before creating the new one (its `delete_before_replace` option: a Kubernetes "
+    "object that keeps its name).",
     "trainstack.diff.protectedReplacements": "URNs of protected resources the change replaces (refused).",
     "trainstack.diff.protectedDeletions": "URNs of protected resources the change deletes (refused).",
     "trainstack.diff.ignored": "Config changes `ignoreChanges` keeps `pulumi up` from applying (not priced).",

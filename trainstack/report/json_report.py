@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts, replaces
+from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts
 from trainstack.engine import PROJECT, RecordedResource, Recording
 from trainstack.report import header, verdict
 from trainstack.report.bringup import summarize_bringup
@@ -97,12 +97,13 @@ def _top(path: str) -> str:
 
 def detailed_diff(change: ResourceChange) -> dict[str, dict[str, Any]]:
     """Pulumi's `detailedDiff` of one update or replace: property path -> {kind, inputDiff}. A create-only
-    input (trainstack.diff.replaces) gets the `-replace` kind, as the provider marks the keys that force it."""
+    input (trainstack.diff.replaces) or one under the resource's `replace_on_changes` gets the `-replace` kind, as
+    the provider and the engine mark the keys that force it."""
     out: dict[str, dict[str, Any]] = {}
     for c in change.changes:
         if c.path in PSEUDO_PATHS:
             continue
-        kind = c.kind + ("-replace" if replaces(change.type, c.path) else "")
+        kind = c.kind + ("-replace" if change.replaces_path(c.path) else "")
         out[c.path] = {"kind": kind, "inputDiff": True}
     return dict(sorted(out.items()))
 
@@ -318,4 +319,10 @@ def document(
 def render(
     report: Report, baseline: Recording | None = None, diff: PlanDiff | None = None, before: Report | None = None
 ) -> str:
-    return json.dumps(document(report, baseline, diff, before), indent=2, sort_keys=False, default=str) + "\n"
+    return dumps(document(report, baseline, diff, before))
+
+
+def dumps(document: object) -> str:
+    """The report's JSON text. `allow_nan=False`: `Infinity` and `NaN` are not JSON, and a consumer that parses
+    strictly (jq, Go's encoding/json) would fail on the report; a non-finite number is a bug, never output."""
+    return json.dumps(document, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n"

@@ -30,7 +30,10 @@ class Report:
         return self.recording.stack
 
 
-def build_report(cluster: StackConfig, recording: Recording, policy: Review | None = None) -> Report:
+def build_report(
+    cluster: StackConfig, recording: Recording, policy: Review | None = None, baseline: Recording | None = None
+) -> Report:
+    """One plan's report; `baseline` (with `plan --against`) is what is deployed now, for the day-2 journeys."""
     summary = summarize(recording, cluster)
     health = summarize_health(recording)
     cost = estimate(summary, cluster.cost.hours_per_month)
@@ -44,5 +47,5 @@ def build_report(cluster: StackConfig, recording: Recording, policy: Review | No
         policy=policy,
         contracts=check(recording),
         health=health,
-        journeys=walk(recording, cluster),
+        journeys=walk(recording, cluster, baseline=baseline),
     )

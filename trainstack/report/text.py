@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from stacks.catalog import CATALOG
 from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
+from trainstack.journeys import Journey
 from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
@@ -26,11 +27,14 @@ from trainstack.report.time_to_ready import minutes
 def next_steps(stack: str, environment: str) -> list[str]:
     """The commands for a real deployment, shell-quoted: they are meant to be copied into a shell."""
     quoted, config = shlex.quote(stack), shlex.quote(f"policies/config/{environment}.json")
+    # `up` names the pack and its config too: without them nothing reviews the update itself, and without the
+    # config every rule the pack does not hold mandatory in code is only advisory (docs/policies.md).
+    pack = f"--policy-pack policies --policy-pack-config {config}"
     return [
         "With AWS credentials and the Pulumi CLI:",
-        f"  python -m trainstack preflight --stack {quoted}",
-        f"  pulumi preview --stack {quoted} --policy-pack policies --policy-pack-config {config}",
-        f"  pulumi up --stack {quoted}",
+        f"  trainstack preflight --stack {quoted}",
+        f"  pulumi preview --stack {quoted} {pack}",
+        f"  pulumi up --stack {quoted} {pack}",
     ]
 
 
@@ -267,6 +271,19 @@ def contract_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     return out
 
 
+MAX_FIGURE_ROWS = 8  # distinct (path, figures) rows of one kind in the terminal; the JSON has every journey
+
+
+def figure_rows(journeys: Sequence[Journey]) -> list[tuple[str, str]]:
+    """Each distinct path and what its user gets, teams folded: `team a: torch TrainJob on p5` and `team b: ...`
+    with the same figures are one row `torch TrainJob on p5`."""
+    rows: dict[tuple[str, str], None] = {}
+    for j in journeys:
+        path = j.subject.split(": ", 1)[1] if j.subject.startswith("team ") and ": " in j.subject else j.subject
+        rows[(path, ", ".join(f"{name} {value}" for name, value in j.figures.items()))] = None
+    return list(rows)
+
+
 def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
     """The journeys: how many hold per kind, each broken one with its first failing step and source (never
     folded), and per kind one line for those that hold: their count and what the first one's user gets."""
@@ -290,11 +307,17 @@ def journey_lines(report: Report, style: Style, width: int = 100) -> list[str]:
             out += ["         " + line for line in body[1:]]
             out += ["         " + line for line in fmt.fit(f"{step.name}: {step.detail}", width - 9, "  ")]
             out += [style.dim("         " + line) for line in fmt.fit(f"source: {step.source}", width - 9)]
-        if k.holding:
+        if k.holding and any(j.figures for j in k.holding):
+            # What each user gets, once per distinct path (teams on the same group get the same ranks).
+            out.append(f"  {k.kind}: {len(k.holding)} hold; what each gets:")
+            for path, figures in figure_rows(k.holding)[:MAX_FIGURE_ROWS]:
+                out += ["    " + line for line in fmt.fit(f"{path}: {figures}", width - 4, "    ")]
+            if len(rows := figure_rows(k.holding)) > MAX_FIGURE_ROWS:
+                out.append(style.dim(f"    and {len(rows) - MAX_FIGURE_ROWS} more (--format json has every one)"))
+        elif k.holding:
             first = k.holding[0]
-            figures = ", ".join(f"{name} {value}" for name, value in first.figures.items())
             more = f" and {len(k.holding) - 1} more" if len(k.holding) > 1 else ""
-            text = f"{k.kind}: {len(k.holding)} hold, e.g. {first.subject}{more}" + (f": {figures}" if figures else "")
+            text = f"{k.kind}: {len(k.holding)} hold, e.g. {first.subject}{more}"
             out += [style.dim("  ") + line for line in fmt.clip(fmt.fit(text, width - 2, "    "), 2)]
     out.append("")
     return out
