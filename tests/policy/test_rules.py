@@ -151,8 +151,9 @@ bad("lt-imdsv2", lambda: mutated(staging(), GPU_LT, set_path("metadataOptions.ht
 bad("lt-imdsv2", lambda: mutated(staging(), GPU_LT, drop("metadataOptions")))
 na("lt-imdsv2", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
 ok("lt-ami-approved", staging)  # EKS picks the AMI: no imageId of its own
-bad("lt-ami-approved", lambda: mutated(staging(), GPU_LT, set_path("imageId", "ami-0123456789abcdef0")))
-bad("lt-ami-approved", lambda: mutated(staging(), GPU_LT, set_path("imageId", "ami-0123456789abcdef0")), environment="prod")
+_CUSTOM_AMI = set_path("imageId", "ami-0123456789abcdef0")
+bad("lt-ami-approved", lambda: mutated(staging(), GPU_LT, _CUSTOM_AMI))
+bad("lt-ami-approved", lambda: mutated(staging(), GPU_LT, _CUSTOM_AMI), environment="prod")
 na("lt-ami-approved", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
 ok("cluster-in-stack", staging)
 bad("cluster-in-stack", lambda: without(staging(), of_type("aws:eks/cluster:Cluster")), level="advisory")
