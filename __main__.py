@@ -5,8 +5,10 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.account_checks import check_account
+from components.autoscaling import needs_autoscaler
 from components.buckets import DataBuckets, DataBucketsArgs
 from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
+from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.eks import EksCluster, EksClusterArgs
@@ -24,6 +26,7 @@ from components.k8s_common import custom_taint_tolerations
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.metrics_server import MetricsServer, MetricsServerArgs
+from components.naming import aws_partition
 from components.network import Network, NetworkArgs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
@@ -266,6 +269,40 @@ if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("neuron-plugin")),
     )
     device_plugins.append(neuron_plugin.release)
+# Capacity that follows the work (docs/capacity.md): cluster-autoscaler when a group can grow or waits for a
+# Capacity Block; its ProvisioningRequest CRD must exist before Kueue starts.
+capacity_after: list[pulumi.Resource] = []
+# On an existing cluster the groups, and scaling them, are the owner's.
+if needs_autoscaler(stack.gpu_node_groups) and isinstance(eks, EksCluster):
+    autoscaler = ClusterAutoscaler(
+        "cluster-autoscaler",
+        ClusterAutoscalerArgs(
+            spec=k8s_spec.cluster_autoscaler,
+            kubernetes_version=stack.eks.version,
+            cluster_name=stack.name,
+            region=stack.region,
+            partition=aws_partition(stack.region),
+            account_id=eks.account_id,
+            system_node_group=eks.system_node_group_name,
+            groups=[
+                ScaledGroup(
+                    spec=spec,
+                    labels=gpu_groups[spec.name].labels,
+                    taint=(
+                        gpu_groups[spec.name].taint.key,
+                        gpu_groups[spec.name].taint.value,
+                        gpu_groups[spec.name].taint.effect,
+                    ),
+                    node_group=gpu_groups[spec.name].node_group,
+                )
+                for spec in stack.gpu_node_groups
+            ],
+            after=[eks],
+        ),
+        opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("cluster-autoscaler")),
+    )
+    capacity_after.append(autoscaler.provisioning_request_crd)
+    pulumi.export("cluster_autoscaler_asg_tags", autoscaler.asg_tags)
 scheduling = Scheduling(
     "scheduling",
     SchedulingArgs(
@@ -275,7 +312,7 @@ scheduling = Scheduling(
         node_groups=stack.gpu_node_groups,
         hyperpod_groups=stack.hyperpod_eks_groups,
         cohort=stack.name,
-        after=[eks, *device_plugins],
+        after=[eks, *device_plugins, *capacity_after],
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("scheduling")),
 )

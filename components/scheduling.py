@@ -25,6 +25,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.autoscaling import (
+    Admission,
+    admission,
+    admission_check_name,
+    admission_check_spec,
+    provisioning_request_config_spec,
+)
 from components.k8s_common import (
     EFA_RESOURCE,
     HYPERPOD_HEALTH_LABEL,
@@ -123,6 +130,8 @@ class QueueTarget:
     tolerations: list[Toleration]
     quota: dict[str, str]
     device_resource: str
+    admission_check: str | None = None
+    """The AdmissionCheck a job must pass before admission (its nodes provisioned), or None: the nodes exist."""
 
 
 def _node_quota(row: InstanceType, nodes: int, efa: bool) -> dict[str, str]:
@@ -164,6 +173,7 @@ def node_group_target(group: GpuNodeGroupSpec) -> QueueTarget:
         tolerations=flavor["tolerations"],
         quota=group_quota(group),
         device_resource=CATALOG[group.instance_type].device_resource,
+        admission_check=None if admission(group) is Admission.NODES_EXIST else admission_check_name(group),
     )
 
 
@@ -197,8 +207,10 @@ def queue_targets(
 
 
 def cluster_queue_spec(target: QueueTarget, cohort: str) -> dict[str, Any]:
-    """A ClusterQueue for one target, its quota nominal, in the shared cohort."""
+    """A ClusterQueue for one target, its quota nominal, in the shared cohort; a group that must provision its
+    nodes first admits through its AdmissionCheck (Kueue reserves the quota, then asks the autoscaler)."""
     quota = target.quota
+    checks = {"admissionChecks": [target.admission_check]} if target.admission_check else {}
     return {
         "cohort": cohort,
         "namespaceSelector": team_namespace_selector(),
@@ -216,6 +228,7 @@ def cluster_queue_spec(target: QueueTarget, cohort: str) -> dict[str, Any]:
                 ],
             }
         ],
+        **checks,
     }
 
 
@@ -286,6 +299,8 @@ class Scheduling(pulumi.ComponentResource):
     """ResourceFlavor per queue name (the node group's name, or `hyperpod-<group>`)."""
     cluster_queues: dict[str, k8s.apiextensions.CustomResource]
     """ClusterQueue per queue name."""
+    admission_checks: dict[str, k8s.apiextensions.CustomResource]
+    """AdmissionCheck per GPU group whose jobs wait for provisioned nodes (components/autoscaling.py)."""
     team_namespaces: dict[str, k8s.core.v1.Namespace]
     """Namespace per team name (the storage component binds PVCs in them)."""
     local_queues: dict[str, dict[str, k8s.apiextensions.CustomResource]]
@@ -324,6 +339,27 @@ class Scheduling(pulumi.ComponentResource):
         self.quotas = {t.name: t.quota for t in targets}
         self.resource_flavors = {}
         self.cluster_queues = {}
+        self.admission_checks = {}
+        for group in args.node_groups:
+            if admission(group) is Admission.NODES_EXIST:
+                continue
+            check = admission_check_name(group)
+            config = k8s.apiextensions.CustomResource(
+                child_name(name, group.name, "provisioning-config"),
+                api_version=KUEUE_API_VERSION,
+                kind="ProvisioningRequestConfig",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=check),
+                spec=provisioning_request_config_spec(group),
+                opts=after_kueue,
+            )
+            self.admission_checks[group.name] = k8s.apiextensions.CustomResource(
+                child_name(name, group.name, "admission-check"),
+                api_version=KUEUE_API_VERSION,
+                kind="AdmissionCheck",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=check),
+                spec=admission_check_spec(group),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release, config]),
+            )
         for target in targets:
             flavor = k8s.apiextensions.CustomResource(
                 child_name(name, target.name, "flavor"),
@@ -340,7 +376,14 @@ class Scheduling(pulumi.ComponentResource):
                 kind="ClusterQueue",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=target.name),
                 spec=cluster_queue_spec(target, args.cohort),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release, flavor]),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[
+                        self.kueue_release,
+                        flavor,
+                        *([self.admission_checks[target.name]] if target.admission_check else []),
+                    ],
+                ),
             )
 
         self.team_namespaces = {}

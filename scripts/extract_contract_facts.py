@@ -90,6 +90,11 @@ class ChartRow:
     directory: str  # the chart's directory in the repository
     published: Published | None = None
     subcharts: tuple[Subchart, ...] = ()
+    open_maps: tuple[str, ...] = ()
+    """Maps with defaults whose keys the templates range over (so any key is valid), beside the empty maps."""
+    install_values: tuple[tuple[str, str], ...] = ()
+    """Values every install sets, without which the chart renders no workload (dotted path -> a stand-in value):
+    set for the workload render only, and recorded beside the workloads."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,19 @@ CHARTS: tuple[ChartRow, ...] = (
             ),
         ),
     ),
+    # kubernetes/autoscaler tags each chart release; 9.59.0's appVersion is 1.35.0 and trainstack sets the 1.36
+    # image tag in its values (stacks/schema/capacity.py), so the published image is overridden, not changed.
+    ChartRow(
+        "cluster-autoscaler",
+        "9.59.0",
+        "kubernetes/autoscaler",
+        "cluster-autoscaler-chart-9.59.0",
+        "cluster-autoscaler/charts/cluster-autoscaler",
+        # templates/deployment.yaml renders the Deployment only with a discovery source or static groups.
+        install_values=(("autoDiscovery.clusterName", "cluster"),),
+        # templates/deployment.yaml turns every extraArgs key into a `--<key>=<value>` flag.
+        open_maps=("extraArgs",),
+    ),
     # The HyperPod dependencies chart (components/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at every tag,
     # so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
     ChartRow("hyperpod-helm-chart", "0.1.0", "aws/sagemaker-hyperpod-cli", "v3.9.0", "helm_chart/HyperPodHelmChart"),
@@ -210,7 +228,13 @@ CRDS: tuple[CrdRow, ...] = (
             f"config/components/crd/bases/kueue.x-k8s.io_{plural}.yaml",
             "kueue@0.14.8",
         )
-        for plural in ("resourceflavors", "clusterqueues", "localqueues")
+        for plural in (
+            "resourceflavors",
+            "clusterqueues",
+            "localqueues",
+            "admissionchecks",
+            "provisioningrequestconfigs",
+        )
     ),
     *(
         CrdRow(
@@ -220,6 +244,13 @@ CRDS: tuple[CrdRow, ...] = (
             "kubeflow-trainer@2.1.0",
         )
         for plural in ("trainjobs", "clustertrainingruntimes")
+    ),
+    # Kueue creates ProvisioningRequests; trainstack installs the CRD from the autoscaler's tag (cluster_autoscaler.py).
+    CrdRow(
+        "kubernetes/autoscaler",
+        "cluster-autoscaler-1.36.1",
+        "cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml",
+        "provisioning-request-crd@1.36.1",
     ),
     CrdRow("kubeflow/mpi-operator", "v0.8.0", "manifests/base/kubeflow.org_mpijobs.yaml", "mpi-operator@0.8.0"),
     # The ENIConfig of VPC CNI custom networking (network.pod_network): the vpc-cni add-on v1.22.4-eksbuild.N
@@ -330,7 +361,7 @@ def extract_chart(mirror: Path, row: ChartRow) -> dict[str, Any]:
         "version": row.version,
         "source": source(row.repository, row.tag, values_path),
         "values": values,
-        "free_maps": sorted(free),
+        "free_maps": sorted(free | set(row.open_maps)),
     }
     schema_path = f"{row.directory}/values.schema.json"
     schema_text = git_show(mirror, row.repository, row.tag, schema_path)
@@ -398,6 +429,9 @@ def extract_workloads(mirror: Path, row: ChartRow) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         chart_dir = export_directory(mirror, row.repository, row.tag, row.directory, Path(tmp) / "chart")
         apply_published(chart_dir, row.published)
+        apply_published(
+            chart_dir, Published("install values", values=row.install_values) if row.install_values else None
+        )
         for sub in row.subcharts:
             sub_dir = export_directory(mirror, sub.repository, sub.tag, sub.directory, Path(tmp) / sub.name)
             apply_published(sub_dir, sub.published)
@@ -419,6 +453,7 @@ def extract_workloads(mirror: Path, row: ChartRow) -> dict[str, Any]:
         "app_version": str(chart_yaml.get("appVersion", "")),
         "source": source(row.repository, row.tag, row.directory),
         "subcharts": [source(s.repository, s.tag, s.directory) | {"name": s.name} for s in row.subcharts],
+        **({"install_values": dict(row.install_values)} if row.install_values else {}),
         "published": [
             {"source": p.source, "values": dict(p.values), "chart_yaml": dict(p.chart_yaml)} for p in published
         ],

@@ -429,6 +429,7 @@ PATTERNS: dict[str, str] = {
     r"^[a-z0-9]+(-[a-z0-9]+)+$": "a policy rule id in kebab case such as nat-per-az",
     r"^[a-z][-a-z0-9_]{0,31}$": "a POSIX user name of up to 32 characters such as ubuntu",
     r"^\d+\.\d+\.\d+$": "an exact version such as 1.2.3",
+    r"^v\d+\.\d+\.\d+$": "an exact image tag with a leading v, such as v1.36.1",
     r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$": "an IAM role or "
     "user ARN such as arn:aws:iam::123456789012:role/NAME (an optional /path/, then a name of 1-64 letters, digits "
     "and _+=,.@-)",

@@ -86,6 +86,9 @@ CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
 # AuthorizeSecurityGroupIngress/ModifySecurityGroupRules, which AWS::EC2::SecurityGroupIngress predates: CFN makes
 # every field of those create-only, Terraform updates all but the group in place). Terraform ForceNew inputs.
 NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
+    # group_tag.go (aws_autoscaling_group_tag): both arguments ForceNew, no update; CloudFormation has tags only
+    # as a property of its own AWS::AutoScaling::AutoScalingGroup, not of an EKS-created group.
+    "aws:autoscaling/tag:Tag": frozenset({"autoscalingGroupName", "tag"}),
     "aws:amp/alertManagerDefinition:AlertManagerDefinition": frozenset({"workspaceId"}),
     # access_policy_association.go has no update: every argument is ForceNew.
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": frozenset(

@@ -191,7 +191,11 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         elif typ == "aws:ec2/subnet:Subnet":
             out["availabilityZoneId"] = "use1-az" + str(sum(map(ord, str(inputs.get("availabilityZone", "")))) % 6 + 1)
         elif typ == "aws:eks/nodeGroup:NodeGroup":
-            out["status"] = "ACTIVE"
+            # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
+            # resources.autoScalingGroups); components/cluster_autoscaler.py tags it for scale-from-zero.
+            uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
+            asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
+            out |= {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}
         elif typ == "aws:ec2/placementGroup:PlacementGroup":
             out["placementGroupId"] = physical_id
         elif typ == "aws:amp/workspace:Workspace":

@@ -22,6 +22,7 @@ from stacks.schema.base import (
     RetentionDays,
     Spec,
 )
+from stacks.schema.capacity import ClusterAutoscalerSpec, ReservationWindow
 from stacks.schema.eks import AuthenticationMode, EksAddonVersions, EksSpec, LogType, SystemNodeGroupSpec
 from stacks.schema.gpu import (
     ACCELERATOR_LABEL,
@@ -113,6 +114,7 @@ __all__ = [
     "CatalogInstanceType",
     "CheckpointLockSpec",
     "Cidr",
+    "ClusterAutoscalerSpec",
     "CostSpec",
     "DraEvent",
     "EfaDevicePluginSpec",
@@ -147,6 +149,7 @@ __all__ = [
     "PinnedImage",
     "PlacementMode",
     "PodNetworkSpec",
+    "ReservationWindow",
     "RetentionDays",
     "SageMakerSpec",
     "SecuritySpec",

@@ -10,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from stacks.catalog import CATALOG, Accelerator, Architecture, InstanceType, efa_capable
 from stacks.schema.base import AmiReleaseVersion, CatalogInstanceType, Spec
+from stacks.schema.capacity import ReservationWindow
 from stacks.schema.eks import NODE_KUBERNETES_VERSION_HELP, KubernetesVersion
 from stacks.schema.values import AvailabilityZone, GroupName, LabelKey, LabelValue, Limits
 
@@ -96,6 +97,11 @@ class CapacitySpec(Spec):
         description="Name of the cluster placement group the reservation was made in, if any. Without it, no "
         "placement group is used for a reserved group: forcing one onto the reservation breaks launches.",
     )
+    window: ReservationWindow | None = Field(
+        default=None,
+        description="A capacity_block's start and end (from `aws ec2 describe-capacity-reservations`): the plan "
+        "says when its nodes appear and its queue admits nothing before then (docs/capacity.md).",
+    )
 
     @model_validator(mode="after")
     def _reservation(self) -> Self:
@@ -109,6 +115,8 @@ class CapacitySpec(Spec):
             # EC2 places Capacity Block instances close together in an UltraCluster itself; a block is never
             # made in a placement group (EC2 API reference, CapacityBlock).
             raise ValueError("capacity_block takes no reservation_placement_group: EC2 co-locates a block itself")
+        if self.window is not None and self.type is not CapacityType.CAPACITY_BLOCK:
+            raise ValueError(f"capacity type {self.type.value} takes no window: only a capacity_block has one")
         return self
 
     @property

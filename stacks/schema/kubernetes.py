@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from stacks.schema.base import ROLE_ARN_PATTERN, Spec
+from stacks.schema.capacity import ClusterAutoscalerSpec
 from stacks.schema.values import Limits, PinnedImage, TeamNamespace
 
 
@@ -257,6 +258,10 @@ class KubernetesSpec(Spec):
     kueue: KueueSpec = Field(description="Kueue job queueing.")
     metrics_server: MetricsServerSpec = Field(
         default_factory=MetricsServerSpec, description="metrics-server: `kubectl top` and autoscaling on metrics."
+    )
+    cluster_autoscaler: ClusterAutoscalerSpec = Field(
+        default_factory=ClusterAutoscalerSpec,
+        description="cluster-autoscaler, installed when a GPU node group can grow (docs/capacity.md).",
     )
     training_operator: TrainingOperatorSpec = Field(description="Distributed-training operator.")
     teams: list[TeamSpec] = Field(

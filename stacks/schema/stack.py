@@ -12,7 +12,7 @@ from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kubelet_problem, kueue_trainer_problem
 from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
-from stacks.schema.gpu import AmiFamily, GpuNodeGroupSpec, effective_ami_family
+from stacks.schema.gpu import AmiFamily, CapacityType, GpuNodeGroupSpec, effective_ami_family
 from stacks.schema.health import HealthSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
@@ -95,6 +95,11 @@ class ExistingClusterSpec(Spec):
         "runs the NVIDIA and EFA device plugins there, so trainstack installs neither, and its queues never "
         "admit nodes HyperPod marks unschedulable (select sagemaker.amazonaws.com/node-health-status: Schedulable).",
     )
+
+
+def _minor_number(version: str) -> int:
+    """`1.36` -> 36: the minor of a Kubernetes version."""
+    return int(version.split(".")[1])
 
 
 class StackConfig(Spec):
@@ -387,6 +392,18 @@ class StackConfig(Spec):
             )
             if why:
                 problems.append(f"kubernetes.efa_device_plugin.chart_version (gpu_node_groups.{i}): {why}")
+        # cluster-autoscaler's minor follows the Kubernetes minor it supports (its FAQ, "Releases"); checked where
+        # the stack runs one. One minor behind is the upgrade's in-between step (control plane first, then the
+        # add-ons and the autoscaler: docs/day2.md); newer than the control plane or further behind is refused.
+        autoscaler = k8s.cluster_autoscaler
+        if autoscaler.minor is not None and self.autoscaled_groups:
+            behind = _minor_number(self.eks.version) - _minor_number(autoscaler.minor)
+            if behind not in (0, 1):
+                problems.append(
+                    f"kubernetes.cluster_autoscaler.image_tag {autoscaler.image_tag} is for Kubernetes "
+                    f"{autoscaler.minor}, but eks.version is {self.eks.version}: use a v{self.eks.version}.x release "
+                    "(or one minor behind while upgrading) or leave it out"
+                )
         return problems
 
     def _platform_only_problems(self) -> list[str]:
@@ -422,6 +439,14 @@ class StackConfig(Spec):
     def platform_only(self) -> bool:
         """Whether trainstack puts only its Kubernetes layer on an existing cluster."""
         return self.existing_cluster is not None
+
+    @property
+    def autoscaled_groups(self) -> list[GpuNodeGroupSpec]:
+        """GPU groups cluster-autoscaler serves: those that can grow, and Capacity Blocks (whose queue asks it
+        whether the block's nodes exist); the same rule as components/autoscaling.py `admission`."""
+        return [
+            g for g in self.gpu_node_groups if g.min_size < g.max_size or g.capacity.type is CapacityType.CAPACITY_BLOCK
+        ]
 
     def nodes_per_subnet(self) -> dict[str, int]:
         """Nodes each AZ's private subnet may hold at every group's max size. The system group may land wholly

@@ -121,6 +121,7 @@ def test_an_ami_release_of_another_kubernetes_version_is_refused(
 def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = tmp_path / "base"
     base.mkdir()
+
     # The deployed 1.35 stack ran a 1.35 kube-proxy (a newer one than the API server is refused).
     old = write_stack(
         base,
@@ -131,6 +132,10 @@ def test_upgrade_eks_one_minor_version(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == EXIT_OK
     cluster = next(c for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster")
     assert cluster["op"] == "update" and {"path": "version", "old": "1.35", "new": "1.36"} in cluster["changes"]
+    # The autoscaler follows the minor: its image moves from the 1.35 release to the 1.36 one, in place.
+    autoscaler = next(c for c in diff["changed"] if c["urn"].endswith("::cluster-autoscaler-release"))
+    assert autoscaler["op"] == "update"
+    assert {"path": "values.image.tag", "old": "v1.35.2", "new": "v1.36.1"} in autoscaler["changes"]
 
 
 @pytest.mark.e2e

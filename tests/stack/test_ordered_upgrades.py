@@ -22,6 +22,11 @@ from trainstack.diff import NODE_VERSION_SKEW
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CLUSTER = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
+# staging's p5 group grows, so it runs cluster-autoscaler, whose image follows the cluster's minor unless pinned
+# (docs/capacity.md): its release's image and the ProvisioningRequest CRD of the same tag.
+AUTOSCALER = {RELEASE: {"values.image.tag"}, CONFIG_FILE: {"file"}}
 Edit = Callable[[dict[str, Any]], None]
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
@@ -59,6 +64,7 @@ def control_plane(c: dict[str, Any]) -> None:
 
 def addons(c: dict[str, Any]) -> None:
     c["eks"]["addons"]["kube_proxy"] = "v1.36.0-eksbuild.21"
+    c["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.36.1"}  # written down in step 0: moved here
 
 
 def system_nodes(c: dict[str, Any], version: str = "1.36") -> None:
@@ -71,9 +77,11 @@ def gpu_nodes(c: dict[str, Any], version: str = "1.36") -> None:
 
 
 def written_down(c: dict[str, Any]) -> None:
-    """Step 0: the versions the node groups run, written down (an empty diff), so each later step moves them."""
+    """Step 0: the versions the node groups and the autoscaler run, written down (an empty diff), so each later
+    step moves them."""
     system_nodes(c, c["eks"]["version"])
     gpu_nodes(c, c["eks"]["version"])
+    c["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.35.2"}  # the 1.35 default, pinned
 
 
 def changes(diff: dict[str, Any]) -> dict[str, set[str]]:
@@ -99,7 +107,7 @@ def test_each_upgrade_step_is_a_diff_of_its_own(tmp_path: Path, capsys: pytest.C
 
     # 2. The add-ons: kube-proxy to the cluster's minor.
     code, plan = diff_of(capsys, files[2], files[1])
-    assert code == EXIT_OK and changes(plan["diff"]) == {ADDON: {"addonVersion"}}
+    assert code == EXIT_OK and changes(plan["diff"]) == {ADDON: {"addonVersion"}, **AUTOSCALER}
 
     # 3. The system nodes, then 4. the GPU nodes: one node group update each, nothing else.
     code, plan = diff_of(capsys, files[3], files[2])
@@ -118,7 +126,8 @@ def test_without_versions_of_their_own_groups_keep_theirs_when_the_control_plane
     change is listed as ignored (the version it was created with stays), not applied."""
     code, plan = diff_of(capsys, stage(tmp_path, "next", at_135, control_plane), stage(tmp_path, "deployed", at_135))
     assert code == EXIT_OK
-    assert changes(plan["diff"]) == {CLUSTER: {"version"}}
+    # An unpinned autoscaler image follows the control plane in the same step.
+    assert changes(plan["diff"]) == {CLUSTER: {"version"}, **AUTOSCALER}
     kept = [i for i in plan["diff"]["ignored"] if i["type"] == NODE_GROUP]
     assert {k["urn"].rsplit("::", 1)[-1] for k in kept} == {"eks-system", "gpu-p5-ng"}
     for item in kept:

@@ -145,3 +145,34 @@ def test_data_buckets_are_vpc_only_outside_dev_by_default() -> None:
     prod = edited_config("prod", lambda cluster: cluster["security"].pop("data_buckets_vpc_only", None))
     dev = edited_config("dev", lambda cluster: None)
     assert prod.data_buckets_vpc_only and not dev.data_buckets_vpc_only
+
+
+@pytest.mark.parametrize(
+    ("tag", "refused"), [("v1.36.0", False), ("v1.35.2", False), ("v1.34.5", True), ("v1.37.0", True)]
+)
+def test_cluster_autoscaler_of_another_kubernetes_minor_is_refused_where_it_runs(
+    tmp_path: Path, tag: str, refused: bool
+) -> None:
+    def edit(cluster: dict) -> None:
+        cluster["kubernetes"]["cluster_autoscaler"] = {"image_tag": tag}
+        # prod's reservation group is fixed (no autoscaler); let it grow past the reserved nodes.
+        cluster["gpu_node_groups"][0] |= {"min_size": 8, "desired_size": 8}
+
+    if not refused:  # the same minor, or one behind while the upgrade's later steps are pending
+        document = stack_document("prod")
+        edit(document["config"][FULL_KEY])
+        path = tmp_path / "Pulumi.proposed.yaml"
+        path.write_text(yaml.safe_dump(document))
+        assert load_file(path).kubernetes.cluster_autoscaler.image_tag == tag
+        return
+    [problem] = problems_of(tmp_path, edit)
+    assert f"kubernetes.cluster_autoscaler.image_tag {tag} is for Kubernetes 1.{tag.split('.')[1]}" in problem.message
+    assert "eks.version is 1.36" in problem.message and "v1.36.x" in problem.message
+
+
+def test_cluster_autoscaler_minor_is_not_judged_where_no_autoscaler_runs(tmp_path: Path) -> None:
+    document = stack_document("prod")
+    document["config"][FULL_KEY]["kubernetes"]["cluster_autoscaler"] = {"image_tag": "v1.33.6"}
+    path = tmp_path / "Pulumi.proposed.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert load_file(path).kubernetes.cluster_autoscaler.image_tag == "v1.33.6"

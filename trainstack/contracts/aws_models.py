@@ -105,6 +105,20 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("nodegroupName",),  # auto-named when `node_group_name` is left out
         ),
     ),
+    # Scale-from-zero tags on a managed node group's Auto Scaling group (components/cluster_autoscaler.py): the
+    # provider sends one Tags[] entry and fills ResourceType `auto-scaling-group` itself.
+    "aws:autoscaling/tag:Tag": (
+        ApiCall(
+            "autoscaling",
+            "CreateOrUpdateTags",
+            {
+                "autoscalingGroupName": "Tags[].ResourceId",
+                "tag.key": "Tags[].Key",
+                "tag.value": "Tags[].Value",
+                "tag.propagateAtLaunch": "Tags[].PropagateAtLaunch",
+            },
+        ),
+    ),
     "aws:eks/addon:Addon": (
         ApiCall(
             "eks",

@@ -40,6 +40,19 @@ class Problem:
     rule: str
 
 
+_INLINE_FLAGS = re.compile(r"\(\?([aimsx]+)\)")
+
+
+def python_pattern(pattern: str) -> str:
+    """A CRD pattern as Python's `re` takes it. Go's RE2 (the API server's) lets a flag group such as `(?i)` stand
+    anywhere and apply to the rest of the pattern (Kueue v0.14.8's AdmissionCheck name: `^(?i)[a-z]...$`);
+    Python wants global flags first, so a later one becomes a scoped group over the rest."""
+    found = _INLINE_FLAGS.search(pattern)
+    if found is None or found.start() == 0:
+        return pattern
+    return f"{pattern[: found.start()]}(?{found.group(1)}:{pattern[found.end() :]})"
+
+
 def custom_resource_kind(resource: RecordedResource) -> tuple[str, str] | None:
     """(apiVersion, kind) of a recorded custom resource, or None for a built-in object or provider pseudo-type."""
     if not resource.custom or not resource.type.startswith("kubernetes:"):
@@ -158,7 +171,7 @@ def _walk(fields: dict[str, dict[str, Any]], value: Any, spath: str, rpath: str,
     if "enum" in fact and value not in fact["enum"]:
         out.append(Problem(where, value, f"must be one of {fact['enum']}"))
     if isinstance(value, str):
-        if "pattern" in fact and not re.search(fact["pattern"], value):
+        if "pattern" in fact and not re.search(python_pattern(fact["pattern"]), value):
             out.append(Problem(where, value, f"must match {fact['pattern']}"))
         if "max_length" in fact and len(value) > fact["max_length"]:
             out.append(Problem(where, value, f"must be at most {fact['max_length']} characters"))

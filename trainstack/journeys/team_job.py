@@ -7,7 +7,8 @@ runtime (torch; MPI on NVIDIA groups), walked through what the plan built, in th
    or memory from that default.
 3. Kueue admits the workload: every resource it counts covered by the ClusterQueue (or excluded in Kueue's
    configuration), the job within the nominal quota (a job of the group's whole size too), and the namespace's
-   ResourceQuotas admit the pods (`kueue.py`, `resources.py`).
+   ResourceQuotas admit the pods (`kueue.py`, `resources.py`); then its nodes: they exist (a fixed group), or
+   Kueue's ProvisioningRequest check has the autoscaler provision all of them first (`capacity.py`).
 4. The namespace's Pod Security level admits every pod (`pod_security.py`).
 5. The registry ValidatingAdmissionPolicy admits every image, evaluated with cel-python on the pod; a
    metadata-only update of a pod whose registry was since dropped from the list passes too.
@@ -32,7 +33,8 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any
 
-from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL
+from components.autoscaling import NODE_TEMPLATE
+from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL, taint_key
 from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
 from components.tenancy import (
     POD_IDENTITY_AGENT_CIDR,
@@ -67,6 +69,7 @@ from trainstack.journeys import (
     quantity,
     trainer,
 )
+from trainstack.journeys import capacity as cap
 from trainstack.journeys import network_policy as netpol
 from trainstack.journeys import resources as res
 from trainstack.journeys.quantity import GIB, Resources
@@ -167,10 +170,12 @@ class Cluster:
     flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # ResourceFlavor name -> spec
     # (group name, node labels, node taints): the recorded node groups, or an existing cluster's described ones
     node_groups: list[tuple[str, dict[str, str], list[dict[str, str]]]] = field(default_factory=list)
+    capacity: cap.Capacity = field(default_factory=cap.Capacity)
 
     @classmethod
     def of(cls, recording: Recording) -> Cluster:
         cluster = cls()
+        asg_tags: dict[str, dict[str, str]] = {}  # Auto Scaling group name -> its node-template tags
         for r in recording.resources:
             kind = r.type.rsplit(":", 1)[-1]
             meta = _meta(r)
@@ -212,6 +217,25 @@ class Cluster:
                     cluster.root_squash = (int(uid), int(gid))
             elif r.type == "aws:ec2/vpc:Vpc":
                 cluster.vpc_cidr = str(r.inputs.get("cidrBlock", ""))
+            elif kind == "AdmissionCheck":
+                cluster.capacity.admission_checks[meta.get("name", "")] = _spec(r)
+            elif kind == "ProvisioningRequestConfig":
+                cluster.capacity.provisioning_configs[meta.get("name", "")] = _spec(r)
+            elif r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("chart") == "cluster-autoscaler":
+                cluster.capacity.autoscaler_args = dict((r.inputs.get("values") or {}).get("extraArgs") or {})
+            elif r.type == "kubernetes:yaml/v2:ConfigFile" and str(r.inputs.get("file", "")).endswith(
+                "autoscaling.x-k8s.io_provisioningrequests.yaml"
+            ):
+                cluster.capacity.provisioning_crd = True
+            elif r.type == "aws:autoscaling/tag:Tag":
+                tag = r.inputs.get("tag") or {}
+                asg_tags.setdefault(str(r.inputs.get("autoscalingGroupName")), {})[str(tag.get("key"))] = str(
+                    tag.get("value")
+                )
+        # Each group's tags, found by the node-group label tag on its Auto Scaling group.
+        for tags in asg_tags.values():
+            if group := tags.get(f"{NODE_TEMPLATE}/label/{NODE_GROUP_LABEL}"):
+                cluster.capacity.asg_tags[group] = tags
         return cluster
 
 
@@ -281,6 +305,7 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         placement_step(cluster, job, sets),
         nominal_step(cluster, job, sets, whole_group),
         quota_step(cluster, job, sets),
+        capacity_step(cluster, job, sets),
         pod_security_step(cluster, job, sets),
         registry_step(cluster, job, sets),
         ranks.step(),
@@ -480,6 +505,21 @@ def nominal_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet], whol
         True,
         f"a job of {job.group.max_size} node(s) fits ClusterQueue {queue}'s nominal quota",
         SOURCES["nominal"],
+    )
+
+
+def capacity_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Quota reserved, the job's nodes must exist or be provisioned all at once (`capacity.py`)."""
+    _, spec, _ = _queue(cluster, job)
+    requests = {n for _, r in _workload(cluster, job, [_rank(sets)]) for n in r}
+    return cap.admission_step(
+        cluster.capacity,
+        job.group,
+        spec,
+        job.nodes,
+        dict.fromkeys(requests),
+        {NODE_GROUP_LABEL: job.group.name},
+        taint_key(job.group.instance_type),
     )
 
 

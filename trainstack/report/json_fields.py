@@ -185,6 +185,22 @@ FIELDS: dict[str, str] = {
     "trainstack.contracts": "Inputs AWS or Kubernetes would refuse (any one: exit 4), each with its source.",
     "trainstack.journeys": "Users' paths through the objects together (docs/journeys.md): deploy, a team's job, "
     "alerts, day 2, destroy, writers and keys. Any broken one: exit 6.",
+    "trainstack.capacity": "Per GPU group, how capacity follows the work (docs/capacity.md): who scales it, from "
+    "and to, what a scale-up needs, the worst-case wait of a job of the group's whole size, cost at min and max.",
+    "trainstack.capacity[].name": "The GPU group.",
+    "trainstack.capacity[].scaler": "`cluster-autoscaler`, `fixed` or `Capacity Block window`.",
+    "trainstack.capacity[].admission": "How Kueue admits a gang job: `nodes-exist` (no admission check), or the "
+    "ProvisioningRequest class its check asks the autoscaler for.",
+    "trainstack.capacity[].minSize": "Nodes at least.",
+    "trainstack.capacity[].maxSize": "Nodes at most.",
+    "trainstack.capacity[].scaleUpNeeds": "What a scale-up needs (capacity in the AZ, the block's window, ...).",
+    "trainstack.capacity[].worstCaseWaitS": "Worst-case seconds a job of the group's whole size waits for capacity "
+    "when it is there; `null` until a window starts.",
+    "trainstack.capacity[].givesUpAfterS": "Seconds after which Kueue deactivates a job whose nodes never come; "
+    "`null` when no admission check asks.",
+    "trainstack.capacity[].window": "A Capacity Block's window and whether it has started, or empty.",
+    "trainstack.capacity[].usdPerHourMin": "Cost of the group at min size, $/h.",
+    "trainstack.capacity[].usdPerHourMax": "Cost of the group at max size, $/h.",
     "trainstack.journeys[].kind": "`deploy`, `team job`, `alerts`, `day 2`, `destroy` or `writers and keys`.",
     "trainstack.journeys[].subject": "Whose path and through what: `team ml-research: torch TrainJob on p5-train`.",
     "trainstack.journeys[].holds": "Every step holds.",

@@ -310,6 +310,7 @@ def document(
             "policy": policy_dict(report.policy) if report.policy is not None else None,
             "contracts": [c.to_dict() for c in report.contracts],
             "journeys": [j.to_dict() for j in report.journeys],
+            "capacity": [g.to_dict() for g in report.capacity],
             "diff": diff.to_dict() if diff is not None else None,
         },
     }

@@ -9,6 +9,7 @@ from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
+from trainstack.report.capacity import markdown_lines as capacity_markdown
 from trainstack.report.changes import block, entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import MAX_ROWS, md_table
@@ -410,6 +411,8 @@ def render(
     if bringup := summarize_bringup(report.recording):
         body = [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}" for line in bringup_lines(bringup)]
         sections.append(Section("hyperpod bring-up", ("### HyperPod node bring-up", ""), (*body, "")))
+    if capacity := capacity_markdown(report):
+        sections.append(Section("capacity", tuple(capacity[:2]), tuple(capacity[2:])))
 
     storage = ["### Storage", ""]
     for fs in s.file_systems:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from stacks.schema import StackConfig
+from trainstack.capacity_plan import GroupCapacity, capacity_plan
 from trainstack.contracts import ContractViolation, check
 from trainstack.cost import CostEstimate, estimate, observability_items
 from trainstack.engine import Recording
@@ -24,6 +26,7 @@ class Report:
     contracts: tuple[ContractViolation, ...]  # what AWS or Kubernetes would refuse (trainstack.contracts)
     health: HealthSummary | None = None  # monitoring, repair and alerts (trainstack.report.health)
     journeys: tuple[Journey, ...] = ()  # users' paths through the objects together (trainstack.journeys)
+    capacity: tuple[GroupCapacity, ...] = ()  # per GPU group: who scales it, the worst wait, cost at min and max
 
     @property
     def stack(self) -> str:
@@ -31,9 +34,14 @@ class Report:
 
 
 def build_report(
-    cluster: StackConfig, recording: Recording, policy: Review | None = None, baseline: Recording | None = None
+    cluster: StackConfig,
+    recording: Recording,
+    policy: Review | None = None,
+    baseline: Recording | None = None,
+    now: datetime | None = None,
 ) -> Report:
-    """One plan's report; `baseline` (with `plan --against`) is what is deployed now, for the day-2 journeys."""
+    """One plan's report; `baseline` (with `plan --against`) is what is deployed now, for the day-2 journeys; `now`
+    places a Capacity Block's window (the capacity plan's waits count from it)."""
     summary = summarize(recording, cluster)
     health = summarize_health(recording)
     cost = estimate(summary, cluster.cost.hours_per_month)
@@ -48,4 +56,5 @@ def build_report(
         contracts=check(recording),
         health=health,
         journeys=walk(recording, cluster, baseline=baseline),
+        capacity=tuple(capacity_plan(cluster, now or datetime.now(UTC))),
     )

@@ -14,6 +14,7 @@ from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.bringup import summarize_bringup
+from trainstack.report.capacity import capacity_lines
 from trainstack.report.changes import entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
@@ -548,6 +549,7 @@ def render(
     out += _policy(report, style, width)
     # After the policy result: the verdict and its risks above already name every broken journey.
     out += journey_lines(report, style, width)
+    out += capacity_lines(report, style, width)  # reference, like the platform below
     out += _platform(report, style, width)  # reference sections after the result, above the summary line
     out += _health(report, style, width)
     out += _notes(report, style, width)
