@@ -27,7 +27,7 @@ from components.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.metrics_server import MetricsServer, MetricsServerArgs
 from components.naming import aws_partition
-from components.network import Network, NetworkArgs
+from components.network import Network, NetworkArgs, s3_prefix_cidrs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
 from components.providers import aws_provider
@@ -327,6 +327,10 @@ tenancy = Tenancy(
         allowed_registries=stack.security.allowed_image_registries,
         region=stack.region,
         account_id=eks.account_id,
+        # Without internet (prod by default): HTTPS to the VPC's interface endpoints and to S3 only.
+        https_destinations=None
+        if stack.team_internet_egress
+        else s3_prefix_cidrs(stack.region, aws).apply(lambda cidrs: [stack.network.vpc_cidr, *cidrs]),
     ),
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("tenancy")),
 )
@@ -353,7 +357,6 @@ if team_members:
         "team-access",
         TeamAccessArgs(
             cluster_name=eks.cluster_name,
-            region=stack.region,
             members=team_members,
             after=list(scheduling.team_namespaces.values()),
         ),
@@ -456,8 +459,11 @@ fleet_health = FleetHealth(
         metrics=stack.metrics_enabled,
         # YACE finds trainstack's file system by its Name tag; an existing one's tags are its owner's.
         fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if lustre is not None else None,
-        # dcgm-exporter comes with trainstack's GPU Operator: none on a HyperPod cluster (HyperPod's chart instead).
-        gpu_metrics=operator_ami_family is not None and not hyperpod_owns_device_plugins,
+        # GPU and EFA alerts only where dcgm-exporter runs: an alert that cannot fire is not listed. dcgm-exporter
+        # comes with trainstack's GPU Operator: none on a HyperPod cluster (HyperPod's chart instead).
+        gpu_metrics=operator_ami_family is not None
+        and not hyperpod_owns_device_plugins
+        and k8s_spec.gpu_operator.dcgm_exporter,
         after=[*system_nodes, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),
@@ -508,6 +514,7 @@ if sagemaker_spec.hyperpod.enabled:
             region=stack.region,
             subnet_ids=[gpu_subnet_id],
             security_group_ids=[security_groups[role] for role in stack.hyperpod_security_groups],
+            vpc_id=network.vpc_id,
             eks_cluster_arn=eks.cluster_arn if stack.hyperpod_on_eks else None,
             kms_key_arn=data.kms_key_arn,
             fsx_dns_name=lustre.dns_name if lustre else None,
@@ -529,17 +536,19 @@ if sagemaker_spec.training_job_role:
         TrainingJobRoleArgs(
             base_name=stack.name,
             region=stack.region,
+            teams=[team.name for team in k8s_spec.teams],
             datasets_bucket_arn=data.datasets_bucket_arn,
             checkpoints_bucket_arn=data.checkpoints_bucket_arn,
             subnet_ids=[gpu_subnet_id],
             security_group_ids=[network.efa_security_group_id, network.workload_security_group_id],
+            vpc_id=network.vpc_id,
             fsx_arn=lustre.arn if lustre else None,
             kms_key_arn=data.kms_key_arn,
             checkpoints_kms_key_arn=data.checkpoints_kms_key_arn,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("sagemaker-training")),
     )
-    pulumi.export("sagemaker_training_role_arn", training.role_arn)
+    pulumi.export("sagemaker_training_role_arns", training.role_arns)
     pulumi.export("sagemaker_training_subnet_ids", training.subnet_ids)
     pulumi.export("sagemaker_training_security_group_ids", training.security_group_ids)
 

@@ -104,6 +104,32 @@ def vpc_only_statements(
     ]
 
 
+def own_key_statements(bucket_arn: str, kms_key_arn: str) -> list[dict[str, Any]]:
+    """Deny uploads that name another encryption: another KMS key, or SSE-S3 or DSSE in place of SSE-KMS. An upload
+    that names none gets the bucket's default (this key), so clients relying on it are untouched; a client that
+    names the key must name its ARN (S3 User Guide, "Requiring SSE-KMS with a specific AWS KMS key"): S3 sets the
+    condition keys from the request's headers only, never from the default. CopyObject and
+    CreateMultipartUpload are authorized as s3:PutObject with the same headers."""
+
+    def deny(sid: str, key: str, value: str) -> dict[str, Any]:
+        return {
+            "Sid": sid,
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:PutObject",
+            "Resource": f"{bucket_arn}/*",
+            # Both: the header is there (Null false) and says something else. A negated operator alone, with or
+            # without IfExists, is true when the key is absent (IAM User Guide, condition operators), which would
+            # refuse every upload that relies on the default.
+            "Condition": {"Null": {key: "false"}, "StringNotEquals": {key: value}},
+        }
+
+    return [
+        deny("DenyUploadUnderAnotherKey", "s3:x-amz-server-side-encryption-aws-kms-key-id", kms_key_arn),
+        deny("DenyUploadWithoutKms", "s3:x-amz-server-side-encryption", "aws:kms"),
+    ]
+
+
 def fsx_s3_role_pattern(partition: str, account_id: str) -> str:
     """FSx's per-file-system S3 service-linked roles (FSx for Lustre User Guide, data repositories)."""
     return f"arn:{partition}:iam::{account_id}:{FSX_S3_ROLE_PATH}"
@@ -252,6 +278,21 @@ class DataBuckets(pulumi.ComponentResource):
                 lambda v: vpc_only_statements(v[0], v[1], v[2], v[3])
             )
 
+        def extra(role: str) -> Callable[[pulumi.Output[str]], pulumi.Output[list[dict[str, Any]]]] | None:
+            """The bucket's statements beyond TLS: VPC-only where endpoints are given; on the checkpoints bucket,
+            uploads only under its own key (a checkpoint written under another key is one its readers cannot
+            decrypt, or one outside the key's policy and Object Lock's audit trail)."""
+            if role != "checkpoints":
+                return vpc_only if args.vpc_endpoint_ids else None
+
+            def statements(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
+                fenced = vpc_only(arn) if args.vpc_endpoint_ids else pulumi.Output.from_input([])
+                return pulumi.Output.all(fenced, arn, keys[role].arn).apply(
+                    lambda v: [*own_key_statements(v[1], v[2]), *v[0]]
+                )
+
+            return statements
+
         self.buckets: dict[str, aws.s3.Bucket] = {
             role: secure_bucket(
                 child_name(name, role),
@@ -264,7 +305,7 @@ class DataBuckets(pulumi.ComponentResource):
                 rules=lifecycle_rules(args.spec),
                 parent=self,
                 protect=args.protect,
-                extra_statements=vpc_only if args.vpc_endpoint_ids else None,
+                extra_statements=extra(role),
                 object_lock=args.checkpoint_lock if role == "checkpoints" else None,
             )
             for role in BUCKET_ROLES

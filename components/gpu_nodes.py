@@ -138,7 +138,8 @@ def user_data(spec: GpuNodeGroupSpec, join: ClusterJoin | None = None) -> str:
     instance_store = all(CATALOG[t].instance_store_gib > 0 for t in spec.instance_types)
     if spec.ami_family.bottlerocket:
         return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, join=join)
-    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, join=join)
+    nvidia = CATALOG[spec.instance_type].accelerator is Accelerator.NVIDIA
+    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, nvidia=nvidia, join=join)
 
 
 _K8S_TAINT_EFFECT = {eks: k8s for k8s, eks in _EKS_TAINT_EFFECT.items()}

@@ -36,6 +36,7 @@ from stacks.schema import AmiFamily, GpuOperatorSpec, MigStrategy
 CHART = "gpu-operator"
 REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"  # NVIDIA GPU Operator install guide (NGC Helm repository)
 NAMESPACE = "gpu-operator"
+DEVICE_LIST_STRATEGY = "volume-mounts"  # NVIDIA/k8s-device-plugin: envvar, volume-mounts, cdi-annotations, cdi-cri
 
 
 def gpu_operator_values(
@@ -73,7 +74,14 @@ def gpu_operator_values(
         # Every EKS NVIDIA AMI ships the driver and toolkit; an operator driver container would fight them.
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
-        "devicePlugin": {"enabled": not ami_family.bottlerocket},
+        # Allocated GPUs reach containers as volume mounts, never as NVIDIA_VISIBLE_DEVICES, which the nodes' runtime
+        # ignores in unprivileged containers (components/userdata.py nvidia_runtime_script). The chart's
+        # `devicePlugin.env` is applied after the operator's own DEVICE_LIST_STRATEGY (NVIDIA/gpu-operator v25.3.4
+        # controllers/object_controls.go TransformDevicePlugin), so it wins.
+        "devicePlugin": {
+            "enabled": not ami_family.bottlerocket,
+            "env": [{"name": "DEVICE_LIST_STRATEGY", "value": DEVICE_LIST_STRATEGY}],
+        },
         "dcgmExporter": dcgm,
         "gfd": {"enabled": True},
         "mig": {"strategy": mig_strategy.value},

@@ -70,7 +70,20 @@ DIGEST_LENGTH = 16  # hex characters of the bundle digest in the key (64 bits: n
 
 
 LIFECYCLE_READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
-LIFECYCLE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:RestoreObject")
+# Every way to put or change an object: uploads and deletes, and replication into this bucket, which S3 authorizes as
+# s3:ReplicateObject/ReplicateDelete/ReplicateTags on the destination, not as s3:PutObject (S3 User Guide,
+# replication permissions); ACL and tag changes.
+LIFECYCLE_WRITE_ACTIONS = (
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:RestoreObject",
+    "s3:ReplicateObject",
+    "s3:ReplicateDelete",
+    "s3:ReplicateTags",
+    "s3:PutObjectAcl",
+    "s3:PutObjectTagging",
+)
 
 # --------------------------------------------------------------------------------------------- pure
 
@@ -84,7 +97,9 @@ def lifecycle_lockdown_statements(
     bucket_arn: str, deployer_arn: str, execution_role_arn: str, kms_key_arn: str | None
 ) -> list[dict[str, Any]]:
     """Bucket policy statements that keep the lifecycle scripts to the deployer (read, write) and the execution
-    role (read only), and refuse uploads not encrypted with the stack's key."""
+    role (read only), and refuse uploads not encrypted with the stack's key. Writes are the deployer's anywhere
+    in the bucket: nothing but trainstack's bundles lives there, and an object outside the lifecycle root is one
+    a repointed SourceS3Uri could name."""
     objects = f"{bucket_arn}/{LIFECYCLE_KEY_ROOT}/*"
     statements: list[dict[str, Any]] = [
         {
@@ -100,7 +115,7 @@ def lifecycle_lockdown_statements(
             "Effect": "Deny",
             "Principal": "*",
             "Action": list(LIFECYCLE_WRITE_ACTIONS),
-            "Resource": objects,
+            "Resource": f"{bucket_arn}/*",
             "Condition": {"ArnNotEquals": {"aws:PrincipalArn": deployer_arn}},
         },
     ]
@@ -134,9 +149,15 @@ def bundle_digest(files: Mapping[str, bytes]) -> str:
     return outer.hexdigest()[:DIGEST_LENGTH]
 
 
+def lifecycle_root(cluster_name: str) -> str:
+    """The S3 prefix (no trailing slash) of every bundle of one cluster: all the execution role may read (a
+    recovering node still reads the previous bundle while an update moves the cluster to the next)."""
+    return f"{LIFECYCLE_KEY_ROOT}/{cluster_name}"
+
+
 def lifecycle_prefix(cluster_name: str, files: Mapping[str, bytes]) -> str:
     """The S3 prefix (no trailing slash) a bundle is uploaded under."""
-    return f"{LIFECYCLE_KEY_ROOT}/{cluster_name}/{bundle_digest(files)}"
+    return f"{lifecycle_root(cluster_name)}/{bundle_digest(files)}"
 
 
 def read_bundle(directory: Path) -> dict[str, bytes]:
@@ -228,6 +249,8 @@ class HyperPodClusterArgs:
     security_group_ids: Sequence[pulumi.Input[str]]
     """The EFA security group (all traffic to and from itself, admitted by FSx); with the EKS orchestrator
     also the EKS cluster security group."""
+    vpc_id: pulumi.Input[str] = ""
+    """The VPC of `subnet_ids`: the execution role puts network interfaces only there."""
     eks_cluster_arn: pulumi.Input[str] | None = None
     """Required for the EKS orchestrator."""
     kms_key_arn: pulumi.Input[str] | None = None
@@ -341,6 +364,10 @@ class HyperPodCluster(pulumi.ComponentResource):
                 region=args.region,
                 lifecycle_bucket_arn=bucket.arn,
                 lifecycle_prefix=prefix,
+                lifecycle_root=lifecycle_root(self.cluster_name),
+                vpc_id=args.vpc_id,
+                subnet_ids=args.subnet_ids,
+                security_group_ids=args.security_group_ids,
                 eks_cluster_arn=args.eks_cluster_arn,
                 kms_key_arn=args.kms_key_arn,
             ),

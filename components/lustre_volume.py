@@ -48,6 +48,10 @@ from components.pod_identity import pod_identity_role
 ADDON_NAME = "aws-fsx-csi-driver"
 CSI_DRIVER = "fsx.csi.aws.com"
 MOUNT_OPTIONS = ("flock",)  # POSIX locks across clients (training frameworks lock checkpoint files)
+# A read-only volume mounts `ro` whatever the pod says: the driver's NodePublishVolume adds `ro` only when the pod's
+# volume (or mount) is read-only, then appends the PV's mount options (kubernetes-sigs/aws-fsx-csi-driver
+# pkg/driver/node.go), and `spec.csi.readOnly` alone is not enforced (kubernetes#69843). Mount options change in place.
+READ_ONLY_MOUNT_OPTION = "ro"
 CLAIM_NAME = "fsx-lustre"  # the same claim names in every team namespace, so job specs are portable
 DATASETS_CLAIM_NAME = "fsx-datasets"
 # What each claim requests: the smallest Lustre file system. Kubernetes binds a claim to a PV whose capacity
@@ -122,7 +126,7 @@ def persistent_volume_spec(
         access_modes=["ReadOnlyMany" if read_only else "ReadWriteMany"],
         persistent_volume_reclaim_policy="Retain",
         storage_class_name="",  # static: no StorageClass, no dynamic provisioner
-        mount_options=list(MOUNT_OPTIONS),
+        mount_options=[*MOUNT_OPTIONS, *((READ_ONLY_MOUNT_OPTION,) if read_only else ())],
         claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=namespace, name=claim),
         csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
             driver=CSI_DRIVER,

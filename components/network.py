@@ -117,6 +117,15 @@ def endpoint_service_name(region: str, service: str) -> str:
     return f"com.amazonaws.{region}.{service}"
 
 
+def s3_prefix_cidrs(region: str, provider: pulumi.ProviderResource | None = None) -> pulumi.Output[list[str]]:
+    """The CIDRs of S3 in `region`: AWS's managed prefix list `com.amazonaws.<region>.s3`, the destinations the S3
+    gateway endpoint routes (VPC User Guide, gateway endpoints). Read at deploy, so the list is AWS's of that day."""
+    found = aws.ec2.get_prefix_list_output(
+        name=f"com.amazonaws.{region}.s3", opts=pulumi.InvokeOutputOptions(provider=provider)
+    )
+    return found.cidr_blocks.apply(lambda cidrs: sorted(cidrs))
+
+
 def aws_owned_buckets(region: str) -> list[str]:
     """AWS-owned S3 buckets (name patterns) the nodes read through the gateway endpoint."""
     return [

@@ -137,9 +137,14 @@ def workspace_endpoint(region: str, workspace_id: str) -> str:
 
 def grafana_values(endpoint: str, region: str) -> dict[str, Any]:
     """Grafana with the workspace as its default data source (SigV4 through Pod Identity) and the dashboard
-    sidecar. Keys from grafana 10.5.15 values.yaml: serviceAccount, grafana.ini, datasources, sidecar."""
+    sidecar. Keys from grafana 10.5.15 values.yaml: serviceAccount, rbac, grafana.ini, datasources, sidecar.
+
+    `rbac.namespaced`: the chart's default (false) gives the service account a ClusterRole that reads every Secret
+    and ConfigMap of the cluster, for the sidecar; namespaced, a Role in Grafana's own namespace, where the
+    dashboards' ConfigMaps are and where the sidecar looks when `searchNamespace` is unset."""
     return {
         "serviceAccount": {"create": True, "name": GRAFANA_SERVICE_ACCOUNT},
+        "rbac": {"namespaced": True},
         "grafana.ini": {"auth": {"sigv4_auth_enabled": True}},
         "datasources": {
             "datasources.yaml": {

@@ -69,11 +69,14 @@ HYPERPOD_ENI_EXTRA_ACTIONS = (
 # 1.AmazonSageMakerClustersExecutionRolePolicy.json "AdditionToEnableVpcConfig", and the same set in
 # sagemaker-hyperpod.yaml and terraform-modules/hyperpod-slurm-tf/modules/sagemaker_iam_role/main.tf).
 HYPERPOD_SLURM_ENI_EXTRA_ACTIONS = ("ec2:DetachNetworkInterface",)
-# A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
-# role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS KMS
-# key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
-EBS_KEY_ACTIONS = ("kms:CreateGrant", "kms:DescribeKey")
 ECR_PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+# What the execution role may never read outside its own cluster's lifecycle prefix. The managed instance policy
+# grants s3:GetObject and s3:ListBucket on every `sagemaker-*` bucket (SageMaker API reference,
+# ClusterLifeCycleConfig.SourceS3Uri: "allows access to S3 buckets with the specific prefix sagemaker-"), so anyone
+# who may UpdateCluster could point SourceS3Uri at a `sagemaker-*` bucket of their own and have their script run as
+# root on every new node. An explicit deny beats that allow (IAM policy evaluation logic): a repointed source is
+# unreadable and node creation fails instead.
+LIFECYCLE_FOREIGN_READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 
 
 def _statement(sid: str, actions: Sequence[str], resources: Sequence[str], **extra: Any) -> dict[str, Any]:
@@ -113,20 +116,50 @@ def _sagemaker_role(
     )
 
 
-def _vpc_statements(partition: str, region: str, account_id: str, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class VpcScope:
+    """Where a SageMaker role may put network interfaces: the VPC, and the subnets and security groups the cluster or
+    job is configured with (its VpcConfig)."""
+
+    vpc_id: str
+    subnet_ids: Sequence[str]
+    security_group_ids: Sequence[str]
+
+
+# Condition keys per action and resource, from the Service Authorization Reference (Amazon EC2) as parliament
+# 1.6.4's iam_definition.json records it: CreateNetworkInterface's network-interface resource takes no ec2:Vpc (the
+# interface does not exist yet), so creation is bounded by the subnet and security-group resources it also needs;
+# every other interface action takes ec2:Vpc on the interface; instance resources take no ec2:Vpc.
+ENI_VPC_SCOPED_ACTIONS = (
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+)
+
+
+def _vpc_statements(
+    partition: str, region: str, account_id: str, scope: VpcScope, extra: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     regional = f"arn:{partition}:ec2:{region}:{account_id}"
+    interfaces = f"{regional}:network-interface/*"
+    subnets = [f"{regional}:subnet/{s}" for s in scope.subnet_ids]
+    groups = [f"{regional}:security-group/{g}" for g in scope.security_group_ids]
+    # ec2:DetachNetworkInterface also needs the instance, and ModifyNetworkInterfaceAttribute may name the instance
+    # and security groups; instance resources carry no ec2:Vpc, hence IfExists (checked wherever the key exists:
+    # the interface, the security group).
+    on_instances = any(a in extra for a in ("ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute"))
+    in_vpc = {"ArnEqualsIfExists": {"ec2:Vpc": f"{regional}:vpc/{scope.vpc_id}"}}
     return [
         _statement("VpcDescribe", ENI_DESCRIBE_ACTIONS, ["*"]),
+        _statement("VpcCreateInterfaces", ["ec2:CreateNetworkInterface"], [interfaces, *subnets, *groups]),
         _statement(
-            "VpcNetworkInterfaces",
-            (*ENI_MUTATE_ACTIONS, *extra),
-            [f"{regional}:network-interface/*", f"{regional}:subnet/*", f"{regional}:security-group/*"]
-            # ec2:DetachNetworkInterface requires the instance resource type as well as the interface (Service
-            # Authorization Reference, Amazon EC2): without it the statement never matches that action.
-            + ([f"{regional}:instance/*"] if "ec2:DetachNetworkInterface" in extra else []),
+            "VpcManageInterfaces",
+            (*ENI_VPC_SCOPED_ACTIONS, *extra),
+            [interfaces, *([f"{regional}:instance/*", *groups] if on_instances else [])],
+            Condition=in_vpc,
         ),
         # Not limited to ec2:CreateAction: the HyperPod guide grants CreateTags on interfaces without that condition.
-        _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [f"{regional}:network-interface/*"]),
+        _statement("TagNetworkInterfaces", ["ec2:CreateTags"], [interfaces], Condition=in_vpc),
     ]
 
 
@@ -146,16 +179,23 @@ def hyperpod_execution_policy(
     account_id: str,
     lifecycle_bucket_arn: str,
     lifecycle_prefix: str,
+    scope: VpcScope,
+    lifecycle_root: str | None = None,
     eks_cluster_arn: str | None = None,
     kms_key_arn: str | None = None,
 ) -> dict[str, Any]:
     """The inline policy of the HyperPod execution role, next to AmazonSageMakerClusterInstanceRolePolicy.
 
-    Read-only on the lifecycle prefix, the VPC network-interface actions (with the orchestrator's extra ones),
+    Read-only on the lifecycle prefix, and an explicit deny on reading or listing anything else in S3 (any object
+    outside `lifecycle_root`, the cluster's own root of content-hashed bundles, which defaults to the prefix;
+    any bucket but the lifecycle bucket), the VPC network-interface actions (with the orchestrator's extra ones),
     grants on the data key for the EBS volumes it encrypts, and for the EKS orchestrator ECR pull, Pod Identity
     and describe on the one cluster.
     """
     prefix = lifecycle_prefix.strip("/")
+    root = (lifecycle_root or prefix).strip("/")
+    if prefix != root and not prefix.startswith(f"{root}/"):
+        raise ValueError(f"lifecycle prefix {prefix!r} is not under lifecycle root {root!r}")
     statements = [
         _statement("LifecycleRead", ["s3:GetObject"], [f"{lifecycle_bucket_arn}/{prefix}/*"]),
         _statement(
@@ -164,16 +204,42 @@ def hyperpod_execution_policy(
             [lifecycle_bucket_arn],
             Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
+        {
+            "Sid": "DenyReadOutsideLifecycle",
+            "Effect": "Deny",
+            "Action": sorted(LIFECYCLE_FOREIGN_READ_ACTIONS),
+            "NotResource": [f"{lifecycle_bucket_arn}/{root}/*"],
+        },
+        {
+            "Sid": "DenyListOtherBuckets",
+            "Effect": "Deny",
+            "Action": ["s3:ListBucket"],
+            "NotResource": [lifecycle_bucket_arn],
+        },
         *_vpc_statements(
             partition,
             region,
             account_id,
+            scope,
             HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else HYPERPOD_SLURM_ENI_EXTRA_ACTIONS,
         ),
     ]
     if kms_key_arn is not None:
         statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn]))
-        statements.append(_statement("EbsVolumeKey", EBS_KEY_ACTIONS, [kms_key_arn]))
+        # A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
+        # role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS
+        # KMS key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
+        statements.append(_statement("EbsVolumeKeyDescribe", ["kms:DescribeKey"], [kms_key_arn]))
+        # Only grants an AWS service asks for on the role's behalf (EBS attaching a volume): without the condition
+        # anyone holding the role's credentials (root on any node) could grant the data key to any principal.
+        statements.append(
+            _statement(
+                "EbsVolumeKeyGrants",
+                ["kms:CreateGrant"],
+                [kms_key_arn],
+                Condition={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            )
+        )
     if eks_cluster_arn is not None:
         statements += [
             _statement("EksDescribe", ["eks:DescribeCluster"], [eks_cluster_arn]),
@@ -190,26 +256,37 @@ def training_job_policy(
     account_id: str,
     datasets_bucket_arn: str,
     checkpoints_bucket_arn: str,
+    checkpoints_prefix: str,
+    scope: VpcScope,
     fsx_arn: str | None = None,
     kms_key_arn: str | None = None,
     checkpoints_kms_key_arn: str | None = None,
 ) -> dict[str, Any]:
-    """The policy of the SageMaker training-job execution role: read datasets, read and write checkpoints
-    and model output, FSx input, ECR pull, KMS on the data key and (through S3 only) on the checkpoints key, VPC
-    interfaces, and its own log group."""
+    """The policy of one team's SageMaker training-job execution role: read datasets, read and write checkpoints
+    and model output under the team's own prefix of the checkpoints bucket (`checkpoints_prefix`, the prefix its
+    Pod Identity role writes: components/team_storage.py), FSx input, ECR pull, KMS on the data key and (through
+    S3 only) on the checkpoints key, VPC interfaces, and its own log group."""
+    prefix = checkpoints_prefix.strip("/")
+    if not prefix:
+        raise ValueError("a training role's checkpoints prefix cannot be the whole bucket")
     log_group = f"arn:{partition}:logs:{region}:{account_id}:log-group:/aws/sagemaker/TrainingJobs"
     statements = [
+        _statement("ListDatasets", ["s3:GetBucketLocation", "s3:ListBucket"], [datasets_bucket_arn]),
+        _statement("LocateCheckpoints", ["s3:GetBucketLocation"], [checkpoints_bucket_arn]),
         _statement(
-            "ListDataBuckets", ["s3:GetBucketLocation", "s3:ListBucket"], [datasets_bucket_arn, checkpoints_bucket_arn]
+            "ListOwnCheckpoints",
+            ["s3:ListBucket"],
+            [checkpoints_bucket_arn],
+            Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
         ),
         _statement("ReadDatasets", ["s3:GetObject"], [f"{datasets_bucket_arn}/*"]),
         _statement(
-            "ReadWriteCheckpoints",
+            "ReadWriteOwnCheckpoints",
             ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-            [f"{checkpoints_bucket_arn}/*"],
+            [f"{checkpoints_bucket_arn}/{prefix}/*"],
         ),
         *_ecr_statements(partition, region),
-        *_vpc_statements(partition, region, account_id),
+        *_vpc_statements(partition, region, account_id, scope),
         _statement("LogGroup", ["logs:CreateLogGroup", "logs:DescribeLogStreams"], [f"{log_group}:*"]),
         _statement("LogStreams", ["logs:CreateLogStream", "logs:PutLogEvents"], [f"{log_group}:log-stream:*"]),
     ]
@@ -236,6 +313,21 @@ def training_job_policy(
     return _document(*statements)
 
 
+def vpc_scope(
+    vpc_id: pulumi.Input[str], subnet_ids: Sequence[pulumi.Input[str]], security_group_ids: Sequence[pulumi.Input[str]]
+) -> pulumi.Output[VpcScope]:
+    """The VpcScope of resolved ids; a role without a VPC id is a wiring error, not a policy on every VPC."""
+
+    def build(v: list[Any]) -> VpcScope:
+        if not v[0] or not v[1] or not v[2]:
+            raise ValueError("a SageMaker role's network scope needs the VPC id, its subnets and security groups")
+        return VpcScope(str(v[0]), [str(x) for x in v[1]], [str(x) for x in v[2]])
+
+    return pulumi.Output.all(
+        pulumi.Output.from_input(vpc_id), pulumi.Output.all(*subnet_ids), pulumi.Output.all(*security_group_ids)
+    ).apply(build)
+
+
 def _account_id(parent: pulumi.Resource) -> pulumi.Output[str]:
     return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=parent)).account_id
 
@@ -251,6 +343,12 @@ class HyperPodExecutionRoleArgs:
     region: str
     lifecycle_bucket_arn: pulumi.Input[str]
     lifecycle_prefix: str
+    lifecycle_root: str | None = None
+    """The cluster's root of lifecycle bundles: the only S3 objects the role may read (defaults to the prefix)."""
+    vpc_id: pulumi.Input[str] = ""
+    subnet_ids: Sequence[pulumi.Input[str]] = ()
+    security_group_ids: Sequence[pulumi.Input[str]] = ()
+    """The cluster's VpcConfig: the only place the role may put network interfaces."""
     eks_cluster_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
 
@@ -287,14 +385,17 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
             pulumi.Output.from_input(args.lifecycle_bucket_arn),
             pulumi.Output.from_input(args.eks_cluster_arn),
             pulumi.Output.from_input(args.kms_key_arn),
+            vpc_scope(args.vpc_id, args.subnet_ids, args.security_group_ids),
         ).apply(
             lambda v: json.dumps(
                 hyperpod_execution_policy(
                     partition=partition,
                     region=args.region,
                     account_id=v[0],
+                    scope=v[4],
                     lifecycle_bucket_arn=v[1],
                     lifecycle_prefix=args.lifecycle_prefix,
+                    lifecycle_root=args.lifecycle_root,
                     eks_cluster_arn=v[2],
                     kms_key_arn=v[3],
                 )
@@ -312,14 +413,18 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
 
 @dataclass
 class TrainingJobRoleArgs:
-    """Wiring for the SageMaker training-job role and the VPC settings jobs launch with."""
+    """Wiring for the SageMaker training-job roles (one per team) and the VPC settings jobs launch with."""
 
     base_name: str  # physical base name
     region: str
+    teams: Sequence[str]
+    """One role per team, writing only `s3://<checkpoints>/<team>/`."""
     datasets_bucket_arn: pulumi.Input[str]
     checkpoints_bucket_arn: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
     security_group_ids: Sequence[pulumi.Input[str]]
+    vpc_id: pulumi.Input[str] = ""
+    """The VPC of `subnet_ids`: the roles put network interfaces only there."""
     fsx_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
     checkpoints_kms_key_arn: pulumi.Input[str] | None = None
@@ -327,14 +432,15 @@ class TrainingJobRoleArgs:
 
 
 class TrainingJobRole(pulumi.ComponentResource):
-    """An execution role for SageMaker training jobs on trainstack's data, and the VPC settings to use.
+    """Per team, an execution role for SageMaker training jobs on trainstack's data; and the VPC settings to use.
 
-    Jobs pass `role_arn` as RoleArn and `subnet_ids` / `security_group_ids` as VpcConfig, so they reach FSx
-    and the buckets through the same private subnet and EFA security group as the GPU nodes.
+    A team's jobs pass `role_arns[team]` as RoleArn and `subnet_ids` / `security_group_ids` as VpcConfig, so they
+    reach FSx and the buckets through the same private subnet and EFA security group as the GPU nodes, and write
+    checkpoints only under the team's prefix: one role for every team could overwrite every team's checkpoints.
     """
 
-    role_arn: pulumi.Output[str]
-    """ARN of the training-job execution role."""
+    role_arns: pulumi.Output[dict[str, str]]
+    """Team -> ARN of its training-job execution role."""
     subnet_ids: pulumi.Output[list[str]]
     """Private subnet ids for a training job's VpcConfig.Subnets."""
     security_group_ids: pulumi.Output[list[str]]
@@ -345,42 +451,52 @@ class TrainingJobRole(pulumi.ComponentResource):
         partition = aws_partition(args.region)
         child = pulumi.ResourceOptions(parent=self)
         account = _account_id(self)
-        self.role = _sagemaker_role(
-            child_name(name, "role"),
-            physical_name(args.base_name, "sagemaker-training", max_length=64),
-            "SageMaker training-job execution role (trainstack)",
-            account,
-            child,
-        )
-        document = pulumi.Output.all(
-            account,
-            pulumi.Output.from_input(args.datasets_bucket_arn),
-            pulumi.Output.from_input(args.checkpoints_bucket_arn),
-            pulumi.Output.from_input(args.fsx_arn),
-            pulumi.Output.from_input(args.kms_key_arn),
-            pulumi.Output.from_input(args.checkpoints_kms_key_arn),
-        ).apply(
-            lambda v: json.dumps(
-                training_job_policy(
-                    partition=partition,
-                    region=args.region,
-                    account_id=v[0],
-                    datasets_bucket_arn=v[1],
-                    checkpoints_bucket_arn=v[2],
-                    fsx_arn=v[3],
-                    kms_key_arn=v[4],
-                    checkpoints_kms_key_arn=v[5],
+        roles: dict[str, pulumi.Output[str]] = {}
+        for team in args.teams:
+            role = _sagemaker_role(
+                child_name(name, team, "role"),
+                physical_name(args.base_name, f"sm-train-{team}", max_length=64),
+                f"SageMaker training-job execution role of team {team} (trainstack)",
+                account,
+                child,
+            )
+            document = pulumi.Output.all(
+                account,
+                pulumi.Output.from_input(args.datasets_bucket_arn),
+                pulumi.Output.from_input(args.checkpoints_bucket_arn),
+                pulumi.Output.from_input(args.fsx_arn),
+                pulumi.Output.from_input(args.kms_key_arn),
+                pulumi.Output.from_input(args.checkpoints_kms_key_arn),
+                vpc_scope(args.vpc_id, args.subnet_ids, args.security_group_ids),
+            ).apply(
+                lambda v, team=team: json.dumps(
+                    training_job_policy(
+                        partition=partition,
+                        region=args.region,
+                        account_id=v[0],
+                        scope=v[6],
+                        datasets_bucket_arn=v[1],
+                        checkpoints_bucket_arn=v[2],
+                        checkpoints_prefix=team,
+                        fsx_arn=v[3],
+                        kms_key_arn=v[4],
+                        checkpoints_kms_key_arn=v[5],
+                    )
                 )
             )
-        )
-        self.inline = aws.iam.RolePolicy(
-            child_name(name, "inline"),
-            aws.iam.RolePolicyArgs(role=self.role.name, name="trainstack-training-job", policy=document),
-            child,
-        )
-        self.role_arn = self.role.arn
+            aws.iam.RolePolicy(
+                child_name(name, team, "inline"),
+                aws.iam.RolePolicyArgs(role=role.name, name="trainstack-training-job", policy=document),
+                child,
+            )
+            roles[team] = role.arn
+        self.role_arns = pulumi.Output.all(**roles).apply(dict) if roles else pulumi.Output.from_input({})
         self.subnet_ids = pulumi.Output.all(*args.subnet_ids).apply(list)
         self.security_group_ids = pulumi.Output.all(*args.security_group_ids).apply(list)
         self.register_outputs(
-            {"role_arn": self.role_arn, "subnet_ids": self.subnet_ids, "security_group_ids": self.security_group_ids}
+            {
+                "role_arns": self.role_arns,
+                "subnet_ids": self.subnet_ids,
+                "security_group_ids": self.security_group_ids,
+            }
         )

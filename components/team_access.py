@@ -1,6 +1,11 @@
-"""Cluster access for team members: an EKS access entry per member role, with the EKS edit policy scoped to
-the namespaces of the teams that list it (EKS access policies, `accessScope.type: namespace`). Members can run
-and manage workloads in their team's namespace and nowhere else; ResourceQuotas and Kueue bound what they use.
+"""Cluster access for team members: an EKS access entry per member role whose Kubernetes groups are the teams
+that list it (`trainstack:team:<team>`), and no EKS access policy. Each team namespace binds its group to the
+Role trainstack writes (components/team_rbac.py), so members run and manage training in their team's namespace
+and nowhere else, and cannot remove its NetworkPolicies or expose it through a load balancer; ResourceQuotas and
+Kueue bound what they use.
+
+Not `AmazonEKSEditPolicy` scoped to the namespace: it is Kubernetes `edit`, which deletes NetworkPolicies and
+creates LoadBalancer Services. The policy pack refuses it (`k8s-team-access`).
 """
 
 from __future__ import annotations
@@ -12,19 +17,15 @@ import pulumi
 import pulumi_aws as aws
 
 from components.eks import access_entry_keys
-from components.naming import aws_partition, child_name
-
-# EKS access policy for namespace editors (EKS User Guide, "Review access policy permissions":
-# AmazonEKSEditPolicy = Kubernetes `edit`, without RBAC or namespace changes).
-TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
+from components.naming import child_name
+from components.team_rbac import team_group
 
 
 @dataclass(frozen=True)
 class TeamAccessArgs:
     cluster_name: pulumi.Input[str]
-    region: str
     members: dict[str, tuple[str, ...]]
-    """IAM role ARN -> the team namespaces it may use (from `kubernetes.teams[].member_role_arns`)."""
+    """IAM role ARN -> the teams it belongs to (from `kubernetes.teams[].member_role_arns`)."""
     after: Sequence[pulumi.Resource] = ()
     """The team namespaces: an association scoped to a namespace that does not exist yet is allowed, but access
     should appear with the namespace, not before."""
@@ -44,29 +45,21 @@ def members_by_role(teams: Sequence[tuple[str, Sequence[str]]]) -> dict[str, tup
 
 
 class TeamAccess(pulumi.ComponentResource):
-    """Namespace-scoped EKS access entries for the members of every team."""
+    """EKS access entries mapping each member role to its teams' Kubernetes groups."""
 
     def __init__(self, name: str, args: TeamAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:eks:TeamAccess", name, None, opts)
-        policy_arn = f"arn:{aws_partition(args.region)}:eks::aws:cluster-access-policy/{TEAM_ACCESS_POLICY}"
         roles = list(args.members)
-        self.associations: dict[str, aws.eks.AccessPolicyAssociation] = {}
+        self.entries: dict[str, aws.eks.AccessEntry] = {}
         for key, role in zip(access_entry_keys(roles), roles, strict=True):
-            entry = aws.eks.AccessEntry(
+            self.entries[role] = aws.eks.AccessEntry(
                 child_name(name, key),
-                aws.eks.AccessEntryArgs(cluster_name=args.cluster_name, principal_arn=role, type="STANDARD"),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
-            )
-            self.associations[role] = aws.eks.AccessPolicyAssociation(
-                child_name(name, key, "policy"),
-                aws.eks.AccessPolicyAssociationArgs(
+                aws.eks.AccessEntryArgs(
                     cluster_name=args.cluster_name,
-                    principal_arn=entry.principal_arn,
-                    policy_arn=policy_arn,
-                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(
-                        type="namespace", namespaces=list(args.members[role])
-                    ),
+                    principal_arn=role,
+                    type="STANDARD",
+                    kubernetes_groups=[team_group(team) for team in args.members[role]],
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
             )
         self.register_outputs({"members": {role: list(ns) for role, ns in args.members.items()}})

@@ -25,8 +25,15 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import TEAM_LABEL
+from components.k8s_common import GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
 from components.naming import child_name
+from components.team_rbac import (
+    SERVICE_QUOTA,
+    SERVICE_QUOTA_NAME,
+    TEAM_MEMBER_ROLE,
+    team_member_binding,
+    team_member_rules,
+)
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec
 
@@ -194,11 +201,14 @@ def _ports(protocol: str, ranges: Sequence[tuple[int, int]]) -> list[dict[str, A
     return [{"protocol": protocol, "port": low, **({"endPort": high} if high != low else {})} for low, high in ranges]
 
 
-def network_policies() -> dict[str, dict[str, Any]]:
+def network_policies(https_destinations: Sequence[str] = (ANYWHERE,)) -> dict[str, dict[str, Any]]:
     """Spec per NetworkPolicy name in a team namespace. Policies are additive: `default-deny` selects every
     pod for both directions with no rule, the others open exactly the flows training needs. EFA traffic is
     RDMA through the device, not the kernel's IP stack, and Lustre is the node's traffic (module docstring):
-    neither meets a NetworkPolicy."""
+    neither meets a NetworkPolicy. HTTPS goes to `https_destinations`: anywhere (through NAT), or only the VPC
+    (interface endpoints) and S3's prefixes (the gateway endpoint) where teams get no internet."""
+    if not https_destinations:
+        raise ValueError("team pods need HTTPS to S3 and the VPC's endpoints at least")
     everyone: dict[str, Any] = {}
     policies: dict[str, dict[str, Any]] = {
         "default-deny": {"podSelector": everyone, "policyTypes": ["Ingress", "Egress"]},
@@ -229,7 +239,12 @@ def network_policies() -> dict[str, dict[str, Any]]:
         "allow-https": {
             "podSelector": everyone,
             "policyTypes": ["Egress"],
-            "egress": [{"to": [{"ipBlock": {"cidr": ANYWHERE}}], "ports": _ports("TCP", [(HTTPS_PORT, HTTPS_PORT)])}],
+            "egress": [
+                {
+                    "to": [{"ipBlock": {"cidr": cidr}} for cidr in https_destinations],
+                    "ports": _ports("TCP", [(HTTPS_PORT, HTTPS_PORT)]),
+                }
+            ],
         },
         "allow-pod-identity": {
             "podSelector": everyone,
@@ -250,6 +265,21 @@ def network_policies() -> dict[str, dict[str, Any]]:
 REGISTRY_POLICY_NAME = "trainstack-allowed-registries"
 
 
+# Registries where anyone can publish under a namespace of their own (ECR Public: an alias; Docker Hub, GHCR, Quay,
+# GitLab: a user or organisation; NGC: an org, pulled with the team's own key): an approved prefix must name the
+# namespace, never the host alone (the policy pack's k8s-allowed-registries refuses it).
+OPEN_REGISTRIES = (
+    "public.ecr.aws",
+    "docker.io",
+    "index.docker.io",
+    "registry-1.docker.io",
+    "ghcr.io",
+    "quay.io",
+    "registry.gitlab.com",
+    "nvcr.io",
+)
+
+
 def private_ecr_prefix(account_id: str, region: str) -> str:
     """The account's private ECR registry in the stack's region (ECR User Guide, registry URI format)."""
     return f"{account_id}.dkr.ecr.{region}.amazonaws.com/"
@@ -266,11 +296,14 @@ def registry_expression(prefixes: Sequence[str]) -> str:
 
 
 def images_expression(pod: str) -> str:
-    """CEL: every image of the pod `pod` names: containers always, init and ephemeral containers when present."""
+    """CEL: every image of the pod `pod` names: containers always, init and ephemeral containers when present, and
+    image volumes (`volumes[].image.reference`, Kubernetes 1.31+: the kubelet pulls them like container images)."""
     return (
         f"{pod}.spec.containers.map(c, c.image)"
         f" + (has({pod}.spec.initContainers) ? {pod}.spec.initContainers.map(c, c.image) : [])"
         f" + (has({pod}.spec.ephemeralContainers) ? {pod}.spec.ephemeralContainers.map(c, c.image) : [])"
+        f" + (has({pod}.spec.volumes) ? {pod}.spec.volumes.filter(v, has(v.image) && has(v.image.reference))"
+        ".map(v, v.image.reference) : [])"
     )
 
 
@@ -315,6 +348,102 @@ def registry_binding_spec() -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------------------------- device access admission
+
+DEVICE_POLICY_NAME = "trainstack-device-access"
+# The environment variables the NVIDIA container runtime selects devices by (NVIDIA/nvidia-container-toolkit
+# internal/config/image/cuda_image.go: envNVVisibleDevices, envNVMigConfigDevices, envNVMigMonitorDevices, and
+# NVIDIA_IMEX_CHANNELS for IMEX channels on GB200). On the EKS AL2023 NVIDIA AMI the NVIDIA runtime is containerd's
+# default, so a pod naming one of these on a GPU node gets the GPUs without requesting them; the node's runtime
+# config ignores them for unprivileged containers too (components/userdata.py), this refuses them at the door.
+NVIDIA_DEVICE_VARIABLES = (
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_MIG_CONFIG_DEVICES",
+    "NVIDIA_MIG_MONITOR_DEVICES",
+    "NVIDIA_IMEX_CHANNELS",
+)
+# Accelerator taints (components/gpu_nodes.node_taint) and the resource a pod tolerating one must request.
+ACCELERATOR_TAINTS = (GPU_TAINT_KEY, NEURON_TAINT_KEY)
+# The one pod that tolerates an accelerator taint and requests none: the Trainer's MPI launcher, placed with its
+# workers (components/training_runtimes.py). JobSet labels each pod with its replicated job's name.
+LAUNCHER_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+LAUNCHER_NAME = "launcher"
+SYSTEM_PRIORITY_PREFIX = "system-"  # system-cluster-critical, system-node-critical (kube-scheduler built-ins)
+
+
+def _no_device_variables(field: str) -> str:
+    names = ", ".join(f"'{n}'" for n in NVIDIA_DEVICE_VARIABLES)
+    check = f"object.spec.{field}.all(c, !has(c.env) || c.env.all(e, !(e.name in [{names}])))"
+    return check if field == "containers" else f"!has(object.spec.{field}) || {check}"
+
+
+def _requests(resource: str) -> str:
+    return (
+        f"object.spec.containers.exists(c, has(c.resources) && ("
+        f"(has(c.resources.limits) && '{resource}' in c.resources.limits) || "
+        f"(has(c.resources.requests) && '{resource}' in c.resources.requests)))"
+    )
+
+
+def _tolerates(taint: str) -> str:
+    return (
+        "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "
+        f"(has(t.key) && t.key == '{taint}') || (!has(t.key) && has(t.operator) && t.operator == 'Exists'))"
+    )
+
+
+LAUNCHER_EXPRESSION = (
+    f"has(object.metadata.labels) && '{LAUNCHER_LABEL}' in object.metadata.labels && "
+    f"object.metadata.labels['{LAUNCHER_LABEL}'] == '{LAUNCHER_NAME}'"
+)
+
+
+def device_policy_spec() -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy that keeps accelerators behind a resource request in team namespaces: no
+    NVIDIA device variable in any container, no accelerator toleration without requesting that accelerator (the
+    MPI launcher aside), no system priority class."""
+    validations = [
+        {
+            "expression": " && ".join(
+                f"({_no_device_variables(f)})" for f in ("containers", "initContainers", "ephemeralContainers")
+            ),
+            "message": "pods in team namespaces may not set "
+            + ", ".join(NVIDIA_DEVICE_VARIABLES)
+            + ": request nvidia.com/gpu instead",
+        },
+        *(
+            {
+                "expression": f"!({_tolerates(taint)}) || ({_requests(taint)}) || ({LAUNCHER_EXPRESSION})",
+                "message": f"a pod tolerating the {taint} taint must request {taint}",
+            }
+            for taint in ACCELERATOR_TAINTS
+        ),
+        {
+            "expression": "!has(object.spec.priorityClassName) || "
+            f"!object.spec.priorityClassName.startsWith('{SYSTEM_PRIORITY_PREFIX}')",
+            "message": "system priority classes are reserved to the platform",
+        },
+    ]
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["pods", "pods/ephemeralcontainers"],
+                }
+            ]
+        },
+        "validations": validations,
+    }
+
+
+def device_binding_spec() -> dict[str, Any]:
+    return {**registry_binding_spec(), "policyName": DEVICE_POLICY_NAME}
+
+
 # ------------------------------------------------------------------------------------------- component
 
 
@@ -331,13 +460,16 @@ class TenancyArgs:
     account_id: pulumi.Input[str]
     """The account whose private ECR (in `region`) is approved too."""
     hyperpod_groups: Sequence[HyperPodInstanceGroupSpec] = ()
+    https_destinations: pulumi.Input[Sequence[str]] | None = None
+    """Where team pods may open HTTPS: None for anywhere (through NAT); else the VPC CIDR and S3's prefixes."""
 
 
 class Tenancy(pulumi.ComponentResource):
     """Quotas, default limits and network policies per team namespace, and the image-registry admission policy.
 
-    Children: per team `<name>-<team>-quota`, `<name>-<team>-limits`, `<name>-<team>-np-<policy>`; and
-    `<name>-registries` with `<name>-registries-binding`."""
+    Children: per team `<name>-<team>-quota`, `<name>-<team>-services`, `<name>-<team>-limits`,
+    `<name>-<team>-np-<policy>`, the member Role `<name>-<team>-member` and its binding `<name>-<team>-member-binding`
+    (components/team_rbac.py); and `<name>-registries` with `<name>-registries-binding`."""
 
     quotas: dict[str, dict[str, str]]
     """Team -> its compute ResourceQuota (plain data)."""
@@ -349,6 +481,9 @@ class Tenancy(pulumi.ComponentResource):
             raise ValueError(f"{name}: no namespace given for teams {missing}")
         child = pulumi.ResourceOptions(parent=self)
         shapes = node_shapes(args.node_groups, args.hyperpod_groups)
+        destinations = pulumi.Output.from_input(
+            args.https_destinations if args.https_destinations is not None else [ANYWHERE]
+        ).apply(list)
         self.quotas = {}
         for team in args.teams:
             namespace = args.namespaces[team.name].metadata.name
@@ -359,6 +494,26 @@ class Tenancy(pulumi.ComponentResource):
                 spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=self.quotas[team.name]),
                 opts=child,
             )
+            k8s.core.v1.ResourceQuota(
+                child_name(name, team.name, "services"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_QUOTA_NAME, namespace=namespace),
+                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=dict(SERVICE_QUOTA)),
+                opts=child,
+            )
+            role = k8s.rbac.v1.Role(
+                child_name(name, team.name, "member"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+                rules=[cast("k8s.rbac.v1.PolicyRuleArgsDict", rule) for rule in team_member_rules()],
+                opts=child,
+            )
+            binding = team_member_binding(team.name)
+            k8s.rbac.v1.RoleBinding(
+                child_name(name, team.name, "member-binding"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+                subjects=[cast("k8s.rbac.v1.SubjectArgsDict", s) for s in binding["subjects"]],
+                role_ref=cast("k8s.rbac.v1.RoleRefArgsDict", binding["roleRef"]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+            )
             k8s.core.v1.LimitRange(
                 child_name(name, team.name, "limits"),
                 metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace),
@@ -367,14 +522,18 @@ class Tenancy(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            for policy, spec in network_policies().items():
+            for policy in network_policies():
                 k8s.networking.v1.NetworkPolicy(
                     child_name(name, team.name, "np", policy),
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
                     # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
                     # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
                     # unchanged: the cast only names the parameter's type.
-                    spec=cast("k8s.networking.v1.NetworkPolicySpecArgsDict", spec),
+                    spec=destinations.apply(
+                        lambda d, policy=policy: cast(
+                            "k8s.networking.v1.NetworkPolicySpecArgsDict", network_policies(d)[policy]
+                        )
+                    ),
                     opts=child,
                 )
 
@@ -399,6 +558,20 @@ class Tenancy(pulumi.ComponentResource):
                 "k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgsDict", registry_binding_spec()
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
+        devices = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            child_name(name, "devices"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DEVICE_POLICY_NAME),
+            spec=cast("k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgsDict", device_policy_spec()),
+            opts=child,
+        )
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            child_name(name, "devices-binding"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DEVICE_POLICY_NAME),
+            spec=cast(
+                "k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgsDict", device_binding_spec()
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[devices]),
         )
         self.register_outputs({"quotas": self.quotas})
 

@@ -15,6 +15,16 @@ its own cluster bootstrap (cluster name, endpoint, CA) with what is here. Ours o
   `templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service`), so kubelet reports the pages as
   allocatable. Bottlerocket: `settings.kernel.sysctl."vm.nr_hugepages"`.
 
+- on NVIDIA nodes (AL2023), GPUs only through a GPU request: the AMI makes the NVIDIA runtime containerd's default,
+  and that runtime hands every GPU to any container whose environment says NVIDIA_VISIBLE_DEVICES=all (CUDA
+  images set it). A shell part sets the runtime's `accept-nvidia-visible-devices-envvar-when-unprivileged = false`
+  and `accept-nvidia-visible-devices-as-volume-mounts = true` with `nvidia-ctk config --in-place --set`, and the
+  GPU Operator's device plugin passes the devices it allocates as volume mounts (`DEVICE_LIST_STRATEGY`
+  volume-mounts: components/gpu_operator.py); NVIDIA/k8s-device-plugin README, "Preventing unprivileged access
+  to GPUs in Kubernetes"; NVIDIA/nvidia-container-toolkit `internal/config/config.go` (the two keys). Privileged
+  containers (the operator's own operands, in `gpu-operator`) still read the variable; team namespaces cannot
+  run privileged pods (Pod Security baseline).
+
 Both formats are the same on x86_64 and arm64 (NVIDIA Grace, p6e-gb200): the AL2023 ARM_64 NVIDIA AMI runs
 nodeadm too, and Bottlerocket's aarch64 variants take the same settings. Both EKS images run 4 KiB base pages on
 arm64, so the default hugepage size is 2 MiB there as well; the AL2023 script checks it before reserving pages.
@@ -110,12 +120,46 @@ def hugepages_script(hugepages_2mi: int) -> str:
     )
 
 
-def nodeadm_user_data(*, hugepages_2mi: int, instance_store: bool, join: ClusterJoin | None = None) -> str:
-    """AL2023 user data: a MIME multi-part document with a NodeConfig part and, if asked, a hugepages script."""
+# The NVIDIA container runtime's settings that keep GPUs behind the device plugin (module docstring).
+NVIDIA_RUNTIME_CONFIG = "/etc/nvidia-container-runtime/config.toml"
+NVIDIA_RUNTIME_SETTINGS = (
+    ("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),
+    ("accept-nvidia-visible-devices-as-volume-mounts", "true"),
+)
+
+
+def nvidia_runtime_script() -> str:
+    """A boot script that makes the NVIDIA runtime ignore NVIDIA_VISIBLE_DEVICES in unprivileged containers and
+    take the device plugin's volume mounts instead; it fails loudly when the settings did not land."""
+    sets = " ".join(f"--set {key}={value}" for key, value in NVIDIA_RUNTIME_SETTINGS)
+    lines = [
+        "#!/bin/bash",
+        "set -o errexit -o nounset -o pipefail",
+        "# GPUs only through a GPU request: ignore NVIDIA_VISIBLE_DEVICES unless privileged, read the device",
+        "# plugin's volume mounts. The runtime reads its config on every container start: no restart needed.",
+        f"nvidia-ctk config --in-place --config={NVIDIA_RUNTIME_CONFIG} {sets}",
+    ]
+    for key, value in NVIDIA_RUNTIME_SETTINGS:
+        lines += [
+            f"if ! grep -Eq '^{key} *= *{value}$' {NVIDIA_RUNTIME_CONFIG}; then",
+            f'  echo "trainstack: {key} is not {value} in {NVIDIA_RUNTIME_CONFIG}" >&2',
+            "  exit 1",
+            "fi",
+        ]
+    return "\n".join([*lines, ""])
+
+
+def nodeadm_user_data(
+    *, hugepages_2mi: int, instance_store: bool, nvidia: bool = False, join: ClusterJoin | None = None
+) -> str:
+    """AL2023 user data: a MIME multi-part document with a NodeConfig part and, if asked, a hugepages script and
+    (NVIDIA nodes) the runtime script that keeps GPUs behind the device plugin."""
     node_config = yaml.safe_dump(nodeadm_config(instance_store=instance_store, join=join), sort_keys=False)
     parts = [(NODEADM_CONTENT_TYPE, "---\n" + node_config)]
     if hugepages_2mi > 0:
         parts.append(('text/x-shellscript; charset="us-ascii"', hugepages_script(hugepages_2mi)))
+    if nvidia:
+        parts.append(('text/x-shellscript; charset="us-ascii"', nvidia_runtime_script()))
     lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]
     for content_type, body in parts:
         lines += [f"--{MIME_BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n"), ""]

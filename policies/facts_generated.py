@@ -62,6 +62,10 @@ SCRATCH_2_BASELINE_MB_S_PER_TIB = 200
 # stacks/fsx_sizing.py
 GIB_PER_TIB = 1024
 
+# stacks/fsx_sizing.py: the least read rate per accelerator the storage floor judges Lustre against, per
+# environment (a committed fact, never the stack file's)
+READ_MB_S_PER_ACCELERATOR_FLOOR = {"dev": 100.0, "staging": 200.0, "prod": 200.0}
+
 # stacks/schema/stack.py: tags trainstack sets everywhere
 REQUIRED_TAGS = ("project", "env", "cost-center", "owner")
 
@@ -91,3 +95,30 @@ DATA_EMPTYING_ACTIONS = ("s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteO
 
 # components/lustre_volume.py: the FSx CSI driver's name
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
+
+# components/lustre_volume.py: the datasets claim
+DATASETS_CLAIM = "fsx-datasets"
+
+# components/lustre_volume.py: `ro`
+READ_ONLY_MOUNT_OPTION = "ro"
+
+# components/tenancy.py: anyone can publish there
+OPEN_REGISTRIES = (
+    "public.ecr.aws",
+    "docker.io",
+    "index.docker.io",
+    "registry-1.docker.io",
+    "ghcr.io",
+    "quay.io",
+    "registry.gitlab.com",
+    "nvcr.io",
+)
+
+# components/lustre.py: Lustre's server ports
+LUSTRE_PORT_RANGES = ((988, 988), (1018, 1023))
+
+# components/team_rbac.py: a team's Kubernetes group
+TEAM_GROUP_PREFIX = "trainstack:team:"
+
+# components/team_rbac.py: the Services a team may not create
+SERVICE_QUOTA = {"services.loadbalancers": "0", "services.nodeports": "0"}

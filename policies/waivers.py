@@ -8,7 +8,13 @@ sets `PULUMI_CONFIG` to the JSON of the decrypted config map, every value a stri
 of the object), and the stack name in `PULUMI_STACK`. The offline review hands the validated waivers over
 itself. Either way the rules' report callbacks go through `screen` (policies/rules/base.py), so a waived
 violation never reaches the engine, and the `stack-waivers` rule, run last, refuses a waiver that cannot
-stand: of a rule the pack does not have, of a critical rule, or that waives nothing.
+stand: of a rule the pack does not have, of a critical rule, of a floor in prod, of another environment, with an
+expiry more than a year ahead, or that waives nothing.
+
+Each waiver has an owner (who answers for it), an expiry and the environment it was granted for. It applies only
+in that environment (a staging file's waiver does not follow the file into prod) and only until the end of its
+expiry day (UTC): an expired waiver exempts nothing, so the violation stands at its rule's level, and the advisory
+`waiver-expired` rule says which waiver lapsed.
 """
 
 from __future__ import annotations
@@ -18,11 +24,24 @@ import os
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 
 STACK_CONFIG_KEY = "trainstack:cluster"
 # Critical rules guard what no reason excuses (a world-open endpoint, public buckets, a stack reviewed as another
 # environment): they cannot be waived.
 UNWAIVABLE_SEVERITY = "critical"
+# A waiver is renewed by its owner, not granted for good: its expiry lies at most this far ahead.
+MAX_WAIVER_DAYS = 365
+# Prod waives no floor (policies/rules/floors.py MANDATORY_FLOORS["prod"]: the least prod runs with) and no rule of
+# high severity (a high finding in prod is fixed, not accepted); it may waive a medium or low one, with an owner.
+# A stack whose environment is unknown is held to prod's rules (failing closed, as the floors' levels are).
+NO_FLOOR_WAIVERS_IN = "prod"
+UNWAIVABLE_IN_PROD_SEVERITY = "high"
+
+
+def today() -> date:
+    """The day waivers are judged on (UTC, the date a CI runner and a laptop agree on)."""
+    return datetime.now(UTC).date()
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,13 @@ class Waiver:
     rule: str
     resource: str
     reason: str
+    owner: str
+    expires: date
+    environment: str
+
+    def expired(self, on: date) -> bool:
+        """True once the expiry day is over: a waiver holds through the day it names."""
+        return on > self.expires
 
 
 @dataclass(frozen=True)
@@ -39,7 +65,7 @@ class Problem:
     """Why waiver `index` cannot stand: the key under `waivers.<index>`, the value given, the message."""
 
     index: int
-    key: str  # "rule" or "resource"
+    key: str  # "rule", "resource", "environment" or "expires"
     value: str
     message: str
 
@@ -56,6 +82,31 @@ class WaivedViolation:
     urn: str
     message: str
     reason: str
+    owner: str
+    expires: date
+
+
+def _date(value: object) -> date | None:
+    try:
+        return date.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _waiver(entry: Mapping[str, object]) -> Waiver | None:
+    """One entry of the config's `waivers`, or None when it lacks a field (then it exempts nothing: fail closed)."""
+    texts = {k: entry.get(k) for k in ("rule", "resource", "reason", "owner", "environment")}
+    expires = _date(entry.get("expires"))
+    if expires is None or not all(isinstance(v, str) for v in texts.values()):
+        return None
+    return Waiver(
+        str(texts["rule"]),
+        str(texts["resource"]),
+        " ".join(str(texts["reason"]).split()),
+        str(texts["owner"]),
+        expires,
+        str(texts["environment"]),
+    )
 
 
 def from_stack_config(config: Mapping[str, object]) -> tuple[Waiver, ...]:
@@ -70,11 +121,8 @@ def from_stack_config(config: Mapping[str, object]) -> tuple[Waiver, ...]:
     entries = cluster.get("waivers") if isinstance(cluster, Mapping) else None
     if not isinstance(entries, list):
         return ()
-    return tuple(
-        Waiver(e["rule"], e["resource"], " ".join(e["reason"].split()))
-        for e in entries
-        if isinstance(e, Mapping) and all(isinstance(e.get(k), str) for k in ("rule", "resource", "reason"))
-    )
+    found = (_waiver(e) for e in entries if isinstance(e, Mapping))
+    return tuple(w for w in found if w is not None)
 
 
 def from_environment(environ: Mapping[str, str] = os.environ) -> tuple[Waiver, ...]:
@@ -93,65 +141,167 @@ def match(waivers: Sequence[Waiver], rule: str, resource: str) -> int | None:
     return next((i for i, w in enumerate(waivers) if w.rule == rule and w.resource == resource), None)
 
 
-def problems(waivers: Sequence[Waiver], used: set[int], severity: Mapping[str, str]) -> list[Problem]:
-    """Every waiver that cannot stand, given the rules' severities and which waivers exempted something."""
-    found: list[Problem] = []
-    for i, waiver in enumerate(waivers):
-        if waiver.rule not in severity:
-            found.append(Problem(i, "rule", waiver.rule, "no such policy rule; docs/policies.md lists them"))
-        elif severity[waiver.rule] == UNWAIVABLE_SEVERITY:
-            found.append(Problem(i, "rule", waiver.rule, "a critical rule cannot be waived: fix the resource instead"))
-        elif i not in used:
-            found.append(
-                Problem(
-                    i,
-                    "resource",
-                    waiver.resource,
-                    f"waives nothing: {waiver.rule} reports no violation on a resource of this name; remove the "
-                    "waiver (or name the resource as the plan's policy review shows it)",
-                )
-            )
-    return found
-
-
 def resource_of(urn: str | None) -> str:
     """The logical name a stack rule's violation names: the last part of the URN it reports, or ""."""
     return urn.rsplit("::", 1)[-1] if urn else ""
 
 
+def _in_words(environment: str | None) -> str:
+    return environment or "of no known environment (held to prod's rules)"
+
+
 @dataclass
 class Ledger:
-    """The waivers in force for one run of the pack, and what they exempted."""
+    """The waivers in force for one run of the pack, what they exempted, and what they are judged by: the stack's
+    environment (None when unknown: held to prod's rules), the day, the floors and the high-severity rules prod
+    never waives."""
 
     waivers: tuple[Waiver, ...] = ()
+    environment: str | None = None
+    on: date = field(default_factory=today)
+    floors: frozenset[str] = frozenset()
+    severe: frozenset[str] = frozenset()  # rules of UNWAIVABLE_IN_PROD_SEVERITY
     used: set[int] = field(default_factory=set[int])
     waived: list[WaivedViolation] = field(default_factory=list[WaivedViolation])
+
+    def _holds_prod_rules(self) -> bool:
+        return self.environment in (None, NO_FLOOR_WAIVERS_IN)
+
+    def prod_never_waives(self, rule: str) -> str | None:
+        """Why prod never waives `rule` (in words), or None when it may."""
+        if rule in self.floors:
+            return "a floor"
+        if rule in self.severe:
+            return f"a rule of {UNWAIVABLE_IN_PROD_SEVERITY} severity"
+        return None
+
+    def applies(self, index: int) -> bool:
+        """Whether waiver `index` may exempt anything here: its environment, unexpired, and not a floor in prod."""
+        waiver = self.waivers[index]
+        return (
+            (index, waiver) in self.own()
+            and not waiver.expired(self.on)
+            and not (self._holds_prod_rules() and self.prod_never_waives(waiver.rule))
+        )
+
+    def own(self) -> list[tuple[int, Waiver]]:
+        """The waivers granted for this stack's environment, with their indexes."""
+        return [
+            (i, w) for i, w in enumerate(self.waivers) if w.environment == (self.environment or NO_FLOOR_WAIVERS_IN)
+        ]
+
+    def expired(self) -> list[tuple[int, Waiver]]:
+        """The waivers of this environment whose expiry day is over: they exempt nothing any more."""
+        return [(i, w) for i, w in self.own() if w.expired(self.on)]
 
     def screen(self, rule: str, urn: str, message: str) -> bool:
         """True when a waiver exempts this violation of `rule` on the resource at `urn` (recorded, not
         reported); False to report it."""
         resource = resource_of(urn)
         index = match(self.waivers, rule, resource)
-        if index is None:
+        if index is None or not self.applies(index):
             return False
         self.used.add(index)
-        self.waived.append(WaivedViolation(rule, resource, urn, message, self.waivers[index].reason))
+        waiver = self.waivers[index]
+        self.waived.append(WaivedViolation(rule, resource, urn, message, waiver.reason, waiver.owner, waiver.expires))
         return True
 
+    def problems(self, severity: Mapping[str, str]) -> list[Problem]:
+        """Every waiver that cannot stand, given the rules' severities (an expired one is not a problem: it
+        stops applying, and `waiver-expired` says so)."""
+        found: list[Problem] = []
+        horizon = self.on + timedelta(days=MAX_WAIVER_DAYS)
+        for i, waiver in enumerate(self.waivers):
+            if waiver.rule not in severity:
+                found.append(Problem(i, "rule", waiver.rule, "no such policy rule; docs/policies.md lists them"))
+            elif severity[waiver.rule] == UNWAIVABLE_SEVERITY:
+                found.append(
+                    Problem(i, "rule", waiver.rule, "a critical rule cannot be waived: fix the resource instead")
+                )
+            elif self._holds_prod_rules() and (kind := self.prod_never_waives(waiver.rule)):
+                found.append(
+                    Problem(
+                        i,
+                        "rule",
+                        waiver.rule,
+                        f"{waiver.rule} is {kind}, which prod never waives (docs/defence-in-depth.md, Waivers): fix "
+                        "the resource instead",
+                    )
+                )
+            elif waiver.environment != (self.environment or NO_FLOOR_WAIVERS_IN):
+                found.append(
+                    Problem(
+                        i,
+                        "environment",
+                        waiver.environment,
+                        f"this waiver was granted for {waiver.environment}, and this stack is "
+                        f"{_in_words(self.environment)}: a waiver applies only in its own environment, so it "
+                        "exempts nothing here; grant it again for this environment or remove it",
+                    )
+                )
+            elif waiver.expires > horizon:
+                found.append(
+                    Problem(
+                        i,
+                        "expires",
+                        waiver.expires.isoformat(),
+                        f"more than {MAX_WAIVER_DAYS} days ahead (after {horizon.isoformat()}): a waiver is renewed "
+                        "by its owner, not granted for good",
+                    )
+                )
+            elif i not in self.used and not waiver.expired(self.on):
+                found.append(
+                    Problem(
+                        i,
+                        "resource",
+                        waiver.resource,
+                        f"waives nothing: {waiver.rule} reports no violation on a resource of this name; remove the "
+                        "waiver (or name the resource as the plan's policy review shows it)",
+                    )
+                )
+        return found
 
-# The pack process serves one stack: its waivers come from the environment it was started with. The offline
-# review swaps in its own ledger for each review (`applying`).
-_ACTIVE: list[Ledger] = [Ledger(from_environment())]
+
+def served() -> Ledger:
+    """The ledger of the pack process: it serves one stack, whose waivers and environment came with it
+    (`PULUMI_CONFIG`, `PULUMI_STACK`)."""
+    from .rules.floors import environment_of_stack  # here: the rules import this module
+
+    floors, severe = prod_never_waived()
+    return Ledger(
+        from_environment(), environment_of_stack(os.environ.get("PULUMI_STACK", "")), floors=floors, severe=severe
+    )
+
+
+def prod_never_waived() -> tuple[frozenset[str], frozenset[str]]:
+    """The rules prod never waives: its floors, and the rules of high severity."""
+    from .rules import BY_NAME  # here: the rules import this module
+    from .rules.floors import MANDATORY_FLOORS
+
+    severe = frozenset(
+        name
+        for name, policy in BY_NAME.items()
+        if policy.severity is not None and policy.severity.value == UNWAIVABLE_IN_PROD_SEVERITY
+    )
+    return MANDATORY_FLOORS[NO_FLOOR_WAIVERS_IN], severe
+
+
+# The offline review swaps in its own ledger for each review (`applying`); the served one is made on first use.
+_ACTIVE: list[Ledger] = []
 
 
 def active() -> Ledger:
+    if not _ACTIVE:
+        _ACTIVE.append(served())
     return _ACTIVE[-1]
 
 
 @contextmanager
-def applying(waivers: Sequence[Waiver]) -> Generator[Ledger]:
-    """`waivers` in force (and a fresh ledger) for the duration: the offline review of one recording."""
-    ledger = Ledger(tuple(waivers))
+def applying(waivers: Sequence[Waiver], environment: str | None, on: date | None = None) -> Generator[Ledger]:
+    """`waivers` in force (and a fresh ledger) for the duration, judged in `environment` on day `on` (today):
+    the offline review of one recording."""
+    floors, severe = prod_never_waived()
+    ledger = Ledger(tuple(waivers), environment, on or today(), floors, severe)
     _ACTIVE.append(ledger)
     try:
         yield ledger

@@ -8,7 +8,9 @@ The pack runs in its own virtualenv and imports only itself and pulumi_policy, s
   (`stacks/fsx_sizing.py`), the required tag keys (`stacks/schema/stack.py`), and the labels, tags and names
   the program sets that rules select on (components/).
 - the thresholds each stack file assumes into `policies/config/<environment>.json`: the GPU budget
-  (`cost.max_gpus`), the per-GPU read rate (`storage.fsx.per_gpu_read_mb_s`) and the environment itself.
+  (`cost.max_gpus`), the per-GPU read rate (`storage.fsx.per_gpu_read_mb_s`) of the advisory sizing rule and the
+  environment itself. The storage floor's rate is the committed fact (`fsx_sizing.READ_MB_S_PER_ACCELERATOR_FLOOR`)
+  or the stack's, whichever is larger: the stack under review never lowers its own floor.
 
 Run `make pack-facts` after changing any of those homes; `tests/policy/test_pack_facts.py` fails while a
 generated file is stale. `--check` prints the stale files and exits 1 instead of writing.
@@ -28,8 +30,10 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from components.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
-from components.lustre_volume import CSI_DRIVER  # noqa: E402
-from components.tenancy import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
+from components.lustre import LUSTRE_PORT_RANGES  # noqa: E402
+from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
+from components.team_rbac import SERVICE_QUOTA, TEAM_GROUP_PREFIX  # noqa: E402
+from components.tenancy import OPEN_REGISTRIES, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
 from stacks import fsx_sizing  # noqa: E402
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator  # noqa: E402
 from stacks.load import STACKS_DIR, load_file  # noqa: E402
@@ -102,6 +106,12 @@ def facts_module() -> str:
                 "stacks/fsx_sizing.py: SCRATCH_2's fixed baseline throughput (PERSISTENT_2 provisions its own)",
             ),
             _constant("GIB_PER_TIB", fsx_sizing.GIB_PER_TIB, "stacks/fsx_sizing.py"),
+            _constant(
+                "READ_MB_S_PER_ACCELERATOR_FLOOR",
+                fsx_sizing.READ_MB_S_PER_ACCELERATOR_FLOOR,
+                "stacks/fsx_sizing.py: the least read rate per accelerator the storage floor judges Lustre against, "
+                "per environment (a committed fact, never the stack file's)",
+            ),
             _constant("REQUIRED_TAGS", REQUIRED_TAGS, "stacks/schema/stack.py: tags trainstack sets everywhere"),
             _constant("ENVIRONMENTS", tuple(e.value for e in Environment), "stacks/schema/base.py Environment"),
             _constant("EFA_PRESENT_LABEL", EFA_PRESENT_LABEL, "stacks/schema/gpu.py: the EFA node groups' label"),
@@ -120,6 +130,12 @@ def facts_module() -> str:
                 "components/buckets.py: the calls that empty a data bucket, denied outside its VPC",
             ),
             _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/lustre_volume.py: the FSx CSI driver's name"),
+            _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/lustre_volume.py: the datasets claim"),
+            _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/lustre_volume.py: `ro`"),
+            _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/tenancy.py: anyone can publish there"),
+            _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/lustre.py: Lustre's server ports"),
+            _constant("TEAM_GROUP_PREFIX", TEAM_GROUP_PREFIX, "components/team_rbac.py: a team's Kubernetes group"),
+            _constant("SERVICE_QUOTA", SERVICE_QUOTA, "components/team_rbac.py: the Services a team may not create"),
         ]
     )
     formatted = subprocess.run(
@@ -133,6 +149,10 @@ def facts_module() -> str:
     return formatted.stdout
 
 
+def _number(value: float) -> int | float:
+    return int(value) if value.is_integer() else value
+
+
 def thresholds() -> dict[str, dict[str, dict[str, Any]]]:
     """Per environment, the policy config values the stack files assume, by rule and key."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
@@ -141,10 +161,11 @@ def thresholds() -> dict[str, dict[str, dict[str, Any]]]:
         cluster = load_file(path)
         environment = cluster.environment.value
         per_gpu = cluster.storage.fsx.per_gpu_read_mb_s
+        floor = max(per_gpu, fsx_sizing.READ_MB_S_PER_ACCELERATOR_FLOOR[environment])
         values = {
             "gpu-budget": {"maxGpus": cluster.cost.max_gpus},
-            "storage-throughput-feeds-gpus": {"perGpuReadMbPerS": int(per_gpu) if per_gpu.is_integer() else per_gpu},
-            "storage-throughput-floor": {"perGpuReadMbPerS": int(per_gpu) if per_gpu.is_integer() else per_gpu},
+            "storage-throughput-feeds-gpus": {"perGpuReadMbPerS": _number(per_gpu)},
+            "storage-throughput-floor": {"perGpuReadMbPerS": _number(floor)},
             "stack-environment": {"environment": environment},
             "cost-tags": {"environment": environment},
             "lt-instance-tags": {"environment": environment},

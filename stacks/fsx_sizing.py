@@ -34,6 +34,15 @@ PERSISTENT_2 = "PERSISTENT_2"
 
 GIB_PER_TIB = 1024
 
+# The least read throughput per accelerator, MB/s, that the storage floor (`storage-throughput-floor`) judges
+# Lustre against in each environment. A committed fact, never the stack file's `storage.fsx.per_gpu_read_mb_s`:
+# a stack cannot lower the floor that guards it, only raise it (`make pack-facts` writes the larger of the two).
+# Source: trainstack's sizing assumption (the schema's default `per_gpu_read_mb_s`, 200 MB/s per accelerator,
+# docs/storage.md), not a vendor figure: FSx for Lustre User Guide, "Amazon FSx for Lustre performance" gives
+# throughput per TiB of storage only, and no public source gives a per-GPU read rate for training. Dev's 100
+# MB/s is the small-GPU experiments' rate (stacks/Pulumi.dev.yaml: 2 x A10G). Change it with a measurement.
+READ_MB_S_PER_ACCELERATOR_FLOOR: dict[str, float] = {"dev": 100.0, "staging": 200.0, "prod": 200.0}
+
 SSD_FIRST_STEPS_GIB = (1200, 2400)  # CreateFileSystem StorageCapacity, SSD types
 SSD_INCREMENT_GIB = 2400
 PERSISTENT_2_THROUGHPUTS_MB_S_PER_TIB = (125, 250, 500, 1000)  # managing-throughput-capacity

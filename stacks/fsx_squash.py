@@ -20,6 +20,8 @@ True
 True
 >>> nid_problem("10.0.300.1@tcp")
 'part 300 is not an address byte (0-255)'
+>>> nid_addresses("10.0.[2-10].[1-255]@tcp")
+2295
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ import re
 
 MAX_ID = 4294967294  # the largest UID or GID RootSquash takes (2^32 - 2; 2^32 - 1 is (uid_t) -1)
 MAX_NO_SQUASH_NIDS = 64  # botocore fsx LustreNoSquashNids: at most 64 items
+# The widest exemption that can name hosts of one VPC: a VPC's CIDR block is at most a /16 (VPC User Guide, "VPC
+# CIDR blocks": block sizes from /16, 65,536 addresses, to /28). A wider NID range exempts addresses no client of
+# this file system can have, and one as wide as 0.0.0.0/0 exempts every client: root squash would be for show.
+MAX_NID_ADDRESSES = 65536
 SOURCE = "FSx API LustreRootSquashConfiguration (botocore fsx model); FSx for Lustre User Guide, Lustre root squash"
 _SQUASH = re.compile(r"(\d{1,10}):(\d{1,10})")
 _NID = re.compile(r"([^.@]+)\.([^.@]+)\.([^.@]+)\.([^.@]+)@tcp")
@@ -70,3 +76,16 @@ def nid_problem(nid: str) -> str | None:
             if end > 255:
                 return f"part {end} is not an address byte (0-255)"
     return None
+
+
+def nid_addresses(nid: str) -> int:
+    """How many client addresses a valid NID covers: 1 for an address, the product of each part's span for a
+    range (`10.0.[2-10].[1-255]@tcp`: 9 x 255 = 2295)."""
+    match = _NID.fullmatch(nid)
+    if match is None or nid_problem(nid) is not None:
+        raise ValueError(f"{nid!r} is not a NID: {nid_problem(nid)}")
+    count = 1
+    for part in match.groups():
+        span = _RANGE.fullmatch(part)
+        count *= int(span[2]) - int(span[1]) + 1 if span else 1
+    return count

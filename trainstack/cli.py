@@ -432,7 +432,9 @@ def completion(args: argparse.Namespace) -> int:
 
 def say(text: str) -> None:
     """Lines on stderr, each escaped (a message that echoes a key or a path cannot send terminal escapes); when
-    stderr itself is gone, the exit code still tells."""
+    stderr itself is gone, the exit code still tells. After Ctrl-C the only line is "interrupted"."""
+    if interrupted():
+        return
     try:
         if sys.stderr is not None:
             print("\n".join(printable(line) for line in text.split("\n")), file=sys.stderr, flush=True)

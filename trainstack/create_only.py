@@ -78,6 +78,8 @@ CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
     "aws:sns/topic:Topic": ("AWS::SNS::Topic", {"TopicName": "name"}),
     # CFN's TopicPolicy takes a list of topics (updatable); pulumi-aws's attaches to one `arn`.
     "aws:sns/topicPolicy:TopicPolicy": ("AWS::SNS::TopicPolicy", {}),
+    # pulumi-aws's `topic` is CFN's TopicArn (create-only there, as Endpoint and Protocol).
+    "aws:sns/topicSubscription:TopicSubscription": ("AWS::SNS::Subscription", {"TopicArn": "topic"}),
 }
 
 # pulumi-aws types CloudFormation models as a property of another type (S3 bucket sub-resources are properties of

@@ -5,7 +5,9 @@ Pulumi SDK's runtime, the mock engine's event loop) may turn that exception into
 asks `interrupted()` before it reports any failure: an interrupted run is reported as interrupted, never as a
 failure of the program. The exception can also be swallowed whole: raised inside one of the SDK's asyncio tasks,
 it leaves a future that never resolves and the event loop waiting on it forever. So the first Ctrl-C also arms a
-watchdog that ends the process after a short grace period, and a second Ctrl-C ends it at once.
+watchdog that ends the process after a short grace period, and a second Ctrl-C ends it at once. When the
+signal lands in a weakref or finaliser callback, Python cannot raise it and prints it as "Exception ignored";
+the hook below keeps that traceback off the terminal (the flag is set, so the run still ends as interrupted).
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def install() -> None:
     """Take over SIGINT (main thread only; a no-op elsewhere, as in-process tests run)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _handler)
+        sys.unraisablehook = _unraisable
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _interrupted.is_set():
+        return  # our own Ctrl-C, lost in a callback: the flag already carries it
+    sys.__unraisablehook__(unraisable)
 
 
 def interrupted() -> bool:

@@ -254,6 +254,11 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "version": 1,
                 "insecureValue": "ami-" + _digest(name),
             }, []
+        if token == "aws:ec2/getPrefixList:getPrefixList":
+            # One S3 range of us-east-1 (AWS ip-ranges.json, service S3: 52.216.0.0/15), the range the team-job
+            # journey's S3 address comes from; a real deploy reads AWS's whole list.
+            name = str(a.get("name", ""))
+            return {"name": name, "cidrBlocks": ["52.216.0.0/15"], "id": "pl-" + _digest(name)[:8]}, []
         if token == "aws:ec2/getSubnet:getSubnet":
             return self._subnet(str(a.get("id", ""))), []
         if token == "aws:ec2/getInstanceType:getInstanceType":

@@ -22,6 +22,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from inspect import isawaitable
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from typing_extensions import override
 
 from policies import waivers as pack_waivers
-from policies.enforcement import floor_level, floor_settings
+from policies.enforcement import FLOORS, floor_level, floor_settings
 from policies.rules import BY_NAME, POLICIES
 from stacks.load import FULL_KEY, ConfigError, Problem
 from stacks.schema.waivers import WaiverSpec
@@ -84,6 +85,9 @@ class Waived:
 
     violation: Violation
     reason: str
+    owner: str = ""
+    expires: date | None = None
+    floor: bool = False  # the waived rule is a floor (dev and staging may waive one; prod never does)
 
 
 @dataclass(frozen=True)
@@ -425,16 +429,17 @@ def review(
     config_file: Path | None = None,
     waivers: Sequence[WaiverSpec] = (),
     policies: Iterable[Policy] = POLICIES,
+    on: date | None = None,
 ) -> Review:
     """Run the policy pack over a recording with the enforcement levels and thresholds of `environment`, then set
     aside what the stack's `waivers` exempt (ConfigError, exit 2, for a waiver that cannot stand).
 
     `policies` narrows the run to some of the pack's rules (a test of one rule need not pay for seventy); the
-    config is still resolved and validated for the whole pack."""
+    config is still resolved and validated for the whole pack. Waivers are judged on day `on` (today, UTC)."""
     config = load_config(environment, config_file)
     # The stack's waivers in force as in the served pack: the rules' report callbacks drop what they exempt
     # (policies/waivers.py), and a waiver that cannot stand is refused with its key (exit 2).
-    with pack_waivers.applying([_pack_waiver(w) for w in waivers]) as ledger:
+    with pack_waivers.applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
         violations, skipped, ran = run_policies(recording, config, policies)
     by_urn = recording.by_urn()
     waived = [
@@ -449,10 +454,13 @@ def review(
                 w.message,
             ),
             w.reason,
+            w.owner,
+            w.expires,
+            w.rule in FLOORS,
         )
         for w in ledger.waived
     ]
-    _refuse(pack_waivers.problems(ledger.waivers, ledger.used, _severities()), f"stack {recording.stack}")
+    _refuse(ledger.problems(_severities()), f"stack {recording.stack}")
     kept = list(violations)
     order = {"mandatory": 0, "advisory": 1}
     kept.sort(key=lambda v: (order.get(v.level, 2), v.policy, v.urn))
@@ -473,7 +481,14 @@ WAIVERS_RULE = "stack-waivers"  # the pack's rule that judges waivers; offline i
 
 
 def _pack_waiver(waiver: WaiverSpec) -> pack_waivers.Waiver:
-    return pack_waivers.Waiver(waiver.rule, waiver.resource, " ".join(waiver.reason.split()))
+    return pack_waivers.Waiver(
+        waiver.rule,
+        waiver.resource,
+        " ".join(waiver.reason.split()),
+        waiver.owner,
+        waiver.expires,
+        waiver.environment.value,
+    )
 
 
 def _severities() -> dict[str, str]:
@@ -491,20 +506,25 @@ def _refuse(problems: Sequence[pack_waivers.Problem], source: str) -> None:
 
 
 def apply_waivers(
-    violations: Iterable[Violation], waivers: Sequence[WaiverSpec], source: str = "waivers"
+    violations: Iterable[Violation],
+    waivers: Sequence[WaiverSpec],
+    environment: str,
+    source: str = "waivers",
+    on: date | None = None,
 ) -> tuple[list[Violation], list[Waived]]:
     """Split collected `violations` into those that stand and those a waiver exempts, by the pack's own rule
     (policies/waivers.py: one rule, one resource by its logical name); ConfigError for a waiver that cannot
     stand. `review` applies the same rule while the rules run, as the served pack does."""
-    ledger = pack_waivers.Ledger(tuple(_pack_waiver(w) for w in waivers))
     kept: list[Violation] = []
     waived: list[Waived] = []
-    for violation in violations:
-        if ledger.screen(violation.policy, violation.urn or violation.name, violation.message):
-            waived.append(Waived(violation, ledger.waived[-1].reason))
-        else:
-            kept.append(violation)
-    _refuse(pack_waivers.problems(ledger.waivers, ledger.used, _severities()), source)
+    with pack_waivers.applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
+        for violation in violations:
+            if ledger.screen(violation.policy, violation.urn or violation.name, violation.message):
+                w = ledger.waived[-1]
+                waived.append(Waived(violation, w.reason, w.owner, w.expires, w.rule in FLOORS))
+            else:
+                kept.append(violation)
+    _refuse(ledger.problems(_severities()), source)
     return kept, waived
 
 
@@ -560,7 +580,7 @@ def floors_table() -> str:
 
 
 def waivers_table(stacks_dir: Path | None = None) -> str:
-    """Every waiver the committed stack files carry: stack, rule, resource and the written reason."""
+    """Every waiver the committed stack files carry: stack, rule, resource, the written reason, owner and expiry."""
     from stacks.load import STACKS_DIR, load_file
 
     rows: list[str] = []
@@ -568,10 +588,13 @@ def waivers_table(stacks_dir: Path | None = None) -> str:
         stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
         for waiver in load_file(path).waivers:
             reason = _cell(" ".join(waiver.reason.split()))
-            rows.append(f"| `{stack}` | `{waiver.rule}` | `{waiver.resource}` | {reason} |")
+            rows.append(
+                f"| `{stack}` | `{waiver.rule}` | `{waiver.resource}` | {reason} | {waiver.owner} | "
+                f"{waiver.expires.isoformat()} |"
+            )
     if not rows:
         return "No committed stack waives a rule."
-    return "\n".join(["| Stack | Rule | Resource | Reason |", "|---|---|---|---|", *rows])
+    return "\n".join(["| Stack | Rule | Resource | Reason | Owner | Expires |", "|---|---|---|---|---|---|", *rows])
 
 
 def stack_mapping() -> str:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 from pulumi_policy import Policy
 
-from . import cost, eks, floors, gpu, iam, kubernetes, network, nodes, sagemaker, security, storage
+from . import cost, defence, eks, floors, gpu, iam, kubernetes, network, nodes, sagemaker, security, storage
 
 MODULES: tuple[ModuleType, ...] = (
     eks,
@@ -24,6 +24,7 @@ MODULES: tuple[ModuleType, ...] = (
     sagemaker,
     security,
     cost,
+    defence,
     floors,
 )
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fnmatch
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pulumi_policy import ResourceValidationArgs, Severity
@@ -106,3 +107,67 @@ def kms_rotation(args: ResourceValidationArgs, report: Report) -> None:
         return  # automatic rotation covers symmetric encryption keys only
     if get(args.props, "enableKeyRotation") is not True:
         report("enableKeyRotation is not true.")
+
+
+# Interface actions that act on an existing network interface: each takes ec2:Vpc on it (Service Authorization
+# Reference, Amazon EC2, as parliament's IAM definitions record it); CreateNetworkInterface does not, and is bounded
+# by the subnet and security-group resources it needs.
+ENI_EXISTING_ACTIONS = (
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DetachNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:UnassignPrivateIpAddresses",
+)
+
+
+def _grants(statement: Any, action: str) -> bool:
+    if get(statement, "Effect", "Allow") != "Allow":
+        return False
+    return any(fnmatch.fnmatchcase(action.lower(), str(a).lower()) for a in as_list(get(statement, "Action")))
+
+
+def _condition(statement: Any, key: str) -> list[Any]:
+    """The values a statement's condition requires of `key`, under any operator."""
+    block = get(statement, "Condition", {})
+    return [
+        v for op in (block if isinstance(block, Mapping) else {}) for k, v in get(block, op, {}).items() if k == key
+    ]
+
+
+@resource_rule(
+    name="iam-grants-and-interfaces-scoped",
+    description="An inline role policy grants kms:CreateGrant only for AWS resources (kms:GrantIsForAWSResource: a "
+    "service such as EBS asking on the role's behalf), never to whoever holds the role's credentials; and network "
+    "interface actions only in the stack's VPC (ec2:Vpc on existing interfaces, named subnets for new ones), not on "
+    "every interface of the account.",
+    severity=Severity.MEDIUM,
+    types=[IAM_ROLE_POLICY],
+)
+def iam_grants_and_interfaces_scoped(args: ResourceValidationArgs, report: Report) -> None:
+    statements = list(_statements(get(args.props, "policy")))
+    relevant = [
+        s for s in statements if _grants(s, "kms:CreateGrant") or any(_grants(s, a) for a in ENI_EXISTING_ACTIONS)
+    ]
+    relevant += [s for s in statements if _grants(s, "ec2:CreateNetworkInterface") and s not in relevant]
+    if not relevant:
+        args.not_applicable("grants neither kms:CreateGrant nor network-interface actions")
+    for statement in relevant:
+        sid = get(statement, "Sid", "a statement")
+        if _grants(statement, "kms:CreateGrant") and not any(
+            str(v).lower() == "true" for v in _condition(statement, "kms:GrantIsForAWSResource")
+        ):
+            report(f"{sid} allows kms:CreateGrant without kms:GrantIsForAWSResource: any grantee, any operation.")
+        existing = [a for a in ENI_EXISTING_ACTIONS if _grants(statement, a)]
+        if existing and not _condition(statement, "ec2:Vpc"):
+            report(f"{sid} allows {', '.join(existing)} without an ec2:Vpc condition: every interface of the account.")
+        if _grants(statement, "ec2:CreateNetworkInterface"):
+            wide = [
+                str(r)
+                for r in as_list(get(statement, "Resource"))
+                if str(r) == "*" or str(r).endswith((":subnet/*", ":security-group/*"))
+            ]
+            if wide:
+                report(f"{sid} allows ec2:CreateNetworkInterface on {', '.join(wide)}: any subnet or security group.")

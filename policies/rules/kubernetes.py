@@ -63,7 +63,8 @@ DEVICE_PLUGIN_OPT_OUT = "nvidia.com/gpu.deploy.device-plugin"  # the operator sk
     description="On EKS NVIDIA AMIs the GPU Operator installs neither the driver nor the container toolkit, "
     "and on Bottlerocket not the device plugin either (off in values, or the node opts out with "
     "nvidia.com/gpu.deploy.device-plugin=false): the AMI ships them, and a second driver or plugin breaks "
-    "every GPU node (NVIDIA GPU Operator, Amazon EKS notes; EKS accelerated AMIs).",
+    "every GPU node (NVIDIA GPU Operator, Amazon EKS notes; EKS accelerated AMIs). Its device plugin passes "
+    "GPUs as volume mounts, which the nodes' runtime takes in place of NVIDIA_VISIBLE_DEVICES.",
     severity=Severity.HIGH,
 )
 def gpu_operator_values(args: StackValidationArgs, report: Report) -> None:
@@ -84,6 +85,14 @@ def gpu_operator_values(args: StackValidationArgs, report: Report) -> None:
                 )
         if get(values, "devicePlugin.enabled") is False:
             continue
+        strategy = {get(e, "name"): get(e, "value") for e in items(get(values, "devicePlugin.env"))}
+        if strategy.get("DEVICE_LIST_STRATEGY") != "volume-mounts":
+            report(
+                f"{release.name}: the device plugin passes GPUs as {strategy.get('DEVICE_LIST_STRATEGY', 'envvar')}, "
+                "not volume-mounts: the nodes' runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers "
+                "(docs/security.md), so allocated GPUs would never reach a container.",
+                release.urn,
+            )
         for group in bottlerocket:
             if label(group, DEVICE_PLUGIN_OPT_OUT) != "false":
                 report(
@@ -312,3 +321,27 @@ def k8s_efa_pod_resources(args: ResourceValidationArgs, report: Report) -> None:
                 report(f"container {name} uses EFA but has no {HUGEPAGES} limit.")
     if not checked:
         args.not_applicable("no container uses EFA")
+
+
+GRAFANA_CHART = "grafana"
+
+
+@resource_rule(
+    name="grafana-rbac-namespaced",
+    description="Grafana's service account reads Secrets and ConfigMaps only in its own namespace (chart value "
+    "`rbac.namespaced: true`, its dashboard sidecar searching no other namespace): the chart's default ClusterRole "
+    "lets anyone who reaches Grafana's pod read every Secret of the cluster.",
+    severity=Severity.MEDIUM,
+    types=HELM_TYPES,
+)
+def grafana_rbac_namespaced(args: ResourceValidationArgs, report: Report) -> None:
+    if chart_name(args.props) != GRAFANA_CHART:
+        args.not_applicable("not the grafana chart")
+        return
+    values = get(args.props, "values", {})
+    if get(values, "rbac.create", True) is not False and get(values, "rbac.namespaced") is not True:
+        report("rbac.namespaced is not true: Grafana's service account reads every Secret of the cluster.")
+    for kind in ("dashboards", "datasources", "alerts", "notifiers", "plugins"):
+        searched = get(values, f"sidecar.{kind}.searchNamespace")
+        if searched not in (None, ""):
+            report(f"sidecar.{kind}.searchNamespace is {searched!r}: the sidecar reads outside Grafana's namespace.")

@@ -5,7 +5,8 @@ change cannot remove it without the review saying so."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
@@ -15,15 +16,23 @@ from ..facts import (
     DATA_CLASS_TAG,
     DATA_EMPTYING_ACTIONS,
     DATA_READ_WRITE_ACTIONS,
+    DATASETS_CLAIM,
     FSX_CSI_DRIVER,
+    LUSTRE_PORT_RANGES,
+    OPEN_REGISTRIES,
     PSA_ENFORCE,
+    READ_ONLY_MOUNT_OPTION,
+    SERVICE_QUOTA,
+    TEAM_GROUP_PREFIX,
     TENANT_LABEL,
     TENANT_TEAM,
 )
+from ..rbac import PRIVILEGE_VERBS, Request, allows
 from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
     IAM_ROLE,
+    IAM_ROLE_POLICY,
     IAM_ROLE_POLICY_ATTACHMENT,
     KMS_KEY,
     S3_BUCKETS,
@@ -48,6 +57,12 @@ VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 OBJECT_LOCK = (
     "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
@@ -57,6 +72,7 @@ OBJECT_LOCK = (
 LEVELS = ("privileged", "baseline", "restricted")
 _DEFAULT_PRIVILEGED = ["gpu-operator", "trainstack-monitoring", "trainstack-validation"]
 SAGEMAKER_FULL_ACCESS = "AmazonSageMakerFullAccess"
+HYPERPOD_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"  # reads every sagemaker-* bucket
 
 
 def _labels(resource: PolicyResource) -> Mapping[str, Any]:
@@ -127,7 +143,8 @@ def k8s_namespace_pod_security(args: ResourceValidationArgs, report: Report) -> 
     name="k8s-team-network-isolation",
     description="Each team namespace has a default-deny NetworkPolicy (every pod, ingress and egress, no rule), "
     "so pods of one team cannot reach another's; the VPC CNI enforces it only with its policy agent on "
-    "(eks-network-policy-enabled). CIS EKS 4.3.2.",
+    "(eks-network-policy-enabled). CIS EKS 4.3.2. No egress rule admits Lustre's server ports: Lustre trusts the "
+    "UID a client asserts, so only the node's kernel client may speak it.",
     severity=Severity.HIGH,
 )
 def k8s_team_network_isolation(args: StackValidationArgs, report: Report) -> None:
@@ -146,6 +163,73 @@ def k8s_team_network_isolation(args: StackValidationArgs, report: Report) -> Non
         ]
         if not deny_all:
             report(f"team namespace {namespace.name} has no default-deny NetworkPolicy.", namespace.urn)
+        for policy in _in_namespace(g, namespace, NETWORK_POLICY):
+            for rule in items(get(policy.props, "spec.egress")):
+                if _reaches_lustre(rule):
+                    report(
+                        f"{policy.name} lets pods of {namespace.name} reach Lustre (TCP 988, 1018-1023) outside the "
+                        "cluster: a pod speaking Lustre could claim any team's UID.",
+                        policy.urn,
+                    )
+
+
+def _reaches_lustre(rule: Any) -> bool:
+    """An egress rule that admits TCP 988 or 1018-1023 to an address block (or to anywhere: no `to`)."""
+    peers = items(get(rule, "to"))
+    if peers and not any(get(p, "ipBlock") is not None for p in peers):
+        return False  # pods and namespaces only: no file server is a pod
+    ports = items(get(rule, "ports"))
+    if not ports:
+        return True
+    for port in ports:
+        if str(get(port, "protocol", "TCP")) != "TCP":
+            continue
+        first = get(port, "port")
+        if first is None:
+            return True  # every port of the protocol
+        if not isinstance(first, int):
+            continue  # a named port: a pod's container port, never a server's
+        last = get(port, "endPort", first)
+        if any(first <= high and low <= last for low, high in LUSTRE_PORT_RANGES):
+            return True
+    return False
+
+
+@stack_rule(
+    name="k8s-team-egress-no-internet",
+    description="Team pods open HTTPS only to the VPC (interface endpoints) and S3's prefixes (the gateway endpoint): "
+    "no egress rule to 0.0.0.0/0 or a block as wide as a /7, which the NAT gateway turns into the whole internet "
+    "for a pod holding the team's credentials and data (security.team_internet_egress; prod refuses it).",
+    severity=Severity.MEDIUM,
+)
+def k8s_team_egress_no_internet(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    namespaces = team_namespaces(g)
+    if not namespaces:
+        args.not_applicable("no team namespaces")
+    for namespace in namespaces:
+        for policy in _in_namespace(g, namespace, NETWORK_POLICY):
+            try:
+                rules = items(get(policy.props, "spec.egress"))
+            except UnknownValueError:
+                continue
+            for rule in rules:
+                peers = items(get(rule, "to"))
+                wide = [str(get(p, "ipBlock.cidr")) for p in peers if _internet_wide(get(p, "ipBlock.cidr"))]
+                if not peers and rule is not None:
+                    wide = ["anywhere (no `to`)"]
+                if wide:
+                    report(f"{policy.name} lets pods of {namespace.name} reach {', '.join(wide)}.", policy.urn)
+
+
+def _internet_wide(cidr: Any) -> bool:
+    """A block that is most of the internet: /0 to /7 (S3's prefixes are /14 to /21; a VPC is /16 or smaller)."""
+    if not isinstance(cidr, str) or "/" not in cidr:
+        return False
+    try:
+        return int(cidr.rsplit("/", 1)[1]) < 8
+    except ValueError:
+        return False
 
 
 QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "pods")
@@ -201,23 +285,177 @@ def _selects_teams(match_labels: Any) -> bool:
 @stack_rule(
     name="k8s-allowed-registries",
     description="A ValidatingAdmissionPolicy bound with action Deny to the team namespaces restricts their images "
-    "to approved registries (supply chain: an image from anywhere runs with the team's data and credentials).",
+    "(containers, init and ephemeral containers, image volumes) to approved prefixes (supply chain: an image from "
+    "anywhere runs with the team's data and credentials). A prefix names who publishes: never the bare host of a "
+    "registry where anyone can publish (ECR Public, Docker Hub, GHCR, Quay, NGC), whose path is the publisher.",
     severity=Severity.MEDIUM,
 )
 def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     if not team_namespaces(g):
         args.not_applicable("no team namespaces")
-    policies = {get(p.props, "metadata.name") for p in g.of_type(VAP)}
-    bound = [
+    bindings = _bound_to_teams(g, lambda text: ".image" in text)
+    if not bindings:
+        report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
+    names = {get(b.props, "spec.policyName") for b in bindings}
+    for policy in [p for p in g.of_type(VAP) if get(p.props, "metadata.name") in names]:
+        try:
+            variables = "\n".join(str(get(v, "expression", "")) for v in items(get(policy.props, "spec.variables")))
+        except UnknownValueError:
+            continue
+        text = variables + _validations_text(policy)
+        # `object.` (the pod admitted), not `oldObject.` (what it had before an UPDATE): case-sensitive on purpose.
+        if "object.spec.volumes" not in text or ".image.reference" not in text:
+            report(f"{policy.name} does not judge image volumes (volumes[].image.reference): any image can be mounted.")
+        for prefix in _quoted(_validations_text(policy)):
+            host = prefix.split("/", 1)[0]
+            if host in OPEN_REGISTRIES and not prefix.rstrip("/").count("/"):
+                report(
+                    f"{policy.name} approves {prefix!r}: anyone can publish on {host}; name the publisher's path "
+                    f"({host}/<namespace>/) or a mirror of the image in the account's ECR."
+                )
+
+
+def _quoted(text: str) -> list[str]:
+    """The single-quoted string literals of a CEL expression (the approved prefixes of the registry policy)."""
+    return re.findall(r"'([^']*)'", text)
+
+
+def _validations_text(policy: PolicyResource) -> str:
+    """Every validation expression of an admission policy, joined (unknown in a preview: empty)."""
+    try:
+        return "\n".join(str(get(v, "expression", "")) for v in items(get(policy.props, "spec.validations")))
+    except UnknownValueError:
+        return ""
+
+
+def _bound_to_teams(g: Graph, judges: Callable[[str], bool]) -> list[PolicyResource]:
+    """The admission policies whose validations `judges` accepts, bound with Deny to the team namespaces."""
+    policies = {get(p.props, "metadata.name") for p in g.of_type(VAP) if judges(_validations_text(p))}
+    return [
         b
         for b in g.of_type(VAP_BINDING)
         if "Deny" in items(get(b.props, "spec.validationActions"))
         and get(b.props, "spec.policyName") in policies
         and _selects_teams(get(b.props, "spec.matchResources.namespaceSelector.matchLabels"))
     ]
-    if not bound:
-        report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
+
+
+# What a team member must not be able to do in its namespace: open it (remove its NetworkPolicies, expose it
+# through a Service or an Ingress), raise its own limits (quotas, limit ranges), or grant itself more (RBAC).
+RBAC_GROUP = "rbac.authorization.k8s.io"
+TEAM_MEMBER_FORBIDDEN: tuple[Request, ...] = (
+    *(Request(v, "networking.k8s.io", "networkpolicies") for v in ("create", "update", "patch", "delete")),
+    *(Request(v, "", "services") for v in ("create", "update", "patch")),
+    Request("create", "networking.k8s.io", "ingresses"),
+    *(Request(v, "", r) for v in ("update", "patch", "delete") for r in ("resourcequotas", "limitranges")),
+    *(
+        Request(v, "rbac.authorization.k8s.io", r)
+        for v in ("create", "update", "patch")
+        for r in ("roles", "rolebindings")
+    ),
+    *(Request(v, "rbac.authorization.k8s.io", r) for v in PRIVILEGE_VERBS[:2] for r in ("roles", "clusterroles")),
+    *(Request("impersonate", "", r) for r in ("users", "groups", "serviceaccounts")),
+)
+# EKS access policies a team member may hold beside its Role: only the read-only one (EKS User Guide, "Review
+# access policy permissions": AmazonEKSEditPolicy is Kubernetes `edit`, AmazonEKSAdminPolicy `admin`).
+TEAM_ACCESS_POLICIES_ALLOWED = ("AmazonEKSViewPolicy",)
+
+
+def _team_subjects(binding: PolicyResource) -> list[str]:
+    return [
+        str(get(s, "name"))
+        for s in items(get(binding.props, "subjects"))
+        if get(s, "kind") == "Group" and str(get(s, "name", "")).startswith(TEAM_GROUP_PREFIX)
+    ]
+
+
+def _bound_rules(g: Graph, binding: PolicyResource, namespace: str | None) -> list[Mapping[str, Any]] | None:
+    """The rules of the role a binding names, from the plan; None when the role is not in it (a built-in such as
+    `edit`, whose rules the plan cannot see)."""
+    kind, name = get(binding.props, "roleRef.kind"), get(binding.props, "roleRef.name")
+    candidates = g.of_type(ROLE) if kind == "Role" else g.of_type(CLUSTER_ROLE)
+    for role in candidates:
+        if get(role.props, "metadata.name") == name and (
+            kind != "Role" or get(role.props, "metadata.namespace") == namespace
+        ):
+            return [r for r in items(get(role.props, "rules")) if isinstance(r, Mapping)]
+    return None
+
+
+@stack_rule(
+    name="k8s-team-access",
+    description="Team members reach their namespace through a Role trainstack writes, bound to the team's group: "
+    "it cannot change NetworkPolicies, Services, Ingresses, quotas or RBAC; no EKS access policy beyond view is "
+    "associated with a member (AmazonEKSEditPolicy deletes NetworkPolicies and creates LoadBalancer Services); and a "
+    "quota of zero LoadBalancer and NodePort Services stands behind the Role in every team namespace.",
+    severity=Severity.MEDIUM,
+)
+def k8s_team_access(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    namespaces = team_namespaces(g)
+    if not namespaces:
+        args.not_applicable("no team namespaces")
+    for namespace in namespaces:
+        hard: dict[str, Any] = {}
+        for quota in _in_namespace(g, namespace, RESOURCE_QUOTA):
+            value = get(quota.props, "spec.hard", {})
+            hard |= dict(value) if isinstance(value, Mapping) else {}
+        loose = [k for k in SERVICE_QUOTA if str(hard.get(k)) != "0"]
+        if loose:
+            report(f"team namespace {namespace.name} does not hold {loose} at 0: a team can expose it.", namespace.urn)
+    for binding in [*g.of_type(ROLE_BINDING), *g.of_type(CLUSTER_ROLE_BINDING)]:
+        groups = _team_subjects(binding)
+        if not groups:
+            continue
+        if binding.resource_type == CLUSTER_ROLE_BINDING:
+            report(f"{binding.name} binds {groups} cluster-wide: team access stays in the team's namespace.")
+            continue
+        rules = _bound_rules(g, binding, get(binding.props, "metadata.namespace"))
+        if rules is None:
+            role = f"{get(binding.props, 'roleRef.kind')} {get(binding.props, 'roleRef.name')}"
+            report(f"{binding.name} binds {groups} to {role}, which the plan does not define: bind a Role it writes.")
+            continue
+        granted = [str(r) for r in TEAM_MEMBER_FORBIDDEN if allows(rules, r)]
+        if granted:
+            report(f"{binding.name} lets {groups} {', '.join(granted)}.")
+    members = {
+        get(e.props, "principalArn")
+        for e in g.of_type(ACCESS_ENTRY)
+        if any(str(x).startswith(TEAM_GROUP_PREFIX) for x in items(get(e.props, "kubernetesGroups")))
+    }
+    team_names = {str(get(ns.props, "metadata.name")) for ns in namespaces}
+    for association in g.of_type(ACCESS_POLICY_ASSOCIATION):
+        policy = str(get(association.props, "policyArn", "")).rsplit("/", 1)[-1]
+        scoped = set(map(str, items(get(association.props, "accessScope.namespaces"))))
+        if policy not in TEAM_ACCESS_POLICIES_ALLOWED and (
+            get(association.props, "principalArn") in members or scoped & team_names
+        ):
+            report(f"{association.name} gives {policy} to a team member: use the team Role (k8s-team-access).")
+
+
+# What the device access policy must judge (components/tenancy.py device_policy_spec): the NVIDIA runtime's device
+# variable, the GPU taint's toleration, and the system priority classes.
+DEVICE_ACCESS_TERMS = ("NVIDIA_VISIBLE_DEVICES", "'nvidia.com/gpu' in c.resources", "priorityClassName")
+
+
+@stack_rule(
+    name="k8s-device-access",
+    description="A ValidatingAdmissionPolicy bound with action Deny to the team namespaces keeps accelerators "
+    "behind a resource request: no NVIDIA device variable (NVIDIA_VISIBLE_DEVICES), no GPU toleration without a "
+    "GPU request, no system priority class. Without it a pod with NVIDIA_VISIBLE_DEVICES=all lands on another "
+    "team's node and uses every GPU, counted by no quota and no queue.",
+    severity=Severity.CRITICAL,
+)
+def k8s_device_access(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    if not team_namespaces(g):
+        args.not_applicable("no team namespaces")
+    if not _bound_to_teams(g, lambda text: all(term in text for term in DEVICE_ACCESS_TERMS)):
+        report(
+            "no ValidatingAdmissionPolicy bound with Deny to the team namespaces refuses NVIDIA_VISIBLE_DEVICES, GPU "
+            "tolerations without a GPU request and system priority classes: a pod can take GPUs it never requested."
+        )
 
 
 # ----------------------------------------------------------------------------------------------- storage
@@ -236,6 +474,55 @@ def fsx_root_squash(args: ResourceValidationArgs, report: Report) -> None:
         report(f"root squash is off (rootSquash {squash or 'unset'}): root on any client owns every file.")
 
 
+def nid_addresses(nid: str) -> int | None:
+    """Client addresses a NoSquashNids entry covers (`10.0.[2-10].[1-255]@tcp`: 9 x 255), None when unreadable."""
+    address, _, network = nid.partition("@")
+    parts = address.split(".")
+    if network != "tcp" or len(parts) != 4:
+        return None
+    count = 1
+    for part in parts:
+        low, _, high = part.strip("[]").partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            return None
+        count *= int(high) - int(low) + 1 if high else 1
+    return count
+
+
+@resource_rule(
+    name="fsx-no-squash-breadth",
+    description="The clients exempt from root squash (storage.fsx.no_squash_nids) are a few administration hosts, "
+    "not a range: root on any exempt client owns every team's files, so a wide range is root squash in name only.",
+    severity=Severity.HIGH,
+    types=[FSX_LUSTRE],
+    config={
+        "maxExemptAddresses": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 16,
+            "description": "Most client addresses all NoSquashNids together may cover. Why: each is a host whose "
+            "root reads and changes every team's files. Source: FSx for Lustre User Guide, Lustre root squash.",
+        }
+    },
+)
+def fsx_no_squash_breadth(args: ResourceValidationArgs, report: Report) -> None:
+    nids = [str(n) for n in items(get(args.props, "rootSquashConfiguration.noSquashNids"))]
+    if not nids:
+        args.not_applicable("no client is exempt from root squash")
+        return
+    limit = int(args.get_config().get("maxExemptAddresses", 16))
+    counts = {nid: nid_addresses(nid) for nid in nids}
+    unreadable = [nid for nid, count in counts.items() if count is None]
+    total = sum(count or 0 for count in counts.values())
+    if unreadable or total > limit:
+        widest = max(nids, key=lambda n: counts[n] or 0)
+        report(
+            f"root squash exempts {total:,} client addresses (storage.fsx.no_squash_nids, widest {widest})"
+            + (f" and unreadable NIDs {unreadable}" if unreadable else "")
+            + f"; the most allowed here is {limit:,}: list the administration hosts themselves."
+        )
+
+
 @resource_rule(
     name="fsx-dra-no-delete-export",
     description="The data repository association does not export deletions: with DELETED exported, removing a "
@@ -252,7 +539,8 @@ def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: Report) -> No
 @resource_rule(
     name="fsx-team-isolation",
     description="Each team's writable FSx volume mounts its own directory (`.../<its namespace>`), never the file "
-    "system's root nor another team's directory, so one team cannot read or overwrite another's checkpoints.",
+    "system's root nor another team's directory, and no volume, read-only ones included, mounts the root, so one "
+    "team cannot read or overwrite another's checkpoints.",
     severity=Severity.HIGH,
     types=[PERSISTENT_VOLUME],
 )
@@ -262,15 +550,95 @@ def fsx_team_isolation(args: ResourceValidationArgs, report: Report) -> None:
     if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
         args.not_applicable("not an FSx for Lustre volume")
         return
-    if get(args.props, "spec.csi.readOnly") is True:
-        args.not_applicable("read-only volume")
-        return
     team = str(get(args.props, "spec.claimRef.namespace", ""))
     mount = str(get(args.props, "spec.csi.volumeAttributes.mountname", "")).strip("/")
+    # A read-only volume (the shared datasets) is judged too: the root read-only shows every team's files.
+    read_only = get(args.props, "spec.csi.readOnly") is True
     if "/" not in mount:
-        report(f"the volume gives {team or 'its claim'} the file system root read-write (mountname {mount!r}).")
+        access = "read-only" if read_only else "read-write"
+        report(f"the volume gives {team or 'its claim'} the file system root {access} (mountname {mount!r}).")
+    elif read_only:
+        return  # a shared directory: fsx-views-disjoint judges whether it holds a team's
     elif not team or not mount.endswith(f"/{team}"):
         report(f"the volume of {team or 'an unbound claim'} mounts {mount!r}, not a directory named after the team.")
+
+
+@resource_rule(
+    name="fsx-datasets-read-only",
+    description="The datasets volume (and any FSx volume that says it is read-only) mounts with the `ro` option: "
+    "the FSx CSI driver mounts read-only only when the pod asks (its volume's or mount's readOnly) and then adds "
+    "the volume's mount options, so `spec.csi.readOnly` and ReadOnlyMany alone let a pod write the datasets "
+    "(kubernetes#69843; kubernetes-sigs/aws-fsx-csi-driver pkg/driver/node.go NodePublishVolume).",
+    severity=Severity.MEDIUM,
+    types=[PERSISTENT_VOLUME],
+)
+def fsx_datasets_read_only(args: ResourceValidationArgs, report: Report) -> None:
+    if get(args.props, "spec.csi.driver") != FSX_CSI_DRIVER:
+        args.not_applicable("not an FSx for Lustre volume")
+        return
+    claim = get(args.props, "spec.claimRef.name")
+    says_read_only = get(args.props, "spec.csi.readOnly") is True or "ReadOnlyMany" in items(
+        get(args.props, "spec.accessModes")
+    )
+    if claim != DATASETS_CLAIM and not says_read_only:
+        args.not_applicable("a writable volume other than the datasets")
+        return
+    if claim == DATASETS_CLAIM and not says_read_only:
+        report(f"the datasets volume of {get(args.props, 'spec.claimRef.namespace')} is writable.")
+    if READ_ONLY_MOUNT_OPTION not in items(get(args.props, "spec.mountOptions")):
+        report(
+            f"{get(args.props, 'metadata.name', 'the volume')} is read-only in its spec only: without the "
+            f"`{READ_ONLY_MOUNT_OPTION}` mount option a pod that mounts it read-write writes the datasets."
+        )
+
+
+def _lustre_directory(volume: PolicyResource) -> tuple[str, str]:
+    """(file system, directory) an FSx volume mounts: its dnsname, and `mountname`'s path after the mount name
+    ("8aaec4e1/teams/research" -> "/teams/research"; the bare mount name is the root, "/")."""
+    attributes = get(volume.props, "spec.csi.volumeAttributes", {})
+    mount = str(get(attributes, "mountname", "")).strip("/")
+    return str(get(attributes, "dnsname", "")), "/" + (mount.split("/", 1)[1] if "/" in mount else "")
+
+
+def _holds(outer: str, inner: str) -> bool:
+    return (inner.rstrip("/") + "/").startswith(outer.rstrip("/") + "/")
+
+
+@stack_rule(
+    name="fsx-views-disjoint",
+    description="The directories the FSx volumes mount never hold one another: a read-only shared view (the "
+    "datasets) that holds a team's directory shows that team's checkpoints to every team, and a team's writable "
+    "directory that holds the shared data lets that team change what every team reads. Two volumes may share a "
+    "directory only when both are read-only (the datasets, one volume per team namespace).",
+    severity=Severity.HIGH,
+)
+def fsx_views_disjoint(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    volumes = [v for v in g.of_type(PERSISTENT_VOLUME) if get(v.props, "spec.csi.driver") == FSX_CSI_DRIVER]
+    if len(volumes) < 2:
+        args.not_applicable("fewer than two FSx volumes")
+    try:
+        views = [(v, *_lustre_directory(v), get(v.props, "spec.csi.readOnly") is True) for v in volumes]
+    except UnknownValueError:
+        # `mountname` joins the file system's mount name (an output): known once it exists. The schema refuses
+        # overlapping storage.fsx paths before any preview; this rule catches a component that nests them.
+        args.not_applicable("the volumes' directories are known once the file system exists (mountname)")
+        return
+    for volume, system, directory, read_only in views:
+        for other, other_system, other_directory, other_read_only in views:
+            if other is volume or other_system != system or not _holds(directory, other_directory):
+                continue
+            # The same directory: fine when both are read-only (the shared data); otherwise reported once, by the
+            # writable volume (by the first name when both are).
+            if directory == other_directory and (read_only or (not other_read_only and volume.name > other.name)):
+                continue
+            team = get(other.props, "spec.claimRef.namespace")
+            report(
+                f"{volume.name} ({'read-only' if read_only else 'read-write'}) mounts {directory}, which holds "
+                f"{other_directory}, the directory of {other.name} (team {team}): keep storage.fsx.file_system_path "
+                "and storage.fsx.team_directory apart.",
+                volume.urn,
+            )
 
 
 # -------------------------------------------------------------------------------------------------- S3
@@ -329,12 +697,73 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: Report) -> None
     if not buckets:
         args.not_applicable("no sagemaker-* bucket")
     for bucket, statements in _known_policies(args, g, buckets):
-        for action in ("s3:PutObject", "s3:GetObject"):
+        for action in ("s3:PutObject", "s3:ReplicateObject", "s3:GetObject"):
             if not any(_denies(s, action) and "aws:PrincipalArn" in _condition_keys(s) for s in statements):
                 report(f"{bucket.name}: no deny of {action} for principals other than the allowed ones.", bucket.urn)
         key_id = "s3:x-amz-server-side-encryption-aws-kms-key-id"
         if not any(_denies(s, "s3:PutObject") and key_id in _condition_keys(s) for s in statements):
             report(f"{bucket.name}: uploads without the stack's KMS key are not denied.", bucket.urn)
+
+
+CHECKPOINT_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject")
+ENCRYPTION_HEADERS = ("s3:x-amz-server-side-encryption-aws-kms-key-id", "s3:x-amz-server-side-encryption")
+
+
+def _allows_pattern(statement: Mapping[str, Any], action: str) -> bool:
+    """An Allow whose Action (wildcards as IAM reads them, case-insensitive) covers `action`."""
+    return statement.get("Effect") == "Allow" and any(
+        fnmatch.fnmatchcase(action.lower(), str(a).lower()) for a in as_list(statement.get("Action"))
+    )
+
+
+def _whole_bucket_writes(statement: Mapping[str, Any], bucket_arn: str, teams: Sequence[str]) -> list[str]:
+    """The statement's resources that reach objects under two different top-level prefixes of the bucket (`*`,
+    the bucket's `/*`, a wildcard in the first segment that covers two teams): more than one team's checkpoints."""
+    prefixes = {*teams, "team-a-probe", "team-b-probe", "shared"}
+    return [
+        str(r)
+        for r in as_list(statement.get("Resource"))
+        if sum(fnmatch.fnmatchcase(f"{bucket_arn}/{p}/x", str(r)) for p in prefixes) >= 2
+    ]
+
+
+@stack_rule(
+    name="s3-checkpoints-per-prefix",
+    description="No role the stack creates writes or deletes across the whole checkpoints bucket: each team's "
+    "roles (Pod Identity, SageMaker training) write only under `<team>/`, so one team's job cannot overwrite "
+    "another's checkpoints; and the bucket refuses uploads that name another encryption than its own key, so "
+    "every checkpoint is readable with that key and under its policy.",
+    severity=Severity.MEDIUM,
+)
+def s3_checkpoints_per_prefix(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    buckets = _data_buckets(g, "checkpoints")
+    if not buckets:
+        args.not_applicable("no checkpoints bucket")
+    teams = [str(get(ns.props, "metadata.name")) for ns in team_namespaces(g)]
+    role_policies = g.of_type(IAM_ROLE_POLICY)
+    for bucket, statements in _known_policies(args, g, buckets):
+        for header in ENCRYPTION_HEADERS:
+            if not any(_denies(s, "s3:PutObject") and header in _condition_keys(s) for s in statements):
+                report(f"{bucket.name}: uploads naming another {header} are not denied.", bucket.urn)
+        # The bucket's ARN as its own policy names it (bucket-level resources): the plan's inputs carry no ARN.
+        arns = {str(r) for s in statements for r in as_list(s.get("Resource")) if "/" not in str(r)}
+        for policy in role_policies:
+            try:
+                found = _statements(get(policy.props, "policy"))
+            except UnknownValueError:
+                continue
+            for statement in found:
+                actions = [a for a in CHECKPOINT_WRITE_ACTIONS if _allows_pattern(statement, a)]
+                wide = (
+                    sorted({r for arn in arns for r in _whole_bucket_writes(statement, arn, teams)}) if actions else []
+                )
+                if wide:
+                    report(
+                        f"{policy.name} allows {', '.join(actions)} on {', '.join(wide)}: every team's checkpoints, "
+                        "not one team's prefix.",
+                        policy.urn,
+                    )
 
 
 @stack_rule(
@@ -507,3 +936,47 @@ def iam_no_sagemaker_full_access(args: ResourceValidationArgs, report: Report) -
     arns = [str(get(args.props, "policyArn", ""))] + [str(a) for a in items(get(args.props, "managedPolicyArns"))]
     if any(arn.endswith(f"/{SAGEMAKER_FULL_ACCESS}") for arn in arns):
         report(f"{SAGEMAKER_FULL_ACCESS} is attached: every holder can rewrite HyperPod lifecycle scripts.")
+
+
+def _confines(statement: Mapping[str, Any], action: str) -> bool:
+    """A deny of `action` on everything but named resources of named buckets (no wildcard in a bucket name)."""
+    if not _denies(statement, action) or "Resource" in statement or statement.get("Condition"):
+        return False
+    kept = [str(r) for r in as_list(statement.get("NotResource"))]
+    return bool(kept) and all(r.startswith("arn:") and "*" not in r.split(":::", 1)[-1].split("/", 1)[0] for r in kept)
+
+
+@stack_rule(
+    name="hyperpod-execution-role-confined",
+    description="A role holding AmazonSageMakerClusterInstanceRolePolicy (which reads every `sagemaker-*` bucket) "
+    "has an explicit deny on reading and listing any S3 object or bucket but its lifecycle scripts: whoever may "
+    "update the cluster's lifecycle source could otherwise point it at a bucket of their own and run a script as "
+    "root on every new node.",
+    severity=Severity.CRITICAL,
+)
+def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    roles = [
+        role
+        for role in g.of_type(IAM_ROLE)
+        if any(
+            str(get(a.props, "policyArn", "")).endswith(f"/{HYPERPOD_INSTANCE_POLICY}")
+            for a in g.referrers(role, "role", IAM_ROLE_POLICY_ATTACHMENT)
+        )
+    ]
+    if not roles:
+        args.not_applicable(f"no role holds {HYPERPOD_INSTANCE_POLICY}")
+    for role in roles:
+        try:
+            statements = [
+                s for p in g.referrers(role, "role", IAM_ROLE_POLICY) for s in _statements(get(p.props, "policy"))
+            ]
+        except UnknownValueError:
+            continue  # computed at the first preview; judged at pulumi up
+        for action in ("s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket"):
+            if not any(_confines(s, action) for s in statements):
+                report(
+                    f"{role.name}: no inline deny of {action} outside its lifecycle bucket; "
+                    f"{HYPERPOD_INSTANCE_POLICY} lets it read any sagemaker-* bucket.",
+                    role.urn,
+                )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from stacks.catalog import CATALOG
 from stacks.schema.values import Cidr as Cidr  # re-exported: the schema package exports it
@@ -98,3 +98,41 @@ RetentionDays = Annotated[
 ]
 """Days a CloudWatch log group keeps events: one of `LOG_RETENTION_DAYS`. Every log-group retention in the
 schema uses this type."""
+
+Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+"""An e-mail address: alert recipients, waiver owners."""
+
+
+def one_role(value: object) -> object:
+    """A principal ARN is judged by what it matches: exactly one role a person (or pipeline) assumes. Run before
+    the ARN grammar (which refuses some of these too), so each is named for what it is: a pattern matches every
+    role whose name fits it, a service-linked role belongs to an AWS service, and an IAM user holds long-lived
+    keys that nobody rotates with a session (IAM User Guide, "IAM roles": prefer roles with temporary
+    credentials)."""
+    if not isinstance(value, str):
+        return value
+    resource = value.split(":", 5)[-1]
+    if "*" in resource or "?" in resource:
+        raise ValueError(
+            f"{value} is a pattern: it would match every role whose name fits {resource!r}; name one role, "
+            "such as arn:aws:iam::123456789012:role/ml-platform-admin"
+        )
+    if resource.startswith("user/"):
+        raise ValueError(
+            f"{value} is an IAM user: users hold long-lived access keys; name the role the person assumes, such as "
+            "arn:aws:iam::123456789012:role/ml-platform-admin"
+        )
+    if resource.startswith("role/aws-service-role/"):
+        raise ValueError(
+            f"{value} is an AWS service-linked role: it belongs to an AWS service, not to your people; name the "
+            "role your people assume"
+        )
+    return value
+
+
+RoleArn = Annotated[
+    str,
+    Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/ml-platform-admin"]),
+    BeforeValidator(one_role),
+]
+"""One IAM role a person or pipeline assumes: no pattern, no IAM user, no service-linked role."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ipaddress
 from collections import Counter
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Literal, Self
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from stacks.schema.base import ROLE_ARN_PATTERN, AmiReleaseVersion, RetentionDays, Spec
+from stacks.schema.base import AmiReleaseVersion, RetentionDays, RoleArn, Spec
 from stacks.schema.values import Cidr, Limits
 
 
@@ -98,25 +98,6 @@ class SystemNodeGroupSpec(Spec):
         return self
 
 
-def _one_admin_role(value: object) -> object:
-    """An admin ARN is judged by what it matches: exactly one role a person (or pipeline) assumes. Run before the
-    ARN grammar (which refuses `*` too), so a pattern is named as one."""
-    if not isinstance(value, str):
-        return value
-    name = value.split(":role/", 1)[-1]
-    if "*" in name or "?" in name:
-        raise ValueError(
-            f"{value} is a pattern: it would match every role whose name fits {name!r}, and each of them would be "
-            "cluster-admin; name one role, such as arn:aws:iam::123456789012:role/ml-platform-admin"
-        )
-    if name.startswith("aws-service-role/"):
-        raise ValueError(
-            f"{value} is an AWS service-linked role: cluster-admin would go to an AWS service, not to your "
-            "administrators; name the role your administrators assume"
-        )
-    return value
-
-
 # No office or VPN egress range is as large as a /8 (16,777,216 addresses); a list that opens the public endpoint
 # to that much of the internet is open to the internet, however it is spelt (0.0.0.0/1 + 128.0.0.0/1 is 0.0.0.0/0).
 MAX_PUBLIC_ENDPOINT_ADDRESSES = 2**24
@@ -128,11 +109,7 @@ def cidr_union_addresses(cidrs: list[str]) -> int:
     return sum(n.num_addresses for n in ipaddress.collapse_addresses(networks))
 
 
-AdminRoleArn = Annotated[
-    str,
-    Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/ml-platform-admin"]),
-    BeforeValidator(_one_admin_role),
-]
+AdminRoleArn = RoleArn  # cluster-admin goes to exactly one role each
 
 
 class EksSpec(Spec):

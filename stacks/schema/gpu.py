@@ -180,6 +180,11 @@ RESERVED_NODE_LABELS = (
     NVIDIA_GPU_PRESENT_LABEL,
     EFA_PRESENT_LABEL,
 )
+# The GPU Operator's per-node switches that leave an AL2023 NVIDIA node without a device plugin, never right there:
+# all operands off, the VM workload configurations, the device plugin off. Others (dcgm-exporter for a profiling
+# node) are judged per environment by the policy pack's gpu-operator-node-opt-outs.
+GPU_OPERATOR_STOPPERS = ("nvidia.com/gpu.deploy.operands", "nvidia.com/gpu.workload.config")
+GPU_OPERATOR_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 # EKS managed node groups refuse any label key containing one of these: CreateNodegroup fails with
 # InvalidParameterException "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
 # eks.amazonaws.com/]" (the error as reported in eksctl-io/eksctl#4007 for node-role.kubernetes.io/test, and
@@ -354,6 +359,14 @@ class GpuNodeGroupSpec(Spec):
                 f"{MAX_HUGEPAGES_FRACTION:.0%} of {self.instance_type}'s {row.memory_gib} GiB memory; use at most "
                 f"{int(MAX_HUGEPAGES_FRACTION * row.memory_gib * 1024 / 2)}"
             )
+        if self.ami_family.value.startswith("AL2023") and self.ami_family.accelerator is Accelerator.NVIDIA:
+            problems += [
+                f"labels {key}={value}: on an AL2023 NVIDIA AMI the GPU Operator runs the device plugin, and this "
+                "label stops it on these nodes (NVIDIA/gpu-operator v25.3.4 controllers/state_manager.go), so no "
+                "pod can request their GPUs; remove it"
+                for key, value in sorted(self.labels.items())
+                if key in GPU_OPERATOR_STOPPERS or (key == GPU_OPERATOR_DEVICE_PLUGIN and value != "true")
+            ]
         reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
         if reserved_labels:
             problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")

@@ -6,15 +6,14 @@ environment (on in staging and prod, off in dev), so dev pays only for the node 
 
 from __future__ import annotations
 
-from typing import Annotated, Self
+from typing import Self
 
 from pydantic import Field, model_validator
 
-from stacks.schema.base import Spec
+from stacks.schema.base import Email, Spec
 from stacks.schema.kubernetes import CHART_VERSION, PinnedImage
 
 ADDON_VERSION = r"^v\d+\.\d+\.\d+-eksbuild\.\d+$"
-Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 
 # eks-node-monitoring-agent: UNCONFIRMED for EKS 1.36. v1.6.2-eksbuild.1 is the newest build a public config
 # pins (ministryofjustice analytical-platform, next to EKS 1.35); the agent's module is at v1.7.0

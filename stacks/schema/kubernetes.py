@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from stacks.schema.base import ROLE_ARN_PATTERN, Spec
+from stacks.schema.base import RoleArn, Spec
 from stacks.schema.capacity import ClusterAutoscalerSpec
 from stacks.schema.values import Limits, PinnedImage, TeamNamespace
 
@@ -214,9 +214,7 @@ class TeamSpec(Spec):
         description="Pod Security Standard the namespace enforces: baseline (no privileged pods, host "
         "namespaces or host paths) or restricted (also non-root, no capabilities, a seccomp profile).",
     )
-    member_role_arns: list[
-        Annotated[str, Field(pattern=ROLE_ARN_PATTERN, examples=["arn:aws:iam::111122223333:role/research-engineer"])]
-    ] = Field(
+    member_role_arns: list[RoleArn] = Field(
         default_factory=list,
         max_length=Limits.ADMIN_ROLES,
         description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "

@@ -8,27 +8,34 @@ from typing import Annotated
 
 from pydantic import Field
 
-from stacks.schema.base import Spec
+from stacks.schema.base import RoleArn, Spec
 
-# An IAM role or user ARN (any partition). Key administrators and bucket exemptions name principals, never
-# wildcards: a pattern would silently widen who may delete a key.
-# IAM's grammar for role and user ARNs (as ROLE_ARN_PATTERN in stacks/schema/base.py; userNameType is `[\w+=,.@-]+`).
-IAM_PRINCIPAL_ARN = r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:(role|user)/([\x21-\x7E]*/)?[A-Za-z0-9_+=,.@-]{1,64}$"
-PrincipalArn = Annotated[str, Field(pattern=IAM_PRINCIPAL_ARN)]
+# Key administrators and bucket exemptions name one role each, as admin ARNs do (stacks/schema/base.py RoleArn):
+# a pattern would silently widen who may delete a key or reach the data from anywhere, and an IAM user's
+# long-lived keys are what a data perimeter exists to contain.
+PrincipalArn = RoleArn
 # A registry host (optionally with a port) and path, ending in `/`: without the slash `nvcr.io` would also admit
 # `nvcr.io.attacker.example/...`.
 REGISTRY_PREFIX = r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d+)?/([a-z0-9._-]+/)*$"
 RegistryPrefix = Annotated[str, Field(pattern=REGISTRY_PREFIX)]
 
-# Registries trainstack's own images come from (an image ref's host, or host/path prefix):
-# - nvcr.io: NVIDIA GPU Operator operands and the DCGM image (NGC);
-# - public.ecr.aws: AWS's EFA device plugin, Neuron device plugin and the nccl-tests image;
-# - registry.k8s.io: Kueue (its chart's default image repository);
-# - ghcr.io/kubeflow: Kubeflow Trainer and JobSet images (the charts' defaults);
+# What team namespaces may run by default: each prefix names who publishes there, never a registry where anyone
+# can publish (ECR Public, Docker Hub, GHCR, Quay: components/tenancy.py OPEN_REGISTRIES) by its host alone.
+# - nvcr.io/nvidia/: NVIDIA's own NGC images (CUDA, PyTorch, Triton);
+# - public.ecr.aws/deep-learning-containers/: AWS Deep Learning Containers (the torch runtime's image);
+# - public.ecr.aws/hpc-cloud/: AWS's nccl-tests build with EFA, aws-ofi-nccl and Open MPI (the MPI runtime's image);
+# - public.ecr.aws/neuron/: AWS Neuron images for Trainium;
+# - public.ecr.aws/docker/library/: Docker Official Images as ECR Public mirrors them (busybox for restart waits):
+#   the mirrored path, since Docker Hub's own host is open to anyone;
+# - registry.k8s.io/: the Kubernetes project's images (only the project publishes there);
+# - ghcr.io/kubeflow/: Kubeflow Trainer's initializer images;
 # - the account's private ECR in the stack's region is always allowed (see components/tenancy.py).
 DEFAULT_ALLOWED_REGISTRIES: tuple[str, ...] = (
     "nvcr.io/nvidia/",
-    "public.ecr.aws/",
+    "public.ecr.aws/deep-learning-containers/",
+    "public.ecr.aws/hpc-cloud/",
+    "public.ecr.aws/neuron/",
+    "public.ecr.aws/docker/library/",
     "registry.k8s.io/",
     "ghcr.io/kubeflow/",
 )
@@ -60,7 +67,7 @@ class SecuritySpec(Spec):
 
     key_administrator_arns: list[PrincipalArn] = Field(
         default_factory=list,
-        description="IAM role or user ARNs that administer the stack's KMS keys (besides the principal running "
+        description="IAM role ARNs that administer the stack's KMS keys (besides the principal running "
         "`pulumi up`, always an administrator). Only administrators may schedule a key's deletion or replace "
         "its policy.",
     )
@@ -74,6 +81,12 @@ class SecuritySpec(Spec):
         default=None,
         description="Deny object reads and writes on the datasets and checkpoints buckets unless they come "
         "through the VPC's S3 endpoint (or from FSx or an exempt role). Unset: on in staging and prod, off in dev.",
+    )
+    team_internet_egress: bool | None = Field(
+        default=None,
+        description="Team pods may open HTTPS to any address (through the NAT gateway: package indexes, model hubs). "
+        "Off, their HTTPS reaches only the VPC (interface endpoints) and S3 through its gateway endpoint (AWS's "
+        "prefix list, read at deploy). Unset: off in prod, on in dev and staging. Prod refuses on.",
     )
     outside_vpc_data_role_arns: list[PrincipalArn] = Field(
         default_factory=list,

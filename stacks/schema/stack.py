@@ -191,6 +191,12 @@ class StackConfig(Spec):
                 f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({self.hyperpod_accelerators}) reach "
                 f"{self.accelerators_at_max} accelerators, over cost.max_gpus {self.cost.max_gpus}"
             )
+        problems += [
+            f"waivers.{i}.environment {w.environment.value}: this is a {self.environment.value} stack, and a waiver "
+            "applies only in the environment it was granted for; grant it for this environment or remove it"
+            for i, w in enumerate(self.waivers)
+            if w.environment is not self.environment
+        ]
         pairs = [(w.rule, w.resource) for w in self.waivers]
         problems += [
             f"waivers: {rule} on {res} is waived twice"
@@ -360,17 +366,54 @@ class StackConfig(Spec):
                 f"storage.fsx.root_squash is null: root squash is required in {self.environment.value} "
                 '(use "65534:65534" and list exempt administration hosts in storage.fsx.no_squash_nids)'
             )
+        problems += self._principal_overlaps()
         if self.environment is Environment.PROD:
             if self.security.checkpoint_lock is None:
                 problems.append(
                     "security.checkpoint_lock is unset: prod checkpoints need S3 Object Lock, for example "
                     "{mode: GOVERNANCE, retention_days: 14}"
                 )
+            if self.security.team_internet_egress:
+                problems.append(
+                    "security.team_internet_egress is true: prod team pods reach only the VPC and S3 (a pod with the "
+                    "team's credentials and data must not open HTTPS to anywhere); mirror what they download into "
+                    "S3 or the account's ECR"
+                )
             if self.security.data_buckets_vpc_only is False:
                 problems.append(
                     "security.data_buckets_vpc_only is false: prod data buckets deny access from outside the VPC; "
                     "exempt specific roles with security.outside_vpc_data_role_arns instead"
                 )
+        return problems
+
+    def _principal_overlaps(self) -> list[str]:
+        """Who administers the keys does not use the data, and who may reach the data from outside the VPC is not
+        a team member: a key administrator who reads the data can also re-key or destroy it, and a member exempt
+        from the perimeter reads every team's data from anywhere (IAM role names are not case-sensitive)."""
+        security = self.security
+        members: dict[str, str] = {
+            arn.lower(): team.name for team in self.kubernetes.teams for arn in team.member_role_arns
+        }
+        exempt = {arn.lower() for arn in security.outside_vpc_data_role_arns}
+        problems = [
+            f"security.key_administrator_arns.{i} {arn} is also a member of team {members[arn.lower()]}: in "
+            f"{self.environment.value} who administers the data's keys does not use the data; name separate roles"
+            for i, arn in enumerate(security.key_administrator_arns)
+            if arn.lower() in members
+        ]
+        problems += [
+            f"security.key_administrator_arns.{i} {arn} is also in security.outside_vpc_data_role_arns: in "
+            f"{self.environment.value} who administers the data's keys does not use the data; name separate roles"
+            for i, arn in enumerate(security.key_administrator_arns)
+            if arn.lower() in exempt
+        ]
+        problems += [
+            f"security.outside_vpc_data_role_arns.{i} {arn} is a member of team {members[arn.lower()]}: a team "
+            "member exempt from the data perimeter reads every team's data from outside the VPC; exempt a "
+            "dedicated ingest or break-glass role instead"
+            for i, arn in enumerate(security.outside_vpc_data_role_arns)
+            if arn.lower() in members
+        ]
         return problems
 
     def _version_pairings(self) -> list[str]:
@@ -622,6 +665,12 @@ class StackConfig(Spec):
         """Whether the data buckets deny access from outside the VPC: the setting, else on outside dev."""
         setting = self.security.data_buckets_vpc_only
         return self.environment is not Environment.DEV if setting is None else setting
+
+    @property
+    def team_internet_egress(self) -> bool:
+        """Whether team pods may open HTTPS to anywhere: the setting, else on outside prod."""
+        setting = self.security.team_internet_egress
+        return self.environment is not Environment.PROD if setting is None else setting
 
     @property
     def protect_data(self) -> bool:

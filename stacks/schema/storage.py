@@ -125,6 +125,7 @@ class FsxSpec(Spec):
     )
     team_directory: str = Field(
         default="/teams",
+        validate_default=True,  # judged against file_system_path even when left at its default
         pattern=r"^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$",
         description="Lustre directory holding one subdirectory per team; each team's claim mounts only its own.",
     )
@@ -227,10 +228,31 @@ class FsxSpec(Spec):
     @classmethod
     def _no_squash_nids(cls, value: list[str], info: ValidationInfo) -> list[str]:
         problems = [f"{nid}: {problem}" for nid in value if (problem := fsx_squash.nid_problem(nid))]
+        problems += [
+            f"{nid} covers {fsx_squash.nid_addresses(nid):,} addresses, more than the {fsx_squash.MAX_NID_ADDRESSES:,} "
+            "of the largest VPC (a /16): list the administration hosts themselves, such as 10.0.1.6@tcp"
+            for nid in value
+            if not fsx_squash.nid_problem(nid) and fsx_squash.nid_addresses(nid) > fsx_squash.MAX_NID_ADDRESSES
+        ]
         if problems:
             raise ValueError("; ".join(problems))
         if value and "root_squash" in info.data and info.data["root_squash"] is None:
             raise ValueError("exempts clients from a root squash that is off: set root_squash, or remove them")
+        return value
+
+    @field_validator("team_directory")
+    @classmethod
+    def _apart_from_the_datasets(cls, value: str, info: ValidationInfo) -> str:
+        """Every team mounts the datasets directory read-only and its own team directory read-write: if either
+        holds the other, a team's view contains the others' directories (their checkpoints), or the shared data
+        sits inside one team's writable directory."""
+        datasets = info.data.get("file_system_path")
+        if isinstance(datasets, str) and nested(datasets, value):
+            raise ValueError(
+                f"{value} and file_system_path {datasets} overlap: the datasets directory every team reads and the "
+                "directory of the teams' own directories must be apart (neither inside the other), such as "
+                "/datasets and /teams"
+            )
         return value
 
     @field_validator("automatic_backup_retention_days")
@@ -263,6 +285,12 @@ class FsxSpec(Spec):
         or SCRATCH_2's fixed baseline. The supply side of sizing; the demand is `StackConfig.storage_demand_mb_s`."""
         per_unit = fsx_sizing.per_unit_throughput(self.deployment_type, self.throughput_mb_s_per_tib)
         return fsx_sizing.aggregate_throughput_mb_s(self.storage_capacity_gib, per_unit)
+
+
+def nested(a: str, b: str) -> bool:
+    """Whether Lustre directories `a` and `b` are the same or one holds the other ("/" holds every directory)."""
+    first, second = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return first.startswith(second) or second.startswith(first)
 
 
 class BucketsSpec(Spec):

@@ -73,10 +73,29 @@ def test_versioning_and_public_access_block(protected) -> None:
 
 def test_bucket_policy_denies_plain_http(protected) -> None:
     for policy in protected.by_type("aws:s3/bucketPolicy:BucketPolicy"):
-        [statement] = json.loads(policy.inputs["policy"])["Statement"]
+        statement, *others = json.loads(policy.inputs["policy"])["Statement"]
         assert statement["Effect"] == "Deny" and statement["Action"] == "s3:*"
         assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         assert statement["Resource"][1] == statement["Resource"][0] + "/*"
+        # Beyond TLS (no VPC endpoints given here): only the checkpoints bucket's own-key denies.
+        sids = [s["Sid"] for s in others]
+        assert sids == (["DenyUploadUnderAnotherKey", "DenyUploadWithoutKms"] if "checkpoints" in policy.name else [])
+
+
+def test_checkpoint_uploads_naming_another_encryption_are_denied(protected) -> None:
+    [policy] = [p for p in protected.by_type("aws:s3/bucketPolicy:BucketPolicy") if "checkpoints" in p.name]
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    key = statements["DenyUploadUnderAnotherKey"]
+    assert key["Action"] == "s3:PutObject" and key["Resource"].endswith("/*")
+    header = "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    # Only when the header is there: an upload relying on the bucket's default (this key) is untouched.
+    assert key["Condition"]["Null"] == {header: "false"}
+    assert key["Condition"]["StringNotEquals"][header].startswith("arn:aws:kms:")
+    kms = statements["DenyUploadWithoutKms"]["Condition"]
+    assert kms == {
+        "Null": {"s3:x-amz-server-side-encryption": "false"},
+        "StringNotEquals": {"s3:x-amz-server-side-encryption": "aws:kms"},
+    }
 
 
 def test_lifecycle_rules_from_spec(protected) -> None:

@@ -88,6 +88,12 @@ def test_grafana_reads_the_workspace_with_sigv4_and_loads_every_dashboard(full) 
         if m.inputs["metadata"]["labels"] == {"grafana_dashboard": "1"}
     ]
     assert len(maps) == 4
+    # The sidecar finds them in Grafana's own namespace, with a Role there instead of the chart's ClusterRole
+    # (which reads every Secret of the cluster).
+    grafana = releases["grafana"].inputs
+    assert grafana["values"]["rbac"] == {"namespaced": True}
+    assert "searchNamespace" not in grafana["values"]["sidecar"]["dashboards"]
+    assert {m.inputs["metadata"]["namespace"] for m in maps} == {grafana["namespace"]}
     associations = {
         a.inputs["serviceAccount"] for a in full.by_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     }

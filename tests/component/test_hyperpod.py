@@ -62,6 +62,7 @@ def build(spec: HyperPodSpec, **overrides: Any) -> Recording:
             "region": "us-east-1",
             "subnet_ids": ["subnet-0gpu"],
             "security_group_ids": ["sg-0efa"],
+            "vpc_id": "vpc-0a1",
             "eks_cluster_arn": EKS_ARN if spec.orchestrator.value == "eks" else None,
             "kms_key_arn": KEY,
             "fsx_dns_name": "fs-0abc.fsx.us-east-1.amazonaws.com",
@@ -151,7 +152,7 @@ def test_execution_role_gets_managed_and_scoped_policies(eks_run: Recording) -> 
     attachment = eks_run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
     assert attachment.inputs["policyArn"] == "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"
     inline = json.loads(eks_run.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    assert {"EksDescribe", "LifecycleRead", "VpcNetworkInterfaces"} <= {s["Sid"] for s in inline["Statement"]}
+    assert {"EksDescribe", "LifecycleRead", "VpcManageInterfaces"} <= {s["Sid"] for s in inline["Statement"]}
     [group] = groups(eks_run).values()
     assert group["executionRole"] == role.outputs["arn"]
 
@@ -176,10 +177,13 @@ def test_lifecycle_prefix_is_the_deployers_and_read_only_for_the_execution_role(
     read = statements["DenyLifecycleReadExceptDeployerAndHyperPod"]
     write = statements["DenyLifecycleWriteExceptDeployer"]
     assert read["Effect"] == write["Effect"] == "Deny" and read["Principal"] == "*"
-    assert read["Resource"].endswith("/hyperpod/lifecycle/*") and write["Resource"] == read["Resource"]
+    assert read["Resource"].endswith("/hyperpod/lifecycle/*")
+    assert write["Resource"] == read["Resource"].removesuffix("hyperpod/lifecycle/*") + "*"  # the whole bucket
     assert read["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": sorted([deployer, role_arn])}}
     assert write["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": deployer}}
     assert "s3:PutObject" in write["Action"] and "s3:GetObject" in read["Action"]
+    # Replication into the bucket is authorized as Replicate*, not PutObject: denied alike.
+    assert {"s3:ReplicateObject", "s3:ReplicateDelete", "s3:ReplicateTags"} <= set(write["Action"])
     key = statements["DenyLifecycleUploadWithoutStackKey"]["Condition"]["StringNotEquals"]
     assert key == {"s3:x-amz-server-side-encryption-aws-kms-key-id": "arn:aws:kms:us-east-1:123456789012:key/k"}
     # ...and every upload names that key, so the deny never refuses our own scripts.
@@ -259,10 +263,12 @@ def test_training_job_role_and_vpc_settings() -> None:
             TrainingJobRoleArgs(
                 base_name="trainstack-test",
                 region="us-east-1",
+                teams=["research", "pretraining"],
                 datasets_bucket_arn="arn:aws:s3:::ds",
                 checkpoints_bucket_arn="arn:aws:s3:::ck",
                 subnet_ids=["subnet-0gpu"],
                 security_group_ids=["sg-0efa"],
+                vpc_id="vpc-0a1",
                 fsx_arn="arn:aws:fsx:us-east-1:123456789012:file-system/fs-0abc",
                 kms_key_arn="arn:aws:kms:us-east-1:123456789012:key/k",
             ),
@@ -270,11 +276,21 @@ def test_training_job_role_and_vpc_settings() -> None:
         )
         pulumi.export("subnets", role.subnet_ids)
         pulumi.export("sgs", role.security_group_ids)
+        pulumi.export("roles", role.role_arns)
 
     recording = run_component(program)
-    trust = json.loads(recording.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
-    assert trust["Statement"][0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
-    policy = json.loads(recording.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    sids = {s["Sid"] for s in policy["Statement"]}
-    assert {"ReadDatasets", "ReadWriteCheckpoints", "FsxInput", "DataKey", "EcrPull", "VpcNetworkInterfaces"} <= sids
-    assert recording.outputs == {"subnets": ["subnet-0gpu"], "sgs": ["sg-0efa"]}
+    roles = recording.by_type("aws:iam/role:Role")
+    assert sorted(r.inputs["name"] for r in roles) == [
+        "trainstack-test-sm-train-pretraining",
+        "trainstack-test-sm-train-research",
+    ]
+    for role in roles:
+        trust = json.loads(role.inputs["assumeRolePolicy"])
+        assert trust["Statement"][0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    for policy in recording.by_type("aws:iam/rolePolicy:RolePolicy"):
+        team = policy.name.split("-")[1]
+        statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+        assert {"ReadDatasets", "ReadWriteOwnCheckpoints", "FsxInput", "DataKey", "EcrPull"} <= set(statements)
+        assert statements["ReadWriteOwnCheckpoints"]["Resource"] == [f"arn:aws:s3:::ck/{team}/*"]
+    assert set(recording.outputs["roles"]) == {"research", "pretraining"}
+    assert {k: recording.outputs[k] for k in ("subnets", "sgs")} == {"subnets": ["subnet-0gpu"], "sgs": ["sg-0efa"]}

@@ -66,9 +66,12 @@ def test_each_team_gets_its_own_directory_and_the_datasets_read_only(rec) -> Non
         assert datasets["csi"]["volumeAttributes"]["mountname"] == "abcd1234/datasets"
         assert datasets["csi"]["readOnly"] is True and datasets["accessModes"] == ["ReadOnlyMany"]
         assert datasets["claimRef"] == {"namespace": team, "name": "fsx-datasets"}
+        # The datasets mount `ro` whatever the pod says (the driver adds `ro` only when the pod asks); the team's own
+        # directory stays writable.
+        assert own["mountOptions"] == ["flock"] and datasets["mountOptions"] == ["flock", "ro"]
         for spec in (own, datasets):
             assert spec["csi"]["driver"] == CSI_DRIVER and spec["csi"]["volumeHandle"] == "fs-0123"
-            assert spec["persistentVolumeReclaimPolicy"] == "Retain" and spec["mountOptions"] == ["flock"]
+            assert spec["persistentVolumeReclaimPolicy"] == "Retain"
             assert spec["capacity"] == {"storage": "4800Gi"} and spec["storageClassName"] == ""
 
 

@@ -47,7 +47,6 @@ SUITES = {"make test": "make policy-venv", "make test-e2e": "make policy-venv"}
 # What the workflows' expressions evaluate to in the dry run: the repository variables docs/ci.md asks for.
 VARIABLES = {
     "vars.PULUMI_BACKEND_URL": "s3://example-trainstack-state?region=us-east-1&awssdk=v2",
-    "vars.AWS_PREVIEW_ROLE_ARN": "arn:aws:iam::111122223333:role/trainstack-preview",
     "vars.AWS_DEPLOY_ROLE_ARN": "arn:aws:iam::111122223333:role/trainstack-deploy",
     "github.token": "ghs_example",
     "github.event.pull_request.number": "35",
@@ -316,9 +315,8 @@ def workflows_dry_run(machine: Machine) -> None:
     assert "Offline plan of every stack" in ran
     assert (machine.clone / "plan-comment.md").stat().st_size > 0
     assert [c[:2] for c in machine.log("gh")][-1] == ["pr", "comment"]
-    preview = plan["jobs"]["preview"]
-    for stack in preview["strategy"]["matrix"]["stack"]:
-        run_job(machine, preview, {"stack": stack})
+    # No pull request job gets AWS credentials or runs Pulumi (docs/ci.md): the real preview is deploy.yml's.
+    assert not [j for j in plan["jobs"].values() if "id-token" in j.get("permissions", {})]
     deploy = workflow("deploy")["jobs"]["up"]
     for stack in deploy["strategy"]["matrix"]["stack"]:
         ran = run_job(machine, deploy, {"stack": stack})
@@ -326,11 +324,9 @@ def workflows_dry_run(machine: Machine) -> None:
         assert preflight and preflight[0] < ran.index("pulumi/actions"), ran  # preflight before `pulumi up`
 
     calls = [c["argv"] for c in machine.log("pulumi")[before:]]
-    order = list(preview["strategy"]["matrix"]["stack"])
-    assert sorted(order) == sorted(STACKS) and deploy["strategy"]["matrix"]["stack"] == ["dev", "staging", "prod"]
-    assert [(c[0], c[2]) for c in calls] == [("preview", s) for s in order] + [
-        ("up", s) for s in ("dev", "staging", "prod")
-    ]
+    order = deploy["strategy"]["matrix"]["stack"]
+    assert sorted(order) == sorted(STACKS) and order == ["dev", "staging", "prod"]
+    assert [(c[0], c[2]) for c in calls] == [(command, s) for s in order for command in ("preview", "up")]
     assert all(f"policies/config/{c[2]}.json" in c for c in calls)
     charts = list((machine.clone / ".hyperpod-chart").glob(f"{HYPERPOD_CLI_TAG}/{CHART_PATH}/Chart.yaml"))
     assert charts, "staging runs HyperPod on EKS: its chart was fetched before `pulumi up`"

@@ -96,6 +96,13 @@ SCENARIOS: dict[str, tuple[str, Edit]] = {
         ),
     ),
     "staging-bottlerocket": ("staging", lambda raw: _gpu(raw, ami_family="BOTTLEROCKET_x86_64_NVIDIA")),
+    # A team with a member role: its EKS access entry maps it to the team's Kubernetes group.
+    "prod-team-member": (
+        "prod",
+        lambda raw: next(t for t in raw["kubernetes"]["teams"] if t["name"] == "research").update(
+            member_role_arns=["arn:aws:iam::210987654321:role/research"]
+        ),
+    ),
 }
 
 
@@ -188,3 +195,24 @@ def _environment(stack: str) -> str:
     environment = environment_of_stack(stack)
     assert environment is not None, f"stack {stack!r} maps to no environment"
     return environment.value
+
+
+def with_resource(source: Recording, type_: str, name: str, inputs: dict[str, Any]) -> Recording:
+    """`source` with one more custom resource at the stack's root (what an edit outside the program would add)."""
+    project = source.resources[0].urn.split("::")[1]
+    added = RecordedResource(
+        type=type_,
+        name=name,
+        urn=f"urn:pulumi:{source.stack}::{project}::{type_}::{name}",
+        parent="",
+        custom=True,
+        inputs=inputs,
+        dependencies=(),
+        property_dependencies={},
+        protect=False,
+        retain_on_delete=False,
+        provider="",
+    )
+    return Recording(
+        stack=source.stack, preview=source.preview, resources=[*source.resources, added], outputs=source.outputs
+    )

@@ -38,6 +38,7 @@ def test_every_rule_says_what_and_why() -> None:
             "sagemaker",
             "security",
             "cost",
+            "defence",
             "floors",
         }
         if isinstance(policy, ResourceValidationPolicy):

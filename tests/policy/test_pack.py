@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
+from policies import waivers
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.floors import FLOORS
 from stacks.load import FULL_KEY, ConfigError, validate_object
@@ -317,9 +319,19 @@ def analyze(analyzer: analyzer_pb2_grpc.AnalyzerStub, recorded: Recording) -> se
     return served
 
 
-def _waive(document: dict[str, Any], rule: str, resource: str) -> None:
-    document["config"][FULL_KEY].setdefault("waivers", []).append(
-        {"rule": rule, "resource": resource, "reason": REASON}
+def _waive(document: dict[str, Any], rule: str, resource: str, days: int = 90, environment: str | None = None) -> None:
+    """Add a waiver with an owner, expiring `days` from today (the served pack judges on the real day, as the
+    offline review does), granted for `environment` (the document's own by default)."""
+    cluster = document["config"][FULL_KEY]
+    cluster.setdefault("waivers", []).append(
+        {
+            "rule": rule,
+            "resource": resource,
+            "reason": REASON,
+            "owner": "ml-platform@example.com",
+            "expires": (waivers.today() + timedelta(days=days)).isoformat(),
+            "environment": environment or cluster["environment"],
+        }
     )
 
 
@@ -337,6 +349,11 @@ SOURCES: dict[str, Callable[[], tuple[Recording, dict[str, Any]]]] = {
     "prod-gpu-taint-removed-waived": lambda: (
         mutated(recording("prod"), "-gpu-p5-train-ng", lambda i: i.pop("taints")),
         _with(stack_document("prod"), _waive, "gpu-taint", "gpu-p5-train-ng"),
+    ),
+    # An expired waiver exempts nothing: the violation stands, mandatory, and waiver-expired names the waiver.
+    "prod-gpu-taint-removed-expired": lambda: (
+        mutated(recording("prod"), "-gpu-p5-train-ng", lambda i: i.pop("taints")),
+        _with(stack_document("prod"), lambda d: _waive(d, "gpu-taint", "gpu-p5-train-ng", days=-1)),
     ),
 }
 
@@ -388,6 +405,54 @@ def test_served_pack_agrees_with_offline_review(tmp_path: Path, source: str) -> 
         assert offline < unwaived
     if source not in STACKS:
         assert any(level == "mandatory" for _, _, level, _ in offline) or recorded.preview or "waived" in source
+    if source.endswith("-expired"):
+        assert {(policy, level) for policy, _, level, _ in offline} >= {
+            ("gpu-taint", "mandatory"),
+            ("waiver-expired", "advisory"),
+        }
+
+
+@pytest.mark.parametrize(
+    ("stack", "edit", "says"),
+    [
+        ("prod", lambda d: _waive(d, "nat-per-az", "network-private-us-east-1b"), "is a floor, which prod never"),
+        ("prod", lambda d: _waive(d, "fsx-team-isolation", "x"), "is a rule of high severity, which prod never"),
+        ("staging", lambda d: _waive(d, "nat-per-az", "network-private-us-east-1b", days=400), "more than 365 days"),
+    ],
+)
+@pytest.mark.e2e
+def test_the_served_pack_refuses_what_prod_never_waives_as_the_plan_does(
+    tmp_path: Path, stack: str, edit: Callable[[dict[str, Any]], None], says: str
+) -> None:
+    document = stack_document(stack)
+    document["config"][FULL_KEY]["waivers"] = []
+    edit(document)
+    with served(tmp_path, stack_environ(document, stack)) as analyzer:
+        analyzer.Configure(cli_config(json.loads((PACK / "config" / f"{stack}.json").read_text())))
+        found = {d for d in analyze(analyzer, recording(stack)) if d[0] == "stack-waivers"}
+    with pytest.raises(ConfigError) as raised:
+        _offline(recording(stack), document)
+    [problem] = raised.value.problems
+    assert says in problem.message
+    assert {(level, message) for _, _, level, message in found} == {
+        ("mandatory", f"{problem.key} ({problem.value!r}): {problem.message}")
+    }
+
+
+@pytest.mark.e2e
+def test_the_staging_file_served_as_prod_loses_its_waiver(tmp_path: Path) -> None:
+    """The staging file deployed as stack prod (the program's schema refuses it first; the pack on its own too):
+    its waiver was granted for staging, a floor besides, so it exempts nothing and stack-waivers says why."""
+    document = stack_document("staging")
+    with served(tmp_path, stack_environ(document, "prod")) as analyzer:
+        analyzer.Configure(cli_config(json.loads((PACK / "config" / "prod.json").read_text())))
+        found = {d for d in analyze(analyzer, recording("staging")) if d[0] in ("stack-waivers", "nat-per-az")}
+    assert {(policy, level) for policy, _, level, _ in found} == {
+        ("stack-waivers", "mandatory"),
+        ("nat-per-az", "mandatory"),
+    }
+    [message] = [m for policy, _, _, m in found if policy == "stack-waivers"]
+    assert "nat-per-az is a floor, which prod never waives" in message
 
 
 @pytest.mark.parametrize(

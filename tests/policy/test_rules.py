@@ -19,7 +19,17 @@ import pytest
 
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
-from tests.policy.helpers import found, matches, mutated, run, scenario, shipped, shipped_review, without
+from tests.policy.helpers import (
+    found,
+    matches,
+    mutated,
+    run,
+    scenario,
+    shipped,
+    shipped_review,
+    with_resource,
+    without,
+)
 from trainstack.engine import Recording
 from trainstack.review import load_config
 
@@ -416,6 +426,15 @@ na("helm-chart-pinned", lambda: without(staging(), of_type(HELM, "kubernetes:hel
 ok("gpu-operator-values", staging)
 ok("gpu-operator-values", lambda: scenario("staging-bottlerocket"))  # device plugin off on Bottlerocket too
 bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.driver.enabled", True)))
+bad(  # back to the environment variable the nodes' runtime ignores
+    "gpu-operator-values",
+    lambda: mutated(
+        staging(),
+        "-gpu-operator-release",
+        set_path("values.devicePlugin.env", [{"name": "DEVICE_LIST_STRATEGY", "value": "envvar"}]),
+    ),
+)
+bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.devicePlugin.env", [])))
 # Bottlerocket groups also opt out by label, so the operator's device plugin only clashes when both are gone.
 ok(
     "gpu-operator-values",
@@ -613,6 +632,32 @@ bad(
     ),
 )
 na("k8s-team-network-isolation", lambda: without(prod(), of_type(NAMESPACE)))
+ALLOW_HTTPS = "-research-np-allow-https"
+bad(  # HTTPS widened to every port: pods reach Lustre's servers
+    "k8s-team-network-isolation", lambda: mutated(prod(), ALLOW_HTTPS, lambda i: i["spec"]["egress"][0].pop("ports"))
+)
+bad(  # a range that covers 1018-1023
+    "k8s-team-network-isolation",
+    lambda: mutated(
+        prod(), ALLOW_HTTPS, set_path("spec.egress.0.ports", [{"protocol": "TCP", "port": 1000, "endPort": 1020}])
+    ),
+)
+ok(  # UDP on those numbers is not Lustre
+    "k8s-team-network-isolation",
+    lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.ports", [{"protocol": "UDP", "port": 988}])),
+)
+
+ok("k8s-team-egress-no-internet", prod)
+bad(  # prod's team HTTPS back to anywhere (the setting before issue 33)
+    "k8s-team-egress-no-internet",
+    lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.to", [{"ipBlock": {"cidr": "0.0.0.0/0"}}])),
+)
+bad(  # half the internet
+    "k8s-team-egress-no-internet",
+    lambda: mutated(prod(), ALLOW_HTTPS, set_path("spec.egress.0.to", [{"ipBlock": {"cidr": "0.0.0.0/1"}}])),
+)
+bad("k8s-team-egress-no-internet", lambda: mutated(prod(), ALLOW_HTTPS, lambda i: i["spec"]["egress"][0].pop("to")))
+na("k8s-team-egress-no-internet", lambda: without(prod(), of_type(NAMESPACE)))
 
 ok("k8s-team-quotas", prod)
 bad("k8s-team-quotas", lambda: without(prod(), of_type("kubernetes:core/v1:LimitRange")))
@@ -633,6 +678,148 @@ bad(
     lambda: mutated(prod(), "-tenancy-registries-binding", set_path("spec.validationActions", ["Warn"])),
 )
 na("k8s-allowed-registries", lambda: without(prod(), of_type(NAMESPACE)))
+REGISTRIES = "-tenancy-registries"
+
+
+def _approve(prefix: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        validation = inputs["spec"]["validations"][0]
+        validation["expression"] = validation["expression"].replace("['", f"['{prefix}', '", 1)
+
+    return edit
+
+
+bad("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("public.ecr.aws/")))  # anyone publishes
+bad("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("docker.io/")))
+ok("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("public.ecr.aws/my-team-alias/")))
+ok("k8s-allowed-registries", lambda: mutated(prod(), REGISTRIES, _approve("registry.example.com/")))  # a private one
+bad(  # blind to image volumes: any image can be mounted
+    "k8s-allowed-registries",
+    lambda: mutated(
+        prod(),
+        REGISTRIES,
+        lambda i: i["spec"]["variables"][0].__setitem__(
+            "expression", i["spec"]["variables"][0]["expression"].split(" + (has(object.spec.volumes)")[0]
+        ),
+    ),
+)
+bad(  # the device policy's binding alone does not restrict images
+    "k8s-allowed-registries", lambda: without(prod(), lambda r: r.name == "tenancy-registries-binding")
+)
+
+ok("k8s-device-access", prod)
+ok("k8s-device-access", dev)
+bad("k8s-device-access", lambda: without(prod(), lambda r: r.name == "tenancy-devices-binding"))
+bad(
+    "k8s-device-access",
+    lambda: mutated(prod(), "-tenancy-devices-binding", set_path("spec.validationActions", ["Audit"])),
+)
+bad(  # the toleration rule dropped: the thief without the variable still lands on a GPU node
+    "k8s-device-access",
+    lambda: mutated(
+        prod(), "-tenancy-devices", lambda i: i["spec"].__setitem__("validations", i["spec"]["validations"][:1])
+    ),
+)
+na("k8s-device-access", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("k8s-team-access", prod)
+ok("k8s-team-access", dev)
+ok("k8s-team-access", lambda: scenario("prod-team-member"))
+MEMBER = "-tenancy-research-member"
+bad(  # the LoadBalancer quota lifted: a controller or a later grant can expose the namespace
+    "k8s-team-access",
+    lambda: mutated(prod(), "-tenancy-research-services", lambda i: i["spec"]["hard"].pop("services.loadbalancers")),
+)
+bad("k8s-team-access", lambda: mutated(prod(), "-tenancy-research-services", set_path("spec.hard", {})))
+bad(  # the NodePort quota raised to one
+    "k8s-team-access",
+    lambda: mutated(
+        prod(),
+        "-tenancy-research-services",
+        lambda i: i["spec"]["hard"].__setitem__("services.nodeports", "1"),
+    ),
+)
+bad(  # members may delete the namespace's NetworkPolicies
+    "k8s-team-access",
+    lambda: mutated(
+        prod(),
+        MEMBER,
+        lambda i: i["rules"].append(
+            {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["delete"]}
+        ),
+    ),
+)
+bad(  # a wildcard rule grants Services too
+    "k8s-team-access",
+    lambda: mutated(prod(), MEMBER, set_path("rules", [{"apiGroups": [""], "resources": ["*"], "verbs": ["*"]}])),
+)
+bad(  # members may grant themselves more
+    "k8s-team-access",
+    lambda: mutated(
+        prod(),
+        MEMBER,
+        lambda i: i["rules"].append(
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"], "verbs": ["create"]}
+        ),
+    ),
+)
+bad(  # the team's group bound to Kubernetes' own `edit`, whose rules the plan cannot see
+    "k8s-team-access",
+    lambda: mutated(prod(), MEMBER + "-binding", set_path("roleRef", {"kind": "ClusterRole", "name": "edit"})),
+)
+bad(  # back to the EKS edit policy, scoped to the team's namespace
+    "k8s-team-access",
+    lambda: with_resource(
+        scenario("prod-team-member"),
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+        "team-access-research-policy",
+        {
+            "clusterName": "c",
+            "principalArn": "arn:aws:iam::210987654321:role/research",
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy",
+            "accessScope": {"type": "namespace", "namespaces": ["research"]},
+        },
+    ),
+)
+ok(  # read-only EKS access beside the Role is fine
+    "k8s-team-access",
+    lambda: with_resource(
+        scenario("prod-team-member"),
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+        "team-access-research-view",
+        {
+            "clusterName": "c",
+            "principalArn": "arn:aws:iam::210987654321:role/research",
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
+            "accessScope": {"type": "namespace", "namespaces": ["research"]},
+        },
+    ),
+)
+na("k8s-team-access", lambda: without(prod(), of_type(NAMESPACE)))
+
+ok("fsx-datasets-read-only", prod)
+ok("fsx-datasets-read-only", dev)
+DATASETS_PV = "-lustre-volume-pv-datasets-research"
+bad(  # read-only in its spec only: a pod mounting it read-write writes the datasets
+    "fsx-datasets-read-only", lambda: mutated(prod(), DATASETS_PV, set_path("spec.mountOptions", ["flock"]))
+)
+bad("fsx-datasets-read-only", lambda: mutated(prod(), DATASETS_PV, drop("spec.mountOptions")))
+bad(  # the datasets claim bound to a writable volume
+    "fsx-datasets-read-only",
+    lambda: mutated(
+        prod(),
+        DATASETS_PV,
+        lambda i: (
+            i["spec"].update(accessModes=["ReadWriteMany"], mountOptions=["flock"]),
+            i["spec"]["csi"].pop("readOnly"),
+        ),
+    ),
+)
+bad(  # any volume that says it is read-only must mount so
+    "fsx-datasets-read-only",
+    lambda: mutated(prod(), "-lustre-volume-pv-research", set_path("spec.accessModes", ["ReadOnlyMany"])),
+)
+na("fsx-datasets-read-only", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
 
 ok("fsx-root-squash", prod)
 ok("fsx-root-squash", dev)
@@ -658,6 +845,64 @@ def _other_team(inputs: dict[str, Any]) -> None:
 bad("fsx-team-isolation", lambda: mutated(prod(), "-lustre-volume-pv-research", _other_team))
 na("fsx-team-isolation", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
 
+
+def _mount(path: str) -> Callable[[dict[str, Any]], None]:
+    """The volume mounts `path` of the file system ("" for the root)."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        attributes = inputs["spec"]["csi"]["volumeAttributes"]
+        attributes["mountname"] = attributes["mountname"].split("/")[0] + path
+
+    return edit
+
+
+DATASETS_PV = "-lustre-volume-pv-datasets-research"
+# The shared read-only view is judged too: mounting the root shows every team's directory.
+bad("fsx-team-isolation", lambda: mutated(prod(), DATASETS_PV, _mount("")))
+
+ok("fsx-views-disjoint", prod)
+bad("fsx-views-disjoint", lambda: mutated(prod(), DATASETS_PV, _mount("/teams")))  # the datasets hold the teams
+bad("fsx-views-disjoint", lambda: mutated(prod(), "-lustre-volume-pv-research", _mount("/datasets")))
+na("fsx-views-disjoint", lambda: without(prod(), of_type("kubernetes:core/v1:PersistentVolume")))
+
+
+@pytest.mark.parametrize(
+    ("volume", "path", "says"),
+    [
+        (DATASETS_PV, "/teams", "(read-only) mounts /teams, which holds /teams/"),
+        (DATASETS_PV, "", "(read-only) mounts /, which holds"),
+        ("-lustre-volume-pv-research", "/datasets", "(read-write) mounts /datasets, which holds /datasets"),
+        ("-lustre-volume-pv-research", "/teams/pretraining", "(read-write) mounts /teams/pretraining, which holds"),
+    ],
+)
+def test_fsx_views_disjoint_names_the_overlap(volume: str, path: str, says: str) -> None:
+    result = run(mutated(prod(), volume, _mount(path)), "prod", policies=[BY_NAME["fsx-views-disjoint"]])
+    messages = [v.message for v in found(result, "fsx-views-disjoint")]
+    assert messages and any(says in m for m in messages), messages
+
+
+def _no_squash(*nids: str) -> Callable[[dict[str, Any]], None]:
+    return set_path("rootSquashConfiguration.noSquashNids", list(nids))
+
+
+ok("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.6@tcp", "10.0.2.[10-24]@tcp")))  # 16
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.6@tcp", "10.0.2.[10-25]@tcp")))  # 17
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("[0-255].[0-255].[0-255].[0-255]@tcp")))
+bad("fsx-no-squash-breadth", lambda: mutated(prod(), FSX, _no_squash("10.0.1.x@tcp")))  # unreadable: refused
+na("fsx-no-squash-breadth", prod)  # prod exempts no client
+
+
+@pytest.mark.parametrize(
+    ("nid", "count"),
+    [("10.0.1.6@tcp", 1), ("10.0.[2-10].[1-255]@tcp", 2295), ("[0-255].[0-255].[0-255].[0-255]@tcp", 2**32)],
+)
+def test_the_pack_counts_nid_addresses_as_the_schema_does(nid: str, count: int) -> None:
+    from policies.rules.security import nid_addresses
+    from stacks import fsx_squash
+
+    assert nid_addresses(nid) == fsx_squash.nid_addresses(nid) == count
+
+
 LIFECYCLE_POLICY = "-hyperpod-lifecycle-bucket-policy"
 ok("hyperpod-lifecycle-locked", staging)
 bad(
@@ -668,7 +913,151 @@ bad(
     "hyperpod-lifecycle-locked",
     lambda: mutated(staging(), LIFECYCLE_POLICY, edit_policy(lambda st: st.pop())),  # the key requirement
 )
+bad(  # the write deny without the replication actions: a replication rule elsewhere can write the scripts
+    "hyperpod-lifecycle-locked",
+    lambda: mutated(
+        staging(),
+        LIFECYCLE_POLICY,
+        edit_policy(
+            lambda st: [
+                s.__setitem__("Action", [a for a in s["Action"] if not a.startswith("s3:Replicate")])
+                for s in st
+                if s.get("Sid") == "DenyLifecycleWriteExceptDeployer"
+            ]
+        ),
+    ),
+)
 na("hyperpod-lifecycle-locked", prod)
+
+EXECUTION_INLINE = "-hyperpod-execution-inline"
+ok("hyperpod-execution-role-confined", staging)
+bad(
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        staging(),
+        EXECUTION_INLINE,
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyReadOutsideLifecycle"])),
+    ),
+)
+bad(  # a deny that keeps every sagemaker-* bucket readable confines nothing
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        staging(),
+        EXECUTION_INLINE,
+        edit_policy(
+            lambda st: [
+                s.__setitem__("NotResource", ["arn:aws:s3:::sagemaker-*/*"])
+                for s in st
+                if s["Sid"] == "DenyReadOutsideLifecycle"
+            ]
+        ),
+    ),
+)
+bad(
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        staging(),
+        EXECUTION_INLINE,
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyListOtherBuckets"])),
+    ),
+)
+na("hyperpod-execution-role-confined", prod)
+
+ok("grafana-rbac-namespaced", prod)
+
+
+def on_grafana(edit: Callable[[dict[str, Any]], None]) -> Callable[[], Recording]:
+    """prod with the grafana release's inputs edited (its component shares the release's name)."""
+    return lambda: mutated(prod(), HELM, lambda i: edit(i) if i.get("chart") == "grafana" else None, only_first=False)
+
+
+bad("grafana-rbac-namespaced", on_grafana(drop("values.rbac")))  # the chart's ClusterRole
+bad("grafana-rbac-namespaced", on_grafana(set_path("values.rbac.namespaced", False)))
+bad(  # namespaced RBAC, but the sidecar sent to read every namespace
+    "grafana-rbac-namespaced", on_grafana(set_path("values.sidecar.dashboards.searchNamespace", "ALL"))
+)
+ok("grafana-rbac-namespaced", on_grafana(set_path("values.rbac", {"create": False})))
+na("grafana-rbac-namespaced", lambda: without(prod(), lambda r: r.name == "health-grafana" and r.type == HELM))
+
+ok("iam-grants-and-interfaces-scoped", staging)
+na("iam-grants-and-interfaces-scoped", lambda: without(staging(), of_type("aws:iam/rolePolicy:RolePolicy")))
+HYPERPOD_INLINE = "-hyperpod-execution-inline"
+
+
+def _drop_condition(sid: str) -> Callable[[list[dict[str, Any]]], None]:
+    def edit(statements: list[dict[str, Any]]) -> None:
+        for statement in statements:
+            if statement.get("Sid") == sid:
+                statement.pop("Condition")
+
+    return edit
+
+
+bad(  # any holder of the role's credentials may grant the data key to anyone
+    "iam-grants-and-interfaces-scoped",
+    lambda: mutated(staging(), HYPERPOD_INLINE, edit_policy(_drop_condition("EbsVolumeKeyGrants"))),
+)
+bad(  # delete or re-point any network interface of the account
+    "iam-grants-and-interfaces-scoped",
+    lambda: mutated(staging(), HYPERPOD_INLINE, edit_policy(_drop_condition("VpcManageInterfaces"))),
+)
+bad(  # new interfaces in any subnet
+    "iam-grants-and-interfaces-scoped",
+    lambda: mutated(
+        staging(),
+        "-sagemaker-training-research-inline",
+        edit_policy(
+            lambda st: [
+                s.__setitem__(
+                    "Resource", [*s["Resource"], s["Resource"][0].split(":network-interface")[0] + ":subnet/*"]
+                )
+                for s in st
+                if s.get("Sid") == "VpcCreateInterfaces"
+            ]
+        ),
+    ),
+)
+
+ok("s3-checkpoints-per-prefix", prod)
+ok("s3-checkpoints-per-prefix", staging)
+ok("s3-checkpoints-per-prefix", dev)
+na("s3-checkpoints-per-prefix", lambda: without(prod(), of_type(*S3)))
+bad(  # uploads under another key accepted again
+    "s3-checkpoints-per-prefix",
+    lambda: mutated(
+        staging(),
+        "-data-checkpoints-policy",
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s.get("Sid") != "DenyUploadWithoutKms"])),
+    ),
+)
+bad(  # the SageMaker role of one team writes every team's checkpoints (the setting before issue 33)
+    "s3-checkpoints-per-prefix",
+    lambda: mutated(
+        staging(),
+        "-sagemaker-training-research-inline",
+        edit_policy(
+            lambda st: [
+                s.__setitem__("Resource", [s["Resource"][0].split("/")[0] + "/*"])
+                for s in st
+                if s.get("Sid") == "ReadWriteOwnCheckpoints"
+            ]
+        ),
+    ),
+)
+bad(  # a wildcard in the first segment reaches every team too
+    "s3-checkpoints-per-prefix",
+    lambda: mutated(
+        prod(),
+        "-team-storage-research-inline",
+        edit_policy(
+            lambda st: [
+                s.__setitem__("Resource", s["Resource"].replace("/research/", "/*/"))
+                for s in st
+                if s.get("Sid") == "OwnCheckpoints"
+            ]
+        ),
+    ),
+)
 
 ok("s3-data-vpc-only", prod)
 ok("s3-data-vpc-only", staging)
@@ -860,6 +1249,134 @@ bad("storage-throughput-floor", lambda: scenario("prod-slow-lustre"))
 bad("storage-throughput-floor", lambda: without(prod(), of_type(FSX)))
 na("storage-throughput-floor", dev_without_gpus)
 
+P5_NG = "-gpu-p5-train-ng"
+TORCH_RUNTIME = "training-runtimes-p5-train-torch"
+
+
+def _kueue_timeout(value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        config = inputs["values"]["managerConfig"]
+        config["controllerManagerConfigYaml"] = config["controllerManagerConfigYaml"].replace("timeout: 600s", value)
+
+    return edit
+
+
+def _restart_backoff(seconds: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        for job in inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            for container in job["template"]["spec"]["template"]["spec"].get("initContainers", []):
+                for env in container.get("env", []):
+                    if env["name"] == "TRAINSTACK_RESTART_BACKOFF_S":
+                        env["value"] = seconds
+
+    return edit
+
+
+# Each weakened setting of prod's fleet health, and the words the floor refuses it with.
+FLEET_HEALTH_WEAKENED: dict[str, tuple[Source, str]] = {
+    "repair-off": (lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.enabled", False)), "has no auto repair"),
+    "repair-unbounded": (
+        lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.maxParallelNodesRepairedCount", 8)),
+        "repairs 8 nodes at once",
+    ),
+    "repair-never-stops": (
+        lambda: mutated(prod(), P5_NG, set_path("nodeRepairConfig.maxUnhealthyNodeThresholdPercentage", 100)),
+        "until 100% of it is unhealthy",
+    ),
+    "no-metrics": (lambda: without(prod(), of_type("aws:amp/scraper:Scraper")), "no metrics stack"),
+    "no-dcgm": (
+        lambda: mutated(prod(), "gpu-operator-release", set_path("values.dcgmExporter.enabled", False)),
+        "runs no dcgm-exporter",
+    ),
+    "no-restarts": (
+        lambda: mutated(prod(), TORCH_RUNTIME, set_path("spec.template.spec.failurePolicy.maxRestarts", 0)),
+        "restarts a failed job 0 times",
+    ),
+    "restart-loop": (
+        lambda: mutated(prod(), TORCH_RUNTIME, set_path("spec.template.spec.failurePolicy.maxRestarts", 20)),
+        "restarts a failed job 20 times",
+    ),
+    "restart-at-once": (lambda: mutated(prod(), TORCH_RUNTIME, _restart_backoff("0")), "waits 0 s before a restart"),
+    "pods-ready-late": (
+        lambda: mutated(prod(), "scheduling-kueue", _kueue_timeout("timeout: 2h")),
+        "with a timeout of at most 1800 s",
+    ),
+    "pods-ready-off": (
+        lambda: mutated(prod(), "scheduling-kueue", _kueue_timeout("timeout: 600s\n  enable: false")),
+        "waitForPodsReady is",
+    ),
+    "nobody-receives": (
+        lambda: without(prod(), of_type("aws:sns/topicSubscription:TopicSubscription")),
+        "has no subscription",
+    ),
+}
+ok("fleet-health-floor", prod)
+for _source, _ in FLEET_HEALTH_WEAKENED.values():
+    bad("fleet-health-floor", _source)
+na("fleet-health-floor", dev_without_gpus)
+
+
+@pytest.mark.parametrize("weakened", FLEET_HEALTH_WEAKENED)
+def test_the_fleet_health_floor_names_what_was_weakened(weakened: str) -> None:
+    source, says = FLEET_HEALTH_WEAKENED[weakened]
+    messages = [
+        v.message for v in found(run(source(), "prod", policies=[BY_NAME["fleet-health-floor"]]), "fleet-health-floor")
+    ]
+    assert len(messages) == 1 and says in messages[0], messages
+
+
+VAP_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+ok("object-lock-retention-floor", prod)  # 14 days, floor 7
+bad("object-lock-retention-floor", lambda: mutated(prod(), LOCK, set_path("rule.defaultRetention.days", 6)))
+ok("object-lock-retention-floor", lambda: mutated(prod(), LOCK, set_path("rule.defaultRetention.days", 7)))
+na("object-lock-retention-floor", dev)  # dev locks nothing
+
+REGISTRIES_VAP = "tenancy-registries"
+
+
+def _approve(*prefixes: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        validation = inputs["spec"]["validations"][0]
+        quoted = ", ".join(f"'{p}'" for p in prefixes)
+        validation["expression"] = validation["expression"].replace("'nvcr.io/nvidia/'", quoted)
+
+    return edit
+
+
+ok("registry-allowlist-breadth", prod)
+ok("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("nvcr.io/nvidia/", "quay.io/acme/")))
+bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("docker.io/")))
+bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _approve("registry.example.com/")))
+na("registry-allowlist-breadth", lambda: without(prod(), of_type(VAP_TYPE)))
+
+
+def _group_label(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs.setdefault("labels", {})[key] = value  # a key with dots: set_path would split it
+
+    return edit
+
+
+ok("gpu-operator-node-opt-outs", prod)
+ok(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.dcgm-exporter", "true")),
+)
+bad(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.device-plugin", "false")),
+)
+bad(
+    "gpu-operator-node-opt-outs", lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.deploy.operands", "true"))
+)
+bad(
+    "gpu-operator-node-opt-outs",
+    lambda: mutated(prod(), P5_NG, _group_label("nvidia.com/gpu.workload.config", "vm-passthrough")),
+)
+na("gpu-operator-node-opt-outs", dev_without_gpus)
+
+
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 ok("team-quota-fits-capacity", prod)
 bad(
@@ -923,10 +1440,10 @@ def test_every_rule_has_all_three_cases() -> None:
     kinds: dict[str, set[str]] = {}
     for case in CASES:
         kinds.setdefault(case.policy, set()).add(case.kind)
-    # stack-waivers judges the waivers in force, not a recording: tests/policy/test_waivers.py has its three cases.
+    # The waiver rules judge the waivers in force, not a recording: tests/policy/test_waivers.py has their cases.
     missing = {
         p.name: {"compliant", "violated", "not_applicable"} - kinds.get(p.name, set())
         for p in POLICIES
-        if p.name != "stack-waivers"
+        if p.name not in ("stack-waivers", "waiver-expired")
     }
     assert not {k: v for k, v in missing.items() if v}, missing

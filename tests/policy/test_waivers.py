@@ -10,6 +10,7 @@ builds that map from a stack file the way the CLI does.
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 import pytest
@@ -22,6 +23,13 @@ from tests.policy.helpers import shipped
 from trainstack.review import resolve_config, review, run_policies
 
 REASON = "approved by the platform team for the evaluation quarter, with an owner"
+OWNER = "ml-platform@example.com"
+ON = date(2026, 12, 1)  # the day these tests judge waivers on
+SOON = date(2027, 3, 31)
+
+
+def waiver(rule: str, resource: str, environment: str = "staging", expires: date = SOON) -> waivers.Waiver:
+    return waivers.Waiver(rule, resource, REASON, OWNER, expires, environment)
 
 
 def pulumi_config(document: dict[str, Any]) -> dict[str, str]:
@@ -38,8 +46,24 @@ def test_the_pack_reads_the_waivers_pulumi_hands_it() -> None:
     environ = {"PULUMI_CONFIG": json.dumps(pulumi_config(document)), "PULUMI_STACK": "staging"}
     read = waivers.from_environment(environ)
     expected = stack_config("staging").waivers
-    assert read and [(w.rule, w.resource) for w in read] == [(w.rule, w.resource) for w in expected]
+    assert read and [(w.rule, w.resource, w.owner, w.expires, w.environment) for w in read] == [
+        (w.rule, w.resource, w.owner, w.expires, w.environment.value) for w in expected
+    ]
     assert all(w.reason == " ".join(e.reason.split()) for w, e in zip(read, expected, strict=True))
+
+
+@pytest.mark.parametrize("missing", ["owner", "expires", "environment"])
+def test_a_waiver_without_owner_expiry_or_environment_exempts_nothing(missing: str) -> None:
+    """The pack fails closed: an entry it cannot read whole is no waiver (the program's schema refuses it first)."""
+    document = stack_document("staging")
+    del document["config"][FULL_KEY]["waivers"][0][missing]
+    assert waivers.from_environment({"PULUMI_CONFIG": json.dumps(pulumi_config(document))}) == ()
+
+
+def test_an_unreadable_expiry_exempts_nothing() -> None:
+    document = stack_document("staging")
+    document["config"][FULL_KEY]["waivers"][0]["expires"] = "next spring"
+    assert waivers.from_environment({"PULUMI_CONFIG": json.dumps(pulumi_config(document))}) == ()
 
 
 @pytest.mark.parametrize(
@@ -51,22 +75,46 @@ def test_no_or_unreadable_config_waives_nothing(environ: dict[str, str]) -> None
 
 
 def test_a_waiver_exempts_one_rule_on_one_resource_and_never_a_stack_wide_violation() -> None:
-    ledger = waivers.Ledger((waivers.Waiver("nat-per-az", "a", REASON),))
+    ledger = waivers.Ledger((waiver("nat-per-az", "a"),), "staging", ON)
     assert ledger.screen("nat-per-az", "urn:pulumi:dev::trainstack::aws:ec2/subnet:Subnet::a", "m")
     assert not ledger.screen("nat-per-az", "urn:pulumi:dev::trainstack::aws:ec2/subnet:Subnet::b", "m")
     assert not ledger.screen("log-retention-floor", "urn:pulumi:dev::trainstack::aws:ec2/subnet:Subnet::a", "m")
     assert not ledger.screen("nat-per-az", "", "m")  # a stack-wide violation names no resource
-    assert ledger.used == {0} and [w.resource for w in ledger.waived] == ["a"]
+    assert ledger.used == {0} and [(w.resource, w.owner, w.expires) for w in ledger.waived] == [("a", OWNER, SOON)]
+
+
+@pytest.mark.parametrize(
+    ("given", "environment", "on", "applies"),
+    [
+        (waiver("nat-per-az", "a"), "staging", ON, True),
+        (waiver("nat-per-az", "a", expires=ON), "staging", ON, True),  # holds through its expiry day
+        (waiver("nat-per-az", "a", expires=ON), "staging", date(2026, 12, 2), False),  # then stops
+        (waiver("nat-per-az", "a"), "prod", ON, False),  # a staging waiver in a prod stack
+        (waiver("nat-per-az", "a", "prod"), "prod", ON, False),  # a floor in prod
+        (waiver("nat-per-az", "a", "prod"), None, ON, False),  # an unknown environment is held to prod's rules
+        (waiver("fsx-team-isolation", "a", "prod"), "prod", ON, False),  # high severity: not in prod
+        (waiver("fsx-team-isolation", "a", "dev"), "dev", ON, True),  # but in dev
+        (waiver("k8s-image-tag-pinned", "a", "prod"), "prod", ON, True),  # medium, not a floor: prod may waive it
+    ],
+)
+def test_a_waiver_applies_only_in_its_environment_until_it_expires_and_never_to_a_prod_floor(
+    given: waivers.Waiver, environment: str | None, on: date, applies: bool
+) -> None:
+    floors, severe = waivers.prod_never_waived()
+    assert "nat-per-az" in floors and "fsx-team-isolation" in severe and "k8s-image-tag-pinned" not in severe | floors
+    ledger = waivers.Ledger((given,), environment, on, floors, severe)
+    assert ledger.screen(given.rule, f"urn:pulumi:s::trainstack::t::{given.resource}", "m") is applies
+    assert ledger.applies(0) is applies
 
 
 # ------------------------------------------------------------------------------------------------ stack-waivers
 
 
-def _stack_waivers(recorded: Any, given: list[waivers.Waiver]) -> list[str]:
+def _stack_waivers(recorded: Any, given: list[waivers.Waiver], environment: str = "staging") -> list[str]:
     """What the pack's rules report with `given` in force, as the served pack runs them: every rule, then
     `stack-waivers` last."""
     config = resolve_config({"all": "mandatory"})
-    with waivers.applying(given):
+    with waivers.applying(given, environment, ON):
         violations, skipped, _ = run_policies(recorded, config)
     assert POLICIES[-1].name == "stack-waivers"  # it judges what the others reported, so it runs last
     skipped_here = [reason for name, _, reason in skipped if name == "stack-waivers"]
@@ -76,7 +124,10 @@ def _stack_waivers(recorded: Any, given: list[waivers.Waiver]) -> list[str]:
 @pytest.mark.slow
 def test_stack_waivers_compliant() -> None:
     """Staging's own waiver exempts a real violation: nothing to report."""
-    given = [waivers.Waiver(w.rule, w.resource, w.reason) for w in stack_config("staging").waivers]
+    given = [
+        waivers.Waiver(w.rule, w.resource, w.reason, w.owner, w.expires, w.environment.value)
+        for w in stack_config("staging").waivers
+    ]
     assert _stack_waivers(shipped("staging"), given) == []
 
 
@@ -84,9 +135,14 @@ def test_stack_waivers_compliant() -> None:
 @pytest.mark.parametrize(
     ("waiver", "says"),
     [
-        (waivers.Waiver("no-such-rule", "a", REASON), "waivers.0.rule ('no-such-rule'): no such policy rule"),
-        (waivers.Waiver("sg-no-world-ingress", "a", REASON), "a critical rule cannot be waived"),
-        (waivers.Waiver("nat-per-az", "zzz", REASON), "waivers.0.resource ('zzz'): waives nothing"),
+        (waiver("no-such-rule", "a"), "waivers.0.rule ('no-such-rule'): no such policy rule"),
+        (waiver("sg-no-world-ingress", "a"), "a critical rule cannot be waived"),
+        (waiver("nat-per-az", "zzz"), "waivers.0.resource ('zzz'): waives nothing"),
+        (waiver("nat-per-az", "network-private-us-east-1b", "prod"), "waivers.0.environment ('prod'): this waiver"),
+        (
+            waiver("nat-per-az", "network-private-us-east-1b", expires=date(2027, 12, 2)),
+            "waivers.0.expires ('2027-12-02'): more than 365 days ahead",
+        ),
     ],
 )
 def test_stack_waivers_violated(waiver: waivers.Waiver, says: str) -> None:
@@ -105,11 +161,20 @@ def test_the_offline_review_refuses_what_the_pack_rule_reports() -> None:
     code), the offline plan refuses the stack file with them (exit 2)."""
     from stacks.schema.waivers import WaiverSpec
 
-    bad = WaiverSpec(rule="nat-per-az", resource="zzz", reason=REASON)
+    bad = WaiverSpec.model_validate(
+        {
+            "rule": "nat-per-az",
+            "resource": "zzz",
+            "reason": REASON,
+            "owner": OWNER,
+            "expires": SOON.isoformat(),
+            "environment": "staging",
+        }
+    )
     with pytest.raises(ConfigError) as raised:
-        review(shipped("staging"), "staging", waivers=[bad])
+        review(shipped("staging"), "staging", waivers=[bad], on=ON)
     [problem] = raised.value.problems
-    [message] = _stack_waivers(shipped("staging"), [waivers.Waiver(bad.rule, bad.resource, REASON)])
+    [message] = _stack_waivers(shipped("staging"), [waiver(bad.rule, bad.resource)])
     assert message == f"{problem.key} ({problem.value!r}): {problem.message}"
 
 
@@ -119,3 +184,55 @@ def test_the_waiver_rule_is_critical_and_a_floor_everywhere() -> None:
     assert BY_NAME["stack-waivers"].severity is not None and BY_NAME["stack-waivers"].severity.value == "critical"
     for environment in ("dev", "staging", "prod", None):
         assert floor_level("stack-waivers", environment, "disabled") == "mandatory"
+
+
+@pytest.mark.slow
+def test_prod_waives_no_floor() -> None:
+    [message] = _stack_waivers(shipped("prod"), [waiver("log-retention-floor", "a", "prod")], "prod")
+    assert message.startswith(f"{FULL_KEY}.waivers.0.rule ('log-retention-floor'): log-retention-floor is a floor")
+    [message] = _stack_waivers(shipped("prod"), [waiver("fsx-team-isolation", "a", "prod")], "prod")
+    assert "fsx-team-isolation is a rule of high severity, which prod never waives" in message
+
+
+def _waiver_expired(given: list[waivers.Waiver], on: date) -> tuple[list[str], list[str]]:
+    """`waiver-expired`'s reports and not-applicable reasons on staging with `given` in force on day `on`."""
+    config = resolve_config({"all": "mandatory"})
+    with waivers.applying(given, "staging", on):
+        violations, skipped, _ = run_policies(shipped("staging"), config, [BY_NAME["waiver-expired"]])
+    return [v.message for v in violations], [reason for name, _, reason in skipped if name == "waiver-expired"]
+
+
+@pytest.mark.slow
+def test_waiver_expired_compliant_violated_and_not_applicable() -> None:
+    current = waiver("nat-per-az", "network-private-us-east-1b", expires=date(2026, 12, 1))
+    assert _waiver_expired([current], ON) == ([], [])  # holds through its expiry day
+    [message], _ = _waiver_expired([current], date(2026, 12, 2))
+    assert message.startswith(f"{FULL_KEY}.waivers.0.expires ('2026-12-01'): the waiver of nat-per-az")
+    not_applicable = ([], ["the stack has no waiver of its environment"])
+    assert _waiver_expired([], ON) == not_applicable
+    other = waiver("nat-per-az", "network-private-us-east-1b", "prod", expires=date(2026, 1, 1))
+    assert _waiver_expired([other], ON) == not_applicable  # another environment's waiver is stack-waivers' concern
+
+
+@pytest.mark.slow
+def test_an_expired_waiver_exempts_nothing_and_is_named() -> None:
+    """Staging's waiver past its day: the violation it covered stands, `waiver-expired` names it, and it is not a
+    `stack-waivers` problem (it is not stale: it lapsed)."""
+    lapsed = waiver("nat-per-az", "network-private-us-east-1b", expires=date(2026, 11, 30))
+    config = resolve_config({"all": "mandatory"})
+    with waivers.applying([lapsed], "staging", ON) as ledger:
+        violations, _, _ = run_policies(shipped("staging"), config)
+    by_rule = {v.policy: v.message for v in violations}
+    assert "nat-per-az" in by_rule and not ledger.waived
+    assert by_rule["waiver-expired"].startswith(f"{FULL_KEY}.waivers.0.expires ('2026-11-30'): the waiver of nat")
+    assert "(owner ml-p" in by_rule["waiver-expired"] and "stack-waivers" not in by_rule  # addresses shown masked
+
+
+def test_the_served_pack_judges_a_copied_staging_file_as_prod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staging file deployed as stack prod: its waiver was granted for staging, so it exempts nothing."""
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(pulumi_config(stack_document("staging"))))
+    monkeypatch.setenv("PULUMI_STACK", "prod")
+    ledger = waivers.served()
+    assert ledger.environment == "prod" and ledger.waivers and ledger.prod_never_waives("nat-per-az") == "a floor"
+    assert not ledger.applies(0)
+    assert not ledger.screen("nat-per-az", "urn:pulumi:prod::trainstack::t::network-private-us-east-1b", "m")

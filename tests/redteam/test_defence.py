@@ -4,6 +4,8 @@ patterns explained in words, and waivers (what they may waive, and that every fo
 from __future__ import annotations
 
 import json
+import re
+from datetime import date
 from pathlib import Path
 
 import jsonschema
@@ -82,11 +84,25 @@ def _violation(policy: str, name: str, level: str = "mandatory") -> Violation:
 
 
 REASON = "approved by the platform team for the evaluation quarter, with an owner"
+ON = date(2026, 12, 1)
+
+
+def _waiver(rule: str, resource: str, reason: str = REASON) -> WaiverSpec:
+    return WaiverSpec.model_validate(
+        {
+            "rule": rule,
+            "resource": resource,
+            "reason": reason,
+            "owner": "ml@example.com",
+            "expires": "2027-03-01",
+            "environment": "staging",
+        }
+    )
 
 
 def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
     violations = [_violation("nat-per-az", "a"), _violation("nat-per-az", "b"), _violation("log-retention-floor", "a")]
-    kept, waived = apply_waivers(violations, [WaiverSpec(rule="nat-per-az", resource="a", reason=REASON)])
+    kept, waived = apply_waivers(violations, [_waiver("nat-per-az", "a")], "staging", on=ON)
     assert [(v.policy, v.name) for v in kept] == [("nat-per-az", "b"), ("log-retention-floor", "a")]
     assert [(w.violation.name, w.reason) for w in waived] == [("a", REASON)]
 
@@ -94,34 +110,58 @@ def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
 @pytest.mark.parametrize(
     ("waiver", "key", "says"),
     [
-        (WaiverSpec(rule="no-such-rule", resource="a", reason=REASON), "waivers.0.rule", "no such policy rule"),
-        (WaiverSpec(rule="sg-no-world-ingress", resource="a", reason=REASON), "waivers.0.rule", "critical rule"),
-        (WaiverSpec(rule="nat-per-az", resource="zzz", reason=REASON), "waivers.0.resource", "waives nothing"),
+        (_waiver("no-such-rule", "a"), "waivers.0.rule", "no such policy rule"),
+        (_waiver("sg-no-world-ingress", "a"), "waivers.0.rule", "critical rule"),
+        (_waiver("nat-per-az", "zzz"), "waivers.0.resource", "waives nothing"),
     ],
 )
 def test_a_waiver_that_cannot_stand_is_refused(waiver: WaiverSpec, key: str, says: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        apply_waivers([_violation("nat-per-az", "a"), _violation("sg-no-world-ingress", "a")], [waiver])
+        apply_waivers(
+            [_violation("nat-per-az", "a"), _violation("sg-no-world-ingress", "a")], [waiver], "staging", on=ON
+        )
     assert any(p.key == f"{FULL_KEY}.{key}" and says in p.message for p in raised.value.problems)
 
 
 def test_a_reason_must_be_written() -> None:
     with pytest.raises(ValueError, match="too short"):
-        WaiverSpec(rule="nat-per-az", resource="a", reason="ok")
+        _waiver("nat-per-az", "a", reason="ok")
 
 
 def test_every_format_shows_the_waivers() -> None:
     cluster = stack_config("staging")
     assert cluster.waivers, "the staging stack carries a waiver"
-    result = review(recording("staging"), "staging", waivers=cluster.waivers)
+    result = review(recording("staging"), "staging", waivers=cluster.waivers, on=ON)
     (waived,) = result.waived
     assert waived.violation.policy == "nat-per-az" and waived.reason.startswith("Staging runs one NAT gateway")
+    assert waived.owner == "ml-platform@example.com" and waived.expires == date(2027, 6, 30) and waived.floor
     report = build_report(cluster, recording("staging"), result)
-    assert "waived    nat-per-az on network-private-us-east-1b" in text.render(
-        report, text.Style(color=False), tree=False
-    )
-    assert "| waived (advisory) | nat-per-az |" in markdown.render(report)
+    rendered = text.render(report, text.Style(color=False), tree=False)
+    assert "waived    floor nat-per-az on network-private-us-east-1b" in rendered
+    assert "waived floor nat-per-az on network-private-us-east-1b: owner" in rendered  # a risk of the verdict
+    assert "| waived floor (advisory) | nat-per-az |" in markdown.render(report)
     document = json.loads(json_report.render(report))
     schema = json.loads((ROOT / "trainstack" / "report" / "plan.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(document)
-    assert document["trainstack"]["policy"]["waived"][0]["reason"] == waived.reason
+    [shown] = document["trainstack"]["policy"]["waived"]
+    assert (shown["reason"], shown["expires"], shown["floor"]) == (waived.reason, "2027-06-30", True)
+    assert shown["owner"] == "ml-platform@example.com"
+    [risk] = [r for r in document["trainstack"]["risks"] if r["title"].startswith("waived floor")]
+    assert risk["severity"] == "medium" and "until 2027-06-30" in risk["why"]
+
+
+@pytest.mark.parametrize(
+    ("expires", "says"),
+    [
+        (date(2027, 1, 15), "is unquoted: Pulumi (Go yaml.v3) reads it as a time"),
+        ("2027-01-15 00:00:00 +0000 UTC", "is not a day as YYYY-MM-DD"),
+        ("15/01/2027", "is not a day as YYYY-MM-DD"),
+    ],
+)
+def test_an_expiry_is_a_quoted_day(expires: object, says: str) -> None:
+    """Pulumi hands the program an unquoted date as Go's text of a time: only a quoted day reads the same in the
+    plan and under the CLI, so the schema asks for it by name."""
+    raw = {"rule": "nat-per-az", "resource": "a", "reason": REASON, "owner": "a@example.com", "environment": "dev"}
+    with pytest.raises(ValueError, match=re.escape(says)):
+        WaiverSpec.model_validate({**raw, "expires": expires})
+    assert WaiverSpec.model_validate({**raw, "expires": "2027-01-15"}).expires == date(2027, 1, 15)

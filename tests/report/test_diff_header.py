@@ -37,7 +37,7 @@ def test_a_scale_up_names_the_group_and_the_team_and_every_figure_before_and_aft
     )
     # What moved, before → after, with the change where it is money or accelerators.
     assert "storage throughput 119% → 79% of demand" in lines[2]
-    assert "policy 0 → 1 mandatory, 14 → 15 advisory" in lines[2]
+    assert "policy 0 → 1 mandatory, 15 → 16 advisory" in lines[2]  # prod lists its example alert address
     at_max = _figure("scale-up-and-team", "cost at max")
     assert at_max.moved and at_max.change is not None and at_max.change.startswith("+$321,")
     assert f"cost at max {at_max.before.removesuffix('/month')} → {at_max.value} ({at_max.change})" in lines[2]
@@ -150,7 +150,8 @@ def test_the_diff_block_marks_each_operation_so_github_colours_it() -> None:
     assert all(line[0] in "+-!=@" for line in lines)  # every line starts with a character GitHub colours
     assert "! node group gpu-p5-train-ng: scalingConfig.maxSize: 16 → 24" in lines
     added = next(line for line in lines if line.startswith("+ "))
-    assert added.startswith("+ team inference-eval: namespace, 2 x resource quota,")  # named for its team
+    # named for its team; three quotas: compute, the accelerators, services (issue 33: no LoadBalancer or NodePort)
+    assert added.startswith("+ team inference-eval: namespace, 3 x resource quota,")
     assert "!    resources[nvidia.com/gpu].nominalQuota: 128 → 192" in lines  # the quota's resource, not [0]
 
 
@@ -172,7 +173,7 @@ def test_a_rename_lists_replacements_first_folds_tags_and_cuts_values_where_they
         if " → " in line:
             old, new = line.split(": ", 2)[-1].split(" → ", 1)
             assert old != new, line
-    assert re.search(r"<details><summary>[^<]*34 to replace[^<]*</summary>\n\n```diff", comment)  # over 30: folded
+    assert re.search(r"<details><summary>[^<]*35 to replace[^<]*</summary>\n\n```diff", comment)  # over 30: folded
 
 
 @pytest.mark.e2e

@@ -78,16 +78,13 @@ def test_add_a_team_with_namespace_scoped_access(tmp_path: Path, capsys: pytest.
     assert added["kubernetes:core/v1:Namespace"] == 1
     assert added["kubernetes:core/v1:ResourceQuota"] >= 1
     assert added["aws:eks/accessEntry:AccessEntry"] == 1
-    assert added["aws:eks/accessPolicyAssociation:AccessPolicyAssociation"] == 1
+    # No EKS access policy: the team's own Role, bound to its group, in its namespace only (docs/security.md).
+    assert not added["aws:eks/accessPolicyAssociation:AccessPolicyAssociation"]
+    assert added["kubernetes:rbac.authorization.k8s.io/v1:Role"] == 1
+    assert added["kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"] == 1
     recording = program_recording(cli.load_file(proposed), "prod", False)  # the run the plan above made
-    scoped = [
-        a
-        for a in recording.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
-        if a.inputs["principalArn"] == role
-    ]
-    assert len(scoped) == 1
-    assert scoped[0].inputs["accessScope"] == {"type": "namespace", "namespaces": ["evaluation"]}
-    assert scoped[0].inputs["policyArn"].endswith(":cluster-access-policy/AmazonEKSEditPolicy")
+    [entry] = [e for e in recording.by_type("aws:eks/accessEntry:AccessEntry") if e.inputs["principalArn"] == role]
+    assert entry.inputs["kubernetesGroups"] == ["trainstack:team:evaluation"]
 
 
 @pytest.mark.e2e

@@ -127,6 +127,7 @@ def test_renaming_the_stack_moves_no_urn_and_replaces_what_pulumi_would(
         ("aws:kms/alias:Alias", ("name",)),
         ("aws:sns/topic:Topic", ("name",)),
         ("aws:sns/topicPolicy:TopicPolicy", ("arn",)),  # the renamed topic's ARN
+        ("aws:sns/topicSubscription:TopicSubscription", ("topic",)),  # and its subscription, on the new ARN
     }
     assert diff["protectedReplacements"] == [
         c["urn"] for c in diff["changed"] if c["type"] == "aws:eks/cluster:Cluster"

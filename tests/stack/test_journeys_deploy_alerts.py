@@ -137,7 +137,10 @@ def test_a_team_namespace_refuses_an_image_outside_the_allowlist() -> None:
         validation["expression"] = "variables.images.all(image, image.startsWith('nvcr.io/nvidia/'))"
 
     rec = edited(
-        recording("prod"), "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", None, only_nvcr
+        recording("prod"),
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+        "tenancy-registries",
+        only_nvcr,
     )
     found = walked(rec, "prod")
     step = broken_at(found, "ClusterTrainingRuntime trainstack-torch-p5-train")

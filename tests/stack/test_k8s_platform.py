@@ -22,6 +22,8 @@ def test_prod_gpu_operator_leaves_driver_and_toolkit_to_the_al2023_ami() -> None
     values = release("prod", "gpu-operator").inputs["values"]
     assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
     assert values["devicePlugin"]["enabled"] is True
+    # GPUs reach containers as volume mounts the nodes' runtime accepts, not as NVIDIA_VISIBLE_DEVICES.
+    assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
     assert GPU_TOLERATION in values["daemonsets"]["tolerations"]
 
 

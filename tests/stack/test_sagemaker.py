@@ -43,7 +43,10 @@ def test_staging_eks_uses_access_entries() -> None:
 def test_staging_exports_training_job_role_and_vpc_settings() -> None:
     run = recording("staging")
     config = stack_config("staging")
-    assert run.outputs["sagemaker_training_role_arn"].startswith("arn:aws:iam::")
+    # One role per team, each writing only its own checkpoint prefix.
+    roles = run.outputs["sagemaker_training_role_arns"]
+    assert set(roles) == {team.name for team in config.kubernetes.teams}
+    assert all(arn.startswith("arn:aws:iam::") for arn in roles.values())
     assert run.outputs["sagemaker_training_subnet_ids"] == [
         run.outputs["private_subnet_ids"][config.gpu_availability_zone]
     ]

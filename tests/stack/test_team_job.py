@@ -251,6 +251,23 @@ def test_the_old_registry_expression_blocks_a_finalizer_patch() -> None:
     assert step is not None and step.name == REGISTRY and "metadata-only UPDATE" in step.detail
 
 
+def test_a_policy_blind_to_image_volumes_breaks_the_registry_step() -> None:
+    def blind(inputs: dict[str, Any]) -> None:
+        images = inputs["spec"]["variables"][0]
+        images["expression"] = images["expression"].split(" + (has(object.spec.volumes)")[0]
+
+    rec = edited(
+        recording("prod"),
+        lambda r: (
+            r.type.endswith(":ValidatingAdmissionPolicy") and "allowed-registries" in r.inputs["metadata"]["name"]
+        ),
+        blind,
+    )
+    step = one(journeys(rec), TORCH).broken_step
+    assert step is not None and step.name == REGISTRY
+    assert "image volume unapproved.invalid/payload:1 is admitted" in step.detail
+
+
 def test_an_unapproved_runtime_image_breaks_the_registry_step() -> None:
     def swap(inputs: dict[str, Any]) -> None:
         node_container(inputs)["image"] = "docker.io/pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime"
@@ -358,3 +375,37 @@ def test_a_team_of_exactly_one_node_runs_both_runtimes() -> None:
     rec = program_recording(cluster, "prod")
     for journey in team_job.walk(team_job.Trip(recording=rec, stack=cluster)):
         assert journey.holds, (journey.subject, journey.broken_step)
+
+
+def test_a_team_egress_to_every_port_lets_pods_speak_lustre() -> None:
+    def widen(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["egress"][0].pop("ports")
+
+    rec = edited(
+        recording("prod"),
+        lambda r: (
+            r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r.name.endswith("research-np-allow-https")
+        ),
+        widen,
+    )
+    found = journeys(rec)
+    broken = [j for j in found if j.subject.startswith("team research") and not j.holds]
+    assert broken and all(j.broken_step.name == "no pod reaches the file system's Lustre ports" for j in broken)
+    assert "TCP 988-988 in the VPC" in broken[0].broken_step.detail
+    assert all(j.holds for j in found if j.subject.startswith("team pretraining"))
+
+
+def test_prod_team_https_to_anywhere_breaks_the_internet_step() -> None:
+    def anywhere(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["egress"][0]["to"] = [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+
+    rec = edited(
+        recording("prod"),
+        lambda r: (
+            r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy" and r.name.endswith("research-np-allow-https")
+        ),
+        anywhere,
+    )
+    broken = [j for j in journeys(rec) if j.subject.startswith("team research") and not j.holds]
+    assert broken and all(j.broken_step.name == "no pod reaches the internet" for j in broken)
+    assert "203.0.113.10" in broken[0].broken_step.detail

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from stacks.load import FULL_KEY, ConfigError, load_file
-from tests.conftest import edited_config, stack_document
+from tests.conftest import edited_config, stack_config, stack_document
 
 
 def problems_of(tmp_path: Path, edit) -> list:
@@ -145,6 +145,18 @@ def test_data_buckets_are_vpc_only_outside_dev_by_default() -> None:
     prod = edited_config("prod", lambda cluster: cluster["security"].pop("data_buckets_vpc_only", None))
     dev = edited_config("dev", lambda cluster: None)
     assert prod.data_buckets_vpc_only and not dev.data_buckets_vpc_only
+
+
+def test_team_internet_egress_is_off_in_prod_by_default_and_refused_there(tmp_path: Path) -> None:
+    assert not stack_config("prod").team_internet_egress
+    assert stack_config("dev").team_internet_egress and stack_config("staging").team_internet_egress
+    assert not edited_config("staging", lambda c: c["security"].update(team_internet_egress=False)).team_internet_egress
+
+    def edit(cluster: dict) -> None:
+        cluster["security"]["team_internet_egress"] = True
+
+    [problem] = problems_of(tmp_path, edit)
+    assert "security.team_internet_egress is true" in problem.message and "mirror" in problem.message
 
 
 @pytest.mark.parametrize(

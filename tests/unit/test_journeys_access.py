@@ -71,7 +71,14 @@ def assert_holds_and_is_complete(journeys: list[Journey], cluster: StackConfig, 
     for team in cluster.kubernetes.teams:
         assert f"team {team.name}: data through its Pod Identity role" in subjects
     assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(access.DRA))
-    assert ("SageMaker training role: datasets in, checkpoints out" in subjects) == cluster.sagemaker.training_job_role
+    assert [s for s in subjects if s.startswith("SageMaker training role")] == (
+        [
+            f"SageMaker training role of team {team.name}: datasets in, its checkpoints out"
+            for team in sorted(cluster.kubernetes.teams, key=lambda t: t.name)
+        ]
+        if cluster.sagemaker.training_job_role
+        else []
+    )
     assert any(j.kind == DESTROY for j in journeys) is not cluster.protect_data
     assert all(j.kind in (WRITERS, DESTROY) and all(s.source for s in j.steps) for j in journeys)
 
@@ -103,12 +110,35 @@ def test_a_preview_knows_no_key_policy_yet_and_breaks_nothing() -> None:
 def test_the_training_role_without_the_checkpoints_key_cannot_write_checkpoints() -> None:
     # The setting before issue 29: the role writes the checkpoints bucket, which S3 encrypts with a key it had
     # no grant on.
-    rec = edited(recording("staging"), "sagemaker-training-inline", drop_sid("CheckpointsKey"))
-    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role")
-    assert name == "a training job encrypts checkpoints with its key"
+    rec = edited(recording("staging"), "sagemaker-training-research-inline", drop_sid("CheckpointsKey"))
+    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role of team research")
+    assert name == "team research's training job encrypts checkpoints with its key"
     assert (
         "kms:GenerateDataKey on data-checkpoints-key via S3: denied: no identity policy statement allows it" in detail
     )
+
+
+@pytest.mark.slow
+def test_the_training_role_widened_to_the_whole_bucket_reaches_every_team() -> None:
+    # The setting before issue 33: one SageMaker role writing the whole checkpoints bucket.
+    def widen(statements: list[dict[str, Any]]) -> None:
+        [own] = [s for s in statements if s["Sid"] == "ReadWriteOwnCheckpoints"]
+        own["Resource"] = [own["Resource"][0].split("/")[0] + "/*"]
+
+    rec = edited(recording("staging"), "sagemaker-training-research-inline", policy_edit(widen))
+    name, detail = broken(walked(rec, stack_config("staging")), "SageMaker training role of team research")
+    assert name == "team research's training job cannot read, write or list another prefix (shared)"
+    assert "s3:PutObject data-checkpoints-" in detail and "/shared/step-000100/model.pt: allowed" in detail
+
+
+@pytest.mark.slow
+def test_without_the_own_key_deny_an_upload_under_another_key_lands() -> None:
+    rec = edited(recording("staging"), "data-checkpoints-policy", drop_sid("DenyUploadUnderAnotherKey"))
+    name, detail = broken(walked(rec, stack_config("staging")), "team research: data")
+    assert name == "team research cannot upload a checkpoint under another key"
+    assert "key/another" in detail and "allowed" in detail
+    # An upload that names no key (the bucket's default) still lands: the deny needs the header.
+    assert all(j.holds for j in walked(recording("staging"), stack_config("staging")))
 
 
 @pytest.mark.slow
@@ -174,6 +204,17 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
     name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
     assert name.startswith("the deployer uploads s3://sagemaker-")
     assert "DenyLifecycleUploadWithoutStackKey" in detail
+
+
+@pytest.mark.slow
+def test_an_execution_role_without_its_read_deny_reads_a_repointed_source() -> None:
+    def no_deny(statements: list[dict[str, Any]]) -> None:
+        statements[:] = [s for s in statements if s.get("Sid") != "DenyReadOutsideLifecycle"]
+
+    rec = edited(recording("staging"), "hyperpod-execution-inline", policy_edit(no_deny))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name == "the execution role cannot read a repointed lifecycle source (s3://sagemaker-repointed-source/)"
+    assert "s3:GetObject sagemaker-repointed-source/on_create.sh (owner 999999999999): allowed" in detail
 
 
 @pytest.mark.slow
@@ -275,3 +316,17 @@ def test_an_outside_vpc_role_in_the_stack_file_reads_and_writes_both_buckets() -
     [journey] = [j for j in journeys if j.subject == f"outside-VPC data role {ingest}"]
     assert journey.holds and len(journey.steps) == 8  # read, decrypt, write, encrypt on each of two buckets
     assert all(j.holds for j in journeys)
+
+
+@pytest.mark.slow
+def test_an_unconditioned_grant_lets_the_execution_role_grant_the_key_to_anyone() -> None:
+    def unscoped(statements: list[dict[str, Any]]) -> None:
+        [grant] = [s for s in statements if s["Sid"] == "EbsVolumeKeyGrants"]
+        grant.pop("Condition")
+
+    rec = edited(recording("staging"), "hyperpod-execution-inline", policy_edit(unscoped))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name == "the execution role grants its key only to AWS services"
+    assert "for any grantee, not through an AWS service: allowed" in detail
+    holds = next(j for j in walked(recording("staging"), stack_config("staging")) if j.subject.startswith("HyperPod"))
+    assert next(s for s in holds.steps if s.name == name).holds

@@ -54,12 +54,15 @@ case $name in
   curl) while (($#)); do [[ $1 == --output ]] && touch "$2"; shift; done ;;
   mysql) cat >/dev/null ;;
   hostname) echo node-1 ;;
+  nvidia-ctk) cfg=; prev=; for a in "$@"; do [[ $a == --config=* ]] && cfg=${a#--config=}; done
+      mkdir -p "$(dirname "$cfg")"; [[ -n ${STUB_NVIDIA_CTK_NOOP:-} ]] && exit 0
+      for a in "$@"; do [[ $prev == --set ]] && echo "${a%%=*} = ${a#*=}" >>"$cfg"; prev=$a; done ;;
 esac
 """
 STUBS = (
     "mount", "mountpoint", "systemctl", "modprobe", "lctl", "curl", "apt-get", "apt-mark", "dpkg", "dpkg-query",
     "tar", "make", "useradd", "usermod", "chown", "id", "getent", "ssh-keygen", "mysql", "sacctmgr", "sleep",
-    "sync", "hostname",
+    "sync", "hostname", "nvidia-ctk",
 )  # fmt: skip
 
 
@@ -150,3 +153,32 @@ def test_eks_fails_when_a_service_cannot_be_stopped(tmp_path: Path) -> None:
     node = _node(tmp_path)
     result = node.run(systemctl="1")
     assert result.returncode != 0 and "could not stop kubelet" in result.stdout
+
+
+RUNTIME_CONFIG = "etc/nvidia-container-runtime/config.toml"
+
+
+def test_eks_gpu_nodes_keep_gpus_behind_the_device_plugin(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    result = node.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    config = (node.root / RUNTIME_CONFIG).read_text().splitlines()
+    assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in config
+    assert "accept-nvidia-visible-devices-as-volume-mounts = true" in config
+
+
+def test_eks_fails_when_the_runtime_settings_do_not_land(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    node.env["STUB_NVIDIA_CTK_NOOP"] = "1"
+    result = node.run()
+    assert result.returncode != 0
+    assert "lacks accept-nvidia-visible-devices-envvar-when-unprivileged=false" in result.stdout
+    assert node.run(**{"nvidia-ctk": "1"}).returncode != 0
+
+
+def test_eks_cpu_nodes_without_the_toolkit_skip_the_runtime_settings(tmp_path: Path) -> None:
+    node = _node(tmp_path)
+    (tmp_path / "stubs" / "nvidia-ctk").unlink()
+    result = node.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (node.root / RUNTIME_CONFIG).exists()

@@ -29,6 +29,10 @@ def real_values(raw: dict) -> None:
     for group in raw.get("gpu_node_groups", []):
         if group["capacity"].get("reservation_id"):
             group["capacity"]["reservation_id"] = "cr-0123456789abcdef0"
+    for waiver in raw.get("waivers", []):
+        waiver["owner"] = "ml-platform@acme.io"
+    if raw.get("health", {}).get("alert_emails"):
+        raw["health"]["alert_emails"] = ["ml-oncall@acme.io"]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.tenancy import registry_policy_spec
+from components.tenancy import device_policy_spec, registry_policy_spec
 from components.training_runtimes import TORCHRUN_COMMAND, TORCHRUN_ENTRYPOINT, jobset_failure_policy
 from stacks.load import ConfigError
 from stacks.schema import TrainerRuntimesSpec
@@ -300,6 +300,17 @@ def test_create_admits_approved_images_and_refuses_the_rest() -> None:
     assert refusal is not None and "public.ecr.aws/" in refusal
 
 
+def test_image_volumes_are_judged_like_containers() -> None:
+    pod = pod_object("public.ecr.aws/x:1")
+    pod["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}, {"name": "w", "image": {"reference": "docker.io/w:1"}}]
+    refusal = registry_refusal(POLICY, pod, None)
+    assert refusal is not None and "public.ecr.aws/" in refusal
+    pod["spec"]["volumes"][1]["image"]["reference"] = "public.ecr.aws/w:1"
+    assert registry_refusal(POLICY, pod, None) is None
+    pod["spec"]["volumes"][1]["image"] = {"pullPolicy": "Always"}  # no reference: nothing to judge
+    assert registry_refusal(POLICY, pod, None) is None
+
+
 def test_update_judges_only_images_the_pod_did_not_have() -> None:
     old = pod_object("retired.example/x:1", finalizers=["batch.kubernetes.io/job-tracking"])
     assert registry_refusal(POLICY, pod_object("retired.example/x:1", finalizers=[]), old) is None
@@ -307,6 +318,105 @@ def test_update_judges_only_images_the_pod_did_not_have() -> None:
     with_debug = pod_object("retired.example/x:1")
     with_debug["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "docker.io/busybox:1"}]
     assert registry_refusal(POLICY, with_debug, old) is not None  # pods/ephemeralcontainers adds an image
+
+
+# ------------------------------------------------------------------------------------ device admission
+
+DEVICES = device_policy_spec()
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def gpu_pod(
+    *,
+    env: list[dict[str, str]] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
+    limits: dict[str, str] | None = None,
+    requests: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "image": "x"}
+    if env is not None:
+        container["env"] = env
+    resources = {k: v for k, v in (("limits", limits), ("requests", requests)) if v is not None}
+    if resources:
+        container["resources"] = resources
+    body: dict[str, Any] = {"containers": [container], **spec}
+    if tolerations is not None:
+        body["tolerations"] = tolerations
+    meta: dict[str, Any] = {"name": "p", "namespace": "t"}
+    if labels is not None:
+        meta["labels"] = labels
+    return {"metadata": meta, "spec": body}
+
+
+def test_the_gpu_thief_of_the_review_is_refused_twice() -> None:
+    """NVIDIA_VISIBLE_DEVICES=all, a GPU toleration and a node selector, no GPU request: the review's HIGH."""
+    thief = gpu_pod(
+        env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+        tolerations=[GPU_TOLERATION],
+        nodeSelector={"trainstack.io/node-group": "p5"},
+    )
+    refusal = registry_refusal(DEVICES, thief, None)
+    assert refusal is not None and "NVIDIA_VISIBLE_DEVICES" in refusal
+    del thief["spec"]["containers"][0]["env"]
+    assert (
+        registry_refusal(DEVICES, thief, None)
+        == "a pod tolerating the nvidia.com/gpu taint must request nvidia.com/gpu"
+    )
+
+
+@pytest.mark.parametrize("name", ["NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_IMEX_CHANNELS"])
+@pytest.mark.parametrize("where", ["containers", "initContainers", "ephemeralContainers"])
+def test_a_device_variable_is_refused_in_any_container(name: str, where: str) -> None:
+    pod = gpu_pod(limits={"nvidia.com/gpu": "8"})
+    pod["spec"][where] = [
+        *pod["spec"].get(where, []),
+        {"name": "x", "image": "x", "env": [{"name": name, "value": "0"}]},
+    ]
+    assert registry_refusal(DEVICES, pod, None) is not None
+
+
+def test_other_nvidia_variables_and_gpu_requests_pass() -> None:
+    pod = gpu_pod(
+        env=[
+            {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
+            {"name": "NCCL_DEBUG", "value": "INFO"},
+        ],
+        tolerations=[GPU_TOLERATION],
+        limits={"nvidia.com/gpu": "8"},
+    )
+    assert registry_refusal(DEVICES, pod, None) is None
+    requested = gpu_pod(tolerations=[GPU_TOLERATION], requests={"nvidia.com/gpu": "1"})
+    assert registry_refusal(DEVICES, requested, None) is None
+    assert registry_refusal(DEVICES, gpu_pod(), None) is None  # a CPU pod without tolerations
+
+
+def test_a_wildcard_toleration_counts_as_every_accelerator_taint() -> None:
+    pod = gpu_pod(tolerations=[{"operator": "Exists"}])
+    assert registry_refusal(DEVICES, pod, None) is not None
+    # ...and a GPU request does not cover Neuron nodes, which the wildcard also reaches.
+    pod = gpu_pod(tolerations=[{"operator": "Exists"}], limits={"nvidia.com/gpu": "8"})
+    assert registry_refusal(DEVICES, pod, None) == (
+        "a pod tolerating the aws.amazon.com/neuron taint must request aws.amazon.com/neuron"
+    )
+    other = gpu_pod(tolerations=[{"key": "dedicated", "operator": "Exists"}])
+    assert registry_refusal(DEVICES, other, None) is None
+
+
+def test_only_the_mpi_launcher_tolerates_the_gpu_taint_without_a_request() -> None:
+    launcher = gpu_pod(tolerations=[GPU_TOLERATION], labels={"jobset.sigs.k8s.io/replicatedjob-name": "launcher"})
+    assert registry_refusal(DEVICES, launcher, None) is None
+    node = gpu_pod(tolerations=[GPU_TOLERATION], labels={"jobset.sigs.k8s.io/replicatedjob-name": "node"})
+    assert registry_refusal(DEVICES, node, None) is not None
+
+
+@pytest.mark.parametrize(
+    ("priority", "refused"), [("system-node-critical", True), ("system-cluster-critical", True), ("team-high", False)]
+)
+def test_system_priority_classes_are_the_platforms(priority: str, refused: bool) -> None:
+    pod = gpu_pod(priorityClassName=priority)
+    assert (registry_refusal(DEVICES, pod, None) is not None) is refused
 
 
 # ----------------------------------------------------------------------------------------------- exit codes

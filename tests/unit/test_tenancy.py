@@ -114,6 +114,20 @@ def test_default_deny_then_only_the_flows_training_needs() -> None:
 
 
 def test_registry_expression_names_every_prefix() -> None:
-    expression = registry_expression(["nvcr.io/nvidia/", "public.ecr.aws/"])
+    expression = registry_expression(["nvcr.io/nvidia/", "public.ecr.aws/hpc-cloud/"])
     assert expression.startswith("variables.images.all(image, ")
-    assert "'nvcr.io/nvidia/'" in expression and "'public.ecr.aws/'" in expression
+    assert "'nvcr.io/nvidia/'" in expression and "'public.ecr.aws/hpc-cloud/'" in expression
+
+
+def test_https_goes_where_it_is_sent() -> None:
+    anywhere = network_policies()["allow-https"]["egress"]
+    assert anywhere == [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}]
+    fenced = network_policies(["10.0.0.0/16", "52.216.0.0/15"])["allow-https"]["egress"]
+    assert [p["ipBlock"]["cidr"] for p in fenced[0]["to"]] == ["10.0.0.0/16", "52.216.0.0/15"]
+    assert fenced[0]["ports"] == [{"protocol": "TCP", "port": 443}]
+    # Everything else is the same whatever HTTPS reaches.
+    assert {k: v for k, v in network_policies().items() if k != "allow-https"} == {
+        k: v for k, v in network_policies(["10.0.0.0/16"]).items() if k != "allow-https"
+    }
+    with pytest.raises(ValueError, match="HTTPS to S3"):
+        network_policies([])

@@ -17,10 +17,12 @@ from components.userdata import (
     HUGEPAGES_SYSCTL_FILE,
     LOCAL_STORAGE_DIRS,
     NODEADM_API_VERSION,
+    NVIDIA_RUNTIME_CONFIG,
     bottlerocket_user_data,
     encode,
     hugepages_script,
     nodeadm_user_data,
+    nvidia_runtime_script,
 )
 
 
@@ -46,6 +48,29 @@ def test_nodeadm_document_allocates_hugepages_before_kubelet() -> None:
     assert script.startswith("#!/bin/bash")
     assert f"echo 'vm.nr_hugepages = 5128' > {HUGEPAGES_SYSCTL_FILE}" in script
     assert f"sysctl -p {HUGEPAGES_SYSCTL_FILE}" in script
+
+
+def _scripts(document: str) -> list[str]:
+    return [
+        p.get_payload()
+        for p in email.message_from_string(document).get_payload()
+        if p.get_content_type() == "text/x-shellscript"
+    ]
+
+
+def test_nvidia_nodes_ignore_the_device_variable_in_unprivileged_containers() -> None:
+    """The review's HIGH: the AMI's default runtime hands every GPU to NVIDIA_VISIBLE_DEVICES=all."""
+    scripts = _scripts(nodeadm_user_data(hugepages_2mi=5128, instance_store=True, nvidia=True))
+    assert scripts[1] == nvidia_runtime_script()
+    assert (
+        f"nvidia-ctk config --in-place --config={NVIDIA_RUNTIME_CONFIG} "
+        "--set accept-nvidia-visible-devices-envvar-when-unprivileged=false "
+        "--set accept-nvidia-visible-devices-as-volume-mounts=true"
+    ) in scripts[1]
+    # ...and a node whose config did not take the settings says so and fails its user data.
+    assert "grep -Eq '^accept-nvidia-visible-devices-envvar-when-unprivileged *= *false$'" in scripts[1]
+    assert _scripts(nodeadm_user_data(hugepages_2mi=0, instance_store=False, nvidia=False)) == []
+    assert _scripts(nodeadm_user_data(hugepages_2mi=0, instance_store=False, nvidia=True)) == [nvidia_runtime_script()]
 
 
 def test_no_hugepages_no_script_and_no_instance_store_no_raid() -> None:

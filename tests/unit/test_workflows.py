@@ -25,6 +25,11 @@ def workflow(name: str) -> dict[str, Any]:
     return yaml.safe_load((WORKFLOWS / name).read_text())
 
 
+def triggers(document: dict[Any, Any]) -> Any:
+    """The `on:` block (YAML 1.1 reads the bare key `on` as true)."""
+    return document.get("on", document.get(True))
+
+
 def steps(document: dict[str, Any]) -> list[dict[str, Any]]:
     return [step for job in document["jobs"].values() for step in job["steps"]]
 
@@ -51,17 +56,31 @@ def test_the_linter_catches_a_template_injection(tmp_path: Path) -> None:
     assert zizmor(tmp_path).returncode != 0
 
 
-@pytest.mark.parametrize("name", ["plan.yml", "deploy.yml"])
-def test_every_stack_runs_with_its_own_policy_config(name: str) -> None:
-    document = workflow(name)
-    (pulumi_job,) = [
-        j for j in document["jobs"].values() if any("pulumi/actions" in s.get("uses", "") for s in j["steps"])
-    ]
-    assert sorted(pulumi_job["strategy"]["matrix"]["stack"]) == STACKS
-    (step,) = [s for s in pulumi_job["steps"] if "pulumi/actions" in s.get("uses", "")]
-    assert step["with"]["policyPacks"] == "policies"
-    assert step["with"]["policyPackConfigs"] == "policies/config/${{ matrix.stack }}.json"
-    assert step["with"]["command"] == ("preview" if name == "plan.yml" else "up")
+def test_every_stack_previews_then_deploys_with_its_own_policy_config() -> None:
+    (job,) = workflow("deploy.yml")["jobs"].values()
+    assert sorted(job["strategy"]["matrix"]["stack"]) == STACKS
+    pulumi = [s for s in job["steps"] if "pulumi/actions" in s.get("uses", "")]
+    assert [s["with"]["command"] for s in pulumi] == ["preview", "up"]
+    for step in pulumi:
+        assert step["with"]["policyPacks"] == "policies"
+        assert step["with"]["policyPackConfigs"] == "policies/config/${{ matrix.stack }}.json"
+
+
+def test_pull_requests_get_no_cloud_credentials() -> None:
+    """Code from a pull request runs in the plan workflow: no OIDC token, no AWS role, so nothing it runs can
+    decrypt a stack's secrets (docs/security.md, threat model)."""
+    document = workflow("plan.yml")
+    assert list(triggers(document)) == ["pull_request"]
+    for job in document["jobs"].values():
+        assert "id-token" not in job.get("permissions", {})
+        assert not [s for s in job["steps"] if "configure-aws-credentials" in s.get("uses", "")]
+        assert not [s for s in job["steps"] if "pulumi/actions" in s.get("uses", "")]
+    assert "AWS_PREVIEW_ROLE_ARN" not in (WORKFLOWS / "plan.yml").read_text()
+
+
+def test_deploys_run_only_from_main() -> None:
+    document = workflow("deploy.yml")
+    assert triggers(document) == {"push": {"branches": ["main"]}}
 
 
 @pytest.mark.parametrize("name", ["plan.yml", "deploy.yml"])

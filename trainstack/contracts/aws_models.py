@@ -592,6 +592,9 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
         # pulumi-aws sets the topic's `Policy` attribute (SetTopicAttributes, AttributeName Policy).
         ApiCall("sns", "SetTopicAttributes", {"arn": "TopicArn", "policy": "AttributeValue"}, ("AttributeName",)),
     ),
+    "aws:sns/topicSubscription:TopicSubscription": (
+        ApiCall("sns", "Subscribe", {"topic": "TopicArn", "protocol": "Protocol", "endpoint": "Endpoint"}),
+    ),
     "aws:cloudwatch/logGroup:LogGroup": (
         ApiCall(
             "logs",

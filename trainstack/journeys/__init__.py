@@ -92,9 +92,9 @@ Family = Callable[[Trip], Iterable[Journey]]
 
 def _families() -> tuple[Family, ...]:
     """Every family of journeys the plan walks. Each module owns one; add a module's `walk` here."""
-    from trainstack.journeys import access, alerts, day2, images, team_job  # here: each imports this module's types
+    from trainstack.journeys import access, alerts, day2, images, members, team_job  # each imports this module's types
 
-    return (images.walk, team_job.walk, alerts.walk, day2.walk, access.walk)
+    return (images.walk, team_job.walk, members.walk, alerts.walk, day2.walk, access.walk)
 
 
 def walk(

@@ -93,6 +93,44 @@ OUTSIDE_IDENTITY = Policy.of(
     "its own IAM policy (not in this stack: taken as allow-all)",
     {"Version": "2012-10-17", "Statement": [{"Sid": "Everything", "Effect": "Allow", "Action": "*", "Resource": "*"}]},
 )
+# The S3 grant of the HyperPod execution role's managed policy, AmazonSageMakerClusterInstanceRolePolicy (SageMaker
+# API reference, ClusterLifeCycleConfig.SourceS3Uri: the managed policy "allows access to S3 buckets with the
+# specific prefix sagemaker-"): read and list every `sagemaker-*` bucket. The role's inline policy must out-deny it.
+HYPERPOD_MANAGED_S3 = Policy.of(
+    "AmazonSageMakerClusterInstanceRolePolicy (its S3 grant)",
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "SageMakerBuckets",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:ListBucket"],
+                "Resource": ["arn:aws:s3:::sagemaker-*", "arn:aws:s3:::sagemaker-*/*"],
+            }
+        ],
+    },
+)
+# A bucket someone who may call sagemaker:UpdateCluster owns and opens to everyone (its policy allows any reader).
+REPOINTED_BUCKET = "sagemaker-repointed-source"
+REPOINTED_POLICY = Policy.of(
+    "the repointed bucket's policy (open to any reader)",
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AnyReader",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": ["s3:GetObject", "s3:ListBucket"],
+                "Resource": [f"arn:aws:s3:::{REPOINTED_BUCKET}", f"arn:aws:s3:::{REPOINTED_BUCKET}/*"],
+            }
+        ],
+    },
+)
+REPOINT_RULE = (
+    "SageMaker API reference, UpdateCluster (InstanceGroups[].LifeCycleConfig.SourceS3Uri) and "
+    "ClusterLifeCycleConfig; " + EVALUATION
+)
 # FSx for Lustre's S3 service-linked role: the S3 calls a data repository association makes on its bucket (FSx for
 # Lustre User Guide, Using service-linked roles for Amazon FSx, AWSServiceRoleForFSxS3Access_fs-*). It has no KMS
 # permission of its own: the key policy must name it.
@@ -106,7 +144,7 @@ def walk(trip: Trip) -> Iterator[Journey]:
     if world is None:
         return
     yield from team_journeys(world, trip)
-    yield from service_journeys(world)
+    yield from service_journeys(world, trip)
     yield from outside_vpc_journeys(world, trip.stack.security.outside_vpc_data_role_arns)
     if not trip.stack.protect_data:
         yield destroy_journey(world, trip.stack.security.key_administrator_arns)
@@ -425,6 +463,50 @@ def access_steps(
 # ------------------------------------------------------------------------------------------- the journeys
 
 
+# Encryption an upload may name instead of the bucket's default: another KMS key, SSE-S3.
+FOREIGN_ENCRYPTION: tuple[Mapping[str, str], ...] = (
+    {
+        "s3:x-amz-server-side-encryption": "aws:kms",
+        "s3:x-amz-server-side-encryption-aws-kms-key-id": "arn:aws:kms:us-east-1:999999999999:key/another",
+    },
+    {"s3:x-amz-server-side-encryption": "AES256"},
+)
+
+
+def confinement_steps(
+    world: World, who: str, role: str, identity: Sequence[Policy], checkpoints: Bucket, team: str, teams: Sequence[str]
+) -> list[Step]:
+    """`who` (a role of team `team`) lists its own checkpoint prefix, and cannot read, write, delete or list any
+    other team's (nor `shared/`), nor upload its own checkpoints under another encryption than the bucket's key."""
+    listing = _checks(
+        world, role, identity, checkpoints, [("s3:ListBucket", None, {"s3:prefix": f"{team}/"})], from_vpc=True
+    )
+    others = [t for t in teams if t != team] + ["shared"]
+    foreign: list[tuple[str, Decision]] = []
+    for other in others:
+        calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+            ("s3:GetObject", f"{other}/step-000100/model.pt", None),
+            ("s3:PutObject", f"{other}/step-000100/model.pt", None),
+            ("s3:DeleteObject", f"{other}/step-000100/model.pt", None),
+            ("s3:ListBucket", None, {"s3:prefix": f"{other}/"}),
+        ]
+        foreign += _checks(world, role, identity, checkpoints, calls, from_vpc=True)
+    own = f"{team}/step-000100/model.pt"
+    rekeyed = _checks(
+        world, role, identity, checkpoints, [("s3:PutObject", own, c) for c in FOREIGN_ENCRYPTION], from_vpc=True
+    )
+    return [
+        step(f"{who} lists its own checkpoints", listing, S3_AUTH),
+        step(f"{who} cannot read, write or list another prefix ({', '.join(others)})", foreign, S3_AUTH, expect=False),
+        step(
+            f"{who} cannot upload a checkpoint under another key",
+            rekeyed,
+            f"{S3_AUTH}; Amazon S3 User Guide, Requiring SSE-KMS with a specific AWS KMS key",
+            expect=False,
+        ),
+    ]
+
+
 def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     """Each team's Pod Identity role: datasets in, its own checkpoint prefix out, and no other team's prefix."""
     datasets, checkpoints = world.buckets.get("datasets"), world.buckets.get("checkpoints")
@@ -463,28 +545,7 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
             ),
         ]
         try:
-            listing = _checks(
-                world, role, identity, checkpoints, [("s3:ListBucket", None, {"s3:prefix": f"{team}/"})], from_vpc=True
-            )
-            steps.append(step(f"team {team} lists its own checkpoints", listing, S3_AUTH))
-            others = [t for t in teams if t != team] + ["shared"]
-            foreign: list[tuple[str, Decision]] = []
-            for other in others:
-                calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
-                    ("s3:GetObject", f"{other}/step-000100/model.pt", None),
-                    ("s3:PutObject", f"{other}/step-000100/model.pt", None),
-                    ("s3:DeleteObject", f"{other}/step-000100/model.pt", None),
-                    ("s3:ListBucket", None, {"s3:prefix": f"{other}/"}),
-                ]
-                foreign += _checks(world, role, identity, checkpoints, calls, from_vpc=True)
-            steps.append(
-                step(
-                    f"team {team} cannot read, write or list another prefix ({', '.join(others)})",
-                    foreign,
-                    S3_AUTH,
-                    expect=False,
-                )
-            )
+            steps += confinement_steps(world, f"team {team}", role, identity, checkpoints, team, teams)
             if datasets.policy is not None and "aws:SourceVpce" in datasets.policy.document:
                 outside = _checks(
                     world,
@@ -507,25 +568,34 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(WRITERS, subject, tuple(steps))
 
 
-def service_journeys(world: World) -> Iterator[Journey]:
+def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     """The SageMaker training role, the HyperPod lifecycle scripts (uploaded by the deployer, read by the
     execution role) and FSx for Lustre's data repository associations."""
     rec = world.recording
     datasets, checkpoints, lifecycle = (world.buckets.get(r) for r in ("datasets", "checkpoints", "lifecycle"))
-    training = rec.outputs.get("sagemaker_training_role_arn")
-    if _known(training) and training in world.roles and datasets and checkpoints:
-        arn = str(training)
+    training = rec.outputs.get("sagemaker_training_role_arns")
+    teams = [t.name for t in trip.stack.kubernetes.teams]
+    for team, arn in sorted(training.items()) if isinstance(training, Mapping) else []:
+        if not _known(arn) or arn not in world.roles or datasets is None or checkpoints is None:
+            continue
+        who = f"team {team}'s training job"
         steps = access_steps(
             world,
-            "a training job",
+            who,
             arn,
             world.roles[arn],
             [(datasets, "datasets/tokens/shard-0000.bin")],
-            [(checkpoints, "sagemaker/job-1/checkpoints/model.pt")],
+            [(checkpoints, f"{team}/sagemaker/job-1/checkpoints/model.pt")],
             from_vpc=True,
             source=SAGEMAKER_RULE,
         )
-        yield Journey(WRITERS, "SageMaker training role: datasets in, checkpoints out", tuple(steps))
+        try:
+            steps += confinement_steps(world, who, arn, world.roles[arn], checkpoints, team, teams)
+        except UnsupportedPolicy as error:
+            steps.append(unsupported(f"{who}'s policies", error, EVALUATION))
+        yield Journey(
+            WRITERS, f"SageMaker training role of team {team}: datasets in, its checkpoints out", tuple(steps)
+        )
     scripts = [o for o in rec.by_type(OBJECT) if _known(o.inputs.get("key"))]
     if lifecycle is not None and scripts:
         first = scripts[0]
@@ -559,16 +629,19 @@ def service_journeys(world: World) -> Iterator[Journey]:
         execution = rec.outputs.get("hyperpod_execution_role_arn")
         if _known(execution) and execution in world.roles:
             arn = str(execution)
+            identity = (*world.roles[arn], HYPERPOD_MANAGED_S3)
             steps += access_steps(
                 world,
                 "the execution role",
                 arn,
-                world.roles[arn],
+                identity,
                 [(lifecycle, key)],
                 [],
                 from_vpc=True,
                 source=HYPERPOD_RULE,
             )
+            steps.append(repointed_source_step(world, arn, identity))
+            steps.append(grant_step(world, arn, identity, lifecycle))
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
@@ -616,6 +689,90 @@ def service_journeys(world: World) -> Iterator[Journey]:
             f"FSx for Lustre: data repository association {dra.inputs.get('fileSystemPath')} <-> {path}",
             tuple(steps),
         )
+
+
+def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -> Step:
+    """Someone repoints the cluster's SourceS3Uri at a `sagemaker-*` bucket of their own (in this account or
+    another) that lets anyone read: the execution role, which HyperPod uses to fetch the scripts, must not read it."""
+    try:
+        decisions = [
+            (
+                f"{action} {REPOINTED_BUCKET}{'/' + key if key else ''} (owner {account})",
+                decide(
+                    request(
+                        role,
+                        identity,
+                        action,
+                        f"arn:aws:s3:::{REPOINTED_BUCKET}{'/' + key if key else ''}",
+                        resource_account=account,
+                        resource_policy=REPOINTED_POLICY,
+                    )
+                ),
+            )
+            for account in (world.account, "999999999999")
+            for action, key in (("s3:GetObject", "on_create.sh"), ("s3:ListBucket", ""))
+        ]
+    except UnsupportedPolicy as error:
+        return unsupported("the execution role's policies", error, EVALUATION)
+    return step(
+        f"the execution role cannot read a repointed lifecycle source (s3://{REPOINTED_BUCKET}/)",
+        decisions,
+        REPOINT_RULE,
+        expect=False,
+    )
+
+
+GRANT_RULE = (
+    "AWS KMS Developer Guide, kms:GrantIsForAWSResource (true only when an integrated service such as EBS creates "
+    "the grant for the caller) and Grants in AWS KMS; " + EVALUATION
+)
+
+
+def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: Bucket) -> Step:
+    """EBS attaches a HyperPod volume through a grant on the key, asked with the execution role's permissions; the
+    same credentials (root on any node reads them from the instance metadata) must not grant the key themselves."""
+    found = world.key_for(lifecycle)
+    if found is None:
+        return Step("the execution role grants its key only to AWS services", True, "no stack key", GRANT_RULE)
+    key, policy = found
+
+    def grant(for_aws_resource: bool) -> Decision:
+        return decide(
+            request(
+                role,
+                identity,
+                "kms:CreateGrant",
+                str(key.outputs["arn"]),
+                resource_account=world.account,
+                context={
+                    "kms:GrantIsForAWSResource": "true" if for_aws_resource else "false",
+                    "kms:GranteePrincipal": f"arn:aws:iam::{world.account}:role/anyone",
+                    "kms:CallerAccount": world.account,
+                },
+                resource_policy=policy,
+            )
+        )
+
+    try:
+        service, itself = grant(True), grant(False)
+    except UnsupportedPolicy as error:
+        return unsupported("the execution role's policies", error, EVALUATION)
+    name = "the execution role grants its key only to AWS services"
+    if not service.allowed:
+        return Step(name, False, f"EBS's grant for a HyperPod volume: denied: {service.reason}", GRANT_RULE)
+    if itself.allowed:
+        return Step(
+            name,
+            False,
+            f"kms:CreateGrant on {key.name} for any grantee, not through an AWS service: allowed: {itself.reason}",
+            GRANT_RULE,
+        )
+    return Step(
+        name,
+        True,
+        f"kms:CreateGrant on {key.name} through EBS: {service.reason}; for any grantee directly: {itself.reason}",
+        GRANT_RULE,
+    )
 
 
 def outside_vpc_journeys(world: World, roles: Sequence[str]) -> Iterator[Journey]:

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.tenancy import REGISTRY_POLICY_NAME
 from stacks.registries import LayerStore, image_registry, registry_facts
 from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import DEPLOY, Journey, Step, Trip, iam
@@ -207,6 +208,8 @@ def admission(recording: Recording) -> Admission:
     }
     for binding in recording.by_type(VAP_BINDING):
         spec = binding.inputs.get("spec") or {}
+        if spec.get("policyName") != REGISTRY_POLICY_NAME:  # the device access policy judges no image
+            continue
         policy = policies.get(spec.get("policyName"))
         if policy is None or "Deny" not in (spec.get("validationActions") or []):
             continue

@@ -35,8 +35,11 @@ from typing import Any
 
 from components.autoscaling import NODE_TEMPLATE
 from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL, taint_key
+from components.lustre import LUSTRE_PORT_RANGES
 from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
 from components.tenancy import (
+    DEVICE_POLICY_NAME,
+    LAUNCHER_LABEL,
     POD_IDENTITY_AGENT_CIDR,
     POD_IDENTITY_AGENT_PORT,
     PSA_ENFORCE,
@@ -118,6 +121,8 @@ SOURCES = {
     "quota": "kubernetes v1.36 pkg/quota/v1/evaluator/core/pods.go (Constraints, PodUsageFunc)",
     "psa": pod_security.SOURCE,
     "registry": "Kubernetes ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1), evaluated with cel-python",
+    "devices": "Kubernetes ValidatingAdmissionPolicy, evaluated with cel-python; kubernetes-sigs/jobset v0.10.1 "
+    "pkg/controllers/jobset_controller.go (pods carry jobset.sigs.k8s.io/replicatedjob-name)",
     "ranks": "kubernetes v1.36 pkg/volume/emptydir/empty_dir.go (calculateEmptyDirMemorySize); "
     "awslabs/amazon-eks-ami kube-reserved formula (components/tenancy.py node_shape)",
     "network": netpol.SOURCE,
@@ -164,6 +169,8 @@ class Cluster:
     kueue_excluded: tuple[str, ...] = ()
     registry_policy: dict[str, Any] | None = None
     registry_binding: dict[str, Any] | None = None
+    device_policy: dict[str, Any] | None = None
+    device_binding: dict[str, Any] | None = None
     root_squash: tuple[int, int] | None = None
     lustre: bool = False
     vpc_cidr: str = ""
@@ -209,6 +216,10 @@ class Cluster:
                 cluster.registry_policy = r.inputs.get("spec")
             elif kind == "ValidatingAdmissionPolicyBinding" and meta.get("name") == REGISTRY_POLICY_NAME:
                 cluster.registry_binding = r.inputs.get("spec")
+            elif kind == "ValidatingAdmissionPolicy" and meta.get("name") == DEVICE_POLICY_NAME:
+                cluster.device_policy = r.inputs.get("spec")
+            elif kind == "ValidatingAdmissionPolicyBinding" and meta.get("name") == DEVICE_POLICY_NAME:
+                cluster.device_binding = r.inputs.get("spec")
             elif r.type == "aws:fsx/lustreFileSystem:LustreFileSystem":
                 cluster.lustre = True
                 squash = (r.inputs.get("rootSquashConfiguration") or {}).get("rootSquash")
@@ -308,8 +319,11 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         capacity_step(cluster, job, sets),
         pod_security_step(cluster, job, sets),
         registry_step(cluster, job, sets),
+        device_step(cluster, job, sets),
         ranks.step(),
         network_step(cluster, stack, job, sets),
+        lustre_client_step(cluster, stack, job, sets),
+        internet_step(cluster, stack, job, sets),
         lustre_step(cluster, stack, job, sets),
         exit_code_step(job, sets, runtime),
     )
@@ -563,6 +577,9 @@ def pod_security_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet])
     return Step(name, True, f"namespace {job.namespace} enforces {level}; every pod passes", SOURCES["psa"])
 
 
+UNAPPROVED_IMAGE_VOLUME = {"name": "payload", "image": {"reference": "unapproved.invalid/payload:1"}}
+
+
 def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
     name = "the registry admission policy admits every image"
     policy, binding = cluster.registry_policy, cluster.registry_binding
@@ -581,6 +598,21 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
         images += [c["image"] for c in res.containers(s.pod)]
         if (refusal := registry_refusal(policy, pod, None)) is not None:
             return Step(name, False, f"{s.name} pods refused on CREATE: {refusal}", SOURCES["registry"])
+    # The ranks' pod with an image volume from nowhere approved (Kubernetes 1.31+ `volumes[].image`): the kubelet
+    # pulls it like a container image, so it must be judged like one.
+    rank = sets[0]
+    mounted = {
+        "metadata": {"name": f"{rank.name}-volume", "namespace": job.namespace},
+        "spec": {**rank.pod, "volumes": [*(rank.pod.get("volumes") or []), UNAPPROVED_IMAGE_VOLUME]},
+    }
+    if registry_refusal(policy, mounted, None) is None:
+        return Step(
+            name,
+            False,
+            f"a {rank.name} pod mounting the image volume {UNAPPROVED_IMAGE_VOLUME['image']['reference']} is admitted: "
+            "image volumes are not judged",
+            SOURCES["registry"],
+        )
     # A controller removing its finalizer from a pod whose registry has since left the list: must pass.
     stale = {
         "metadata": {"name": "stale", "namespace": job.namespace},
@@ -596,7 +628,55 @@ def registry_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
             f"refused: {refusal}; the pod would never finish terminating",
             SOURCES["registry"],
         )
-    return Step(name, True, f"{len(set(images))} image(s) approved; metadata-only updates pass", SOURCES["registry"])
+    return Step(
+        name,
+        True,
+        f"{len(set(images))} image(s) approved; an unapproved image volume is refused; metadata-only updates pass",
+        SOURCES["registry"],
+    )
+
+
+def device_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Every rank pod (and the MPI launcher) passes the device access policy: accelerators only by request."""
+    name = "the device access policy admits every pod"
+    policy, binding = cluster.device_policy, cluster.device_binding
+    if policy is None or binding is None:
+        return Step(name, True, "no device access policy in the plan", SOURCES["devices"])
+    labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
+    if not netpol.selects((binding.get("matchResources") or {}).get("namespaceSelector"), labels):
+        return Step(name, False, f"the policy is not bound to namespace {job.namespace}", SOURCES["devices"])
+    for s in sets:
+        pod = {
+            "metadata": {"name": f"{s.name}-0", "namespace": job.namespace, "labels": {LAUNCHER_LABEL: s.name}},
+            "spec": s.pod,
+        }
+        if (refusal := registry_refusal(policy, pod, None)) is not None:
+            return Step(name, False, f"{s.name} pods refused on CREATE: {refusal}", SOURCES["devices"])
+    # The review's GPU thief: a rank pod's placement with the GPU request dropped and every GPU named instead.
+    trainer_set = next((s for s in sets if s.trainer), sets[0])
+    thief = {
+        "metadata": {"name": "thief", "namespace": job.namespace},
+        "spec": {
+            **trainer_set.pod,
+            "containers": [
+                {"name": "thief", "image": "x", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}
+            ],
+        },
+    }
+    if registry_refusal(policy, thief, None) is None:
+        return Step(
+            name,
+            False,
+            "a pod with the ranks' tolerations and NVIDIA_VISIBLE_DEVICES=all and no accelerator request is "
+            "admitted: it would use the node's accelerators outside every quota",
+            SOURCES["devices"],
+        )
+    return Step(
+        name,
+        True,
+        f"{', '.join(s.name for s in sets)} pods admitted; a pod naming every GPU without a request is refused",
+        SOURCES["devices"],
+    )
 
 
 @functools.cache
@@ -823,6 +903,61 @@ def network_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Se
         f"{EPHEMERAL_PORTS[0]}-{EPHEMERAL_PORTS[1]}, DNS, Pod Identity, HTTPS); neither runtime calls the API server",
         SOURCES["network"],
     )
+
+
+def lustre_client_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Lustre trusts the UID a client asserts, and squashes only root: a pod that spoke Lustre itself (a user-space
+    client from the pod's own address) could claim any team's UID. The node's kernel client is the only client;
+    the team's NetworkPolicies must keep every pod off the servers' ports."""
+    name = "no pod reaches the file system's Lustre ports"
+    ns_labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
+    server = netpol.Endpoint(address=next(iter(_hosts(cluster.vpc_cidr or stack.network.vpc_cidr))))
+    for s in sets:
+        labels = {"jobset.sigs.k8s.io/replicatedjob-name": s.name}
+        for ports in LUSTRE_PORT_RANGES:  # the kernel client on the node uses them; a pod never needs to
+            verdict = netpol.connection(
+                cluster.network_policies, netpol.Endpoint(job.namespace, ns_labels, labels), server, "TCP", ports
+            )
+            if verdict.allowed:
+                return Step(
+                    name,
+                    False,
+                    f"{s.name} pods reach TCP {ports[0]}-{ports[1]} in the VPC (egress allowed by {verdict.egress}): a "
+                    "pod speaking Lustre could claim any team's UID",
+                    f"{SOURCES['network']}; {SOURCES['lustre']}",
+                )
+    return Step(
+        name,
+        True,
+        "TCP 988 and 1018-1023 to the VPC are refused for every pod: only the node's kernel client speaks Lustre",
+        f"{SOURCES['network']}; {SOURCES['lustre']}",
+    )
+
+
+INTERNET_ADDRESS = "203.0.113.10"  # RFC 5737 TEST-NET-3: an address outside AWS and the VPC
+
+
+def internet_step(cluster: Cluster, stack: StackConfig, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Without internet egress (prod by default), no pod opens HTTPS beyond the VPC and S3: a pod holding the team's
+    credentials and data cannot send them anywhere."""
+    name = "no pod reaches the internet"
+    source = f"{SOURCES['network']}; docs/security.md, threat model"
+    if stack.team_internet_egress:
+        return Step(name, True, "not asked: security.team_internet_egress is on (outside prod by default)", source)
+    ns_labels = {**cluster.namespaces.get(job.namespace, {}), NAMESPACE_NAME_LABEL: job.namespace}
+    outside = netpol.Endpoint(address=INTERNET_ADDRESS)
+    for s in sets:
+        pod = netpol.Endpoint(job.namespace, ns_labels, {"jobset.sigs.k8s.io/replicatedjob-name": s.name})
+        verdict = netpol.connection(cluster.network_policies, pod, outside, "TCP", (HTTPS_PORT, HTTPS_PORT))
+        if verdict.allowed:
+            return Step(
+                name,
+                False,
+                f"{s.name} pods open HTTPS to {INTERNET_ADDRESS} (egress allowed by {verdict.egress}): through NAT, "
+                "anywhere",
+                source,
+            )
+    return Step(name, True, f"HTTPS to {INTERNET_ADDRESS} is refused for every pod; the VPC and S3 stay open", source)
 
 
 def _hosts(cidr: str) -> Iterable[str]:

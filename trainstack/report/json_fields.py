@@ -181,7 +181,8 @@ FIELDS: dict[str, str] = {
     "trainstack.policy.notApplicable": "Policies that did not apply to a resource.",
     "trainstack.policy.violations": "Every violation; the diff's own (protected delete or replace, EKS version "
     "skip) and the example values' are among them.",
-    "trainstack.policy.waived": "Violations the stack file waives, with the written reason.",
+    "trainstack.policy.waived": "Violations the stack file waives, with the written reason, the owner, the last day "
+    "the waiver applies, and whether the waived rule is a floor (dev and staging only: prod waives no floor).",
     "trainstack.contracts": "Inputs AWS or Kubernetes would refuse (any one: exit 4), each with its source.",
     "trainstack.journeys": "Users' paths through the objects together (docs/journeys.md): deploy, a team's job, "
     "alerts, day 2, destroy, writers and keys. Any broken one: exit 6.",

@@ -187,7 +187,9 @@ def diagnostics(report: Report, diff: PlanDiff | None = None) -> list[dict[str, 
         out += [
             diagnostic(
                 w.violation.urn,
-                f"[waived {w.violation.level}] {w.violation.policy}: {w.violation.message} (waived: {w.reason})",
+                f"[waived {w.violation.level}{' floor' if w.floor else ''}] {w.violation.policy}: "
+                f"{w.violation.message} (waived: {w.reason}; owner {w.owner}, "
+                f"until {w.expires.isoformat() if w.expires else '-'})",
                 INFO,
             )
             for w in report.policy.waived
@@ -277,6 +279,9 @@ def policy_dict(review: Review) -> dict[str, Any]:
                 "urn": w.violation.urn,
                 "message": w.violation.message,
                 "reason": w.reason,
+                "owner": w.owner,
+                "expires": w.expires.isoformat() if w.expires else None,
+                "floor": w.floor,
             }
             for w in review.waived
         ],

@@ -350,14 +350,14 @@ def _policy(report: Report) -> Section:
         body += ["", "</details>", ""]
     if p.waived:
         body += md_table(
-            ["waived", "rule", "on", "message", "reason"],
+            ["waived", "rule", "on", "message", "reason (owner, last day)"],
             [
                 [
-                    f"waived ({w.violation.level})",
+                    f"waived {'floor ' if w.floor else ''}({w.violation.level})",
                     w.violation.policy,
                     f"`{w.violation.name}`",
                     w.violation.message,
-                    w.reason,
+                    f"{w.reason} ({w.owner}, {w.expires.isoformat() if w.expires else 'no expiry'})",
                 ]
                 for w in p.waived
             ],

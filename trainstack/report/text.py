@@ -479,7 +479,10 @@ def _policy(report: Report, style: Style, width: int) -> list[str]:
         out += ["            " + line for line in body[1:]]
     for w in p.waived:
         body = fmt.fit(
-            f"{w.violation.policy} on {w.violation.name}: {w.violation.message} Reason: {w.reason}", width - 12, "  "
+            f"{'floor ' if w.floor else ''}{w.violation.policy} on {w.violation.name}: {w.violation.message} "
+            f"Reason: {w.reason} Owner {w.owner}" + (f", until {w.expires.isoformat()}." if w.expires else "."),
+            width - 12,
+            "  ",
         )
         out.append(f"  {style.warn('waived   ')} {body[0]}")
         out += ["            " + line for line in fmt.clip(body, 2)[1:]]

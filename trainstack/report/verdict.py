@@ -306,6 +306,17 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
         for policy, messages in advisories.items():
             more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
             found.append(Risk("low", f"advisory {policy}: {len(messages)} finding(s)", messages[0] + more))
+        # Every waiver is a risk someone accepted: a waived floor (dev, staging) weighs more than another rule.
+        for w in report.policy.waived:
+            what = "floor" if w.floor else "rule"
+            expires = f" until {w.expires.isoformat()}" if w.expires else ""
+            found.append(
+                Risk(
+                    "medium" if w.floor else "low",
+                    f"waived {what} {w.violation.policy} on {short(w.violation.name, cluster)}",
+                    f"owner {w.owner}{expires}: {w.reason}",
+                )
+            )
     rank = {severity: i for i, severity in enumerate(SEVERITIES)}
     return sorted(found, key=lambda r: rank[r.severity])  # stable: detection order within a severity
 

@@ -75,4 +75,18 @@ for service in containerd kubelet; do
     systemctl start "$service" || fail "could not restart $service"
   fi
 done
+# GPUs only through a GPU request: the NVIDIA runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers and
+# takes the devices the GPU Operator's device plugin passes as volume mounts (the same settings as the EKS GPU
+# nodes' user data, components/userdata.py nvidia_runtime_script). Nodes without the NVIDIA toolkit have no GPUs.
+RUNTIME_CONFIG=$ROOT/etc/nvidia-container-runtime/config.toml
+if command -v nvidia-ctk >/dev/null; then
+  nvidia-ctk config --in-place --config="$RUNTIME_CONFIG" \
+    --set accept-nvidia-visible-devices-envvar-when-unprivileged=false \
+    --set accept-nvidia-visible-devices-as-volume-mounts=true || fail "nvidia-ctk could not update $RUNTIME_CONFIG"
+  for setting in accept-nvidia-visible-devices-envvar-when-unprivileged=false \
+    accept-nvidia-visible-devices-as-volume-mounts=true; do
+    grep -Eq "^${setting%%=*} *= *${setting#*=}\$" "$RUNTIME_CONFIG" || fail "$RUNTIME_CONFIG lacks $setting"
+  done
+  echo "[trainstack] NVIDIA runtime: devices only through the device plugin"
+fi
 echo "[trainstack] on_create (eks) done $(date --iso-8601=seconds)"
