@@ -115,7 +115,8 @@ class StackConfig(Spec):
     existing_cluster: ExistingClusterSpec | None = Field(
         default=None,
         description="Platform-only mode: put trainstack's Kubernetes layer on this existing EKS cluster; needs "
-        "network.existing_vpc (its VPC) and a `selector` on every GPU group. `eks.version` is then the cluster's "
+        "network.existing_vpc (its VPC) and a `selector` on every GPU group, each of fixed size (min_size = max_size: "
+        "trainstack scales no group it does not own). `eks.version` is then the cluster's "
         "version and `eks.addons.fsx_csi_driver` the FSx CSI driver's; the other eks keys describe nothing created.",
     )
     gpu_node_groups: list[GpuNodeGroupSpec] = Field(
@@ -465,6 +466,21 @@ class StackConfig(Spec):
             f"gpu_node_groups.{i} ({g.name}) needs a selector on an existing cluster: the labels its nodes carry"
             for i, g in enumerate(self.gpu_node_groups)
             if not g.selector
+        ]
+        # trainstack runs no cluster-autoscaler for groups it does not own, so nothing would answer Kueue's
+        # provisioning check: a queue on an existing cluster admits onto the nodes that exist.
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) min_size {g.min_size} < max_size {g.max_size} on an existing cluster: "
+            "trainstack scales no group it does not own, so its queue admits jobs onto the nodes that exist; "
+            "describe them with min_size = desired_size = max_size"
+            for i, g in enumerate(self.gpu_node_groups)
+            if g.min_size < g.max_size
+        ]
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) capacity capacity_block on an existing cluster: a block's queue waits "
+            "for trainstack's cluster-autoscaler, which runs only on a cluster trainstack creates"
+            for i, g in enumerate(self.gpu_node_groups)
+            if g.capacity.type is CapacityType.CAPACITY_BLOCK
         ]
         if self.sagemaker.hyperpod.enabled:
             problems.append(

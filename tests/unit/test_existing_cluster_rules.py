@@ -42,11 +42,33 @@ def test_a_group_trainstack_creates_is_selected_by_its_own_label() -> None:
         (lambda raw: raw["network"].pop("existing_vpc"), "existing_cluster needs network.existing_vpc"),
         (lambda raw: raw["gpu_node_groups"][0].pop("selector"), "(p5) needs a selector on an existing cluster"),
         (lambda raw: raw["storage"]["fsx"].pop("existing"), "name the cluster's file system"),
+        # One node fewer than the most: nothing trainstack runs would add it, so Kueue would wait on it for ever.
+        (
+            lambda raw: raw["gpu_node_groups"][0].update(min_size=1),
+            "(p5) min_size 1 < max_size 2 on an existing cluster",
+        ),
+        (
+            lambda raw: raw["gpu_node_groups"][0].update(
+                capacity={
+                    "type": "capacity_block",
+                    "reservation_id": "cr-0a1b2c3d4e5f67890",
+                    "reservation_availability_zone": "us-east-1a",
+                }
+            ),
+            "(p5) capacity capacity_block on an existing cluster",
+        ),
     ],
-    ids=["no-vpc", "no-selector", "new-fsx"],
+    ids=["no-vpc", "no-selector", "new-fsx", "growing-group", "capacity-block"],
 )
 def test_what_an_existing_cluster_refuses(edit: Any, message: str) -> None:
     assert message in problems(edit)
+
+
+def test_the_examples_describe_groups_of_fixed_size() -> None:
+    # The boundary: min_size = max_size plans (the example), one below does not (above).
+    (group,) = load_file(EXAMPLE).gpu_node_groups
+    assert group.min_size == group.desired_size == group.max_size == 2
+    assert problems(lambda raw: None) == ""
 
 
 def test_a_selector_is_refused_on_a_group_trainstack_creates() -> None:
