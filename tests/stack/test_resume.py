@@ -9,7 +9,8 @@ from components.team_storage import TEAM_SERVICE_ACCOUNT
 from components.training_runtimes import RESTART_WAIT, runtime_names
 from tests.conftest import recording, stack_config
 from trainstack.contracts import crds
-from trainstack.report.health import RUNTIME, lines, summarize_health
+from trainstack.model.health import RUNTIME, summarize_health
+from trainstack.report.health import lines
 
 
 def _pods(spec: dict) -> list[dict]:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainstack.diff import InputChange, PlanDiff, ResourceChange, path_parts
 from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import InputChange, PlanDiff, ResourceChange, path_parts
 from trainstack.report import fmt
 from trainstack.report.names import grouped, kind, owner, short, urn_name
 

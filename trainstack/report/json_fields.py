@@ -165,7 +165,7 @@ FIELDS: dict[str, str] = {
     "trainstack.cost.gpuShareMax": "Share of the cost that is accelerators, at max size (0 to 1).",
     "trainstack.cost.items": "One line per priced thing, each with its price source and date.",
     "trainstack.cost.notes": "What the estimate leaves out.",
-    "trainstack.health": "Monitoring, repair and alerts (`trainstack/report/health.py`); `null` when absent.",
+    "trainstack.health": "Monitoring, repair and alerts (`trainstack/model/health.py`); `null` when absent.",
     "trainstack.hyperpodBringUp": "How each SageMaker HyperPod instance group comes up (`trainstack/report/"
     "bringup.py`): one entry per group; empty without HyperPod.",
     "trainstack.hyperpodBringUp[].cluster": "The HyperPod cluster's name.",
@@ -314,7 +314,7 @@ Where it follows Pulumi, and where not:
 - The root stack resource (`pulumi:pulumi:Stack`, named `trainstack-<stack>`) is the first step, as the CLI
   always shows it; its outputs are the stack's exports. It counts in `changeSummary`.
 - `detailedDiff` on `update` and `replace` steps: keys in Pulumi's property path syntax, kinds `add`,
-  `delete`, `update` and their `-replace` forms for the create-only inputs `trainstack/diff.py` knows
+  `delete`, `update` and their `-replace` forms for the create-only inputs `trainstack/model/diff.py` knows
   (the provider's own diff is not run offline: an `update` here may be a `replace` in `pulumi preview`).
 - Numbers: a whole number is an integer everywhere (`16`, never `16.0`), as Go writes a float64; fractions
   appear only in money, rates, ratios, durations and priced quantities.

@@ -24,11 +24,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts
 from trainstack.engine import PROJECT, RecordedResource, Recording
+from trainstack.model.bringup import summarize_bringup
+from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts
+from trainstack.model.report import Report
 from trainstack.report import header, verdict
-from trainstack.report.bringup import summarize_bringup
-from trainstack.report.model import Report
 from trainstack.review import Review
 
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")

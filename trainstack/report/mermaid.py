@@ -24,13 +24,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainstack.diff import PlanDiff
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import fmt, graph
+from trainstack.model import graph
+from trainstack.model.diff import PlanDiff
+from trainstack.model.graph import Index, as_int, get
+from trainstack.model.summary import NodeGroupSummary, node_group_summary
+from trainstack.report import fmt
 from trainstack.report.changes import tags_only
-from trainstack.report.graph import Index, as_int, get
 from trainstack.report.names import urn_type
-from trainstack.report.summary import NodeGroupSummary, node_group_summary
 
 MAX_GROUPS_PER_AZ = 2  # GPU groups drawn one by one in an AZ; the rest fold into one node under them
 LABEL_WIDTH = 22  # characters per label line: Mermaid wraps a label at 200 px (flowchart.wrappingWidth) itself

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks.catalog import CATALOG
-from trainstack.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
-from trainstack.report import fmt, graph
-from trainstack.report.model import Report
+from trainstack.model import graph
+from trainstack.model.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.time_to_ready import Estimate, change_estimate, deploy_estimate
+from trainstack.report import fmt
 from trainstack.report.names import short, urn_name
 from trainstack.report.pins import risk_title, unconfirmed
-from trainstack.report.time_to_ready import Estimate, change_estimate, deploy_estimate
 
 OK = "ok"
 ATTENTION = "needs attention"

@@ -18,8 +18,8 @@ from policies.rules.base import efa_interfaces, lustre_throughput_mb_s
 from stacks.catalog import CATALOG
 from stacks.schema import StackConfig
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import graph
-from trainstack.report.graph import Index, as_int, get, known
+from trainstack.model import graph
+from trainstack.model.graph import Index, as_int, get, known
 
 MODE_APPLY = "offline: mock engine, computed outputs mocked (as after `pulumi up`)"
 MODE_PREVIEW = "offline: mock engine, computed outputs unknown (as in `pulumi preview`)"

@@ -20,6 +20,7 @@ from typing import Any
 
 from stacks.compatibility import kubelet_problem
 from trainstack.engine import Recording
+from trainstack.model.report import Report
 from trainstack.recording_diff import (
     MISSING,
     InputChange,
@@ -35,7 +36,6 @@ from trainstack.recording_diff import (
     resource_changes,
     rollout_notes,
 )
-from trainstack.report.model import Report
 from trainstack.review import Violation
 
 # The recording-level diff lives in trainstack/recording_diff.py; its names stay importable from here.

@@ -19,11 +19,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from trainstack.diff import PlanDiff, ResourceChange
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import graph
-from trainstack.report.graph import Index, as_int, get
-from trainstack.report.summary import node_group_summary
+from trainstack.model import graph
+from trainstack.model.diff import PlanDiff, ResourceChange
+from trainstack.model.graph import Index, as_int, get
+from trainstack.model.summary import node_group_summary
 
 
 @dataclass(frozen=True)
