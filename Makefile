@@ -110,7 +110,7 @@ pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the st
 	$(VENV)/bin/python scripts/pack_facts.py
 
 docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
-	$(VENV)/bin/python -m trainstack.docs
+	$(VENV)/bin/python scripts/docs.py
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod and dev plans (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py
