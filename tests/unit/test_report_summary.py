@@ -189,10 +189,11 @@ def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabri
 )
 def test_the_s3_edge_follows_the_associations_policies(inputs: dict[str, object], label: str, arrow: str) -> None:
     from trainstack.engine import RecordedResource
-    from trainstack.report.mermaid import DRA, direction
+    from trainstack.report.mermaid import direction
+    from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
 
     dra = RecordedResource(
-        type=DRA,
+        type=FSX_DATA_REPOSITORY_ASSOCIATION,
         name="dra",
         urn="urn:dra",
         parent="",

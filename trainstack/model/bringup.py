@@ -10,10 +10,8 @@ from typing import Any
 
 from components.slurm_lifecycle import node_needs, node_steps, role_of
 from trainstack.engine import Recording
-from trainstack.model import graph
+from trainstack.tokens import BUCKET_OBJECT, FSX_LUSTRE, HYPERPOD_CLUSTER
 
-OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 PARAMS = "provisioning_parameters.json"
 # components/lifecycle/eks/on_create.sh, in one line.
 EKS_STEPS = ("on_create (eks): kubelet and containerd state onto /opt/sagemaker, held until it is mounted",)
@@ -40,16 +38,16 @@ class GroupBringUp:
 def summarize_bringup(recording: Recording) -> tuple[GroupBringUp, ...]:
     no_squash_nids = tuple(
         str(nid)
-        for fsx in recording.by_type(FSX)
+        for fsx in recording.by_type(FSX_LUSTRE)
         for nid in (fsx.inputs.get("rootSquashConfiguration") or {}).get("noSquashNids") or []
     )
     params_by_cluster: dict[str, dict[str, Any]] = {}
-    for obj in recording.by_type(OBJECT):
+    for obj in recording.by_type(BUCKET_OBJECT):
         key, content = obj.inputs.get("key"), obj.inputs.get("content")
         if isinstance(key, str) and key.endswith(f"/{PARAMS}") and isinstance(content, str):
             params_by_cluster[key.split("/")[2]] = json.loads(content)
     found: list[GroupBringUp] = []
-    for cluster in recording.by_type(graph.HYPERPOD_CLUSTER):
+    for cluster in recording.by_type(HYPERPOD_CLUSTER):
         name = str(cluster.inputs.get("clusterName", cluster.name))
         params = params_by_cluster.get(name)
         for group in cluster.inputs.get("instanceGroups") or []:

@@ -11,9 +11,22 @@ import yaml
 
 from trainstack.engine import RecordedResource, Recording
 from trainstack.model.graph import get
+from trainstack.tokens import (
+    AMP_ALERT_MANAGER_DEFINITION,
+    AMP_RULE_GROUP_NAMESPACE,
+    AMP_SCRAPER,
+    AMP_WORKSPACE,
+    CLUSTER_TRAINING_RUNTIME,
+    CONFIG_MAP,
+    EKS_ADDON,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    NODE_GROUP,
+    SNS_TOPIC,
+    SNS_TOPIC_SUBSCRIPTION,
+)
 
 NMA_ADDON = "eks-node-monitoring-agent"
-RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 
 
 @dataclass(frozen=True)
@@ -90,15 +103,11 @@ def summarize_health(recording: Recording) -> HealthSummary:
     for resource in recording.resources:
         by_type.setdefault(resource.type, []).append(resource)
     agent = next(
-        (
-            get(r.inputs, "addonVersion")
-            for r in by_type.get("aws:eks/addon:Addon", [])
-            if get(r.inputs, "addonName") == NMA_ADDON
-        ),
+        (get(r.inputs, "addonVersion") for r in by_type.get(EKS_ADDON, []) if get(r.inputs, "addonName") == NMA_ADDON),
         None,
     )
     repairs: list[RepairPolicy] = []
-    for group in by_type.get("aws:eks/nodeGroup:NodeGroup", []):
+    for group in by_type.get(NODE_GROUP, []):
         labels = get(group.inputs, "labels") or {}
         if not labels.get("trainstack.io/accelerator"):
             continue  # the system group: CPU, repaired with EKS defaults
@@ -109,7 +118,7 @@ def summarize_health(recording: Recording) -> HealthSummary:
                 _repair_text(get(group.inputs, "nodeRepairConfig")),
             )
         )
-    for cluster in by_type.get("aws-native:sagemaker:Cluster", []):
+    for cluster in by_type.get(HYPERPOD_CLUSTER, []):
         recovery = get(cluster.inputs, "nodeRecovery") or "None"
         for group in get(cluster.inputs, "instanceGroups") or []:
             checks = ", ".join(group.get("onStartDeepHealthChecks") or []) or "none"
@@ -120,34 +129,32 @@ def summarize_health(recording: Recording) -> HealthSummary:
                     f"node recovery {recovery}, deep health checks on start: {checks}; health agent always on",
                 )
             )
-    scraper = next(iter(by_type.get("aws:amp/scraper:Scraper", [])), None)
+    scraper = next(iter(by_type.get(AMP_SCRAPER, [])), None)
     interval = None
     if scraper is not None:
         config = yaml.safe_load(get(scraper.inputs, "scrapeConfiguration") or "{}") or {}
         interval = int(str(config.get("global", {}).get("scrape_interval", "0s")).rstrip("s") or 0)
     alerts: list[str] = []
-    for namespace in by_type.get("aws:amp/ruleGroupNamespace:RuleGroupNamespace", []):
+    for namespace in by_type.get(AMP_RULE_GROUP_NAMESPACE, []):
         rules = yaml.safe_load(get(namespace.inputs, "data") or "{}") or {}
         alerts += [rule["alert"] for group in rules.get("groups", []) for rule in group["rules"] if "alert" in rule]
     topics = [
-        get(t.inputs, "name") or t.name
-        for t in by_type.get("aws:sns/topic:Topic", [])
-        if by_type.get("aws:amp/alertManagerDefinition:AlertManagerDefinition")
+        get(t.inputs, "name") or t.name for t in by_type.get(SNS_TOPIC, []) if by_type.get(AMP_ALERT_MANAGER_DEFINITION)
     ]
-    subscriptions = len(by_type.get("aws:sns/topicSubscription:TopicSubscription", []))
+    subscriptions = len(by_type.get(SNS_TOPIC_SUBSCRIPTION, []))
     destination = f"SNS topic {topics[0]} ({subscriptions} e-mail subscription(s))" if topics else None
     exporters = tuple(
         f"{get(r.inputs, 'chart')} {get(r.inputs, 'version')}"
-        for r in by_type.get("kubernetes:helm.sh/v3:Release", [])
+        for r in by_type.get(HELM_RELEASE, [])
         if get(r.inputs, "namespace") == "trainstack-monitoring"
     )
     dashboards = tuple(
         next(iter((get(r.inputs, "data") or {}).keys()), r.name)
-        for r in by_type.get("kubernetes:core/v1:ConfigMap", [])
+        for r in by_type.get(CONFIG_MAP, [])
         if (get(r.inputs, "metadata", "labels") or {}).get("grafana_dashboard") == "1"
     )
     by_policy: dict[str, list[str]] = {}
-    for runtime in by_type.get(RUNTIME, []):
+    for runtime in by_type.get(CLUSTER_TRAINING_RUNTIME, []):
         text = _restart_policy_text(get(runtime.inputs, "spec") or {})
         by_policy.setdefault(text, []).append(get(runtime.inputs, "metadata", "name") or runtime.name)
     resume = tuple(f"{', '.join(sorted(names))}: {text}" for text, names in by_policy.items())
@@ -155,7 +162,7 @@ def summarize_health(recording: Recording) -> HealthSummary:
         node_monitoring_agent=agent,
         repairs=tuple(repairs),
         metrics_backend="Amazon Managed Service for Prometheus (AWS managed collector)"
-        if by_type.get("aws:amp/workspace:Workspace")
+        if by_type.get(AMP_WORKSPACE)
         else None,
         scrape_interval_s=interval,
         exporters=exporters,

@@ -30,17 +30,17 @@ from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, 
 from trainstack.model.report import Report
 from trainstack.report import header, verdict
 from trainstack.review import Review
+from trainstack.tokens import ROOT_STACK
 
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
 FORMAT_VERSION = 2  # 2: root stack step, Pulumi property paths, detailedDiff, diagnostics
-ROOT_STACK_TYPE = "pulumi:pulumi:Stack"  # resource.RootStackType in the Pulumi SDK
 PSEUDO_PATHS = ("(protect)", "(provider)")  # resource options trainstack.diff reports beside the inputs
 
 
 def root_stack_urn(stack: str, project: str = PROJECT) -> str:
     """The root stack resource's URN: type `pulumi:pulumi:Stack`, name `<project>-<stack>`
     (resource.DefaultRootStackURN)."""
-    return f"urn:pulumi:{stack}::{project}::{ROOT_STACK_TYPE}::{project}-{stack}"
+    return f"urn:pulumi:{stack}::{project}::{ROOT_STACK}::{project}-{stack}"
 
 
 def _state(resource: RecordedResource) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def _root_state(recording: Recording) -> dict[str, Any]:
     """The root stack as a resource: no inputs; its outputs are the stack's exports."""
     urn = root_stack_urn(recording.stack)
     return {
-        "type": ROOT_STACK_TYPE,
+        "type": ROOT_STACK,
         "urn": urn,
         "custom": False,
         "id": "",
@@ -114,7 +114,7 @@ def steps(
     """The root stack, then one step per resource: all `create`, or the ops of the diff against a baseline."""
     old = baseline.by_urn() if baseline is not None else {}
     changed = {c.urn: c for c in diff.changed} if diff is not None else {}
-    root: dict[str, Any] = {"op": "create", "urn": root_stack_urn(recording.stack), "type": ROOT_STACK_TYPE}
+    root: dict[str, Any] = {"op": "create", "urn": root_stack_urn(recording.stack), "type": ROOT_STACK}
     root |= {"provider": "", "newState": _root_state(recording), "detailedDiff": None}
     if baseline is not None:
         root |= {"op": "same", "oldState": _root_state(baseline)}
