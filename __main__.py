@@ -467,6 +467,8 @@ if sagemaker_spec.hyperpod.enabled:
     pulumi.export("hyperpod_cluster_arn", hyperpod.cluster_arn)
     pulumi.export("hyperpod_orchestrator", hyperpod.orchestrator)
     pulumi.export("hyperpod_execution_role_arn", hyperpod.execution_role_arn)
+    if hyperpod.login_role_arn is not None:
+        pulumi.export("hyperpod_login_role_arn", hyperpod.login_role_arn)
     pulumi.export("hyperpod_lifecycle_s3_uri", hyperpod.lifecycle_source_s3_uri)
 if sagemaker_spec.training_job_role:
     training = TrainingJobRole(

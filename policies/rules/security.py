@@ -5,6 +5,7 @@ change cannot remove it without the review saying so."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,11 +32,13 @@ from ..rbac import PRIVILEGE_VERBS, Request, allows
 from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
+    HYPERPOD_CLUSTER,
     IAM_ROLE,
     IAM_ROLE_POLICY,
     IAM_ROLE_POLICY_ATTACHMENT,
     KMS_KEY,
     S3_BUCKETS,
+    S3_OBJECT,
     Graph,
     Report,
     as_list,
@@ -948,10 +951,12 @@ def _confines(statement: Mapping[str, Any], action: str) -> bool:
 
 @stack_rule(
     name="hyperpod-execution-role-confined",
-    description="A role holding AmazonSageMakerClusterInstanceRolePolicy (which reads every `sagemaker-*` bucket) "
-    "has an explicit deny on reading and listing any S3 object or bucket but its lifecycle scripts: whoever may "
-    "update the cluster's lifecycle source could otherwise point it at a bucket of their own and run a script as "
-    "root on every new node.",
+    description="A role holding AmazonSageMakerClusterInstanceRolePolicy (which reads every `sagemaker-*` bucket), "
+    "the execution role and the Slurm login nodes' role alike, has an explicit deny on reading and listing any S3 "
+    "object or bucket but its lifecycle scripts: whoever may update the cluster's lifecycle source could otherwise "
+    "point it at a bucket of their own and run a script as root on every new node. A Slurm login group runs as a "
+    "role no other group of its cluster uses: users work on login nodes, and root there must not hold the "
+    "workers' rights.",
     severity=Severity.CRITICAL,
 )
 def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) -> None:
@@ -980,3 +985,40 @@ def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) 
                     f"{HYPERPOD_INSTANCE_POLICY} lets it read any sagemaker-* bucket.",
                     role.urn,
                 )
+    logins = _login_groups(g)
+    for cluster in g.of_type(HYPERPOD_CLUSTER):
+        try:
+            runs_as = {
+                str(get(ig, "instanceGroupName")): get(ig, "executionRole")
+                for ig in items(get(cluster.props, "instanceGroups"))
+            }
+        except UnknownValueError:
+            continue  # the roles' ARNs are computed at the first preview; judged at pulumi up
+        for login in sorted(logins & runs_as.keys()):
+            shared = sorted(n for n, arn in runs_as.items() if n != login and arn == runs_as[login])
+            if shared:
+                report(
+                    f"{cluster.name}: login group {login} runs as {runs_as[login]}, the role of {', '.join(shared)}: "
+                    "root on a login node, where users work, would hold the workers' rights; give it its own role.",
+                    cluster.urn,
+                )
+
+
+PROVISIONING_PARAMETERS = "/provisioning_parameters.json"  # components/hyperpod.py PROVISIONING_PARAMETERS
+
+
+def _login_groups(g: Graph) -> set[str]:
+    """The login groups the Slurm lifecycle's provisioning_parameters.json names (`login_group`); none while its
+    content is unknown (it carries the file system's outputs) or unreadable."""
+    found: set[str] = set()
+    for obj in g.of_type(S3_OBJECT):
+        try:
+            if not str(get(obj.props, "key", "")).endswith(PROVISIONING_PARAMETERS):
+                continue
+            params = json.loads(str(get(obj.props, "content", "")))
+        except (UnknownValueError, ValueError):
+            continue
+        login = params.get("login_group") if isinstance(params, dict) else None
+        if isinstance(login, str):
+            found.add(login)
+    return found

@@ -954,6 +954,35 @@ bad(
 )
 na("hyperpod-execution-role-confined", prod)
 
+
+SLURM = "staging-hyperpod-slurm"
+
+
+def _login_runs_as(other: str) -> Callable[[dict[str, Any]], None]:
+    """The cluster's login group runs as the role of group `other`."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        groups = {g["instanceGroupName"]: g for g in inputs["instanceGroups"]}
+        groups["login"]["executionRole"] = groups[other]["executionRole"]
+
+    return edit
+
+
+HYPERPOD = "aws-native:sagemaker:Cluster"
+ok(
+    "hyperpod-execution-role-confined", lambda: scenario(SLURM)
+)  # the login group runs as trainstack-staging-hyperpod-login
+bad("hyperpod-execution-role-confined", lambda: mutated(scenario(SLURM), HYPERPOD, _login_runs_as("workers")))
+bad("hyperpod-execution-role-confined", lambda: mutated(scenario(SLURM), HYPERPOD, _login_runs_as("controller")))
+bad(  # the login role holds the managed policy too: it is confined like the execution role
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        scenario(SLURM),
+        "-hyperpod-login-inline",
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyReadOutsideLifecycle"])),
+    ),
+)
+
 ok("grafana-rbac-namespaced", prod)
 
 
