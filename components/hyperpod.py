@@ -73,6 +73,7 @@ THREADS_PER_CORE = 1
 INSTANCE_STRESS = sagemaker.ClusterDeepHealthCheckType.INSTANCE_STRESS
 INSTANCE_CONNECTIVITY = sagemaker.ClusterDeepHealthCheckType.INSTANCE_CONNECTIVITY
 LIFECYCLE_NONCURRENT_DAYS = 7  # old bundle versions are never read again once the cluster moved on
+LIFECYCLE_ABORT_UPLOAD_DAYS = 1  # the scripts are kilobytes: an upload still open a day later was abandoned
 DIGEST_LENGTH = 16  # hex characters of the bundle digest in the key (64 bits: no practical collision)
 
 
@@ -506,6 +507,16 @@ class HyperPodCluster(pulumi.ComponentResource):
                 noncurrent_days=LIFECYCLE_NONCURRENT_DAYS
             ),
         )
+        # An upload the deployer's `pulumi up` left unfinished (interrupted) is billed until aborted (S3 User Guide,
+        # "Configuring a bucket lifecycle configuration to delete incomplete multipart uploads").
+        abort_stale_uploads = aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="abort-incomplete-multipart-uploads",
+            status="Enabled",
+            filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+            abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                days_after_initiation=LIFECYCLE_ABORT_UPLOAD_DAYS
+            ),
+        )
         return secure_bucket(
             child_name(name, "lifecycle-bucket"),
             aws.s3.BucketArgs(
@@ -514,7 +525,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 force_destroy=True,  # only generated copies of files in this repository live here
             ),
             kms_key_arn=args.kms_key_arn,
-            rules=[expire_old_bundles],
+            rules=[expire_old_bundles, abort_stale_uploads],
             parent=self,
             protect=args.protect,
             extra_statements=lockdown,

@@ -708,6 +708,41 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: Report) -> None
             report(f"{bucket.name}: uploads without the stack's KMS key are not denied.", bucket.urn)
 
 
+S3_LIFECYCLE = (
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
+)
+
+
+def _aborts_stale_uploads(rule: Any) -> bool:
+    """An enabled lifecycle rule on the whole bucket (no filter, or an empty prefix and nothing else) that aborts
+    incomplete multipart uploads after some days."""
+    days = get(rule, "abortIncompleteMultipartUpload.daysAfterInitiation")
+    whole = all(get(rule, f"filter.{k}") in (None, "") for k in ("prefix", "tag", "and"))
+    return get(rule, "status") == "Enabled" and isinstance(days, int | float) and days >= 1 and whole
+
+
+@stack_rule(
+    name="s3-abort-incomplete-uploads",
+    description="Every bucket the stack creates aborts incomplete multipart uploads (an enabled lifecycle rule on "
+    "the whole bucket): their parts are stored and billed, invisible to listings, until aborted (S3 User Guide, "
+    "lifecycle configuration for incomplete multipart uploads).",
+    severity=Severity.LOW,
+)
+def s3_abort_incomplete_uploads(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    buckets = g.of_type(*S3_BUCKETS)
+    if not buckets:
+        args.not_applicable("no bucket")
+    for bucket in buckets:
+        try:
+            rules = [r for c in g.referrers(bucket, "bucket", *S3_LIFECYCLE) for r in items(get(c.props, "rules"))]
+            if not any(_aborts_stale_uploads(r) for r in rules):
+                report(f"{bucket.name}: no enabled lifecycle rule aborts incomplete multipart uploads.", bucket.urn)
+        except UnknownValueError:
+            continue
+
+
 CHECKPOINT_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject")
 ENCRYPTION_HEADERS = ("s3:x-amz-server-side-encryption-aws-kms-key-id", "s3:x-amz-server-side-encryption")
 

@@ -167,6 +167,15 @@ def test_lifecycle_bucket_is_locked_down(eks_run: Recording) -> None:
     assert policy["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
+def test_lifecycle_bucket_aborts_stale_uploads_and_expires_old_bundles(eks_run: Recording) -> None:
+    config = eks_run.one("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs
+    rules = {r["id"]: r for r in config["rules"]}
+    assert set(rules) == {"expire-old-bundles", "abort-incomplete-multipart-uploads"}
+    abort = rules["abort-incomplete-multipart-uploads"]
+    assert abort["status"] == "Enabled" and abort["filter"] == {"prefix": ""}
+    assert abort["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 1}
+
+
 def test_lifecycle_prefix_is_the_deployers_and_read_only_for_the_execution_role(eks_run: Recording) -> None:
     statements = {
         s["Sid"]: s for s in json.loads(eks_run.one("aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])["Statement"]

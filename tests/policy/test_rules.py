@@ -983,6 +983,34 @@ bad(  # the login role holds the managed policy too: it is confined like the exe
     ),
 )
 
+S3_BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+
+
+def _without_abort(inputs: dict[str, Any]) -> None:
+    inputs["rules"] = [r for r in inputs["rules"] if "abortIncompleteMultipartUpload" not in r]
+
+
+def _abort_on_prefix(inputs: dict[str, Any]) -> None:
+    for rule in inputs["rules"]:
+        if "abortIncompleteMultipartUpload" in rule:
+            rule["filter"] = {"prefix": "uploads/"}  # only part of the bucket
+
+
+ok("s3-abort-incomplete-uploads", prod)
+ok("s3-abort-incomplete-uploads", staging)  # the HyperPod lifecycle bucket included
+bad(
+    "s3-abort-incomplete-uploads",
+    lambda: mutated(staging(), "-hyperpod-lifecycle-bucket-lifecycle", _without_abort),
+    level="advisory",  # staging's level
+)
+bad("s3-abort-incomplete-uploads", lambda: mutated(prod(), "-data-checkpoints-lifecycle", _without_abort))
+bad("s3-abort-incomplete-uploads", lambda: mutated(prod(), "-data-datasets-lifecycle", _abort_on_prefix))
+bad(
+    "s3-abort-incomplete-uploads",
+    lambda: mutated(prod(), "-data-datasets-lifecycle", set_path("rules.1.status", "Disabled")),
+)
+na("s3-abort-incomplete-uploads", lambda: without(prod(), of_type(*S3_BUCKET_TYPES)))
+
 ok("grafana-rbac-namespaced", prod)
 
 
