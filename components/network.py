@@ -347,6 +347,7 @@ class Network(pulumi.ComponentResource):
         """The whole network: VPC, subnets, internet and NAT gateways, routes, endpoints and flow logs."""
         vpc = self._vpc(name, args)
         self.vpc_id = vpc.id
+        self._close_default_security_group(name, args, vpc)
         subnets = self._subnets(name, args, vpc.id)
         azs = list(args.spec.availability_zones)
         self.private_subnet_ids = {az: subnets[("private", az)].id for az in azs}
@@ -402,6 +403,23 @@ class Network(pulumi.ComponentResource):
                 enable_dns_support=True,  # both are required for EKS and for private DNS on interface endpoints
                 enable_dns_hostnames=True,
                 tags={"Name": physical_name(args.base_name, "vpc")},
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _close_default_security_group(self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc) -> None:
+        """Every VPC comes with a default security group that admits all traffic from its members and lets them
+        reach anywhere; anything launched without a group lands in it. Nothing of trainstack uses it (each
+        component has its own groups), so it keeps no rule at all (CIS AWS Foundations 5.4, checkov
+        CKV2_AWS_12). Adopting it removes every rule it has; on destroy it stays with the VPC, which AWS deletes
+        together (pulumi-aws ec2.DefaultSecurityGroup)."""
+        aws.ec2.DefaultSecurityGroup(
+            child_name(name, "default-sg"),
+            aws.ec2.DefaultSecurityGroupArgs(
+                vpc_id=vpc.id,
+                ingress=[],
+                egress=[],
+                tags={"Name": physical_name(args.base_name, "default-closed")},
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

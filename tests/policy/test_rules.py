@@ -286,6 +286,24 @@ bad("vpc-flow-logs", lambda: scenario("staging-reject-flow-logs"))
 bad("vpc-flow-logs", lambda: without(staging(), of_type("aws:ec2/flowLog:FlowLog")))
 na("vpc-flow-logs", lambda: without(staging(), of_type("aws:ec2/vpc:Vpc")))
 
+DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+ok("vpc-default-sg-closed", prod)
+ok("vpc-default-sg-closed", dev)
+bad("vpc-default-sg-closed", lambda: without(prod(), of_type(DEFAULT_SG)))
+bad(
+    "vpc-default-sg-closed",
+    lambda: mutated(
+        prod(),
+        DEFAULT_SG,
+        set_path("ingress", [{"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}]),
+    ),
+)
+bad(
+    "vpc-default-sg-closed",
+    lambda: mutated(prod(), DEFAULT_SG, set_path("egress", [{"protocol": "-1", "cidrBlocks": ["0.0.0.0/0"]}])),
+)
+na("vpc-default-sg-closed", lambda: without(prod(), of_type("aws:ec2/vpc:Vpc")))
+
 ok("sg-rule-style-consistent", staging)
 bad(
     "sg-rule-style-consistent",
