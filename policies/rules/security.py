@@ -235,13 +235,35 @@ def _internet_wide(cidr: Any) -> bool:
         return False
 
 
-QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "pods")
+QUOTA_KEYS = (
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "pods",
+    "requests.vpc.amazonaws.com/efa",
+    "requests.hugepages-2Mi",
+)
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def _holds_system_classes_at_zero(spec: Any) -> bool:
+    """A quota whose scope is the system priority classes (both, by In) and that admits no pod of them."""
+    if not isinstance(spec, Mapping) or str(get(spec, "hard.pods", "")) != "0" or get(spec, "scopes"):
+        return False
+    expressions = items(get(spec, "scopeSelector.matchExpressions"))
+    return len(expressions) == 1 and (
+        get(expressions[0], "scopeName") == "PriorityClass"
+        and get(expressions[0], "operator") == "In"
+        and set(SYSTEM_PRIORITY_CLASSES) <= {str(v) for v in items(get(expressions[0], "values"))}
+    )
 
 
 @stack_rule(
     name="k8s-team-quotas",
-    description="Each team namespace has a ResourceQuota on CPU, memory, ephemeral storage and pods, and a "
-    "LimitRange, so a team cannot starve another's pods on the nodes both share beyond their GPU quota.",
+    description="Each team namespace has a ResourceQuota on CPU, memory, ephemeral storage, pods, EFA devices and "
+    "hugepages, a quota that admits no pod of the system priority classes, and a LimitRange, so a team cannot "
+    "starve another's pods on the nodes both share beyond their GPU quota, pin another team's fabric or memory, "
+    "or preempt the platform.",
     severity=Severity.HIGH,
 )
 def k8s_team_quotas(args: StackValidationArgs, report: Report) -> None:
@@ -251,12 +273,19 @@ def k8s_team_quotas(args: StackValidationArgs, report: Report) -> None:
         args.not_applicable("no team namespaces")
     for namespace in namespaces:
         hard: set[str] = set()
-        for quota in _in_namespace(g, namespace, RESOURCE_QUOTA):
+        quotas = _in_namespace(g, namespace, RESOURCE_QUOTA)
+        for quota in quotas:
             value = get(quota.props, "spec.hard", {})
-            hard |= set(value) if isinstance(value, Mapping) else set()
+            scoped = get(quota.props, "spec.scopeSelector") or get(quota.props, "spec.scopes")
+            hard |= set(value) if isinstance(value, Mapping) and not scoped else set()  # a scoped one counts few pods
         missing = [k for k in QUOTA_KEYS if k not in hard]
         if missing:
             report(f"team namespace {namespace.name} has no quota on {missing}.", namespace.urn)
+        if not any(_holds_system_classes_at_zero(get(q.props, "spec")) for q in quotas):
+            report(
+                f"team namespace {namespace.name} has no quota holding pods of {list(SYSTEM_PRIORITY_CLASSES)} at 0.",
+                namespace.urn,
+            )
         if not _in_namespace(g, namespace, LIMIT_RANGE):
             report(f"team namespace {namespace.name} has no LimitRange.", namespace.urn)
 

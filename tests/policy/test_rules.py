@@ -668,9 +668,34 @@ bad(  # half the internet
 bad("k8s-team-egress-no-internet", lambda: mutated(prod(), ALLOW_HTTPS, lambda i: i["spec"]["egress"][0].pop("to")))
 na("k8s-team-egress-no-internet", lambda: without(prod(), of_type(NAMESPACE)))
 
+
+def _drop_hard(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda inputs: inputs["spec"]["hard"].pop(key)  # a key with dots: not a set_path/drop path
+
+
 ok("k8s-team-quotas", prod)
 bad("k8s-team-quotas", lambda: without(prod(), of_type("kubernetes:core/v1:LimitRange")))
 bad("k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-quota", drop("spec.hard.pods")))
+bad(
+    "k8s-team-quotas",
+    lambda: mutated(prod(), "-tenancy-research-quota", _drop_hard("requests.vpc.amazonaws.com/efa")),
+)
+bad("k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-quota", _drop_hard("requests.hugepages-2Mi")))
+bad("k8s-team-quotas", lambda: without(prod(), lambda r: r.name.endswith("-research-priority")))
+bad(  # the system quota turned into one that only counts pods of other classes
+    "k8s-team-quotas",
+    lambda: mutated(
+        prod(), "-tenancy-research-priority", set_path("spec.scopeSelector.matchExpressions.0.operator", "NotIn")
+    ),
+)
+bad(  # a scoped quota's keys bound only the pods it counts: EFA held there bounds no team job
+    "k8s-team-quotas",
+    lambda: mutated(
+        mutated(prod(), "-tenancy-research-quota", _drop_hard("requests.vpc.amazonaws.com/efa")),
+        "-tenancy-research-priority",
+        lambda inputs: inputs["spec"]["hard"].update({"requests.vpc.amazonaws.com/efa": "0"}),
+    ),
+)
 na("k8s-team-quotas", lambda: without(prod(), of_type(NAMESPACE)))
 
 ok("eks-network-policy-enabled", prod)
