@@ -507,6 +507,58 @@ na("efa-plugin-tolerates-gpu-taint", dev)  # no EFA group, so no EFA device plug
 
 NCCL = "-validation-nccl-runtime"
 _WORKER = "spec.template.spec.replicatedJobs.0.template.spec.template.spec.containers.0"  # workers start first
+MPI_RUNTIME = "-training-runtimes-p5-train-mpi"
+
+
+def _worker_context(edit: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(inputs: dict[str, Any]) -> None:
+        jobs = inputs["spec"]["template"]["spec"]["replicatedJobs"]
+        pod = next(j for j in jobs if j["name"] == "node")["template"]["spec"]["template"]["spec"]
+        edit(pod)
+
+    return apply
+
+
+ok("k8s-runtime-least-privilege", prod)  # the torch runtime restricted, MPI and the NCCL check root with few caps
+ok("k8s-runtime-least-privilege", dev)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(prod(), MPI_RUNTIME, _worker_context(lambda pod: pod.pop("securityContext"))),  # no seccomp
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["containers"][0]["securityContext"]["capabilities"]["add"].append("NET_RAW")),
+    ),
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["containers"][0]["securityContext"]["capabilities"].pop("drop")),
+    ),
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["initContainers"][-1].pop("securityContext")),  # the ssh key copy
+    ),
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["containers"][0]["securityContext"].pop("allowPrivilegeEscalation")),
+    ),
+)
+na("k8s-runtime-least-privilege", lambda: without(prod(), lambda r: r.type.endswith("TrainingRuntime")))
+
 ok("k8s-pod-security", staging)
 bad("k8s-pod-security", lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})))
 bad(
