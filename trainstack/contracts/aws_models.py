@@ -244,6 +244,9 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
+    # Adopting a VPC's default group creates nothing: the provider finds it (DescribeSecurityGroups by vpc-id) and
+    # revokes its rules; no input of ours lands in a request member the model constrains.
+    "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup": (ApiCall("ec2", "DescribeSecurityGroups", {}),),
     "aws:ec2/securityGroup:SecurityGroup": (
         ApiCall(
             "ec2",
