@@ -11,7 +11,7 @@ from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
-from components.eks import EksCluster, EksClusterArgs
+from components.eks import EksCluster, EksClusterArgs, control_plane_log_group_name
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -22,9 +22,10 @@ from components.hyperpod_dependencies import (
     HyperPodDependenciesArgs,
 )
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
+from components.lustre import log_group_name as lustre_log_group_name
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.naming import aws_partition
-from components.network import Network, NetworkArgs, s3_prefix_cidrs
+from components.network import Network, NetworkArgs, flow_log_group_name, s3_prefix_cidrs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
 from components.providers import aws_provider
@@ -32,6 +33,7 @@ from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
+from components.telemetry_key import TelemetryKey, TelemetryKeyArgs, alert_topic_name
 from components.tenancy import Tenancy, TenancyArgs
 from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
@@ -73,10 +75,29 @@ aws = aws_provider("aws", stack.region, tags, aliases=moved("aws"))
 # engine's answers are no account's, so the offline plan judges none of them (docs/preflight.md).
 pulumi.export("account_checks", check_account(stack, aws, judge=not under_mock_engine()))
 
+# The key of every log group and of the alert topic: its policy names exactly the ones this stack creates.
+telemetry = TelemetryKey(
+    "telemetry",
+    TelemetryKeyArgs(
+        base_name=stack.name,
+        region=stack.region,
+        log_groups=[
+            control_plane_log_group_name(stack.name),
+            *([] if stack.network.existing_vpc else [flow_log_group_name(stack.name)]),
+            *([lustre_log_group_name(stack.name)] if stack.storage.fsx.enabled else []),
+        ],
+        alert_topic_name=alert_topic_name(stack.name) if stack.metrics_enabled else None,
+        administrators=stack.security.key_administrator_arns,
+        protect=stack.protect_data,
+    ),
+    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("telemetry")),
+)
+pulumi.export("telemetry_kms_key_arn", telemetry.key_arn)
+
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(
     "network",
-    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region),
+    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region, log_kms_key_arn=telemetry.key_arn),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("network")),
 )
 eks = EksCluster(
@@ -90,6 +111,7 @@ eks = EksCluster(
         protect=stack.protect_data,
         tags=tags,
         key_administrator_arns=stack.security.key_administrator_arns,
+        log_kms_key_arn=telemetry.key_arn,
     ),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
 )
@@ -180,6 +202,7 @@ if stack.storage.fsx.enabled:
             ],
             efa_security_group_id=network.efa_security_group_id,
             kms_key_arn=data.kms_key_arn,
+            log_kms_key_arn=telemetry.key_arn,
             datasets_bucket_name=data.datasets_bucket_name,
             protect=stack.protect_data,
         ),
@@ -402,6 +425,7 @@ fleet_health = FleetHealth(
         fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if stack.storage.fsx.enabled else None,
         # GPU and EFA alerts only where dcgm-exporter runs: an alert that cannot fire is not listed.
         gpu_metrics=operator_ami_family is not None and k8s_spec.gpu_operator.dcgm_exporter,
+        alert_kms_key_arn=telemetry.key_arn,
         after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),

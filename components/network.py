@@ -233,6 +233,11 @@ def interface_endpoint_policy(service: str, account_id: str) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
+def flow_log_group_name(base_name: str) -> str:
+    """The VPC flow logs' log group."""
+    return f"/aws/vpc-flow-logs/{base_name}"
+
+
 def subnet_tags(base_name: str, plan: SubnetPlan) -> dict[str, str]:
     """Name and load-balancer role tags of a subnet."""
     role_tag = INTERNAL_ELB_TAG if plan.tier == "private" else PUBLIC_ELB_TAG
@@ -286,6 +291,8 @@ class NetworkArgs:
     """The stack's base name (for example `trainstack-prod`): physical names and Name tags carry it."""
     region: str
     """The AWS region, for endpoint service names and flow-log trust conditions."""
+    log_kms_key_arn: pulumi.Input[str] | None = None
+    """The telemetry key (components/telemetry_key.py) the flow log group is encrypted with."""
 
 
 class Network(pulumi.ComponentResource):
@@ -692,7 +699,9 @@ class Network(pulumi.ComponentResource):
         log_group = aws.cloudwatch.LogGroup(
             child_name(name, "flow-logs"),
             aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/vpc-flow-logs/{args.base_name}", retention_in_days=spec.flow_logs_retention_days
+                name=flow_log_group_name(args.base_name),
+                retention_in_days=spec.flow_logs_retention_days,
+                kms_key_id=args.log_kms_key_arn,
             ),
             opts=child,
         )

@@ -992,6 +992,69 @@ def kms_admin_separation(args: ResourceValidationArgs, report: Report) -> None:
             report(f"{action} is not denied to principals other than the key administrators.")
 
 
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+SNS_TOPIC = "aws:sns/topic:Topic"
+
+
+def _context_values(statement: Mapping[str, Any], key: str) -> list[str]:
+    condition = statement.get("Condition")
+    found: list[str] = []
+    for block in condition.values() if isinstance(condition, Mapping) else []:
+        if isinstance(block, Mapping) and key in block:
+            found += [str(v) for v in as_list(block[key])]
+    return found
+
+
+def _key_names(g: Graph, resource: PolicyResource, prop: str, service: str, context_key: str, suffix: str) -> str:
+    """Why the key `resource.prop` names does not let `service` use it for this resource (by the encryption context
+    `context_key` ending in `suffix`), or "" when it does."""
+    keys = g.deps(resource, prop, KMS_KEY)
+    if not keys:
+        return "its key is not a key of this stack, so no key policy here says who may read it"
+    try:
+        statements = [s for k in keys for s in _statements(get(k.props, "policy"))]
+    except UnknownValueError:
+        return ""  # computed at the first preview; judged at pulumi up
+    for statement in statements:
+        services = [str(p) for p in as_list(get(statement, "Principal.Service"))]
+        named = [v for v in _context_values(statement, context_key) if v.endswith(suffix)]
+        if statement.get("Effect") == "Allow" and any(p.startswith(service) for p in services) and named:
+            return ""
+    return f"its key's policy does not let {service} use it with {context_key} naming it"
+
+
+@stack_rule(
+    name="telemetry-encrypted",
+    description="Every CloudWatch log group and SNS topic the stack creates is encrypted with a key of the stack "
+    "whose policy lets the service use it for that log group or topic alone (an encryption-context condition): "
+    "flow logs, the API server's audit log and the alerts are then readable only as the key policy and its "
+    "administrators decide, not by anyone with logs:* or sns:* (CKV_AWS_158, CKV_AWS_26).",
+    severity=Severity.LOW,
+)
+def telemetry_encrypted(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    groups, topics = g.of_type(LOG_GROUP), g.of_type(SNS_TOPIC)
+    if not groups and not topics:
+        args.not_applicable("no log group or topic")
+    for group in groups:
+        name = str(get(group.props, "name", ""))
+        if not get(group.props, "kmsKeyId"):
+            report(f"log group {name or group.name} is not encrypted with a customer-managed key.", group.urn)
+        elif why := _key_names(
+            g, group, "kmsKeyId", "logs.", "kms:EncryptionContext:aws:logs:arn", f":log-group:{name}"
+        ):
+            report(f"log group {name}: {why}.", group.urn)
+    for topic in topics:
+        name = str(get(topic.props, "name", ""))
+        key = get(topic.props, "kmsMasterKeyId")
+        if not key or str(key).startswith("alias/aws/"):
+            report(f"topic {name or topic.name} is not encrypted with a customer-managed key.", topic.urn)
+        elif why := _key_names(
+            g, topic, "kmsMasterKeyId", "aps.", "kms:EncryptionContext:aws:sns:topicArn", f":{name}"
+        ):
+            report(f"topic {name}: {why} (its publisher, the alert manager, could not publish).", topic.urn)
+
+
 @resource_rule(
     name="iam-no-sagemaker-full-access",
     description="No role gets AmazonSageMakerFullAccess: it grants object access to every `sagemaker-*` bucket, "

@@ -1106,6 +1106,42 @@ bad(
 )
 na("s3-abort-incomplete-uploads", lambda: without(prod(), of_type(*S3_BUCKET_TYPES)))
 
+TELEMETRY_KEY = "-telemetry-key"
+
+
+def _telemetry_statement(sid: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    return edit_policy(lambda st: [edit(s) for s in st if s.get("Sid") == sid])
+
+
+ok("telemetry-encrypted", prod)
+ok("telemetry-encrypted", staging)
+bad("telemetry-encrypted", lambda: mutated(prod(), "-network-flow-logs", drop("kmsKeyId")))
+bad("telemetry-encrypted", lambda: mutated(prod(), "-health-alerts", drop("kmsMasterKeyId")))
+bad("telemetry-encrypted", lambda: mutated(prod(), "-health-alerts", set_path("kmsMasterKeyId", "alias/aws/sns")))
+bad(  # the key no longer names the audit log's group: CloudWatch Logs cannot use it
+    "telemetry-encrypted",
+    lambda: mutated(
+        prod(),
+        TELEMETRY_KEY,
+        _telemetry_statement(
+            "CloudWatchLogsForTheStacksLogGroups",
+            lambda s: s["Condition"]["StringEquals"].__setitem__(
+                "kms:EncryptionContext:aws:logs:arn",
+                [a for a in s["Condition"]["StringEquals"]["kms:EncryptionContext:aws:logs:arn"] if "/eks/" not in a],
+            ),
+        ),
+    ),
+)
+bad(  # the alert manager's statement gone: alerts would not be published
+    "telemetry-encrypted",
+    lambda: mutated(
+        prod(),
+        TELEMETRY_KEY,
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if "Alert" not in s.get("Sid", "")])),
+    ),
+)
+na("telemetry-encrypted", lambda: without(prod(), of_type("aws:cloudwatch/logGroup:LogGroup", "aws:sns/topic:Topic")))
+
 ok("grafana-rbac-namespaced", prod)
 
 
