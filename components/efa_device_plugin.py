@@ -34,6 +34,7 @@ from components.k8s_common import (
     GPU_TAINT_KEY,
     INSTANCE_TYPE_LABEL,
     NEURON_TAINT_KEY,
+    Toleration,
     hyperpod_health_toleration,
     toleration,
 )
@@ -45,15 +46,22 @@ REPOSITORY = "https://aws.github.io/eks-charts"
 NAMESPACE = "kube-system"  # the chart README installs it there; system-node-critical needs no quota
 
 
-def efa_device_plugin_values(hyperpod_instance_types: Sequence[str] = ()) -> dict[str, Any]:
+def efa_device_plugin_values(
+    hyperpod_instance_types: Sequence[str] = (),
+    group_taints: Sequence[Toleration] = (),
+    instance_types: Sequence[str] = (),
+) -> dict[str, Any]:
     """Helm values: run on trainstack's EFA nodes and on HyperPod nodes of the given EFA-capable ml.* types,
-    tolerating the GPU and Neuron taints (and HyperPod's deep-health-check taint when HyperPod nodes exist)."""
+    tolerating the GPU and Neuron taints, the groups' own taints (`custom_taint_tolerations`) and HyperPod's
+    deep-health-check taint when HyperPod nodes exist."""
     keys = [EFA_NODE_LABEL]
     values = ["true"]
-    tolerations = [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY)]
-    if hyperpod_instance_types:
+    tolerations = [toleration(GPU_TAINT_KEY), toleration(NEURON_TAINT_KEY), *group_taints]
+    # Nodes trainstack did not label (HyperPod's, an existing cluster's EFA groups) are picked by instance type.
+    if hyperpod_instance_types or instance_types:
         keys.append(INSTANCE_TYPE_LABEL)
-        values += sorted(set(hyperpod_instance_types))
+        values += sorted(set(hyperpod_instance_types) | set(instance_types))
+    if hyperpod_instance_types:
         tolerations.append(hyperpod_health_toleration())
     return {"supportedInstanceLabels": {"keys": keys, "values": values}, "tolerations": tolerations}
 
@@ -65,6 +73,10 @@ class EfaDevicePluginArgs:
     spec: EfaDevicePluginSpec
     hyperpod_instance_types: Sequence[str] = ()
     """EFA-capable ml.* instance types of SageMaker HyperPod groups joined to the cluster (EKS orchestrator)."""
+    group_taints: Sequence[Toleration] = ()
+    """Tolerations of the GPU node groups' own taints (`k8s_common.custom_taint_tolerations`)."""
+    instance_types: Sequence[str] = ()
+    """EC2 types of an existing cluster's EFA groups (platform-only mode), whose nodes lack trainstack's EFA label."""
     after: Sequence[pulumi.Resource] = ()
     """What must exist first (the cluster and its system nodes)."""
 
@@ -79,7 +91,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:EfaDevicePlugin", name, None, opts)
-        self.values = efa_device_plugin_values(args.hyperpod_instance_types)
+        self.values = efa_device_plugin_values(args.hyperpod_instance_types, args.group_taints, args.instance_types)
         self.release = k8s.helm.v3.Release(
             child_name(name, "release"),
             k8s.helm.v3.ReleaseArgs(

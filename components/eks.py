@@ -78,9 +78,19 @@ class AddonPlan:
 # network policies" passes them to `aws eks update-addon --configuration-values`; the aws-vpc-cni chart
 # (amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml) has the same top-level `enableNetworkPolicy`.
 VPC_CNI_CONFIGURATION: Mapping[str, Any] = {"enableNetworkPolicy": "true"}
+# VPC CNI custom networking (EKS User Guide, "Deploy Pods in alternate subnets with custom networking"): pods take
+# their addresses from the subnet of the ENIConfig whose name is the node's zone label. The add-on takes the two
+# variables under `env` (its configuration schema; amazon-vpc-cni-k8s README, AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG
+# and ENI_CONFIG_LABEL_DEF).
+ZONE_LABEL = "topology.kubernetes.io/zone"
+CUSTOM_NETWORKING_ENV: Mapping[str, str] = {
+    "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true",
+    "ENI_CONFIG_LABEL_DEF": ZONE_LABEL,
+}
+ENI_CONFIG_API_VERSION = "crd.k8s.amazonaws.com/v1alpha1"  # the CRD the vpc-cni add-on installs
 
 
-def addon_plan(spec: EksSpec) -> list[AddonPlan]:
+def addon_plan(spec: EksSpec, custom_networking: bool = False) -> list[AddonPlan]:
     """The core add-ons in creation order, with versions from config.
 
     Nodes become Ready only with a CNI and kube-proxy, and vpc-cni gets its credentials from the Pod Identity
@@ -91,10 +101,30 @@ def addon_plan(spec: EksSpec) -> list[AddonPlan]:
     return [
         AddonPlan("eks-pod-identity-agent", versions.pod_identity_agent, before_compute=True),
         AddonPlan("kube-proxy", versions.kube_proxy, before_compute=True),
-        AddonPlan("vpc-cni", versions.vpc_cni, before_compute=True, configuration=VPC_CNI_CONFIGURATION),
+        AddonPlan(
+            "vpc-cni", versions.vpc_cni, before_compute=True, configuration=vpc_cni_configuration(custom_networking)
+        ),
         AddonPlan("coredns", versions.coredns, before_compute=False),
         AddonPlan("aws-ebs-csi-driver", versions.ebs_csi_driver, before_compute=False),
     ]
+
+
+def vpc_cni_configuration(custom_networking: bool) -> dict[str, Any]:
+    """The vpc-cni add-on's configuration values: network policies always, custom networking when asked."""
+    if not custom_networking:
+        return dict(VPC_CNI_CONFIGURATION)
+    return {**VPC_CNI_CONFIGURATION, "env": dict(CUSTOM_NETWORKING_ENV)}
+
+
+def eni_config(availability_zone: str, subnet_id: pulumi.Input[str]) -> dict[str, Any]:
+    """The ENIConfig of one AZ: named as the zone label's value, so every node there uses that pod subnet. No
+    securityGroups: the CNI then gives pod interfaces the node's primary interface groups (the cluster group)."""
+    return {
+        "apiVersion": ENI_CONFIG_API_VERSION,
+        "kind": "ENIConfig",
+        "metadata": {"name": availability_zone},
+        "spec": {"subnet": subnet_id},
+    }
 
 
 def access_entry_keys(role_arns: Sequence[str]) -> list[str]:
@@ -247,6 +277,8 @@ class EksClusterArgs:
     """Global tags, repeated on launch-template instances, volumes and interfaces (default_tags miss them)."""
     key_administrator_arns: Sequence[str] = ()
     """Administrators of the secrets and node-volume keys besides the deploying principal."""
+    pod_subnet_ids: Mapping[str, pulumi.Input[str]] = field(default_factory=dict[str, pulumi.Input[str]])
+    """Pod subnets by AZ (`Network.pod_subnet_ids`): VPC CNI custom networking, an ENIConfig per AZ."""
     log_kms_key_arn: pulumi.Input[str] | None = None
     """The telemetry key (components/telemetry_key.py) the control plane's log group is encrypted with."""
 
@@ -270,6 +302,8 @@ class EksCluster(pulumi.ComponentResource):
     """HTTPS endpoint of the Kubernetes API."""
     cluster_certificate_authority: pulumi.Output[str]
     """Base64 CA bundle of the API server."""
+    cluster_service_cidr: pulumi.Output[str]
+    """The Service IPv4 CIDR EKS assigned (a custom AMI's nodeadm NodeConfig needs it for the cluster DNS address)."""
     cluster_security_group_id: pulumi.Output[str]
     """The EKS-managed cluster security group (control plane <-> nodes)."""
     oidc_provider_arn: pulumi.Output[str]
@@ -320,6 +354,13 @@ class EksCluster(pulumi.ComponentResource):
         # node role can register (AmazonEKSWorkerNodePolicy) and pull images (ECR pull-only): a node group
         # created before its role's attachments fails to join. Every node group waits on all of these.
         self.node_dependencies = [*self.addons.values(), *node_policies]
+        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority.data).apply(
+            lambda v: json.dumps(kubeconfig(v[0], v[1], v[2], args.region))
+        )
+        self.k8s_provider = self._kubernetes_provider(name, cluster, self.kubeconfig, admin_access)
+        # Custom networking: a node that starts before its zone's ENIConfig exists puts pods in the node subnet
+        # until it is replaced, so every node group waits for them too.
+        self.node_dependencies += self._eni_configs(name, args)
         self.system_node_group = self._system_node_group(name, args, cluster, node_role, node_volume_key.arn)
         self.addons |= self._addons_after_compute(name, args, cluster, identity_roles, self.system_node_group)
 
@@ -327,6 +368,9 @@ class EksCluster(pulumi.ComponentResource):
         self.cluster_arn = cluster.arn
         self.cluster_endpoint = cluster.endpoint
         self.cluster_certificate_authority = cluster.certificate_authority.data
+        self.cluster_service_cidr = cluster.kubernetes_network_config.apply(
+            lambda config: (config.service_ipv4_cidr if config else None) or ""
+        )
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self.oidc_provider_arn = oidc.arn
         self.kms_key_arn = secrets_key.arn
@@ -334,10 +378,6 @@ class EksCluster(pulumi.ComponentResource):
         self.node_role_arn = node_role.arn
         self.node_role_name = node_role.name
         self.system_node_group_name = self.system_node_group.node_group_name
-        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, self.cluster_certificate_authority).apply(
-            lambda v: json.dumps(kubeconfig(v[0], v[1], v[2], args.region))
-        )
-        self.k8s_provider = self._kubernetes_provider(name, cluster, self.kubeconfig, admin_access)
 
         self.register_outputs(
             {
@@ -545,7 +585,7 @@ class EksCluster(pulumi.ComponentResource):
         """The add-ons nodes need to become Ready, in `addon_plan` order; vpc-cni waits for the Pod Identity
         agent and its role, which give it its AWS credentials."""
         addons: dict[str, aws.eks.Addon] = {}
-        for plan in (p for p in addon_plan(args.spec) if p.before_compute):
+        for plan in (p for p in addon_plan(args.spec, bool(args.pod_subnet_ids)) if p.before_compute):
             waits: list[pulumi.Resource] = []
             if plan.name == "vpc-cni":
                 waits = [addons["eks-pod-identity-agent"], identity_roles["vpc-cni"]]
@@ -563,7 +603,7 @@ class EksCluster(pulumi.ComponentResource):
         """The add-ons that run Deployments (CoreDNS, the EBS CSI controller): after the system nodes they run on,
         and after their Pod Identity role where they have one."""
         addons: dict[str, aws.eks.Addon] = {}
-        for plan in (p for p in addon_plan(args.spec) if not p.before_compute):
+        for plan in (p for p in addon_plan(args.spec, bool(args.pod_subnet_ids)) if not p.before_compute):
             waits: list[pulumi.Resource] = [system_node_group]
             if plan.name in identity_roles:
                 waits.append(identity_roles[plan.name])
@@ -618,6 +658,22 @@ class EksCluster(pulumi.ComponentResource):
                 ignore_changes=["version"] if system.kubernetes_version is None else None,
             ),
         )
+
+    def _eni_configs(self, name: str, args: EksClusterArgs) -> list[pulumi.Resource]:
+        """One ENIConfig per AZ with a pod subnet, after the vpc-cni add-on (which installs the CRD)."""
+        return [
+            k8s.apiextensions.CustomResource(
+                child_name(name, "eniconfig", az),
+                api_version=ENI_CONFIG_API_VERSION,
+                kind="ENIConfig",
+                metadata=eni_config(az, subnet_id)["metadata"],
+                spec=eni_config(az, subnet_id)["spec"],
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=self.k8s_provider, depends_on=[self.addons["vpc-cni"]]
+                ),
+            )
+            for az, subnet_id in args.pod_subnet_ids.items()
+        ]
 
     def _kubernetes_provider(
         self, name: str, cluster: aws.eks.Cluster, config: pulumi.Output[str], admin_access: Sequence[pulumi.Resource]

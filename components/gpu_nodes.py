@@ -14,8 +14,13 @@ Decisions a reader may look for:
 - Reserved groups update with EKS's MINIMAL strategy (terminate, then launch) for the same reason; the
   DEFAULT strategy launches first (EKS API reference, NodegroupUpdateConfig.updateStrategy).
 - The launch template names no AMI, so EKS picks the accelerated AMI from `ami_type` and merges its bootstrap
-  with ours. The instance type goes on exactly one of the two (EKS refuses both: botocore CreateNodegroup
-  `instanceTypes`): on the node group, except for a Capacity Block, where EKS requires it on the launch
+  with ours; a custom `ami_id` goes on the template instead, with no amiType, version or releaseVersion on the
+  node group (EKS CreateNodegroup refuses them) and user data that joins the cluster itself
+  (`userdata.ClusterJoin`).
+- More than one instance type only without EFA or a reservation (`extra_instance_types`): an EFA launch template
+  carries one interface layout, which differs by type, and a reservation holds one type.
+- The instance type goes on exactly one of the launch template and the node group (EKS refuses both: botocore
+  CreateNodegroup `instanceTypes`): on the node group, except for a Capacity Block, where EKS requires it on the launch
   template with the capacity-block market and the reservation target, and the node group lists none (EKS
   User Guide, "Create a managed node group with Capacity Blocks for ML"). The schema makes `ami_type` fit the
   type's CPU: p6e-gb200 (NVIDIA Grace, arm64) gets AL2023_ARM_64_NVIDIA, not the x86_64 AMI.
@@ -35,7 +40,7 @@ from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interf
 from components.gpu_operator import operand_opt_out_labels
 from components.launch_template import GpuLaunchOptions, NodeVolume, node_launch_template
 from components.naming import child_name, physical_name, resource_tags
-from components.userdata import bottlerocket_user_data, encode, nodeadm_user_data
+from components.userdata import ClusterJoin, bottlerocket_user_data, encode, nodeadm_user_data
 from stacks.catalog import CATALOG, Accelerator, InstanceType
 from stacks.schema import (
     ACCELERATOR_LABEL,
@@ -47,6 +52,7 @@ from stacks.schema import (
     GpuNodeGroupSpec,
     NodeRepairSpec,
     StackConfig,
+    TaintEffect,
 )
 
 # EKS node group capacityType values (EKS API reference, Nodegroup.capacityType). An ODCR is On-Demand
@@ -104,6 +110,20 @@ def node_taint(row: InstanceType) -> Taint:
     return Taint(key=row.device_resource, value="true", effect="NO_SCHEDULE")
 
 
+# Kubernetes taint effect -> EKS API TaintEffect (EKS API reference, Taint.effect).
+_EKS_TAINT_EFFECT: dict[TaintEffect, str] = {
+    TaintEffect.NO_SCHEDULE: "NO_SCHEDULE",
+    TaintEffect.NO_EXECUTE: "NO_EXECUTE",
+    TaintEffect.PREFER_NO_SCHEDULE: "PREFER_NO_SCHEDULE",
+}
+
+
+def node_taints(spec: GpuNodeGroupSpec) -> list[Taint]:
+    """The accelerator taint first (it always stays), then the group's own taints."""
+    own = [Taint(key=t.key, value=t.value, effect=_EKS_TAINT_EFFECT[t.effect]) for t in spec.taints]
+    return [node_taint(CATALOG[spec.instance_type]), *own]
+
+
 def interface_layout(spec: GpuNodeGroupSpec) -> list[NetworkInterfaceSlot]:
     """The launch template's explicit network interfaces: the EFA layout, or none for a non-EFA group."""
     if not spec.efa_enabled:
@@ -111,13 +131,26 @@ def interface_layout(spec: GpuNodeGroupSpec) -> list[NetworkInterfaceSlot]:
     return efa_interfaces(CATALOG[spec.instance_type], spec.efa_layout)
 
 
-def user_data(spec: GpuNodeGroupSpec) -> str:
-    """The group's user data, un-encoded: Bottlerocket TOML or an AL2023 nodeadm MIME document."""
-    instance_store = CATALOG[spec.instance_type].instance_store_gib > 0
+def user_data(spec: GpuNodeGroupSpec, join: ClusterJoin | None = None) -> str:
+    """The group's user data, un-encoded: Bottlerocket TOML or an AL2023 nodeadm MIME document; with `join` (a
+    custom AMI, into which EKS merges nothing) the cluster, labels and taints too."""
+    # RAID0 over the instance store only when every type the group may launch has one.
+    instance_store = all(CATALOG[t].instance_store_gib > 0 for t in spec.instance_types)
     if spec.ami_family.bottlerocket:
-        return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store)
+        return bottlerocket_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, join=join)
     nvidia = CATALOG[spec.instance_type].accelerator is Accelerator.NVIDIA
-    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, nvidia=nvidia)
+    return nodeadm_user_data(hugepages_2mi=spec.hugepages_2mi, instance_store=instance_store, nvidia=nvidia, join=join)
+
+
+_K8S_TAINT_EFFECT = {eks: k8s for k8s, eks in _EKS_TAINT_EFFECT.items()}
+
+
+def cluster_join(
+    spec: GpuNodeGroupSpec, labels: Mapping[str, str], name: str, endpoint: str, certificate_authority: str, cidr: str
+) -> ClusterJoin:
+    """The join a custom AMI's user data carries: the cluster, and the labels and taints EKS would have passed."""
+    taints = [(t.key, t.value, _K8S_TAINT_EFFECT[t.effect].value) for t in node_taints(spec)]
+    return ClusterJoin(name, endpoint, certificate_authority, cidr, dict(labels), taints)
 
 
 def instance_type_on_template(spec: GpuNodeGroupSpec) -> bool:
@@ -159,6 +192,10 @@ class GpuNodeGroupArgs:
     """The nodes' Kubernetes version: the group's own, or the cluster's when it sets none."""
     node_volume_kms_key_arn: pulumi.Input[str]
     """Customer KMS key for the root/data volume (`EksCluster.node_volume_kms_key_arn`), never aws/ebs."""
+    cluster_endpoint: pulumi.Input[str] = ""
+    cluster_certificate_authority: pulumi.Input[str] = ""
+    cluster_service_cidr: pulumi.Input[str] = ""
+    """The API server, its CA and the Service CIDR: only a custom AMI's user data needs them (`ClusterJoin`)."""
     node_dependencies: Sequence[pulumi.Resource] = ()  # what nodes need before they join: add-ons, role policies
     extra_labels: Mapping[str, str] = field(default_factory=dict[str, str])
     """Labels decided outside the group, e.g. the GPU Operator's per-node operand opt-outs."""
@@ -180,6 +217,9 @@ class GpuNodeGroupArgs:
         security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]],
         node_volume_kms_key_arn: pulumi.Input[str],
         node_dependencies: Sequence[pulumi.Resource] = (),
+        cluster_endpoint: pulumi.Input[str] = "",
+        cluster_certificate_authority: pulumi.Input[str] = "",
+        cluster_service_cidr: pulumi.Input[str] = "",
     ) -> GpuNodeGroupArgs:
         """`group` of `stack` as its config decides it (base name, tags, Kubernetes version, the GPU Operator's
         opt-outs, repair), wired to the cluster's ids: the one builder for the program and for a test that builds
@@ -196,6 +236,9 @@ class GpuNodeGroupArgs:
             version_from_cluster=group.kubernetes_version is None,
             node_volume_kms_key_arn=node_volume_kms_key_arn,
             node_dependencies=node_dependencies,
+            cluster_endpoint=cluster_endpoint,
+            cluster_certificate_authority=cluster_certificate_authority,
+            cluster_service_cidr=cluster_service_cidr,
             extra_labels=operand_opt_out_labels(group.ami_family, stack.gpu_operator_ami_family),
             repair=stack.health.node_repair,
         )
@@ -248,6 +291,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 placement_group = created.name
 
         slots = interface_layout(spec)
+        labels = {**node_labels(spec), **args.extra_labels}
+        encoded_user_data: pulumi.Input[str] = encode(user_data(spec))
+        if spec.ami_id is not None:
+            encoded_user_data = pulumi.Output.all(
+                args.cluster_name, args.cluster_endpoint, args.cluster_certificate_authority, args.cluster_service_cidr
+            ).apply(lambda v: encode(user_data(spec, cluster_join(spec, labels, str(v[0]), v[1], v[2], v[3]))))
         launch_template = node_launch_template(
             child_name(name, "lt"),
             description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
@@ -260,7 +309,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             gpu=GpuLaunchOptions(
                 name=physical_name(physical, "lt"),
                 instance_type=spec.instance_type if instance_type_on_template(spec) else None,
-                user_data=encode(user_data(spec)),
+                user_data=encoded_user_data,
+                image_id=spec.ami_id,
                 network_interfaces=[
                     aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                         network_card_index=slot.network_card_index,
@@ -289,8 +339,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ),
         )
 
-        labels = {**node_labels(spec), **args.extra_labels}
         taint = node_taint(row)
+        custom_ami = spec.ami_id is not None  # EKS takes no amiType, version or releaseVersion with one
         node_group = aws.eks.NodeGroup(
             child_name(name, "ng"),
             aws.eks.NodeGroupArgs(
@@ -298,11 +348,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 node_group_name=physical,
                 node_role_arn=args.node_role_arn,
                 subnet_ids=[args.subnet_id],
-                version=args.kubernetes_version,
-                release_version=spec.ami_release_version,
-                ami_type=spec.ami_family.value,
+                version=None if custom_ami else args.kubernetes_version,
+                release_version=None if custom_ami else spec.ami_release_version,
+                ami_type=None if custom_ami else spec.ami_family.value,
                 capacity_type=eks_capacity_type(spec),
-                instance_types=None if instance_type_on_template(spec) else [spec.instance_type],
+                instance_types=None if instance_type_on_template(spec) else spec.instance_types,
                 scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                     min_size=spec.min_size, desired_size=spec.desired_size, max_size=spec.max_size
                 ),
@@ -313,7 +363,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
                     id=launch_template.id, version=launch_template.latest_version.apply(str)
                 ),
                 labels=labels,
-                taints=[aws.eks.NodeGroupTaintArgs(key=taint.key, value=taint.value, effect=taint.effect)],
+                taints=[
+                    aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in node_taints(spec)
+                ],
                 node_repair_config=node_repair_config(args.repair),
                 tags=resource_tags(args.default_tags, physical),
             ),

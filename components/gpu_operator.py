@@ -19,6 +19,7 @@ operator honours `nvidia.com/gpu.deploy.<operand>=false`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.fleet_metrics import DCGM_CONFIG_MAP
-from components.k8s_common import GPU_TAINT_KEY, hyperpod_health_toleration, toleration
+from components.k8s_common import GPU_TAINT_KEY, Toleration, hyperpod_health_toleration, toleration
 from components.naming import child_name
 from components.tenancy import system_namespace_labels
 from stacks.catalog import Accelerator
@@ -45,6 +46,7 @@ def gpu_operator_values(
     *,
     hyperpod_nodes: bool = False,
     dcgm_metrics_csv: str | None = None,
+    group_taints: Sequence[Toleration] = (),
 ) -> dict[str, Any]:
     """Helm values for the gpu-operator chart on nodes of `ami_family` (and HyperPod nodes, when asked).
 
@@ -55,7 +57,7 @@ def gpu_operator_values(
     """
     if ami_family.accelerator is not Accelerator.NVIDIA:
         raise ValueError("the NVIDIA GPU Operator does not serve Neuron (Trainium) nodes")
-    tolerations = [toleration(GPU_TAINT_KEY)]
+    tolerations = [toleration(GPU_TAINT_KEY), *group_taints]  # the groups' own taints too (their operands run there)
     if hyperpod_nodes:
         tolerations.append(hyperpod_health_toleration())
     dcgm: dict[str, Any] = {"enabled": dcgm_exporter}
@@ -115,6 +117,8 @@ class GpuOperatorArgs:
     """Whether SageMaker HyperPod NVIDIA nodes join the cluster (their operands tolerate HyperPod's health taint)."""
     dcgm_metrics_csv: str | None = None
     """dcgm-exporter's field list (`fleet_metrics.dcgm_metrics_csv`) when the metrics stack scrapes it."""
+    group_taints: Sequence[Toleration] = ()
+    """Tolerations of the GPU node groups' own taints (`k8s_common.custom_taint_tolerations`)."""
     after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """What must exist first (the cluster and its system nodes, which run the operator)."""
 
@@ -137,6 +141,7 @@ class GpuOperator(pulumi.ComponentResource):
             args.spec.dcgm_exporter,
             hyperpod_nodes=args.hyperpod_nodes,
             dcgm_metrics_csv=args.dcgm_metrics_csv,
+            group_taints=args.group_taints,
         )
         self.namespace = k8s.core.v1.Namespace(
             child_name(name, "ns"),

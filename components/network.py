@@ -322,10 +322,13 @@ class Network(pulumi.ComponentResource):
     """Security group of the interface endpoints (HTTPS from the VPC), when they exist."""
     flow_log_group_name: pulumi.Output[str] | None
     """CloudWatch log group of the VPC flow logs; None for an existing VPC (its owner keeps its flow logs)."""
+    pod_subnet_ids: dict[str, pulumi.Output[str]]
+    """Pod subnets keyed by AZ (`network.pod_network`, VPC CNI custom networking); empty without it."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:network:Network", name, None, opts)
         self.vpc_cidr = args.spec.vpc_cidr
+        self.pod_subnet_ids = {}
         if args.spec.existing_vpc is None:
             self._create_vpc(name, args)
         else:
@@ -347,6 +350,7 @@ class Network(pulumi.ComponentResource):
                 "endpoint_security_group_id": self.endpoint_security_group_id,
                 "s3_endpoint_id": self.s3_endpoint_id,
                 "flow_log_group_name": self.flow_log_group_name,
+                "pod_subnet_ids": self.pod_subnet_ids,
             }
         )
 
@@ -363,6 +367,8 @@ class Network(pulumi.ComponentResource):
         nat_gateways = self._nat_gateways(name, args, self.public_subnet_ids, igw)
         self.nat_gateway_ids = {az: nat.id for az, nat in nat_gateways.items()}
         self.private_route_table_ids = self._private_routes(name, args, vpc.id, self.private_subnet_ids, nat_gateways)
+        if args.spec.pod_network is not None:
+            self.pod_subnet_ids = self._pod_subnets(name, args, vpc, self.private_route_table_ids)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         self.s3_endpoint_id = self._s3_endpoint(name, args, vpc.id, self.private_route_table_ids, account_id)
         self.endpoint_security_group_id = (
@@ -544,6 +550,41 @@ class Network(pulumi.ComponentResource):
             route_table_ids[az] = rt.id
         return route_table_ids
 
+    def _pod_subnets(
+        self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc, route_table_ids: dict[str, pulumi.Output[str]]
+    ) -> dict[str, pulumi.Output[str]]:
+        """VPC CNI custom networking: the secondary CIDR and one pod subnet per AZ, on the AZ's private route
+        table (the same NAT and S3 gateway endpoint as the nodes). Returns the subnet ids by AZ."""
+        pods = args.spec.pod_network
+        assert pods is not None
+        child = pulumi.ResourceOptions(parent=self)
+        association = aws.ec2.VpcIpv4CidrBlockAssociation(
+            child_name(name, "pods-cidr"),
+            aws.ec2.VpcIpv4CidrBlockAssociationArgs(vpc_id=vpc.id, cidr_block=pods.cidr),
+            opts=child,
+        )
+        blocks = ipaddress.IPv4Network(pods.cidr).subnets(new_prefix=pods.subnet_prefix_length)
+        subnet_ids: dict[str, pulumi.Output[str]] = {}
+        for az, block in zip(args.spec.availability_zones, blocks, strict=False):
+            subnet = aws.ec2.Subnet(
+                child_name(name, "pods", az),
+                aws.ec2.SubnetArgs(
+                    vpc_id=association.vpc_id,  # after the association: the CIDR must be the VPC's first
+                    cidr_block=str(block),
+                    availability_zone=az,
+                    map_public_ip_on_launch=False,
+                    tags={"Name": physical_name(args.base_name, "pods", az)},  # no ELB role: pods only
+                ),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                child_name(name, "pods-rta", az),
+                aws.ec2.RouteTableAssociationArgs(route_table_id=route_table_ids[az], subnet_id=subnet.id),
+                opts=child,
+            )
+            subnet_ids[az] = subnet.id
+        return subnet_ids
+
     def _s3_endpoint(
         self,
         name: str,
@@ -603,6 +644,19 @@ class Network(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        if args.spec.pod_network is not None:  # pods of custom networking call AWS from the secondary CIDR
+            aws.vpc.SecurityGroupIngressRule(
+                child_name(name, "endpoints-https-pods"),
+                aws.vpc.SecurityGroupIngressRuleArgs(
+                    security_group_id=endpoint_sg.id,
+                    ip_protocol="tcp",
+                    from_port=HTTPS_PORT,
+                    to_port=HTTPS_PORT,
+                    cidr_ipv4=args.spec.pod_network.cidr,
+                    description="HTTPS from the pod subnets",
+                ),
+                opts=child,
+            )
         for service in INTERFACE_ENDPOINT_SERVICES:
             aws.ec2.VpcEndpoint(
                 child_name(name, _key(service)),

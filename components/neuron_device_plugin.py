@@ -35,7 +35,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import NEURON_TAINT_KEY, toleration
+from components.k8s_common import NEURON_TAINT_KEY, Toleration, toleration
 from components.naming import child_name
 from stacks.catalog import Accelerator
 from stacks.schema import ACCELERATOR_LABEL, NeuronDevicePluginSpec
@@ -51,7 +51,7 @@ def neuron_node_selector() -> dict[str, str]:
     return {ACCELERATOR_LABEL: Accelerator.NEURON.value}
 
 
-def neuron_device_plugin_values() -> dict[str, Any]:
+def neuron_device_plugin_values(group_taints: Sequence[Toleration] = ()) -> dict[str, Any]:
     """Helm values: the device plugin alone, on Neuron nodes only, tolerating their taint.
 
     Keys follow the chart's `values.yaml` (aws-neuron/neuron-helm-charts, `charts/neuron-helm-chart`):
@@ -78,7 +78,7 @@ def neuron_device_plugin_values() -> dict[str, Any]:
                     }
                 }
             },
-            "tolerations": [toleration(NEURON_TAINT_KEY)],
+            "tolerations": [toleration(NEURON_TAINT_KEY), *group_taints],
         },
         "scheduler": {"enabled": False},
         "npd": {"enabled": False},
@@ -92,6 +92,8 @@ class NeuronDevicePluginArgs:
     """Spec (the pinned chart version) and what must exist first."""
 
     spec: NeuronDevicePluginSpec
+    group_taints: Sequence[Toleration] = ()
+    """Tolerations of the GPU node groups' own taints (`k8s_common.custom_taint_tolerations`)."""
     after: Sequence[pulumi.Resource] = ()
     """What must exist first (the cluster and its system nodes)."""
 
@@ -106,7 +108,7 @@ class NeuronDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NeuronDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:NeuronDevicePlugin", name, None, opts)
-        self.values = neuron_device_plugin_values()
+        self.values = neuron_device_plugin_values(args.group_taints)
         self.release = k8s.helm.v3.Release(
             child_name(name, "release"),
             k8s.helm.v3.ReleaseArgs(

@@ -38,11 +38,9 @@ from components.k8s_common import (
     HYPERPOD_INSTANCE_GROUP_LABEL,
     HYPERPOD_SCHEDULABLE,
     IMMUTABLE_FIELDS,
-    NODE_GROUP_LABEL,
     TEAM_LABEL,
     Toleration,
-    taint_key,
-    toleration,
+    group_tolerations,
 )
 from components.naming import child_name
 from components.tenancy import system_namespace_labels, team_namespace_labels
@@ -161,8 +159,8 @@ def group_quota(group: GpuNodeGroupSpec) -> dict[str, str]:
 def resource_flavor_spec(group: GpuNodeGroupSpec) -> dict[str, Any]:
     """A ResourceFlavor for one node group: Kueue pins admitted pods to its nodes and adds the toleration."""
     return {
-        "nodeLabels": {NODE_GROUP_LABEL: group.name},
-        "tolerations": [toleration(taint_key(group.instance_type))],
+        "nodeLabels": group.node_selector,
+        "tolerations": group_tolerations(group),
     }
 
 

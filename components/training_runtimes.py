@@ -69,7 +69,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
-from components.k8s_common import EFA_RESOURCE, IMMUTABLE_FIELDS, NODE_GROUP_LABEL, taint_key, toleration
+from components.k8s_common import (
+    EFA_RESOURCE,
+    IMMUTABLE_FIELDS,
+    group_tolerations,
+)
 from components.naming import child_name
 from components.team_storage import TEAM_SERVICE_ACCOUNT
 from components.tenancy import node_shape
@@ -155,8 +159,8 @@ TORCHRUN_COMMAND = ["python3", "-c", TORCHRUN_ENTRYPOINT]
 def group_scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     """Pin a pod to the group's nodes and tolerate their accelerator taint."""
     return {
-        "nodeSelector": {NODE_GROUP_LABEL: group.name},
-        "tolerations": [toleration(taint_key(group.instance_type))],
+        "nodeSelector": group.node_selector,
+        "tolerations": group_tolerations(group),
     }
 
 

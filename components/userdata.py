@@ -32,12 +32,21 @@ arm64, so the default hugepage size is 2 MiB there as well; the AL2023 script ch
 Bottlerocket's `settings.kubernetes.*` (cluster name, API server, CA, labels, taints) are filled in by the
 managed node group from the cluster and the node group's own labels and taints, so none are repeated here.
 
+A custom AMI (`gpu_node_groups[].ami_id`) changes one thing: EKS merges no bootstrap into its user data ("When
+specifying an AMI, Amazon EKS doesn't merge any user data", EKS User Guide, "Customize managed nodes with launch
+templates"), so ours carries the whole join (`ClusterJoin`): nodeadm's `spec.cluster` (name, apiServerEndpoint,
+certificateAuthority, cidr: awslabs/amazon-eks-ami nodeadm `ClusterDetails`) and the node group's labels and taints
+as kubelet flags (`--node-labels`, `--register-with-taints`); Bottlerocket's `settings.kubernetes` (cluster-name,
+api-server, cluster-certificate, node-labels, node-taints: bottlerocket.dev "Kubernetes settings").
+
 The output is deterministic (fixed MIME boundary, fixed key order), so a re-run plans no diff.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import yaml
 
@@ -49,9 +58,38 @@ HUGEPAGES_SYSCTL_FILE = "/etc/sysctl.d/90-trainstack-hugepages.conf"
 HUGEPAGE_SIZE_KB = 2048  # the `hugepages-2Mi` size pods request
 
 
-def nodeadm_config(*, instance_store: bool) -> dict[str, object]:
-    """The nodeadm NodeConfig trainstack adds; EKS merges in the cluster details."""
+@dataclass(frozen=True)
+class ClusterJoin:
+    """What a node of a custom AMI needs to join the cluster, which EKS otherwise merges in itself."""
+
+    name: str
+    endpoint: str
+    certificate_authority: str  # base64 PEM bundle, as EKS returns it
+    service_cidr: str
+    labels: Mapping[str, str] = field(default_factory=dict[str, str])
+    taints: Sequence[tuple[str, str, str]] = ()  # (key, value, Kubernetes effect)
+
+    def kubelet_flags(self) -> list[str]:
+        flags: list[str] = []
+        if self.labels:
+            flags.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())))
+        if self.taints:
+            flags.append("--register-with-taints=" + ",".join(f"{k}={v}:{e}" for k, v, e in self.taints))
+        return flags
+
+
+def nodeadm_config(*, instance_store: bool, join: ClusterJoin | None = None) -> dict[str, object]:
+    """The nodeadm NodeConfig trainstack adds; EKS merges in the cluster details, except on a custom AMI (`join`)."""
     spec: dict[str, object] = {}
+    if join is not None:
+        spec["cluster"] = {
+            "name": join.name,
+            "apiServerEndpoint": join.endpoint,
+            "certificateAuthority": join.certificate_authority,
+            "cidr": join.service_cidr,
+        }
+        if flags := join.kubelet_flags():
+            spec["kubelet"] = {"flags": flags}
     if instance_store:
         spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
     return {"apiVersion": NODEADM_API_VERSION, "kind": "NodeConfig", "spec": spec}
@@ -111,10 +149,12 @@ def nvidia_runtime_script() -> str:
     return "\n".join([*lines, ""])
 
 
-def nodeadm_user_data(*, hugepages_2mi: int, instance_store: bool, nvidia: bool = False) -> str:
+def nodeadm_user_data(
+    *, hugepages_2mi: int, instance_store: bool, nvidia: bool = False, join: ClusterJoin | None = None
+) -> str:
     """AL2023 user data: a MIME multi-part document with a NodeConfig part and, if asked, a hugepages script and
     (NVIDIA nodes) the runtime script that keeps GPUs behind the device plugin."""
-    node_config = yaml.safe_dump(nodeadm_config(instance_store=instance_store), sort_keys=False)
+    node_config = yaml.safe_dump(nodeadm_config(instance_store=instance_store, join=join), sort_keys=False)
     parts = [(NODEADM_CONTENT_TYPE, "---\n" + node_config)]
     if hugepages_2mi > 0:
         parts.append(('text/x-shellscript; charset="us-ascii"', hugepages_script(hugepages_2mi)))
@@ -135,9 +175,26 @@ def _toml_array(values: tuple[str, ...] | list[str]) -> str:
     return "[" + ", ".join(_toml_string(v) for v in values) + "]"
 
 
-def bottlerocket_user_data(*, hugepages_2mi: int, instance_store: bool) -> str:
+def bottlerocket_user_data(*, hugepages_2mi: int, instance_store: bool, join: ClusterJoin | None = None) -> str:
     """Bottlerocket user data (TOML settings) with the same effect as `nodeadm_user_data`."""
     lines: list[str] = []
+    if join is not None:
+        lines += [
+            "[settings.kubernetes]",
+            f"cluster-name = {_toml_string(join.name)}",
+            f"api-server = {_toml_string(join.endpoint)}",
+            f"cluster-certificate = {_toml_string(join.certificate_authority)}",
+            "",
+        ]
+        if join.labels:
+            lines += ["[settings.kubernetes.node-labels]"]
+            lines += [f"{_toml_string(k)} = {_toml_string(v)}" for k, v in sorted(join.labels.items())] + [""]
+        if join.taints:
+            by_key: dict[str, list[str]] = {}
+            for key, value, effect in join.taints:
+                by_key.setdefault(key, []).append(f"{value}:{effect}")
+            lines += ["[settings.kubernetes.node-taints]"]
+            lines += [f"{_toml_string(k)} = {_toml_array(v)}" for k, v in by_key.items()] + [""]
     if hugepages_2mi > 0:
         lines += ["[settings.kernel.sysctl]", f'"vm.nr_hugepages" = {_toml_string(str(hugepages_2mi))}', ""]
     if instance_store:

@@ -31,10 +31,8 @@ from components.k8s_common import (
     EFA_RESOURCE,
     IMMUTABLE_FIELDS,
     KUEUE_QUEUE_LABEL,
-    NODE_GROUP_LABEL,
     TEAM_LABEL,
-    taint_key,
-    toleration,
+    group_tolerations,
 )
 from components.naming import child_name
 from components.scheduling import custom_resource_name, local_queue
@@ -209,8 +207,8 @@ def nccl_verdict_lines(plan: NcclPlan, log: str) -> list[str]:
 
 def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     return {
-        "nodeSelector": {NODE_GROUP_LABEL: group.name},
-        "tolerations": [toleration(taint_key(group.instance_type))],
+        "nodeSelector": group.node_selector,
+        "tolerations": group_tolerations(group),
     }
 
 

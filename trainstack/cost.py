@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from stacks.catalog import CATALOG, PRICE_REGION, SOURCES, InstanceType
-from stacks.catalog import PRICE_DATE as GPU_PRICE_DATE
 from trainstack.report.summary import Summary
 
 
@@ -48,6 +47,14 @@ NAT_GATEWAY = Price(0.045, "gateway-hour", "aws.amazon.com/vpc/pricing/", "2025-
 INTERFACE_ENDPOINT = Price(0.01, "endpoint-AZ-hour", "aws.amazon.com/privatelink/pricing/", "2025-11-01")
 # EBS gp3 storage: aws.amazon.com/ebs/pricing/ ($0.08 per GB-month; baseline 3,000 IOPS and 125 MB/s free).
 EBS_GP3 = Price(0.08, "GB-month", "aws.amazon.com/ebs/pricing/", "2025-11-01")
+# Data between AZs of one region: $0.01 per GB out of one AZ and $0.01 per GB into the other (EC2 On-Demand pricing,
+# "Data Transfer within the same AWS Region"; FSx pricing: standard data transfer fees apply across AZs). The
+# Duckbill Group measured the same $0.02 per GB that crosses ("AWS cross-AZ data transfer costs more than AWS
+# says", lastweekinaws.com), so a GB a GPU node reads from Lustre in another AZ costs both halves.
+CROSS_AZ_TRANSFER = Price(
+    0.02, "GB", "aws.amazon.com/ec2/pricing/on-demand/ (data transfer between AZs, both ways)", ""
+)
+GB_PER_HOUR_PER_MB_S = 3.6  # 1 MB/s for an hour, in GB
 
 # CPU instances for system node groups: aws.amazon.com/ec2/pricing/on-demand/, Linux, us-east-1.
 _EC2 = "aws.amazon.com/ec2/pricing/on-demand/ (Linux)"
@@ -90,14 +97,14 @@ HYPERPOD_FALLBACK_SOURCE = "EC2 On-Demand rate of the same type (lower bound for
 def catalog_price(row: InstanceType, unit: str = "instance-hour", source_prefix: str = "") -> tuple[Price, bool, str]:
     """A catalog row's On-Demand rate as a Price, whether it is an estimate, and the row's verify note.
 
-    The row's own sources back the price. A row without the "price" source (no list price was read, e.g.
+    The row's own sources back the price, dated by the one it was read from (`InstanceType.price_date`). A row
+    without a price source (no list price was read, e.g.
     p6e-gb200, sold only as UltraServer Capacity Blocks) has no read date; whether the rate is an estimate is
     the row's own `price_estimated` field (the catalog requires it where no list price was read).
     """
     cited = "; ".join(SOURCES[key] for key in row.sources if key in SOURCES)
     source = f"{source_prefix}stacks/catalog.py {row.name}: {cited}"
-    dated = "price" in row.sources
-    price = Price(row.on_demand_usd_per_hour, unit, source, GPU_PRICE_DATE if dated else "")
+    price = Price(row.on_demand_usd_per_hour, unit, source, row.price_date)
     return price, row.price_estimated, row.verify or ""
 
 
@@ -254,11 +261,43 @@ def _capacity_note(capacity: str) -> str:
     return ""
 
 
+def _cross_az_reads(summary: Summary) -> list[CostItem]:
+    """What GPU groups outside a Lustre file system's AZ pay to read it across AZs, at the configured read rate."""
+    found: list[CostItem] = []
+    for fs in summary.file_systems:
+        if not fs.availability_zones:
+            continue
+        for group in summary.node_groups:
+            if not group.gpus_per_node or not group.availability_zones:
+                continue
+            if set(group.availability_zones) & set(fs.availability_zones):
+                continue
+            per_node_gb_h = group.gpus_per_node * summary.per_gpu_read_mb_s * GB_PER_HOUR_PER_MB_S
+            found.append(
+                CostItem(
+                    name=f"cross-AZ reads: {group.name} ({', '.join(group.availability_zones)}) from {fs.name} "
+                    f"({', '.join(fs.availability_zones)})",
+                    category="data-transfer",
+                    quantity_desired=per_node_gb_h * group.desired_size,
+                    quantity_max=per_node_gb_h * group.max_size,
+                    unit=CROSS_AZ_TRANSFER.unit,
+                    unit_usd=CROSS_AZ_TRANSFER.usd,
+                    usd_per_hour_desired=per_node_gb_h * group.desired_size * CROSS_AZ_TRANSFER.usd,
+                    usd_per_hour_max=per_node_gb_h * group.max_size * CROSS_AZ_TRANSFER.usd,
+                    source=CROSS_AZ_TRANSFER.source,
+                    date=CROSS_AZ_TRANSFER.date,
+                    note=f"GB per hour at {summary.per_gpu_read_mb_s:g} MB/s per GPU (upper bound)",
+                    estimated=True,
+                )
+            )
+    return found
+
+
 def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
     """The cost estimate of a plan's summary."""
     items: list[CostItem] = []
     notes: list[str] = [
-        f"Estimate from list prices in {PRICE_REGION} (GPU rows read {GPU_PRICE_DATE}, others per row); "
+        f"Estimate from list prices in {PRICE_REGION} (each row dated by the day its price was read); "
         "not a bill: no Savings Plans, discounts, taxes or data transfer."
     ]
     if summary.region != PRICE_REGION:
@@ -322,6 +361,13 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
                 INTERFACE_ENDPOINT,
                 "per endpoint per AZ; plus $0.01 per GB",
             )
+        )
+
+    items += _cross_az_reads(summary)
+    if any(i.category == "data-transfer" for i in items):
+        notes.append(
+            "Cross-AZ Lustre reads assume every GPU outside the file system's AZ reads at "
+            "storage.fsx.per_gpu_read_mb_s all hour: an upper bound for a data-loading job, $0.02 per GB that crosses."
         )
 
     for fs in summary.file_systems:

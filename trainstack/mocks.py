@@ -141,6 +141,13 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
                 "platformVersion": "eks.9",
                 "status": "ACTIVE",
+                # EKS API KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, Kubernetes assigns
+                # 10.100.0.0/16 or 172.20.0.0/16 (the one that does not overlap the VPC: ours are in 10.0.0.0/8).
+                "kubernetesNetworkConfig": {
+                    "serviceIpv4Cidr": "172.20.0.0/16",
+                    "ipFamily": "ipv4",
+                    **inputs.get("kubernetesNetworkConfig", {}),
+                },
             }
         elif typ == "aws:iam/role:Role":
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{auto_name}"
@@ -263,6 +270,8 @@ class TrainstackMocks(pulumi.runtime.Mocks):
             }, []
         if token in _ACCOUNT_CHECKS:
             return self._account_check(token, a), []
+        if token == "aws:eks/getCluster:getCluster":
+            return self._existing_cluster(str(a.get("name", ""))), []
         raise NotImplementedError(
             f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
         )
@@ -316,6 +325,38 @@ class TrainstackMocks(pulumi.runtime.Mocks):
             "id": self.region,
             "clusterVersions": [{"clusterVersion": v, "clusterType": "eks"} for v in versions],
             "clusterVersionsOnlies": versions,
+        }
+
+    def _existing_cluster(self, name: str) -> dict[str, Any]:
+        """An existing cluster as DescribeCluster shows it (platform-only mode): in the stack file's VPC, its
+        endpoint, CA and cluster security group derived from the name, as for a cluster the program creates."""
+        vpc_ids = sorted({facts.vpc_id for facts in self.existing_subnets.values()})
+        issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
+        return {
+            "id": name,
+            "name": name,
+            "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
+            "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+            "certificateAuthorities": [{"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="}],
+            "identities": [{"oidcs": [{"issuer": issuer}]}],
+            "vpcConfig": {
+                "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
+                "subnetIds": sorted(self.existing_subnets),
+                "vpcId": vpc_ids[0] if vpc_ids else "",
+                "endpointPrivateAccess": True,
+                "endpointPublicAccess": False,
+                "publicAccessCidrs": [],
+                "securityGroupIds": [],
+            },
+            "kubernetesNetworkConfigs": [{"serviceIpv4Cidr": "172.20.0.0/16", "ipFamily": "ipv4"}],
+            "version": "1.36",
+            "platformVersion": "eks.9",
+            "status": "ACTIVE",
+            "roleArn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{name}-cluster",
+            "tags": {},
+            "createdAt": "2026-01-01T00:00:00Z",
+            "enabledClusterLogTypes": [],
+            "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}],
         }
 
     def _subnet(self, subnet_id: str) -> dict[str, Any]:

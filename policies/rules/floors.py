@@ -23,6 +23,7 @@ from .base import (
     FSX_DRA,
     FSX_LUSTRE,
     HELM_TYPES,
+    HYPERPOD_CLUSTER,
     KMS_KEY,
     S3_BUCKETS,
     SUBNET,
@@ -611,6 +612,9 @@ def team_quota_fits_capacity(args: StackValidationArgs, report: Report) -> None:
     quotas = g.of_type(RESOURCE_QUOTA)
     if not quotas:
         args.not_applicable("no ResourceQuota")
+    if not g.of_type(EKS_CLUSTER) and not g.of_type(HYPERPOD_CLUSTER):
+        # Platform-only mode: the cluster and its node groups are someone else's, so the plan holds no capacity.
+        args.not_applicable("the cluster is not in the stack (platform-only): its node groups are not either")
     capacity = sum(c.accelerators for c in accelerator_capacity(g))
     for quota in quotas:
         for key in ACCELERATOR_REQUESTS:

@@ -10,6 +10,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from .base import (
+    EKS_CLUSTER,
     EKS_NODE_GROUP,
     IAM_POLICY,
     IAM_ROLE,
@@ -236,3 +237,51 @@ def node_role_least_priv(args: StackValidationArgs, report: Report) -> None:
         for arn in as_list(get(role.props, "managedPolicyArns")):
             if _policy_name(str(arn)) not in allowed:
                 report(f"node role {role.name} lists {arn} in managedPolicyArns; allowed: {sorted(allowed)}.", role.urn)
+
+
+@resource_rule(
+    name="lt-ami-approved",
+    description="A launch template that names its own AMI (gpu_node_groups[].ami_id) names one the platform "
+    "approved: a custom image skips EKS's patched, scanned accelerated AMIs and their release notes, and nodes "
+    "keep whatever kernel, driver and agents it carries (EKS User Guide, 'Customize managed nodes with launch "
+    "templates': EKS merges no bootstrap into it). Templates without an AMI (EKS picks it) pass.",
+    severity=Severity.HIGH,
+    types=[LAUNCH_TEMPLATE],
+    config={
+        "approvedAmiIds": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^ami-([0-9a-f]{8}|[0-9a-f]{17})$"},
+            "uniqueItems": True,
+            "default": [],
+            "description": "AMI ids the platform approved for node groups (built and scanned by its image pipeline).",
+        }
+    },
+)
+def lt_ami_approved(args: ResourceValidationArgs, report: Report) -> None:
+    image = get(args.props, "imageId")
+    if not image:
+        return  # no AMI of its own: EKS picks its accelerated AMI
+    approved = [str(a) for a in args.get_config().get("approvedAmiIds", [])]
+    if str(image) not in approved:
+        listed = ", ".join(approved) if approved else "none"
+        report(f"imageId {image} is not an approved AMI (approvedAmiIds: {listed}).")
+
+
+@stack_rule(
+    name="cluster-in-stack",
+    description="The EKS cluster is this stack's: on a cluster it does not own (existing_cluster, platform-only "
+    "mode) the pack cannot see the endpoint, secrets encryption, logging, access entries or node groups, so "
+    "every rule about them is silently not applicable. Advisory by default; prod requires its own cluster.",
+    severity=Severity.HIGH,
+)
+def cluster_in_stack(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    providers = [r for r in args.resources if r.resource_type == "pulumi:providers:kubernetes"]
+    if not providers:
+        args.not_applicable("no Kubernetes objects in the stack")
+    if not g.of_type(EKS_CLUSTER):
+        report(
+            "the stack puts Kubernetes objects on a cluster it does not create (existing_cluster): its endpoint, "
+            "encryption, logging, access and node rules cannot be checked here; review the cluster with its owner.",
+            providers[0].urn,
+        )

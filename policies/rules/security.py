@@ -637,6 +637,28 @@ def _holds(outer: str, inner: str) -> bool:
 
 
 @stack_rule(
+    name="fsx-in-stack",
+    description="The FSx file system the teams' volumes mount is this stack's: on one it does not create "
+    "(storage.fsx.existing) the pack cannot see its encryption key, root squash, backups, logging or security "
+    "group, so every FSx rule is silently not applicable. Advisory by default; prod requires its own file system "
+    "(storage-throughput-floor, a floor, also sees no Lustre to feed prod's GPUs there).",
+    severity=Severity.MEDIUM,
+)
+def fsx_in_stack(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    volumes = [v for v in g.of_type(PERSISTENT_VOLUME) if get(v.props, "spec.csi.driver") == FSX_CSI_DRIVER]
+    if not volumes:
+        args.not_applicable("no FSx volumes in the stack")
+    if not g.of_type(FSX_LUSTRE):
+        report(
+            f"{len(volumes)} FSx volume(s) mount a file system this stack does not create (storage.fsx.existing): "
+            "its encryption, root squash, backups, logging and security group cannot be checked here; review it "
+            "with its owner.",
+            min(volumes, key=lambda v: v.name).urn,  # one stable resource for a waiver to name
+        )
+
+
+@stack_rule(
     name="fsx-views-disjoint",
     description="The directories the FSx volumes mount never hold one another: a read-only shared view (the "
     "datasets) that holds a team's directory shows that team's checkpoints to every team, and a team's writable "

@@ -164,7 +164,9 @@ def _az(subnet: PolicyResource) -> str:
 @stack_rule(
     name="fsx-same-az-as-gpu",
     description="Lustre sits in the GPU node groups' AZ: a file system serves one subnet, and reading "
-    "across AZs adds latency and cross-AZ transfer charges on every epoch (FSx Lustre availability).",
+    "across AZs adds latency and cross-AZ transfer charges on every epoch (FSx Lustre availability). Advisory "
+    "in every environment: EFA groups may sit in several AZs where their reservations are, and the plan prices "
+    "the cross-AZ reads ($0.01/GB each way).",
     severity=Severity.MEDIUM,
 )
 def fsx_same_az_as_gpu(args: StackValidationArgs, report: Report) -> None:

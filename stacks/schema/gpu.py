@@ -192,6 +192,28 @@ GPU_OPERATOR_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
 
+class TaintEffect(StrEnum):
+    """Kubernetes taint effects (core/v1 Taint.effect), spelled as in a pod's tolerations."""
+
+    NO_SCHEDULE = "NoSchedule"
+    NO_EXECUTE = "NoExecute"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+# EKS node group taints: key 1-63 characters, value 0-63 (EKS API reference, Taint; botocore taintKey/taintValue),
+# at most 50 per node group (pulumi-aws eks.NodeGroup `taints`), one of which is trainstack's accelerator taint.
+MAX_CUSTOM_TAINTS = 49
+
+
+class NodeTaintSpec(Spec):
+    """A taint the group's nodes carry besides the accelerator taint; Kueue's flavor and trainstack's runtimes,
+    validation jobs and device daemons tolerate it, so only pods that name it (or are admitted by Kueue) land."""
+
+    key: LabelKey = Field(max_length=63, description="Taint key (a qualified name; EKS takes 1-63 characters).")
+    value: LabelValue = Field(default="", max_length=63, description="Taint value (at most 63 characters).")
+    effect: TaintEffect = Field(default=TaintEffect.NO_SCHEDULE, description="NoSchedule, NoExecute, PreferNoSchedule.")
+
+
 def eks_reserved_label_prefix(key: str) -> str | None:
     """The reserved prefix `key` contains (so EKS refuses it as a managed node group label), or None."""
     return next((prefix for prefix in EKS_RESERVED_LABEL_PREFIXES if prefix in key), None)
@@ -257,6 +279,35 @@ class GpuNodeGroupSpec(Spec):
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
     )
     kubernetes_version: KubernetesVersion | None = Field(default=None, description=NODE_KUBERNETES_VERSION_HELP)
+    ami_id: str | None = Field(
+        default=None,
+        pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$",
+        description="A custom AMI for the group's nodes, built on `ami_family` (which still decides the user data "
+        "format and the GPU Operator's driver choice). EKS merges no bootstrap into a custom AMI's user data, so "
+        "trainstack writes the whole join (cluster, labels, taints); EKS then takes no amiType, version or "
+        "release version, and rotating the AMI is a change of this id.",
+    )
+    extra_instance_types: list[CatalogInstanceType] = Field(
+        default_factory=list,
+        max_length=19,
+        description="More instance types EKS may launch for the group (Spot or On-Demand diversification), groups "
+        "without EFA only. Each must match `instance_type`'s accelerator family, count and CPU architecture and have "
+        "at least its vCPUs, memory and accelerator memory, so a pod sized for `instance_type` fits every node.",
+    )
+    selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        max_length=8,
+        description="Platform-only mode (`existing_cluster`): labels the existing group's nodes already carry, for "
+        "example {eks.amazonaws.com/nodegroup: gpu} or HyperPod's {sagemaker.amazonaws.com/instance-group-name: "
+        "worker}. Kueue's flavor, the runtimes and the validation jobs select on them instead of trainstack's own "
+        "node-group label.",
+    )
+    taints: list[NodeTaintSpec] = Field(
+        default_factory=list,
+        max_length=MAX_CUSTOM_TAINTS,
+        description="Extra node taints (the accelerator taint stays). The group's Kueue flavor adds their "
+        "tolerations to admitted jobs, and trainstack's device plugins and operators tolerate them.",
+    )
 
     @field_validator("ami_family")
     @classmethod
@@ -331,6 +382,26 @@ class GpuNodeGroupSpec(Spec):
                 f"labels {eks_reserved}: EKS managed node groups refuse label keys containing "
                 f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)} (the kubelet sets those itself); use your own domain"
             )
+        if self.ami_id is not None and self.ami_release_version is not None:
+            problems.append(
+                f"ami_release_version {self.ami_release_version} with ami_id {self.ami_id}: EKS refuses a release "
+                "version for a custom AMI (CreateNodegroup releaseVersion); the AMI id is the pin"
+            )
+        if self.ami_id is not None and self.kubernetes_version is not None:
+            problems.append(
+                f"kubernetes_version {self.kubernetes_version} with ami_id {self.ami_id}: EKS refuses a version for a "
+                "custom AMI (CreateNodegroup version); the AMI's kubelet is the group's version"
+            )
+        problems += self._extra_type_problems(row)
+        device = row.device_resource
+        if any(taint.key == device for taint in self.taints):
+            problems.append(
+                f"taints may not use the key {device}: trainstack taints every {row.accelerator.value} node with it "
+                "(NoSchedule) and that taint stays; pick your own key"
+            )
+        pairs = [(t.key, t.effect) for t in self.taints]
+        if len(set(pairs)) != len(pairs):
+            problems.append("taints repeat a key with the same effect: Kubernetes keeps one taint per key and effect")
         if self.placement is PlacementMode.CLUSTER and self.capacity.type is CapacityType.CAPACITY_BLOCK:
             problems.append(
                 "placement cluster on a capacity_block: EC2 co-locates a block's instances itself and a block "
@@ -348,6 +419,57 @@ class GpuNodeGroupSpec(Spec):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def _extra_type_problems(self, row: InstanceType) -> list[str]:
+        if not self.extra_instance_types:
+            return []
+        if self.efa_enabled or self.capacity.reserved:
+            # One EFA layout per launch template (interface count and network cards differ by type), and a
+            # reservation or Capacity Block holds one type; NCCL would also mix GPU generations in one job.
+            why = "efa_enabled" if self.efa_enabled else f"capacity {self.capacity.type.value}"
+            return [
+                f"extra_instance_types with {why}: an EFA group launches one type (its launch template carries one "
+                "interface layout, and a reservation holds one type); use extra_instance_types on groups without "
+                "EFA or reservations"
+            ]
+        problems: list[str] = []
+        names = [self.instance_type, *self.extra_instance_types]
+        if len(set(names)) != len(names):
+            problems.append("extra_instance_types repeat a type (or instance_type)")
+        for name in self.extra_instance_types:
+            other = CATALOG[name]
+            if (other.accelerator, other.architecture, other.accelerator_count) != (
+                row.accelerator,
+                row.architecture,
+                row.accelerator_count,
+            ):
+                problems.append(
+                    f"extra_instance_types {name} ({other.accelerator_count} x {other.accelerator_model}, "
+                    f"{other.architecture}) does not match {row.name} ({row.accelerator_count} x "
+                    f"{row.accelerator_model}, {row.architecture}): one AMI and one pod size serve the group"
+                )
+            elif (
+                other.vcpus < row.vcpus
+                or other.memory_gib < row.memory_gib
+                or other.accelerator_memory_gib < row.accelerator_memory_gib
+            ):
+                problems.append(
+                    f"extra_instance_types {name} ({other.vcpus} vCPUs, {other.memory_gib} GiB, "
+                    f"{other.accelerator_memory_gib} GiB per accelerator) is smaller than {row.name} ({row.vcpus} "
+                    f"vCPUs, {row.memory_gib} GiB, {row.accelerator_memory_gib} GiB): pods and models sized for "
+                    f"{row.name} would not fit"
+                )
+        return problems
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The labels that pick this group's nodes: its `selector` on an existing cluster, else trainstack's own."""
+        return dict(self.selector) if self.selector else {NODE_GROUP_LABEL: self.name}
+
+    @property
+    def instance_types(self) -> list[str]:
+        """Every type EKS may launch for the group, `instance_type` first."""
+        return [self.instance_type, *self.extra_instance_types]
 
     @property
     def uses_placement_group(self) -> bool:

@@ -82,6 +82,21 @@ class CostSpec(Spec):
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
 
+class ExistingClusterSpec(Spec):
+    """Platform-only mode: an EKS cluster trainstack does not own (a team's, or a SageMaker HyperPod cluster's EKS
+    orchestrator). trainstack creates no VPC, cluster or node groups there: only the Kubernetes layer (GPU
+    Operator, EFA plugin, Kueue, Trainer, runtimes, tenancy, health, metrics-server), the teams' IAM and, when
+    asked, the FSx CSI driver and volumes. docs/existing-infra.md says what the cluster must already have."""
+
+    name: str = Field(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", description="The EKS cluster's name.")
+    hyperpod: bool = Field(
+        default=False,
+        description="The cluster orchestrates a SageMaker HyperPod cluster: HyperPod's dependencies chart already "
+        "runs the NVIDIA and EFA device plugins there, so trainstack installs neither, and its queues never "
+        "admit nodes HyperPod marks unschedulable (select sagemaker.amazonaws.com/node-health-status: Schedulable).",
+    )
+
+
 def _minor_number(version: str) -> int:
     """`1.36` -> 36: the minor of a Kubernetes version."""
     return int(version.split(".")[1])
@@ -97,6 +112,13 @@ class StackConfig(Spec):
     cost: CostSpec = Field(description="GPU budget and cost assumptions.")
     network: NetworkSpec = Field(description="VPC, subnets, NAT, endpoints, flow logs.")
     eks: EksSpec = Field(description="EKS control plane and add-ons.")
+    existing_cluster: ExistingClusterSpec | None = Field(
+        default=None,
+        description="Platform-only mode: put trainstack's Kubernetes layer on this existing EKS cluster; needs "
+        "network.existing_vpc (its VPC) and a `selector` on every GPU group, each of fixed size (min_size = max_size: "
+        "trainstack scales no group it does not own). `eks.version` is then the cluster's "
+        "version and `eks.addons.fsx_csi_driver` the FSx CSI driver's; the other eks keys describe nothing created.",
+    )
     gpu_node_groups: list[GpuNodeGroupSpec] = Field(
         default_factory=list[GpuNodeGroupSpec], max_length=Limits.GPU_NODE_GROUPS, description="GPU node groups."
     )
@@ -116,7 +138,7 @@ class StackConfig(Spec):
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
-        problems: list[str] = []
+        problems: list[str] = self._platform_only_problems()
         azs = self.network.availability_zones
         names = [g.name for g in self.gpu_node_groups]
         if len(set(names)) != len(names):
@@ -184,8 +206,14 @@ class StackConfig(Spec):
         ]
         problems += self._subnet_capacity_problems()
         efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
-        if self.storage.fsx.enabled and len(efa_azs) > 1:
-            problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
+        # EFA groups may sit in several AZs (each group in one: reservations land where capacity is); FSx stays in
+        # the first EFA group's AZ and the plan prices the other groups' cross-AZ reads. Lustre over EFA cannot
+        # follow them: EFA traffic does not leave its subnet.
+        if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and len(efa_azs) > 1:
+            problems.append(
+                f"storage.fsx.efa_enabled with EFA GPU groups in {efa_azs}: Lustre over EFA reaches clients in its "
+                f"own subnet only ({self.gpu_availability_zone}); keep the EFA groups in one AZ or turn it off"
+            )
         if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
             problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
         if not self.eks.endpoint_public_access and self.network.creates_vpc and not self.network.interface_endpoints:
@@ -422,6 +450,55 @@ class StackConfig(Spec):
                 )
         return problems
 
+    def _platform_only_problems(self) -> list[str]:
+        """An existing cluster: its VPC, its groups' labels, and nothing trainstack would create beside it."""
+        if self.existing_cluster is None:
+            return [
+                f"gpu_node_groups.{i}.selector is for an existing cluster's groups (existing_cluster): trainstack "
+                "labels the nodes of the groups it creates itself"
+                for i, g in enumerate(self.gpu_node_groups)
+                if g.selector
+            ]
+        problems: list[str] = []
+        if self.network.existing_vpc is None:
+            problems.append("existing_cluster needs network.existing_vpc: the cluster's VPC and private subnets")
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) needs a selector on an existing cluster: the labels its nodes carry"
+            for i, g in enumerate(self.gpu_node_groups)
+            if not g.selector
+        ]
+        # trainstack runs no cluster-autoscaler for groups it does not own, so nothing would answer Kueue's
+        # provisioning check: a queue on an existing cluster admits onto the nodes that exist.
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) min_size {g.min_size} < max_size {g.max_size} on an existing cluster: "
+            "trainstack scales no group it does not own, so its queue admits jobs onto the nodes that exist; "
+            "describe them with min_size = desired_size = max_size"
+            for i, g in enumerate(self.gpu_node_groups)
+            if g.min_size < g.max_size
+        ]
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) capacity capacity_block on an existing cluster: a block's queue waits "
+            "for trainstack's cluster-autoscaler, which runs only on a cluster trainstack creates"
+            for i, g in enumerate(self.gpu_node_groups)
+            if g.capacity.type is CapacityType.CAPACITY_BLOCK
+        ]
+        if self.sagemaker.hyperpod.enabled:
+            problems.append(
+                "existing_cluster with sagemaker.hyperpod.enabled: trainstack creates no HyperPod cluster on a cluster "
+                "it does not own; describe an existing HyperPod cluster's groups as gpu_node_groups with a selector"
+            )
+        if self.storage.fsx.enabled and self.storage.fsx.existing is None:
+            problems.append(
+                "existing_cluster with a new FSx file system: name the cluster's file system (storage.fsx.existing) "
+                "or set storage.fsx.enabled false"
+            )
+        return problems
+
+    @property
+    def platform_only(self) -> bool:
+        """Whether trainstack puts only its Kubernetes layer on an existing cluster."""
+        return self.existing_cluster is not None
+
     @property
     def autoscaled_groups(self) -> list[GpuNodeGroupSpec]:
         """GPU groups cluster-autoscaler serves: those that can grow, and Capacity Blocks (whose queue asks it
@@ -445,10 +522,26 @@ class StackConfig(Spec):
         """Each AZ's private subnet must hold, at every group's max size, one address per node for its
         primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
         pod the VPC CNI can place on it (`nodes_per_subnet`; preflight holds an existing subnet's free addresses
-        against the same need)."""
+        against the same need). With `network.pod_network` (custom networking) the pods take their addresses from
+        the AZ's pod subnet instead, so each subnet is held against its own half of the need."""
         usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
-        per_node = 1 + POD_ADDRESSES_PER_NODE
         nodes = self.nodes_per_subnet()
+        pods = self.network.pod_network
+        if pods is not None:
+            pod_usable = pods.per_subnet_addresses - SUBNET_RESERVED_ADDRESSES
+            return [
+                f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
+                f"addresses in {az}, fewer than its {count} nodes at max size: use a larger private subnet"
+                for az, count in nodes.items()
+                if count > usable
+            ] + [
+                f"network.pod_network.subnet_prefix_length /{pods.subnet_prefix_length} gives {pod_usable} pod "
+                f"addresses in {az}, but {count} nodes at max size need up to {count * POD_ADDRESSES_PER_NODE} "
+                f"({POD_ADDRESSES_PER_NODE} pods each): use a larger pod subnet or smaller groups"
+                for az, count in nodes.items()
+                if count * POD_ADDRESSES_PER_NODE > pod_usable
+            ]
+        per_node = 1 + POD_ADDRESSES_PER_NODE
         return [
             f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
             f"addresses in {az}, but {count} nodes at max size need up to {count * per_node} (1 + "

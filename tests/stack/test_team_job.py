@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from stacks.load import load_file
-from tests.conftest import ROOT, STACKS, program_recording, recording, stack_config
+from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
 from trainstack.journeys import Journey, examples, team_job
 
@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("shared_recordings")
 TRAINER = "Trainer builds the JobSet"
 LIMITS = "the namespace's LimitRange defaults the pods"
 COVERAGE = "Kueue's ClusterQueue covers every resource the workload requests"
+PLACEMENT = "Kueue's flavor puts every pod on group p5-train's nodes, past their taints"
 NOMINAL = "the job fits the ClusterQueue's nominal quota (a job of the whole group too)"
 QUOTA = "the namespace's ResourceQuotas admit the pods"
 REGISTRY = "the registry admission policy admits every image"
@@ -142,6 +143,62 @@ def test_kueue_without_the_exclusion_refuses_ephemeral_storage() -> None:
     step = one(journeys(rec), TORCH).broken_step
     assert step is not None and step.name == COVERAGE
     assert "resource ephemeral-storage unavailable in ClusterQueue p5-train" in step.detail
+
+
+def test_a_node_group_taint_nothing_tolerates_breaks_the_placement_step() -> None:
+    def taint(inputs: dict[str, Any]) -> None:
+        inputs["taints"].append({"key": "example.com/dedicated", "value": "llm", "effect": "NO_EXECUTE"})
+
+    rec = edited(recording("prod"), lambda r: r.type == "aws:eks/nodeGroup:NodeGroup" and "gpu" in r.name, taint)
+    step = one(journeys(rec), TORCH).broken_step
+    assert step is not None and step.name == PLACEMENT
+    assert "do not tolerate example.com/dedicated=llm:NoExecute" in step.detail
+
+
+def test_a_flavor_without_node_labels_reaches_other_groups_and_breaks_the_placement_step() -> None:
+    def unpin(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["nodeLabels"] = {}
+
+    rec = edited(recording("prod"), lambda r: r.type.endswith(":ResourceFlavor"), unpin)
+    trainjob = one(journeys(rec), TORCH)
+    # The runtime's own nodeSelector still pins the pods, so only a flavor and runtime that both let go fail.
+    assert trainjob.holds
+
+    def unpin_runtime(inputs: dict[str, Any]) -> None:
+        for job in inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            job["template"]["spec"]["template"]["spec"].pop("nodeSelector", None)
+
+    rec = edited(rec, runtime("trainstack-torch-p5-train"), unpin_runtime)
+    step = one(journeys(rec), TORCH).broken_step
+    assert step is not None and step.name == PLACEMENT and "not only p5-train" in step.detail
+
+
+@pytest.mark.e2e
+def test_a_group_with_its_own_taints_still_runs_every_team_job() -> None:
+    def taint(raw: dict[str, Any]) -> None:
+        raw["gpu_node_groups"][0]["taints"] = [
+            {"key": "example.com/dedicated", "value": "llm", "effect": "NoSchedule"},
+            {"key": "example.com/drain", "effect": "NoExecute"},
+        ]
+
+    cluster = edited_config("prod", taint)
+    rec = program_recording(cluster, "prod")
+    (node_group,) = [r for r in rec.by_type("aws:eks/nodeGroup:NodeGroup") if r.name.startswith("gpu-")]
+    assert [t["key"] for t in node_group.inputs["taints"]] == [
+        "nvidia.com/gpu",
+        "example.com/dedicated",
+        "example.com/drain",
+    ]
+    found = list(team_job.walk(team_job.Trip(recording=rec, stack=cluster)))
+    assert found and all(j.holds for j in found), [(j.subject, j.broken_step) for j in found if not j.holds]
+    # The device daemons run on those nodes too.
+    releases = {r.inputs["chart"]: r.inputs.get("values", {}) for r in rec.by_type("kubernetes:helm.sh/v3:Release")}
+    assert {"key": "example.com/drain", "operator": "Equal", "value": "", "effect": "NoExecute"} in releases[
+        "aws-efa-k8s-device-plugin"
+    ]["tolerations"]
+    assert {"key": "example.com/dedicated", "operator": "Equal", "value": "llm", "effect": "NoSchedule"} in releases[
+        "gpu-operator"
+    ]["daemonsets"]["tolerations"]
 
 
 def test_a_queue_smaller_than_its_group_breaks_the_nominal_step() -> None:

@@ -60,7 +60,18 @@ from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, StackConfig, TeamSpec
 from trainstack.contracts.crds import _ints
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
-from trainstack.journeys import TEAM_JOB, Journey, Step, Trip, examples, kueue, pod_security, quantity, trainer
+from trainstack.journeys import (
+    TEAM_JOB,
+    Journey,
+    Step,
+    Trip,
+    examples,
+    kueue,
+    placement,
+    pod_security,
+    quantity,
+    trainer,
+)
 from trainstack.journeys import capacity as cap
 from trainstack.journeys import network_policy as netpol
 from trainstack.journeys import resources as res
@@ -101,6 +112,8 @@ EXIT_CODE_MESSAGE = (
 )
 
 SOURCES = {
+    "placement": "kubernetes-sigs/kueue v0.14.8 pkg/podset/podset.go (FromAssignment, Merge); k8s.io/api core/v1 "
+    "toleration.go (ToleratesTaint)",
     "trainer": trainer.SOURCE,
     "limits": "kubernetes v1.36 plugin/pkg/admission/limitranger/admission.go (mergeContainerResources)",
     "coverage": kueue.SOURCE + " (findFlavorForPodSets: 'resource %s unavailable in ClusterQueue')",
@@ -161,6 +174,9 @@ class Cluster:
     root_squash: tuple[int, int] | None = None
     lustre: bool = False
     vpc_cidr: str = ""
+    flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # ResourceFlavor name -> spec
+    # (group name, node labels, node taints): the recorded node groups, or an existing cluster's described ones
+    node_groups: list[tuple[str, dict[str, str], list[dict[str, str]]]] = field(default_factory=list)
     capacity: cap.Capacity = field(default_factory=cap.Capacity)
 
     @classmethod
@@ -183,6 +199,12 @@ class Cluster:
                 cluster.local_queues[(namespace, meta.get("name", ""))] = _spec(r).get("clusterQueue", "")
             elif kind == "ClusterQueue":
                 cluster.cluster_queues[meta.get("name", "")] = _spec(r)
+            elif kind == "ResourceFlavor":
+                cluster.flavors[meta.get("name", "")] = _spec(r)
+            elif r.type == "aws:eks/nodeGroup:NodeGroup":
+                labels = {str(k): str(v) for k, v in (r.inputs.get("labels") or {}).items()}
+                taints = placement.node_taints(r.inputs.get("taints") or [])
+                cluster.node_groups.append((labels.get(NODE_GROUP_LABEL, r.name), labels, taints))
             elif r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy":
                 cluster.network_policies.append(netpol.Policy(namespace, meta.get("name", ""), _spec(r)))
             elif r.type == "kubernetes:core/v1:PersistentVolumeClaim":
@@ -253,6 +275,13 @@ def walk(trip: Trip) -> Iterator[Journey]:
     if operator.kind != "kubeflow_trainer":
         return  # no TrainJob API: teams submit MPIJobs (docs/journeys.md says what is not walked)
     cluster = Cluster.of(trip.recording)
+    if stack.existing_cluster is not None:
+        # Platform-only mode: the groups are the cluster owner's, as the stack file describes them (their labels
+        # and taints); the plan creates none.
+        cluster.node_groups += [
+            (g.name, g.node_selector, [{"key": t.key, "value": t.value, "effect": t.effect.value} for t in g.taints])
+            for g in stack.gpu_node_groups
+        ]
     for team in stack.kubernetes.teams:
         for group in stack.gpu_node_groups:
             for kind, runtime in runtime_names(group, operator.runtimes.mpi).items():
@@ -284,6 +313,7 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         trainer_step(job, sets, runtime),
         limit_range_step(cluster, job, sets),
         coverage_step(cluster, job, sets),
+        placement_step(cluster, job, sets),
         nominal_step(cluster, job, sets, whole_group),
         quota_step(cluster, job, sets),
         capacity_step(cluster, job, sets),
@@ -415,6 +445,56 @@ def coverage_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
             SOURCES["coverage"],
         )
     return Step(name, True, f"ClusterQueue {queue} covers {', '.join(requested)}{excluded}", SOURCES["coverage"])
+
+
+def _flavor_names(cluster_queue: Mapping[str, Any]) -> list[str]:
+    return [f.get("name", "") for g in cluster_queue.get("resourceGroups") or [] for f in g.get("flavors") or []]
+
+
+def placement_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Every flavor the ClusterQueue may assign puts every pod on the job's own group, past the group's taints (a
+    flavor that reached two groups, in two AZs, could split a job's ranks across them)."""
+    name = f"Kueue's flavor puts every pod on group {job.group.name}'s nodes, past their taints"
+    queue, spec, missing = _queue(cluster, job)
+    if spec is None:
+        return Step(name, False, missing, SOURCES["placement"])
+    flavors = _flavor_names(spec)
+    for flavor_name in flavors:
+        flavor = cluster.flavors.get(flavor_name)
+        if flavor is None:
+            return Step(name, False, f"ResourceFlavor {flavor_name} is not in the plan", SOURCES["placement"])
+        for s in sets:
+            selector, tolerations, conflict = placement.admitted(s.pod, flavor)
+            if conflict:
+                return Step(
+                    name, False, f"{s.name} pods conflict with flavor {flavor_name}: {conflict}", SOURCES["placement"]
+                )
+            groups = [(n, taints) for n, labels, taints in cluster.node_groups if placement.selects(selector, labels)]
+            names = sorted({n for n, _ in groups})
+            if names != [job.group.name]:
+                where = ", ".join(names) if names else "no node group"
+                return Step(
+                    name,
+                    False,
+                    f"{s.name} pods admitted to flavor {flavor_name} select {where}, not only {job.group.name}",
+                    SOURCES["placement"],
+                )
+            for _, taints in groups:
+                if left := placement.untolerated(tolerations, taints):
+                    return Step(
+                        name,
+                        False,
+                        f"{s.name} pods do not tolerate {', '.join(left)} on {job.group.name}'s nodes",
+                        SOURCES["placement"],
+                    )
+    return Step(
+        name,
+        bool(flavors),
+        f"ClusterQueue {queue}'s flavor(s) {', '.join(flavors)} reach only {job.group.name} and tolerate its taints"
+        if flavors
+        else f"ClusterQueue {queue} names no flavor",
+        SOURCES["placement"],
+    )
 
 
 def nominal_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet], whole_group: Sequence[PodSet]) -> Step:

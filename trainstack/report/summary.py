@@ -81,6 +81,7 @@ class FileSystemSummary:
     efa_enabled: bool
     throughput_mb_s: float  # aggregate baseline: capacity in TiB x per-unit throughput
     demand_mb_s: float  # accelerators at max size x the configured read rate per GPU (StackConfig)
+    availability_zones: tuple[str, ...] = ()  # its subnet's AZ ((): a subnet outside the recording)
 
     @property
     def coverage(self) -> float | None:
@@ -297,7 +298,7 @@ def node_group_summary(
 # -------------------------------------------------------------------------------------------- storage
 
 
-def file_system_summary(fs: RecordedResource, demand_mb_s: float) -> FileSystemSummary:
+def file_system_summary(fs: RecordedResource, demand_mb_s: float, index: Index | None = None) -> FileSystemSummary:
     deployment = get(fs.inputs, "deploymentType")
     capacity = as_int(get(fs.inputs, "storageCapacity")) or 0
     per_unit = as_int(get(fs.inputs, "perUnitStorageThroughput"))
@@ -310,6 +311,17 @@ def file_system_summary(fs: RecordedResource, demand_mb_s: float) -> FileSystemS
         efa_enabled=bool(get(fs.inputs, "efaEnabled")),
         throughput_mb_s=lustre_throughput_mb_s(fs.inputs),
         demand_mb_s=demand_mb_s,
+        availability_zones=tuple(
+            sorted(
+                {
+                    str(zone)
+                    for subnet in index.refs(fs, "subnetIds", graph.SUBNET)
+                    if (zone := get(subnet.inputs, "availabilityZone"))
+                }
+            )
+        )
+        if index is not None
+        else (),
     )
 
 
@@ -409,7 +421,7 @@ def summarize(recording: Recording, cluster: StackConfig) -> Summary:
         custom_count=sum(1 for r in recording.resources if r.custom),
         component_count=sum(1 for r in recording.resources if not r.custom),
         node_groups=node_groups,
-        file_systems=tuple(file_system_summary(fs, demand) for fs in index.of_type(graph.FSX_LUSTRE)),
+        file_systems=tuple(file_system_summary(fs, demand, index) for fs in index.of_type(graph.FSX_LUSTRE)),
         bucket_count=len(index.of_type(*graph.S3_BUCKETS)),
         nat_gateways=len(index.of_type(graph.NAT_GATEWAY)),
         interface_endpoints=endpoints,
