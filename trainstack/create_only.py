@@ -93,6 +93,8 @@ NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
     "aws:autoscaling/tag:Tag": frozenset({"autoscalingGroupName", "tag"}),
     "aws:amp/alertManagerDefinition:AlertManagerDefinition": frozenset({"workspaceId"}),
     # access_policy_association.go has no update: every argument is ForceNew.
+    # default_security_group.go: the VPC is ForceNew; CloudFormation cannot adopt a VPC's default group at all.
+    "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup": frozenset({"vpcId"}),
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": frozenset(
         {"clusterName", "principalArn", "policyArn", "accessScope"}
     ),

@@ -1045,6 +1045,14 @@ def _key_names(g: Graph, resource: PolicyResource, prop: str, service: str, cont
     return f"its key's policy does not let {service} use it with {context_key} naming it"
 
 
+def _set(props: Any, key: str) -> Any:
+    """The value of `key`, or True when it is set to a value computed later (a key's ARN at the first preview)."""
+    try:
+        return get(props, key)
+    except UnknownValueError:
+        return True
+
+
 @stack_rule(
     name="telemetry-encrypted",
     description="Every CloudWatch log group and SNS topic the stack creates is encrypted with a key of the stack "
@@ -1060,7 +1068,7 @@ def telemetry_encrypted(args: StackValidationArgs, report: Report) -> None:
         args.not_applicable("no log group or topic")
     for group in groups:
         name = str(get(group.props, "name", ""))
-        if not get(group.props, "kmsKeyId"):
+        if not _set(group.props, "kmsKeyId"):
             report(f"log group {name or group.name} is not encrypted with a customer-managed key.", group.urn)
         elif why := _key_names(
             g, group, "kmsKeyId", "logs.", "kms:EncryptionContext:aws:logs:arn", f":log-group:{name}"
@@ -1068,7 +1076,7 @@ def telemetry_encrypted(args: StackValidationArgs, report: Report) -> None:
             report(f"log group {name}: {why}.", group.urn)
     for topic in topics:
         name = str(get(topic.props, "name", ""))
-        key = get(topic.props, "kmsMasterKeyId")
+        key = _set(topic.props, "kmsMasterKeyId")
         if not key or str(key).startswith("alias/aws/"):
             report(f"topic {name or topic.name} is not encrypted with a customer-managed key.", topic.urn)
         elif why := _key_names(
