@@ -91,13 +91,13 @@ promtool: ## The alert rules (monitoring/rules.yaml) against their firing and no
 # policy-rc.d (or its absence on a systemd host) decides whether the packages start their system services: the
 # tests use none of them, they start their own inside the boxes.
 SLURM_TOOLS := slurmctld slurmd slurmdbd sbatch sacct sacctmgr munged mariadbd mariadb-install-db mysqldump gcc make \
-	setpriv unshare nsenter ip ssh-keygen apt-mark dpkg-deb gpg
+	setpriv unshare nsenter ip ssh-keygen sshd apt-mark dpkg-deb gpg
 slurm-tools: ## Debian's Slurm daemons and clients, munge, MariaDB, libslurm-dev, gcc and make (for the e2e tier)
 	@for tool in $(SLURM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \
 	[ -f /usr/include/slurm/spank.h ] || missing=1; \
 	[ -z "$$missing" ] || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 	  --no-install-recommends slurmctld slurmd slurmdbd slurm-client munge mariadb-server mariadb-client libslurm-dev \
-	  gcc make libc6-dev util-linux iproute2 openssh-client gpg >/dev/null; }
+	  gcc make libc6-dev util-linux iproute2 openssh-client openssh-server gpg >/dev/null; }
 
 lint: checks typecheck ## The quick checks and the type checker, without the tests
 

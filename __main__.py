@@ -11,7 +11,7 @@ from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
 from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
-from components.eks import EksCluster, EksClusterArgs
+from components.eks import EksCluster, EksClusterArgs, control_plane_log_group_name
 from components.existing_cluster import ExistingCluster, ExistingClusterArgs
 from components.fleet_metrics import dcgm_metrics_csv
 from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
@@ -24,10 +24,11 @@ from components.hyperpod_dependencies import (
 )
 from components.k8s_common import custom_taint_tolerations
 from components.lustre import LustreFileSystem, LustreFileSystemArgs
+from components.lustre import log_group_name as lustre_log_group_name
 from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.metrics_server import MetricsServer, MetricsServerArgs
 from components.naming import aws_partition
-from components.network import Network, NetworkArgs, s3_prefix_cidrs
+from components.network import Network, NetworkArgs, flow_log_group_name, s3_prefix_cidrs
 from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.observability import FleetHealth, FleetHealthArgs
 from components.providers import aws_provider
@@ -35,6 +36,7 @@ from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
+from components.telemetry_key import TelemetryKey, TelemetryKeyArgs, alert_topic_name
 from components.tenancy import Tenancy, TenancyArgs
 from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.validation_jobs import ValidationJobs, ValidationJobsArgs
@@ -76,10 +78,33 @@ aws = aws_provider("aws", stack.region, tags, aliases=moved("aws"))
 # engine's answers are no account's, so the offline plan judges none of them (docs/preflight.md).
 pulumi.export("account_checks", check_account(stack, aws, judge=not under_mock_engine()))
 
+# The key of every log group and of the alert topic: its policy names exactly the ones this stack creates.
+telemetry = TelemetryKey(
+    "telemetry",
+    TelemetryKeyArgs(
+        base_name=stack.name,
+        region=stack.region,
+        log_groups=[
+            *([control_plane_log_group_name(stack.name)] if stack.existing_cluster is None else []),
+            *([] if stack.network.existing_vpc else [flow_log_group_name(stack.name)]),
+            *(
+                [lustre_log_group_name(stack.name)]
+                if stack.storage.fsx.enabled and not stack.storage.fsx.existing
+                else []
+            ),
+        ],
+        alert_topic_name=alert_topic_name(stack.name) if stack.metrics_enabled else None,
+        administrators=stack.security.key_administrator_arns,
+        protect=stack.protect_data,
+    ),
+    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("telemetry")),
+)
+pulumi.export("telemetry_kms_key_arn", telemetry.key_arn)
+
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(
     "network",
-    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region),
+    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region, log_kms_key_arn=telemetry.key_arn),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("network")),
 )
 eks: EksCluster | ExistingCluster
@@ -104,6 +129,7 @@ else:
             tags=tags,
             key_administrator_arns=stack.security.key_administrator_arns,
             pod_subnet_ids=network.pod_subnet_ids,
+            log_kms_key_arn=telemetry.key_arn,
         ),
         opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
     )
@@ -203,6 +229,7 @@ if stack.storage.fsx.enabled and existing_fsx is None:
             ],
             efa_security_group_id=network.efa_security_group_id,
             kms_key_arn=data.kms_key_arn,
+            log_kms_key_arn=telemetry.key_arn,
             datasets_bucket_name=data.datasets_bucket_name,
             protect=stack.protect_data,
         ),
@@ -464,6 +491,7 @@ fleet_health = FleetHealth(
         gpu_metrics=operator_ami_family is not None
         and not hyperpod_owns_device_plugins
         and k8s_spec.gpu_operator.dcgm_exporter,
+        alert_kms_key_arn=telemetry.key_arn,
         after=[*system_nodes, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),
@@ -529,6 +557,8 @@ if sagemaker_spec.hyperpod.enabled:
     pulumi.export("hyperpod_cluster_arn", hyperpod.cluster_arn)
     pulumi.export("hyperpod_orchestrator", hyperpod.orchestrator)
     pulumi.export("hyperpod_execution_role_arn", hyperpod.execution_role_arn)
+    if hyperpod.login_role_arn is not None:
+        pulumi.export("hyperpod_login_role_arn", hyperpod.login_role_arn)
     pulumi.export("hyperpod_lifecycle_s3_uri", hyperpod.lifecycle_source_s3_uri)
 if sagemaker_spec.training_job_role:
     training = TrainingJobRole(

@@ -252,6 +252,11 @@ def _trust(service: str, *actions: str) -> str:
     )
 
 
+def control_plane_log_group_name(base_name: str) -> str:
+    """The log group EKS writes the control plane's logs to (the cluster is named `base_name`)."""
+    return f"/aws/eks/{base_name}/cluster"
+
+
 @dataclass
 class EksClusterArgs:
     """Spec (what exists) and wiring of an `EksCluster`."""
@@ -274,6 +279,8 @@ class EksClusterArgs:
     """Administrators of the secrets and node-volume keys besides the deploying principal."""
     pod_subnet_ids: Mapping[str, pulumi.Input[str]] = field(default_factory=dict[str, pulumi.Input[str]])
     """Pod subnets by AZ (`Network.pod_subnet_ids`): VPC CNI custom networking, an ENIConfig per AZ."""
+    log_kms_key_arn: pulumi.Input[str] | None = None
+    """The telemetry key (components/telemetry_key.py) the control plane's log group is encrypted with."""
 
 
 def _oidc_issuer(identities: Sequence[aws.eks.outputs.ClusterIdentity]) -> str:
@@ -444,7 +451,9 @@ class EksCluster(pulumi.ComponentResource):
         return aws.cloudwatch.LogGroup(
             child_name(name, "cluster-logs"),
             aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/eks/{args.base_name}/cluster", retention_in_days=args.spec.log_retention_days
+                name=control_plane_log_group_name(args.base_name),
+                retention_in_days=args.spec.log_retention_days,
+                kms_key_id=args.log_kms_key_arn,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -14,7 +14,9 @@
   under the old prefix stay immutable until Pulumi deletes them after the update;
 - for Slurm, `provisioning_parameters.json` (controller, login and worker groups, FSx DNS and mount names)
   next to the scripts: its content comes from the FSx outputs, its key does not;
-- the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py);
+- the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py) of the controller and compute
+  groups, and for a Slurm login group a login-node role of its own: users work there, so it must not hold what
+  the workers hold (CreateCluster takes an ExecutionRole per instance group);
 - for Slurm, one NCCL validation sbatch script per EFA GPU group (components/slurm_validation.py), which the
   scripts install under /opt/trainstack/validation;
 - the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
@@ -46,7 +48,12 @@ from pulumi_aws_native import sagemaker
 from components.buckets import secure_bucket
 from components.kms import deployer_arn
 from components.naming import aws_partition, child_name, physical_name
-from components.sagemaker_roles import LIFECYCLE_KEY_ROOT, HyperPodExecutionRole, HyperPodExecutionRoleArgs
+from components.sagemaker_roles import (
+    LIFECYCLE_KEY_ROOT,
+    HyperPodExecutionRole,
+    HyperPodExecutionRoleArgs,
+    hyperpod_role_name,
+)
 from components.slurm_validation import validation_scripts
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import (
@@ -66,6 +73,7 @@ THREADS_PER_CORE = 1
 INSTANCE_STRESS = sagemaker.ClusterDeepHealthCheckType.INSTANCE_STRESS
 INSTANCE_CONNECTIVITY = sagemaker.ClusterDeepHealthCheckType.INSTANCE_CONNECTIVITY
 LIFECYCLE_NONCURRENT_DAYS = 7  # old bundle versions are never read again once the cluster moved on
+LIFECYCLE_ABORT_UPLOAD_DAYS = 1  # the scripts are kilobytes: an upload still open a day later was abandoned
 DIGEST_LENGTH = 16  # hex characters of the bundle digest in the key (64 bits: no practical collision)
 
 
@@ -88,18 +96,13 @@ LIFECYCLE_WRITE_ACTIONS = (
 # --------------------------------------------------------------------------------------------- pure
 
 
-def execution_role_name(base_name: str) -> str:
-    """The execution role's physical name (fixed, so the lifecycle bucket's policy can name it before it exists)."""
-    return physical_name(base_name, "hyperpod-exec", max_length=64)
-
-
 def lifecycle_lockdown_statements(
-    bucket_arn: str, deployer_arn: str, execution_role_arn: str, kms_key_arn: str | None
+    bucket_arn: str, deployer_arn: str, reader_role_arns: Sequence[str], kms_key_arn: str | None
 ) -> list[dict[str, Any]]:
-    """Bucket policy statements that keep the lifecycle scripts to the deployer (read, write) and the execution
-    role (read only), and refuse uploads not encrypted with the stack's key. Writes are the deployer's anywhere
-    in the bucket: nothing but trainstack's bundles lives there, and an object outside the lifecycle root is one
-    a repointed SourceS3Uri could name."""
+    """Bucket policy statements that keep the lifecycle scripts to the deployer (read, write) and the cluster's
+    node roles (read only: the execution role, and the login role where there is one), and refuse uploads not
+    encrypted with the stack's key. Writes are the deployer's anywhere in the bucket: nothing but trainstack's
+    bundles lives there, and an object outside the lifecycle root is one a repointed SourceS3Uri could name."""
     objects = f"{bucket_arn}/{LIFECYCLE_KEY_ROOT}/*"
     statements: list[dict[str, Any]] = [
         {
@@ -108,7 +111,7 @@ def lifecycle_lockdown_statements(
             "Principal": "*",
             "Action": list(LIFECYCLE_READ_ACTIONS),
             "Resource": objects,
-            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted({deployer_arn, execution_role_arn})}},
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted({deployer_arn, *reader_role_arns})}},
         },
         {
             "Sid": "DenyLifecycleWriteExceptDeployer",
@@ -279,7 +282,9 @@ class HyperPodCluster(pulumi.ComponentResource):
     cluster_arn: pulumi.Output[str]
     """ARN of the HyperPod cluster."""
     execution_role_arn: pulumi.Output[str]
-    """ARN of the role every instance group runs as."""
+    """ARN of the role the controller and compute groups run as."""
+    login_role_arn: pulumi.Output[str] | None
+    """ARN of the role the Slurm login group runs as; None without a login group."""
     lifecycle_bucket_name: pulumi.Output[str]
     """Bucket holding the lifecycle scripts."""
     lifecycle_source_s3_uri: pulumi.Output[str]
@@ -357,26 +362,40 @@ class HyperPodCluster(pulumi.ComponentResource):
                 )
             )
 
-        self.role = HyperPodExecutionRole(
-            child_name(name, "execution"),
-            HyperPodExecutionRoleArgs(
-                base_name=args.base_name,
-                region=args.region,
-                lifecycle_bucket_arn=bucket.arn,
-                lifecycle_prefix=prefix,
-                lifecycle_root=lifecycle_root(self.cluster_name),
-                vpc_id=args.vpc_id,
-                subnet_ids=args.subnet_ids,
-                security_group_ids=args.security_group_ids,
-                eks_cluster_arn=args.eks_cluster_arn,
-                kms_key_arn=args.kms_key_arn,
-            ),
-            child,
-        )
+        def node_role(login: bool) -> HyperPodExecutionRole:
+            return HyperPodExecutionRole(
+                child_name(name, "login" if login else "execution"),
+                HyperPodExecutionRoleArgs(
+                    base_name=args.base_name,
+                    region=args.region,
+                    lifecycle_bucket_arn=bucket.arn,
+                    lifecycle_prefix=prefix,
+                    lifecycle_root=lifecycle_root(self.cluster_name),
+                    vpc_id=args.vpc_id,
+                    subnet_ids=args.subnet_ids,
+                    security_group_ids=args.security_group_ids,
+                    eks_cluster_arn=None if login else args.eks_cluster_arn,
+                    kms_key_arn=args.kms_key_arn,
+                    login=login,
+                ),
+                child,
+            )
+
+        self.role = node_role(login=False)
+        self.login_role = node_role(login=True) if spec.groups(HyperPodGroupRole.LOGIN) else None
+        roles = [self.role, *([self.login_role] if self.login_role else [])]
 
         self.lifecycle_source_s3_uri = bucket.bucket.apply(lambda b: f"s3://{b}/{prefix}/")
         groups = [
-            self._group(g, spec, self.role.role_arn, self.lifecycle_source_s3_uri, args.kms_key_arn)
+            self._group(
+                g,
+                spec,
+                self.login_role.role_arn
+                if self.login_role is not None and g.role is HyperPodGroupRole.LOGIN
+                else self.role.role_arn,
+                self.lifecycle_source_s3_uri,
+                args.kms_key_arn,
+            )
             for g in spec.instance_groups
         ]
         self.cluster = sagemaker.Cluster(
@@ -405,19 +424,21 @@ class HyperPodCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # Scripts and role policies must exist before HyperPod provisions the first node; the fixed
                 # cluster name cannot exist twice, so a replacement deletes first.
-                depends_on=[*objects, self.role, *args.after],
+                depends_on=[*objects, *roles, *args.after],
                 delete_before_replace=True,
             ),
         )
 
         self.cluster_arn = self.cluster.cluster_arn
         self.execution_role_arn = self.role.role_arn
+        self.login_role_arn = self.login_role.role_arn if self.login_role is not None else None
         self.lifecycle_bucket_name = bucket.bucket
         self.register_outputs(
             {
                 "cluster_name": self.cluster_name,
                 "cluster_arn": self.cluster_arn,
                 "execution_role_arn": self.execution_role_arn,
+                "login_role_arn": self.login_role_arn,
                 "lifecycle_bucket_name": self.lifecycle_bucket_name,
                 "lifecycle_source_s3_uri": self.lifecycle_source_s3_uri,
                 "orchestrator": self.orchestrator,
@@ -466,12 +487,15 @@ class HyperPodCluster(pulumi.ComponentResource):
     def _lifecycle_bucket(self, name: str, args: HyperPodClusterArgs) -> aws.s3.Bucket:
         partition = aws_partition(args.region)
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        role_arn = account.apply(lambda a: f"arn:{partition}:iam::{a}:role/{execution_role_name(args.base_name)}")
+        names = [hyperpod_role_name(args.base_name)]
+        if args.spec.groups(HyperPodGroupRole.LOGIN):
+            names.append(hyperpod_role_name(args.base_name, login=True))
+        readers = account.apply(lambda a: [f"arn:{partition}:iam::{a}:role/{n}" for n in names])
         deployer = deployer_arn(self)
         key = pulumi.Output.from_input(args.kms_key_arn)
 
         def lockdown(bucket_arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
-            return pulumi.Output.all(bucket_arn, deployer, role_arn, key).apply(
+            return pulumi.Output.all(bucket_arn, deployer, readers, key).apply(
                 lambda v: lifecycle_lockdown_statements(v[0], v[1], v[2], v[3])
             )
 
@@ -483,6 +507,16 @@ class HyperPodCluster(pulumi.ComponentResource):
                 noncurrent_days=LIFECYCLE_NONCURRENT_DAYS
             ),
         )
+        # An upload the deployer's `pulumi up` left unfinished (interrupted) is billed until aborted (S3 User Guide,
+        # "Configuring a bucket lifecycle configuration to delete incomplete multipart uploads").
+        abort_stale_uploads = aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="abort-incomplete-multipart-uploads",
+            status="Enabled",
+            filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+            abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                days_after_initiation=LIFECYCLE_ABORT_UPLOAD_DAYS
+            ),
+        )
         return secure_bucket(
             child_name(name, "lifecycle-bucket"),
             aws.s3.BucketArgs(
@@ -491,7 +525,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 force_destroy=True,  # only generated copies of files in this repository live here
             ),
             kms_key_arn=args.kms_key_arn,
-            rules=[expire_old_bundles],
+            rules=[expire_old_bundles, abort_stale_uploads],
             parent=self,
             protect=args.protect,
             extra_statements=lockdown,

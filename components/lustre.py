@@ -92,6 +92,8 @@ class LustreFileSystemArgs:
     kms_key_arn: pulumi.Input[str]
     """Customer-managed key for persistent types (SCRATCH_2 is encrypted with an AWS-owned key)."""
     datasets_bucket_name: pulumi.Input[str]
+    log_kms_key_arn: pulumi.Input[str] | None = None
+    """The telemetry key (components/telemetry_key.py) the file system's log group is encrypted with."""
     efa_security_group_id: pulumi.Input[str] | None = None
     """The GPU nodes' EFA security group (all traffic to and from itself); required when spec.efa_enabled."""
     protect: bool = False
@@ -145,6 +147,7 @@ class LustreFileSystem(pulumi.ComponentResource):
             aws.cloudwatch.LogGroupArgs(
                 name=log_group_name(args.base_name),
                 retention_in_days=spec.log_retention_days,
+                kms_key_id=args.log_kms_key_arn,
             ),
             opts=child,
         )

@@ -233,6 +233,11 @@ def interface_endpoint_policy(service: str, account_id: str) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
+def flow_log_group_name(base_name: str) -> str:
+    """The VPC flow logs' log group."""
+    return f"/aws/vpc-flow-logs/{base_name}"
+
+
 def subnet_tags(base_name: str, plan: SubnetPlan) -> dict[str, str]:
     """Name and load-balancer role tags of a subnet."""
     role_tag = INTERNAL_ELB_TAG if plan.tier == "private" else PUBLIC_ELB_TAG
@@ -286,6 +291,8 @@ class NetworkArgs:
     """The stack's base name (for example `trainstack-prod`): physical names and Name tags carry it."""
     region: str
     """The AWS region, for endpoint service names and flow-log trust conditions."""
+    log_kms_key_arn: pulumi.Input[str] | None = None
+    """The telemetry key (components/telemetry_key.py) the flow log group is encrypted with."""
 
 
 class Network(pulumi.ComponentResource):
@@ -351,6 +358,7 @@ class Network(pulumi.ComponentResource):
         """The whole network: VPC, subnets, internet and NAT gateways, routes, endpoints and flow logs."""
         vpc = self._vpc(name, args)
         self.vpc_id = vpc.id
+        self._close_default_security_group(name, args, vpc)
         subnets = self._subnets(name, args, vpc.id)
         azs = list(args.spec.availability_zones)
         self.private_subnet_ids = {az: subnets[("private", az)].id for az in azs}
@@ -408,6 +416,23 @@ class Network(pulumi.ComponentResource):
                 enable_dns_support=True,  # both are required for EKS and for private DNS on interface endpoints
                 enable_dns_hostnames=True,
                 tags={"Name": physical_name(args.base_name, "vpc")},
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _close_default_security_group(self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc) -> None:
+        """Every VPC comes with a default security group that admits all traffic from its members and lets them
+        reach anywhere; anything launched without a group lands in it. Nothing of trainstack uses it (each
+        component has its own groups), so it keeps no rule at all (CIS AWS Foundations 5.4, checkov
+        CKV2_AWS_12). Adopting it removes every rule it has; on destroy it stays with the VPC, which AWS deletes
+        together (pulumi-aws ec2.DefaultSecurityGroup)."""
+        aws.ec2.DefaultSecurityGroup(
+            child_name(name, "default-sg"),
+            aws.ec2.DefaultSecurityGroupArgs(
+                vpc_id=vpc.id,
+                ingress=[],
+                egress=[],
+                tags={"Name": physical_name(args.base_name, "default-closed")},
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -728,7 +753,9 @@ class Network(pulumi.ComponentResource):
         log_group = aws.cloudwatch.LogGroup(
             child_name(name, "flow-logs"),
             aws.cloudwatch.LogGroupArgs(
-                name=f"/aws/vpc-flow-logs/{args.base_name}", retention_in_days=spec.flow_logs_retention_days
+                name=flow_log_group_name(args.base_name),
+                retention_in_days=spec.flow_logs_retention_days,
+                kms_key_id=args.log_kms_key_arn,
             ),
             opts=child,
         )

@@ -40,6 +40,7 @@ from components.fleet_metrics import (
 from components.lustre import file_system_name
 from components.naming import child_name, physical_name
 from components.pod_identity import pod_identity_role
+from components.telemetry_key import alert_topic_name
 from components.tenancy import system_namespace_labels
 from stacks.schema import HealthSpec
 
@@ -184,6 +185,9 @@ class FleetHealthArgs:
     """The Lustre file system's provisioned throughput, or None without one (no YACE, no Lustre alerts)."""
     gpu_metrics: bool = True
     """Whether dcgm-exporter runs on the cluster (the GPU Operator): without it, no GPU or EFA alerts."""
+    alert_kms_key_arn: pulumi.Input[str] | None = None
+    """The telemetry key (components/telemetry_key.py) the alert topic is encrypted with; its policy lets AMP
+    publish."""
     after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """What must exist first: the system node group (Deployments) and the charts whose metrics are scraped."""
 
@@ -250,10 +254,12 @@ class FleetHealth(pulumi.ComponentResource):
             ),
             opts=parent,
         )
-        # SNS server-side encryption with the AWS managed key would lock AMP out (its key policy cannot name
-        # aps.amazonaws.com); alert text carries node names, not data.
+        # Encrypted with the telemetry key, whose policy lets AMP publish to this topic only: the AWS managed key for
+        # SNS would lock AMP out (its policy cannot name aps.amazonaws.com).
         topic = aws.sns.Topic(
-            child_name(name, "alerts"), aws.sns.TopicArgs(name=physical_name(args.base_name, "alerts")), opts=parent
+            child_name(name, "alerts"),
+            aws.sns.TopicArgs(name=alert_topic_name(args.base_name), kms_master_key_id=args.alert_kms_key_arn),
+            opts=parent,
         )
         self.alert_topic_arn = topic.arn
         policy = aws.sns.TopicPolicy(

@@ -1,4 +1,4 @@
-"""IAM for SageMaker: the HyperPod execution role and the training-job execution role.
+"""IAM for SageMaker: the HyperPod node roles (execution; Slurm login nodes) and the training-job role.
 
 The policy documents are pure functions of plain strings (tested in tests/unit/test_sagemaker_policies.py);
 the components render them with `pulumi.Output.all(...).apply(json.dumps)`, which only fills in the
@@ -12,6 +12,11 @@ Sources:
   Its trust adds the account guard the guide's example omits (aws:SourceAccount), as the training role has.
   Not aws:SourceArn on the account's clusters: no HyperPod document confirms that SageMaker sends it when a
   cluster's nodes assume the role, and a condition it never sends would make cluster creation fail.
+- One role per kind of node: CreateCluster takes an ExecutionRole per instance group ("Specifies an IAM execution
+  role to be assumed by the instance group", required in ClusterInstanceGroupSpecification: botocore 1.44.5
+  data/sagemaker/2017-07-24/service-2.json). Slurm login nodes, where users work, get a role of their own
+  (`login=True`): the same node needs (lifecycle scripts, interfaces, EBS grants), the data key only through S3 for
+  the lifecycle bucket, and nothing later granted to the workers.
 - HyperPod creates the EKS access entries for the execution role and its service-linked role itself
   (SageMaker API reference, ClusterMetadata.EksRoleAccessEntries / SlrAccessEntry: "created by HyperPod on
   your behalf"), so trainstack creates none; the cluster only needs authentication mode API or
@@ -183,6 +188,7 @@ def hyperpod_execution_policy(
     lifecycle_root: str | None = None,
     eks_cluster_arn: str | None = None,
     kms_key_arn: str | None = None,
+    login: bool = False,
 ) -> dict[str, Any]:
     """The inline policy of the HyperPod execution role, next to AmazonSageMakerClusterInstanceRolePolicy.
 
@@ -191,7 +197,12 @@ def hyperpod_execution_policy(
     any bucket but the lifecycle bucket), the VPC network-interface actions (with the orchestrator's extra ones),
     grants on the data key for the EBS volumes it encrypts, and for the EKS orchestrator ECR pull, Pod Identity
     and describe on the one cluster.
+
+    `login`: the Slurm login nodes' role, which decrypts with the data key only when S3 asks for the lifecycle
+    bucket's objects (root on a login node holds these credentials: no direct kms:Decrypt of anything).
     """
+    if login and eks_cluster_arn is not None:
+        raise ValueError("login nodes exist only with the Slurm orchestrator; a login role takes no EKS cluster")
     prefix = lifecycle_prefix.strip("/")
     root = (lifecycle_root or prefix).strip("/")
     if prefix != root and not prefix.startswith(f"{root}/"):
@@ -225,7 +236,19 @@ def hyperpod_execution_policy(
         ),
     ]
     if kms_key_arn is not None:
-        statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn]))
+        through_s3: dict[str, Any] = {}
+        if login:
+            # S3 asks KMS with the bucket's ARN as encryption context when the bucket key is on (components/buckets.py)
+            # and the object's ARN otherwise (S3 User Guide, "Encryption context"): both, and nothing else.
+            through_s3 = {
+                "Condition": {
+                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
+                    "StringLike": {
+                        "kms:EncryptionContext:aws:s3:arn": [lifecycle_bucket_arn, f"{lifecycle_bucket_arn}/{root}/*"]
+                    },
+                }
+            }
+        statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn], **through_s3))
         # A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
         # role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS
         # KMS key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
@@ -351,6 +374,13 @@ class HyperPodExecutionRoleArgs:
     """The cluster's VpcConfig: the only place the role may put network interfaces."""
     eks_cluster_arn: pulumi.Input[str] | None = None
     kms_key_arn: pulumi.Input[str] | None = None
+    login: bool = False
+    """The Slurm login nodes' role (`hyperpod_execution_policy`), named `<base>-hyperpod-login`."""
+
+
+def hyperpod_role_name(base_name: str, login: bool = False) -> str:
+    """A HyperPod role's physical name (fixed, so the lifecycle bucket's policy can name it before it exists)."""
+    return physical_name(base_name, "hyperpod-login" if login else "hyperpod-exec", max_length=64)
 
 
 class HyperPodExecutionRole(pulumi.ComponentResource):
@@ -368,8 +398,10 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
         account = _account_id(self)
         self.role = _sagemaker_role(
             child_name(name, "role"),
-            physical_name(args.base_name, "hyperpod-exec", max_length=64),  # hyperpod.execution_role_name
-            "SageMaker HyperPod execution role (trainstack)",
+            hyperpod_role_name(args.base_name, args.login),
+            "SageMaker HyperPod login-node role (trainstack)"
+            if args.login
+            else "SageMaker HyperPod execution role (trainstack)",
             account,
             child,
         )
@@ -398,6 +430,7 @@ class HyperPodExecutionRole(pulumi.ComponentResource):
                     lifecycle_root=args.lifecycle_root,
                     eks_cluster_arn=v[2],
                     kms_key_arn=v[3],
+                    login=args.login,
                 )
             )
         )

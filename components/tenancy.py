@@ -25,7 +25,7 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
+from components.k8s_common import EFA_RESOURCE, GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
 from components.naming import child_name
 from components.team_rbac import (
     SERVICE_QUOTA,
@@ -104,11 +104,14 @@ class NodeShape:
     cpu_millicores: int
     memory_mib: int
     ephemeral_gib: int
+    efa_per_node: int = 0
+    hugepages_mib: int = 0
 
 
-def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int) -> NodeShape:
+def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int, efa: bool = False) -> NodeShape:
     """Allocatable CPU, memory (less kube-reserved, eviction threshold and pre-allocated hugepages) and
-    ephemeral storage (the instance store when the node has one, else its root volume) of one node."""
+    ephemeral storage (the instance store when the node has one, else its root volume) of one node; its EFA
+    devices (the EFA device plugin advertises one per interface) when `efa`, and its 2 MiB hugepages."""
     memory = row.memory_gib * 1024 - (11 * MAX_PODS_PER_NODE + 255) - EVICTION_HARD_MIB - hugepages_mib
     return NodeShape(
         device_resource=row.device_resource,
@@ -117,6 +120,8 @@ def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int)
         cpu_millicores=row.vcpus * 1000 - reserved_cpu_millicores(row.vcpus),
         memory_mib=memory,
         ephemeral_gib=row.instance_store_gib or disk_gib,
+        efa_per_node=row.max_efa_interfaces if efa else 0,
+        hugepages_mib=hugepages_mib,
     )
 
 
@@ -130,11 +135,14 @@ def node_shapes(
             g.max_size,
             g.hugepages_2mi * 2 if g.efa_enabled else 0,
             g.root_volume_size_gib,
+            efa=g.efa_enabled,
         )
         for g in groups
     ]
+    # HyperPod puts every EFA interface of an EFA-capable type on its nodes; the EFA device plugin advertises them.
     shapes += [
-        node_shape(CATALOG[g.ec2_instance_type], g.instance_count, 0, g.ebs_volume_size_gib) for g in hyperpod_groups
+        node_shape(CATALOG[g.ec2_instance_type], g.instance_count, 0, g.ebs_volume_size_gib, efa=True)
+        for g in hyperpod_groups
     ]
     return shapes
 
@@ -147,9 +155,10 @@ def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str,
     kind has the most allocatable resources, so it gets the largest such share, once per accelerator kind
     (the accelerator ResourceQuota counts each kind separately). What it gets is exactly what its
     accelerators' nodes offer: its pods fit beside its GPUs, and it cannot take the rest of the cluster."""
-    cpu = memory = ephemeral = pods = 0
+    cpu = memory = ephemeral = pods = efa = hugepages = 0
     for kind in dict.fromkeys(s.device_resource for s in shapes):
         best = (0, 0, 0, 0)
+        devices = (0, 0)  # EFA devices and hugepages: the most any one group of the kind offers the team's nodes
         for shape in (s for s in shapes if s.device_resource == kind):
             nodes = min(math.ceil(team.gpu_quota / shape.accelerators_per_node), shape.nodes)
             accelerators = min(team.gpu_quota, nodes * shape.accelerators_per_node)
@@ -160,7 +169,9 @@ def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str,
                 accelerators,
             )
             best = max(best, share)
+            devices = (max(devices[0], nodes * shape.efa_per_node), max(devices[1], nodes * shape.hugepages_mib))
         cpu, memory, ephemeral, pods = cpu + best[0], memory + best[1], ephemeral + best[2], pods + best[3]
+        efa, hugepages = efa + devices[0], hugepages + devices[1]
     return {
         "requests.cpu": f"{cpu}m",
         "limits.cpu": f"{cpu}m",
@@ -169,6 +180,26 @@ def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str,
         "requests.ephemeral-storage": f"{ephemeral}Gi",
         "limits.ephemeral-storage": f"{ephemeral}Gi",
         "pods": str(pods + POD_HEADROOM),
+        # Extended resources take only the requests. form, hugepages both forms (kubernetes
+        # pkg/quota/v1/evaluator/core/pods.go podComputeUsageHelper): a team's pods hold no more EFA devices or
+        # hugepages than its accelerators' nodes have, so they cannot pin another team's fabric or memory.
+        f"requests.{EFA_RESOURCE}": str(efa),
+        f"requests.{HUGEPAGES_2MI}": f"{hugepages}Mi",
+    }
+
+
+def priority_quota() -> dict[str, Any]:
+    """A ResourceQuota spec that admits no pod of the system priority classes: pods with one can preempt the
+    platform's own (CoreDNS, the CNI, the device plugins). The device policy refuses them at admission; this
+    holds the line without it (a pod matches a PriorityClass scope by its priorityClassName: pods.go
+    podMatchesScopeFunc)."""
+    return {
+        "hard": {"pods": "0"},
+        "scopeSelector": {
+            "matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
+            ]
+        },
     }
 
 
@@ -369,6 +400,9 @@ ACCELERATOR_TAINTS = (GPU_TAINT_KEY, NEURON_TAINT_KEY)
 LAUNCHER_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 LAUNCHER_NAME = "launcher"
 SYSTEM_PRIORITY_PREFIX = "system-"  # system-cluster-critical, system-node-critical (kube-scheduler built-ins)
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+PRIORITY_QUOTA_NAME = "system-priority"
+HUGEPAGES_2MI = "hugepages-2Mi"
 
 
 def _no_device_variables(field: str) -> str:
@@ -492,6 +526,12 @@ class Tenancy(pulumi.ComponentResource):
                 child_name(name, team.name, "quota"),
                 metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
                 spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=self.quotas[team.name]),
+                opts=child,
+            )
+            k8s.core.v1.ResourceQuota(
+                child_name(name, team.name, "priority"),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=PRIORITY_QUOTA_NAME, namespace=namespace),
+                spec=cast("k8s.core.v1.ResourceQuotaSpecArgsDict", priority_quota()),
                 opts=child,
             )
             k8s.core.v1.ResourceQuota(

@@ -42,9 +42,10 @@ ancestor (the launcher), never to the MPI `node` workers (pkg/runtime/framework/
 Who the ranks run as: the torch runtime runs every process as the team's Lustre identity (`LustreMount`, the FSx
 root squash UID:GID, 65534:65534 by default) with the `restricted` Pod Security settings (non-root, seccomp
 RuntimeDefault, no privilege escalation, every capability dropped), so it runs in a `restricted` team namespace
-too; the MPI runtime's workers run sshd as root, which only `baseline` admits, and root on a Lustre client is
-squashed to the same identity. Either way a job writes its team directory as one owner (docs/security.md says
-how that directory is created).
+too; the MPI runtime's workers run sshd as root, which only `baseline` admits (with every capability dropped but
+the few sshd and root's Lustre writes need, no privilege escalation, seccomp RuntimeDefault:
+`MPI_WORKER_CAPABILITIES`), and root on a Lustre client is squashed to the same identity. Either way a job
+writes its team directory as one owner (docs/security.md says how that directory is created).
 
 Exit codes: torchrun exits 1 whatever a rank exited with (pytorch v2.7.1 torch/distributed/run.py `main` is
 wrapped by `errors.record`, which re-raises the agent's `ChildFailedError`), so the torch runtime runs torchrun
@@ -199,6 +200,29 @@ def restricted_security_context(uid: int, gid: int) -> dict[str, Any]:
 def restricted_container_context() -> dict[str, Any]:
     """The container half of `restricted`: no privilege escalation, every capability dropped."""
     return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+# The MPI runtime runs as root (sshd as root, and mpirun's ssh logs in as root: the image's only user with the keys), so
+# it cannot take `restricted`. It drops every capability and adds back only what was measured to be needed, with
+# Debian bookworm's OpenSSH 9.2p1 under no_new_privs (tests/e2e/test_mpi_capabilities.py runs it): SETUID and
+# SETGID (setgroups) and SYS_CHROOT (the pre-auth privilege separation child's chroot to /run/sshd), NET_BIND_SERVICE
+# (port 22 where ip_unprivileged_port_start is 1024), DAC_OVERRIDE (root writing the team directory, owned by the
+# squash identity with mode 770: the Lustre client checks permissions locally first), and AUDIT_WRITE (a PAM login
+# as root fails when libpam cannot write its audit record: images that run sshd with UsePAM). Gone: NET_RAW (raw
+# sockets, ARP and ICMP spoofing), MKNOD, SETFCAP, SETPCAP, FSETID, FOWNER, CHOWN, KILL. Every one of these is in
+# Pod Security `baseline`'s allowed list, so the runtime still runs in a baseline team namespace.
+MPI_WORKER_CAPABILITIES = ("AUDIT_WRITE", "DAC_OVERRIDE", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
+# The launcher runs mpirun and the ssh client as root: nothing but root's writes to the team directory.
+MPI_LAUNCHER_CAPABILITIES = ("DAC_OVERRIDE",)
+
+
+def mpi_container_context(capabilities: Sequence[str]) -> dict[str, Any]:
+    """The MPI runtime's containers: root with only `capabilities`, no privilege escalation (sshd's setuid to its
+    privilege separation user is a direct call, which no_new_privs allows)."""
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"], "add": list(capabilities)}}
+
+
+MPI_POD_CONTEXT = {"seccompProfile": {"type": "RuntimeDefault"}}  # containerd's default profile admits sshd and mpirun
 
 
 def ssh_key_init_container(image: str) -> dict[str, Any]:
@@ -452,6 +476,7 @@ def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre:
         "readinessProbe": sshd_readiness_probe(),
         "resources": {"requests": resources, "limits": resources},
         "volumeMounts": [ssh_home_mount()],
+        "securityContext": mpi_container_context(MPI_WORKER_CAPABILITIES),
     }
     launcher = {
         "name": NODE,
@@ -459,11 +484,16 @@ def mpi_runtime_spec(group: GpuNodeGroupSpec, spec: TrainerRuntimesSpec, lustre:
         "env": env,
         "resources": LAUNCHER_RESOURCES,
         "volumeMounts": [ssh_home_mount()],
+        "securityContext": mpi_container_context(MPI_LAUNCHER_CAPABILITIES),
     }
-    keys = ssh_key_init_container(spec.mpi_image)
+    # Root writing root's files in an emptyDir: no capability at all.
+    keys = {**ssh_key_init_container(spec.mpi_image), "securityContext": mpi_container_context(())}
     # The workers hold the GPUs and wait before a restart; the launcher starts only once they are Ready.
-    worker_pod = _pod(group, worker, lustre, ssh, [restart_wait_init_container(spec), keys])
-    launcher_pod = _pod(group, launcher, lustre, ssh, [keys])
+    worker_pod = {
+        **_pod(group, worker, lustre, ssh, [restart_wait_init_container(spec), keys]),
+        "securityContext": MPI_POD_CONTEXT,
+    }
+    launcher_pod = {**_pod(group, launcher, lustre, ssh, [keys]), "securityContext": MPI_POD_CONTEXT}
     return {
         "mlPolicy": mpi_policy(1, row.accelerator_count),
         "template": {

@@ -39,9 +39,12 @@ from components.scheduling import custom_resource_name, local_queue
 from components.tenancy import limit_range_limits, system_namespace_labels
 from components.training_runtimes import (
     LAUNCHER,
+    MPI_POD_CONTEXT,
+    MPI_WORKER_CAPABILITIES,
     NODE,
     SSH_HOME,
     launcher_after_workers,
+    mpi_container_context,
     mpi_policy,
     ssh_home_mount,
     ssh_home_volume,
@@ -227,9 +230,12 @@ def nccl_worker_pod_spec(
                 "readinessProbe": sshd_readiness_probe(),
                 "resources": nccl_worker_resources(plan),
                 "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                # sshd as root with the MPI runtime's measured set (components/training_runtimes.py).
+                "securityContext": mpi_container_context(MPI_WORKER_CAPABILITIES),
             }
         ],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+        "securityContext": MPI_POD_CONTEXT,
     }
     return _with_trainer_keys(pod, image) if trainer_keys else pod
 
@@ -251,8 +257,10 @@ def nccl_launcher_pod_spec(
                     "requests": {"cpu": "1", "memory": "2Gi"},
                     "limits": {"cpu": "2", "memory": "4Gi"},
                 },
+                "securityContext": mpi_container_context(()),  # mpirun and ssh as root, writing nothing shared
             }
         ],
+        "securityContext": MPI_POD_CONTEXT,
     }
     return _with_trainer_keys(pod, image) if trainer_keys else pod
 
@@ -262,7 +270,7 @@ def _with_trainer_keys(pod: dict[str, Any], image: str) -> dict[str, Any]:
     container = pod["containers"][0]
     return {
         **pod,
-        "initContainers": [ssh_key_init_container(image)],
+        "initContainers": [{**ssh_key_init_container(image), "securityContext": mpi_container_context(())}],
         "containers": [{**container, "volumeMounts": [*container.get("volumeMounts", []), ssh_home_mount()]}],
         "volumes": [*pod.get("volumes", []), ssh_home_volume()],
     }

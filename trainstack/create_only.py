@@ -40,6 +40,7 @@ from trainstack.tokens import (
     BUCKET_POLICY,
     BUCKET_PUBLIC_ACCESS_BLOCK,
     BUCKET_VERSIONING,
+    DEFAULT_SECURITY_GROUP,
     EIP,
     EKS_ADDON,
     EKS_CLUSTER,
@@ -146,6 +147,8 @@ NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
     AUTOSCALING_TAG: frozenset({"autoscalingGroupName", "tag"}),
     AMP_ALERT_MANAGER_DEFINITION: frozenset({"workspaceId"}),
     # access_policy_association.go has no update: every argument is ForceNew.
+    # default_security_group.go: the VPC is ForceNew; CloudFormation cannot adopt a VPC's default group at all.
+    DEFAULT_SECURITY_GROUP: frozenset({"vpcId"}),
     ACCESS_POLICY_ASSOCIATION: frozenset({"clusterName", "principalArn", "policyArn", "accessScope"}),
     IAM_ROLE_POLICY_ATTACHMENT: frozenset({"role", "policyArn"}),
     BUCKET_LIFECYCLE_CONFIGURATION: frozenset({"bucket", "expectedBucketOwner"}),

@@ -4,7 +4,7 @@ Resources are matched by URN, or by an alias as the engine matches state (`match
 is named by its engine path in Pulumi's property path syntax (`property_path`, `path_parts`), and a change is a
 replacement when it touches a create-only input (`trainstack.create_only`) or a path under the resource's own
 `replace_on_changes`. Inputs under `ignoreChanges` keep their deployed value (`apply_ignore_changes`). No report,
-cost or policy here: `trainstack.diff` builds the reviewed diff on top, and the day-2 journey
+cost or policy here: `trainstack.model.diff` builds the reviewed diff on top, and the day-2 journey
 (`trainstack.journeys.day2`) reads these changes directly.
 """
 

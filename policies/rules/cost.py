@@ -34,6 +34,7 @@ TAGGABLE_TYPES = (
     "aws:amp/scraper:Scraper",
     "aws:amp/workspace:Workspace",
     "aws:cloudwatch/logGroup:LogGroup",
+    "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup",
     "aws:ec2/eip:Eip",
     "aws:ec2/flowLog:FlowLog",
     "aws:ec2/internetGateway:InternetGateway",

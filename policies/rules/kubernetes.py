@@ -239,6 +239,45 @@ def k8s_pod_security(args: ResourceValidationArgs, report: Report) -> None:
                 report(f"container {name} allows privilege escalation.")
 
 
+TRAINING_RUNTIMES = (
+    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
+)
+# Pod Security `baseline`'s allowed added capabilities minus NET_RAW, which Kubernetes' baseline still admits but no
+# training process needs (raw sockets: ARP and ICMP spoofing on the node's network).
+RUNTIME_CAPABILITIES = frozenset(
+    {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
+     "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+)  # fmt: skip
+SECCOMP_CONFINED = ("RuntimeDefault", "Localhost")
+
+
+@resource_rule(
+    name="k8s-runtime-least-privilege",
+    description="The training runtimes' containers drop every capability and add back only what they need (never "
+    "NET_RAW, nothing beyond Pod Security baseline), allow no privilege escalation, and run under a seccomp "
+    "profile (RuntimeDefault): a team's job is the code the platform trusts least (CKV_K8S_28, CKV_K8S_31, CIS EKS "
+    "4.6).",
+    severity=Severity.LOW,
+    types=list(TRAINING_RUNTIMES),
+)
+def k8s_runtime_least_privilege(args: ResourceValidationArgs, report: Report) -> None:
+    for spec in pod_specs(args.props):
+        pod_seccomp = get(spec, "securityContext.seccompProfile.type")
+        for container in containers(spec):
+            name = get(container, "name", "?")
+            context = get(container, "securityContext") or {}
+            if (get(context, "seccompProfile.type") or pod_seccomp) not in SECCOMP_CONFINED:
+                report(f"container {name} runs without a seccomp profile (set RuntimeDefault).")
+            if get(context, "allowPrivilegeEscalation") is not False:
+                report(f"container {name} does not set allowPrivilegeEscalation: false.")
+            if "ALL" not in [str(c) for c in items(get(context, "capabilities.drop"))]:
+                report(f"container {name} does not drop ALL capabilities.")
+            extra = sorted({str(c) for c in items(get(context, "capabilities.add"))} - RUNTIME_CAPABILITIES)
+            if extra:
+                report(f"container {name} adds {extra}: beyond what a training container needs.")
+
+
 def _image_parts(image: str) -> tuple[str | None, str | None]:
     """(tag, digest) of an image reference."""
     name, _, digest = image.partition("@")

@@ -165,6 +165,33 @@ def vpc_flow_logs(args: StackValidationArgs, report: Report) -> None:
             report(f"VPC {vpc.name} logs {types}; {required} is required here.", vpc.urn)
 
 
+DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+
+
+@stack_rule(
+    name="vpc-default-sg-closed",
+    description="Every VPC the stack creates has its default security group adopted with no rule: by default it "
+    "admits all traffic among its members and to anywhere, and whatever is launched without a group lands in it "
+    "(CIS AWS Foundations 5.4, CKV2_AWS_12).",
+    severity=Severity.LOW,
+)
+def vpc_default_sg_closed(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    vpcs = g.of_type(VPC)
+    if not vpcs:
+        args.not_applicable("no VPC in the stack (an existing VPC's default group is its owner's)")
+    for vpc in vpcs:
+        groups = g.referrers(vpc, "vpcId", DEFAULT_SG)
+        if not groups:
+            report(f"VPC {vpc.name}: its default security group is not adopted, so it keeps AWS's open rules.", vpc.urn)
+        for group in groups:
+            rules = [d for d in ("ingress", "egress") if items(get(group.props, d))]
+            if rules:
+                report(
+                    f"VPC {vpc.name}: default security group {group.name} keeps {' and '.join(rules)} rules.", group.urn
+                )
+
+
 @stack_rule(
     name="sg-rule-style-consistent",
     description="A security group is managed either by inline rules or by rule resources, never both: "

@@ -5,6 +5,7 @@ change cannot remove it without the review saying so."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,11 +32,13 @@ from ..rbac import PRIVILEGE_VERBS, Request, allows
 from .base import (
     EKS_ADDON,
     FSX_LUSTRE,
+    HYPERPOD_CLUSTER,
     IAM_ROLE,
     IAM_ROLE_POLICY,
     IAM_ROLE_POLICY_ATTACHMENT,
     KMS_KEY,
     S3_BUCKETS,
+    S3_OBJECT,
     Graph,
     Report,
     as_list,
@@ -232,13 +235,35 @@ def _internet_wide(cidr: Any) -> bool:
         return False
 
 
-QUOTA_KEYS = ("requests.cpu", "requests.memory", "requests.ephemeral-storage", "pods")
+QUOTA_KEYS = (
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "pods",
+    "requests.vpc.amazonaws.com/efa",
+    "requests.hugepages-2Mi",
+)
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def _holds_system_classes_at_zero(spec: Any) -> bool:
+    """A quota whose scope is the system priority classes (both, by In) and that admits no pod of them."""
+    if not isinstance(spec, Mapping) or str(get(spec, "hard.pods", "")) != "0" or get(spec, "scopes"):
+        return False
+    expressions = items(get(spec, "scopeSelector.matchExpressions"))
+    return len(expressions) == 1 and (
+        get(expressions[0], "scopeName") == "PriorityClass"
+        and get(expressions[0], "operator") == "In"
+        and set(SYSTEM_PRIORITY_CLASSES) <= {str(v) for v in items(get(expressions[0], "values"))}
+    )
 
 
 @stack_rule(
     name="k8s-team-quotas",
-    description="Each team namespace has a ResourceQuota on CPU, memory, ephemeral storage and pods, and a "
-    "LimitRange, so a team cannot starve another's pods on the nodes both share beyond their GPU quota.",
+    description="Each team namespace has a ResourceQuota on CPU, memory, ephemeral storage, pods, EFA devices and "
+    "hugepages, a quota that admits no pod of the system priority classes, and a LimitRange, so a team cannot "
+    "starve another's pods on the nodes both share beyond their GPU quota, pin another team's fabric or memory, "
+    "or preempt the platform.",
     severity=Severity.HIGH,
 )
 def k8s_team_quotas(args: StackValidationArgs, report: Report) -> None:
@@ -248,12 +273,19 @@ def k8s_team_quotas(args: StackValidationArgs, report: Report) -> None:
         args.not_applicable("no team namespaces")
     for namespace in namespaces:
         hard: set[str] = set()
-        for quota in _in_namespace(g, namespace, RESOURCE_QUOTA):
+        quotas = _in_namespace(g, namespace, RESOURCE_QUOTA)
+        for quota in quotas:
             value = get(quota.props, "spec.hard", {})
-            hard |= set(value) if isinstance(value, Mapping) else set()
+            scoped = get(quota.props, "spec.scopeSelector") or get(quota.props, "spec.scopes")
+            hard |= set(value) if isinstance(value, Mapping) and not scoped else set()  # a scoped one counts few pods
         missing = [k for k in QUOTA_KEYS if k not in hard]
         if missing:
             report(f"team namespace {namespace.name} has no quota on {missing}.", namespace.urn)
+        if not any(_holds_system_classes_at_zero(get(q.props, "spec")) for q in quotas):
+            report(
+                f"team namespace {namespace.name} has no quota holding pods of {list(SYSTEM_PRIORITY_CLASSES)} at 0.",
+                namespace.urn,
+            )
         if not _in_namespace(g, namespace, LIMIT_RANGE):
             report(f"team namespace {namespace.name} has no LimitRange.", namespace.urn)
 
@@ -727,6 +759,41 @@ def hyperpod_lifecycle_locked(args: StackValidationArgs, report: Report) -> None
             report(f"{bucket.name}: uploads without the stack's KMS key are not denied.", bucket.urn)
 
 
+S3_LIFECYCLE = (
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
+)
+
+
+def _aborts_stale_uploads(rule: Any) -> bool:
+    """An enabled lifecycle rule on the whole bucket (no filter, or an empty prefix and nothing else) that aborts
+    incomplete multipart uploads after some days."""
+    days = get(rule, "abortIncompleteMultipartUpload.daysAfterInitiation")
+    whole = all(get(rule, f"filter.{k}") in (None, "") for k in ("prefix", "tag", "and"))
+    return get(rule, "status") == "Enabled" and isinstance(days, int | float) and days >= 1 and whole
+
+
+@stack_rule(
+    name="s3-abort-incomplete-uploads",
+    description="Every bucket the stack creates aborts incomplete multipart uploads (an enabled lifecycle rule on "
+    "the whole bucket): their parts are stored and billed, invisible to listings, until aborted (S3 User Guide, "
+    "lifecycle configuration for incomplete multipart uploads).",
+    severity=Severity.LOW,
+)
+def s3_abort_incomplete_uploads(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    buckets = g.of_type(*S3_BUCKETS)
+    if not buckets:
+        args.not_applicable("no bucket")
+    for bucket in buckets:
+        try:
+            rules = [r for c in g.referrers(bucket, "bucket", *S3_LIFECYCLE) for r in items(get(c.props, "rules"))]
+            if not any(_aborts_stale_uploads(r) for r in rules):
+                report(f"{bucket.name}: no enabled lifecycle rule aborts incomplete multipart uploads.", bucket.urn)
+        except UnknownValueError:
+            continue
+
+
 CHECKPOINT_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject")
 ENCRYPTION_HEADERS = ("s3:x-amz-server-side-encryption-aws-kms-key-id", "s3:x-amz-server-side-encryption")
 
@@ -947,6 +1014,77 @@ def kms_admin_separation(args: ResourceValidationArgs, report: Report) -> None:
             report(f"{action} is not denied to principals other than the key administrators.")
 
 
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+SNS_TOPIC = "aws:sns/topic:Topic"
+
+
+def _context_values(statement: Mapping[str, Any], key: str) -> list[str]:
+    condition = statement.get("Condition")
+    found: list[str] = []
+    for block in condition.values() if isinstance(condition, Mapping) else []:
+        if isinstance(block, Mapping) and key in block:
+            found += [str(v) for v in as_list(block[key])]
+    return found
+
+
+def _key_names(g: Graph, resource: PolicyResource, prop: str, service: str, context_key: str, suffix: str) -> str:
+    """Why the key `resource.prop` names does not let `service` use it for this resource (by the encryption context
+    `context_key` ending in `suffix`), or "" when it does."""
+    keys = g.deps(resource, prop, KMS_KEY)
+    if not keys:
+        return "its key is not a key of this stack, so no key policy here says who may read it"
+    try:
+        statements = [s for k in keys for s in _statements(get(k.props, "policy"))]
+    except UnknownValueError:
+        return ""  # computed at the first preview; judged at pulumi up
+    for statement in statements:
+        services = [str(p) for p in as_list(get(statement, "Principal.Service"))]
+        named = [v for v in _context_values(statement, context_key) if v.endswith(suffix)]
+        if statement.get("Effect") == "Allow" and any(p.startswith(service) for p in services) and named:
+            return ""
+    return f"its key's policy does not let {service} use it with {context_key} naming it"
+
+
+def _set(props: Any, key: str) -> Any:
+    """The value of `key`, or True when it is set to a value computed later (a key's ARN at the first preview)."""
+    try:
+        return get(props, key)
+    except UnknownValueError:
+        return True
+
+
+@stack_rule(
+    name="telemetry-encrypted",
+    description="Every CloudWatch log group and SNS topic the stack creates is encrypted with a key of the stack "
+    "whose policy lets the service use it for that log group or topic alone (an encryption-context condition): "
+    "flow logs, the API server's audit log and the alerts are then readable only as the key policy and its "
+    "administrators decide, not by anyone with logs:* or sns:* (CKV_AWS_158, CKV_AWS_26).",
+    severity=Severity.LOW,
+)
+def telemetry_encrypted(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    groups, topics = g.of_type(LOG_GROUP), g.of_type(SNS_TOPIC)
+    if not groups and not topics:
+        args.not_applicable("no log group or topic")
+    for group in groups:
+        name = str(get(group.props, "name", ""))
+        if not _set(group.props, "kmsKeyId"):
+            report(f"log group {name or group.name} is not encrypted with a customer-managed key.", group.urn)
+        elif why := _key_names(
+            g, group, "kmsKeyId", "logs.", "kms:EncryptionContext:aws:logs:arn", f":log-group:{name}"
+        ):
+            report(f"log group {name}: {why}.", group.urn)
+    for topic in topics:
+        name = str(get(topic.props, "name", ""))
+        key = _set(topic.props, "kmsMasterKeyId")
+        if not key or str(key).startswith("alias/aws/"):
+            report(f"topic {name or topic.name} is not encrypted with a customer-managed key.", topic.urn)
+        elif why := _key_names(
+            g, topic, "kmsMasterKeyId", "aps.", "kms:EncryptionContext:aws:sns:topicArn", f":{name}"
+        ):
+            report(f"topic {name}: {why} (its publisher, the alert manager, could not publish).", topic.urn)
+
+
 @resource_rule(
     name="iam-no-sagemaker-full-access",
     description="No role gets AmazonSageMakerFullAccess: it grants object access to every `sagemaker-*` bucket, "
@@ -970,10 +1108,12 @@ def _confines(statement: Mapping[str, Any], action: str) -> bool:
 
 @stack_rule(
     name="hyperpod-execution-role-confined",
-    description="A role holding AmazonSageMakerClusterInstanceRolePolicy (which reads every `sagemaker-*` bucket) "
-    "has an explicit deny on reading and listing any S3 object or bucket but its lifecycle scripts: whoever may "
-    "update the cluster's lifecycle source could otherwise point it at a bucket of their own and run a script as "
-    "root on every new node.",
+    description="A role holding AmazonSageMakerClusterInstanceRolePolicy (which reads every `sagemaker-*` bucket), "
+    "the execution role and the Slurm login nodes' role alike, has an explicit deny on reading and listing any S3 "
+    "object or bucket but its lifecycle scripts: whoever may update the cluster's lifecycle source could otherwise "
+    "point it at a bucket of their own and run a script as root on every new node. A Slurm login group runs as a "
+    "role no other group of its cluster uses: users work on login nodes, and root there must not hold the "
+    "workers' rights.",
     severity=Severity.CRITICAL,
 )
 def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) -> None:
@@ -1002,3 +1142,40 @@ def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) 
                     f"{HYPERPOD_INSTANCE_POLICY} lets it read any sagemaker-* bucket.",
                     role.urn,
                 )
+    logins = _login_groups(g)
+    for cluster in g.of_type(HYPERPOD_CLUSTER):
+        try:
+            runs_as = {
+                str(get(ig, "instanceGroupName")): get(ig, "executionRole")
+                for ig in items(get(cluster.props, "instanceGroups"))
+            }
+        except UnknownValueError:
+            continue  # the roles' ARNs are computed at the first preview; judged at pulumi up
+        for login in sorted(logins & runs_as.keys()):
+            shared = sorted(n for n, arn in runs_as.items() if n != login and arn == runs_as[login])
+            if shared:
+                report(
+                    f"{cluster.name}: login group {login} runs as {runs_as[login]}, the role of {', '.join(shared)}: "
+                    "root on a login node, where users work, would hold the workers' rights; give it its own role.",
+                    cluster.urn,
+                )
+
+
+PROVISIONING_PARAMETERS = "/provisioning_parameters.json"  # components/hyperpod.py PROVISIONING_PARAMETERS
+
+
+def _login_groups(g: Graph) -> set[str]:
+    """The login groups the Slurm lifecycle's provisioning_parameters.json names (`login_group`); none while its
+    content is unknown (it carries the file system's outputs) or unreadable."""
+    found: set[str] = set()
+    for obj in g.of_type(S3_OBJECT):
+        try:
+            if not str(get(obj.props, "key", "")).endswith(PROVISIONING_PARAMETERS):
+                continue
+            params = json.loads(str(get(obj.props, "content", "")))
+        except (UnknownValueError, ValueError):
+            continue
+        login = params.get("login_group") if isinstance(params, dict) else None
+        if isinstance(login, str):
+            found.add(login)
+    return found

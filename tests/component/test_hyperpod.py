@@ -167,6 +167,15 @@ def test_lifecycle_bucket_is_locked_down(eks_run: Recording) -> None:
     assert policy["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
+def test_lifecycle_bucket_aborts_stale_uploads_and_expires_old_bundles(eks_run: Recording) -> None:
+    config = eks_run.one("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs
+    rules = {r["id"]: r for r in config["rules"]}
+    assert set(rules) == {"expire-old-bundles", "abort-incomplete-multipart-uploads"}
+    abort = rules["abort-incomplete-multipart-uploads"]
+    assert abort["status"] == "Enabled" and abort["filter"] == {"prefix": ""}
+    assert abort["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 1}
+
+
 def test_lifecycle_prefix_is_the_deployers_and_read_only_for_the_execution_role(eks_run: Recording) -> None:
     statements = {
         s["Sid"]: s for s in json.loads(eks_run.one("aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])["Statement"]
@@ -215,8 +224,39 @@ def test_slurm_provisioning_parameters_mount_fsx(slurm_run: Recording) -> None:
     assert params["fsx_dns_name"] == "fs-0abc.fsx.us-east-1.amazonaws.com" and params["fsx_mountname"] == "mnt1234"
     uri = groups(slurm_run)["p5"]["lifeCycleConfig"]["sourceS3Uri"]
     assert uri.endswith(params_object.inputs["key"].removesuffix(PROVISIONING_PARAMETERS))
-    inline = json.loads(slurm_run.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    assert not [s for s in inline["Statement"] if s["Sid"].startswith("Eks")]
+    for policy in slurm_run.by_type("aws:iam/rolePolicy:RolePolicy"):
+        inline = json.loads(policy.inputs["policy"])
+        assert not [s for s in inline["Statement"] if s["Sid"].startswith("Eks")]
+
+
+def test_the_login_group_runs_as_a_role_of_its_own(slurm_run: Recording) -> None:
+    """CreateCluster takes an ExecutionRole per instance group: login nodes, where users work, get their own."""
+    roles = {r.inputs["name"]: r for r in slurm_run.by_type("aws:iam/role:Role")}
+    assert set(roles) == {"trainstack-test-hyperpod-exec", "trainstack-test-hyperpod-login"}
+    execution, login = (roles[f"trainstack-test-hyperpod-{k}"].outputs["arn"] for k in ("exec", "login"))
+    by_name = groups(slurm_run)
+    assert by_name["login"]["executionRole"] == login
+    assert by_name["controller"]["executionRole"] == by_name["p5"]["executionRole"] == execution
+    # Both hold the managed instance policy and read the scripts; the bucket exempts both from its read deny.
+    attached = slurm_run.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    assert len(attached) == 2 and {a.inputs["policyArn"].rsplit("/", 1)[1] for a in attached} == {
+        "AmazonSageMakerClusterInstanceRolePolicy"
+    }
+    policy = json.loads(slurm_run.one("aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])
+    [read] = [s for s in policy["Statement"] if s["Sid"] == "DenyLifecycleReadExceptDeployerAndHyperPod"]
+    named = read["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    assert [a for a in named if ":role/" in a] == sorted(
+        f"arn:aws:iam::123456789012:role/{n}"
+        for n in ("trainstack-test-hyperpod-exec", "trainstack-test-hyperpod-login")
+    )
+    inline = {p.name: json.loads(p.inputs["policy"]) for p in slurm_run.by_type("aws:iam/rolePolicy:RolePolicy")}
+    [login_inline] = [d for n, d in inline.items() if "login" in n]
+    [decrypt] = [s for s in login_inline["Statement"] if s["Sid"] == "LifecycleDecrypt"]
+    assert decrypt["Condition"]["StringEquals"] == {"kms:ViaService": "s3.us-east-1.amazonaws.com"}
+
+
+def test_without_a_login_group_there_is_one_role(eks_run: Recording) -> None:
+    assert len(eks_run.by_type("aws:iam/role:Role")) == 1
 
 
 def test_a_changed_script_changes_source_uri_and_keys(tmp_path: Path, eks_run: Recording) -> None:

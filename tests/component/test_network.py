@@ -39,6 +39,15 @@ def test_vpc_has_dns_support_and_hostnames_and_the_config_cidr():
     assert vpc.inputs["enableDnsSupport"] is True and vpc.inputs["enableDnsHostnames"] is True
 
 
+def test_the_vpcs_default_security_group_keeps_no_rule():
+    rec = recorded("prod")
+    vpc = rec.one("aws:ec2/vpc:Vpc")
+    group = rec.one("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
+    assert group.inputs["vpcId"] == vpc.id
+    assert group.inputs.get("ingress", []) == [] and group.inputs.get("egress", []) == []
+    assert group.parent == next(r.urn for r in rec.resources if r.type == "trainstack:network:Network")
+
+
 def test_one_private_and_one_public_subnet_per_az_with_elb_role_tags():
     rec = recorded("prod")
     subnets = rec.by_type("aws:ec2/subnet:Subnet")

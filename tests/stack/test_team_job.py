@@ -225,6 +225,44 @@ def test_an_accelerator_quota_below_the_job_breaks_the_quota_step() -> None:
     assert step is not None and step.name == QUOTA and "requests.nvidia.com/gpu" in step.detail
 
 
+def _pretraining_quota(name: str, edit: Callable[[dict[str, Any]], None]) -> Recording:
+    def apply(inputs: dict[str, Any]) -> None:
+        if inputs["metadata"]["name"] == name:
+            edit(inputs["spec"])
+
+    return edited(
+        recording("prod"),
+        lambda r: r.type == "kubernetes:core/v1:ResourceQuota" and r.inputs["metadata"]["namespace"] == "pretraining",
+        apply,
+    )
+
+
+@pytest.mark.slow
+def test_the_compute_quota_counts_efa_devices_and_hugepages() -> None:
+    """The team's quota holds exactly the EFA devices and hugepages of its nodes: one device fewer refuses the job."""
+    for key in ("requests.vpc.amazonaws.com/efa", "requests.hugepages-2Mi"):
+
+        def less(spec: dict[str, Any], key: str = key) -> None:
+            value = spec["hard"][key]
+            spec["hard"][key] = str(int(value.removesuffix("Mi")) - 1) + ("Mi" if value.endswith("Mi") else "")
+
+        step = one(journeys(_pretraining_quota("compute", less)), TORCH).broken_step
+        assert step is not None and step.name == QUOTA and key in step.detail, key
+
+
+@pytest.mark.slow
+def test_the_system_priority_quota_counts_only_pods_of_a_system_class() -> None:
+    """The quota scoped to the system classes holds pods at 0 and the team's job (no class) still runs; scoped
+    the other way (NotIn, which a pod without a class matches) it would refuse every pod."""
+    assert broken_at(recording("prod"), TORCH) is None
+
+    def inverted(spec: dict[str, Any]) -> None:
+        spec["scopeSelector"]["matchExpressions"][0]["operator"] = "NotIn"
+
+    step = one(journeys(_pretraining_quota("system-priority", inverted)), TORCH).broken_step
+    assert step is not None and step.name == QUOTA and "pods" in step.detail
+
+
 def test_a_restricted_namespace_admits_torch_and_refuses_the_mpi_runtime() -> None:
     def restrict(inputs: dict[str, Any]) -> None:
         inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "restricted"

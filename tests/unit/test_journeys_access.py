@@ -207,6 +207,37 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
     assert "DenyLifecycleUploadWithoutStackKey" in detail
 
 
+def _slurm_example() -> tuple[Recording, StackConfig]:
+    cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
+    return program_recording(cluster, cluster.environment.value), cluster
+
+
+@pytest.mark.e2e
+def test_a_login_group_on_the_workers_role_breaks_the_lifecycle_journey() -> None:
+    rec, cluster = _slurm_example()
+
+    def login_as_workers(inputs: dict[str, Any]) -> None:
+        by_name = {g["instanceGroupName"]: g for g in inputs["instanceGroups"]}
+        by_name["login"]["executionRole"] = by_name["p5"]["executionRole"]
+
+    name, detail = broken(walked(edited(rec, "hyperpod-cluster", login_as_workers), cluster), "HyperPod lifecycle")
+    assert name == "the login group runs as a role of its own, not the workers' execution role"
+    assert detail.startswith("login runs as arn:aws:iam::") and detail.endswith("-hyperpod-login")
+
+
+@pytest.mark.e2e
+def test_a_login_role_that_decrypts_directly_breaks_the_lifecycle_journey() -> None:
+    rec, cluster = _slurm_example()
+
+    def direct(statements: list[dict[str, Any]]) -> None:
+        [decrypt] = [s for s in statements if s.get("Sid") == "LifecycleDecrypt"]
+        del decrypt["Condition"]
+
+    name, detail = broken(walked(edited(rec, "hyperpod-login-inline", policy_edit(direct)), cluster), "HyperPod")
+    assert name == "the login role cannot decrypt with data-key directly (only S3 for the lifecycle bucket)"
+    assert "allowed" in detail and "LifecycleDecrypt" in detail
+
+
 @pytest.mark.slow
 def test_an_execution_role_without_its_read_deny_reads_a_repointed_source() -> None:
     def no_deny(statements: list[dict[str, Any]]) -> None:

@@ -38,6 +38,7 @@ from trainstack.tokens import (
     BUCKET_POLICY,
     BUCKET_PUBLIC_ACCESS_BLOCK,
     BUCKET_VERSIONING,
+    DEFAULT_SECURITY_GROUP,
     EIP,
     EKS_ADDON,
     EKS_CLUSTER,
@@ -290,6 +291,9 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
+    # Adopting a VPC's default group creates nothing: the provider finds it (DescribeSecurityGroups by vpc-id) and
+    # revokes its rules; no input of ours lands in a request member the model constrains.
+    DEFAULT_SECURITY_GROUP: (ApiCall("ec2", "DescribeSecurityGroups", {}),),
     SECURITY_GROUP: (
         ApiCall(
             "ec2",

@@ -36,6 +36,7 @@ from trainstack.tokens import (
     BUCKET_POLICY,
     FSX_DATA_REPOSITORY_ASSOCIATION,
     FSX_LUSTRE,
+    HYPERPOD_CLUSTER,
     IAM_ROLE,
     IAM_ROLE_POLICY,
     KMS_ALIAS,
@@ -644,6 +645,9 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
             )
             steps.append(repointed_source_step(world, arn, identity))
             steps.append(grant_step(world, arn, identity, lifecycle))
+            login = rec.outputs.get("hyperpod_login_role_arn")
+            if _known(login) and login in world.roles:
+                steps += login_role_steps(world, trip, arn, str(login), lifecycle, key)
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
@@ -693,7 +697,7 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         )
 
 
-def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -> Step:
+def repointed_source_step(world: World, role: str, identity: Sequence[Policy], who: str = "the execution role") -> Step:
     """Someone repoints the cluster's SourceS3Uri at a `sagemaker-*` bucket of their own (in this account or
     another) that lets anyone read: the execution role, which HyperPod uses to fetch the scripts, must not read it."""
     try:
@@ -715,9 +719,9 @@ def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -
             for action, key in (("s3:GetObject", "on_create.sh"), ("s3:ListBucket", ""))
         ]
     except UnsupportedPolicy as error:
-        return unsupported("the execution role's policies", error, EVALUATION)
+        return unsupported(f"{who}'s policies", error, EVALUATION)
     return step(
-        f"the execution role cannot read a repointed lifecycle source (s3://{REPOINTED_BUCKET}/)",
+        f"{who} cannot read a repointed lifecycle source (s3://{REPOINTED_BUCKET}/)",
         decisions,
         REPOINT_RULE,
         expect=False,
@@ -730,12 +734,14 @@ GRANT_RULE = (
 )
 
 
-def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: Bucket) -> Step:
+def grant_step(
+    world: World, role: str, identity: Sequence[Policy], lifecycle: Bucket, who: str = "the execution role"
+) -> Step:
     """EBS attaches a HyperPod volume through a grant on the key, asked with the execution role's permissions; the
     same credentials (root on any node reads them from the instance metadata) must not grant the key themselves."""
     found = world.key_for(lifecycle)
     if found is None:
-        return Step("the execution role grants its key only to AWS services", True, "no stack key", GRANT_RULE)
+        return Step(f"{who} grants its key only to AWS services", True, "no stack key", GRANT_RULE)
     key, policy = found
 
     def grant(for_aws_resource: bool) -> Decision:
@@ -758,8 +764,8 @@ def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: B
     try:
         service, itself = grant(True), grant(False)
     except UnsupportedPolicy as error:
-        return unsupported("the execution role's policies", error, EVALUATION)
-    name = "the execution role grants its key only to AWS services"
+        return unsupported(f"{who}'s policies", error, EVALUATION)
+    name = f"{who} grants its key only to AWS services"
     if not service.allowed:
         return Step(name, False, f"EBS's grant for a HyperPod volume: denied: {service.reason}", GRANT_RULE)
     if itself.allowed:
@@ -775,6 +781,77 @@ def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: B
         f"kms:CreateGrant on {key.name} through EBS: {service.reason}; for any grantee directly: {itself.reason}",
         GRANT_RULE,
     )
+
+
+PER_GROUP_ROLE = (
+    "SageMaker API reference, CreateCluster: ClusterInstanceGroupSpecification.ExecutionRole, required per instance "
+    "group ('an IAM execution role to be assumed by the instance group'; botocore 1.44.5 "
+    "data/sagemaker/2017-07-24/service-2.json)"
+)
+DIRECT_DECRYPT_RULE = (
+    "AWS KMS Developer Guide, kms:ViaService and kms:EncryptionContext (S3 names the bucket's ARN when the bucket key "
+    "is on); " + EVALUATION
+)
+
+
+def login_role_steps(world: World, trip: Trip, execution: str, login: str, lifecycle: Bucket, key: str) -> list[Step]:
+    """Slurm users log in to the login group's nodes, so root there holds the login role's credentials: the group
+    runs as a role of its own, which reads the scripts like every node but never the workers' role, and decrypts
+    with the data key only through S3 for the lifecycle bucket."""
+    who = "the login role"
+    identity = (*world.roles[login], HYPERPOD_MANAGED_S3)
+    steps = [login_group_step(world, trip, execution, login)]
+    steps += access_steps(world, who, login, identity, [(lifecycle, key)], [], from_vpc=True, source=HYPERPOD_RULE)
+    steps.append(repointed_source_step(world, login, identity, who))
+    steps.append(grant_step(world, login, identity, lifecycle, who))
+    found = world.key_for(lifecycle)
+    if found is not None:
+        data_key, policy = found
+        try:
+            direct = decide(
+                request(
+                    login,
+                    identity,
+                    "kms:Decrypt",
+                    str(data_key.outputs["arn"]),
+                    resource_account=world.account,
+                    context={"kms:CallerAccount": world.account},
+                    resource_policy=policy,
+                )
+            )
+        except UnsupportedPolicy as error:
+            steps.append(unsupported(f"{who}'s policies", error, EVALUATION))
+        else:
+            steps.append(
+                step(
+                    f"{who} cannot decrypt with {data_key.name} directly (only S3 for the lifecycle bucket)",
+                    [(f"kms:Decrypt on {data_key.name}, not through S3", direct)],
+                    DIRECT_DECRYPT_RULE,
+                    expect=False,
+                )
+            )
+    return steps
+
+
+def login_group_step(world: World, trip: Trip, execution: str, login: str) -> Step:
+    """The cluster's login group runs as the login role, and no other group does (nor the login group as theirs)."""
+    name = "the login group runs as a role of its own, not the workers' execution role"
+    hyperpod = trip.stack.sagemaker.hyperpod
+    logins = {g.name for g in hyperpod.instance_groups if g.role.value == "login"}
+    found: list[str] = []
+    wrong: list[str] = []
+    for cluster in world.recording.by_type(HYPERPOD_CLUSTER):
+        for group in cluster.inputs.get("instanceGroups") or []:
+            group_name, role = str(group.get("instanceGroupName")), group.get("executionRole")
+            if not _known(role):
+                continue
+            expected = login if group_name in logins else execution
+            found.append(f"{group_name}: {role}")
+            if role != expected:
+                wrong.append(f"{group_name} runs as {role}, not {expected}")
+    if not found:
+        return Step(name, True, "the instance groups' roles are not known yet", PER_GROUP_ROLE)
+    return Step(name, not wrong, "; ".join(wrong or found), PER_GROUP_ROLE)
 
 
 def outside_vpc_journeys(world: World, roles: Sequence[str]) -> Iterator[Journey]:

@@ -131,7 +131,7 @@ SOURCES = {
     "limits": "kubernetes v1.36 plugin/pkg/admission/limitranger/admission.go (mergeContainerResources)",
     "coverage": kueue.SOURCE + " (findFlavorForPodSets: 'resource %s unavailable in ClusterQueue')",
     "nominal": "kubernetes-sigs/kueue v0.14.8 pkg/scheduler/flavorassigner/flavorassigner.go (nominalQuota)",
-    "quota": "kubernetes v1.36 pkg/quota/v1/evaluator/core/pods.go (Constraints, PodUsageFunc)",
+    "quota": "kubernetes v1.36 pkg/quota/v1/evaluator/core/pods.go (Constraints, PodUsageFunc, podMatchesScopeFunc)",
     "psa": pod_security.SOURCE,
     "registry": "Kubernetes ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1), evaluated with cel-python",
     "devices": "Kubernetes ValidatingAdmissionPolicy, evaluated with cel-python; kubernetes-sigs/jobset v0.10.1 "
@@ -558,7 +558,8 @@ def quota_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Ste
         hard = spec.get("hard") or {}
         if not _known(hard):
             continue
-        for (_, pod), s in zip(pods, sets, strict=True):
+        counted = [(p, s) for p, s in zip(pods, sets, strict=True) if res.quota_applies(p[1], spec)]
+        for (_, pod), s in counted:
             if missing := res.quota_missing(pod, hard):
                 return Step(
                     name,
@@ -566,7 +567,7 @@ def quota_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Ste
                     f"{s.name} pods must specify {', '.join(missing)} (the quota names them)",
                     SOURCES["quota"],
                 )
-        if over := res.quota_over(pods, hard):
+        if over := res.quota_over([p for p, _ in counted], hard):
             text = ", ".join(
                 f"{n} {quantity.text(n.split('.', 1)[-1], u)} > {quantity.text(n.split('.', 1)[-1], c)}"
                 for n, (u, c) in over.items()

@@ -34,7 +34,7 @@ from trainstack.tokens import ROOT_STACK
 
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
 FORMAT_VERSION = 2  # 2: root stack step, Pulumi property paths, detailedDiff, diagnostics
-PSEUDO_PATHS = ("(protect)", "(provider)")  # resource options trainstack.diff reports beside the inputs
+PSEUDO_PATHS = ("(protect)", "(provider)")  # resource options trainstack.model.diff reports beside the inputs
 
 
 def root_stack_urn(stack: str, project: str = PROJECT) -> str:
@@ -97,7 +97,7 @@ def _top(path: str) -> str:
 
 def detailed_diff(change: ResourceChange) -> dict[str, dict[str, Any]]:
     """Pulumi's `detailedDiff` of one update or replace: property path -> {kind, inputDiff}. A create-only
-    input (trainstack.diff.replaces) or one under the resource's `replace_on_changes` gets the `-replace` kind, as
+    input (trainstack.model.diff.replaces) or one under the resource's `replace_on_changes` gets the `-replace` kind, as
     the provider and the engine mark the keys that force it."""
     out: dict[str, dict[str, Any]] = {}
     for c in change.changes:
