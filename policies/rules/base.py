@@ -23,7 +23,7 @@ from pulumi_policy import (
 )
 
 from .. import waivers
-from ..facts import EFA_PRESENT_LABEL, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
+from ..facts import EFA_PRESENT_LABEL, ENVIRONMENTS, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
 
 # ----------------------------------------------------------------------------------------- type tokens
 
@@ -92,6 +92,36 @@ ValidateResource = Callable[[ResourceValidationArgs, Report], None]
 ValidateStack = Callable[[StackValidationArgs, Report], None]
 
 
+# ------------------------------------------------------------------------------------------- the rules
+
+
+class ResourceRule(ResourceValidationPolicy):
+    """A resource rule of the pack. `floor`: the first environment (of dev, staging, prod) from which the rule is
+    a floor held in code (policies/enforcement.py), None for a rule the config files set freely."""
+
+    floor: str | None = None
+
+
+class StackRule(StackValidationPolicy):
+    """A stack rule of the pack; `floor` as for ResourceRule."""
+
+    floor: str | None = None
+
+
+Rule = ResourceRule | StackRule
+
+
+def floor_of(policy: object) -> str | None:
+    """The environment from which `policy` is a floor, or None (also for a policy that is not one of the pack's)."""
+    return policy.floor if isinstance(policy, (ResourceRule, StackRule)) else None
+
+
+def _floor(name: str, floor: str | None) -> str | None:
+    if floor is not None and floor not in ENVIRONMENTS:
+        raise ValueError(f"rule {name}: floor {floor!r} is not an environment; valid: {', '.join(ENVIRONMENTS)}")
+    return floor
+
+
 # ------------------------------------------------------------------------------------------- decorators
 
 
@@ -110,24 +140,27 @@ def resource_rule(
     types: Iterable[str],
     config: Mapping[str, Mapping[str, Any]] | None = None,
     remediation: str | None = None,
-) -> Callable[[ValidateResource], ResourceValidationPolicy]:
+    floor: str | None = None,
+) -> Callable[[ValidateResource], ResourceRule]:
     """Turn `validate(args, report)` into a ResourceValidationPolicy that runs only on `types`.
 
     Other types return quietly (the engine asks every resource policy about every resource); a matching
     resource the rule does not cover calls `args.not_applicable(reason)`. The default enforcement level
-    is left unset: the pack is advisory and `policies/config/<env>.json` raises rules per environment.
+    is left unset: the pack is advisory and `policies/config/<env>.json` raises rules per environment, except
+    for a floor: mandatory from environment `floor` on, whatever the config says (policies/enforcement.py).
     """
     wanted = frozenset(types)
     RESOURCE_TYPES[name] = wanted
+    held = _floor(name, floor)
 
-    def decorate(validate: ValidateResource) -> ResourceValidationPolicy:
+    def decorate(validate: ValidateResource) -> ResourceRule:
         def run(args: ResourceValidationArgs, report: Report) -> None:
             if args.resource_type in wanted:
                 validate(args, _screened(name, report, args.urn))
 
         run.__name__ = validate.__name__
         run.__doc__ = validate.__doc__
-        return ResourceValidationPolicy(
+        rule = ResourceRule(
             name=name,
             description=description,
             validate=run,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
@@ -136,6 +169,8 @@ def resource_rule(
             remediation_steps=remediation,
             tags=sorted({t.split(":")[0] for t in wanted}),
         )
+        rule.floor = held
+        return rule
 
     return decorate
 
@@ -147,16 +182,18 @@ def stack_rule(
     severity: Severity,
     config: Mapping[str, Mapping[str, Any]] | None = None,
     remediation: str | None = None,
-) -> Callable[[ValidateStack], StackValidationPolicy]:
-    """Turn `validate(args, report)` into a StackValidationPolicy."""
+    floor: str | None = None,
+) -> Callable[[ValidateStack], StackRule]:
+    """Turn `validate(args, report)` into a StackValidationPolicy; `floor` as for `resource_rule`."""
+    held = _floor(name, floor)
 
-    def decorate(validate: ValidateStack) -> StackValidationPolicy:
+    def decorate(validate: ValidateStack) -> StackRule:
         def run(args: StackValidationArgs, report: Report) -> None:
             validate(args, _screened(name, report))
 
         run.__name__ = validate.__name__
         run.__doc__ = validate.__doc__
-        return StackValidationPolicy(
+        rule = StackRule(
             name=name,
             description=description,
             validate=run,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
@@ -165,6 +202,8 @@ def stack_rule(
             remediation_steps=remediation,
             tags=["stack"],
         )
+        rule.floor = held
+        return rule
 
     return decorate
 
@@ -261,6 +300,23 @@ def as_list(value: Any) -> list[Any]:
 def config(args: ResourceValidationArgs | StackValidationArgs, key: str, default: Any) -> Any:
     """One property of the rule's config (the pack config file), with the schema default as fallback."""
     return args.get_config().get(key, default)
+
+
+# ------------------------------------------------------------------------------ the environment/stack tie
+
+
+def environment_of_stack(stack: str) -> str | None:
+    """The environment a stack name maps to (`prod`, `prod-<suffix>` -> prod); the pack's copy of
+    `stacks/load.py`'s rule, proven equal by tests/redteam/test_defence.py."""
+    for environment in ENVIRONMENTS:
+        if stack == environment or stack.startswith(f"{environment}-"):
+            return environment
+    return None
+
+
+def stack_of(urn: str) -> str:
+    """The stack segment of a URN: urn:pulumi:<stack>::<project>::<type>::<name>."""
+    return urn.split("::", 1)[0].split(":")[-1]
 
 
 # ------------------------------------------------------------------------------------------ the graph

@@ -32,6 +32,7 @@ from .base import (
     accelerated_node_groups,
     accelerator_capacity,
     efa_interfaces,
+    environment_of_stack,
     get,
     graph,
     has,
@@ -40,6 +41,7 @@ from .base import (
     launch_template_of,
     lustre_throughput_mb_s,
     number,
+    stack_of,
     stack_rule,
     truthy,
 )
@@ -69,25 +71,9 @@ def _int(args: StackValidationArgs, key: str, default: int) -> int:
     return int(args.get_config().get(key, default))
 
 
-# ------------------------------------------------------------------------------ the environment/stack tie
-
-
-def environment_of_stack(stack: str) -> str | None:
-    """The environment a stack name maps to (`prod`, `prod-<suffix>` -> prod); the pack's copy of
-    `stacks/load.py`'s rule, proven equal by tests/policy/test_floors.py."""
-    for environment in ENVIRONMENTS:
-        if stack == environment or stack.startswith(f"{environment}-"):
-            return environment
-    return None
-
-
-def stack_of(urn: str) -> str:
-    """The stack segment of a URN: urn:pulumi:<stack>::<project>::<type>::<name>."""
-    return urn.split("::", 1)[0].split(":")[-1]
-
-
 @stack_rule(
     name="stack-environment",
+    floor="dev",
     description="The stack's name maps to the environment whose policy config runs (a stack named `prod` or "
     "`prod-<suffix>` is a prod stack), and resources are tagged with that environment: deletion protection and "
     "every floor key off the environment, so it cannot be a free choice inside one stack file.",
@@ -123,6 +109,7 @@ def stack_environment(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="fsx-backup-floor",
+    floor="staging",
     description="A persistent Lustre file system not linked to S3 keeps daily automatic backups for at least the "
     "environment's floor and takes a final backup when deleted; one linked to S3 (a data repository association) "
     "asks for no backup at all, which FSx does not take of a linked file system: its durable copy is the bucket "
@@ -178,6 +165,7 @@ def fsx_backup_floor(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="s3-noncurrent-version-floor",
+    floor="staging",
     description="Data buckets' lifecycle rules keep an overwritten or deleted object's old version for at least "
     "the environment's floor: versioning only protects a checkpoint for as long as its noncurrent versions live "
     "(S3 User Guide, 'Lifecycle configuration elements: NoncurrentVersionExpiration'; CKV_AWS_21 needs "
@@ -217,6 +205,7 @@ def s3_noncurrent_version_floor(args: StackValidationArgs, report: Report) -> No
 
 @stack_rule(
     name="deletion-safeguards",
+    floor="prod",  # from prod: a staging cluster is not kept
     description="Beyond `protect`, the cloud side refuses to lose data by accident: the EKS cluster has "
     "deletion protection, data buckets are not force-destroyed with their objects, and KMS keys wait the longest "
     "deletion window (EKS User Guide 'Protect EKS clusters from accidental deletion'; S3 forceDestroy in the "
@@ -274,6 +263,7 @@ _LOG_KEYS = {
 
 @stack_rule(
     name="log-retention-floor",
+    floor="staging",
     description="CloudWatch log groups keep the audit trail (control-plane audit and authenticator logs, VPC "
     "flow logs) and operational logs for at least the environment's floor: an incident is often found months "
     "after it happened, and expired logs cannot answer who did what (CKV_AWS_338: at least one year; CIS EKS "
@@ -346,6 +336,7 @@ def _subnets_outside_stack(groups: list[PolicyResource]) -> set[str]:
 
 @stack_rule(
     name="system-nodes-floor",
+    floor="staging",
     description="The cluster's controllers (CoreDNS, Kueue, the training and GPU operators, the CSI "
     "controllers) run on at least the floor of system nodes across at least the floor of AZs: with one node, "
     "a node replacement or an AZ event stops DNS and job admission for every GPU in the cluster (EKS best "
@@ -395,6 +386,7 @@ def system_nodes_floor(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="nat-per-az",
+    floor="prod",  # from prod: in staging one NAT gateway is the cost
     description="Every AZ with node subnets has its own NAT gateway: with one shared NAT gateway, losing its "
     "AZ cuts every other AZ's nodes off image pulls, package mirrors and AWS APIs not on endpoints (VPC User "
     "Guide, NAT gateways: 'create a NAT gateway in each Availability Zone').",
@@ -423,6 +415,7 @@ def nat_per_az(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="node-update-budget",
+    floor="staging",
     description="An accelerated node group replaces at most the floor's share of its nodes at a time during "
     "updates: a managed node group update drains maxUnavailable nodes at once, and every drained node kills "
     "the multi-node jobs that span it (EKS User Guide, managed node group update behaviour).",
@@ -462,6 +455,7 @@ def node_update_budget(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="efa-on-capable-groups",
+    floor="staging",
     description="An accelerated node group whose instance type has EFA and that spans nodes (maxSize of at least "
     "the floor) runs with EFA: without it NCCL sends every all-reduce over TCP sockets at a fraction of the "
     "fabric's bandwidth, the job still runs, and nobody is told (EC2 User Guide, EFA; aws-ofi-nccl).",
@@ -508,6 +502,7 @@ def _nvidia_efa_groups(g: Graph) -> list[PolicyResource]:
 
 @stack_rule(
     name="fabric-validation",
+    floor="staging",
     description="A cluster with NVIDIA EFA node groups plans the multi-node NCCL all-reduce validation job "
     "(kubernetes.validation): it is the only check that proves traffic goes over EFA and not TCP sockets before "
     "a long run starts (AWS EFA on EKS guide, 'Run an NCCL test'; NVIDIA/nvcf #1349 'prove traffic actually "
@@ -547,6 +542,7 @@ def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any
 
 @stack_rule(
     name="storage-throughput-floor",
+    floor="staging",
     description="Lustre's baseline throughput may fall below what the accelerators read at full scale only "
     "down to the environment's floor: above it the shortfall is the advisory storage-throughput-feeds-gpus, "
     "below it GPUs that cost the same per hour sit waiting on storage and the plan is refused (FSx for Lustre "
@@ -601,6 +597,7 @@ ACCELERATOR_REQUESTS = ("requests.nvidia.com/gpu", "requests.aws.amazon.com/neur
 
 @stack_rule(
     name="team-quota-fits-capacity",
+    floor="staging",
     description="A team's accelerator quota is judged against what the cluster can hold: a quota above every "
     "accelerator the node groups (at maxSize) and HyperPod can ever run limits nothing, and jobs admitted up to "
     "it wait for nodes that never come (kubernetes-sigs/kueue#2665: Kueue does not check quotas against "
@@ -640,6 +637,7 @@ OBJECT_LOCK = (
 
 @stack_rule(
     name="object-lock-retention-floor",
+    floor="staging",
     description="The checkpoints bucket's Object Lock keeps each new version at least the environment's floor: "
     "a lock of a day protects a checkpoint only until the deletion is noticed, which takes longer than that "
     "(S3 User Guide, Object Lock default retention).",
@@ -727,6 +725,7 @@ def _restart_backoff(runtime: PolicyResource) -> float | None:
 
 @stack_rule(
     name="fleet-health-floor",
+    floor="prod",  # from prod: a staging fleet is a rehearsal
     description="A fleet that runs for weeks heals itself and says when it cannot: auto repair on every "
     "accelerated node group and bounded (a few nodes at a time, stopping when many fail at once: a fabric or AMI "
     "fault, not a bad GPU); metrics with dcgm-exporter, so the GPU alerts can fire; a job restarts after a crash "
@@ -918,6 +917,7 @@ def waiver_expired(args: StackValidationArgs, report: Report) -> None:
 
 @stack_rule(
     name="stack-waivers",
+    floor="dev",
     description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical, was "
     "granted for this stack's environment, expires within a year, and exempts a violation that rule reports on the "
     "named resource; prod waives no floor. A waiver of a rule that does not exist, of a critical rule, of a floor in "
@@ -935,49 +935,3 @@ def stack_waivers(args: StackValidationArgs, report: Report) -> None:
     severity = {name: policy.severity.value if policy.severity else "" for name, policy in BY_NAME.items()}
     for problem in ledger.problems(severity):
         report(str(problem))
-
-
-# ----------------------------------------------------------------------------------- floors held in code
-#
-# Without `--policy-pack-config` every rule of the pack runs at the pack's own level (advisory), and a config file
-# can set any rule to advisory or disabled. These rules are held in code instead: in each environment the pack
-# enforces them at least at `mandatory`, whatever the config says or without one (policies/__main__.py applies
-# this to the levels the CLI hands the pack; trainstack/review.py to the offline review), and their thresholds are
-# the committed policies/config/<environment>.json's, never another file's.
-
-ALWAYS_MANDATORY = frozenset({"stack-environment", "stack-waivers"})
-FLOORS = frozenset(
-    {
-        "stack-environment",
-        "stack-waivers",
-        "fsx-backup-floor",
-        "s3-noncurrent-version-floor",
-        "deletion-safeguards",
-        "log-retention-floor",
-        "system-nodes-floor",
-        "nat-per-az",
-        "node-update-budget",
-        "efa-on-capable-groups",
-        "fabric-validation",
-        "storage-throughput-floor",
-        "team-quota-fits-capacity",
-        "fleet-health-floor",
-        "object-lock-retention-floor",
-    }
-)
-MANDATORY_FLOORS: dict[str, frozenset[str]] = {
-    "dev": ALWAYS_MANDATORY,
-    # A staging cluster is not kept, one NAT gateway is its cost, and its fleet is a rehearsal: prod's health floor
-    # is advisory there.
-    "staging": FLOORS - {"deletion-safeguards", "nat-per-az", "fleet-health-floor"},
-    "prod": FLOORS,
-}
-
-
-def floor_level(rule: str, environment: str | None, level: str) -> str:
-    """The level `rule` runs at in `environment` given the configured `level`: raised to mandatory where the rule
-    is a floor there. A stack whose environment is unknown gets prod's floors (failing closed)."""
-    required = MANDATORY_FLOORS.get(environment or "", MANDATORY_FLOORS["prod"])
-    if rule in required and level not in ("mandatory", "remediate"):
-        return "mandatory"
-    return level

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
-from policies.rules.floors import environment_of_stack as pack_environment_of_stack
+from policies.rules.base import environment_of_stack as pack_environment_of_stack
 from stacks.load import FULL_KEY, PATTERNS, ConfigError, check_stack, environment_of_stack
 from stacks.schema import json_schema
 from stacks.schema.waivers import WaiverSpec
