@@ -302,6 +302,31 @@ def config(args: ResourceValidationArgs | StackValidationArgs, key: str, default
     return args.get_config().get(key, default)
 
 
+def int_config(args: StackValidationArgs, key: str, default: int) -> int:
+    """An integer property of the rule's config (a floor's threshold), with the schema default as fallback."""
+    return int(args.get_config().get(key, default))
+
+
+def policy_statements(document: Any) -> list[Mapping[str, Any]]:
+    """The statements of a JSON policy document (a bucket, key or endpoint policy) whose `Statement` is a list;
+    [] for anything else."""
+    doc = json_document(document)
+    return [s for s in as_list(get(doc, "Statement")) if isinstance(s, Mapping)] if isinstance(doc, Mapping) else []
+
+
+def condition_keys(statement: Mapping[str, Any]) -> set[str]:
+    """The condition keys a policy statement tests, whatever the operator."""
+    condition = statement.get("Condition")
+    if not isinstance(condition, Mapping):
+        return set()
+    return {str(k) for block in condition.values() if isinstance(block, Mapping) for k in block}
+
+
+def availability_zone(subnet: PolicyResource) -> str:
+    """A subnet's AZ by name, or by AZ id when that is what the subnet was given."""
+    return str(get(subnet.props, "availabilityZone") or get(subnet.props, "availabilityZoneId"))
+
+
 # ------------------------------------------------------------------------------ the environment/stack tie
 
 

@@ -1,4 +1,6 @@
-"""Network rules: security groups and VPC flow logs, plus the security-group model other modules use."""
+"""Network rules (the `trainstack:network` area): security groups, VPC flow logs and the default security group,
+VPC endpoints' policies, a NAT gateway per AZ; plus the security-group model the EFA, Lustre and HyperPod rules
+read (`sg_rules`, `allows_all_self`)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,24 @@ from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, Stac
 
 from ..address_space import describe, public_addresses
 from .base import (
+    EKS_CLUSTER,
+    EKS_NODE_GROUP,
     FLOW_LOG,
     SECURITY_GROUP,
     SG_EGRESS_RULE,
     SG_INGRESS_RULE,
     SG_RULE,
+    SUBNET,
     VPC,
     Graph,
     Report,
+    as_list,
+    availability_zone,
     get,
     graph,
     items,
     number,
+    policy_statements,
     resource_rule,
     stack_rule,
     truthy,
@@ -211,4 +219,59 @@ def sg_rule_style_consistent(args: StackValidationArgs, report: Report) -> None:
                 f"security group {sg.name} has inline rules and rule resources "
                 f"({', '.join(r.name for r in resources)}).",
                 sg.urn,
+            )
+
+
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+
+
+@resource_rule(
+    name="vpc-endpoint-policy",
+    description="Every VPC endpoint has a policy narrower than the default full access (conditions on the "
+    "principal's or resource's account, or named resources): an endpoint is otherwise a path for copying "
+    "data to any account (AWS data perimeter guidance).",
+    severity=Severity.MEDIUM,
+    types=[VPC_ENDPOINT],
+)
+def vpc_endpoint_policy(args: ResourceValidationArgs, report: Report) -> None:
+    statements = policy_statements(get(args.props, "policy"))
+    if not statements:
+        report("the endpoint has no policy: AWS applies full access for every principal and resource.")
+    for statement in statements:
+        unconditioned = statement.get("Effect") == "Allow" and not statement.get("Condition")
+        wide = "*" in [str(r) for r in as_list(statement.get("Resource"))]
+        any_action = any(str(a) == "*" or str(a).endswith(":*") for a in as_list(statement.get("Action")))
+        if unconditioned and wide and any_action:
+            report(f"statement {statement.get('Sid', '?')} allows every action on every resource without condition.")
+
+
+NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
+
+
+@stack_rule(
+    name="nat-per-az",
+    floor="prod",  # from prod: in staging one NAT gateway is the cost
+    description="Every AZ with node subnets has its own NAT gateway: with one shared NAT gateway, losing its "
+    "AZ cuts every other AZ's nodes off image pulls, package mirrors and AWS APIs not on endpoints (VPC User "
+    "Guide, NAT gateways: 'create a NAT gateway in each Availability Zone').",
+    severity=Severity.MEDIUM,
+)
+def nat_per_az(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    # The subnets that carry nodes and the control plane's interfaces: the node groups' and the cluster's.
+    private: list[PolicyResource] = []
+    for holder in g.of_type(EKS_NODE_GROUP, EKS_CLUSTER):
+        prop = "subnetIds" if holder.resource_type == EKS_NODE_GROUP else "vpcConfig"
+        private += [s for s in Graph.deps(holder, prop, SUBNET) if s not in private]
+    nats = g.of_type(NAT_GATEWAY)
+    if not private or not nats:
+        args.not_applicable("no node subnets behind NAT")
+    nat_azs = {availability_zone(s) for nat in nats for s in Graph.deps(nat, "subnetId", SUBNET)}
+    for subnet in private:
+        if availability_zone(subnet) not in nat_azs:
+            report(
+                f"private subnet {subnet.name} in {availability_zone(subnet)} has no NAT gateway in its AZ "
+                f"(NAT gateways in {sorted(nat_azs)}); set network.nat_gateways per_az, so one AZ's outage does not "
+                "take the others' egress with it.",
+                subnet.urn,
             )

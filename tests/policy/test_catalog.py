@@ -28,18 +28,15 @@ def test_every_rule_says_what_and_why() -> None:
         assert isinstance(policy.severity, Severity), policy.name
         assert len(policy.description) >= 80 and policy.description.endswith("."), policy.name  # what, and why
         assert DOMAINS[policy.name] in {
-            "eks",
-            "nodes",
-            "iam",
             "network",
-            "storage",
+            "eks",
             "gpu",
-            "kubernetes",
+            "storage",
+            "k8s",
+            "health",
             "sagemaker",
             "security",
-            "cost",
-            "defence",
-            "floors",
+            "stack",
         }
         if isinstance(policy, ResourceValidationPolicy):
             assert RESOURCE_TYPES[policy.name], policy.name

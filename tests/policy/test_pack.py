@@ -30,8 +30,8 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
 from policies import waivers
-from policies.rules import BY_NAME, POLICIES
 from policies.enforcement import FLOORS
+from policies.rules import BY_NAME, POLICIES
 from stacks.load import FULL_KEY, ConfigError, validate_object
 from tests.conftest import ROOT, STACKS, recording, stack_document
 from tests.policy.helpers import mutated, scenario

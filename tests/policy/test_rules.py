@@ -996,7 +996,7 @@ na("fsx-no-squash-breadth", prod)  # prod exempts no client
     [("10.0.1.6@tcp", 1), ("10.0.[2-10].[1-255]@tcp", 2295), ("[0-255].[0-255].[0-255].[0-255]@tcp", 2**32)],
 )
 def test_the_pack_counts_nid_addresses_as_the_schema_does(nid: str, count: int) -> None:
-    from policies.rules.security import nid_addresses
+    from policies.rules.storage import nid_addresses
     from stacks import fsx_squash
 
     assert nid_addresses(nid) == fsx_squash.nid_addresses(nid) == count

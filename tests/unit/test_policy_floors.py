@@ -1,14 +1,17 @@
-"""The floors are marked on their rules (`floor=<environment>`, policies/rules/base.py) and held from that
-environment on (policies/enforcement.py): the sets each environment holds mandatory, pinned."""
+"""The rules by area, and the floors marked on their rules (`floor=<environment>`, policies/rules/base.py) and held
+from that environment on (policies/enforcement.py): the sets each environment holds mandatory, pinned."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pytest
 from pulumi_policy import Severity
 
 from policies.enforcement import FLOORS, MANDATORY_FLOORS, floor_level, floor_settings, mandatory_floors
 from policies.facts import ENVIRONMENTS
-from policies.rules import BY_NAME
+from policies.rules import BY_NAME, DOMAINS, POLICIES
 from policies.rules.base import floor_of, resource_rule, stack_rule
 
 EVERYWHERE = {"stack-environment", "stack-waivers"}
@@ -70,3 +73,19 @@ def test_a_floor_that_names_no_environment_is_refused_with_the_valid_ones(decora
             )
         else:
             stack_rule(name="x-floor", description="-", severity=Severity.LOW, floor="production")
+
+
+def test_the_rules_modules_are_the_components_areas_and_the_stack() -> None:
+    """One set of area names: `policies/rules/<area>.py` for each `trainstack:<area>:<Type>` the components
+    register, and `stack.py` for the rules of no one area."""
+    components = Path(__file__).resolve().parents[2] / "components"
+    areas = {
+        match
+        for path in components.rglob("*.py")
+        for match in re.findall(r'"trainstack:([a-z0-9]+):[A-Za-z]+"', path.read_text(encoding="utf-8"))
+    }
+    assert areas and set(DOMAINS.values()) == areas | {"stack"}
+
+
+def test_stack_waivers_runs_last_to_judge_what_every_other_rule_reported() -> None:
+    assert POLICIES[-1].name == "stack-waivers"

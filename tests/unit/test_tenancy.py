@@ -23,7 +23,7 @@ from components.tenancy import (
     team_compute_quota,
     team_namespace_labels,
 )
-from policies.rules import security as rules
+from policies.rules import k8s as rules
 from stacks.catalog import CATALOG
 from stacks.schema import TeamSpec
 from tests.conftest import stack_config

@@ -20,7 +20,7 @@ from typing import Any
 from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION
 from components.team_rbac import SERVICE_QUOTA, team_group
 from policies.rbac import Request, allows
-from policies.rules.security import TEAM_MEMBER_FORBIDDEN
+from policies.rules.k8s import TEAM_MEMBER_FORBIDDEN
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 from trainstack.journeys import TEAM_JOB, Journey, Step, Trip, quantity
 from trainstack.tokens import (

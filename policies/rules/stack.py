@@ -1,4 +1,5 @@
-"""Cost and safety rules: cost-allocation tags, the GPU budget, scale-to-zero, deletion protection."""
+"""Rules of the stack as a whole, of no one area: its tie to an environment, its waivers (`stack-waivers` runs
+last: it judges what every other rule reported), cost-allocation tags, the GPU budget, and deletion protection."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 from pulumi_policy import ResourceValidationArgs, Severity, StackValidationArgs
 
-from ..facts import REQUIRED_TAGS
+from .. import waivers
+from ..facts import ENVIRONMENTS, REQUIRED_TAGS
 from .base import (
     EKS_CLUSTER,
     FSX_LUSTRE,
@@ -16,16 +18,20 @@ from .base import (
     LAUNCH_TEMPLATE,
     S3_BUCKETS,
     Report,
-    accelerated_node_groups,
     accelerator_capacity,
+    environment_of_stack,
     get,
     graph,
+    int_config,
     items,
     json_document,
     number,
     resource_rule,
+    stack_of,
     stack_rule,
+    truthy,
 )
+from .storage import data_buckets
 
 # AWS resources trainstack creates that take tags (each has a `tags` argument in pulumi-aws; a test checks
 # this list against the SDK and against what the program registers).
@@ -156,26 +162,6 @@ def gpu_budget(args: StackValidationArgs, report: Report) -> None:
         report(f"the stack can reach {total} accelerators ({', '.join(parts)}), over the budget of {budget}.")
 
 
-@stack_rule(
-    name="dev-scale-to-zero",
-    description="Accelerated node groups can scale to zero (minSize 0, and desiredSize 0 at creation where "
-    "required), so an idle development cluster costs nothing for GPUs.",
-    severity=Severity.LOW,
-    config={"requireDesiredZero": {"type": "boolean", "default": True, "description": "Also require desiredSize 0."}},
-)
-def dev_scale_to_zero(args: StackValidationArgs, report: Report) -> None:
-    groups = accelerated_node_groups(graph(args))
-    if not groups:
-        args.not_applicable("no GPU node group")
-    for group, _ in groups:
-        minimum = number(get(group.props, "scalingConfig.minSize"))
-        desired = number(get(group.props, "scalingConfig.desiredSize"))
-        if minimum != 0:
-            report(f"node group {group.name} has minSize {minimum}; it cannot scale to zero.", group.urn)
-        elif args.get_config().get("requireDesiredZero", True) and desired != 0:
-            report(f"node group {group.name} starts with desiredSize {desired}; start at 0.", group.urn)
-
-
 @resource_rule(
     name="prod-protect",
     description="Data and the cluster (FSx, S3 buckets, KMS keys, EKS) are protected from deletion "
@@ -187,3 +173,120 @@ def dev_scale_to_zero(args: StackValidationArgs, report: Report) -> None:
 def prod_protect(args: ResourceValidationArgs, report: Report) -> None:
     if not args.opts.protect:
         report("the resource is not protected (ResourceOptions protect=True).")
+
+
+@stack_rule(
+    name="stack-environment",
+    floor="dev",
+    description="The stack's name maps to the environment whose policy config runs (a stack named `prod` or "
+    "`prod-<suffix>` is a prod stack), and resources are tagged with that environment: deletion protection and "
+    "every floor key off the environment, so it cannot be a free choice inside one stack file.",
+    severity=Severity.CRITICAL,
+    config={
+        "environment": {
+            "type": "string",
+            "enum": list(ENVIRONMENTS),
+            "description": "The environment this config file is for; the stack's name must map to it.",
+        }
+    },
+)
+def stack_environment(args: StackValidationArgs, report: Report) -> None:
+    if not args.resources:
+        args.not_applicable("no resources")
+    expected = args.get_config().get("environment")
+    if expected is None:
+        report("no environment is configured for this policy config (policies/config/<env>.json).")
+        return
+    stacks = sorted({stack_of(r.urn) for r in args.resources})
+    for stack in stacks:
+        mapped = environment_of_stack(stack)
+        if mapped != expected:
+            what = f"is a {mapped} stack" if mapped else "maps to no environment (name it <env> or <env>-<suffix>)"
+            report(
+                f"stack {stack!r} {what}, but this policy config is {expected!r}: run it with "
+                f"policies/config/{mapped or '<env>'}.json, and keep the stack file's environment equal to its name."
+            )
+
+
+@stack_rule(
+    name="deletion-safeguards",
+    floor="prod",  # from prod: a staging cluster is not kept
+    description="Beyond `protect`, the cloud side refuses to lose data by accident: the EKS cluster has "
+    "deletion protection, data buckets are not force-destroyed with their objects, and KMS keys wait the longest "
+    "deletion window (EKS User Guide 'Protect EKS clusters from accidental deletion'; S3 forceDestroy in the "
+    "pulumi-aws docs; KMS Developer Guide 'Deleting keys', CKV_AWS_33 family).",
+    severity=Severity.HIGH,
+    config={
+        "minKeyDeletionWindowDays": {
+            "type": "integer",
+            "minimum": 7,
+            "maximum": 30,
+            "default": 30,
+            "description": "Fewest days between scheduling a KMS key's deletion and the deletion (7-30). Why: "
+            "every checkpoint and secret encrypted with the key is lost with it. Source: KMS ScheduleKeyDeletion "
+            "PendingWindowInDays.",
+        }
+    },
+)
+def deletion_safeguards(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    clusters, buckets, keys = g.of_type(EKS_CLUSTER), data_buckets(g), g.of_type(KMS_KEY)
+    if not clusters and not buckets and not keys:
+        args.not_applicable("no EKS cluster, bucket or KMS key")
+    for cluster in clusters:
+        if get(cluster.props, "deletionProtection") is not True:
+            report(f"EKS cluster {cluster.name} has no deletionProtection.", cluster.urn)
+    for bucket in buckets:
+        if truthy(get(bucket.props, "forceDestroy")):
+            report(f"bucket {bucket.name} sets forceDestroy: deleting it deletes every object.", bucket.urn)
+    floor = int_config(args, "minKeyDeletionWindowDays", 30)
+    for key in keys:
+        window = number(get(key.props, "deletionWindowInDays"))
+        if window is None or window < floor:  # KMS's default window is 30 days; the program always sets it
+            shown = "unset" if window is None else f"{int(window)} days"
+            report(f"KMS key {key.name}: deletionWindowInDays is {shown}; the floor here is {floor}.", key.urn)
+
+
+# ------------------------------------------------------------------------------------------------ waivers
+
+
+@stack_rule(
+    name="waiver-expired",
+    description="A waiver whose expiry day is over exempts nothing any more: the violation it covered stands at its "
+    "rule's level (so prod refuses it by that rule), and this rule names the lapsed waiver and its owner, to be "
+    "renewed or removed (docs/defence-in-depth.md, Waivers).",
+    severity=Severity.MEDIUM,
+)
+def waiver_expired(args: StackValidationArgs, report: Report) -> None:
+    ledger = waivers.active()
+    if not ledger.own():
+        args.not_applicable("the stack has no waiver of its environment")
+    lapsed = ledger.expired()
+    for index, waiver in lapsed:
+        report(
+            f"{waivers.STACK_CONFIG_KEY}.waivers.{index}.expires ({waiver.expires.isoformat()!r}): the waiver of "
+            f"{waiver.rule} on {waiver.resource} (owner {waiver.owner}) expired; it exempts nothing now. Fix the "
+            "resource, or have its owner renew the waiver with a new expiry.",
+        )
+
+
+@stack_rule(
+    name="stack-waivers",
+    floor="dev",
+    description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical, was "
+    "granted for this stack's environment, expires within a year, and exempts a violation that rule reports on the "
+    "named resource; prod waives no floor. A waiver of a rule that does not exist, of a critical rule, of a floor in "
+    "prod, of another environment, without a near expiry, or that waives nothing is refused, so waivers cannot "
+    "pile up unseen, follow a file into prod, or outlive what they excuse (cdk-nag's suppressions; "
+    "docs/defence-in-depth.md, Waivers). Runs last: it judges what the others reported.",
+    severity=Severity.CRITICAL,
+)
+def stack_waivers(args: StackValidationArgs, report: Report) -> None:
+    from . import BY_NAME  # here: the rules package imports this module
+
+    ledger = waivers.active()
+    if not ledger.waivers:
+        args.not_applicable("the stack waives nothing")
+    severity = {name: policy.severity.value if policy.severity else "" for name, policy in BY_NAME.items()}
+    for problem in ledger.problems(severity):
+        report(str(problem))
