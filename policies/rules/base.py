@@ -24,52 +24,42 @@ from pulumi_policy import (
 
 from .. import waivers
 from ..facts import EFA_PRESENT_LABEL, ENVIRONMENTS, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
+from ..facts_generated import (
+    BUCKET_ENCRYPTION,
+    BUCKET_VERSIONING,
+    CLUSTER_TRAINING_RUNTIME,
+    HELM_CHART,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    K8S_JOB,
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    TRAIN_JOB,
+)
 
 # ----------------------------------------------------------------------------------------- type tokens
+# The vocabulary's tokens (trainstack/tokens.py) come generated, under its names, from facts_generated.py. These are
+# the pack's own: types the program does not create but a rule still judges when another program (or an older
+# pulumi-aws) does, so a stack cannot step around a rule by choosing the other resource.
 
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-EKS_ADDON = "aws:eks/addon:Addon"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
-SUBNET = "aws:ec2/subnet:Subnet"
-VPC = "aws:ec2/vpc:Vpc"
-FLOW_LOG = "aws:ec2/flowLog:FlowLog"
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-IAM_ROLE = "aws:iam/role:Role"
-IAM_POLICY = "aws:iam/policy:Policy"
-IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-IAM_ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-IAM_OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
-KMS_KEY = "aws:kms/key:Key"
-S3_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
-S3_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-S3_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 S3_SSE = (
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    BUCKET_ENCRYPTION,
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
 )
-S3_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
-FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-FSX_DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-HELM_CHART_V4 = "kubernetes:helm.sh/v4:Chart"
-HELM_TYPES = (HELM_RELEASE, HELM_CHART_V4)
+S3_VERSIONING = (BUCKET_VERSIONING, "aws:s3/bucketVersioningV2:BucketVersioningV2")
+HELM_TYPES = (HELM_RELEASE, HELM_CHART)
 WORKLOAD_TYPES = (
     "kubernetes:apps/v1:DaemonSet",
     "kubernetes:apps/v1:Deployment",
     "kubernetes:apps/v1:StatefulSet",
-    "kubernetes:batch/v1:Job",
+    K8S_JOB,
     "kubernetes:batch/v1:CronJob",
     "kubernetes:core/v1:Pod",
     # Training operators' custom resources carry pod templates too.
-    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    CLUSTER_TRAINING_RUNTIME,
     "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
-    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    TRAIN_JOB,
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
 )
@@ -434,7 +424,7 @@ def instance_types_of(node_group: PolicyResource) -> list[str]:
 def accelerated_node_groups(g: Graph) -> list[tuple[PolicyResource, Instance]]:
     """Node groups of accelerated instances (GPU or Trainium), each with its instance facts."""
     out: list[tuple[PolicyResource, Instance]] = []
-    for group in g.of_type(EKS_NODE_GROUP):
+    for group in g.of_type(NODE_GROUP):
         for instance_type in instance_types_of(group):
             facts = instance(instance_type)
             if facts is not None:
@@ -471,7 +461,7 @@ def efa_node_groups(g: Graph) -> list[tuple[PolicyResource, PolicyResource]]:
     """Node groups meant for EFA, each with its launch template: the template has EFA interfaces, or the
     group carries the EFA node label (so a template that lost its interfaces is still checked)."""
     out: list[tuple[PolicyResource, PolicyResource]] = []
-    for group in g.of_type(EKS_NODE_GROUP):
+    for group in g.of_type(NODE_GROUP):
         template = launch_template_of(group)
         labelled = label(group, EFA_PRESENT_LABEL) == "true"
         if template is not None and (efa_interfaces(template.props) or labelled):

@@ -13,17 +13,19 @@ from typing import Any
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..address_space import describe, public_addresses
-from .base import (
+from ..facts_generated import (
     EKS_ADDON,
     EKS_CLUSTER,
-    EKS_NODE_GROUP,
     IAM_OIDC_PROVIDER,
     IAM_POLICY,
     IAM_ROLE,
     IAM_ROLE_POLICY,
     IAM_ROLE_POLICY_ATTACHMENT,
     LAUNCH_TEMPLATE,
+    NODE_GROUP,
     SUBNET,
+)
+from .base import (
     Graph,
     Report,
     accelerated_node_groups,
@@ -372,7 +374,7 @@ def lt_userdata_no_secrets(args: ResourceValidationArgs, report: Report) -> None
     description="Managed node groups open no SSH (remoteAccess): use SSM Session Manager, which is "
     "audited and needs no inbound port (CKV_AWS_100).",
     severity=Severity.MEDIUM,
-    types=[EKS_NODE_GROUP],
+    types=[NODE_GROUP],
 )
 def ng_no_ssh(args: ResourceValidationArgs, report: Report) -> None:
     if has(args.props, "remoteAccess"):
@@ -387,7 +389,7 @@ def ng_no_ssh(args: ResourceValidationArgs, report: Report) -> None:
 )
 def ng_private_subnets(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
-    groups = g.of_type(EKS_NODE_GROUP)
+    groups = g.of_type(NODE_GROUP)
     if not groups:
         args.not_applicable("no managed node groups")
     for group in groups:
@@ -431,7 +433,7 @@ def node_role_least_priv(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     allowed = set(args.get_config().get("allowedPolicies", _DEFAULT_NODE_POLICIES))
     roles: list[PolicyResource] = []
-    for group in g.of_type(EKS_NODE_GROUP):
+    for group in g.of_type(NODE_GROUP):
         roles += [r for r in Graph.deps(group, "nodeRoleArn", IAM_ROLE) if r not in roles]
     if not roles:
         args.not_applicable("no node group with a node role in the stack")
@@ -505,7 +507,7 @@ def cluster_in_stack(args: StackValidationArgs, report: Report) -> None:
 def system_node_groups(g: Graph) -> list[PolicyResource]:
     """Managed node groups of non-accelerated instances: where CoreDNS, Kueue and the operators run."""
     accelerated = {group.urn for group, _ in accelerated_node_groups(g)}
-    return [group for group in g.of_type(EKS_NODE_GROUP) if group.urn not in accelerated]
+    return [group for group in g.of_type(NODE_GROUP) if group.urn not in accelerated]
 
 
 def _subnets_outside_stack(groups: list[PolicyResource]) -> set[str]:

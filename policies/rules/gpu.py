@@ -11,11 +11,14 @@ from __future__ import annotations
 from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
 from ..facts import ACCELERATED_AMI_TYPES, TAINT_KEYS, Instance, instance
-from .base import (
+from ..facts_generated import (
     EKS_CLUSTER,
     PLACEMENT_GROUP,
     SECURITY_GROUP,
     SUBNET,
+    TRAIN_JOB,
+)
+from .base import (
     Graph,
     Report,
     accelerated_node_groups,
@@ -260,7 +263,7 @@ def dev_scale_to_zero(args: StackValidationArgs, report: Report) -> None:
 
 
 NCCL_WORKLOADS = (
-    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    TRAIN_JOB,
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
 )
 

@@ -7,7 +7,18 @@ from collections.abc import Mapping
 
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
-from ..facts import ACCELERATED_AMI_TYPES
+from ..facts import (
+    ACCELERATED_AMI_TYPES,
+    RESTART_BACKOFF_ENV,
+)
+from ..facts_generated import (
+    AMP_RULE_GROUP_NAMESPACE,
+    AMP_SCRAPER,
+    AMP_WORKSPACE,
+    CLUSTER_TRAINING_RUNTIME,
+    SNS_TOPIC,
+    SNS_TOPIC_SUBSCRIPTION,
+)
 from .base import (
     HELM_TYPES,
     Report,
@@ -48,14 +59,7 @@ def grafana_rbac_namespaced(args: ResourceValidationArgs, report: Report) -> Non
 
 # ------------------------------------------------------------------------------------------------ fleet health
 
-AMP_WORKSPACE = "aws:amp/workspace:Workspace"
-AMP_SCRAPER = "aws:amp/scraper:Scraper"
-AMP_RULES = "aws:amp/ruleGroupNamespace:RuleGroupNamespace"
-SNS_TOPIC = "aws:sns/topic:Topic"
-SNS_SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
-TRAINING_RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"  # the training runtimes carry it; validation's does not
-RESTART_BACKOFF_ENV = "TRAINSTACK_RESTART_BACKOFF_S"  # components/training_runtime.py's restart-wait init container
 
 
 def _chart(release: PolicyResource) -> str:
@@ -208,7 +212,9 @@ def fleet_health_floor(args: StackValidationArgs, report: Report) -> None:
                     f"{unhealthy}%.",
                     group.urn,
                 )
-    if config.get("requireMetrics", True) and not all(g.of_type(t) for t in (AMP_WORKSPACE, AMP_SCRAPER, AMP_RULES)):
+    if config.get("requireMetrics", True) and not all(
+        g.of_type(t) for t in (AMP_WORKSPACE, AMP_SCRAPER, AMP_RULE_GROUP_NAMESPACE)
+    ):
         report("no metrics stack (workspace, collector, alert rules): no alert can fire; set health.metrics true.")
     nvidia = [group for group, _ in groups if str(get(group.props, "amiType", "")) in ACCELERATED_AMI_TYPES["nvidia"]]
     if config.get("requireGpuMetrics", True) and nvidia:
@@ -221,7 +227,7 @@ def fleet_health_floor(args: StackValidationArgs, report: Report) -> None:
                 )
     least, most_restarts = (int(n) for n in config.get("restartsBetween", [1, 10]))
     min_backoff = float(config.get("minRestartBackoffS", 10))
-    for runtime in g.of_type(TRAINING_RUNTIME):
+    for runtime in g.of_type(CLUSTER_TRAINING_RUNTIME):
         labels = get(runtime.props, "metadata.labels", {})
         if not isinstance(labels, Mapping) or FRAMEWORK_LABEL not in iter(labels):
             continue
@@ -254,7 +260,7 @@ def fleet_health_floor(args: StackValidationArgs, report: Report) -> None:
             )
     if config.get("requireAlertSubscription", True):
         for topic in g.of_type(SNS_TOPIC):
-            if not g.referrers(topic, None, SNS_SUBSCRIPTION):
+            if not g.referrers(topic, None, SNS_TOPIC_SUBSCRIPTION):
                 report(
                     f"alert topic {topic.name} has no subscription: alerts reach no one; list who receives them in "
                     "health.alert_emails.",

@@ -19,16 +19,32 @@ from ..facts import (
     LUSTRE_PORT_RANGES,
     OPEN_REGISTRIES,
     PSA_ENFORCE,
+    REGISTRY_POLICY_NAME,
     SERVICE_QUOTA,
     TEAM_GROUP_PREFIX,
     TENANT_LABEL,
     TENANT_TEAM,
 )
+from ..facts_generated import (
+    ACCESS_ENTRY,
+    ACCESS_POLICY_ASSOCIATION,
+    CLUSTER_TRAINING_RUNTIME,
+    EKS_CLUSTER,
+    HYPERPOD_CLUSTER,
+    K8S_CLUSTER_ROLE,
+    K8S_CLUSTER_ROLE_BINDING,
+    K8S_ROLE,
+    K8S_ROLE_BINDING,
+    LIMIT_RANGE,
+    NAMESPACE,
+    NETWORK_POLICY,
+    RESOURCE_QUOTA,
+    VALIDATING_ADMISSION_POLICY,
+    VALIDATING_ADMISSION_POLICY_BINDING,
+)
 from ..rbac import PRIVILEGE_VERBS, Request, allows
 from .base import (
-    EKS_CLUSTER,
     HELM_TYPES,
-    HYPERPOD_CLUSTER,
     WORKLOAD_TYPES,
     Graph,
     Report,
@@ -256,7 +272,7 @@ def k8s_pod_security(args: ResourceValidationArgs, report: Report) -> None:
 
 
 TRAINING_RUNTIMES = (
-    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    CLUSTER_TRAINING_RUNTIME,
     "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
 )
 # Pod Security `baseline`'s allowed added capabilities minus NET_RAW, which Kubernetes' baseline still admits but no
@@ -376,24 +392,6 @@ def k8s_efa_pod_resources(args: ResourceValidationArgs, report: Report) -> None:
                 report(f"container {name} uses EFA but has no {HUGEPAGES} limit.")
     if not checked:
         args.not_applicable("no container uses EFA")
-
-
-NAMESPACE = "kubernetes:core/v1:Namespace"
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
-
-
-VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
-
-
-ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
-CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
-ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
-CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
-ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
-ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 
 
 LEVELS = ("privileged", "baseline", "restricted")
@@ -631,7 +629,7 @@ def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
     if not bindings:
         report("no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere.")
     names = {get(b.props, "spec.policyName") for b in bindings}
-    for policy in [p for p in g.of_type(VAP) if get(p.props, "metadata.name") in names]:
+    for policy in [p for p in g.of_type(VALIDATING_ADMISSION_POLICY) if get(p.props, "metadata.name") in names]:
         try:
             variables = "\n".join(str(get(v, "expression", "")) for v in items(get(policy.props, "spec.variables")))
         except UnknownValueError:
@@ -664,10 +662,12 @@ def _validations_text(policy: PolicyResource) -> str:
 
 def _bound_to_teams(g: Graph, judges: Callable[[str], bool]) -> list[PolicyResource]:
     """The admission policies whose validations `judges` accepts, bound with Deny to the team namespaces."""
-    policies = {get(p.props, "metadata.name") for p in g.of_type(VAP) if judges(_validations_text(p))}
+    policies = {
+        get(p.props, "metadata.name") for p in g.of_type(VALIDATING_ADMISSION_POLICY) if judges(_validations_text(p))
+    }
     return [
         b
-        for b in g.of_type(VAP_BINDING)
+        for b in g.of_type(VALIDATING_ADMISSION_POLICY_BINDING)
         if "Deny" in items(get(b.props, "spec.validationActions"))
         and get(b.props, "spec.policyName") in policies
         and _selects_teams(get(b.props, "spec.matchResources.namespaceSelector.matchLabels"))
@@ -704,7 +704,7 @@ def _bound_rules(g: Graph, binding: PolicyResource, namespace: str | None) -> li
     """The rules of the role a binding names, from the plan; None when the role is not in it (a built-in such as
     `edit`, whose rules the plan cannot see)."""
     kind, name = get(binding.props, "roleRef.kind"), get(binding.props, "roleRef.name")
-    candidates = g.of_type(ROLE) if kind == "Role" else g.of_type(CLUSTER_ROLE)
+    candidates = g.of_type(K8S_ROLE) if kind == "Role" else g.of_type(K8S_CLUSTER_ROLE)
     for role in candidates:
         if get(role.props, "metadata.name") == name and (
             kind != "Role" or get(role.props, "metadata.namespace") == namespace
@@ -734,11 +734,11 @@ def k8s_team_access(args: StackValidationArgs, report: Report) -> None:
         loose = [k for k in SERVICE_QUOTA if str(hard.get(k)) != "0"]
         if loose:
             report(f"team namespace {namespace.name} does not hold {loose} at 0: a team can expose it.", namespace.urn)
-    for binding in [*g.of_type(ROLE_BINDING), *g.of_type(CLUSTER_ROLE_BINDING)]:
+    for binding in [*g.of_type(K8S_ROLE_BINDING), *g.of_type(K8S_CLUSTER_ROLE_BINDING)]:
         groups = _team_subjects(binding)
         if not groups:
             continue
-        if binding.resource_type == CLUSTER_ROLE_BINDING:
+        if binding.resource_type == K8S_CLUSTER_ROLE_BINDING:
             report(f"{binding.name} binds {groups} cluster-wide: team access stays in the team's namespace.")
             continue
         rules = _bound_rules(g, binding, get(binding.props, "metadata.namespace"))
@@ -788,7 +788,6 @@ def k8s_device_access(args: StackValidationArgs, report: Report) -> None:
         )
 
 
-REGISTRY_POLICY_NAME = "trainstack-allowed-registries"  # components/tenancy.py REGISTRY_POLICY_NAME
 # The account's private ECR in any region (ECR User Guide, "Private registry concepts": the registry URI is
 # <account>.dkr.ecr.<region>.amazonaws.com): only the account publishes there.
 _PRIVATE_ECR = re.compile(r"^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$")
@@ -819,7 +818,9 @@ def approved_prefixes(text: str) -> list[str]:
 )
 def registry_allowlist_breadth(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
-    policies = [p for p in g.of_type(VAP) if get(p.props, "metadata.name") == REGISTRY_POLICY_NAME]
+    policies = [
+        p for p in g.of_type(VALIDATING_ADMISSION_POLICY) if get(p.props, "metadata.name") == REGISTRY_POLICY_NAME
+    ]
     if not policies:
         args.not_applicable("no registry allowlist (no team namespaces)")
     single = {str(h) for h in args.get_config().get("singlePublisherHosts", ["registry.k8s.io"])}

@@ -9,16 +9,21 @@ from dataclasses import dataclass
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..address_space import describe, public_addresses
-from .base import (
+from ..facts_generated import (
+    DEFAULT_SECURITY_GROUP,
     EKS_CLUSTER,
-    EKS_NODE_GROUP,
     FLOW_LOG,
+    NAT_GATEWAY,
+    NODE_GROUP,
     SECURITY_GROUP,
-    SG_EGRESS_RULE,
-    SG_INGRESS_RULE,
-    SG_RULE,
+    SECURITY_GROUP_EGRESS_RULE,
+    SECURITY_GROUP_INGRESS_RULE,
     SUBNET,
     VPC,
+    VPC_ENDPOINT,
+)
+from .base import (
+    SG_RULE,
     Graph,
     Report,
     as_list,
@@ -83,10 +88,10 @@ def _inline(sg: PolicyResource, direction: str) -> list[SgRule]:
 def sg_rules(g: Graph, sg: PolicyResource) -> list[SgRule]:
     """Every rule of `sg`: inline blocks and rule resources joined through their `securityGroupId`."""
     rules = _inline(sg, "ingress") + _inline(sg, "egress")
-    for rule in g.referrers(sg, "securityGroupId", SG_INGRESS_RULE, SG_EGRESS_RULE):
+    for rule in g.referrers(sg, "securityGroupId", SECURITY_GROUP_INGRESS_RULE, SECURITY_GROUP_EGRESS_RULE):
         rules.append(
             SgRule(
-                direction="ingress" if rule.resource_type == SG_INGRESS_RULE else "egress",
+                direction="ingress" if rule.resource_type == SECURITY_GROUP_INGRESS_RULE else "egress",
                 protocol=str(get(rule.props, "ipProtocol", "")).lower(),
                 from_port=_port(get(rule.props, "fromPort"), 0),
                 to_port=_port(get(rule.props, "toPort"), 65535),
@@ -124,7 +129,7 @@ def allows_all_self(g: Graph, sg: PolicyResource) -> tuple[bool, bool]:
     "reaching beyond the private ranges, judged by the addresses it covers): nodes, file systems and endpoints "
     "are reached from inside the VPC only (Pulumi compliance pack, CIS AWS 5.2).",
     severity=Severity.CRITICAL,
-    types=[SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE],
+    types=[SECURITY_GROUP, SECURITY_GROUP_INGRESS_RULE, SG_RULE],
 )
 def sg_no_world_ingress(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type == SECURITY_GROUP:
@@ -173,9 +178,6 @@ def vpc_flow_logs(args: StackValidationArgs, report: Report) -> None:
             report(f"VPC {vpc.name} logs {types}; {required} is required here.", vpc.urn)
 
 
-DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
-
-
 @stack_rule(
     name="vpc-default-sg-closed",
     description="Every VPC the stack creates has its default security group adopted with no rule: by default it "
@@ -189,7 +191,7 @@ def vpc_default_sg_closed(args: StackValidationArgs, report: Report) -> None:
     if not vpcs:
         args.not_applicable("no VPC in the stack (an existing VPC's default group is its owner's)")
     for vpc in vpcs:
-        groups = g.referrers(vpc, "vpcId", DEFAULT_SG)
+        groups = g.referrers(vpc, "vpcId", DEFAULT_SECURITY_GROUP)
         if not groups:
             report(f"VPC {vpc.name}: its default security group is not adopted, so it keeps AWS's open rules.", vpc.urn)
         for group in groups:
@@ -213,16 +215,13 @@ def sg_rule_style_consistent(args: StackValidationArgs, report: Report) -> None:
         args.not_applicable("no security groups")
     for sg in groups:
         inline = bool(items(get(sg.props, "ingress")) or items(get(sg.props, "egress")))
-        resources = g.referrers(sg, "securityGroupId", SG_INGRESS_RULE, SG_EGRESS_RULE, SG_RULE)
+        resources = g.referrers(sg, "securityGroupId", SECURITY_GROUP_INGRESS_RULE, SECURITY_GROUP_EGRESS_RULE, SG_RULE)
         if inline and resources:
             report(
                 f"security group {sg.name} has inline rules and rule resources "
                 f"({', '.join(r.name for r in resources)}).",
                 sg.urn,
             )
-
-
-VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 
 
 @resource_rule(
@@ -245,9 +244,6 @@ def vpc_endpoint_policy(args: ResourceValidationArgs, report: Report) -> None:
             report(f"statement {statement.get('Sid', '?')} allows every action on every resource without condition.")
 
 
-NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
-
-
 @stack_rule(
     name="nat-per-az",
     floor="prod",  # from prod: in staging one NAT gateway is the cost
@@ -260,8 +256,8 @@ def nat_per_az(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
     # The subnets that carry nodes and the control plane's interfaces: the node groups' and the cluster's.
     private: list[PolicyResource] = []
-    for holder in g.of_type(EKS_NODE_GROUP, EKS_CLUSTER):
-        prop = "subnetIds" if holder.resource_type == EKS_NODE_GROUP else "vpcConfig"
+    for holder in g.of_type(NODE_GROUP, EKS_CLUSTER):
+        prop = "subnetIds" if holder.resource_type == NODE_GROUP else "vpcConfig"
         private += [s for s in Graph.deps(holder, prop, SUBNET) if s not in private]
     nats = g.of_type(NAT_GATEWAY)
     if not private or not nats:

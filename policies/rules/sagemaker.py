@@ -11,15 +11,20 @@ from typing import Any
 from pulumi_policy import ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
-from ..facts import instance
-from .base import (
+from ..facts import (
+    PROVISIONING_PARAMETERS,
+    instance,
+)
+from ..facts_generated import (
+    BUCKET_OBJECT,
     HYPERPOD_CLUSTER,
     IAM_ROLE,
     IAM_ROLE_POLICY,
     IAM_ROLE_POLICY_ATTACHMENT,
     S3_BUCKETS,
-    S3_OBJECT,
     SECURITY_GROUP,
+)
+from .base import (
     Graph,
     Report,
     as_list,
@@ -217,16 +222,13 @@ def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) 
                 )
 
 
-PROVISIONING_PARAMETERS = "/provisioning_parameters.json"  # components/hyperpod.py PROVISIONING_PARAMETERS
-
-
 def _login_groups(g: Graph) -> set[str]:
     """The login groups the Slurm lifecycle's provisioning_parameters.json names (`login_group`); none while its
     content is unknown (it carries the file system's outputs) or unreadable."""
     found: set[str] = set()
-    for obj in g.of_type(S3_OBJECT):
+    for obj in g.of_type(BUCKET_OBJECT):
         try:
-            if not str(get(obj.props, "key", "")).endswith(PROVISIONING_PARAMETERS):
+            if not str(get(obj.props, "key", "")).endswith(f"/{PROVISIONING_PARAMETERS}"):
                 continue
             params = json.loads(str(get(obj.props, "content", "")))
         except (UnknownValueError, ValueError):

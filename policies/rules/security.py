@@ -11,12 +11,16 @@ from typing import Any
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
-from .base import (
+from ..facts_generated import (
     FLOW_LOG,
     IAM_POLICY,
     IAM_ROLE,
     IAM_ROLE_POLICY,
     KMS_KEY,
+    LOG_GROUP,
+    SNS_TOPIC,
+)
+from .base import (
     Graph,
     Report,
     as_list,
@@ -211,10 +215,6 @@ def kms_admin_separation(args: ResourceValidationArgs, report: Report) -> None:
         )
         if not guarded:
             report(f"{action} is not denied to principals other than the key administrators.")
-
-
-LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
-SNS_TOPIC = "aws:sns/topic:Topic"
 
 
 def _context_values(statement: Mapping[str, Any], key: str) -> list[str]:

@@ -18,20 +18,28 @@ from ..facts import (
     DATA_READ_WRITE_ACTIONS,
     DATASETS_CLAIM,
     FSX_CSI_DRIVER,
+    LUSTRE_PORT_RANGES,
     READ_MB_S_PER_ACCELERATOR_FLOOR,
     READ_ONLY_MOUNT_OPTION,
 )
-from .base import (
-    FSX_DRA,
+from ..facts_generated import (
+    BUCKET_LIFECYCLE_CONFIGURATION,
+    BUCKET_OBJECT,
+    BUCKET_OBJECT_LOCK,
+    BUCKET_POLICY,
+    BUCKET_PUBLIC_ACCESS_BLOCK,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
     FSX_LUSTRE,
     IAM_ROLE_POLICY,
     KMS_KEY,
+    PERSISTENT_VOLUME,
     S3_BUCKETS,
-    S3_PUBLIC_ACCESS_BLOCK,
-    S3_SSE,
-    S3_VERSIONING,
     SECURITY_GROUP,
     SUBNET,
+)
+from .base import (
+    S3_SSE,
+    S3_VERSIONING,
     Graph,
     Report,
     accelerated_node_groups,
@@ -76,7 +84,7 @@ def _buckets(args: StackValidationArgs) -> tuple[Graph, list[PolicyResource]]:
 def s3_public_access_block(args: StackValidationArgs, report: Report) -> None:
     g, buckets = _buckets(args)
     for bucket in buckets:
-        blocks = g.referrers(bucket, "bucket", S3_PUBLIC_ACCESS_BLOCK)
+        blocks = g.referrers(bucket, "bucket", BUCKET_PUBLIC_ACCESS_BLOCK)
         if not blocks:
             report(f"bucket {bucket.name} has no BucketPublicAccessBlock.", bucket.urn)
         for block in blocks:
@@ -161,7 +169,7 @@ def fsx_efa_prereqs(args: StackValidationArgs, report: Report) -> None:
 
 # FSx for Lustre: TCP 988 and 1018-1023 between clients and file servers (FSx Lustre User Guide, "File
 # system access control with Amazon VPC").
-LUSTRE_PORTS = (988, *range(1018, 1024))
+LUSTRE_PORTS = tuple(port for low, high in LUSTRE_PORT_RANGES for port in range(low, high + 1))
 
 
 @stack_rule(
@@ -263,15 +271,8 @@ def storage_throughput_feeds_gpus(args: StackValidationArgs, report: Report) -> 
         )
 
 
-PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
-
-
-DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-
-
-BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 OBJECT_LOCK = (
-    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration",
+    BUCKET_OBJECT_LOCK,
     "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2",
 )
 
@@ -346,7 +347,7 @@ def fsx_no_squash_breadth(args: ResourceValidationArgs, report: Report) -> None:
     description="The data repository association does not export deletions: with DELETED exported, removing a "
     "file on Lustre deletes it from the datasets bucket, the source of truth.",
     severity=Severity.HIGH,
-    types=[DRA],
+    types=[FSX_DATA_REPOSITORY_ASSOCIATION],
 )
 def fsx_dra_no_delete_export(args: ResourceValidationArgs, report: Report) -> None:
     events = [str(e) for e in items(get(args.props, "s3.autoExportPolicy.events"))]
@@ -516,7 +517,7 @@ def _data_buckets(g: Graph, *classes: str) -> list[PolicyResource]:
 
 
 S3_LIFECYCLE = (
-    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    BUCKET_LIFECYCLE_CONFIGURATION,
     "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
 )
 
@@ -721,9 +722,6 @@ def s3_checkpoints_object_lock(args: StackValidationArgs, report: Report) -> Non
             report(f"{bucket.name}: no Object Lock default retention.", bucket.urn)
 
 
-BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
-
-
 def data_buckets(g: Graph) -> list[PolicyResource]:
     """Buckets that hold data: not those whose objects the stack writes itself (the HyperPod lifecycle scripts),
     which are generated copies of files in the repository and are rewritten on the next `pulumi up`."""
@@ -769,7 +767,7 @@ def fsx_backup_floor(args: StackValidationArgs, report: Report) -> None:
     for fs in systems:
         days = int(number(get(fs.props, "automaticBackupRetentionDays")) or 0)
         final = has(fs.props, "skipFinalBackup") and not truthy(get(fs.props, "skipFinalBackup"))
-        if g.referrers(fs, "fileSystemId", FSX_DRA):
+        if g.referrers(fs, "fileSystemId", FSX_DATA_REPOSITORY_ASSOCIATION):
             if days or final:
                 report(
                     f"{fs.name}: linked to S3 by a data repository association, yet asks for "
