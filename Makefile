@@ -60,7 +60,7 @@ checks: $(VENV)/.synced
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
-	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
+	$(VENV)/bin/shellcheck --severity=style components/sagemaker/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
 
 # pyrefly, strict: the program, the tooling and scripts/ against .venv ([tool.pyrefly] in pyproject.toml), then
@@ -123,7 +123,7 @@ bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole pro
 mutate: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Mutation scores of the core modules against the floor
 	$(VENV)/bin/python scripts/mutate.py $(ARGS)
 
-# The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
+# The HyperPod dependencies chart, at the tag components/sagemaker/hyperpod_dependencies.py pins, where the release looks for
 # it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.
 # With STACK=<name> (CI) it is fetched only when that stack runs HyperPod on EKS; HYPERPOD_CHART_MIRROR=<git URL>
 # clones the same tag from a mirror (a runner without GitHub access; the day-one dry run's local repository).
@@ -134,7 +134,7 @@ hyperpod-chart: $(VENV)/.synced
 	fi; $(MAKE) --no-print-directory hyperpod-chart-fetch
 
 hyperpod-chart-fetch: $(VENV)/.synced
-	@set -e; eval "$$($(VENV)/bin/python -c 'from components.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
+	@set -e; eval "$$($(VENV)/bin/python -c 'from components.sagemaker.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
 	rm -rf .hyperpod-chart/$$TAG; \
 	git clone --quiet --depth 1 --branch $$TAG "$${HYPERPOD_CHART_MIRROR:-$$REPO}" .hyperpod-chart/$$TAG; \
 	helm dependency update .hyperpod-chart/$$TAG/$$CHART

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from components.buckets import (
+from components.storage.buckets import (
     DATA_ACTIONS,
     EMPTYING_ACTIONS,
     READ_WRITE_ACTIONS,

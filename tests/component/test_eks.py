@@ -7,7 +7,7 @@ import json
 
 import pulumi
 
-from components.eks import EksCluster, EksClusterArgs, node_volume_key_policy
+from components.eks.eks import EksCluster, EksClusterArgs, node_volume_key_policy
 from components.pod_identity import pod_identity_role
 from tests.component.helpers import aws_opts
 from tests.conftest import edited_config, run_component, stack_config

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.alert_rules import rules_yaml
-from components.observability import NODE_MONITORING_AGENT, FleetHealth, FleetHealthArgs
+from components.health.observability import NODE_MONITORING_AGENT, FleetHealth, FleetHealthArgs
 from stacks.schema import HealthSpec
 from tests.component.helpers import aws_opts, k8s_opts
 from tests.conftest import run_component

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 from pydantic import ValidationError
 
-from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs, eks_capacity_type, node_labels, node_taint
+from components.gpu.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs, eks_capacity_type, node_labels, node_taint
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec
 from tests.component.helpers import aws_opts

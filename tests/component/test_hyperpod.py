@@ -11,14 +11,14 @@ import pulumi
 import pulumi_aws as aws
 import pytest
 
-from components.hyperpod import (
+from components.sagemaker.hyperpod import (
     LIFECYCLE_ROOT,
     PROVISIONING_PARAMETERS,
     HyperPodCluster,
     HyperPodClusterArgs,
     aws_native_provider,
 )
-from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
+from components.sagemaker.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
 from stacks.schema import HyperPodSpec
 from tests.conftest import run_component
 from trainstack.engine import Recording

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.scheduling import Scheduling, SchedulingArgs
-from components.validation_jobs import ValidationJobs, ValidationJobsArgs
+from components.k8s.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from components.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.k8s.scheduling import Scheduling, SchedulingArgs
+from components.k8s.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.schema import (
     AmiFamily,
     EfaDevicePluginSpec,

@@ -116,7 +116,7 @@ def test_a_broken_manifest_is_caught() -> None:
 
 
 def test_mpijob_pod_templates_pass_the_strict_schema() -> None:
-    from components.validation_jobs import mpijob_spec, nccl_plan
+    from components.k8s.validation_jobs import mpijob_spec, nccl_plan
 
     cluster = stack_config("prod")
     validation = cluster.kubernetes.validation

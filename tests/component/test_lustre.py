@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.lustre import LustreFileSystem, LustreFileSystemArgs, data_repository_path, log_group_name
+from components.storage.lustre import LustreFileSystem, LustreFileSystemArgs, data_repository_path, log_group_name
 from stacks.schema import FsxSpec
 from tests.component.helpers import aws_opts
 from tests.conftest import run_component

@@ -5,7 +5,7 @@ import json
 import pulumi
 import pytest
 
-from components.lustre_volume import CSI_DRIVER, LustreVolume, LustreVolumeArgs
+from components.storage.lustre_volume import CSI_DRIVER, LustreVolume, LustreVolumeArgs
 from tests.component.helpers import aws_opts, k8s_opts
 from tests.conftest import run_component
 

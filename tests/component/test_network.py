@@ -6,7 +6,7 @@ import functools
 import ipaddress
 import json
 
-from components.network import INTERFACE_ENDPOINT_SERVICES, Network, NetworkArgs
+from components.network.network import INTERFACE_ENDPOINT_SERVICES, Network, NetworkArgs
 from stacks.schema import NetworkSpec
 from tests.component.helpers import aws_opts
 from tests.conftest import run_component, stack_config

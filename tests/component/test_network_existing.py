@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from components.network import ExistingSubnet, Network, NetworkArgs, existing_subnet_problem
+from components.network.network import ExistingSubnet, Network, NetworkArgs, existing_subnet_problem
 from stacks.schema import NetworkSpec
 from tests.component.helpers import aws_opts
 from trainstack.engine import Recording, run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs, neuron_device_plugin_values
+from components.k8s.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs, neuron_device_plugin_values
 from stacks.schema import NeuronDevicePluginSpec
 from tests.component.helpers import k8s_opts
 from tests.conftest import run_component

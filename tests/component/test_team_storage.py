@@ -8,7 +8,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.team_storage import TEAM_SERVICE_ACCOUNT, TeamStorageAccess, TeamStorageAccessArgs
+from components.storage.team_storage import TEAM_SERVICE_ACCOUNT, TeamStorageAccess, TeamStorageAccessArgs
 from tests.conftest import run_component
 
 DATASETS = "arn:aws:s3:::datasets-bkt"

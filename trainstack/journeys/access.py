@@ -42,8 +42,8 @@ ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 FILE_SYSTEM = "aws:fsx/lustreFileSystem:LustreFileSystem"
-DATA_CLASS_TAG = "trainstack:data-class"  # components/buckets.py DATA_CLASS_TAG
-TEAM_SERVICE_ACCOUNT = "training"  # components/team_storage.py TEAM_SERVICE_ACCOUNT
+DATA_CLASS_TAG = "trainstack:data-class"  # components/storage/buckets.py DATA_CLASS_TAG
+TEAM_SERVICE_ACCOUNT = "training"  # components/storage/team_storage.py TEAM_SERVICE_ACCOUNT
 
 # Where each step's rule is stated.
 EVALUATION = "IAM User Guide, Policy evaluation logic (identity and resource-based policies, explicit deny)"
@@ -927,7 +927,7 @@ def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
                 )
             )
             if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
-                # The exemption that lets destroy empty a VPC-only bucket stops there (components/buckets.py).
+                # The exemption that lets destroy empty a VPC-only bucket stops there (components/storage/buckets.py).
                 reading = _checks(
                     world,
                     deployer,

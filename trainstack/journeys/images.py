@@ -42,7 +42,7 @@ ROUTE = "aws:ec2/route:Route"
 ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
 SUBNET = "aws:ec2/subnet:Subnet"
 HYPERPOD = "aws-native:sagemaker:Cluster"
-PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"  # components/network.py INTERNAL_ELB_TAG
+PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"  # components/network/network.py INTERNAL_ELB_TAG
 
 SRC_GATEWAY = (
     'VPC User Guide, "Gateway endpoints for Amazon S3" (the route to the region\'s S3 prefix list) and "Control '

@@ -1,5 +1,5 @@
 """What a node of each HyperPod Slurm instance group runs at creation, and what it needs, from its
-provisioning_parameters.json: the steps of components/lifecycle/slurm/on_create.sh, in its order and under its
+provisioning_parameters.json: the steps of components/sagemaker/lifecycle/slurm/on_create.sh, in its order and under its
 conditions (tests/unit/test_slurm_lifecycle.py holds the two together). The plan shows it per group."""
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class LustreFileSystemArgs:
     """Customer-managed key for persistent types (SCRATCH_2 is encrypted with an AWS-owned key)."""
     datasets_bucket_name: pulumi.Input[str]
     log_kms_key_arn: pulumi.Input[str] | None = None
-    """The telemetry key (components/telemetry_key.py) the file system's log group is encrypted with."""
+    """The telemetry key (components/security/telemetry_key.py) the file system's log group is encrypted with."""
     efa_security_group_id: pulumi.Input[str] | None = None
     """The GPU nodes' EFA security group (all traffic to and from itself); required when spec.efa_enabled."""
     protect: bool = False

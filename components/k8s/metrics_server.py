@@ -22,7 +22,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.eks import NODE_ROLE_LABEL
+from components.eks.eks import NODE_ROLE_LABEL
 from components.naming import child_name
 from stacks.schema import MetricsServerSpec
 

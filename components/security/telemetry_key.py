@@ -38,7 +38,7 @@ def log_group_arn(partition: str, region: str, account_id: str, name: str) -> st
 
 
 def alert_topic_name(base_name: str) -> str:
-    """The alert topic's physical name (components/observability.py creates it)."""
+    """The alert topic's physical name (components/health/observability.py creates it)."""
     return physical_name(base_name, "alerts")
 
 

@@ -9,7 +9,7 @@ read-only volume (kubernetes-sigs/aws-fsx-csi-driver v1.7.0, pkg/driver/node.go 
 mountname of `<mount name>/<path>` is a Lustre subdirectory mount. Its CSIDriver declares no Ephemeral
 lifecycle mode, so a pod cannot mount the root through an inline CSI volume; PVs are cluster-scoped, which
 team RBAC does not grant. Root squash on the file system keeps root in a container from reading past file
-permissions (components/lustre.py). The team directories must exist with the team's ownership before the
+permissions (components/storage/lustre.py). The team directories must exist with the team's ownership before the
 first mount: docs/security.md says how an administrator creates them.
 
 A PersistentVolume binds to exactly one claim, and a claim lives in one namespace, so each team gets its own

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 
-from components.validation_jobs import ALL_REDUCE_PERF, NcclPlan, nccl_env, nccl_verdict_lines, supports_device_rdma
+from components.nccl import ALL_REDUCE_PERF, NcclPlan, nccl_env, nccl_verdict_lines, supports_device_rdma
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import HyperPodGroupRole, HyperPodInstanceGroupSpec, HyperPodSpec, SlurmSpec
 

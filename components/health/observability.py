@@ -3,14 +3,14 @@
 - Always: the EKS node monitoring agent add-on (pinned; it tolerates every taint so it runs on GPU and
   Trainium nodes). It reads kernel, driver, DCGM and network logs and sets node conditions
   (AcceleratedHardwareReady, NetworkingReady, StorageReady, KernelReady, ContainerRuntimeReady); node auto
-  repair on the node groups (components/gpu_nodes.py) acts on them. It needs no AWS permissions: it writes
+  repair on the node groups (components/gpu/gpu_nodes.py) acts on them. It needs no AWS permissions: it writes
   conditions and events through the Kubernetes API (EKS User Guide, "Detect node health issues").
 - With metrics on: an Amazon Managed Service for Prometheus workspace fed by an AWS managed collector (no
   Prometheus server to run, size or upgrade; the collector scrapes from ENIs in the private subnets), the
   exporters it scrapes (dcgm-exporter from the GPU Operator, node-exporter with an EFA counter sidecar,
   kube-state-metrics, Kueue itself, YACE for the file system's CloudWatch metrics), the alert rules
   (components/alert_rules.py) with the workspace's alert manager routing them to an SNS topic, and an
-  in-cluster Grafana that reads the workspace with SigV4 and loads the dashboards (components/dashboards.py)
+  in-cluster Grafana that reads the workspace with SigV4 and loads the dashboards (components/health/dashboards.py)
   from ConfigMaps. Grafana runs in the cluster rather than as Amazon Managed Grafana because AMG needs IAM
   Identity Center (or SAML) and per-user licences before anyone sees a panel; the same dashboards import into
   AMG unchanged.
@@ -29,7 +29,6 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.alert_rules import alerts, rules_yaml
-from components.dashboards import DATASOURCE_UID, dashboards
 from components.fleet_metrics import (
     EFA_TEXTFILE_DIR,
     MONITORING_NAMESPACE,
@@ -37,11 +36,12 @@ from components.fleet_metrics import (
     scrape_configuration_yaml,
     yace_config,
 )
-from components.lustre import file_system_name
+from components.health.dashboards import DATASOURCE_UID, dashboards
+from components.namespaces import system_namespace_labels
 from components.naming import child_name, physical_name
 from components.pod_identity import pod_identity_role
-from components.telemetry_key import alert_topic_name
-from components.tenancy import system_namespace_labels
+from components.security.telemetry_key import alert_topic_name
+from components.storage.lustre import file_system_name
 from stacks.schema import HealthSpec
 
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
@@ -186,7 +186,7 @@ class FleetHealthArgs:
     gpu_metrics: bool = True
     """Whether dcgm-exporter runs on the cluster (the GPU Operator): without it, no GPU or EFA alerts."""
     alert_kms_key_arn: pulumi.Input[str] | None = None
-    """The telemetry key (components/telemetry_key.py) the alert topic is encrypted with; its policy lets AMP
+    """The telemetry key (components/security/telemetry_key.py) the alert topic is encrypted with; its policy lets AMP
     publish."""
     after: list[pulumi.Resource] = field(default_factory=list[pulumi.Resource])
     """What must exist first: the system node group (Deployments) and the charts whose metrics are scraped."""

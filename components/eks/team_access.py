@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.eks import access_entry_keys
+from components.eks.eks import access_entry_keys
 from components.naming import child_name
 from components.team_rbac import team_group
 

@@ -2,7 +2,7 @@
 and the scale-from-zero tags on each growing GPU group's Auto Scaling group.
 
 The rules (which group scales, how a gang job is admitted, which tags, which values, which policy) live in
-`components/autoscaling.py`; this component only creates the resources.
+`components/k8s/autoscaling.py`; this component only creates the resources.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.autoscaling import (
+from components.k8s.autoscaling import (
     CLUSTER_AUTOSCALER_CHART,
     CLUSTER_AUTOSCALER_NAMESPACE,
     CLUSTER_AUTOSCALER_REPO,

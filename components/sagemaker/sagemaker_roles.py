@@ -61,7 +61,7 @@ ENI_MUTATE_ACTIONS = (
 # Listed for the EKS orchestrator's execution role by the HyperPod IAM guide ("IAM role for SageMaker HyperPod",
 # EKS section) and the same set in aws-samples' sagemaker-iam-role-stack.yaml; kept as documented. On this
 # cluster aws-node (the VPC CNI) does not use the execution role: it has its own Pod Identity role
-# (components/eks.py), and the execution role only needs eks-auth:AssumeRoleForPodIdentity so the Pod Identity
+# (components/eks/eks.py), and the execution role only needs eks-auth:AssumeRoleForPodIdentity so the Pod Identity
 # agent on HyperPod nodes can hand those credentials out.
 HYPERPOD_ENI_EXTRA_ACTIONS = (
     "ec2:AssignPrivateIpAddresses",
@@ -238,8 +238,9 @@ def hyperpod_execution_policy(
     if kms_key_arn is not None:
         through_s3: dict[str, Any] = {}
         if login:
-            # S3 asks KMS with the bucket's ARN as encryption context when the bucket key is on (components/buckets.py)
-            # and the object's ARN otherwise (S3 User Guide, "Encryption context"): both, and nothing else.
+            # S3 asks KMS with the bucket's ARN as encryption context when the bucket key is on
+            # (components/storage/buckets.py) and the object's ARN otherwise (S3 User Guide, "Encryption context"):
+            # both, and nothing else.
             through_s3 = {
                 "Condition": {
                     "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
@@ -287,7 +288,7 @@ def training_job_policy(
 ) -> dict[str, Any]:
     """The policy of one team's SageMaker training-job execution role: read datasets, read and write checkpoints
     and model output under the team's own prefix of the checkpoints bucket (`checkpoints_prefix`, the prefix its
-    Pod Identity role writes: components/team_storage.py), FSx input, ECR pull, KMS on the data key and (through
+    Pod Identity role writes: components/storage/team_storage.py), FSx input, ECR pull, KMS on the data key and (through
     S3 only) on the checkpoints key, VPC interfaces, and its own log group."""
     prefix = checkpoints_prefix.strip("/")
     if not prefix:
@@ -322,7 +323,7 @@ def training_job_policy(
             _statement("DataKey", ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"], [kms_key_arn])
         )
     if checkpoints_kms_key_arn is not None:
-        # The checkpoints bucket encrypts with its own key (components/buckets.py): S3 uses it with the job's
+        # The checkpoints bucket encrypts with its own key (components/storage/buckets.py): S3 uses it with the job's
         # permissions, GenerateDataKey to write and Decrypt to read and to complete a multipart upload (S3 User
         # Guide, SSE-KMS permissions), and only S3 needs it (kms:ViaService).
         statements.append(

@@ -25,7 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.autoscaling import (
+from components.k8s.autoscaling import (
     Admission,
     admission,
     admission_check_name,
@@ -42,8 +42,8 @@ from components.k8s_common import (
     Toleration,
     group_tolerations,
 )
+from components.namespaces import system_namespace_labels, team_namespace_labels
 from components.naming import child_name
-from components.tenancy import system_namespace_labels, team_namespace_labels
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, KueueSpec, TeamSpec, TrainingOperatorSpec
 
@@ -300,7 +300,7 @@ class Scheduling(pulumi.ComponentResource):
     cluster_queues: dict[str, k8s.apiextensions.CustomResource]
     """ClusterQueue per queue name."""
     admission_checks: dict[str, k8s.apiextensions.CustomResource]
-    """AdmissionCheck per GPU group whose jobs wait for provisioned nodes (components/autoscaling.py)."""
+    """AdmissionCheck per GPU group whose jobs wait for provisioned nodes (components/k8s/autoscaling.py)."""
     team_namespaces: dict[str, k8s.core.v1.Namespace]
     """Namespace per team name (the storage component binds PVCs in them)."""
     local_queues: dict[str, dict[str, k8s.apiextensions.CustomResource]]

@@ -280,7 +280,7 @@ class EksClusterArgs:
     pod_subnet_ids: Mapping[str, pulumi.Input[str]] = field(default_factory=dict[str, pulumi.Input[str]])
     """Pod subnets by AZ (`Network.pod_subnet_ids`): VPC CNI custom networking, an ENIConfig per AZ."""
     log_kms_key_arn: pulumi.Input[str] | None = None
-    """The telemetry key (components/telemetry_key.py) the control plane's log group is encrypted with."""
+    """The telemetry key (components/security/telemetry_key.py) the control plane's log group is encrypted with."""
 
 
 def _oidc_issuer(identities: Sequence[aws.eks.outputs.ClusterIdentity]) -> str:

@@ -27,17 +27,8 @@ from typing import Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import (
-    EFA_RESOURCE,
-    IMMUTABLE_FIELDS,
-    KUEUE_QUEUE_LABEL,
-    TEAM_LABEL,
-    group_tolerations,
-)
-from components.naming import child_name
-from components.scheduling import custom_resource_name, local_queue
-from components.tenancy import limit_range_limits, system_namespace_labels
-from components.training_runtimes import (
+from components.k8s.scheduling import custom_resource_name, local_queue
+from components.k8s.training_runtimes import (
     LAUNCHER,
     MPI_POD_CONTEXT,
     MPI_WORKER_CAPABILITIES,
@@ -52,7 +43,18 @@ from components.training_runtimes import (
     sshd_command,
     sshd_readiness_probe,
 )
-from stacks.catalog import CATALOG, InstanceType
+from components.k8s_common import (
+    EFA_RESOURCE,
+    IMMUTABLE_FIELDS,
+    KUEUE_QUEUE_LABEL,
+    TEAM_LABEL,
+    group_tolerations,
+)
+from components.namespaces import system_namespace_labels
+from components.naming import child_name
+from components.nccl import ALL_REDUCE_PERF, NcclPlan, nccl_env, nccl_verdict_lines, supports_device_rdma
+from components.tenancy import limit_range_limits
+from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
 
 NAMESPACE = "trainstack-validation"
@@ -62,7 +64,6 @@ DCGM_JOB_NAME = "dcgm-diag"
 # `setupSSHOnPod`); the nccl-tests image runs as root. Trainer's keys go through training_runtimes instead.
 MPI_OPERATOR_SSH_PATH = "/root/.ssh"
 MPIRUN = "/opt/amazon/openmpi/bin/mpirun"  # Open MPI from the EFA installer, as the nccl-tests image ships it
-ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
 # ssh from the launcher: the 0600 key copy, no host-key prompt (worker host keys are per pod), and retries for a
 # worker whose sshd is still starting (Trainer's own default is ConnectionAttempts=10).
 RSH_ARGS = (
@@ -72,38 +73,7 @@ RSH_ARGS = (
 # Tell pulumi-kubernetes not to wait for these to finish: Kueue decides when they start.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
-# EFA RDMA read/write (GPUDirect RDMA) exists on p4d/p4de, p5*, p6* and Trainium; not on g5/g6e
-# (AWS EC2 user guide, "Elastic Fabric Adapter" supported instance types, RDMA column).
-_RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "trn1", "trn1n", "trn2")
-
-
 # ----------------------------------------------------------------------------------------------- pure
-
-
-@dataclass(frozen=True)
-class NcclPlan:
-    """What the NCCL test asks for, derived from the target group and the catalog."""
-
-    group: str
-    instance_type: str
-    nodes: int
-    gpus_per_node: int
-    efa_per_node: int
-    hugepages_2mi_mi: int
-    memory_gi: int
-    cpu: int
-    busbw_floor_gb_s: float
-    device_rdma: bool
-    max_message_size: str
-
-    @property
-    def ranks(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-
-def supports_device_rdma(row: InstanceType) -> bool:
-    """Whether EFA on this type does RDMA (FI_EFA_USE_DEVICE_RDMA=1 is valid there)."""
-    return row.name.split(".")[0] in _RDMA_FAMILIES
 
 
 def nccl_plan(validation: ValidationSpec, group: GpuNodeGroupSpec) -> NcclPlan:
@@ -123,21 +93,6 @@ def nccl_plan(validation: ValidationSpec, group: GpuNodeGroupSpec) -> NcclPlan:
         device_rdma=supports_device_rdma(row),
         max_message_size=validation.nccl_max_message_size,
     )
-
-
-def nccl_env(plan: NcclPlan) -> dict[str, str]:
-    """The EFA/NCCL environment every rank gets."""
-    env = {
-        "FI_PROVIDER": "efa",
-        "FI_EFA_FORK_SAFE": "1",
-        "NCCL_DEBUG": "INFO",
-        # Socket bootstrap must not pick loopback, docker bridges or the Pod Identity link-local NIC, which
-        # hangs (aws-samples/aws-do-eks PR #54).
-        "NCCL_SOCKET_IFNAME": "^lo,docker,pod-id-link0",
-    }
-    if plan.device_rdma:
-        env["FI_EFA_USE_DEVICE_RDMA"] = "1"
-    return env
 
 
 def _k8s_env(env: dict[str, str]) -> list[dict[str, str]]:
@@ -179,32 +134,6 @@ def nccl_launcher_script(plan: NcclPlan) -> str:
     )
 
 
-def nccl_verdict_lines(plan: NcclPlan, log: str) -> list[str]:
-    """Shell lines that judge an all_reduce_perf log (NCCL_DEBUG=INFO) and print one `trainstack-nccl: PASS` or
-    `trainstack-nccl: FAIL <why>` line, exiting 1 on FAIL. Shared by the EKS launcher and the Slurm sbatch job."""
-    floor = f"{plan.busbw_floor_gb_s:.1f}"
-    return [
-        f"if grep -Eq 'NET/Socket|Using network Socket' {log}; then",
-        "  echo 'trainstack-nccl: FAIL NCCL fell back to TCP sockets (EFA not used)'; exit 1",
-        "fi",
-        f"if ! grep -Eqi 'selected provider is efa|Using network (AWS Libfabric|Libfabric)' {log}; then",
-        "  echo 'trainstack-nccl: FAIL the OFI plugin did not select the efa provider'; exit 1",
-        "fi",
-        f"grep 'Avg bus bandwidth' {log} || true",
-        # Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
-        # The smaller of out-of-place ($8) and in-place ($12) bus bandwidth: either below the floor fails.
-        "read -r size busbw wrong < <(awk '!/^#/ && $1 ~ /^[0-9]+$/ && NF >= 13 "
-        f"{{s=$1; b=($8<$12)?$8:$12; w=$9+$13}} END {{print s, b, w}}' {log})",
-        'if [ -z "${busbw:-}" ]; then echo "trainstack-nccl: FAIL no results parsed"; exit 1; fi',
-        'if [ "${wrong}" != "0" ]; then echo "trainstack-nccl: FAIL ${wrong} wrong results"; exit 1; fi',
-        f"if awk -v b=\"$busbw\" -v f={floor} 'BEGIN {{exit !(b + 0 >= f + 0)}}'; then",
-        f'  echo "trainstack-nccl: PASS busbw ${{busbw}} GB/s >= floor {floor} GB/s at ${{size}} bytes"',
-        "else",
-        f'  echo "trainstack-nccl: FAIL busbw ${{busbw}} GB/s < floor {floor} GB/s at ${{size}} bytes"; exit 1',
-        "fi",
-    ]
-
-
 def _scheduling(group: GpuNodeGroupSpec) -> dict[str, Any]:
     return {
         "nodeSelector": group.node_selector,
@@ -230,7 +159,7 @@ def nccl_worker_pod_spec(
                 "readinessProbe": sshd_readiness_probe(),
                 "resources": nccl_worker_resources(plan),
                 "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-                # sshd as root with the MPI runtime's measured set (components/training_runtimes.py).
+                # sshd as root with the MPI runtime's measured set (components/k8s/training_runtimes.py).
                 "securityContext": mpi_container_context(MPI_WORKER_CAPABILITIES),
             }
         ],

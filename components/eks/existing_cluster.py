@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.eks import _oidc_issuer, kubeconfig
+from components.eks.eks import _oidc_issuer, kubeconfig
 from components.naming import child_name
 
 

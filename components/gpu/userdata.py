@@ -20,7 +20,7 @@ its own cluster bootstrap (cluster name, endpoint, CA) with what is here. Ours o
   images set it). A shell part sets the runtime's `accept-nvidia-visible-devices-envvar-when-unprivileged = false`
   and `accept-nvidia-visible-devices-as-volume-mounts = true` with `nvidia-ctk config --in-place --set`, and the
   GPU Operator's device plugin passes the devices it allocates as volume mounts (`DEVICE_LIST_STRATEGY`
-  volume-mounts: components/gpu_operator.py); NVIDIA/k8s-device-plugin README, "Preventing unprivileged access
+  volume-mounts: components/k8s/gpu_operator.py); NVIDIA/k8s-device-plugin README, "Preventing unprivileged access
   to GPUs in Kubernetes"; NVIDIA/nvidia-container-toolkit `internal/config/config.go` (the two keys). Privileged
   containers (the operator's own operands, in `gpu-operator`) still read the variable; team namespaces cannot
   run privileged pods (Pod Security baseline).

@@ -292,7 +292,7 @@ class NetworkArgs:
     region: str
     """The AWS region, for endpoint service names and flow-log trust conditions."""
     log_kms_key_arn: pulumi.Input[str] | None = None
-    """The telemetry key (components/telemetry_key.py) the flow log group is encrypted with."""
+    """The telemetry key (components/security/telemetry_key.py) the flow log group is encrypted with."""
 
 
 class Network(pulumi.ComponentResource):

@@ -68,14 +68,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
+from components.health.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
 from components.k8s_common import (
     EFA_RESOURCE,
     IMMUTABLE_FIELDS,
     group_tolerations,
 )
 from components.naming import child_name
-from components.team_storage import TEAM_SERVICE_ACCOUNT
+from components.storage.team_storage import TEAM_SERVICE_ACCOUNT
 from components.tenancy import node_shape
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import GpuNodeGroupSpec, TrainerRuntimesSpec

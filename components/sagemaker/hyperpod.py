@@ -8,19 +8,19 @@
   the bucket policy denies reading the lifecycle prefix to all but the deploying principal and the execution
   role, writing it to all but the deploying principal, and any upload not encrypted with the stack's key
   (explicit denies beat any identity policy; docs/security.md);
-- the lifecycle scripts shipped in `components/lifecycle/<orchestrator>/`, uploaded under a content-hashed
+- the lifecycle scripts shipped in `components/sagemaker/lifecycle/<orchestrator>/`, uploaded under a content-hashed
   prefix (`hyperpod/lifecycle/<cluster>/<digest>/`): any changed script gives a new prefix, so the cluster's
   SourceS3Uri changes and HyperPod runs the new scripts on the nodes it creates next, while the objects
   under the old prefix stay immutable until Pulumi deletes them after the update;
 - for Slurm, `provisioning_parameters.json` (controller, login and worker groups, FSx DNS and mount names)
   next to the scripts: its content comes from the FSx outputs, its key does not;
-- the execution role (`HyperPodExecutionRole` in components/sagemaker_roles.py) of the controller and compute
+- the execution role (`HyperPodExecutionRole` in components/sagemaker/sagemaker_roles.py) of the controller and compute
   groups, and for a Slurm login group a login-node role of its own: users work there, so it must not hold what
   the workers hold (CreateCluster takes an ExecutionRole per instance group);
-- for Slurm, one NCCL validation sbatch script per EFA GPU group (components/slurm_validation.py), which the
+- for Slurm, one NCCL validation sbatch script per EFA GPU group (components/sagemaker/slurm_validation.py), which the
   scripts install under /opt/trainstack/validation;
 - the `aws-native:sagemaker:Cluster` (after `args.after`: with the EKS orchestrator the HyperPod dependencies
-  chart of components/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
+  chart of components/sagemaker/hyperpod_dependencies.py, the core add-ons and the system node group): one instance
   group per configured group, threads per core 1, an extra EBS volume and the root volume encrypted with the
   data key (continuous provisioning, which that needs), the lifecycle config, deep health checks on start for
   accelerated groups, automatic node recovery, the private subnet of the GPU AZ with the EFA security group, the
@@ -45,16 +45,16 @@ import pulumi_aws as aws
 import pulumi_aws_native as aws_native
 from pulumi_aws_native import sagemaker
 
-from components.buckets import secure_bucket
 from components.kms import deployer_arn
 from components.naming import aws_partition, child_name, physical_name
-from components.sagemaker_roles import (
+from components.sagemaker.sagemaker_roles import (
     LIFECYCLE_KEY_ROOT,
     HyperPodExecutionRole,
     HyperPodExecutionRoleArgs,
     hyperpod_role_name,
 )
-from components.slurm_validation import validation_scripts
+from components.sagemaker.slurm_validation import validation_scripts
+from components.storage.buckets import secure_bucket
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import (
     HyperPodCapacity,
@@ -181,7 +181,7 @@ def nvidia_groups(spec: HyperPodSpec) -> list[str]:
 
 
 def slurm_settings(spec: HyperPodSpec) -> dict[str, Any]:
-    """The `trainstack` block of provisioning_parameters.json: what components/lifecycle/slurm/node_config.py
+    """The `trainstack` block of provisioning_parameters.json: what components/sagemaker/lifecycle/slurm/node_config.py
     hands the step scripts (containers is null when off)."""
     slurm = spec.slurm
     return {
@@ -266,7 +266,7 @@ class HyperPodClusterArgs:
     """The file system's root squash UID:GID (storage.fsx.root_squash), None when it squashes nothing: the Slurm
     lifecycle does its /fsx work as that identity."""
     lifecycle_dir: Path | None = None
-    """Lifecycle scripts to upload; defaults to components/lifecycle/<orchestrator>."""
+    """Lifecycle scripts to upload; defaults to components/sagemaker/lifecycle/<orchestrator>."""
     protect: bool = False
     """Protect the cluster and its lifecycle bucket against deletion (prod)."""
     after: Sequence[pulumi.Resource] = ()

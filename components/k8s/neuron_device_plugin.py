@@ -47,7 +47,7 @@ NAMESPACE = "kube-system"
 
 
 def neuron_node_selector() -> dict[str, str]:
-    """The label every node of a Neuron (Trainium) GPU node group carries (components/gpu_nodes.node_labels)."""
+    """The label every node of a Neuron (Trainium) GPU node group carries (components/gpu/gpu_nodes.node_labels)."""
     return {ACCELERATOR_LABEL: Accelerator.NEURON.value}
 
 

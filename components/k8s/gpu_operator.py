@@ -28,8 +28,8 @@ import pulumi_kubernetes as k8s
 
 from components.fleet_metrics import DCGM_CONFIG_MAP
 from components.k8s_common import GPU_TAINT_KEY, Toleration, hyperpod_health_toleration, toleration
+from components.namespaces import system_namespace_labels
 from components.naming import child_name
-from components.tenancy import system_namespace_labels
 from stacks.catalog import Accelerator
 from stacks.schema import AmiFamily, GpuOperatorSpec, MigStrategy
 
@@ -75,7 +75,7 @@ def gpu_operator_values(
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
         # Allocated GPUs reach containers as volume mounts, never as NVIDIA_VISIBLE_DEVICES, which the nodes' runtime
-        # ignores in unprivileged containers (components/userdata.py nvidia_runtime_script). The chart's
+        # ignores in unprivileged containers (components/gpu/userdata.py nvidia_runtime_script). The chart's
         # `devicePlugin.env` is applied after the operator's own DEVICE_LIST_STRATEGY (NVIDIA/gpu-operator v25.3.4
         # controllers/object_controls.go TransformDevicePlugin), so it wins.
         "devicePlugin": {

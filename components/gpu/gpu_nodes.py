@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components.efa import NetworkInterfaceSlot, efa_interface_count, efa_interfaces
-from components.gpu_operator import operand_opt_out_labels
+from components.gpu.efa import NetworkInterfaceSlot, efa_interface_count, efa_interfaces
+from components.gpu.userdata import ClusterJoin, bottlerocket_user_data, encode, nodeadm_user_data
+from components.k8s.gpu_operator import operand_opt_out_labels
 from components.launch_template import GpuLaunchOptions, NodeVolume, node_launch_template
 from components.naming import child_name, physical_name, resource_tags
-from components.userdata import ClusterJoin, bottlerocket_user_data, encode, nodeadm_user_data
 from stacks.catalog import CATALOG, Accelerator, InstanceType
 from stacks.schema import (
     ACCELERATOR_LABEL,

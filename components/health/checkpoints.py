@@ -1,10 +1,10 @@
 """`CheckpointAccess`: where a training job resumes from, in every team namespace.
 
 Per team, a `trainstack-checkpoints` ConfigMap a job loads with `envFrom`: the team's checkpoint prefix in S3
-(`components/team_storage.py` gives the team's `training` service account read-write there, and nowhere else)
+(`components/storage/team_storage.py` gives the team's `training` service account read-write there, and nowhere else)
 and where the Lustre claim is mounted. The per-job Lustre directory (`TRAINSTACK_CHECKPOINT_DIR`) is the
 training runtime's to set, so this ConfigMap never names it; the runtimes load this ConfigMap by name
-(`components/training_runtimes.py`). The contract a training script follows is in docs/health.md ("Resume").
+(`components/k8s/training_runtimes.py`). The contract a training script follows is in docs/health.md ("Resume").
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.naming import child_name
-from components.team_storage import TEAM_SERVICE_ACCOUNT, checkpoint_prefix
+from components.storage.team_storage import TEAM_SERVICE_ACCOUNT, checkpoint_prefix
 
 CONFIG_MAP = "trainstack-checkpoints"
 LUSTRE_MOUNT_PATH = "/fsx"  # where training pods mount the team's Lustre claim (docs/health.md)

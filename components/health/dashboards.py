@@ -4,7 +4,7 @@ Four dashboards, one per place a person looks when training slows or fails: GPUs
 monitoring agent's conditions), fabric (EFA hardware counters), storage (FSx for Lustre), queues (Kueue).
 Every query reads the Amazon Managed Service for Prometheus data source the Grafana release provisions
 (`DATASOURCE_UID`), and only metrics the managed collector scrapes (`fleet_metrics.scraped_metric_names`),
-which the tests check. `components/observability.py` ships each as a ConfigMap for Grafana's dashboard sidecar.
+which the tests check. `components/health/observability.py` ships each as a ConfigMap for Grafana's dashboard sidecar.
 """
 
 from __future__ import annotations
