@@ -10,7 +10,7 @@ ARGS ?=
 # rewrites every test module again (about 5 CPU-s per worker, and 1-2 per `python -m trainstack` process).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts bench mutate hyperpod-chart hyperpod-chart-fetch clean policy-venv workflows
+.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts generated bench mutate hyperpod-chart hyperpod-chart-fetch clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -111,6 +111,14 @@ pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the st
 
 docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
 	$(VENV)/bin/python -m trainstack.docs
+
+# Every file generated from a home in the code, in dependency order: the pack's facts and thresholds, the editor
+# schema, then the docs (which read both). Golden URNs (scripts/golden_urns.py) and the upstream contract facts
+# (scripts/extract_contract_facts.py) are regenerated on purpose only: docs/extending.md says when.
+generated: $(VENV)/.synced ## Regenerate every generated file (pack-facts, schema, docs), in that order
+	@$(MAKE) --no-print-directory pack-facts
+	@$(MAKE) --no-print-directory schema
+	@$(MAKE) --no-print-directory docs
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod and dev plans (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py
