@@ -110,7 +110,7 @@ pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the st
 	$(VENV)/bin/python scripts/pack_facts.py
 
 docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
-	$(VENV)/bin/python -m trainstack.docs
+	$(VENV)/bin/python scripts/docs.py
 
 # Every file generated from a home in the code, in dependency order: the pack's facts and thresholds, the editor
 # schema, then the docs (which read both). Golden URNs (scripts/golden_urns.py) and the upstream contract facts

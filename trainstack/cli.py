@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib.metadata
 import json
 import os
@@ -36,7 +35,6 @@ from typing import NoReturn, TextIO
 from typing_extensions import override
 
 from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
-from stacks.placeholders import find as find_placeholders
 from stacks.printable import printable
 from stacks.schema import StackConfig, json_schema
 from trainstack.delivery import BadInput as BadInput  # re-exported: the errors every command raises
@@ -45,8 +43,6 @@ from trainstack.delivery import isatty, output_target, write
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
-from trainstack.report.model import Report
-from trainstack.review import Violation
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -311,42 +307,12 @@ class ProgramFailed(Exception):
     """__main__.py raised under the mock engine."""
 
 
-def with_violations(report: Report, extra: tuple[Violation, ...]) -> Report:
-    """The report with violations the pack cannot see (the diff's, the example values) added to its review."""
-    if report.policy is None or not extra:
-        return report
-    return dataclasses.replace(
-        report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + extra)
-    )
-
-
-PLACEHOLDER_POLICY = "deploy-example-value"
-
-
-def placeholder_advisories(cluster: StackConfig) -> tuple[Violation, ...]:
-    """One advisory per example value: fine offline, refused by `pulumi up` (components/deploy_guard.py)."""
-    return tuple(
-        Violation(
-            policy=PLACEHOLDER_POLICY,
-            level="advisory",
-            severity="high",
-            urn="",
-            type="",
-            name=p.path,
-            message=f"{p.render()} (`pulumi up` refuses example values)",
-        )
-        for p in find_placeholders(cluster)
-    )
-
-
 # ------------------------------------------------------------------------------------------------ commands
 
 
 def plan(args: argparse.Namespace) -> int:
-    from trainstack.diff import ResourceChange, apply_ignore_changes, diff_reports, diff_violations
+    from trainstack.model.plan import plan as assemble
     from trainstack.report import json_report, markdown, text
-    from trainstack.report.model import build_report
-    from trainstack.review import review
 
     path = args.config if args.config is not None else stack_file(args.stack if args.stack is not None else "dev")
     inputs = [("--stack" if args.config is None else "--config", path)]
@@ -367,34 +333,15 @@ def plan(args: argparse.Namespace) -> int:
     show = isatty(sys.stderr)
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, shown_path(path))
-    diff = None
-    baseline = None
-    before = None
-    ignored: tuple[ResourceChange, ...] = ()
-    if baseline_cluster is not None and args.against is not None:  # the proposed config as `pulumi up` applies it
+    against = None
+    if baseline_cluster is not None and args.against is not None:
         baseline = run(baseline_cluster, stack, args.preview, show, shown_path(args.against))
-        recording, ignored = apply_ignore_changes(baseline, recording)
-    report = with_violations(
-        build_report(
-            cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers), baseline
-        ),
-        placeholder_advisories(cluster),
-    )
-    if baseline_cluster is not None and baseline is not None:
-        # The baseline's own review and example values, so every headline figure has its value before.
-        before = with_violations(
-            build_report(
-                baseline_cluster,
-                baseline,
-                review(baseline, baseline_cluster.environment.value, waivers=baseline_cluster.waivers),
-            ),
-            placeholder_advisories(baseline_cluster),
-        )
-        diff = diff_reports(before, report, str(args.against), ignored)
-        report = with_violations(report, diff_violations(diff))
+        against = (baseline_cluster, baseline, str(args.against))
+    planned = assemble(cluster, recording, against)
+    report, diff, before = planned.report, planned.diff, planned.before
 
     if args.format == "json":
-        rendered = json_report.render(report, baseline, diff, before)
+        rendered = json_report.render(report, planned.baseline, diff, before)
     elif args.format == "markdown":
         rendered = markdown.render(report, diff, before, limit=limit)
     else:

@@ -31,6 +31,7 @@ from stacks.load import FULL_KEY
 from stacks.schema import StackConfig
 from trainstack import sdk_hooks
 from trainstack.mocks import ExistingSubnetFacts, TrainstackMocks, existing_subnet_facts
+from trainstack.tokens import ROOT_STACK
 
 PROJECT = "trainstack"
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,14 +176,14 @@ class Recorder(MockMonitor):
     @override
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine leaves the root Stack out of its children's URNs; the SDK's mock does not.
-        if parent.split("::")[2:3] == ["pulumi:pulumi:Stack"]:
+        if parent.split("::")[2:3] == [ROOT_STACK]:
             parent = ""
         return super().make_urn(parent, type_, name)
 
     @override
     def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
         response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == ROOT_STACK:
             return response
         registration = self.resources.get(response.urn)
         aliases = self.alias_urns_of[response.urn] = self.alias_urns(request)

@@ -296,7 +296,7 @@ def checkpoint_env(lustre: bool) -> list[dict[str, Any]]:
     return env
 
 
-# The init container's settings, as env so the plan (trainstack/report/health.py) can read them back.
+# The init container's settings, as env so the plan (trainstack/model/health.py) can read them back.
 BACKOFF_ENV = "TRAINSTACK_RESTART_BACKOFF_S"
 BACKOFF_MAX_ENV = "TRAINSTACK_RESTART_BACKOFF_MAX_S"
 ATTEMPT_ENV = "TRAINSTACK_RESTART_ATTEMPT"

@@ -9,8 +9,8 @@ from pulumi_policy import ResourceValidationPolicy, Severity, StackValidationPol
 
 from policies.rules import DOMAINS, POLICIES
 from policies.rules.base import RESOURCE_TYPES
+from scripts.docs import block
 from tests.conftest import ROOT
-from trainstack.docs import block
 from trainstack.review import ENVIRONMENTS, load_config, policy_tables
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")

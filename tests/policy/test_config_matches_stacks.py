@@ -6,7 +6,7 @@ import pytest
 from policies.rules.base import FSX_LUSTRE, Graph, accelerator_capacity, lustre_throughput_mb_s
 from tests.conftest import STACKS, recording, stack_config
 from tests.policy.helpers import found, shipped_review
-from trainstack.report.summary import summarize
+from trainstack.model.summary import summarize
 from trainstack.review import _prepare
 
 

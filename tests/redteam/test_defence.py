@@ -19,8 +19,8 @@ from stacks.schema.waivers import WaiverSpec
 from tests.conftest import ROOT, recording, stack_config, stack_document
 from trainstack.cli import EXIT_BAD_INPUT, main
 from trainstack.engine import run_program
+from trainstack.model.report import build_report
 from trainstack.report import json_report, markdown, text
-from trainstack.report.model import build_report
 from trainstack.review import Violation, apply_waivers, review
 
 NAMES = ["dev", "staging", "prod", "prod-eu-west-1", "staging-bench", "dev-", "qa", "prod2", "production", "", "Prod"]

@@ -18,8 +18,8 @@ from stacks.schema import StackConfig
 from tests.conftest import ROOT, program_recording
 from trainstack import cli
 from trainstack.cli import EXIT_OK, main
-from trainstack.diff import diff_recordings
 from trainstack.engine import Recording
+from trainstack.model.diff import diff_recordings
 
 EXAMPLE = ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml"
 CLUSTER = "aws-native:sagemaker:Cluster"

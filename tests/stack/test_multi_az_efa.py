@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import edited_config, program_recording
-from trainstack.cost import estimate
 from trainstack.journeys import team_job
-from trainstack.report.summary import summarize
+from trainstack.model.cost import estimate
+from trainstack.model.summary import summarize
 from trainstack.review import review
 
 

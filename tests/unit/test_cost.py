@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stacks.catalog import CATALOG
-from trainstack import cost
-from trainstack.report.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary, Summary
+from trainstack.model import cost
+from trainstack.model.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary, Summary
 
 URN = "urn:pulumi:test::trainstack::aws:eks/nodeGroup:NodeGroup::"
 

@@ -16,6 +16,7 @@ from stacks.schema import StackConfig
 from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
 from trainstack.journeys import DESTROY, WRITERS, Journey, Trip, access
+from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
 
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 
@@ -70,7 +71,7 @@ def assert_holds_and_is_complete(journeys: list[Journey], cluster: StackConfig, 
     subjects = [j.subject for j in journeys]
     for team in cluster.kubernetes.teams:
         assert f"team {team.name}: data through its Pod Identity role" in subjects
-    assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(access.DRA))
+    assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(FSX_DATA_REPOSITORY_ASSOCIATION))
     assert [s for s in subjects if s.startswith("SageMaker training role")] == (
         [
             f"SageMaker training role of team {team.name}: datasets in, its checkpoints out"

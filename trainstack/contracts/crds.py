@@ -21,10 +21,8 @@ from typing import Any
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.contracts.facts import ANY_KEY, ITEM, CrdFacts, child, crd_facts, join, json_type
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.tokens import CONFIG_FILE, EKS_ADDON, HELM_RELEASE
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
-EKS_ADDON = "aws:eks/addon:Addon"
 # API groups served by Kubernetes itself (validated as core objects) or pseudo-types of the provider.
 _BUILT_IN_GROUPS = {"core", "apps", "batch", "policy", "autoscaling", "helm.sh", "yaml", "kustomize"}
 # The MPI Operator publishes a release manifest, not a chart (components/k8s/scheduling.MPI_OPERATOR_MANIFEST).

@@ -28,20 +28,23 @@ from typing import Any
 from trainstack.engine import UNKNOWN, RecordedResource
 from trainstack.journeys import DESTROY, WRITERS, Journey, Step, Trip
 from trainstack.journeys.iam import Decision, Policy, UnsupportedPolicy, decide, request
+from trainstack.tokens import (
+    BUCKET,
+    BUCKET_ENCRYPTION,
+    BUCKET_OBJECT,
+    BUCKET_OBJECT_LOCK,
+    BUCKET_POLICY,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    HYPERPOD_CLUSTER,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    KMS_ALIAS,
+    KMS_KEY,
+    POD_IDENTITY_ASSOCIATION,
+    VPC_ENDPOINT,
+)
 
-BUCKET = "aws:s3/bucket:Bucket"
-BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
-ENCRYPTION = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
-OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
-OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
-KEY = "aws:kms/key:Key"
-ALIAS = "aws:kms/alias:Alias"
-ROLE = "aws:iam/role:Role"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
-DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-FILE_SYSTEM = "aws:fsx/lustreFileSystem:LustreFileSystem"
 DATA_CLASS_TAG = "trainstack:data-class"  # components/storage/buckets.py DATA_CLASS_TAG
 TEAM_SERVICE_ACCOUNT = "training"  # components/storage/team_storage.py TEAM_SERVICE_ACCOUNT
 
@@ -184,7 +187,7 @@ class World:
     def read(cls, trip: Trip) -> World | None:
         rec = trip.recording
         keys: dict[str, tuple[RecordedResource, Policy]] = {}
-        for key in rec.by_type(KEY):
+        for key in rec.by_type(KMS_KEY):
             arn, policy = key.outputs.get("arn"), key.inputs.get("policy")
             if _known(arn, policy):
                 keys[str(arn)] = (key, Policy.of(f"key policy of {key.name}", str(policy)))
@@ -192,11 +195,11 @@ class World:
             return None  # preview: nothing is known yet
         account = next(iter(keys)).split(":")[4]
         aliases: dict[str, list[str]] = {}
-        for alias in rec.by_type(ALIAS):
+        for alias in rec.by_type(KMS_ALIAS):
             aliases.setdefault(str(alias.inputs.get("targetKeyId")), []).append(str(alias.inputs.get("name")))
         endpoints = [
             e
-            for e in rec.by_type(ENDPOINT)
+            for e in rec.by_type(VPC_ENDPOINT)
             if str(e.inputs.get("serviceName", "")).endswith(".s3") and e.inputs.get("vpcEndpointType") == "Gateway"
         ]
         existing = trip.stack.network.existing_vpc
@@ -243,7 +246,7 @@ def _key_administrators(keys: Iterable[tuple[RecordedResource, Policy]]) -> list
 
 def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> dict[str, Bucket]:
     by_id: dict[str, dict[str, Any]] = {}
-    for kind in (BUCKET_POLICY, ENCRYPTION, OBJECT_LOCK):
+    for kind in (BUCKET_POLICY, BUCKET_ENCRYPTION, BUCKET_OBJECT_LOCK):
         for r in rec.by_type(kind):
             by_id.setdefault(str(r.inputs.get("bucket")), {})[kind] = r
     found: dict[str, Bucket] = {}
@@ -256,12 +259,12 @@ def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> d
         policy = None
         if policy_resource is not None and _known(policy_resource.inputs.get("policy")):
             policy = Policy.of(f"bucket policy of {name}", str(policy_resource.inputs["policy"]))
-        encryption = parts.get(ENCRYPTION)
+        encryption = parts.get(BUCKET_ENCRYPTION)
         key_arn = None
         if encryption is not None:
             rule = (encryption.inputs.get("rules") or [{}])[0]
             key_arn = rule.get("applyServerSideEncryptionByDefault", {}).get("kmsMasterKeyId")
-        lock = parts.get(OBJECT_LOCK)
+        lock = parts.get(BUCKET_OBJECT_LOCK)
         mode = lock.inputs.get("rule", {}).get("defaultRetention", {}).get("mode") if lock is not None else None
         tags = b.inputs.get("tags") or {}
         role = tags.get(DATA_CLASS_TAG) or (
@@ -283,13 +286,13 @@ def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> d
 def _roles(rec: Any) -> dict[str, tuple[Policy, ...]]:
     """Role ARN -> its inline policies (a RolePolicy names its role by name or by id)."""
     by_ref: dict[str, list[Policy]] = {}
-    for p in rec.by_type(ROLE_POLICY):
+    for p in rec.by_type(IAM_ROLE_POLICY):
         document = p.inputs.get("policy")
         if _known(document):
             label = f"identity policy {p.inputs.get('name') or p.name}"
             by_ref.setdefault(str(p.inputs.get("role")), []).append(Policy.of(label, str(document)))
     roles: dict[str, tuple[Policy, ...]] = {}
-    for r in rec.by_type(ROLE):
+    for r in rec.by_type(IAM_ROLE):
         arn = r.outputs.get("arn")
         if _known(arn):
             roles[str(arn)] = tuple(by_ref.get(r.id, []) + by_ref.get(str(r.outputs.get("name")), []))
@@ -513,7 +516,7 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     teams = [t.name for t in trip.stack.kubernetes.teams]
     associations = {
         (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount"))): str(a.inputs.get("roleArn"))
-        for a in world.recording.by_type(POD_IDENTITY)
+        for a in world.recording.by_type(POD_IDENTITY_ASSOCIATION)
     }
     for team in teams:
         subject = f"team {team}: data through its Pod Identity role"
@@ -596,7 +599,7 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(
             WRITERS, f"SageMaker training role of team {team}: datasets in, its checkpoints out", tuple(steps)
         )
-    scripts = [o for o in rec.by_type(OBJECT) if _known(o.inputs.get("key"))]
+    scripts = [o for o in rec.by_type(BUCKET_OBJECT) if _known(o.inputs.get("key"))]
     if lifecycle is not None and scripts:
         first = scripts[0]
         key = str(first.inputs["key"])
@@ -648,8 +651,8 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
-    file_systems = {fs.id: fs for fs in rec.by_type(FILE_SYSTEM)}
-    for dra in rec.by_type(DRA):
+    file_systems = {fs.id: fs for fs in rec.by_type(FSX_LUSTRE)}
+    for dra in rec.by_type(FSX_DATA_REPOSITORY_ASSOCIATION):
         path = str(dra.inputs.get("dataRepositoryPath", ""))
         bucket = next(
             (b for b in world.buckets.values() if path.startswith(f"s3://{b.name}/") or path == f"s3://{b.name}"), None
@@ -780,7 +783,6 @@ def grant_step(
     )
 
 
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
 PER_GROUP_ROLE = (
     "SageMaker API reference, CreateCluster: ClusterInstanceGroupSpecification.ExecutionRole, required per instance "
     "group ('an IAM execution role to be assumed by the instance group'; botocore 1.44.5 "

@@ -77,6 +77,19 @@ from trainstack.journeys import network_policy as netpol
 from trainstack.journeys import resources as res
 from trainstack.journeys.quantity import GIB, Resources
 from trainstack.journeys.trainer import PodSet
+from trainstack.tokens import (
+    AUTOSCALING_TAG,
+    CONFIG_FILE,
+    FSX_LUSTRE,
+    HELM_RELEASE,
+    LIMIT_RANGE,
+    NAMESPACE,
+    NETWORK_POLICY,
+    NODE_GROUP,
+    PERSISTENT_VOLUME_CLAIM,
+    RESOURCE_QUOTA,
+    VPC,
+)
 
 # A rank's floors (docs/journeys.md, "Team job"): below them a job runs but starves.
 # - CPU: the rank's training loop plus at least one DataLoader worker process (PyTorch `DataLoader`,
@@ -189,11 +202,11 @@ class Cluster:
             namespace = meta.get("namespace", "")
             if kind == "ClusterTrainingRuntime":
                 cluster.runtimes[meta.get("name", "")] = _spec(r)
-            elif r.type == "kubernetes:core/v1:Namespace":
+            elif r.type == NAMESPACE:
                 cluster.namespaces[meta.get("name", "")] = dict(meta.get("labels") or {})
-            elif r.type == "kubernetes:core/v1:LimitRange":
+            elif r.type == LIMIT_RANGE:
                 cluster.limit_ranges.setdefault(namespace, []).append({"spec": _spec(r)})
-            elif r.type == "kubernetes:core/v1:ResourceQuota":
+            elif r.type == RESOURCE_QUOTA:
                 cluster.quotas.setdefault(namespace, []).append(_spec(r))
             elif kind == "LocalQueue":
                 cluster.local_queues[(namespace, meta.get("name", ""))] = _spec(r).get("clusterQueue", "")
@@ -201,15 +214,15 @@ class Cluster:
                 cluster.cluster_queues[meta.get("name", "")] = _spec(r)
             elif kind == "ResourceFlavor":
                 cluster.flavors[meta.get("name", "")] = _spec(r)
-            elif r.type == "aws:eks/nodeGroup:NodeGroup":
+            elif r.type == NODE_GROUP:
                 labels = {str(k): str(v) for k, v in (r.inputs.get("labels") or {}).items()}
                 taints = placement.node_taints(r.inputs.get("taints") or [])
                 cluster.node_groups.append((labels.get(NODE_GROUP_LABEL, r.name), labels, taints))
-            elif r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy":
+            elif r.type == NETWORK_POLICY:
                 cluster.network_policies.append(netpol.Policy(namespace, meta.get("name", ""), _spec(r)))
-            elif r.type == "kubernetes:core/v1:PersistentVolumeClaim":
+            elif r.type == PERSISTENT_VOLUME_CLAIM:
                 cluster.claims.add((namespace, meta.get("name", "")))
-            elif r.type == "kubernetes:helm.sh/v3:Release" and str(r.inputs.get("chart", "")).endswith("/kueue"):
+            elif r.type == HELM_RELEASE and str(r.inputs.get("chart", "")).endswith("/kueue"):
                 config = (r.inputs.get("values") or {}).get("managerConfig", {}).get("controllerManagerConfigYaml")
                 cluster.kueue_excluded = kueue.excluded_prefixes(config) if isinstance(config, str) else ()
             elif kind == "ValidatingAdmissionPolicy" and meta.get("name") == REGISTRY_POLICY_NAME:
@@ -220,25 +233,25 @@ class Cluster:
                 cluster.device_policy = r.inputs.get("spec")
             elif kind == "ValidatingAdmissionPolicyBinding" and meta.get("name") == DEVICE_POLICY_NAME:
                 cluster.device_binding = r.inputs.get("spec")
-            elif r.type == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            elif r.type == FSX_LUSTRE:
                 cluster.lustre = True
                 squash = (r.inputs.get("rootSquashConfiguration") or {}).get("rootSquash")
                 if isinstance(squash, str) and squash != UNKNOWN:
                     uid, gid = squash.split(":")
                     cluster.root_squash = (int(uid), int(gid))
-            elif r.type == "aws:ec2/vpc:Vpc":
+            elif r.type == VPC:
                 cluster.vpc_cidr = str(r.inputs.get("cidrBlock", ""))
             elif kind == "AdmissionCheck":
                 cluster.capacity.admission_checks[meta.get("name", "")] = _spec(r)
             elif kind == "ProvisioningRequestConfig":
                 cluster.capacity.provisioning_configs[meta.get("name", "")] = _spec(r)
-            elif r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("chart") == "cluster-autoscaler":
+            elif r.type == HELM_RELEASE and r.inputs.get("chart") == "cluster-autoscaler":
                 cluster.capacity.autoscaler_args = dict((r.inputs.get("values") or {}).get("extraArgs") or {})
-            elif r.type == "kubernetes:yaml/v2:ConfigFile" and str(r.inputs.get("file", "")).endswith(
+            elif r.type == CONFIG_FILE and str(r.inputs.get("file", "")).endswith(
                 "autoscaling.x-k8s.io_provisioningrequests.yaml"
             ):
                 cluster.capacity.provisioning_crd = True
-            elif r.type == "aws:autoscaling/tag:Tag":
+            elif r.type == AUTOSCALING_TAG:
                 tag = r.inputs.get("tag") or {}
                 asg_tags.setdefault(str(r.inputs.get("autoscalingGroupName")), {})[str(tag.get("key"))] = str(
                     tag.get("value")

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
+from trainstack.model.bringup import summarize_bringup
+from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.time_to_ready import minutes
 from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
-from trainstack.report.bringup import summarize_bringup
 from trainstack.report.capacity import markdown_lines as capacity_markdown
 from trainstack.report.changes import block, entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
-from trainstack.report.model import Report
 from trainstack.report.names import kind
 from trainstack.report.text import (
     COMPUTE_HEADERS,
@@ -27,7 +28,6 @@ from trainstack.report.text import (
     system_lines,
     team_names,
 )
-from trainstack.report.time_to_ready import minutes
 
 
 def diff_note() -> str:

@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks.catalog import CATALOG
-from trainstack.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
-from trainstack.report import fmt, graph
-from trainstack.report.model import Report
+from trainstack.model.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.time_to_ready import Estimate, change_estimate, deploy_estimate
+from trainstack.report import fmt
 from trainstack.report.names import short, urn_name
 from trainstack.report.pins import risk_title, unconfirmed
-from trainstack.report.time_to_ready import Estimate, change_estimate, deploy_estimate
+from trainstack.tokens import HYPERPOD_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, PLACEMENT_GROUP
 
 OK = "ok"
 ATTENTION = "needs attention"
 REFUSED = "refused"
 SEVERITIES = (REFUSED, "high", "medium", "low")  # most serious first
-_ACCELERATOR_TYPES = {graph.NODE_GROUP, graph.LAUNCH_TEMPLATE, graph.PLACEMENT_GROUP, graph.HYPERPOD_CLUSTER}
+_ACCELERATOR_TYPES = {NODE_GROUP, LAUNCH_TEMPLATE, PLACEMENT_GROUP, HYPERPOD_CLUSTER}
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from trainstack.diff import PlanDiff, ResourceChange
+from trainstack import tokens
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import graph
-from trainstack.report.graph import Index, as_int, get
-from trainstack.report.summary import node_group_summary
+from trainstack.model.diff import PlanDiff, ResourceChange
+from trainstack.model.graph import Index, as_int, get
+from trainstack.model.summary import node_group_summary
 
 
 @dataclass(frozen=True)
@@ -111,15 +111,15 @@ NODE_UPDATE_SOURCE = (
 MAX_PARALLEL_NODE_UPDATES = 100  # same page: "The maximum concurrency (unavailable) is capped at 100 nodes"
 
 _BY_TYPE: Mapping[str, Typical] = {
-    graph.EKS_CLUSTER: EKS_CLUSTER,
-    graph.FSX_LUSTRE: FSX_LUSTRE,
-    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": FSX_REPOSITORY,
-    graph.NAT_GATEWAY: NAT_GATEWAY,
-    graph.EKS_ADDON: EKS_ADDON,
-    graph.HELM_RELEASE: HELM_RELEASE,
-    graph.HELM_CHART: HELM_RELEASE,
-    "kubernetes:batch/v1:Job": K8S_JOB,
-    graph.HYPERPOD_CLUSTER: HYPERPOD,
+    tokens.EKS_CLUSTER: EKS_CLUSTER,
+    tokens.FSX_LUSTRE: FSX_LUSTRE,
+    tokens.FSX_DATA_REPOSITORY_ASSOCIATION: FSX_REPOSITORY,
+    tokens.NAT_GATEWAY: NAT_GATEWAY,
+    tokens.EKS_ADDON: EKS_ADDON,
+    tokens.HELM_RELEASE: HELM_RELEASE,
+    tokens.HELM_CHART: HELM_RELEASE,
+    tokens.K8S_JOB: K8S_JOB,
+    tokens.HYPERPOD_CLUSTER: HYPERPOD,
 }
 NONE = Typical("no time of its own", 0.0, 0.0, "")
 
@@ -132,9 +132,9 @@ def creation_time(index: Index, resource: RecordedResource) -> Typical:
     """The typical time to create one recorded resource."""
     if not resource.custom or resource.type.startswith("pulumi:providers:"):
         return NONE
-    if resource.type == graph.NODE_GROUP:
+    if resource.type == tokens.NODE_GROUP:
         return GPU_NODE_GROUP if _is_gpu_group(index, resource) else CPU_NODE_GROUP
-    if resource.type == graph.VPC_ENDPOINT:
+    if resource.type == tokens.VPC_ENDPOINT:
         return INTERFACE_ENDPOINT if get(resource.inputs, "vpcEndpointType") == "Interface" else API_CALL
     return _BY_TYPE.get(resource.type, API_CALL)
 
@@ -306,7 +306,7 @@ def rolling_update(node_group: RecordedResource, per_node: Typical) -> Typical:
 def _update_time(index: Index, resource: RecordedResource, change: ResourceChange, rolled: bool) -> Typical:
     if change.op == "replace":
         return creation_time(index, resource)
-    if resource.type == graph.NODE_GROUP:
+    if resource.type == tokens.NODE_GROUP:
         per_node = GPU_NODE_GROUP if _is_gpu_group(index, resource) else CPU_NODE_GROUP
         if rolled or any(c.path.startswith(_ROLLING_PATHS) for c in change.changes):
             return rolling_update(resource, per_node)
@@ -317,14 +317,14 @@ def _update_time(index: Index, resource: RecordedResource, change: ResourceChang
         if grows:  # new nodes boot in parallel; shrinking only terminates
             return Typical(f"scaling: new nodes join ({per_node.what})", per_node.low, per_node.high, per_node.source)
         return API_CALL
-    if resource.type == graph.EKS_CLUSTER and any(c.path == "version" for c in change.changes):
+    if resource.type == tokens.EKS_CLUSTER and any(c.path == "version" for c in change.changes):
         return Typical(
             "EKS control-plane version update",
             EKS_CLUSTER.low,
             EKS_CLUSTER.high,
             "no AWS figure for an update found; the creation time is used as a stand-in",
         )
-    if resource.type in (graph.HELM_RELEASE, graph.HELM_CHART, graph.EKS_ADDON, "kubernetes:batch/v1:Job"):
+    if resource.type in (tokens.HELM_RELEASE, tokens.HELM_CHART, tokens.EKS_ADDON, tokens.K8S_JOB):
         return _BY_TYPE[resource.type]
     return API_CALL
 
@@ -334,18 +334,18 @@ def change_estimate(recording: Recording, diff: PlanDiff) -> Estimate:
     index = Index(recording)
     added = {urn for urn, _ in diff.added}
     changed = {c.urn: c for c in diff.changed}
-    changed_templates = {urn for urn, c in changed.items() if c.type == graph.LAUNCH_TEMPLATE}
+    changed_templates = {urn for urn, c in changed.items() if c.type == tokens.LAUNCH_TEMPLATE}
     times: dict[str, Typical] = {}
     for r in recording.resources:
         if r.urn in added:
             times[r.urn] = creation_time(index, r)
         elif r.urn in changed:
-            rolled = r.type == graph.NODE_GROUP and any(
-                t.urn in changed_templates for t in index.refs(r, "launchTemplate", graph.LAUNCH_TEMPLATE)
+            rolled = r.type == tokens.NODE_GROUP and any(
+                t.urn in changed_templates for t in index.refs(r, "launchTemplate", tokens.LAUNCH_TEMPLATE)
             )
             times[r.urn] = _update_time(index, r, changed[r.urn], rolled)
-        elif r.type == graph.NODE_GROUP and any(
-            t.urn in changed_templates for t in index.refs(r, "launchTemplate", graph.LAUNCH_TEMPLATE)
+        elif r.type == tokens.NODE_GROUP and any(
+            t.urn in changed_templates for t in index.refs(r, "launchTemplate", tokens.LAUNCH_TEMPLATE)
         ):
             # A new launch template version reaches an unchanged node group through its latest version.
             per_node = GPU_NODE_GROUP if _is_gpu_group(index, r) else CPU_NODE_GROUP

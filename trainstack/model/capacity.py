@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from components.k8s.autoscaling import Admission, admission, retry_strategy
 from stacks.catalog import CATALOG
 from stacks.schema import CapacityType, GpuNodeGroupSpec, StackConfig
-from trainstack.cost import catalog_price
+from trainstack.model.cost import catalog_price
 
 SCAN_INTERVAL = timedelta(seconds=10)
 

@@ -18,8 +18,24 @@ from policies.rules.base import efa_interfaces, lustre_throughput_mb_s
 from stacks.catalog import CATALOG
 from stacks.schema import StackConfig
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import graph
-from trainstack.report.graph import Index, as_int, get, known
+from trainstack.model.graph import Index, as_int, get, known
+from trainstack.tokens import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    FSX_LUSTRE,
+    HELM_CHART,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    LAUNCH_TEMPLATE,
+    NAMESPACE,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    PLACEMENT_GROUP,
+    RESOURCE_QUOTA,
+    S3_BUCKETS,
+    SUBNET,
+    VPC_ENDPOINT,
+)
 
 MODE_APPLY = "offline: mock engine, computed outputs mocked (as after `pulumi up`)"
 MODE_PREVIEW = "offline: mock engine, computed outputs unknown (as in `pulumi preview`)"
@@ -222,7 +238,7 @@ def _capacity(node_group: RecordedResource, launch_template: RecordedResource | 
 def _placement_group(index: Index, launch_template: RecordedResource | None) -> str | None:
     if launch_template is None:
         return None
-    groups = index.refs(launch_template, "placement", graph.PLACEMENT_GROUP)
+    groups = index.refs(launch_template, "placement", PLACEMENT_GROUP)
     if groups:
         group = groups[0]
         return str(known(group.inputs.get("name")) or group.name)
@@ -235,7 +251,7 @@ def _availability_zones(
 ) -> tuple[str, ...]:
     zones = {
         str(zone)
-        for subnet in index.refs(node_group, "subnetIds", graph.SUBNET)
+        for subnet in index.refs(node_group, "subnetIds", SUBNET)
         if (zone := get(subnet.inputs, "availabilityZone"))
     }
     # Subnets of an existing VPC are not in the recording: the stack file says where they are (and `pulumi up`
@@ -260,7 +276,7 @@ def node_group_summary(
 ) -> NodeGroupSummary:
     """One recorded `aws.eks.NodeGroup`, joined with its launch template, subnets and placement group;
     `existing_subnets` maps the ids of subnets outside the stack to their AZs."""
-    templates = index.refs(node_group, "launchTemplate", graph.LAUNCH_TEMPLATE)
+    templates = index.refs(node_group, "launchTemplate", LAUNCH_TEMPLATE)
     lt = templates[0] if templates else None
     instance_type = get(lt.inputs, "instanceType") if lt is not None else None
     if not instance_type:
@@ -315,7 +331,7 @@ def file_system_summary(fs: RecordedResource, demand_mb_s: float, index: Index |
             sorted(
                 {
                     str(zone)
-                    for subnet in index.refs(fs, "subnetIds", graph.SUBNET)
+                    for subnet in index.refs(fs, "subnetIds", SUBNET)
                     if (zone := get(subnet.inputs, "availabilityZone"))
                 }
             )
@@ -330,7 +346,7 @@ def file_system_summary(fs: RecordedResource, demand_mb_s: float, index: Index |
 
 def addon_summaries(index: Index) -> tuple[AddonSummary, ...]:
     found: list[AddonSummary] = []
-    for release in index.of_type(graph.HELM_RELEASE, graph.HELM_CHART):
+    for release in index.of_type(HELM_RELEASE, HELM_CHART):
         found.append(
             AddonSummary(
                 kind="helm",
@@ -340,7 +356,7 @@ def addon_summaries(index: Index) -> tuple[AddonSummary, ...]:
                 namespace=str(get(release.inputs, "namespace") or ""),
             )
         )
-    for addon in index.of_type(graph.EKS_ADDON):
+    for addon in index.of_type(EKS_ADDON):
         found.append(
             AddonSummary(
                 kind="eks-addon",
@@ -355,7 +371,7 @@ def addon_summaries(index: Index) -> tuple[AddonSummary, ...]:
 
 def hyperpod_summaries(index: Index) -> tuple[HyperPodGroupSummary, ...]:
     found: list[HyperPodGroupSummary] = []
-    for cluster in index.of_type(graph.HYPERPOD_CLUSTER):
+    for cluster in index.of_type(HYPERPOD_CLUSTER):
         for group in cluster.inputs.get("instanceGroups") or []:
             if not isinstance(group, dict):
                 continue
@@ -375,14 +391,14 @@ ACCELERATOR_QUOTAS = ("requests.nvidia.com/gpu", "requests.aws.amazon.com/neuron
 
 def team_summaries(index: Index) -> tuple[TeamSummary, ...]:
     """The team namespaces, each with the accelerators its ResourceQuotas allow (0 when none caps them)."""
-    namespaces = index.of_type(graph.NAMESPACE)
+    namespaces = index.of_type(NAMESPACE)
     teams = [
         str(get(ns.inputs, "metadata", "name"))
         for ns in namespaces
         if (get(ns.inputs, "metadata", "labels") or {}).get(TENANT_LABEL) == TENANT_TEAM
     ]
     quota: dict[str, int] = {}
-    for q in index.of_type(graph.RESOURCE_QUOTA):
+    for q in index.of_type(RESOURCE_QUOTA):
         namespace = str(get(q.inputs, "metadata", "namespace") or "")
         hard = get(q.inputs, "spec", "hard") or {}
         found = sum(as_int(hard.get(key)) or 0 for key in ACCELERATOR_QUOTAS if isinstance(hard, dict))
@@ -391,7 +407,7 @@ def team_summaries(index: Index) -> tuple[TeamSummary, ...]:
 
 
 def _endpoint_azs(index: Index) -> tuple[int, int]:
-    endpoints = [r for r in index.of_type(graph.VPC_ENDPOINT) if get(r.inputs, "vpcEndpointType") == "Interface"]
+    endpoints = [r for r in index.of_type(VPC_ENDPOINT) if get(r.inputs, "vpcEndpointType") == "Interface"]
     azs = 0
     for endpoint in endpoints:
         subnets = endpoint.inputs.get("subnetIds") or endpoint.inputs.get("subnetConfigurations") or []
@@ -404,7 +420,7 @@ def summarize(recording: Recording, cluster: StackConfig) -> Summary:
     index = Index(recording)
     existing = cluster.network.existing_vpc
     existing_subnets = {sid: az for az, sid in existing.private_subnet_ids.items()} if existing else {}
-    node_groups = tuple(node_group_summary(index, ng, existing_subnets) for ng in index.of_type(graph.NODE_GROUP))
+    node_groups = tuple(node_group_summary(index, ng, existing_subnets) for ng in index.of_type(NODE_GROUP))
     hyperpod = hyperpod_summaries(index)
     demand = cluster.storage_demand_mb_s
     endpoints, endpoint_azs = _endpoint_azs(index)
@@ -421,9 +437,9 @@ def summarize(recording: Recording, cluster: StackConfig) -> Summary:
         custom_count=sum(1 for r in recording.resources if r.custom),
         component_count=sum(1 for r in recording.resources if not r.custom),
         node_groups=node_groups,
-        file_systems=tuple(file_system_summary(fs, demand, index) for fs in index.of_type(graph.FSX_LUSTRE)),
-        bucket_count=len(index.of_type(*graph.S3_BUCKETS)),
-        nat_gateways=len(index.of_type(graph.NAT_GATEWAY)),
+        file_systems=tuple(file_system_summary(fs, demand, index) for fs in index.of_type(FSX_LUSTRE)),
+        bucket_count=len(index.of_type(*S3_BUCKETS)),
+        nat_gateways=len(index.of_type(NAT_GATEWAY)),
         interface_endpoints=endpoints,
         interface_endpoint_azs=endpoint_azs,
         eks_clusters=tuple(
@@ -432,7 +448,7 @@ def summarize(recording: Recording, cluster: StackConfig) -> Summary:
                 str(get(c.inputs, "version") or ""),
                 str(get(c.inputs, "upgradePolicy", "supportType") or "STANDARD"),
             )
-            for c in index.of_type(graph.EKS_CLUSTER)
+            for c in index.of_type(EKS_CLUSTER)
         ),
         addons=addon_summaries(index),
         hyperpod=hyperpod,

@@ -11,7 +11,7 @@ on 2026-11-29 against datareceipts/data-receipts `109-gpu-pricing/hyperscalers.j
 p4d.24xlarge $21.96, p4de.24xlarge $27.45, p5.48xlarge $55.04 in us-east-1), which agrees. Sources disagree:
 several 2026 blog posts still quote the pre-cut p5.48xlarge rate of about $98.32; we keep the list price.
 
-Pure functions over a `Summary` (trainstack.report.summary); no Pulumi import.
+Pure functions over a `Summary` (trainstack.model.summary); no Pulumi import.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from stacks.catalog import CATALOG, PRICE_REGION, SOURCES, InstanceType
-from trainstack.report.summary import Summary
+from trainstack.model.summary import Summary
 
 
 @dataclass(frozen=True)

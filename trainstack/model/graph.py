@@ -12,24 +12,6 @@ from typing import Any
 
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 
-# Resource type tokens the report reads. Kept in one place so a provider rename shows up in one diff.
-VPC = "aws:ec2/vpc:Vpc"
-SUBNET = "aws:ec2/subnet:Subnet"
-NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
-VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-EKS_ADDON = "aws:eks/addon:Addon"
-FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-S3_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
-NAMESPACE = "kubernetes:core/v1:Namespace"
-RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-HELM_CHART = "kubernetes:helm.sh/v4:Chart"
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
-
 
 class Index:
     """Lookups over one Recording: by URN and by physical id."""

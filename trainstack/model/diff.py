@@ -20,6 +20,7 @@ from typing import Any
 
 from stacks.compatibility import kubelet_problem
 from trainstack.engine import Recording
+from trainstack.model.report import Report
 from trainstack.recording_diff import (
     MISSING,
     InputChange,
@@ -35,8 +36,8 @@ from trainstack.recording_diff import (
     resource_changes,
     rollout_notes,
 )
-from trainstack.report.model import Report
 from trainstack.review import Violation
+from trainstack.tokens import EKS_CLUSTER, NODE_GROUP
 
 # The recording-level diff lives in trainstack/recording_diff.py; its names stay importable from here.
 __all__ = [
@@ -180,8 +181,6 @@ PROTECTED_DELETE = "protected-resource-delete"
 PROTECTED_REPLACE = "protected-resource-replace"
 EKS_UPGRADE = "eks-upgrade-one-minor-version"
 NODE_VERSION_SKEW = "eks-node-version-skew"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def _minor(version: Any) -> tuple[int, int] | None:

@@ -1,11 +1,11 @@
-"""`python -m trainstack.docs [--check]` (`make docs`): rewrite the generated parts of docs/ from the code.
+"""`python scripts/docs.py [--check]` (`make docs`): rewrite the generated parts of docs/ from the code.
 
 - docs/config.md, whole: the stack-file reference, from the schema's field descriptions
-  (trainstack/config_reference.py).
+  (scripts/config_reference.py).
 - docs/plan-json.md, whole: the fields of `plan --format json`, from plan.schema.json and their descriptions
-  (trainstack/report/json_fields.py).
+  (scripts/plan_json_fields.py).
 - docs/preflight-json.md, whole: the fields of `preflight --format json`, from preflight.schema.json and their
-  descriptions (trainstack/preflight/json_fields.py).
+  descriptions (scripts/preflight_json_fields.py).
 - docs/policies.md, between `<!-- generated:policies -->` markers: the environment tie, the rules, the floors
   and the waivers, from the policy pack, its three config files and the committed stacks (trainstack/review.py).
 
@@ -45,19 +45,19 @@ def block(text: str, name: str) -> str:
 
 
 def config_page(_current: str) -> str:
-    from trainstack.config_reference import render
+    from scripts.config_reference import render
 
     return render() + "\n"
 
 
 def plan_json_page(_current: str) -> str:
-    from trainstack.report.json_fields import render
+    from scripts.plan_json_fields import render
 
     return render()
 
 
 def preflight_json_page(_current: str) -> str:
-    from trainstack.preflight.json_fields import render
+    from scripts.preflight_json_fields import render
 
     return render()
 
@@ -77,7 +77,7 @@ PAGES: dict[Path, Callable[[str], str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainstack.docs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python scripts/docs.py", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page is stale")
     args = parser.parse_args(argv)
     stale: list[Path] = []

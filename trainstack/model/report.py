@@ -6,13 +6,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from stacks.schema import StackConfig
-from trainstack.capacity_plan import GroupCapacity, capacity_plan
 from trainstack.contracts import ContractViolation, check
-from trainstack.cost import CostEstimate, estimate, observability_items
 from trainstack.engine import Recording
 from trainstack.journeys import Journey, walk
-from trainstack.report.health import HealthSummary, summarize_health
-from trainstack.report.summary import Summary, summarize
+from trainstack.model.capacity import GroupCapacity, capacity_plan
+from trainstack.model.cost import CostEstimate, estimate, observability_items
+from trainstack.model.health import HealthSummary, summarize_health
+from trainstack.model.summary import Summary, summarize
 from trainstack.review import Review
 
 
@@ -24,7 +24,7 @@ class Report:
     cost: CostEstimate
     policy: Review | None  # the policy pack's verdict (trainstack.review), None when not run
     contracts: tuple[ContractViolation, ...]  # what AWS or Kubernetes would refuse (trainstack.contracts)
-    health: HealthSummary | None = None  # monitoring, repair and alerts (trainstack.report.health)
+    health: HealthSummary | None = None  # monitoring, repair and alerts (trainstack.model.health)
     journeys: tuple[Journey, ...] = ()  # users' paths through the objects together (trainstack.journeys)
     capacity: tuple[GroupCapacity, ...] = ()  # per GPU group: who scales it, the worst wait, cost at min and max
 
