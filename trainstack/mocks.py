@@ -240,7 +240,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
             out["availabilityZoneId"] = "use1-az" + str(sum(map(ord, str(inputs.get("availabilityZone", "")))) % 6 + 1)
         elif typ == NODE_GROUP:
             # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
-            # resources.autoScalingGroups); components/cluster_autoscaler.py tags it for scale-from-zero.
+            # resources.autoScalingGroups); components/k8s/cluster_autoscaler.py tags it for scale-from-zero.
             uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
             asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
             out |= {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}
