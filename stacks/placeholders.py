@@ -71,10 +71,10 @@ def _walk(value: Json, path: str) -> Iterator[tuple[str, str]]:
         yield path, value
 
 
-def find(cluster: StackConfig) -> list[Placeholder]:
+def find(stack: StackConfig) -> list[Placeholder]:
     """Every example value left in a validated stack config, in key order."""
     found: list[Placeholder] = []
-    for path, value in _walk(cluster.model_dump(mode="json"), ""):
+    for path, value in _walk(stack.model_dump(mode="json"), ""):
         put = _kind(value)
         if put is not None:
             found.append(Placeholder(path, value, put))

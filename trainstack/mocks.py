@@ -131,9 +131,9 @@ class ExistingSubnetFacts:
     vpc_id: str
 
 
-def existing_subnet_facts(cluster: StackConfig) -> dict[str, ExistingSubnetFacts]:
+def existing_subnet_facts(stack: StackConfig) -> dict[str, ExistingSubnetFacts]:
     """The stack file's existing subnets by id (empty when trainstack creates the VPC)."""
-    existing = cluster.network.existing_vpc
+    existing = stack.network.existing_vpc
     if existing is None:
         return {}
     return {sid: ExistingSubnetFacts(az, existing.vpc_id) for az, sid in existing.private_subnet_ids.items()}
