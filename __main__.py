@@ -5,41 +5,41 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.account_checks import check_account
-from components.autoscaling import needs_autoscaler
-from components.buckets import DataBuckets, DataBucketsArgs
-from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
-from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
-from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
-from components.eks import EksCluster, EksClusterArgs, control_plane_log_group_name
-from components.existing_cluster import ExistingCluster, ExistingClusterArgs
+from components.eks.eks import EksCluster, EksClusterArgs, control_plane_log_group_name
+from components.eks.existing_cluster import ExistingCluster, ExistingClusterArgs
+from components.eks.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.fleet_metrics import dcgm_metrics_csv
-from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.hyperpod_dependencies import (
+from components.gpu.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
+from components.health.checkpoints import CheckpointAccess, CheckpointAccessArgs
+from components.health.observability import FleetHealth, FleetHealthArgs
+from components.k8s.autoscaling import needs_autoscaler
+from components.k8s.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
+from components.k8s.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from components.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.k8s.metrics_server import MetricsServer, MetricsServerArgs
+from components.k8s.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
+from components.k8s.scheduling import Scheduling, SchedulingArgs
+from components.k8s.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
+from components.k8s.validation_jobs import ValidationJobs, ValidationJobsArgs
+from components.k8s_common import custom_taint_tolerations
+from components.naming import aws_partition
+from components.network.network import Network, NetworkArgs, flow_log_group_name, s3_prefix_cidrs
+from components.providers import aws_provider
+from components.sagemaker.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
     HyperPodDependencies,
     HyperPodDependenciesArgs,
 )
-from components.k8s_common import custom_taint_tolerations
-from components.lustre import LustreFileSystem, LustreFileSystemArgs
-from components.lustre import log_group_name as lustre_log_group_name
-from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
-from components.metrics_server import MetricsServer, MetricsServerArgs
-from components.naming import aws_partition
-from components.network import Network, NetworkArgs, flow_log_group_name, s3_prefix_cidrs
-from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
-from components.observability import FleetHealth, FleetHealthArgs
-from components.providers import aws_provider
-from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
-from components.scheduling import Scheduling, SchedulingArgs
-from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
-from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
-from components.telemetry_key import TelemetryKey, TelemetryKeyArgs, alert_topic_name
+from components.sagemaker.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
+from components.security.telemetry_key import TelemetryKey, TelemetryKeyArgs, alert_topic_name
+from components.storage.buckets import DataBuckets, DataBucketsArgs
+from components.storage.lustre import LustreFileSystem, LustreFileSystemArgs
+from components.storage.lustre import log_group_name as lustre_log_group_name
+from components.storage.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
+from components.storage.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
-from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
-from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.load import FULL_KEY, ConfigError, check_stack, secret_refusal, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
 
@@ -110,7 +110,7 @@ network = Network(
 eks: EksCluster | ExistingCluster
 if stack.existing_cluster is not None:
     # Platform-only mode: the cluster and its nodes are someone else's; everything below the Kubernetes layer is
-    # read, not created (components/existing_cluster.py).
+    # read, not created (components/eks/existing_cluster.py).
     eks = ExistingCluster(
         "eks",
         ExistingClusterArgs(name=stack.existing_cluster.name, region=stack.region),
@@ -512,7 +512,7 @@ security_groups = {
 if sagemaker_spec.hyperpod.enabled:
     # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
     # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
-    from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+    from components.sagemaker.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 
     aws_native = aws_native_provider("aws-native", stack.region, tags, aliases=moved("aws-native"))
     hyperpod_after: list[pulumi.Resource] = []

@@ -41,7 +41,7 @@ TEAM_LABEL = "trainstack.io/team"
 # instance-type list (user pain point 4).
 EFA_NODE_LABEL = EFA_PRESENT_LABEL
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the extended resource the EFA device plugin advertises
-# The node groups taint accelerator nodes with their device resource name (components/gpu_nodes.node_taint).
+# The node groups taint accelerator nodes with their device resource name (components/gpu/gpu_nodes.node_taint).
 GPU_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NVIDIA]
 NEURON_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NEURON]
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's label that puts a job in a LocalQueue

@@ -1,4 +1,5 @@
-"""What keeps teams on a shared GPU cluster apart: pod security levels, compute quotas and default limits,
+"""What keeps teams on a shared GPU cluster apart: compute quotas and default limits (pod security levels:
+components/namespaces.py),
 network policies, and the admission policy that restricts where images come from (docs/security.md).
 
 Pure functions decide every value; `Tenancy` only registers them:
@@ -8,7 +9,7 @@ Pure functions decide every value; `Tenancy` only registers them:
   namespace itself, DNS, HTTPS to AWS APIs and the Pod Identity agent. No Lustre rule: the Lustre client is the
   node's kernel module, and the FSx CSI driver mounts the file system on the node, so Lustre traffic leaves from
   the node's own address and never passes a pod's NetworkPolicy (which the VPC CNI enforces on pod interfaces);
-  the security groups (components/lustre.py) are what admit it;
+  the security groups (components/storage/lustre.py) are what admit it;
 - one ValidatingAdmissionPolicy and its binding that refuse pods in team namespaces whose images come from
   a registry outside the approved list (core Kubernetes, admissionregistration.k8s.io/v1, GA since 1.30). On
   UPDATE only images the pod did not already have are judged, so a metadata-only change (a controller removing
@@ -20,12 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import EFA_RESOURCE, GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
+from components.k8s_common import EFA_RESOURCE, GPU_TAINT_KEY, NEURON_TAINT_KEY
+from components.namespaces import TENANT_LABEL, TENANT_TEAM
 from components.naming import child_name
 from components.team_rbac import (
     SERVICE_QUOTA,
@@ -36,40 +38,6 @@ from components.team_rbac import (
 )
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec
-
-# ------------------------------------------------------------------------------------------ pod security
-
-PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
-PSA_PREFIX = "pod-security.kubernetes.io/"  # Kubernetes Pod Security Admission namespace labels
-PSA_ENFORCE = f"{PSA_PREFIX}enforce"
-# Marks the namespaces trainstack creates for teams: quotas, network policies and the registry policy select it.
-TENANT_LABEL = "trainstack.io/tenant"
-TENANT_TEAM = "team"
-
-# Why each namespace trainstack creates has its level. Team namespaces take theirs from the stack file.
-SYSTEM_POD_SECURITY: Mapping[str, tuple[PodSecurityLevel, str]] = {
-    "gpu-operator": ("privileged", "NVIDIA GPU Operator operands: hostPath, privileged validator and DCGM"),
-    "trainstack-validation": ("privileged", "dcgmi diag needs SYS_ADMIN, which baseline forbids"),
-    "trainstack-monitoring": ("privileged", "node-exporter and its EFA counter sidecar read host network, PID, /sys"),
-    "kueue-system": ("baseline", "Kueue controller: no host access; restricted is warned and audited"),
-    "kubeflow-system": ("baseline", "Kubeflow Trainer and JobSet controllers: no host access"),
-}
-
-
-def pod_security_labels(enforce: PodSecurityLevel) -> dict[str, str]:
-    """Enforce `enforce`, and warn and audit at restricted so every gap to the strictest level shows up."""
-    return {PSA_ENFORCE: enforce, f"{PSA_PREFIX}warn": "restricted", f"{PSA_PREFIX}audit": "restricted"}
-
-
-def system_namespace_labels(namespace: str) -> dict[str, str]:
-    """The pod security labels of a system namespace trainstack creates (KeyError: add it to the table)."""
-    return pod_security_labels(SYSTEM_POD_SECURITY[namespace][0])
-
-
-def team_namespace_labels(team: TeamSpec) -> dict[str, str]:
-    """A team namespace: the team label the ClusterQueues select on, the tenant label, its pod security."""
-    return {TEAM_LABEL: team.name, TENANT_LABEL: TENANT_TEAM, **pod_security_labels(team.pod_security)}
-
 
 # ------------------------------------------------------------------------------------------------ quotas
 
@@ -386,17 +354,17 @@ DEVICE_POLICY_NAME = "trainstack-device-access"
 # internal/config/image/cuda_image.go: envNVVisibleDevices, envNVMigConfigDevices, envNVMigMonitorDevices, and
 # NVIDIA_IMEX_CHANNELS for IMEX channels on GB200). On the EKS AL2023 NVIDIA AMI the NVIDIA runtime is containerd's
 # default, so a pod naming one of these on a GPU node gets the GPUs without requesting them; the node's runtime
-# config ignores them for unprivileged containers too (components/userdata.py), this refuses them at the door.
+# config ignores them for unprivileged containers too (components/gpu/userdata.py), this refuses them at the door.
 NVIDIA_DEVICE_VARIABLES = (
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_MIG_CONFIG_DEVICES",
     "NVIDIA_MIG_MONITOR_DEVICES",
     "NVIDIA_IMEX_CHANNELS",
 )
-# Accelerator taints (components/gpu_nodes.node_taint) and the resource a pod tolerating one must request.
+# Accelerator taints (components/gpu/gpu_nodes.node_taint) and the resource a pod tolerating one must request.
 ACCELERATOR_TAINTS = (GPU_TAINT_KEY, NEURON_TAINT_KEY)
 # The one pod that tolerates an accelerator taint and requests none: the Trainer's MPI launcher, placed with its
-# workers (components/training_runtimes.py). JobSet labels each pod with its replicated job's name.
+# workers (components/k8s/training_runtimes.py). JobSet labels each pod with its replicated job's name.
 LAUNCHER_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 LAUNCHER_NAME = "launcher"
 SYSTEM_PRIORITY_PREFIX = "system-"  # system-cluster-critical, system-node-critical (kube-scheduler built-ins)

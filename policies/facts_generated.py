@@ -75,31 +75,31 @@ ENVIRONMENTS = ("dev", "staging", "prod")
 # stacks/schema/gpu.py: the EFA node groups' label
 EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
 
-# components/tenancy.py: Pod Security Admission enforce label
+# components/namespaces.py: Pod Security Admission enforce label
 PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
 
-# components/tenancy.py: marks team namespaces
+# components/namespaces.py: marks team namespaces
 TENANT_LABEL = "trainstack.io/tenant"
 
-# components/tenancy.py: TENANT_LABEL's value on team namespaces
+# components/namespaces.py: TENANT_LABEL's value on team namespaces
 TENANT_TEAM = "team"
 
-# components/buckets.py: datasets or checkpoints
+# components/storage/buckets.py: datasets or checkpoints
 DATA_CLASS_TAG = "trainstack:data-class"
 
-# components/buckets.py: object reads and writes a data bucket denies outside its VPC
+# components/storage/buckets.py: object reads and writes a data bucket denies outside its VPC
 DATA_READ_WRITE_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:ListBucket")
 
-# components/buckets.py: the calls that empty a data bucket, denied outside its VPC
+# components/storage/buckets.py: the calls that empty a data bucket, denied outside its VPC
 DATA_EMPTYING_ACTIONS = ("s3:ListBucketVersions", "s3:DeleteObject", "s3:DeleteObjectVersion")
 
-# components/lustre_volume.py: the FSx CSI driver's name
+# components/storage/lustre_volume.py: the FSx CSI driver's name
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 
-# components/lustre_volume.py: the datasets claim
+# components/storage/lustre_volume.py: the datasets claim
 DATASETS_CLAIM = "fsx-datasets"
 
-# components/lustre_volume.py: `ro`
+# components/storage/lustre_volume.py: `ro`
 READ_ONLY_MOUNT_OPTION = "ro"
 
 # components/tenancy.py: anyone can publish there
@@ -114,7 +114,7 @@ OPEN_REGISTRIES = (
     "nvcr.io",
 )
 
-# components/lustre.py: Lustre's server ports
+# components/storage/lustre.py: Lustre's server ports
 LUSTRE_PORT_RANGES = ((988, 988), (1018, 1023))
 
 # components/team_rbac.py: a team's Kubernetes group

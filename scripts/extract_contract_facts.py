@@ -182,10 +182,10 @@ CHARTS: tuple[ChartRow, ...] = (
         # templates/deployment.yaml turns every extraArgs key into a `--<key>=<value>` flag.
         open_maps=("extraArgs",),
     ),
-    # The HyperPod dependencies chart (components/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at every tag,
-    # so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
+    # The HyperPod dependencies chart (components/sagemaker/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at
+    # every tag, so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
     ChartRow("hyperpod-helm-chart", "0.1.0", "aws/sagemaker-hyperpod-cli", "v3.9.0", "helm_chart/HyperPodHelmChart"),
-    # metrics-server (components/metrics_server.py): the repository tags each chart release
+    # metrics-server (components/k8s/metrics_server.py): the repository tags each chart release
     # metrics-server-helm-chart-<version>; the chart publishes as is (image tag v<appVersion>).
     ChartRow(
         "metrics-server",
@@ -194,7 +194,7 @@ CHARTS: tuple[ChartRow, ...] = (
         "metrics-server-helm-chart-3.13.1",
         "charts/metrics-server",
     ),
-    # The fleet-health charts (components/observability.py); each repository tags per chart release.
+    # The fleet-health charts (components/health/observability.py); each repository tags per chart release.
     ChartRow("grafana", "10.5.15", "grafana/helm-charts", "grafana-10.5.15", "charts/grafana"),
     ChartRow(
         "kube-state-metrics",

@@ -29,11 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from components.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
-from components.lustre import LUSTRE_PORT_RANGES  # noqa: E402
-from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
+from components.namespaces import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
+from components.storage.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
+from components.storage.lustre import LUSTRE_PORT_RANGES  # noqa: E402
+from components.storage.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
 from components.team_rbac import SERVICE_QUOTA, TEAM_GROUP_PREFIX  # noqa: E402
-from components.tenancy import OPEN_REGISTRIES, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
+from components.tenancy import OPEN_REGISTRIES  # noqa: E402
 from stacks import fsx_sizing  # noqa: E402
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator  # noqa: E402
 from stacks.load import STACKS_DIR, load_file  # noqa: E402
@@ -115,25 +116,25 @@ def facts_module() -> str:
             _constant("REQUIRED_TAGS", REQUIRED_TAGS, "stacks/schema/stack.py: tags trainstack sets everywhere"),
             _constant("ENVIRONMENTS", tuple(e.value for e in Environment), "stacks/schema/base.py Environment"),
             _constant("EFA_PRESENT_LABEL", EFA_PRESENT_LABEL, "stacks/schema/gpu.py: the EFA node groups' label"),
-            _constant("PSA_ENFORCE", PSA_ENFORCE, "components/tenancy.py: Pod Security Admission enforce label"),
-            _constant("TENANT_LABEL", TENANT_LABEL, "components/tenancy.py: marks team namespaces"),
-            _constant("TENANT_TEAM", TENANT_TEAM, "components/tenancy.py: TENANT_LABEL's value on team namespaces"),
-            _constant("DATA_CLASS_TAG", DATA_CLASS_TAG, "components/buckets.py: datasets or checkpoints"),
+            _constant("PSA_ENFORCE", PSA_ENFORCE, "components/namespaces.py: Pod Security Admission enforce label"),
+            _constant("TENANT_LABEL", TENANT_LABEL, "components/namespaces.py: marks team namespaces"),
+            _constant("TENANT_TEAM", TENANT_TEAM, "components/namespaces.py: TENANT_LABEL's value on team namespaces"),
+            _constant("DATA_CLASS_TAG", DATA_CLASS_TAG, "components/storage/buckets.py: datasets or checkpoints"),
             _constant(
                 "DATA_READ_WRITE_ACTIONS",
                 READ_WRITE_ACTIONS,
-                "components/buckets.py: object reads and writes a data bucket denies outside its VPC",
+                "components/storage/buckets.py: object reads and writes a data bucket denies outside its VPC",
             ),
             _constant(
                 "DATA_EMPTYING_ACTIONS",
                 EMPTYING_ACTIONS,
-                "components/buckets.py: the calls that empty a data bucket, denied outside its VPC",
+                "components/storage/buckets.py: the calls that empty a data bucket, denied outside its VPC",
             ),
-            _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/lustre_volume.py: the FSx CSI driver's name"),
-            _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/lustre_volume.py: the datasets claim"),
-            _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/lustre_volume.py: `ro`"),
+            _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/storage/lustre_volume.py: the FSx CSI driver's name"),
+            _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/storage/lustre_volume.py: the datasets claim"),
+            _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/storage/lustre_volume.py: `ro`"),
             _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/tenancy.py: anyone can publish there"),
-            _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/lustre.py: Lustre's server ports"),
+            _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/storage/lustre.py: Lustre's server ports"),
             _constant("TEAM_GROUP_PREFIX", TEAM_GROUP_PREFIX, "components/team_rbac.py: a team's Kubernetes group"),
             _constant("SERVICE_QUOTA", SERVICE_QUOTA, "components/team_rbac.py: the Services a team may not create"),
         ]

@@ -22,7 +22,7 @@ from stacks.catalog import CATALOG
 from stacks.schema import CapacityType, StackConfig
 
 # The EC2 Auto Scaling service-linked role that launches EKS managed node group instances; the node-volume KMS
-# key's policy names it, and KMS refuses a policy whose principal does not exist (components/eks.py). IAM User
+# key's policy names it, and KMS refuses a policy whose principal does not exist (components/eks/eks.py). IAM User
 # Guide, "Using service-linked roles for Amazon EC2 Auto Scaling": role name and path.
 AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
 AUTOSCALING_ROLE_PATH = "/aws-service-role/autoscaling.amazonaws.com/"
@@ -89,7 +89,7 @@ def caller_role(caller_arn: str) -> tuple[str, str] | None:
 
 def caller_admin_problem(caller_arn: str, admin_role_arns: Sequence[str]) -> str | None:
     """The identity running `pulumi up` must be one of eks.admin_role_arns: the cluster gives its creator no
-    implicit admin, and the Kubernetes provider authenticates as that identity (components/eks.py). A session ARN
+    implicit admin, and the Kubernetes provider authenticates as that identity (components/eks/eks.py). A session ARN
     carries no role path, so a role is matched by account and name (names are unique in an account)."""
     session = caller_role(caller_arn)
     if session is not None:

@@ -497,7 +497,7 @@ def session_context(arn: str) -> dict[str, Any]:
 def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """A managed node group's status and its Auto Scaling group."""
     # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
-    # resources.autoScalingGroups); components/cluster_autoscaler.py tags it for scale-from-zero.
+    # resources.autoScalingGroups); components/k8s/cluster_autoscaler.py tags it for scale-from-zero.
     uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
     asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
     return {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}

@@ -15,7 +15,7 @@ CONNECTIVITY = "InstanceConnectivity"
 def required_deep_health_checks(instance_type: str) -> list[str]:
     """The checks an accelerated group must run: InstanceStress on every accelerated type, and
     InstanceConnectivity (NCCL/NCCOM over EFA) only on types with EFA: without EFA there is no fabric to
-    test, and the program plans only InstanceStress there (components/hyperpod.py `deep_health_checks`)."""
+    test, and the program plans only InstanceStress there (components/sagemaker/hyperpod.py `deep_health_checks`)."""
     facts = instance(instance_type)
     if facts is None:
         return []

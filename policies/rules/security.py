@@ -1161,7 +1161,7 @@ def hyperpod_execution_role_confined(args: StackValidationArgs, report: Report) 
                 )
 
 
-PROVISIONING_PARAMETERS = "/provisioning_parameters.json"  # components/hyperpod.py PROVISIONING_PARAMETERS
+PROVISIONING_PARAMETERS = "/provisioning_parameters.json"  # components/sagemaker/hyperpod.py PROVISIONING_PARAMETERS
 
 
 def _login_groups(g: Graph) -> set[str]:

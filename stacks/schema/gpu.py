@@ -167,7 +167,7 @@ class PlacementMode(StrEnum):
     NONE = "none"
 
 
-# Node labels trainstack sets on every GPU node itself (components/gpu_nodes.py); spec.labels may not set them.
+# Node labels trainstack sets on every GPU node itself (components/gpu/gpu_nodes.py); spec.labels may not set them.
 NODE_GROUP_LABEL = "trainstack.io/node-group"
 ACCELERATOR_LABEL = "trainstack.io/accelerator"
 NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on

@@ -39,7 +39,7 @@ SUBNET_RESERVED_ADDRESSES = 5
 # run far fewer pods. A planning allowance, not an AWS limit.
 POD_ADDRESSES_PER_NODE = 110
 
-# trainstack's security groups, by role (components/network.py and the EKS cluster's own group).
+# trainstack's security groups, by role (components/network/network.py and the EKS cluster's own group).
 SecurityGroupRole = Literal["cluster", "efa", "workload"]
 
 
@@ -558,7 +558,7 @@ class StackConfig(Spec):
     @property
     def autoscaled_groups(self) -> list[GpuNodeGroupSpec]:
         """GPU groups cluster-autoscaler serves: those that can grow, and Capacity Blocks (whose queue asks it
-        whether the block's nodes exist); the same rule as components/autoscaling.py `admission`."""
+        whether the block's nodes exist); the same rule as components/k8s/autoscaling.py `admission`."""
         return [
             g for g in self.gpu_node_groups if g.min_size < g.max_size or g.capacity.type is CapacityType.CAPACITY_BLOCK
         ]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from components.training_runtimes import (
+from components.k8s.training_runtimes import (
     MPI_LAUNCHER_CAPABILITIES,
     MPI_WORKER_CAPABILITIES,
     NOBODY_GID,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.efa import efa_interfaces
+from components.gpu.efa import efa_interfaces
 from stacks.catalog import CATALOG, efa_capable
 from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config

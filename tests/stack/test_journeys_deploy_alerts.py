@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.network import s3_gateway_endpoint_policy
+from components.network.network import s3_gateway_endpoint_policy
 from stacks.load import load_file
 from tests.conftest import ROOT, program_recording, recording, stack_config
 from trainstack.engine import Recording

@@ -4,9 +4,9 @@ the plan's Health section says what happens when a pod fails."""
 
 from __future__ import annotations
 
-from components.checkpoints import CONFIG_MAP
-from components.team_storage import TEAM_SERVICE_ACCOUNT
-from components.training_runtimes import RESTART_WAIT, runtime_names
+from components.health.checkpoints import CONFIG_MAP
+from components.k8s.training_runtimes import RESTART_WAIT, runtime_names
+from components.storage.team_storage import TEAM_SERVICE_ACCOUNT
 from tests.conftest import recording, stack_config
 from trainstack.contracts import crds
 from trainstack.model.health import summarize_health

@@ -158,7 +158,7 @@ def test_a_values_schema_is_enforced_where_a_chart_has_one(monkeypatch: pytest.M
 
 
 def test_metrics_server_values_are_keys_of_its_pinned_chart() -> None:
-    from components.metrics_server import metrics_server_values
+    from components.k8s.metrics_server import metrics_server_values
 
     facts = chart_facts("metrics-server", _default_pins()["metrics-server"])
     assert facts is not None

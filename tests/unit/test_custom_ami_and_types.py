@@ -9,8 +9,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.gpu_nodes import cluster_join, node_labels, user_data
-from components.userdata import ClusterJoin, nodeadm_config
+from components.gpu.gpu_nodes import cluster_join, node_labels, user_data
+from components.gpu.userdata import ClusterJoin, nodeadm_config
 from stacks.schema.gpu import GpuNodeGroupSpec
 
 AMI = "ami-0123456789abcdef0"

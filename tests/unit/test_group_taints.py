@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from components.efa_device_plugin import efa_device_plugin_values
-from components.gpu_nodes import node_taints
-from components.gpu_operator import gpu_operator_values
+from components.gpu.gpu_nodes import node_taints
+from components.k8s.efa_device_plugin import efa_device_plugin_values
+from components.k8s.gpu_operator import gpu_operator_values
+from components.k8s.neuron_device_plugin import neuron_device_plugin_values
+from components.k8s.scheduling import resource_flavor_spec
+from components.k8s.training_runtimes import group_scheduling
 from components.k8s_common import custom_taint_tolerations, group_tolerations
-from components.neuron_device_plugin import neuron_device_plugin_values
-from components.scheduling import resource_flavor_spec
-from components.training_runtimes import group_scheduling
 from stacks.schema import AmiFamily, MigStrategy
 from stacks.schema.gpu import MAX_CUSTOM_TAINTS, GpuNodeGroupSpec
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from components.eks import CUSTOM_NETWORKING_ENV, VPC_CNI_CONFIGURATION, eni_config, vpc_cni_configuration
+from components.eks.eks import CUSTOM_NETWORKING_ENV, VPC_CNI_CONFIGURATION, eni_config, vpc_cni_configuration
 from stacks.load import ConfigError
 from stacks.schema.network import NetworkSpec, secondary_cidr_problem
 from tests.conftest import edited_config

@@ -5,8 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, TEAM_LABEL
-from components.scheduling import (
+from components.k8s.scheduling import (
     cluster_queue_spec,
     device_resources,
     group_quota,
@@ -16,7 +15,8 @@ from components.scheduling import (
     resource_flavor_spec,
     team_quota_hard,
 )
-from components.tenancy import team_namespace_labels
+from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, TEAM_LABEL
+from components.namespaces import team_namespace_labels
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec, default_ami_family
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.sagemaker_roles import (
+from components.sagemaker.sagemaker_roles import (
     ENI_MUTATE_ACTIONS,
     SAGEMAKER_PRINCIPAL,
     VpcScope,

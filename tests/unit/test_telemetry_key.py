@@ -3,7 +3,7 @@ topic, and nothing for anyone else beyond the account's IAM delegation."""
 
 from __future__ import annotations
 
-from components.telemetry_key import alert_topic_name, log_group_arn, telemetry_key_policy
+from components.security.telemetry_key import alert_topic_name, log_group_arn, telemetry_key_policy
 
 ACCOUNT = "123456789012"
 GROUPS = ["/aws/eks/trainstack-prod/cluster", "/aws/vpc-flow-logs/trainstack-prod"]

@@ -8,20 +8,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components import tenancy
+from components import namespaces, tenancy
 from components.k8s_common import TEAM_LABEL
-from components.tenancy import (
+from components.namespaces import (
     PSA_ENFORCE,
     TENANT_LABEL,
     TENANT_TEAM,
+    pod_security_labels,
+    system_namespace_labels,
+    team_namespace_labels,
+)
+from components.tenancy import (
     network_policies,
     node_shapes,
-    pod_security_labels,
     registry_expression,
     reserved_cpu_millicores,
-    system_namespace_labels,
     team_compute_quota,
-    team_namespace_labels,
 )
 from policies.rules import security as rules
 from stacks.catalog import CATALOG
@@ -44,7 +46,7 @@ def test_team_namespaces_enforce_their_level_and_carry_the_tenant_label() -> Non
 
 
 def test_only_documented_system_namespaces_are_privileged() -> None:
-    privileged = {ns for ns, (level, _why) in tenancy.SYSTEM_POD_SECURITY.items() if level == "privileged"}
+    privileged = {ns for ns, (level, _why) in namespaces.SYSTEM_POD_SECURITY.items() if level == "privileged"}
     assert privileged == set(rules._DEFAULT_PRIVILEGED)
     with pytest.raises(KeyError):
         system_namespace_labels("some-new-namespace")  # a new namespace must be added to the table first

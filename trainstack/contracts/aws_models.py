@@ -152,7 +152,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("nodegroupName",),  # auto-named when `node_group_name` is left out
         ),
     ),
-    # Scale-from-zero tags on a managed node group's Auto Scaling group (components/cluster_autoscaler.py): the
+    # Scale-from-zero tags on a managed node group's Auto Scaling group (components/k8s/cluster_autoscaler.py): the
     # provider sends one Tags[] entry and fills ResourceType `auto-scaling-group` itself.
     AUTOSCALING_TAG: (
         ApiCall(
@@ -515,7 +515,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
         ),
     ),
     IAM_ROLE_POLICY_ATTACHMENT: (ApiCall("iam", "AttachRolePolicy", {"role": "RoleName", "policyArn": "PolicyArn"}),),
-    # The network the stack builds (components/network.py): VPC, gateways, routes, flow log.
+    # The network the stack builds (components/network/network.py): VPC, gateways, routes, flow log.
     VPC: (
         ApiCall("ec2", "CreateVpc", {"cidrBlock": "CidrBlock", "instanceTenancy": "InstanceTenancy"}),
         # One ModifyVpcAttribute call per attribute (the API takes one at a time).
@@ -588,7 +588,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("ResourceType",),  # VPC, Subnet, ... from which id is set
         ),
     ),
-    # EFA node groups' cluster placement groups (components/gpu_nodes.py).
+    # EFA node groups' cluster placement groups (components/gpu/gpu_nodes.py).
     PLACEMENT_GROUP: (
         ApiCall(
             "ec2",
@@ -608,7 +608,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             {"url": "Url", "clientIdLists": "ClientIDList", "thumbprintLists": "ThumbprintList"},
         ),
     ),
-    # Fleet health (components/observability.py): the AMP workspace, its rules and alert manager, the managed
+    # Fleet health (components/health/observability.py): the AMP workspace, its rules and alert manager, the managed
     # scraper, the SNS topic alerts go to and the topic's policy.
     AMP_WORKSPACE: (ApiCall("amp", "CreateWorkspace", {"alias": "alias", "kmsKeyArn": "kmsKeyArn"}),),
     AMP_RULE_GROUP_NAMESPACE: (

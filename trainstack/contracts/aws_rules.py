@@ -73,7 +73,7 @@ INTERFACE_TYPES = ("interface", "efa", "efa-only")
 # The add-ons every node needs to join and resolve names (HyperPod's guide: the VPC CNI, and Pod Identity for
 # the HyperPod agents); the FSx and EBS CSI drivers are storage, not prerequisites of HyperPod nodes.
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
-SYSTEM_LABEL = "trainstack.io/node-role"  # components/eks.py labels the system node group `system`
+SYSTEM_LABEL = "trainstack.io/node-role"  # components/eks/eks.py labels the system node group `system`
 
 
 _T = TypeVar("_T")

@@ -187,7 +187,7 @@ def check(recording: Recording) -> Iterable[ContractViolation]:
                 "",
                 "(no region)",
                 "the resource's aws-native provider names no region, so its schema cannot be chosen",
-                "trainstack: components/hyperpod.py aws_native_provider",
+                "trainstack: components/sagemaker/hyperpod.py aws_native_provider",
             )
             continue
         yield from check_resource(resource, region, recording.preview)

@@ -25,7 +25,7 @@ from trainstack.tokens import CONFIG_FILE, EKS_ADDON, HELM_RELEASE
 
 # API groups served by Kubernetes itself (validated as core objects) or pseudo-types of the provider.
 _BUILT_IN_GROUPS = {"core", "apps", "batch", "policy", "autoscaling", "helm.sh", "yaml", "kustomize"}
-# The MPI Operator publishes a release manifest, not a chart (components/scheduling.MPI_OPERATOR_MANIFEST).
+# The MPI Operator publishes a release manifest, not a chart (components/k8s/scheduling.MPI_OPERATOR_MANIFEST).
 _MPI_OPERATOR_MANIFEST = re.compile(r"/mpi-operator/v(\d+\.\d+\.\d+)/")
 
 

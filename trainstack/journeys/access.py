@@ -45,8 +45,8 @@ from trainstack.tokens import (
     VPC_ENDPOINT,
 )
 
-DATA_CLASS_TAG = "trainstack:data-class"  # components/buckets.py DATA_CLASS_TAG
-TEAM_SERVICE_ACCOUNT = "training"  # components/team_storage.py TEAM_SERVICE_ACCOUNT
+DATA_CLASS_TAG = "trainstack:data-class"  # components/storage/buckets.py DATA_CLASS_TAG
+TEAM_SERVICE_ACCOUNT = "training"  # components/storage/team_storage.py TEAM_SERVICE_ACCOUNT
 
 # Where each step's rule is stated.
 EVALUATION = "IAM User Guide, Policy evaluation logic (identity and resource-based policies, explicit deny)"
@@ -959,7 +959,7 @@ def _bucket_deletion_steps(world: World, bucket: Bucket) -> Iterator[Step]:
         FORCE_DESTROY,
     )
     if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
-        # The exemption that lets destroy empty a VPC-only bucket stops there (components/buckets.py).
+        # The exemption that lets destroy empty a VPC-only bucket stops there (components/storage/buckets.py).
         reading = _checks(
             world,
             deployer,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.autoscaling import NODE_TEMPLATE, PROVISIONING_CONTROLLER, Admission, admission
+from components.k8s.autoscaling import NODE_TEMPLATE, PROVISIONING_CONTROLLER, Admission, admission
 from stacks.schema import GpuNodeGroupSpec
 from trainstack.journeys import Step
 

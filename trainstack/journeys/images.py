@@ -44,7 +44,7 @@ from trainstack.tokens import (
     VPC_ENDPOINT,
 )
 
-PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"  # components/network.py INTERNAL_ELB_TAG
+PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"  # components/network/network.py INTERNAL_ELB_TAG
 
 SRC_GATEWAY = (
     'VPC User Guide, "Gateway endpoints for Amazon S3" (the route to the region\'s S3 prefix list) and "Control '

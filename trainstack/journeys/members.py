@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION
+from components.storage.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION
 from components.team_rbac import SERVICE_QUOTA, team_group
 from policies.rbac import Request, allows
 from policies.rules.security import TEAM_MEMBER_FORBIDDEN

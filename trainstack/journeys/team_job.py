@@ -33,20 +33,8 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any
 
-from components.autoscaling import NODE_TEMPLATE
-from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL, taint_key
-from components.lustre import LUSTRE_PORT_RANGES
-from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
-from components.tenancy import (
-    DEVICE_POLICY_NAME,
-    LAUNCHER_LABEL,
-    POD_IDENTITY_AGENT_CIDR,
-    POD_IDENTITY_AGENT_PORT,
-    PSA_ENFORCE,
-    REGISTRY_POLICY_NAME,
-    node_shape,
-)
-from components.training_runtimes import (
+from components.k8s.autoscaling import NODE_TEMPLATE
+from components.k8s.training_runtimes import (
     CHECKPOINT_ENV,
     DAEMONSET_HEADROOM_MIB,
     DAEMONSET_HEADROOM_MILLICORES,
@@ -55,6 +43,18 @@ from components.training_runtimes import (
     SSH_PORT,
     TORCHRUN_COMMAND,
     runtime_names,
+)
+from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL, taint_key
+from components.namespaces import PSA_ENFORCE
+from components.storage.lustre import LUSTRE_PORT_RANGES
+from components.storage.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
+from components.tenancy import (
+    DEVICE_POLICY_NAME,
+    LAUNCHER_LABEL,
+    POD_IDENTITY_AGENT_CIDR,
+    POD_IDENTITY_AGENT_PORT,
+    REGISTRY_POLICY_NAME,
+    node_shape,
 )
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, StackConfig, TeamSpec

@@ -1,6 +1,6 @@
 """How each SageMaker HyperPod instance group comes up: the lifecycle steps its nodes run and what they need, read
 from the recording (the cluster's instance groups and the provisioning_parameters.json uploaded next to the Slurm
-scripts; components/slurm_lifecycle.py turns them into steps). One section of its own in every view."""
+scripts; components/sagemaker/slurm_lifecycle.py turns them into steps). One section of its own in every view."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from components.slurm_lifecycle import node_needs, node_steps, role_of
+from components.sagemaker.slurm_lifecycle import node_needs, node_steps, role_of
 from trainstack.engine import Recording
 from trainstack.tokens import BUCKET_OBJECT, FSX_LUSTRE, HYPERPOD_CLUSTER
 
 PARAMS = "provisioning_parameters.json"
-# components/lifecycle/eks/on_create.sh, in one line.
+# components/sagemaker/lifecycle/eks/on_create.sh, in one line.
 EKS_STEPS = ("on_create (eks): kubelet and containerd state onto /opt/sagemaker, held until it is mounted",)
 
 

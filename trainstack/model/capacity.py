@@ -7,7 +7,7 @@ start, bounded by Kueue's waitForPodsReady, comes after it). Its parts, each fro
   config/const.go DefaultScanInterval), and gives up on nodes that have not registered after
   `--max-node-provision-time` (kubernetes.cluster_autoscaler.max_node_provision_time_s).
 - A failed ProvisioningRequest is retried after Kueue's backoff (the group's ProvisioningRequestConfig
-  `retryStrategy`, components/autoscaling.py), then the workload is deactivated.
+  `retryStrategy`, components/k8s/autoscaling.py), then the workload is deactivated.
 - A Capacity Block's nodes launch at its start; the queue's capacity check is retried every `backoffMaxSeconds`,
   so the job may see them up to that long after they registered.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from components.autoscaling import Admission, admission, retry_strategy
+from components.k8s.autoscaling import Admission, admission, retry_strategy
 from stacks.catalog import CATALOG
 from stacks.schema import CapacityType, GpuNodeGroupSpec, StackConfig
 from trainstack.model.cost import catalog_price

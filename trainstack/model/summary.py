@@ -255,7 +255,7 @@ def _availability_zones(
         if (zone := get(subnet.inputs, "availabilityZone"))
     }
     # Subnets of an existing VPC are not in the recording: the stack file says where they are (and `pulumi up`
-    # checks it, components/network.py).
+    # checks it, components/network/network.py).
     zones |= {existing_subnets[s] for s in get(node_group.inputs, "subnetIds") or [] if s in existing_subnets}
     if not zones and lt is not None and (zone := get(lt.inputs, "placement", "availabilityZone")):
         zones.add(str(zone))
