@@ -7,9 +7,9 @@
     trainstack completion bash|zsh|tcsh
     trainstack --version
 
-Exit codes: `EXIT_CODES` below (printed by `--help`, tabled in docs/cli.md). Errors are one clear line (or the
-config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors), and
-every text they echo is escaped (stacks/printable.py).
+Exit codes: `EXIT_CODES` in trainstack/console.py (printed by `--help`, tabled in docs/cli.md). Errors are one
+clear line (or the config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for
+internal errors), and every text they echo is escaped (stacks/printable.py).
 
 A subcommand is one `add_<name>(commands)` function that adds its parser with `handler=<function>`, listed in
 `SUBCOMMANDS`; the function takes the parsed arguments and returns an exit code.
@@ -34,9 +34,22 @@ from typing import NoReturn, TextIO
 
 from typing_extensions import override
 
-from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
+from stacks.load import ConfigError, check_stack, load_file, stack_file
 from stacks.printable import printable
 from stacks.schema import StackConfig, json_schema
+from trainstack.console import EXIT_ACCOUNT as EXIT_ACCOUNT  # re-exported beside the codes the plan uses
+from trainstack.console import (
+    EXIT_BAD_INPUT,
+    EXIT_CODES,
+    EXIT_CONTRACT,
+    EXIT_JOURNEY,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_POLICY,
+    EXIT_PROGRAM_FAILED,
+    say,
+    stack_name_of,
+)
 from trainstack.delivery import BadInput as BadInput  # re-exported: the errors every command raises
 from trainstack.delivery import OutputFailed as OutputFailed
 from trainstack.delivery import isatty, output_target, write
@@ -44,27 +57,7 @@ from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
 
-EXIT_OK = 0
-EXIT_POLICY = 1
-EXIT_BAD_INPUT = 2
-EXIT_PROGRAM_FAILED = 3
-EXIT_CONTRACT = 4
-EXIT_OUTPUT = 5
-EXIT_JOURNEY = 6
-EXIT_ACCOUNT = 7  # preflight, capacity: AWS could not be asked (trainstack/preflight/command.py)
 FORMATS = ("text", "json", "markdown")
-# Every exit code, for `--help` and docs/cli.md (tests/unit/test_cli_help.py keeps the two equal).
-EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (EXIT_OK, "planned: no mandatory policy violation, no contract violation, no broken journey"),
-    (EXIT_POLICY, "a mandatory policy violation (the review's, or the diff's with --against)"),
-    (EXIT_BAD_INPUT, "bad input: the stack file (every problem listed), arguments, --stack, --output"),
-    (EXIT_PROGRAM_FAILED, "the program or a policy raised under the mock engine, or an internal error"),
-    (EXIT_CONTRACT, "an input AWS or Kubernetes would refuse (wins over 6 and 1)"),
-    (EXIT_OUTPUT, "the output could not be delivered (stdout closed, disk full, an encoding that cannot show it)"),
-    (EXIT_JOURNEY, "a journey is broken: a user's path through what the plan builds fails (wins over 1)"),
-    (EXIT_ACCOUNT, "preflight, capacity: AWS could not be asked (no or refused credentials, a check denied)"),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
-)
 ROOT = Path(__file__).resolve().parent.parent
 SHELLS = ("bash", "zsh", "tcsh")
 
@@ -219,25 +212,6 @@ def comment_limit(max_chars: int | None, format_: str) -> int:
     return max_chars
 
 
-def stack_name_of(path: Path, cluster: StackConfig) -> str:
-    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment (a proposed change
-    in a file of another name; the plan then reviews it as that environment's stack)."""
-    name = path.name
-    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-        stack = name.removeprefix("Pulumi.").rsplit(".", 1)[0]
-        if not STACK_NAME.fullmatch(stack):
-            raise BadInput(
-                f"{path}: {stack!r} is not a Pulumi stack name (letters, digits, `-`, `_` and `.`, 1 to 100 "
-                "characters), so Pulumi could never use this file; rename it"
-            )
-        # A stack name that maps to an environment is a real stack and decides it (check_stack); another name
-        # (Pulumi.proposed.yaml) is a proposal, reviewed as its environment's stack. `pulumi up` on a stack of
-        # such a name is still refused by the program itself.
-        if environment_of_stack(stack) is not None:
-            return stack
-    return cluster.environment.value
-
-
 def shown_path(path: Path) -> str:
     """A path as the progress line names it: relative to the working directory when it is under it."""
     try:
@@ -375,18 +349,6 @@ def completion(args: argparse.Namespace) -> int:
 
     write(shtab.complete(build_parser(), shell=args.shell), None, sys.stdout)
     return EXIT_OK
-
-
-def say(text: str) -> None:
-    """Lines on stderr, each escaped (a message that echoes a key or a path cannot send terminal escapes); when
-    stderr itself is gone, the exit code still tells. After Ctrl-C the only line is "interrupted"."""
-    if interrupted():
-        return
-    try:
-        if sys.stderr is not None:
-            print("\n".join(printable(line) for line in text.split("\n")), file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -223,9 +223,9 @@ def _resolve(value: Any) -> Any:
     return sdk_hooks.sync_await(output.future())
 
 
-def pulumi_config(cluster: StackConfig) -> dict[str, str]:
+def pulumi_config(stack: StackConfig) -> dict[str, str]:
     """The Pulumi config the CLI would hand the program for this stack: one JSON object under our key."""
-    return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
+    return {FULL_KEY: json.dumps(stack.model_dump(mode="json"))}
 
 
 @contextlib.contextmanager

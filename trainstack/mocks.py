@@ -131,9 +131,9 @@ class ExistingSubnetFacts:
     vpc_id: str
 
 
-def existing_subnet_facts(cluster: StackConfig) -> dict[str, ExistingSubnetFacts]:
+def existing_subnet_facts(stack: StackConfig) -> dict[str, ExistingSubnetFacts]:
     """The stack file's existing subnets by id (empty when trainstack creates the VPC)."""
-    existing = cluster.network.existing_vpc
+    existing = stack.network.existing_vpc
     if existing is None:
         return {}
     return {sid: ExistingSubnetFacts(az, existing.vpc_id) for az, sid in existing.private_subnet_ids.items()}
@@ -177,26 +177,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         arn = f"arn:{PARTITION}:{_service(typ)}:{self.region}:{ACCOUNT_ID}:{auto_name}"
         out: dict[str, Any] = {"arn": arn, "name": auto_name, "tagsAll": inputs.get("tags", {})}
         if typ == EKS_CLUSTER:
-            issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
-            out |= {
-                "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
-                "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="},
-                "identities": [{"oidcs": [{"issuer": issuer}]}],
-                "vpcConfig": {
-                    **inputs.get("vpcConfig", {}),
-                    "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
-                },
-                "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
-                "platformVersion": "eks.9",
-                "status": "ACTIVE",
-                # EKS API KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, Kubernetes assigns
-                # 10.100.0.0/16 or 172.20.0.0/16 (the one that does not overlap the VPC: ours are in 10.0.0.0/8).
-                "kubernetesNetworkConfig": {
-                    "serviceIpv4Cidr": "172.20.0.0/16",
-                    "ipFamily": "ipv4",
-                    **inputs.get("kubernetesNetworkConfig", {}),
-                },
-            }
+            out |= self._eks_cluster(name, inputs, auto_name)
         elif typ == IAM_ROLE:
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{auto_name}"
             out["uniqueId"] = "AROA" + _digest(name, length=16).upper()
@@ -210,15 +191,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         elif typ == KMS_KEY:
             out |= {"keyId": physical_id, "arn": f"arn:{PARTITION}:kms:{self.region}:{ACCOUNT_ID}:key/{physical_id}"}
         elif typ in (BUCKET, BUCKET_V2):
-            # bucketPrefix: the provider appends a 26-character unique suffix.
-            prefix = inputs.get("bucketPrefix")
-            bucket = inputs.get("bucket") or (f"{prefix}{_digest(typ, name, length=26)}" if prefix else auto_name)
-            out |= {
-                "bucket": bucket,
-                "arn": f"arn:{PARTITION}:s3:::{bucket}",
-                "bucketDomainName": f"{bucket}.s3.amazonaws.com",
-                "bucketRegionalDomainName": f"{bucket}.s3.{self.region}.amazonaws.com",
-            }
+            out |= self._bucket(typ, name, inputs, auto_name)
         elif typ == FSX_LUSTRE:
             out |= {
                 "dnsName": f"{physical_id}.fsx.{self.region}.amazonaws.com",
@@ -239,11 +212,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         elif typ == SUBNET:
             out["availabilityZoneId"] = "use1-az" + str(sum(map(ord, str(inputs.get("availabilityZone", "")))) % 6 + 1)
         elif typ == NODE_GROUP:
-            # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
-            # resources.autoScalingGroups); components/k8s/cluster_autoscaler.py tags it for scale-from-zero.
-            uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
-            asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
-            out |= {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}
+            out |= _node_group(name, inputs)
         elif typ == PLACEMENT_GROUP:
             out["placementGroupId"] = physical_id
         elif typ == AMP_WORKSPACE:
@@ -258,6 +227,41 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         elif typ == HELM_RELEASE:
             out = {"status": {"status": "deployed", "namespace": inputs.get("namespace", "default")}, "name": auto_name}
         return out
+
+    def _eks_cluster(self, name: str, inputs: dict[str, Any], auto_name: str) -> dict[str, Any]:
+        """An EKS cluster's computed outputs: its endpoint, OIDC issuer, cluster security group, service CIDR."""
+        issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
+        return {
+            "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+            "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="},
+            "identities": [{"oidcs": [{"issuer": issuer}]}],
+            "vpcConfig": {
+                **inputs.get("vpcConfig", {}),
+                "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
+            },
+            "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
+            "platformVersion": "eks.9",
+            "status": "ACTIVE",
+            # EKS API KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, Kubernetes assigns
+            # 10.100.0.0/16 or 172.20.0.0/16 (the one that does not overlap the VPC: ours are in 10.0.0.0/8).
+            "kubernetesNetworkConfig": {
+                "serviceIpv4Cidr": "172.20.0.0/16",
+                "ipFamily": "ipv4",
+                **inputs.get("kubernetesNetworkConfig", {}),
+            },
+        }
+
+    def _bucket(self, typ: str, name: str, inputs: dict[str, Any], auto_name: str) -> dict[str, Any]:
+        """A bucket's name (given, from its prefix, or auto-named), ARN and domain names."""
+        # bucketPrefix: the provider appends a 26-character unique suffix.
+        prefix = inputs.get("bucketPrefix")
+        bucket = inputs.get("bucket") or (f"{prefix}{_digest(typ, name, length=26)}" if prefix else auto_name)
+        return {
+            "bucket": bucket,
+            "arn": f"arn:{PARTITION}:s3:::{bucket}",
+            "bucketDomainName": f"{bucket}.s3.amazonaws.com",
+            "bucketRegionalDomainName": f"{bucket}.s3.{self.region}.amazonaws.com",
+        }
 
     # ------------------------------------------------------------------------------------------- calls
 
@@ -488,3 +492,12 @@ def session_context(arn: str) -> dict[str, Any]:
         issuer = f"arn:{partition}:iam::{account}:role/{role}"
         return {"arn": arn, "issuerArn": issuer, "issuerId": "", "issuerName": role, "sessionName": session, "id": arn}
     return {"arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": "", "id": arn}
+
+
+def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A managed node group's status and its Auto Scaling group."""
+    # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
+    # resources.autoScalingGroups); components/k8s/cluster_autoscaler.py tags it for scale-from-zero.
+    uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
+    asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
+    return {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}

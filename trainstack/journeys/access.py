@@ -574,9 +574,15 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
 def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     """The SageMaker training role, the HyperPod lifecycle scripts (uploaded by the deployer, read by the
     execution role) and FSx for Lustre's data repository associations."""
-    rec = world.recording
-    datasets, checkpoints, lifecycle = (world.buckets.get(r) for r in ("datasets", "checkpoints", "lifecycle"))
-    training = rec.outputs.get("sagemaker_training_role_arns")
+    yield from _sagemaker_training_journeys(world, trip)
+    yield from _lifecycle_script_journeys(world, trip)
+    yield from _fsx_repository_journeys(world)
+
+
+def _sagemaker_training_journeys(world: World, trip: Trip) -> Iterator[Journey]:
+    """Each team's SageMaker training role reads the datasets and writes its own checkpoints, and no one else's."""
+    datasets, checkpoints = world.buckets.get("datasets"), world.buckets.get("checkpoints")
+    training = world.recording.outputs.get("sagemaker_training_role_arns")
     teams = [t.name for t in trip.stack.kubernetes.teams]
     for team, arn in sorted(training.items()) if isinstance(training, Mapping) else []:
         if not _known(arn) or arn not in world.roles or datasets is None or checkpoints is None:
@@ -599,6 +605,12 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(
             WRITERS, f"SageMaker training role of team {team}: datasets in, its checkpoints out", tuple(steps)
         )
+
+
+def _lifecycle_script_journeys(world: World, trip: Trip) -> Iterator[Journey]:
+    """The deployer uploads HyperPod's lifecycle scripts from outside the VPC; the execution role reads them."""
+    rec = world.recording
+    lifecycle = world.buckets.get("lifecycle")
     scripts = [o for o in rec.by_type(BUCKET_OBJECT) if _known(o.inputs.get("key"))]
     if lifecycle is not None and scripts:
         first = scripts[0]
@@ -651,6 +663,12 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
+
+
+def _fsx_repository_journeys(world: World) -> Iterator[Journey]:
+    """FSx for Lustre's service-linked role imports from (and exports to) each data repository association's
+    bucket, from outside the VPC."""
+    rec = world.recording
     file_systems = {fs.id: fs for fs in rec.by_type(FSX_LUSTRE)}
     for dra in rec.by_type(FSX_DATA_REPOSITORY_ASSOCIATION):
         path = str(dra.inputs.get("dataRepositoryPath", ""))
@@ -876,110 +894,108 @@ def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
     """`pulumi destroy` by the deployer from outside the VPC: empty and delete each force-destroy bucket, delete each
     key's aliases and schedule its deletion. Each call is evaluated with the bucket policy still in force: Pulumi
     deletes a bucket's policy first, but S3 applies a bucket configuration change eventually, not at once."""
-    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
     steps: list[Step] = []
     try:
-        for bucket in world.buckets.values():
-            if not bucket.force_destroy:
-                steps.append(
-                    Step(
-                        f"{bucket.name} is kept",
-                        True,
-                        "force_destroy is off: destroy deletes it only when empty",
-                        FORCE_DESTROY,
-                    )
-                )
-                continue
-            listing = _checks(
-                world,
-                deployer,
-                identity,
-                bucket,
-                [("s3:DeleteBucketPolicy", None, None), ("s3:ListBucketVersions", None, None)],
-                from_vpc=False,
-            )
-            steps.append(
-                step(f"the deployer lists every version of {bucket.name}", listing, f"{DESTROY_ORDER}; {FORCE_DESTROY}")
-            )
-            calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
-                ("s3:DeleteObjectVersion", "any/object", None),
-                ("s3:DeleteObject", "any/object", None),
-            ]
-            if bucket.lock_mode is not None:
-                calls.append(("s3:BypassGovernanceRetention", "any/object", None))
-            deleting = step(
-                f"the deployer deletes every version in {bucket.name}",
-                _checks(world, deployer, identity, bucket, calls, from_vpc=False),
-                FORCE_DESTROY,
-            )
-            if bucket.lock_mode == "COMPLIANCE":
-                deleting = Step(
-                    deleting.name,
-                    False,
-                    "compliance-mode Object Lock: no one can delete a version before its retention ends, so "
-                    "destroy fails until then",
-                    OBJECT_LOCK_RULE,
-                )
-            steps.append(deleting)
-            steps.append(
-                step(
-                    f"the deployer deletes {bucket.name}",
-                    _checks(world, deployer, identity, bucket, [("s3:DeleteBucket", None, None)], from_vpc=False),
-                    FORCE_DESTROY,
-                )
-            )
-            if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
-                # The exemption that lets destroy empty a VPC-only bucket stops there (components/storage/buckets.py).
-                reading = _checks(
-                    world,
-                    deployer,
-                    identity,
-                    bucket,
-                    [("s3:GetObject", "any/object", None), ("s3:PutObject", "any/object", None)],
-                    from_vpc=False,
-                )
-                steps.append(
-                    step(
-                        f"the deployer still cannot read or write {bucket.name} from outside the VPC",
-                        reading,
-                        f"{S3_AUTH}; docs/security.md",
-                        expect=False,
-                    )
-                )
-        for key, policy in world.keys.values():
-            arn = str(key.outputs["arn"])
-            checks = (
-                [
-                    (
-                        f"{action} {key.name}",
-                        decide(
-                            request(
-                                deployer, identity, action, arn, resource_account=world.account, resource_policy=policy
-                            )
-                        ),
-                    )
-                    for action in ("kms:DeleteAlias", "kms:ScheduleKeyDeletion")
-                ]
-                if world.aliases.get(key.id)
-                else [
-                    (
-                        f"kms:ScheduleKeyDeletion {key.name}",
-                        decide(
-                            request(
-                                deployer,
-                                identity,
-                                "kms:ScheduleKeyDeletion",
-                                arn,
-                                resource_account=world.account,
-                                resource_policy=policy,
-                            )
-                        ),
-                    )
-                ]
-            )
-            steps.append(step(f"the deployer deletes {key.name}", checks, KEY_DELETION))
+        for each in _deletion_steps(world):
+            steps.append(each)  # one at a time: the steps before a policy the evaluator cannot read stay
     except UnsupportedPolicy as error:
         steps.append(unsupported("the stack's bucket and key policies", error, EVALUATION))
+    steps.append(_who_else_can_destroy(world, administrators))
+    return Journey(DESTROY, f"pulumi destroy by the deployer {world.deployer}, from outside the VPC", tuple(steps))
+
+
+def _deletion_steps(world: World) -> Iterator[Step]:
+    """Every bucket's deletion, then every key's, in the order `pulumi destroy` reaches them."""
+    for bucket in world.buckets.values():
+        yield from _bucket_deletion_steps(world, bucket)
+    for key, policy in world.keys.values():
+        yield _key_deletion_step(world, key, policy)
+
+
+def _bucket_deletion_steps(world: World, bucket: Bucket) -> Iterator[Step]:
+    """The deployer lists, empties and deletes a force-destroy bucket (any other is kept), and still cannot read or
+    write a VPC-only one from outside the VPC."""
+    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
+    if not bucket.force_destroy:
+        yield Step(
+            f"{bucket.name} is kept",
+            True,
+            "force_destroy is off: destroy deletes it only when empty",
+            FORCE_DESTROY,
+        )
+        return
+    listing = _checks(
+        world,
+        deployer,
+        identity,
+        bucket,
+        [("s3:DeleteBucketPolicy", None, None), ("s3:ListBucketVersions", None, None)],
+        from_vpc=False,
+    )
+    yield step(f"the deployer lists every version of {bucket.name}", listing, f"{DESTROY_ORDER}; {FORCE_DESTROY}")
+    calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+        ("s3:DeleteObjectVersion", "any/object", None),
+        ("s3:DeleteObject", "any/object", None),
+    ]
+    if bucket.lock_mode is not None:
+        calls.append(("s3:BypassGovernanceRetention", "any/object", None))
+    deleting = step(
+        f"the deployer deletes every version in {bucket.name}",
+        _checks(world, deployer, identity, bucket, calls, from_vpc=False),
+        FORCE_DESTROY,
+    )
+    if bucket.lock_mode == "COMPLIANCE":
+        deleting = Step(
+            deleting.name,
+            False,
+            "compliance-mode Object Lock: no one can delete a version before its retention ends, so "
+            "destroy fails until then",
+            OBJECT_LOCK_RULE,
+        )
+    yield deleting
+    yield step(
+        f"the deployer deletes {bucket.name}",
+        _checks(world, deployer, identity, bucket, [("s3:DeleteBucket", None, None)], from_vpc=False),
+        FORCE_DESTROY,
+    )
+    if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
+        # The exemption that lets destroy empty a VPC-only bucket stops there (components/storage/buckets.py).
+        reading = _checks(
+            world,
+            deployer,
+            identity,
+            bucket,
+            [("s3:GetObject", "any/object", None), ("s3:PutObject", "any/object", None)],
+            from_vpc=False,
+        )
+        yield step(
+            f"the deployer still cannot read or write {bucket.name} from outside the VPC",
+            reading,
+            f"{S3_AUTH}; docs/security.md",
+            expect=False,
+        )
+
+
+def _key_deletion_step(world: World, key: RecordedResource, policy: Policy) -> Step:
+    """The deployer deletes a key's aliases (when it has any) and schedules the key's deletion."""
+    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
+    arn = str(key.outputs["arn"])
+    actions = ("kms:ScheduleKeyDeletion",)
+    if world.aliases.get(key.id):  # a key without aliases has none to delete
+        actions = ("kms:DeleteAlias", *actions)
+    checks = [
+        (
+            f"{action} {key.name}",
+            decide(request(deployer, identity, action, arn, resource_account=world.account, resource_policy=policy)),
+        )
+        for action in actions
+    ]
+    return step(f"the deployer deletes {key.name}", checks, KEY_DELETION)
+
+
+def _who_else_can_destroy(world: World, administrators: Sequence[str]) -> Step:
+    """The other key administrators: a later deployer not among them cannot destroy the stack."""
+    deployer = world.deployer
     others = sorted(set(administrators) - {deployer})
     same = [a for a in others if a.split(":")[4] == world.account]
     detail = (
@@ -992,5 +1008,4 @@ def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
             "; administrators in another account may delete the keys but not the buckets' objects (no bucket "
             "policy grants them)"
         )
-    steps.append(Step("who else can destroy this stack", True, detail, f"{KEY_DELETION}; components/kms.py"))
-    return Journey(DESTROY, f"pulumi destroy by the deployer {deployer}, from outside the VPC", tuple(steps))
+    return Step("who else can destroy this stack", True, detail, f"{KEY_DELETION}; components/kms.py")

@@ -16,7 +16,7 @@ Pure functions over a `Summary` (trainstack.model.summary); no Pulumi import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from stacks.catalog import CATALOG, PRICE_REGION, SOURCES, InstanceType
@@ -293,34 +293,63 @@ def _cross_az_reads(summary: Summary) -> list[CostItem]:
     return found
 
 
+@dataclass
+class _Pricing:
+    """What an estimate collects, section by section: its rows, its notes and what has no price."""
+
+    items: list[CostItem] = field(default_factory=list[CostItem])
+    notes: list[str] = field(default_factory=list[str])
+    unpriced: list[str] = field(default_factory=list[str])
+
+
 def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
     """The cost estimate of a plan's summary."""
-    items: list[CostItem] = []
-    notes: list[str] = [
-        f"Estimate from list prices in {PRICE_REGION} (each row dated by the day its price was read); "
-        "not a bill: no Savings Plans, discounts, taxes or data transfer."
-    ]
+    pricing = _Pricing(
+        notes=[
+            f"Estimate from list prices in {PRICE_REGION} (each row dated by the day its price was read); "
+            "not a bill: no Savings Plans, discounts, taxes or data transfer."
+        ]
+    )
     if summary.region != PRICE_REGION:
-        notes.append(f"The stack is in {summary.region}; prices are {PRICE_REGION} list prices and will differ.")
-    unpriced: list[str] = []
+        pricing.notes.append(
+            f"The stack is in {summary.region}; prices are {PRICE_REGION} list prices and will differ."
+        )
+    _price_node_groups(summary, hours_per_month, pricing)
+    _price_control_planes_and_network(summary, pricing)
+    _price_file_systems(summary, hours_per_month, pricing)
+    _price_hyperpod(summary, pricing)
+    items, notes, unpriced = pricing.items, pricing.notes, pricing.unpriced
+    if summary.bucket_count:
+        notes.append(f"S3 ({summary.bucket_count} buckets) is billed by stored GB and requests: not estimated.")
+    notes.append("CloudWatch logs and metrics (control plane, flow logs, Container Insights) are not estimated.")
+    if unpriced:
+        notes.append("Not priced (no list price in the project): " + "; ".join(unpriced) + ".")
+    if estimated_items := [i.name for i in items if i.estimated]:
+        notes.append(
+            "Estimated unit prices (no list price read, or the catalog doubts it): " + "; ".join(estimated_items) + "."
+        )
+    return CostEstimate(items=tuple(items), hours_per_month=hours_per_month, region=PRICE_REGION, notes=tuple(notes))
 
+
+def _price_node_groups(summary: Summary, hours_per_month: float, pricing: _Pricing) -> None:
+    """Each node group's instances (GPU from the catalog, system from its table), then their root volumes."""
     for group in summary.node_groups:
         row = CATALOG.get(group.instance_type or "")
         label = f"{group.name}: {group.instance_type}"
         if row is not None:
             price, estimated, verify = catalog_price(row)
             note = _join(_capacity_note(group.capacity), verify)
-            items.append(_hourly(label, "gpu", group.desired_size, group.max_size, price, note, estimated))
+            pricing.items.append(_hourly(label, "gpu", group.desired_size, group.max_size, price, note, estimated))
         elif (system := SYSTEM_INSTANCES.get(group.instance_type or "")) is not None:
-            items.append(_hourly(label, "system-nodes", group.desired_size, group.max_size, system))
+            pricing.items.append(_hourly(label, "system-nodes", group.desired_size, group.max_size, system))
         else:
-            unpriced.append(f"node group {group.name} ({group.instance_type or 'unknown type'})")
+            pricing.unpriced.append(f"node group {group.name} ({group.instance_type or 'unknown type'})")
 
     ebs_gib_desired = sum(g.root_volume_gib * g.desired_size for g in summary.node_groups)
     ebs_gib_max = sum(g.root_volume_gib * g.max_size for g in summary.node_groups)
     if ebs_gib_max:
         per_gib_hour = EBS_GP3.usd / hours_per_month
-        items.append(
+        pricing.items.append(
             CostItem(
                 name="node root volumes (gp3)",
                 category="ebs",
@@ -335,6 +364,10 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
             )
         )
 
+
+def _price_control_planes_and_network(summary: Summary, pricing: _Pricing) -> None:
+    """EKS control planes, NAT gateways, interface endpoints and the cross-AZ Lustre reads."""
+    items, notes = pricing.items, pricing.notes
     for name, _version, support in summary.eks_clusters:
         price = EKS_EXTENDED if support == "EXTENDED" else EKS_STANDARD
         items.append(_hourly(f"EKS control plane {name} ({support.lower()} support)", "eks", 1, 1, price))
@@ -370,32 +403,40 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
             "storage.fsx.per_gpu_read_mb_s all hour: an upper bound for a data-loading job, $0.02 per GB that crosses."
         )
 
+
+def _price_file_systems(summary: Summary, hours_per_month: float, pricing: _Pricing) -> None:
+    """Each FSx for Lustre file system by its deployment type and throughput tier."""
     for fs in summary.file_systems:
         key = (fs.deployment_type or "", None if fs.deployment_type == "SCRATCH_2" else fs.throughput_mb_s_per_tib)
         price = FSX_LUSTRE.get(key)
         if price is None:
-            unpriced.append(f"FSx for Lustre {fs.name} ({fs.deployment_type}, {fs.throughput_mb_s_per_tib} MB/s/TiB)")
+            pricing.unpriced.append(
+                f"FSx for Lustre {fs.name} ({fs.deployment_type}, {fs.throughput_mb_s_per_tib} MB/s/TiB)"
+            )
             continue
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
-        items.append(
+        pricing.items.append(
             _monthly(f"FSx for Lustre {fs.deployment_type}{tier}", "fsx", fs.capacity_gib, price, hours_per_month)
         )
     if summary.file_systems:
-        notes.append("FSx backups, user-provisioned metadata IOPS and data transfer are not estimated.")
+        pricing.notes.append("FSx backups, user-provisioned metadata IOPS and data transfer are not estimated.")
 
+
+def _price_hyperpod(summary: Summary, pricing: _Pricing) -> None:
+    """Each HyperPod group at its ml.* rate, or at the EC2 rate of the same instance where the table has none."""
     for group in summary.hyperpod:
         price = HYPERPOD_INSTANCES.get(group.instance_type)
         estimated, verify = False, ""
         if price is None and (row := CATALOG.get(group.instance_type.removeprefix("ml."))) is not None:
             price, estimated, verify = catalog_price(row, source_prefix=f"{HYPERPOD_FALLBACK_SOURCE}: ")
-            notes.append(
+            pricing.notes.append(
                 f"HyperPod {group.instance_type} is priced at the EC2 rate of {row.name}: SageMaker's ml.* rate is "
                 "higher and not in the project's price table."
             )
         if price is None:
-            unpriced.append(f"HyperPod group {group.name} ({group.instance_type})")
+            pricing.unpriced.append(f"HyperPod group {group.name} ({group.instance_type})")
             continue
-        items.append(
+        pricing.items.append(
             _hourly(
                 f"HyperPod {group.cluster}/{group.name}: {group.instance_type}",
                 "hyperpod",
@@ -406,17 +447,6 @@ def estimate(summary: Summary, hours_per_month: float) -> CostEstimate:
                 estimated,
             )
         )
-
-    if summary.bucket_count:
-        notes.append(f"S3 ({summary.bucket_count} buckets) is billed by stored GB and requests: not estimated.")
-    notes.append("CloudWatch logs and metrics (control plane, flow logs, Container Insights) are not estimated.")
-    if unpriced:
-        notes.append("Not priced (no list price in the project): " + "; ".join(unpriced) + ".")
-    if estimated_items := [i.name for i in items if i.estimated]:
-        notes.append(
-            "Estimated unit prices (no list price read, or the catalog doubts it): " + "; ".join(estimated_items) + "."
-        )
-    return CostEstimate(items=tuple(items), hours_per_month=hours_per_month, region=PRICE_REGION, notes=tuple(notes))
 
 
 # ------------------------------------------------------------------------------------ observability

@@ -39,7 +39,7 @@ def with_violations(report: Report, extra: tuple[Violation, ...]) -> Report:
     )
 
 
-def placeholder_advisories(cluster: StackConfig) -> tuple[Violation, ...]:
+def placeholder_advisories(stack: StackConfig) -> tuple[Violation, ...]:
     """One advisory per example value: fine offline, refused by `pulumi up` (components/deploy_guard.py)."""
     return tuple(
         Violation(
@@ -51,7 +51,7 @@ def placeholder_advisories(cluster: StackConfig) -> tuple[Violation, ...]:
             name=p.path,
             message=f"{p.render()} (`pulumi up` refuses example values)",
         )
-        for p in find_placeholders(cluster)
+        for p in find_placeholders(stack)
     )
 
 

@@ -415,23 +415,23 @@ def _endpoint_azs(index: Index) -> tuple[int, int]:
     return len(endpoints), azs
 
 
-def summarize(recording: Recording, cluster: StackConfig) -> Summary:
+def summarize(recording: Recording, stack: StackConfig) -> Summary:
     """The summary of one plan."""
     index = Index(recording)
-    existing = cluster.network.existing_vpc
+    existing = stack.network.existing_vpc
     existing_subnets = {sid: az for az, sid in existing.private_subnet_ids.items()} if existing else {}
     node_groups = tuple(node_group_summary(index, ng, existing_subnets) for ng in index.of_type(NODE_GROUP))
     hyperpod = hyperpod_summaries(index)
-    demand = cluster.storage_demand_mb_s
+    demand = stack.storage_demand_mb_s
     endpoints, endpoint_azs = _endpoint_azs(index)
     type_counts: dict[str, int] = {}
     for resource in recording.resources:
         type_counts[resource.type] = type_counts.get(resource.type, 0) + 1
     return Summary(
         stack=recording.stack,
-        environment=cluster.environment.value,
-        region=cluster.region,
-        name=cluster.name,
+        environment=stack.environment.value,
+        region=stack.region,
+        name=stack.name,
         preview=recording.preview,
         resource_count=len(recording.resources),
         custom_count=sum(1 for r in recording.resources if r.custom),
@@ -452,9 +452,9 @@ def summarize(recording: Recording, cluster: StackConfig) -> Summary:
         ),
         addons=addon_summaries(index),
         hyperpod=hyperpod,
-        accelerators_max=cluster.accelerators_at_max,
-        gpu_budget=cluster.cost.max_gpus,
-        per_gpu_read_mb_s=cluster.storage.fsx.per_gpu_read_mb_s,
+        accelerators_max=stack.accelerators_at_max,
+        gpu_budget=stack.cost.max_gpus,
+        per_gpu_read_mb_s=stack.storage.fsx.per_gpu_read_mb_s,
         type_counts=dict(sorted(type_counts.items())),
         teams=team_summaries(index),
     )
