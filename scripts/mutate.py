@@ -313,6 +313,18 @@ def mutants_of(module: str) -> list[Mutant]:
     return found
 
 
+def mutants_of_entry(entry: str, groups: dict[str, list[str]] | None = None) -> list[Mutant]:
+    """An entry of the measured set: a module, `module::function` for that function (and those nested in it:
+    the pure helpers of a module that also builds resources), or a group of those (bench/mutation.toml)."""
+    if groups and entry in groups:
+        return [m for part in groups[entry] for m in mutants_of_entry(part)]
+    module, _, prefix = entry.partition("::")
+    found = mutants_of(module)
+    if prefix:
+        found = [m for m in found if m.function == prefix or m.function.startswith(prefix + ".")]
+    return found
+
+
 def sample(mutants: list[Mutant], cap: int, seed: int) -> list[Mutant]:
     ordered = sorted(mutants, key=lambda m: m.id)
     if len(ordered) <= cap:
@@ -383,7 +395,7 @@ def _install_recording_hook(config):
     conftest._blobs = Blobs(conftest._blobs)
     original = conftest._load_or_run
 
-    def load_or_run(key, run_it):
+    def load_or_run(key, run_it, *args, **kwargs):
         def traced():
             test = _current[0]
             _switch("recording:" + key)
@@ -391,50 +403,188 @@ def _install_recording_hook(config):
                 return run_it()
             finally:
                 _switch(test)
-        return original(key, traced)
+        return original(key, traced, *args, **kwargs)
 
     conftest._load_or_run = load_or_run
+
+    # The same for the cached shared helpers (tests/tiers.py `cache`: a committed stack's whole policy review, a
+    # report): what the first call runs is credited to every test that reads its result.
+    try:
+        from tests import tiers
+    except ImportError:
+        return
+    import contextlib
+
+    @contextlib.contextmanager
+    def computing(key):
+        test = _current[0]
+        _switch("recording:cached:" + key)
+        try:
+            yield
+        finally:
+            _switch(test)
+
+    def reading(key):
+        _readers.setdefault("cached:" + key, set()).add(_current[0])
+
+    tiers.computing, tiers.reading = computing, reading
 '''
 
 
-def tree_hash(modules: list[str], tests: list[str]) -> str:
-    """The identity of a coverage map: every file a test could read (not the reports this script writes)."""
+def is_test_file(name: str) -> bool:
+    """A test module: its tests can be mapped again alone. Any other file under tests/ (a conftest, a helper, a
+    fixture) may change what every test runs, so it is part of the tree's hash, with the code."""
+    return name.startswith("tests/") and Path(name).name.startswith("test_") and name.endswith(".py")
+
+
+def tree_state(tests: list[str], deselect: list[str]) -> tuple[str, dict[str, str]]:
+    """The identity of a coverage map: the hash of every file a test could read but the test modules (and prose:
+    a Markdown edit does not move which tests run a line, and a map costs the whole suite under coverage; and
+    this script's own files), and each test module's own hash, so that a session that adds tests maps only
+    those."""
+    digest = hashlib.sha256(json.dumps([tests, deselect, PYTEST_FIXED]).encode())
+    test_files: dict[str, str] = {}
+    for name in tracked_files():
+        path = ROOT / name
+        if path in (REPORT_JSON, EQUIVALENTS, CONFIG, Path(__file__).resolve()) or not path.is_file():
+            continue
+        if name.endswith(".md"):
+            continue
+        if is_test_file(name):
+            test_files[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            continue
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:24], test_files
+
+
+def tracked_files() -> list[str]:
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
     ).stdout.decode()
-    digest = hashlib.sha256(json.dumps([modules, tests, PYTEST_FIXED]).encode())
-    for name in sorted(filter(None, files.split("\0"))):
-        path = ROOT / name
-        if path in (REPORT_MD, REPORT_JSON, EQUIVALENTS, CONFIG, Path(__file__).resolve()) or not path.is_file():
-            continue
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:24]
+    return sorted(filter(None, files.split("\0")))
 
 
-def cached_coverage_map(
-    modules: list[str], work: Path, tests: list[str]
-) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
-    """The map of an identical tree is reused (a module-by-module session maps the suite once)."""
-    path = CACHE / f"coverage-{tree_hash(modules, tests)}.json"
+def measurable(sources: list[str]) -> list[str]:
+    """Every Python module under the configured source folders: the map covers them all, so any of them can
+    be mutated (`--module`) without mapping the suite again."""
+    return [f for f in tracked_files() if f.endswith(".py") and f.startswith(tuple(f"{s}/" for s in sources))]
+
+
+@dataclass
+class CoverageMap:
+    """Which tests run each line. A line run while a shared program recording was made is credited to every
+    test that read the recording; a line run only while its module was imported, to every test of the module."""
+
+    contexts: list[str]  # test ids, and "recording:<key>" for the shared recordings
+    lines: dict[str, dict[int, list[int]]]  # module -> line -> indices into contexts
+    at_import: dict[str, list[int]]  # module -> the lines run in the empty context (at import)
+    readers: dict[str, list[str]]  # recording key -> the tests that read it
+    durations: dict[str, float]  # test -> seconds (-1: it failed unmutated, so it cannot kill)
+
+    def tests(self, module: str, first: int, last: int) -> set[str]:
+        by_line = self.lines.get(module, {})
+        found: set[str] = set()
+        for line in range(first, last + 1):
+            if line in self.at_import.get(module, ()):
+                return self._expand({i for ids in by_line.values() for i in ids})
+            found |= self._expand(set(by_line.get(line, ())))
+        return found
+
+    def _expand(self, indices: set[int]) -> set[str]:
+        tests: set[str] = set()
+        pending = [self.contexts[i] for i in indices]
+        seen: set[str] = set()
+        while pending:  # a shared result may be read while another is made (a cached review reads a recording)
+            context = pending.pop()
+            if context in seen:
+                continue
+            seen.add(context)
+            if context.startswith("recording:"):
+                pending.extend(self.readers.get(context.removeprefix("recording:"), ()))
+            elif context:
+                tests.add(context)
+        return {t for t in tests if self.durations.get(t, 0.0) >= 0}
+
+
+def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str], stale: bool = False) -> CoverageMap:
+    """The map of an identical tree is reused (a module-by-module session maps the suite once). When only test
+    modules changed, those alone are mapped again and merged in. With `stale`, the newest map whatever the tree
+    (tests added since are not in it, so they kill nothing: a lower bound)."""
+    deselect = config.get("deselect", [])
+    source_hash, test_files = tree_state(tests, deselect)
+    path = CACHE / f"coverage-{source_hash}.json"
+    if stale and not path.exists() and (older := sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)):
+        path = older[-1]
+        print(f"coverage map: {path.name} is of another tree; tests added since kill nothing", flush=True)
+        return _load_map(json.loads(path.read_text()))
+    selected = {f: h for f, h in test_files.items() if any(f == t or f.startswith(t.rstrip("/") + "/") for t in tests)}
     if path.exists():
-        print(f"coverage map: reused {path.relative_to(ROOT)}", flush=True)
         data = json.loads(path.read_text())
-        lines = {m: {int(n): set(t) for n, t in by_line.items()} for m, by_line in data["lines"].items()}
-        return lines, data["durations"]
-    lines, durations = coverage_map(modules, work, tests)
-    if not durations:
+        known: dict[str, str] = data.get("test_files", {})
+        changed = sorted(f for f, h in selected.items() if known.get(f) != h)
+        dropped = set(changed) | {f for f in known if f not in selected}
+        found = _load_map(data)
+        if not dropped:
+            print(f"coverage map: reused {path.relative_to(ROOT)}", flush=True)
+            return found
+        print(f"coverage map: mapping {len(changed)} changed test module(s) again: {' '.join(changed)}", flush=True)
+        fresh = coverage_map(measurable(config["sources"]), work, changed, deselect) if changed else None
+        found = _merged(found, dropped, fresh)
+    else:
+        found = coverage_map(measurable(config["sources"]), work, tests, deselect)
+    if not found.durations:
         raise SystemExit("coverage map: the suite recorded no tests (see the pytest output above)")
     CACHE.mkdir(exist_ok=True)
-    for stale in CACHE.glob("coverage-*.json"):
-        stale.unlink()
-    serial = {m: {str(n): sorted(t) for n, t in by_line.items()} for m, by_line in lines.items()}
-    path.write_text(json.dumps({"lines": serial, "durations": durations}))
-    return lines, durations
+    for old in sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)[:-2]:  # keep a few (partial maps)
+        old.unlink()
+    data = {
+        "test_files": selected,
+        "contexts": found.contexts,
+        "lines": {m: {str(n): ids for n, ids in by_line.items()} for m, by_line in found.lines.items()},
+        "at_import": found.at_import,
+        "readers": found.readers,
+        "durations": found.durations,
+    }
+    path.write_text(json.dumps(data))
+    return found
 
 
-def coverage_map(
-    modules: list[str], work: Path, tests: list[str]
-) -> tuple[dict[str, dict[int, set[str]]], dict[str, float]]:
+def _load_map(data: dict[str, Any]) -> CoverageMap:
+    lines = {m: {int(n): ids for n, ids in by_line.items()} for m, by_line in data["lines"].items()}
+    return CoverageMap(data["contexts"], lines, data["at_import"], data["readers"], data["durations"])
+
+
+def _merged(old: CoverageMap, dropped: set[str], fresh: CoverageMap | None) -> CoverageMap:
+    """`old` without the tests of the `dropped` modules, plus `fresh` (a map of the changed modules' tests)."""
+
+    def kept(name: str) -> bool:
+        return name.startswith("recording:") or name.split("::")[0] not in dropped
+
+    names: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for source in filter(None, (old, fresh)):
+        for module, by_line in source.lines.items():
+            for line, ids in by_line.items():
+                names[module][line].update(n for n in (source.contexts[i] for i in ids) if source is fresh or kept(n))
+    contexts: dict[str, int] = {}
+    lines = {
+        module: {line: sorted(contexts.setdefault(n, len(contexts)) for n in found) for line, found in by_line.items()}
+        for module, by_line in names.items()
+    }
+    readers: dict[str, set[str]] = defaultdict(set)
+    for key, tests in old.readers.items():
+        readers[key].update(t for t in tests if kept(t))
+    durations = {t: d for t, d in old.durations.items() if kept(t)}
+    at_import = {m: sorted(set(ls)) for m, ls in old.at_import.items()}
+    if fresh is not None:
+        for key, tests in fresh.readers.items():
+            readers[key].update(tests)
+        durations.update(fresh.durations)
+        for m, ls in fresh.at_import.items():
+            at_import[m] = sorted(set(at_import.get(m, [])) | set(ls))
+    return CoverageMap(list(contexts), lines, at_import, {k: sorted(v) for k, v in readers.items()}, durations)
+
+
+def coverage_map(modules: list[str], work: Path, tests: list[str], deselect: list[str]) -> CoverageMap:
     """line -> tests that run it, per module, and each test's duration (from one run of the suite)."""
     plugin_dir = work / "plugin"
     plugin_dir.mkdir()
@@ -448,8 +598,9 @@ def coverage_map(
         PYTHONPATH=os.pathsep.join([str(plugin_dir), str(ROOT)]),
     )
     started = time.monotonic()
+    skipped = [arg for test in deselect for arg in ("--deselect", test)]
     subprocess.run(
-        [str(PYTHON), "-m", "pytest", "-n", str(WORKERS), "-p", "mutate_coverage", "-q", *PYTEST_FIXED, *tests],
+        [str(PYTHON), "-m", "pytest", "-n", str(WORKERS), "-p", "mutate_coverage", *PYTEST_FIXED, *skipped, *tests],
         cwd=ROOT,
         env=env,
         check=False,  # a failing test is left out of the map, not a reason to stop
@@ -469,27 +620,20 @@ def coverage_map(
             readers[key].update(names)
         for test, seconds in loaded["durations"].items():
             durations[test] = -1.0 if seconds < 0 or durations.get(test, 0) < 0 else durations.get(test, 0) + seconds
-    by_module: dict[str, dict[int, set[str]]] = {}
+    contexts: dict[str, int] = {}
+    lines: dict[str, dict[int, list[int]]] = {}
+    at_import: dict[str, list[int]] = {}
     for module in modules:
-        lines: dict[int, set[str]] = defaultdict(set)
-        at_import: set[int] = set()  # lines run only while the module was imported (the empty context)
-        for line, contexts in (covdata.contexts_by_lineno(str(ROOT / module)) or {}).items():
-            for context in contexts:
-                if not context:
-                    at_import.add(line)
-                    continue
-                runners = (
-                    readers.get(context.removeprefix("recording:"), set())
-                    if context.startswith("recording:")
-                    else {context}
-                )
-                lines[line].update(t for t in runners if t and durations.get(t, 0) >= 0)
-        # A mutant of import-time code changes what every reader of the module sees: any of them may kill it.
-        module_tests = set().union(*lines.values()) if lines else set()
-        for line in at_import:
-            lines[line].update(module_tests)
-        by_module[module] = lines
-    return by_module, durations
+        by_line: dict[int, list[int]] = {}
+        for line, names in (covdata.contexts_by_lineno(str(ROOT / module)) or {}).items():
+            if "" in names:
+                at_import.setdefault(module, []).append(line)
+            ids = sorted(contexts.setdefault(name, len(contexts)) for name in names if name)
+            if ids:
+                by_line[line] = ids
+        if by_line:
+            lines[module] = by_line
+    return CoverageMap(list(contexts), lines, at_import, {k: sorted(v) for k, v in readers.items()}, durations)
 
 
 # --- running the mutants ----------------------------------------------------------------------------------
@@ -634,7 +778,9 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
     return outcomes
 
 
-def phases_of(mutant: Mutant, tests: set[str], durations: dict[str, float], timeout_factor: float) -> list[Phase]:
+def phases_of(
+    mutant: Mutant, tests: set[str], durations: dict[str, float], timeout_factor: float, timeout_base: float = 60
+) -> list[Phase]:
     """The mutant's tests in two phases. Collecting hundreds of tests costs more than running the one that
     fails, so the first phase is the test files that name the mutated function (else its class, else its
     module): the tests written for that code. The rest runs only if those all pass, so the verdict is the same
@@ -652,7 +798,7 @@ def phases_of(mutant: Mutant, tests: set[str], durations: dict[str, float], time
     phases: list[Phase] = []
     for group in filter(None, groups):
         ordered = sorted(group, key=lambda t: (durations.get(t, 0.0), t))
-        phases.append((ordered, timeout_factor * sum(durations.get(t, 0.0) for t in ordered) + 20))
+        phases.append((ordered, timeout_factor * sum(durations.get(t, 0.0) for t in ordered) + timeout_base))
     return phases
 
 
@@ -664,22 +810,17 @@ def _test_source(path: str) -> str:
 # --- the report -------------------------------------------------------------------------------------------
 
 
-def scores(outcomes: list[Outcome], modules: list[str]) -> dict[str, dict[str, float]]:
-    table: dict[str, dict[str, float]] = {}
-    for module in modules:
-        mine = [o for o in outcomes if o.mutant.module == module]
-        killed = sum(o.status in ("killed", "timeout") for o in mine)
-        equivalent = sum(o.status == "equivalent" for o in mine)
-        survived = len(mine) - killed - equivalent
-        counted = len(mine) - equivalent
-        table[module] = {
-            "mutants": len(mine),
-            "killed": killed,
-            "survived": survived,
-            "equivalent": equivalent,
-            "score": round(killed / counted, 4) if counted else 1.0,
-        }
-    return table
+def score_of(outcomes: list[Outcome]) -> dict[str, Any]:
+    killed = sum(o.status in ("killed", "timeout") for o in outcomes)
+    equivalent = sum(o.status == "equivalent" for o in outcomes)
+    counted = len(outcomes) - equivalent
+    return {
+        "mutants": len(outcomes),
+        "killed": killed,
+        "survived": counted - killed,
+        "equivalent": equivalent,
+        "score": round(killed / counted, 4) if counted else 1.0,
+    }
 
 
 def commit() -> str:
@@ -688,94 +829,153 @@ def commit() -> str:
     return head + ("+uncommitted" if dirty.strip() else "")
 
 
-def write_report(
-    outcomes: list[Outcome], table: dict[str, dict[str, float]], config: dict[str, Any], seconds: float
+def record(
+    results: dict[str, list[Outcome]],
+    config: dict[str, Any],
+    seed: int,
+    seconds: float,
+    tests: list[str],
+    stale_map: bool = False,
 ) -> None:
+    """Each measured entry's latest result replaces its row in bench/mutation-report.json (a module-by-module
+    session records as it goes); the markdown is written from the whole file."""
+    data = json.loads(REPORT_JSON.read_text()) if REPORT_JSON.exists() else {}
+    rows: dict[str, Any] = data.get("modules", {}) if "seed" not in data else {}  # the old one-run format
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    data = {
-        "date": today,
-        "commit": commit(),
-        "seed": config["seed"],
-        "cap": config["cap"],
-        "floor": config["floor"],
-        "seconds": round(seconds),
-        "modules": table,
-        "survivors": sorted(o.mutant.id for o in outcomes if o.status in ("survived", "no-tests")),
-    }
-    REPORT_JSON.write_text(json.dumps(data, indent=2) + "\n")
+    for entry, outcomes in results.items():
+        rows[entry] = {
+            **score_of(outcomes),
+            "date": today,
+            "commit": commit(),
+            "seed": seed,
+            "cap": config["cap"],
+            "tests": tests,
+            "stale_map": stale_map,
+            "seconds": round(sum(o.seconds for o in outcomes)),
+            "survivors": sorted(o.mutant.id for o in outcomes if o.status in ("survived", "no-tests")),
+            "unreached": sorted(o.mutant.id for o in outcomes if o.status == "no-tests"),
+            "equivalents": sorted(o.mutant.id for o in outcomes if o.status == "equivalent"),
+        }
+    order = {entry: i for i, entry in enumerate(config["modules"])}
+    rows = dict(sorted(rows.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    REPORT_JSON.write_text(json.dumps({"floor": config["floor"], "modules": rows}, indent=2) + "\n")
+    REPORT_MD.write_text(markdown(rows, config))
+    del seconds
+
+
+def markdown(rows: dict[str, Any], config: dict[str, Any]) -> str:
+    equivalents = tomllib.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else {}
+    measured = set(config["modules"])
     lines = [
         "# Mutation report",
         "",
-        f"`make mutate` on {today}, commit `{data['commit']}`: {config['cap']} mutants per module at most "
-        f"(seed {config['seed']}), {round(seconds)} s on {WORKERS} workers. Floor: "
-        f"{config['floor']:.0%} of non-equivalent mutants killed. Operators and method: scripts/mutate.py; "
-        "equivalent mutants and why: bench/mutation-equivalents.toml.",
+        "Written by `make mutate` (scripts/mutate.py), one row per measured module, each from its latest run: a "
+        "sample of the module's mutants drawn with the seed shown (chosen at run time unless `--seed` is given), "
+        f"all of them where the module has no more than the cap. Floor: {config['floor']:.0%} of the "
+        "non-equivalent mutants killed. Tests: the paths in the row's run (bench/mutation.toml `tests`: every "
+        "tier, e2e included). Time: the mutants' own, summed over 2 workers. Method: docs/mutation-testing.md.",
         "",
-        "| module | mutants | killed | survived | equivalent | score |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| module | date | commit | seed | mutants | killed | survived | equivalent | score | s |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for module, row in table.items():
+    for entry, row in rows.items():
+        mark = "" if row["score"] >= config["floor"] else " **LOW**"
+        mark += " (stale map: a lower bound)" if row.get("stale_map") else ""
+        name = f"`{entry}`" + ("" if entry in measured else " (not in the measured set)")
         lines.append(
-            f"| `{module}` | {row['mutants']} | {row['killed']} | {row['survived']} | {row['equivalent']} "
-            f"| {row['score']:.0%} |"
+            f"| {name} | {row['date']} | `{row['commit'][:10]}` | {row['seed']} | {row['mutants']} | {row['killed']} "
+            f"| {row['survived']} | {row['equivalent']} | {row['score']:.0%}{mark} | {row['seconds']} |"
         )
-    survivors = [o for o in outcomes if o.status in ("survived", "no-tests")]
+    missing = [m for m in config["modules"] if m not in rows]
+    if missing:
+        lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
+    survivors = [(entry, s) for entry, row in rows.items() for s in row["survivors"]]
     if survivors:
         lines += ["", "## Surviving mutants", ""]
-        for o in sorted(survivors, key=lambda o: o.mutant.id):
-            note = " (no test reaches the line)" if o.status == "no-tests" else ""
-            lines.append(f"- `{o.mutant.id}` (line {o.mutant.line}){note}")
-    REPORT_MD.write_text("\n".join(lines) + "\n")
+        for entry, mutant in survivors:
+            note = " (no test reaches the line)" if mutant in rows[entry].get("unreached", []) else ""
+            lines.append(f"- `{mutant}`{note}")
+    listed = [(s, equivalents.get(s, "")) for row in rows.values() for s in row["equivalents"]]
+    if listed:
+        lines += ["", "## Equivalent mutants drawn, and why they cannot change behaviour", ""]
+        lines += [f"- `{mutant}`: {reason}" for mutant, reason in listed]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--module", action="append", help="only this module (repeatable)")
-    parser.add_argument("--id", action="append", help="only this mutant id (repeatable)")
+    parser.add_argument("--module", action="append", help="only this module or module::function (repeatable)")
+    parser.add_argument("--id", action="append", help="only this mutant id, sampled or not (repeatable)")
+    parser.add_argument("--seed", type=int, help="the sample's seed (default: chosen at run time and printed)")
+    parser.add_argument("--cap", type=int, help="mutants per module (default: bench/mutation.toml's cap)")
+    parser.add_argument("--pick", type=int, help="only this many modules of the measured set, drawn with the seed")
     parser.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
-    parser.add_argument("--no-report", action="store_true", help="do not rewrite bench/mutation-report.*")
+    parser.add_argument("--no-report", action="store_true", help="do not record the result in bench/mutation-report.*")
     parser.add_argument(
         "--tests", action="append", default=[], help="map coverage from these test paths only (a quick partial run)"
     )
+    parser.add_argument(
+        "--stale-map", action="store_true", help="use the newest coverage map even if the tree changed (a survey)"
+    )
     args = parser.parse_args()
     config = tomllib.loads(CONFIG.read_text())
+    if args.cap:
+        config["cap"] = args.cap
     equivalents = tomllib.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else {}
-    modules = args.module or config["modules"]
-    sampled = [m for module in modules for m in sample(mutants_of(module), config["cap"], config["seed"])]
-    if args.id:
-        sampled = [m for m in sampled if m.id in args.id]
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
+    print(f"seed {seed} (again: --seed {seed})", flush=True)
+    entries = args.module or config["modules"]
+    if args.pick:
+        entries = sorted(random.Random(seed).sample(entries, min(args.pick, len(entries))))
+    if args.id:  # any mutant of the code, not only the sampled ones
+        entries = sorted({i.split("::")[0] for i in args.id})
+    chosen: dict[str, list[Mutant]] = {}
+    for entry in entries:
+        every = mutants_of_entry(entry, config.get("groups"))
+        if args.id:
+            chosen[entry] = [m for m in every if m.id in args.id]
+        else:
+            chosen[entry] = sample(every, config["cap"], seed)
+        ids = {m.id for m in every}
+        for key in equivalents:
+            if key.split("::")[0] == entry and key not in ids:
+                print(f"warning: {EQUIVALENTS.name} lists {key}, no longer a mutant of the code", file=sys.stderr)
+    if args.id and (unknown := set(args.id) - {m.id for ms in chosen.values() for m in ms}):
+        raise SystemExit("no such mutant: " + ", ".join(sorted(unknown)) + " (--list prints the ids)")
     if args.list:
-        for m in sampled:
-            print(f"{m.line:4} {m.id}")
+        for mutants in chosen.values():
+            for m in mutants:
+                print(f"{m.line:4} {m.id}")
         return 0
-    ids = {m.id for module in modules for m in mutants_of(module)}
-    stale = [key for key in equivalents if key.split("::")[0] in modules and key not in ids]
-    for key in stale:
-        print(f"warning: {EQUIVALENTS.name} lists {key}, which is no longer a mutant of the code", file=sys.stderr)
+    tests = args.tests or config["tests"]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="trainstack-mutate-") as tmp:
         work = Path(tmp)
-        # every configured module is mapped, so one map serves every --module run of the same tree
-        lines, durations = cached_coverage_map(config["modules"], work, args.tests or config["tests"])
+        covered = cached_coverage_map(work, config, tests, args.stale_map)
         plan: list[tuple[Mutant, list[Phase]]] = []
-        for m in sampled:
-            tests = set().union(*(lines[m.module].get(n, set()) for n in range(m.line, m.end_line + 1)))
-            if m.operator == "delete-statement" or m.end_line - m.line > 3:
-                tests = lines[m.module].get(m.line, set()) | tests if m.end_line - m.line <= 3 else tests
-            plan.append((m, phases_of(m, tests, durations, config["timeout_factor"])))
+        for mutants in chosen.values():
+            for m in mutants:
+                reached = covered.tests(m.module, m.line, m.end_line)
+                limits = config["timeout_factor"], config.get("timeout_base", 60)
+                plan.append((m, phases_of(m, reached, covered.durations, *limits)))
         outcomes = run_mutants(plan, work, equivalents)
     seconds = time.monotonic() - started
-    table = scores(outcomes, modules)
-    print(f"\nmutation scores ({seconds:.0f} s; floor {config['floor']:.0%}):")
-    for module, row in table.items():
+    by_id = {o.mutant.id: o for o in outcomes}
+    results = {entry: [by_id[m.id] for m in mutants] for entry, mutants in chosen.items()}
+    print(f"\nmutation scores (seed {seed}, {seconds:.0f} s; floor {config['floor']:.0%}):")
+    for entry, mine in results.items():
+        row = score_of(mine)
         mark = "ok " if row["score"] >= config["floor"] else "LOW"
         print(
-            f"  {mark} {row['score']:6.1%}  {module}  (killed {row['killed']}, survived {row['survived']}, "
+            f"  {mark} {row['score']:6.1%}  {entry}  (killed {row['killed']}, survived {row['survived']}, "
             f"equivalent {row['equivalent']} of {row['mutants']})"
         )
-    if not (args.no_report or args.module or args.id or args.tests):  # the report is of whole runs only
-        write_report(outcomes, table, config, seconds)
-    return 0 if all(row["score"] >= config["floor"] for row in table.values()) else 1
+        for o in mine:
+            if o.status in ("survived", "no-tests"):
+                print(f"        {o.status}: {o.mutant.id} (line {o.mutant.line})")
+    if not (args.no_report or args.id or args.tests):
+        record(results, config, seed, seconds, tests, args.stale_map)
+    return 0 if all(score_of(mine)["score"] >= config["floor"] for mine in results.values()) else 1
 
 
 if __name__ == "__main__":

@@ -74,21 +74,39 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _not_traced(key: str) -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def _not_counted(key: str) -> None:
+    return None
+
+
+# `make mutate`'s coverage run (scripts/mutate.py) sets these two, so that what a cached first call runs is
+# credited to every test that reads the result, not only to the test that happened to ask first: `computing(key)`
+# is entered around a first call, `reading(key)` is told of every call.
+computing: Callable[[str], contextlib.AbstractContextManager[None]] = _not_traced
+reading: Callable[[str], None] = _not_counted
+
+
 def cache(function: Callable[P, R]) -> Callable[P, R]:
     """`functools.cache` for a shared helper whose first call plans a stack: every later call, answered from the
     cache, still costs the running test what the first call needed."""
+    name = f"{function.__module__}.{function.__qualname__}"
 
     @functools.cache
     def first_call(*args: P.args, **kwargs: P.kwargs) -> tuple[R, list[tuple[str, str]]]:
         costs: list[tuple[str, str]] = []
         _running.first_calls.append(costs)
         try:
-            return function(*args, **kwargs), costs
+            with computing(f"{name}{args!r}{kwargs!r}"):
+                return function(*args, **kwargs), costs
         finally:
             _running.first_calls.pop()
 
     @functools.wraps(function)
     def cached(*args: P.args, **kwargs: P.kwargs) -> R:
+        reading(f"{name}{args!r}{kwargs!r}")
         result, costs = first_call(*args, **kwargs)
         for tier, what in costs:
             require(tier, what)

@@ -1623,9 +1623,14 @@ def test_rule_case(case: Case) -> None:
         assert _subjects(case.policy, source) > len(skipped), f"{case.policy} had nothing to check"
         if case.policy not in RESOURCE_TYPES:
             assert "" not in [urn for urn, _ in skipped], f"{case.policy} was not applicable"
-    else:
+    elif case.policy in RESOURCE_TYPES:
         assert not violations, [v.message for v in violations]
         assert skipped or _subjects(case.policy, source) == 0, f"{case.policy} did apply"
+    else:
+        # A stack rule with nothing to check says so once, for the stack: passing in silence is not the same
+        # (deleting its not_applicable call, or the guard before it, must fail this case).
+        assert not violations, [v.message for v in violations]
+        assert [urn for urn, _ in skipped] == [""], f"{case.policy} did not call not_applicable: {skipped}"
 
 
 def test_every_rule_has_all_three_cases() -> None:

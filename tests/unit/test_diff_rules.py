@@ -22,6 +22,7 @@ from trainstack.model.diff import (
     apply_ignore_changes,
     diff_recordings,
     diff_violations,
+    node_version_problems,
     resource_changes,
     rollout_notes,
 )
@@ -214,3 +215,14 @@ def test_to_dict_rounds_every_delta_to_four_digits() -> None:
     assert data["usdPerHourDesired"] == {"before": 1.2346, "after": 2.3457, "change": 1.1111}
     assert data["acceleratorsMax"] == {"before": 0, "after": 0, "change": 0}
     assert data["against"] == "stacks/Pulumi.prod.yaml" and data["changed"] == []
+
+
+def test_node_versions_are_judged_against_the_one_cluster_only() -> None:
+    """No cluster (a HyperPod-only stack) or two: no control plane to judge a node group's kubelet against."""
+    group = resource("aws:eks/nodeGroup:NodeGroup", "gpu", {"version": "1.36"})
+    cluster = resource(EKS_CLUSTER, "eks", {"version": "1.33"})
+    other = resource(EKS_CLUSTER, "eks2", {"version": "1.33"})
+    assert node_version_problems(recording(group)) == ()
+    assert node_version_problems(recording(cluster, other, group)) == ()
+    [(urn, why)] = node_version_problems(recording(cluster, group))
+    assert urn == group.urn and why.startswith("node group gpu: nodes on Kubernetes 1.36 under a control plane on 1.33")

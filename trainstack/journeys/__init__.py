@@ -109,7 +109,3 @@ def walk(
     found = [journey for family in (_families() if families is None else families) for journey in family(trip)]
     order = {kind: i for i, kind in enumerate(KINDS)}
     return tuple(sorted(found, key=lambda j: order[j.kind]))
-
-
-def broken(journeys: Iterable[Journey]) -> tuple[Journey, ...]:
-    return tuple(j for j in journeys if not j.holds)

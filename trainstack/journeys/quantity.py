@@ -24,9 +24,7 @@ Resources = dict[str, Fraction]
 
 def parse(value: Any) -> Fraction:
     """The quantity `value` (a string such as `2Gi`, `500m`, `1e3`, or a number) as an exact number."""
-    text = repr(value) if isinstance(value, float) else str(value)
-    if isinstance(value, float) and value.is_integer():
-        text = str(int(value))
+    text = repr(value) if isinstance(value, float) else str(value)  # 1e+23, as Go's JSON writes it: 10**23
     match = _QUANTITY.match(text.strip())
     if match is None:
         raise ValueError(f"not a Kubernetes quantity: {value!r}")

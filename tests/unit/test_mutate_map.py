@@ -1,0 +1,61 @@
+"""`make mutate`'s coverage map (scripts/mutate.py): which tests a mutated line runs. A line run while a shared
+result was made (a program recording, a cached review) belongs to every test that read the result, also when
+that result was made inside another one (a committed stack's cached review reads its recording)."""
+
+from __future__ import annotations
+
+from scripts.mutate import CoverageMap
+
+CONTEXTS = [
+    "tests/unit/test_a.py::test_direct",
+    "recording:prod",  # the program run for prod's recording
+    "recording:cached:review('prod',)",  # the review of it, made once and cached
+    "tests/policy/test_rules.py::test_broken",
+]
+READERS = {
+    "prod": ["recording:cached:review('prod',)", "tests/stack/test_x.py::test_reads_the_recording"],
+    "cached:review('prod',)": ["tests/policy/test_rules.py::test_ok", "tests/policy/test_rules.py::test_na"],
+}
+
+
+def _map(lines: dict[int, list[int]], at_import: list[int] | None = None) -> CoverageMap:
+    durations = {
+        "tests/unit/test_a.py::test_direct": 0.1,
+        "tests/stack/test_x.py::test_reads_the_recording": 0.2,
+        "tests/policy/test_rules.py::test_ok": 0.3,
+        "tests/policy/test_rules.py::test_na": 0.3,
+        "tests/policy/test_rules.py::test_broken": -1.0,  # failed unmutated: it cannot kill
+    }
+    return CoverageMap(CONTEXTS, {"m.py": lines}, {"m.py": at_import or []}, READERS, durations)
+
+
+def test_a_line_run_by_a_test_is_that_tests() -> None:
+    assert _map({1: [0]}).tests("m.py", 1, 1) == {"tests/unit/test_a.py::test_direct"}
+
+
+def test_a_line_run_for_a_cached_review_belongs_to_each_test_that_read_it() -> None:
+    assert _map({2: [2]}).tests("m.py", 2, 2) == {
+        "tests/policy/test_rules.py::test_ok",
+        "tests/policy/test_rules.py::test_na",
+    }
+
+
+def test_a_line_run_for_a_recording_reaches_the_readers_of_what_was_made_from_it() -> None:
+    assert _map({3: [1]}).tests("m.py", 3, 3) == {
+        "tests/stack/test_x.py::test_reads_the_recording",
+        "tests/policy/test_rules.py::test_ok",
+        "tests/policy/test_rules.py::test_na",
+    }
+
+
+def test_a_test_that_failed_unmutated_is_never_chosen() -> None:
+    assert _map({4: [3]}).tests("m.py", 4, 4) == set()
+
+
+def test_a_line_run_at_import_belongs_to_every_test_of_the_module() -> None:
+    found = _map({1: [0], 5: [2]}, at_import=[6]).tests("m.py", 6, 6)
+    assert found == {
+        "tests/unit/test_a.py::test_direct",
+        "tests/policy/test_rules.py::test_ok",
+        "tests/policy/test_rules.py::test_na",
+    }
