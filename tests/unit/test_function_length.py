@@ -16,9 +16,7 @@ CHECKED = ("stacks", "trainstack", "components")
 KNOWN_LONG = frozenset(
     {
         "components:DataBuckets.__init__",
-        "components:FleetHealth._metrics",
         "components:GpuNodeGroup.__init__",
-        "components:HyperPodCluster.__init__",
         "components:LustreFileSystem.__init__",
         "components:LustreFileSystem._rules",
         "components:Network._flow_logs",
