@@ -16,8 +16,6 @@ CHECKED = ("stacks", "trainstack", "components")
 KNOWN_LONG = frozenset(
     {
         "components:DataBuckets.__init__",
-        "components:LustreFileSystem.__init__",
-        "components:LustreFileSystem._rules",
         "components:Network._flow_logs",
         "components:Scheduling.__init__",
         "components:Tenancy.__init__",
