@@ -17,7 +17,6 @@ KNOWN_LONG = frozenset(
     {
         "components:DataBuckets.__init__",
         "components:Network._flow_logs",
-        "components:ValidationJobs.__init__",
         "components:gpu_dashboard",
         "components:hyperpod_execution_policy",
         "components:secure_bucket",
