@@ -15,7 +15,6 @@ CHECKED = ("stacks", "trainstack", "components")
 # components/: the known long functions, each to be split into named steps, then taken off this list.
 KNOWN_LONG = frozenset(
     {
-        "components:Network._flow_logs",
         "components:gpu_dashboard",
         "components:hyperpod_execution_policy",
     }
