@@ -481,7 +481,6 @@ class Tenancy(pulumi.ComponentResource):
         missing = sorted({t.name for t in args.teams} - set(args.namespaces))
         if missing:
             raise ValueError(f"{name}: no namespace given for teams {missing}")
-        child = pulumi.ResourceOptions(parent=self)
         shapes = node_shapes(args.node_groups, args.hyperpod_groups)
         destinations = pulumi.Output.from_input(
             args.https_destinations if args.https_destinations is not None else [ANYWHERE]
@@ -490,61 +489,84 @@ class Tenancy(pulumi.ComponentResource):
         for team in args.teams:
             namespace = args.namespaces[team.name].metadata.name
             self.quotas[team.name] = team_compute_quota(team, shapes)
-            k8s.core.v1.ResourceQuota(
-                child_name(name, team.name, "quota"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
-                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=self.quotas[team.name]),
-                opts=child,
-            )
-            k8s.core.v1.ResourceQuota(
-                child_name(name, team.name, "priority"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=PRIORITY_QUOTA_NAME, namespace=namespace),
-                spec=cast("k8s.core.v1.ResourceQuotaSpecArgsDict", priority_quota()),
-                opts=child,
-            )
-            k8s.core.v1.ResourceQuota(
-                child_name(name, team.name, "services"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_QUOTA_NAME, namespace=namespace),
-                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=dict(SERVICE_QUOTA)),
-                opts=child,
-            )
-            role = k8s.rbac.v1.Role(
-                child_name(name, team.name, "member"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
-                rules=[cast("k8s.rbac.v1.PolicyRuleArgsDict", rule) for rule in team_member_rules()],
-                opts=child,
-            )
-            binding = team_member_binding(team.name)
-            k8s.rbac.v1.RoleBinding(
-                child_name(name, team.name, "member-binding"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
-                subjects=[cast("k8s.rbac.v1.SubjectArgsDict", s) for s in binding["subjects"]],
-                role_ref=cast("k8s.rbac.v1.RoleRefArgsDict", binding["roleRef"]),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
-            )
-            k8s.core.v1.LimitRange(
-                child_name(name, team.name, "limits"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace),
-                spec=k8s.core.v1.LimitRangeSpecArgs(
-                    limits=[k8s.core.v1.LimitRangeItemArgs(**_snake(item)) for item in limit_range_limits()]
+            self._team_quotas(name, team.name, namespace, self.quotas[team.name])
+            self._team_member_role(name, team.name, namespace)
+            self._team_limits_and_network_policies(name, team.name, namespace, destinations)
+        self._admission_policies(name, args)
+        self.register_outputs({"quotas": self.quotas})
+
+    def _team_quotas(self, name: str, team: str, namespace: pulumi.Input[str], hard: dict[str, str]) -> None:
+        """A team's compute quota, the quota that admits none of the system priority classes, and its services'."""
+        child = pulumi.ResourceOptions(parent=self)
+        k8s.core.v1.ResourceQuota(
+            child_name(name, team, "quota"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=hard),
+            opts=child,
+        )
+        k8s.core.v1.ResourceQuota(
+            child_name(name, team, "priority"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=PRIORITY_QUOTA_NAME, namespace=namespace),
+            spec=cast("k8s.core.v1.ResourceQuotaSpecArgsDict", priority_quota()),
+            opts=child,
+        )
+        k8s.core.v1.ResourceQuota(
+            child_name(name, team, "services"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_QUOTA_NAME, namespace=namespace),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=dict(SERVICE_QUOTA)),
+            opts=child,
+        )
+
+    def _team_member_role(self, name: str, team: str, namespace: pulumi.Input[str]) -> None:
+        """The role a team's members have in its namespace, bound to the team's group (components/team_rbac.py)."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = k8s.rbac.v1.Role(
+            child_name(name, team, "member"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+            rules=[cast("k8s.rbac.v1.PolicyRuleArgsDict", rule) for rule in team_member_rules()],
+            opts=child,
+        )
+        binding = team_member_binding(team)
+        k8s.rbac.v1.RoleBinding(
+            child_name(name, team, "member-binding"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+            subjects=[cast("k8s.rbac.v1.SubjectArgsDict", s) for s in binding["subjects"]],
+            role_ref=cast("k8s.rbac.v1.RoleRefArgsDict", binding["roleRef"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+        )
+
+    def _team_limits_and_network_policies(
+        self, name: str, team: str, namespace: pulumi.Input[str], destinations: pulumi.Output[list[str]]
+    ) -> None:
+        """Default requests and limits for containers that set none, and the namespace's network policies."""
+        child = pulumi.ResourceOptions(parent=self)
+        k8s.core.v1.LimitRange(
+            child_name(name, team, "limits"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace),
+            spec=k8s.core.v1.LimitRangeSpecArgs(
+                limits=[k8s.core.v1.LimitRangeItemArgs(**_snake(item)) for item in limit_range_limits()]
+            ),
+            opts=child,
+        )
+        for policy in network_policies():
+            k8s.networking.v1.NetworkPolicy(
+                child_name(name, team, "np", policy),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
+                # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
+                # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
+                # unchanged: the cast only names the parameter's type.
+                spec=destinations.apply(
+                    lambda d, policy=policy: cast(
+                        "k8s.networking.v1.NetworkPolicySpecArgsDict", network_policies(d)[policy]
+                    )
                 ),
                 opts=child,
             )
-            for policy in network_policies():
-                k8s.networking.v1.NetworkPolicy(
-                    child_name(name, team.name, "np", policy),
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
-                    # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
-                    # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
-                    # unchanged: the cast only names the parameter's type.
-                    spec=destinations.apply(
-                        lambda d, policy=policy: cast(
-                            "k8s.networking.v1.NetworkPolicySpecArgsDict", network_policies(d)[policy]
-                        )
-                    ),
-                    opts=child,
-                )
 
+    def _admission_policies(self, name: str, args: TenancyArgs) -> None:
+        """The cluster-wide admission policies: images only from the allowed registries (and the account's
+        private ECR), and accelerators only through a resource request (device_policy_spec)."""
+        child = pulumi.ResourceOptions(parent=self)
         prefixes = pulumi.Output.from_input(args.account_id).apply(
             lambda account: [*args.allowed_registries, private_ecr_prefix(account, args.region)]
         )
@@ -581,7 +603,6 @@ class Tenancy(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[devices]),
         )
-        self.register_outputs({"quotas": self.quotas})
 
 
 def _snake(item: Mapping[str, Any]) -> dict[str, Any]:

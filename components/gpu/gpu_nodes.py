@@ -271,33 +271,70 @@ class GpuNodeGroup(pulumi.ComponentResource):
         spec = args.spec
         row = CATALOG[spec.instance_type]
         physical = physical_name(args.base_name, spec.name)
-        child = pulumi.ResourceOptions(parent=self)
 
-        # Placement: none, the reservation's own group (referenced, never created), or a new cluster group.
-        placement_group: pulumi.Output[str] | None = None
-        if spec.uses_placement_group:
-            if spec.capacity.reservation_placement_group is not None:
-                placement_group = pulumi.Output.from_input(spec.capacity.reservation_placement_group)
-            else:
-                created = aws.ec2.PlacementGroup(
-                    child_name(name, "pg"),
-                    aws.ec2.PlacementGroupArgs(
-                        name=physical_name(physical, "pg"),
-                        strategy="cluster",
-                        tags=resource_tags(args.default_tags, physical_name(physical, "pg")),
-                    ),
-                    opts=child,
-                )
-                placement_group = created.name
-
+        placement_group = self._placement_group(name, args, physical)
         slots = interface_layout(spec)
         labels = {**node_labels(spec), **args.extra_labels}
+        launch_template = self._launch_template(name, args, physical, slots, labels, placement_group)
+        taint = node_taint(row)
+        node_group = self._node_group(name, args, physical, labels, launch_template)
+
+        self.node_group = node_group
+        self.node_group_name = node_group.node_group_name
+        self.node_group_arn = node_group.arn
+        self.launch_template_id = launch_template.id
+        self.placement_group_name = placement_group
+        self.efa_interface_count = efa_interface_count(slots)
+        self.gpu_count_max = spec.max_gpus
+        self.labels = labels
+        self.taint = taint
+        self.register_outputs(
+            {
+                "node_group_name": self.node_group_name,
+                "node_group_arn": self.node_group_arn,
+                "launch_template_id": self.launch_template_id,
+                "placement_group_name": self.placement_group_name,
+                "efa_interface_count": self.efa_interface_count,
+                "gpu_count_max": self.gpu_count_max,
+            }
+        )
+
+    def _placement_group(self, name: str, args: GpuNodeGroupArgs, physical: str) -> pulumi.Output[str] | None:
+        """Placement: none, the reservation's own group (referenced, never created), or a new cluster group."""
+        spec = args.spec
+        if not spec.uses_placement_group:
+            return None
+        if spec.capacity.reservation_placement_group is not None:
+            return pulumi.Output.from_input(spec.capacity.reservation_placement_group)
+        created = aws.ec2.PlacementGroup(
+            child_name(name, "pg"),
+            aws.ec2.PlacementGroupArgs(
+                name=physical_name(physical, "pg"),
+                strategy="cluster",
+                tags=resource_tags(args.default_tags, physical_name(physical, "pg")),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return created.name
+
+    def _launch_template(
+        self,
+        name: str,
+        args: GpuNodeGroupArgs,
+        physical: str,
+        slots: list[NetworkInterfaceSlot],
+        labels: dict[str, str],
+        placement_group: pulumi.Output[str] | None,
+    ) -> aws.ec2.LaunchTemplate:
+        """The launch template: every EFA interface the type has, the placement group, the reservation or
+        Capacity Block, and (with a custom AMI) the user data that joins the node to the cluster."""
+        spec = args.spec
         encoded_user_data: pulumi.Input[str] = encode(user_data(spec))
         if spec.ami_id is not None:
             encoded_user_data = pulumi.Output.all(
                 args.cluster_name, args.cluster_endpoint, args.cluster_certificate_authority, args.cluster_service_cidr
             ).apply(lambda v: encode(user_data(spec, cluster_join(spec, labels, str(v[0]), v[1], v[2], v[3]))))
-        launch_template = node_launch_template(
+        return node_launch_template(
             child_name(name, "lt"),
             description=f"trainstack GPU node group {spec.name}: {spec.instance_type}, "
             f"{efa_interface_count(slots)} EFA interfaces",
@@ -339,9 +376,18 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ),
         )
 
-        taint = node_taint(row)
+    def _node_group(
+        self,
+        name: str,
+        args: GpuNodeGroupArgs,
+        physical: str,
+        labels: dict[str, str],
+        launch_template: aws.ec2.LaunchTemplate,
+    ) -> aws.eks.NodeGroup:
+        """The EKS managed node group launching from the template, tainted for accelerators."""
+        spec = args.spec
         custom_ami = spec.ami_id is not None  # EKS takes no amiType, version or releaseVersion with one
-        node_group = aws.eks.NodeGroup(
+        return aws.eks.NodeGroup(
             child_name(name, "ng"),
             aws.eks.NodeGroupArgs(
                 cluster_name=args.cluster_name,
@@ -377,24 +423,4 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 delete_before_replace=True,
                 depends_on=list(args.node_dependencies),
             ),
-        )
-
-        self.node_group = node_group
-        self.node_group_name = node_group.node_group_name
-        self.node_group_arn = node_group.arn
-        self.launch_template_id = launch_template.id
-        self.placement_group_name = placement_group
-        self.efa_interface_count = efa_interface_count(slots)
-        self.gpu_count_max = spec.max_gpus
-        self.labels = labels
-        self.taint = taint
-        self.register_outputs(
-            {
-                "node_group_name": self.node_group_name,
-                "node_group_arn": self.node_group_arn,
-                "launch_template_id": self.launch_template_id,
-                "placement_group_name": self.placement_group_name,
-                "efa_interface_count": self.efa_interface_count,
-                "gpu_count_max": self.gpu_count_max,
-            }
         )

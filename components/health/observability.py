@@ -234,12 +234,20 @@ class FleetHealth(pulumi.ComponentResource):
         )
 
     def _metrics(self, name: str, args: FleetHealthArgs, child: pulumi.ResourceOptions) -> None:
-        spec = args.spec
+        """The metrics pipeline, in the order its parts depend on each other: the AMP workspace and its alerting,
+        the in-cluster exporters, the managed collector that scrapes them, then Grafana reading the workspace."""
         parent = pulumi.ResourceOptions(parent=self)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         fsx = args.fsx_throughput_mb_s is not None
+        workspace = self._workspace_and_alerting(name, args, parent, account_id)
+        namespace, exporters = self._exporters(name, args, child, parent, fsx)
+        self._collector(name, args, workspace, exporters, fsx)
+        self._grafana(name, args, workspace, namespace, parent, fsx)
 
-        # ------------------------------------------------------------------ AMP workspace, rules, alerting
+    def _workspace_and_alerting(
+        self, name: str, args: FleetHealthArgs, parent: pulumi.ResourceOptions, account_id: pulumi.Output[str]
+    ) -> aws.amp.Workspace:
+        """The AMP workspace, its alert rules and the Alertmanager that sends what fires to an SNS topic."""
         workspace = aws.amp.Workspace(
             child_name(name, "amp"), aws.amp.WorkspaceArgs(alias=physical_name(args.base_name, "metrics")), opts=parent
         )
@@ -272,7 +280,7 @@ class FleetHealth(pulumi.ComponentResource):
             ),
             opts=parent,
         )
-        for index, email in enumerate(spec.alert_emails):
+        for index, email in enumerate(args.spec.alert_emails):
             aws.sns.TopicSubscription(
                 child_name(name, f"alerts-email-{index}"),
                 aws.sns.TopicSubscriptionArgs(topic=topic.arn, protocol="email", endpoint=email),
@@ -286,8 +294,19 @@ class FleetHealth(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
         )
+        return workspace
 
-        # ------------------------------------------------------------------------ in-cluster exporters
+    def _exporters(
+        self,
+        name: str,
+        args: FleetHealthArgs,
+        child: pulumi.ResourceOptions,
+        parent: pulumi.ResourceOptions,
+        fsx: bool,
+    ) -> tuple[k8s.core.v1.Namespace, list[pulumi.Resource]]:
+        """The monitoring namespace and the exporters the collector scrapes: node and object state always, and
+        FSx's CloudWatch metrics (through YACE, with a read-only pod identity) where the stack has Lustre."""
+        spec = args.spec
         namespace = k8s.core.v1.Namespace(
             child_name(name, "ns"),
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -343,8 +362,17 @@ class FleetHealth(pulumi.ComponentResource):
                     pulumi.ResourceOptions(parent=self, depends_on=[namespace, yace_role, *args.after]),
                 )
             )
+        return namespace, exporters
 
-        # -------------------------------------------------------------------------- managed collector
+    def _collector(
+        self,
+        name: str,
+        args: FleetHealthArgs,
+        workspace: aws.amp.Workspace,
+        exporters: list[pulumi.Resource],
+        fsx: bool,
+    ) -> None:
+        """AMP's managed collector, writing what it scrapes into the workspace once the exporters are up."""
         # AMP gives the collector an EKS access entry of its own when it creates the scraper (API and
         # API_AND_CONFIG_MAP clusters, which are all trainstack allows): discovery objects and /metrics, read-only.
         aws.amp.Scraper(
@@ -361,12 +389,22 @@ class FleetHealth(pulumi.ComponentResource):
                 destination=aws.amp.ScraperDestinationArgs(
                     amp=aws.amp.ScraperDestinationAmpArgs(workspace_arn=workspace.arn)
                 ),
-                scrape_configuration=scrape_configuration_yaml(spec.scrape_interval_s, fsx),
+                scrape_configuration=scrape_configuration_yaml(args.spec.scrape_interval_s, fsx),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=exporters),
         )
 
-        # --------------------------------------------------------------------------- Grafana, dashboards
+    def _grafana(
+        self,
+        name: str,
+        args: FleetHealthArgs,
+        workspace: aws.amp.Workspace,
+        namespace: k8s.core.v1.Namespace,
+        parent: pulumi.ResourceOptions,
+        fsx: bool,
+    ) -> None:
+        """Grafana, querying the workspace through its own pod identity, with the dashboards as labelled
+        ConfigMaps its sidecar loads."""
         grafana_role = pod_identity_role(
             child_name(name, "grafana"),
             cluster_name=args.cluster_name,
@@ -378,6 +416,7 @@ class FleetHealth(pulumi.ComponentResource):
             },
             opts=parent,
         )
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace, *args.after])
         for file_name, dashboard in dashboards(fsx).items():
             self.dashboard_titles.append(dashboard["title"])
             k8s.core.v1.ConfigMap(
@@ -394,7 +433,7 @@ class FleetHealth(pulumi.ComponentResource):
             name,
             "grafana",
             "grafana",
-            spec.grafana_chart,
+            args.spec.grafana_chart,
             GRAFANA_REPOSITORY,
             workspace.id.apply(
                 lambda workspace_id: grafana_values(workspace_endpoint(args.region, workspace_id), args.region)

@@ -310,18 +310,40 @@ class Scheduling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:k8s:Scheduling", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         after = list(args.after)
-
+        # Kueue enables an integration only when its CRD exists, so the operator goes first.
         self.training_operator = self._training_operator(name, args.training_operator, after)
+        self.kueue_release = self._kueue(name, args, after)
 
+        targets = queue_targets(args.node_groups, args.hyperpod_groups)
+        self.quotas = {t.name: t.quota for t in targets}
+        self.resource_flavors = {}
+        self.cluster_queues = {}
+        self.admission_checks = {}
+        self._admission_checks(name, args)
+        self._cluster_queues(name, args, targets)
+        self.team_namespaces = {}
+        self.local_queues = {}
+        self._teams(name, args, targets)
+
+        self.register_outputs(
+            {
+                "kueue_release": self.kueue_release.name,
+                "cluster_queues": {k: custom_resource_name(v) for k, v in self.cluster_queues.items()},
+                "team_namespaces": {k: v.metadata.name for k, v in self.team_namespaces.items()},
+                "quotas": self.quotas,
+            }
+        )
+
+    def _kueue(self, name: str, args: SchedulingArgs, after: list[pulumi.Resource]) -> k8s.helm.v3.Release:
+        """Kueue in its own namespace, installed after the training operator whose CRDs it integrates with."""
+        child = pulumi.ResourceOptions(parent=self)
         kueue_ns = k8s.core.v1.Namespace(
             child_name(name, "kueue-ns"),
             metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE, labels=system_namespace_labels(KUEUE_NAMESPACE)),
             opts=child,
         )
-        # Kueue enables an integration only when its CRD exists, so the operator goes first.
-        self.kueue_release = k8s.helm.v3.Release(
+        return k8s.helm.v3.Release(
             child_name(name, "kueue"),
             k8s.helm.v3.ReleaseArgs(
                 chart=KUEUE_CHART,
@@ -333,13 +355,10 @@ class Scheduling(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[kueue_ns, self.training_operator, *after]),
         )
-        after_kueue = pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release])
 
-        targets = queue_targets(args.node_groups, args.hyperpod_groups)
-        self.quotas = {t.name: t.quota for t in targets}
-        self.resource_flavors = {}
-        self.cluster_queues = {}
-        self.admission_checks = {}
+    def _admission_checks(self, name: str, args: SchedulingArgs) -> None:
+        """An AdmissionCheck (and its ProvisioningRequestConfig) per GPU group whose jobs wait for nodes."""
+        after_kueue = pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release])
         for group in args.node_groups:
             if admission(group) is Admission.NODES_EXIST:
                 continue
@@ -360,6 +379,10 @@ class Scheduling(pulumi.ComponentResource):
                 spec=admission_check_spec(group),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release, config]),
             )
+
+    def _cluster_queues(self, name: str, args: SchedulingArgs, targets: list[QueueTarget]) -> None:
+        """A ResourceFlavor and a ClusterQueue per queue target, the queue after its admission check."""
+        after_kueue = pulumi.ResourceOptions(parent=self, depends_on=[self.kueue_release])
         for target in targets:
             flavor = k8s.apiextensions.CustomResource(
                 child_name(name, target.name, "flavor"),
@@ -386,8 +409,9 @@ class Scheduling(pulumi.ComponentResource):
                 ),
             )
 
-        self.team_namespaces = {}
-        self.local_queues = {}
+    def _teams(self, name: str, args: SchedulingArgs, targets: list[QueueTarget]) -> None:
+        """Per team: its namespace, an accelerator quota where it has one, and a LocalQueue per queue target."""
+        child = pulumi.ResourceOptions(parent=self)
         for team in args.teams:
             namespace = k8s.core.v1.Namespace(
                 child_name(name, "team", team.name),
@@ -412,15 +436,6 @@ class Scheduling(pulumi.ComponentResource):
                 )
                 for target in targets
             }
-
-        self.register_outputs(
-            {
-                "kueue_release": self.kueue_release.name,
-                "cluster_queues": {k: custom_resource_name(v) for k, v in self.cluster_queues.items()},
-                "team_namespaces": {k: v.metadata.name for k, v in self.team_namespaces.items()},
-                "quotas": self.quotas,
-            }
-        )
 
     def _training_operator(
         self, name: str, spec: TrainingOperatorSpec, after: list[pulumi.Resource]

@@ -360,27 +360,7 @@ class ValidationJobs(pulumi.ComponentResource):
         group = args.node_group
         self.plan = nccl_plan(args.spec, group)
         after = list(args.after)
-        self.namespace = k8s.core.v1.Namespace(
-            child_name(name, "ns"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=NAMESPACE, labels={TEAM_LABEL: "platform-validation", **system_namespace_labels(NAMESPACE)}
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        # The team namespaces' defaults: a check that passes here passes the rules a team's job meets.
-        k8s.core.v1.LimitRange(
-            child_name(name, "limits"),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=self.namespace.metadata.name),
-            spec=k8s.core.v1.LimitRangeSpecArgs(
-                limits=[
-                    k8s.core.v1.LimitRangeItemArgs(
-                        type=item["type"], default=item["default"], default_request=item["defaultRequest"]
-                    )
-                    for item in limit_range_limits()
-                ]
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        self.namespace = self._namespace(name)
         queue = local_queue(
             child_name(name, "lq"),
             group.name,
@@ -392,53 +372,10 @@ class ValidationJobs(pulumi.ComponentResource):
         # must not suspend a running (or finished) job again.
         ordered = pulumi.ResourceOptions(parent=self, depends_on=[*after, queue])
         kueue_owns_suspend = pulumi.ResourceOptions(ignore_changes=["spec.suspend"])
-        image = args.spec.nccl_tests_image
         if args.training_operator_kind == "kubeflow_trainer":
-            runtime_name = f"trainstack-{NCCL_JOB_NAME}-{group.name}"
-            runtime = k8s.apiextensions.CustomResource(
-                child_name(name, "nccl-runtime"),
-                api_version="trainer.kubeflow.org/v1alpha1",
-                kind="ClusterTrainingRuntime",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=runtime_name),
-                spec=training_runtime_spec(self.plan, group, image),
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    depends_on=after,
-                    replace_on_changes=list(IMMUTABLE_FIELDS["ClusterTrainingRuntime"]),
-                    delete_before_replace=True,
-                ),
-            )
-            self.nccl_job = k8s.apiextensions.CustomResource(
-                child_name(name, "nccl"),
-                api_version="trainer.kubeflow.org/v1alpha1",
-                kind="TrainJob",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
-                ),
-                spec=trainjob_spec(self.plan, runtime_name),
-                opts=pulumi.ResourceOptions.merge(
-                    ordered,
-                    pulumi.ResourceOptions(
-                        depends_on=[runtime],
-                        ignore_changes=kueue_owns_suspend.ignore_changes,
-                        replace_on_changes=list(IMMUTABLE_FIELDS["TrainJob"]),
-                        delete_before_replace=True,
-                    ),
-                ),
-            )
+            self.nccl_job = self._nccl_train_job(name, args, queued, ordered, kueue_owns_suspend)
         else:
-            self.nccl_job = k8s.apiextensions.CustomResource(
-                child_name(name, "nccl"),
-                api_version="kubeflow.org/v2beta1",
-                kind="MPIJob",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
-                ),
-                spec=mpijob_spec(self.plan, group, image),
-                opts=pulumi.ResourceOptions.merge(
-                    ordered, pulumi.ResourceOptions(ignore_changes=["spec.runPolicy.suspend"])
-                ),
-            )
+            self.nccl_job = self._nccl_mpi_job(name, args, queued, ordered)
         self.dcgm_job = k8s.batch.v1.Job(
             child_name(name, "dcgm"),
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -456,4 +393,93 @@ class ValidationJobs(pulumi.ComponentResource):
                 "dcgm_job": self.dcgm_job.metadata.name,
                 "busbw_floor_gb_s": self.plan.busbw_floor_gb_s,
             }
+        )
+
+    def _namespace(self, name: str) -> k8s.core.v1.Namespace:
+        """The validation namespace, with the team namespaces' default limits."""
+        namespace = k8s.core.v1.Namespace(
+            child_name(name, "ns"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NAMESPACE, labels={TEAM_LABEL: "platform-validation", **system_namespace_labels(NAMESPACE)}
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The team namespaces' defaults: a check that passes here passes the rules a team's job meets.
+        k8s.core.v1.LimitRange(
+            child_name(name, "limits"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace.metadata.name),
+            spec=k8s.core.v1.LimitRangeSpecArgs(
+                limits=[
+                    k8s.core.v1.LimitRangeItemArgs(
+                        type=item["type"], default=item["default"], default_request=item["defaultRequest"]
+                    )
+                    for item in limit_range_limits()
+                ]
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return namespace
+
+    def _nccl_train_job(
+        self,
+        name: str,
+        args: ValidationJobsArgs,
+        queued: dict[str, str],
+        ordered: pulumi.ResourceOptions,
+        kueue_owns_suspend: pulumi.ResourceOptions,
+    ) -> k8s.apiextensions.CustomResource:
+        """Kubeflow Trainer: a ClusterTrainingRuntime for the group and the TrainJob that runs it."""
+        group = args.node_group
+        after = list(args.after)
+        image = args.spec.nccl_tests_image
+        runtime_name = f"trainstack-{NCCL_JOB_NAME}-{group.name}"
+        runtime = k8s.apiextensions.CustomResource(
+            child_name(name, "nccl-runtime"),
+            api_version="trainer.kubeflow.org/v1alpha1",
+            kind="ClusterTrainingRuntime",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=runtime_name),
+            spec=training_runtime_spec(self.plan, group, image),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=after,
+                replace_on_changes=list(IMMUTABLE_FIELDS["ClusterTrainingRuntime"]),
+                delete_before_replace=True,
+            ),
+        )
+        return k8s.apiextensions.CustomResource(
+            child_name(name, "nccl"),
+            api_version="trainer.kubeflow.org/v1alpha1",
+            kind="TrainJob",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
+            ),
+            spec=trainjob_spec(self.plan, runtime_name),
+            opts=pulumi.ResourceOptions.merge(
+                ordered,
+                pulumi.ResourceOptions(
+                    depends_on=[runtime],
+                    ignore_changes=kueue_owns_suspend.ignore_changes,
+                    replace_on_changes=list(IMMUTABLE_FIELDS["TrainJob"]),
+                    delete_before_replace=True,
+                ),
+            ),
+        )
+
+    def _nccl_mpi_job(
+        self, name: str, args: ValidationJobsArgs, queued: dict[str, str], ordered: pulumi.ResourceOptions
+    ) -> k8s.apiextensions.CustomResource:
+        """The MPI Operator: an MPIJob, whose suspend field sits under runPolicy."""
+        group = args.node_group
+        image = args.spec.nccl_tests_image
+        return k8s.apiextensions.CustomResource(
+            child_name(name, "nccl"),
+            api_version="kubeflow.org/v2beta1",
+            kind="MPIJob",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NCCL_JOB_NAME, namespace=self.namespace.metadata.name, labels=queued, annotations=SKIP_AWAIT
+            ),
+            spec=mpijob_spec(self.plan, group, image),
+            opts=pulumi.ResourceOptions.merge(
+                ordered, pulumi.ResourceOptions(ignore_changes=["spec.runPolicy.suspend"])
+            ),
         )

@@ -760,33 +760,7 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        # Confused-deputy guard (VPC User Guide, "IAM role for publishing flow logs to CloudWatch Logs").
-        trust = pulumi.Output.json_dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
-                        "Action": "sts:AssumeRole",
-                        "Condition": {
-                            "StringEquals": {"aws:SourceAccount": account_id},
-                            "ArnLike": {
-                                "aws:SourceArn": pulumi.Output.concat(
-                                    "arn:",
-                                    aws_partition(args.region),
-                                    ":ec2:",
-                                    args.region,
-                                    ":",
-                                    account_id,
-                                    ":vpc-flow-log/*",
-                                )
-                            },
-                        },
-                    }
-                ],
-            }
-        )
+        trust = _flow_logs_trust_policy(account_id, args.region)
         role = aws.iam.Role(
             child_name(name, "flow-logs-role"),
             aws.iam.RoleArgs(assume_role_policy=trust, description=f"VPC flow logs of {args.base_name} to CloudWatch"),
@@ -796,23 +770,7 @@ class Network(pulumi.ComponentResource):
             child_name(name, "flow-logs-delivery"),
             aws.iam.RolePolicyArgs(
                 role=role.id,
-                policy=pulumi.Output.json_dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Effect": "Allow",
-                                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                                "Resource": [log_group.arn, pulumi.Output.concat(log_group.arn, ":*")],
-                            },
-                            # Settled dispute: logs:DescribeLogGroups is a List action with no resource type in
-                            # the Service Authorization Reference (CloudWatch Logs), so a statement scoping it
-                            # to one log group ARN never matches and the call is denied; it takes "*" (as in
-                            # the VPC guide's flow-log role policy). It only lists group names and settings.
-                            {"Effect": "Allow", "Action": "logs:DescribeLogGroups", "Resource": "*"},
-                        ],
-                    }
-                ),
+                policy=_flow_logs_delivery_policy(log_group.arn),
             ),
             opts=child,
         )
@@ -830,3 +788,55 @@ class Network(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[delivery]),
         )
         return log_group.name
+
+
+def _flow_logs_trust_policy(account_id: pulumi.Output[str], region: str) -> pulumi.Output[str]:
+    """Only this account's flow logs may assume the delivery role: the confused-deputy guard (VPC User Guide,
+    "IAM role for publishing flow logs to CloudWatch Logs")."""
+    return pulumi.Output.json_dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                    "Condition": {
+                        "StringEquals": {"aws:SourceAccount": account_id},
+                        "ArnLike": {
+                            "aws:SourceArn": pulumi.Output.concat(
+                                "arn:",
+                                aws_partition(region),
+                                ":ec2:",
+                                region,
+                                ":",
+                                account_id,
+                                ":vpc-flow-log/*",
+                            )
+                        },
+                    },
+                }
+            ],
+        }
+    )
+
+
+def _flow_logs_delivery_policy(log_group_arn: pulumi.Output[str]) -> pulumi.Output[str]:
+    """What the delivery role may do: write into the flow-log group, and list log groups."""
+    return pulumi.Output.json_dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                    "Resource": [log_group_arn, pulumi.Output.concat(log_group_arn, ":*")],
+                },
+                # Settled dispute: logs:DescribeLogGroups is a List action with no resource type in
+                # the Service Authorization Reference (CloudWatch Logs), so a statement scoping it
+                # to one log group ARN never matches and the call is denied; it takes "*" (as in
+                # the VPC guide's flow-log role policy). It only lists group names and settings.
+                {"Effect": "Allow", "Action": "logs:DescribeLogGroups", "Resource": "*"},
+            ],
+        }
+    )

@@ -274,6 +274,17 @@ class HyperPodClusterArgs:
     chart (health agent, deep health checks), the core add-ons and the system node group."""
 
 
+def _check_args(args: HyperPodClusterArgs) -> None:
+    """Refuse what the stack schema already refuses, for callers that build the args by hand."""
+    spec = args.spec
+    if not spec.enabled:
+        raise ValueError("HyperPodCluster needs an enabled HyperPod spec; do not construct it otherwise")
+    if spec.orchestrator is HyperPodOrchestrator.EKS and args.eks_cluster_arn is None:
+        raise ValueError("the EKS orchestrator needs eks_cluster_arn")
+    if not args.subnet_ids or not args.security_group_ids:
+        raise ValueError("HyperPod needs at least one subnet and one security group")
+
+
 class HyperPodCluster(pulumi.ComponentResource):
     """A SageMaker HyperPod cluster (EKS or Slurm) with its lifecycle scripts and execution role."""
 
@@ -295,31 +306,70 @@ class HyperPodCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:sagemaker:HyperPodCluster", name, None, opts)
         spec = args.spec
-        if not spec.enabled:
-            raise ValueError("HyperPodCluster needs an enabled HyperPod spec; do not construct it otherwise")
+        _check_args(args)
         eks = spec.orchestrator is HyperPodOrchestrator.EKS
-        if eks and args.eks_cluster_arn is None:
-            raise ValueError("the EKS orchestrator needs eks_cluster_arn")
-        if not args.subnet_ids or not args.security_group_ids:
-            raise ValueError("HyperPod needs at least one subnet and one security group")
-
         self.orchestrator = spec.orchestrator.value
         self.cluster_name = physical_name(args.base_name, "hyperpod")
         child = pulumi.ResourceOptions(parent=self)
 
+        files, prefix = self._lifecycle_bundle(args)
+        bucket = self._lifecycle_bucket(name, args)
+        objects = self._lifecycle_objects(name, args, bucket, files, prefix, child)
+        self.role = self._node_role(name, args, bucket, prefix, child, login=False)
+        self.login_role = (
+            self._node_role(name, args, bucket, prefix, child, login=True)
+            if spec.groups(HyperPodGroupRole.LOGIN)
+            else None
+        )
+        roles = [self.role, *([self.login_role] if self.login_role else [])]
+        self.lifecycle_source_s3_uri = bucket.bucket.apply(lambda b: f"s3://{b}/{prefix}/")
+        self.cluster = self._cluster(name, args, eks, depends_on=[*objects, *roles, *args.after])
+
+        self.cluster_arn = self.cluster.cluster_arn
+        self.execution_role_arn = self.role.role_arn
+        self.login_role_arn = self.login_role.role_arn if self.login_role is not None else None
+        self.lifecycle_bucket_name = bucket.bucket
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "cluster_arn": self.cluster_arn,
+                "execution_role_arn": self.execution_role_arn,
+                "login_role_arn": self.login_role_arn,
+                "lifecycle_bucket_name": self.lifecycle_bucket_name,
+                "lifecycle_source_s3_uri": self.lifecycle_source_s3_uri,
+                "orchestrator": self.orchestrator,
+            }
+        )
+
+    def _lifecycle_bundle(self, args: HyperPodClusterArgs) -> tuple[dict[str, bytes], str]:
+        """The lifecycle files to upload and the content-hashed prefix they go under: what is known at plan time
+        goes into the digest, so changed scripts (or, with Slurm, a changed group layout) change the prefix."""
+        spec = args.spec
+        slurm = spec.orchestrator is not HyperPodOrchestrator.EKS
         files = read_bundle(args.lifecycle_dir or LIFECYCLE_ROOT / spec.orchestrator.value)
-        if not eks:
+        if slurm:
             # The NCCL validation jobs are generated (group, node count, floor): they ship with the scripts.
             files |= {name: body.encode() for name, body in validation_scripts(spec).items()}
         static = dict(files)
-        if not eks:
+        if slurm:
             # The group names are known now: put them in the digest so a changed layout changes the prefix.
             static[PROVISIONING_PARAMETERS] = json.dumps(
                 provisioning_parameters(spec, fsx_root_squash=args.fsx_root_squash), sort_keys=True
             ).encode()
-        prefix = lifecycle_prefix(self.cluster_name, static)
+        return files, lifecycle_prefix(self.cluster_name, static)
 
-        bucket = self._lifecycle_bucket(name, args)
+    @staticmethod
+    def _lifecycle_objects(
+        name: str,
+        args: HyperPodClusterArgs,
+        bucket: aws.s3.Bucket,
+        files: dict[str, bytes],
+        prefix: str,
+        child: pulumi.ResourceOptions,
+    ) -> list[aws.s3.BucketObjectv2]:
+        """One object per lifecycle file, then (Slurm) provisioning_parameters.json, which names the Lustre file
+        system and so is only known once it exists."""
+        spec = args.spec
         # The bucket policy refuses uploads that do not name the stack's key (lifecycle_lockdown_statements).
         sse: dict[str, Any] = (
             {"server_side_encryption": "aws:kms", "kms_key_id": args.kms_key_arn} if args.kms_key_arn else {}
@@ -339,7 +389,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             )
             for file_name, body in files.items()
         ]
-        if not eks:
+        if spec.orchestrator is not HyperPodOrchestrator.EKS:
             params = pulumi.Output.all(
                 pulumi.Output.from_input(args.fsx_dns_name), pulumi.Output.from_input(args.fsx_mount_name)
             ).apply(
@@ -361,31 +411,42 @@ class HyperPodCluster(pulumi.ComponentResource):
                     child,
                 )
             )
+        return objects
 
-        def node_role(login: bool) -> HyperPodExecutionRole:
-            return HyperPodExecutionRole(
-                child_name(name, "login" if login else "execution"),
-                HyperPodExecutionRoleArgs(
-                    base_name=args.base_name,
-                    region=args.region,
-                    lifecycle_bucket_arn=bucket.arn,
-                    lifecycle_prefix=prefix,
-                    lifecycle_root=lifecycle_root(self.cluster_name),
-                    vpc_id=args.vpc_id,
-                    subnet_ids=args.subnet_ids,
-                    security_group_ids=args.security_group_ids,
-                    eks_cluster_arn=None if login else args.eks_cluster_arn,
-                    kms_key_arn=args.kms_key_arn,
-                    login=login,
-                ),
-                child,
-            )
+    def _node_role(
+        self,
+        name: str,
+        args: HyperPodClusterArgs,
+        bucket: aws.s3.Bucket,
+        prefix: str,
+        child: pulumi.ResourceOptions,
+        *,
+        login: bool,
+    ) -> HyperPodExecutionRole:
+        """The role a group's nodes run as; the login group's has no EKS access."""
+        return HyperPodExecutionRole(
+            child_name(name, "login" if login else "execution"),
+            HyperPodExecutionRoleArgs(
+                base_name=args.base_name,
+                region=args.region,
+                lifecycle_bucket_arn=bucket.arn,
+                lifecycle_prefix=prefix,
+                lifecycle_root=lifecycle_root(self.cluster_name),
+                vpc_id=args.vpc_id,
+                subnet_ids=args.subnet_ids,
+                security_group_ids=args.security_group_ids,
+                eks_cluster_arn=None if login else args.eks_cluster_arn,
+                kms_key_arn=args.kms_key_arn,
+                login=login,
+            ),
+            child,
+        )
 
-        self.role = node_role(login=False)
-        self.login_role = node_role(login=True) if spec.groups(HyperPodGroupRole.LOGIN) else None
-        roles = [self.role, *([self.login_role] if self.login_role else [])]
-
-        self.lifecycle_source_s3_uri = bucket.bucket.apply(lambda b: f"s3://{b}/{prefix}/")
+    def _cluster(
+        self, name: str, args: HyperPodClusterArgs, eks: bool, depends_on: list[pulumi.Resource]
+    ) -> sagemaker.Cluster:
+        """The HyperPod cluster itself, each instance group running as its role."""
+        spec = args.spec
         groups = [
             self._group(
                 g,
@@ -398,7 +459,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             )
             for g in spec.instance_groups
         ]
-        self.cluster = sagemaker.Cluster(
+        return sagemaker.Cluster(
             child_name(name, "cluster"),
             sagemaker.ClusterArgs(
                 cluster_name=self.cluster_name,
@@ -416,7 +477,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 orchestrator=sagemaker.ClusterOrchestratorArgs(
                     eks=sagemaker.ClusterOrchestratorEksConfigArgs(cluster_arn=args.eks_cluster_arn)
                 )
-                if eks and args.eks_cluster_arn is not None  # always set with eks (checked above)
+                if eks and args.eks_cluster_arn is not None  # always set with eks (checked in _check_args)
                 else None,
             ),
             pulumi.ResourceOptions(
@@ -424,25 +485,9 @@ class HyperPodCluster(pulumi.ComponentResource):
                 protect=args.protect,
                 # Scripts and role policies must exist before HyperPod provisions the first node; the fixed
                 # cluster name cannot exist twice, so a replacement deletes first.
-                depends_on=[*objects, *roles, *args.after],
+                depends_on=depends_on,
                 delete_before_replace=True,
             ),
-        )
-
-        self.cluster_arn = self.cluster.cluster_arn
-        self.execution_role_arn = self.role.role_arn
-        self.login_role_arn = self.login_role.role_arn if self.login_role is not None else None
-        self.lifecycle_bucket_name = bucket.bucket
-        self.register_outputs(
-            {
-                "cluster_name": self.cluster_name,
-                "cluster_arn": self.cluster_arn,
-                "execution_role_arn": self.execution_role_arn,
-                "login_role_arn": self.login_role_arn,
-                "lifecycle_bucket_name": self.lifecycle_bucket_name,
-                "lifecycle_source_s3_uri": self.lifecycle_source_s3_uri,
-                "orchestrator": self.orchestrator,
-            }
         )
 
     @staticmethod

@@ -239,59 +239,9 @@ class DataBuckets(pulumi.ComponentResource):
         # The account id is only known to AWS (one invoke); partition and region come from the stack's region.
         partition = aws_partition(args.region)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        key_policy = account_id.apply(lambda account: json.dumps(data_key_policy(account, partition, args.region)))
-        # The logical name and alias of the data key predate the checkpoints key; FSx cannot change keys in place.
-        label = f"{args.base_name}-data"
-        self.key = customer_key(
-            child_name(name, "key"),
-            description=f"{label}: training datasets and FSx for Lustre",
-            policy=key_policy,
-            alias=label,
-            parent=self,
-            protect=args.protect,
-            administrators=args.key_administrator_arns,
-        )
-        self.checkpoints_key = customer_key(
-            child_name(name, "checkpoints-key"),
-            description=f"{label}: model checkpoints",
-            policy=account_id.apply(lambda account: json.dumps(checkpoints_key_policy(account, partition))),
-            alias=f"{label}-checkpoints",
-            parent=self,
-            protect=args.protect,
-            administrators=args.key_administrator_arns,
-        )
+        self.key, self.checkpoints_key = self._keys(name, args, account_id, partition)
         keys = {"datasets": self.key, "checkpoints": self.checkpoints_key}
-
-        exempt = account_id.apply(
-            lambda account: [fsx_s3_role_pattern(partition, account), *args.outside_vpc_role_arns]
-        )
-        endpoints = pulumi.Output.all(*args.vpc_endpoint_ids)
-        # Who may empty a force-destroy bucket from outside the VPC: the principals that may delete its key.
-        destroyers = (
-            deployer_arn(self).apply(lambda deployer: [deployer, *args.key_administrator_arns])
-            if not args.protect
-            else pulumi.Output.from_input([])
-        )
-
-        def vpc_only(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
-            return pulumi.Output.all(arn, endpoints, exempt, destroyers).apply(
-                lambda v: vpc_only_statements(v[0], v[1], v[2], v[3])
-            )
-
-        def extra(role: str) -> Callable[[pulumi.Output[str]], pulumi.Output[list[dict[str, Any]]]] | None:
-            """The bucket's statements beyond TLS: VPC-only where endpoints are given; on the checkpoints bucket,
-            uploads only under its own key (a checkpoint written under another key is one its readers cannot
-            decrypt, or one outside the key's policy and Object Lock's audit trail)."""
-            if role != "checkpoints":
-                return vpc_only if args.vpc_endpoint_ids else None
-
-            def statements(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
-                fenced = vpc_only(arn) if args.vpc_endpoint_ids else pulumi.Output.from_input([])
-                return pulumi.Output.all(fenced, arn, keys[role].arn).apply(
-                    lambda v: [*own_key_statements(v[1], v[2]), *v[0]]
-                )
-
-            return statements
+        extra = self._bucket_statements(args, account_id, partition, keys)
 
         self.buckets: dict[str, aws.s3.Bucket] = {
             role: secure_bucket(
@@ -328,6 +278,70 @@ class DataBuckets(pulumi.ComponentResource):
             }
         )
 
+    def _keys(
+        self, name: str, args: DataBucketsArgs, account_id: pulumi.Output[str], partition: str
+    ) -> tuple[aws.kms.Key, aws.kms.Key]:
+        """The datasets key (also FSx's) and the checkpoints key, each with its own policy."""
+        key_policy = account_id.apply(lambda account: json.dumps(data_key_policy(account, partition, args.region)))
+        # The logical name and alias of the data key predate the checkpoints key; FSx cannot change keys in place.
+        label = f"{args.base_name}-data"
+        datasets = customer_key(
+            child_name(name, "key"),
+            description=f"{label}: training datasets and FSx for Lustre",
+            policy=key_policy,
+            alias=label,
+            parent=self,
+            protect=args.protect,
+            administrators=args.key_administrator_arns,
+        )
+        checkpoints = customer_key(
+            child_name(name, "checkpoints-key"),
+            description=f"{label}: model checkpoints",
+            policy=account_id.apply(lambda account: json.dumps(checkpoints_key_policy(account, partition))),
+            alias=f"{label}-checkpoints",
+            parent=self,
+            protect=args.protect,
+            administrators=args.key_administrator_arns,
+        )
+        return datasets, checkpoints
+
+    def _bucket_statements(
+        self, args: DataBucketsArgs, account_id: pulumi.Output[str], partition: str, keys: dict[str, aws.kms.Key]
+    ) -> Callable[[str], Callable[[pulumi.Output[str]], pulumi.Output[list[dict[str, Any]]]] | None]:
+        """Per bucket role, what its policy adds to TLS-only (see `extra` below)."""
+        exempt = account_id.apply(
+            lambda account: [fsx_s3_role_pattern(partition, account), *args.outside_vpc_role_arns]
+        )
+        endpoints = pulumi.Output.all(*args.vpc_endpoint_ids)
+        # Who may empty a force-destroy bucket from outside the VPC: the principals that may delete its key.
+        destroyers = (
+            deployer_arn(self).apply(lambda deployer: [deployer, *args.key_administrator_arns])
+            if not args.protect
+            else pulumi.Output.from_input([])
+        )
+
+        def vpc_only(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
+            return pulumi.Output.all(arn, endpoints, exempt, destroyers).apply(
+                lambda v: vpc_only_statements(v[0], v[1], v[2], v[3])
+            )
+
+        def extra(role: str) -> Callable[[pulumi.Output[str]], pulumi.Output[list[dict[str, Any]]]] | None:
+            """The bucket's statements beyond TLS: VPC-only where endpoints are given; on the checkpoints bucket,
+            uploads only under its own key (a checkpoint written under another key is one its readers cannot
+            decrypt, or one outside the key's policy and Object Lock's audit trail)."""
+            if role != "checkpoints":
+                return vpc_only if args.vpc_endpoint_ids else None
+
+            def statements(arn: pulumi.Output[str]) -> pulumi.Output[list[dict[str, Any]]]:
+                fenced = vpc_only(arn) if args.vpc_endpoint_ids else pulumi.Output.from_input([])
+                return pulumi.Output.all(fenced, arn, keys[role].arn).apply(
+                    lambda v: [*own_key_statements(v[1], v[2]), *v[0]]
+                )
+
+            return statements
+
+        return extra
+
 
 def secure_bucket(
     name: str,
@@ -347,22 +361,7 @@ def secure_bucket(
     policy statements; `object_lock` turns on Object Lock with that default retention."""
     bucket = aws.s3.Bucket(name, bucket_args, opts=pulumi.ResourceOptions(parent=parent, protect=protect))
     child = pulumi.ResourceOptions(parent=parent)
-    aws.s3.BucketServerSideEncryptionConfiguration(
-        child_name(name, "encryption"),
-        aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="aws:kms",
-                        kms_master_key_id=kms_key_arn,
-                    ),
-                    bucket_key_enabled=True,
-                )
-            ],
-        ),
-        opts=child,
-    )
+    _default_encryption(name, bucket, kms_key_arn, child)
     versioning = aws.s3.BucketVersioning(
         child_name(name, "versioning"),
         aws.s3.BucketVersioningInitArgs(
@@ -382,17 +381,7 @@ def secure_bucket(
         ),
         opts=child,
     )
-    aws.s3.BucketPolicy(
-        child_name(name, "policy"),
-        aws.s3.BucketPolicyArgs(
-            bucket=bucket.id,
-            policy=pulumi.Output.all(
-                bucket.arn, extra_statements(bucket.arn) if extra_statements else pulumi.Output.from_input([])
-            ).apply(lambda v: json.dumps(with_statements(tls_only_policy(v[0]), v[1]))),
-        ),
-        # S3 refuses policy writes racing the public access block update on the same bucket.
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[public_access]),
-    )
+    _tls_only_policy(name, bucket, extra_statements, parent, public_access)
     if object_lock is not None:
         aws.s3.BucketObjectLockConfiguration(
             child_name(name, "object-lock"),
@@ -415,3 +404,46 @@ def secure_bucket(
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[versioning]),
     )
     return bucket
+
+
+def _default_encryption(
+    name: str, bucket: aws.s3.Bucket, kms_key_arn: pulumi.Input[str] | None, child: pulumi.ResourceOptions
+) -> None:
+    """SSE-KMS by default, with a bucket key (fewer KMS calls per object)."""
+    aws.s3.BucketServerSideEncryptionConfiguration(
+        child_name(name, "encryption"),
+        aws.s3.BucketServerSideEncryptionConfigurationInitArgs(
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="aws:kms",
+                        kms_master_key_id=kms_key_arn,
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+        ),
+        opts=child,
+    )
+
+
+def _tls_only_policy(
+    name: str,
+    bucket: aws.s3.Bucket,
+    extra_statements: Callable[[pulumi.Output[str]], pulumi.Output[list[dict[str, Any]]]] | None,
+    parent: pulumi.Resource,
+    public_access: aws.s3.BucketPublicAccessBlock,
+) -> None:
+    """The bucket policy: TLS only, plus the caller's statements."""
+    aws.s3.BucketPolicy(
+        child_name(name, "policy"),
+        aws.s3.BucketPolicyArgs(
+            bucket=bucket.id,
+            policy=pulumi.Output.all(
+                bucket.arn, extra_statements(bucket.arn) if extra_statements else pulumi.Output.from_input([])
+            ).apply(lambda v: json.dumps(with_statements(tls_only_policy(v[0]), v[1]))),
+        ),
+        # S3 refuses policy writes racing the public access block update on the same bucket.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[public_access]),
+    )

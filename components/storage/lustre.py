@@ -152,11 +152,40 @@ class LustreFileSystem(pulumi.ComponentResource):
             opts=child,
         )
 
+        self.file_system = self._file_system(name, args, rules, log_group)
+        self.association = self._association(name, args)
+
+        self.file_system_id = self.file_system.id
+        self.dns_name = self.file_system.dns_name
+        self.mount_name = self.file_system.mount_name
+        self.arn = self.file_system.arn
+        self.security_group_id = self.security_group.id
+        self.storage_capacity_gib = spec.storage_capacity_gib
+        self.register_outputs(
+            {
+                "file_system_id": self.file_system_id,
+                "dns_name": self.dns_name,
+                "mount_name": self.mount_name,
+                "arn": self.arn,
+                "security_group_id": self.security_group_id,
+                "storage_capacity_gib": self.storage_capacity_gib,
+            }
+        )
+
+    def _file_system(
+        self,
+        name: str,
+        args: LustreFileSystemArgs,
+        rules: list[pulumi.Resource],
+        log_group: aws.cloudwatch.LogGroup,
+    ) -> aws.fsx.LustreFileSystem:
+        """The file system: in its own group (and the GPU EFA group with EFA), logging to its log group."""
+        spec = args.spec
         persistent = spec.persistent
         security_groups: list[pulumi.Input[str]] = [self.security_group.id]
         if spec.efa_enabled and args.efa_security_group_id is not None:
             security_groups.append(args.efa_security_group_id)
-        self.file_system = aws.fsx.LustreFileSystem(
+        return aws.fsx.LustreFileSystem(
             child_name(name, "fs"),
             aws.fsx.LustreFileSystemArgs(
                 deployment_type=spec.deployment_type.value,
@@ -194,7 +223,11 @@ class LustreFileSystem(pulumi.ComponentResource):
             ),
         )
 
-        self.association = aws.fsx.DataRepositoryAssociation(
+    def _association(self, name: str, args: LustreFileSystemArgs) -> aws.fsx.DataRepositoryAssociation:
+        """The link to the datasets bucket: what is there is listed at creation, then kept in step both ways as
+        the spec's import and export events say."""
+        spec = args.spec
+        return aws.fsx.DataRepositoryAssociation(
             child_name(name, "dra"),
             aws.fsx.DataRepositoryAssociationArgs(
                 file_system_id=self.file_system.id,
@@ -220,30 +253,22 @@ class LustreFileSystem(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
 
-        self.file_system_id = self.file_system.id
-        self.dns_name = self.file_system.dns_name
-        self.mount_name = self.file_system.mount_name
-        self.arn = self.file_system.arn
-        self.security_group_id = self.security_group.id
-        self.storage_capacity_gib = spec.storage_capacity_gib
-        self.register_outputs(
-            {
-                "file_system_id": self.file_system_id,
-                "dns_name": self.dns_name,
-                "mount_name": self.mount_name,
-                "arn": self.arn,
-                "security_group_id": self.security_group_id,
-                "storage_capacity_gib": self.storage_capacity_gib,
-            }
-        )
-
     def _rules(self, name: str, args: LustreFileSystemArgs) -> list[pulumi.Resource]:
         """Lustre ports in and out between the file servers (self) and each client group, and into each client
         group from the file servers; EFA: all traffic to and from itself."""
         sg = self.security_group.id
-        child = pulumi.ResourceOptions(parent=self)
         peers: list[tuple[str, pulumi.Input[str]]] = [("self", sg)]
         peers += [(f"client{i}", group) for i, group in enumerate(args.client_security_group_ids)]
+        rules = self._server_rules(name, sg, peers) + self._client_rules(name, sg, peers[1:])
+        if args.spec.efa_enabled:
+            rules += self._efa_rules(name, sg)
+        return rules
+
+    def _server_rules(
+        self, name: str, sg: pulumi.Output[str], peers: list[tuple[str, pulumi.Input[str]]]
+    ) -> list[pulumi.Resource]:
+        """The file servers' group: the Lustre ports in from and out to itself and each client group."""
+        child = pulumi.ResourceOptions(parent=self)
         rules: list[pulumi.Resource] = []
         for peer, group in peers:
             for ports in LUSTRE_PORT_RANGES:
@@ -276,10 +301,18 @@ class LustreFileSystem(pulumi.ComponentResource):
                         opts=child,
                     )
                 )
+        return rules
+
+    def _client_rules(
+        self, name: str, sg: pulumi.Output[str], clients: list[tuple[str, pulumi.Input[str]]]
+    ) -> list[pulumi.Resource]:
+        """Each client group: the Lustre ports in from the file servers."""
+        child = pulumi.ResourceOptions(parent=self)
+        rules: list[pulumi.Resource] = []
         # Client side: file servers also open LNet connections to clients (lock callbacks, reconnects), and a
         # group admits only replies to what its own side opened, so each client group admits the file system's
         # group on the Lustre ports (User Guide, "File system access control with Amazon VPC", client rules).
-        for peer, group in peers[1:]:
+        for peer, group in clients:
             for ports in LUSTRE_PORT_RANGES:
                 label = port_label(ports)
                 rules.append(
@@ -296,29 +329,34 @@ class LustreFileSystem(pulumi.ComponentResource):
                         opts=child,
                     )
                 )
-        if args.spec.efa_enabled:
-            rules.append(
-                aws.vpc.SecurityGroupIngressRule(
-                    child_name(name, "sg", "in", "self", "efa-all"),
-                    aws.vpc.SecurityGroupIngressRuleArgs(
-                        security_group_id=sg,
-                        referenced_security_group_id=sg,
-                        ip_protocol="-1",
-                        description="EFA: all traffic from itself",
-                    ),
-                    opts=child,
-                )
+        return rules
+
+    def _efa_rules(self, name: str, sg: pulumi.Output[str]) -> list[pulumi.Resource]:
+        """EFA traffic is not TCP: the file servers' group admits all of it to and from itself."""
+        child = pulumi.ResourceOptions(parent=self)
+        rules: list[pulumi.Resource] = []
+        rules.append(
+            aws.vpc.SecurityGroupIngressRule(
+                child_name(name, "sg", "in", "self", "efa-all"),
+                aws.vpc.SecurityGroupIngressRuleArgs(
+                    security_group_id=sg,
+                    referenced_security_group_id=sg,
+                    ip_protocol="-1",
+                    description="EFA: all traffic from itself",
+                ),
+                opts=child,
             )
-            rules.append(
-                aws.vpc.SecurityGroupEgressRule(
-                    child_name(name, "sg", "out", "self", "efa-all"),
-                    aws.vpc.SecurityGroupEgressRuleArgs(
-                        security_group_id=sg,
-                        referenced_security_group_id=sg,
-                        ip_protocol="-1",
-                        description="EFA: all traffic to itself",
-                    ),
-                    opts=child,
-                )
+        )
+        rules.append(
+            aws.vpc.SecurityGroupEgressRule(
+                child_name(name, "sg", "out", "self", "efa-all"),
+                aws.vpc.SecurityGroupEgressRuleArgs(
+                    security_group_id=sg,
+                    referenced_security_group_id=sg,
+                    ip_protocol="-1",
+                    description="EFA: all traffic to itself",
+                ),
+                opts=child,
             )
+        )
         return rules

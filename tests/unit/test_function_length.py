@@ -15,19 +15,8 @@ CHECKED = ("stacks", "trainstack", "components")
 # components/: the known long functions, each to be split into named steps, then taken off this list.
 KNOWN_LONG = frozenset(
     {
-        "components:DataBuckets.__init__",
-        "components:FleetHealth._metrics",
-        "components:GpuNodeGroup.__init__",
-        "components:HyperPodCluster.__init__",
-        "components:LustreFileSystem.__init__",
-        "components:LustreFileSystem._rules",
-        "components:Network._flow_logs",
-        "components:Scheduling.__init__",
-        "components:Tenancy.__init__",
-        "components:ValidationJobs.__init__",
         "components:gpu_dashboard",
         "components:hyperpod_execution_policy",
-        "components:secure_bucket",
     }
 )
 
