@@ -328,3 +328,20 @@ def test_no_cross_az_item_otherwise(groups: tuple[NodeGroupSummary, ...], file_s
     estimate = cost.estimate(summary(node_groups=groups, file_systems=(file_system,)), 730)
     assert not [i for i in estimate.items if i.category == "data-transfer"]
     assert not any("Cross-AZ" in n for n in estimate.notes)
+
+
+@pytest.mark.parametrize("throughput", [None, 200])
+def test_scratch_lustre_has_one_price_whatever_throughput_is_shown(throughput: int | None) -> None:
+    """SCRATCH_2 is priced per GB-month alone (aws.amazon.com/fsx/lustre/pricing): a throughput figure beside it
+    (its 200 MB/s/TiB baseline, as a report may show it) does not pick another price or leave it unpriced."""
+    fs = FileSystemSummary("fs", "urn:x", "SCRATCH_2", 1200, throughput, False, 240.0, 0)
+    [fsx] = [i for i in cost.estimate(summary(file_systems=(fs,)), 730).items if i.category == "fsx"]
+    assert fsx.usd_per_hour_desired == pytest.approx(1200 * 0.140 / 730)
+
+
+def test_every_metrics_cost_is_an_estimate() -> None:
+    """Every AMP line is marked as an estimate: the samples are a count of series per node, GPU and EFA device that
+    the plan estimates, and the collector is priced with them."""
+    items = cost.observability_items(summary(node_groups=(group(),)), 60)
+    assert [i.name for i in items] == ["AMP managed collector", "AMP samples collected", "AMP samples ingested"]
+    assert all(i.estimated for i in items)

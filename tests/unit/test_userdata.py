@@ -127,3 +127,10 @@ def test_hugepages_script_reserves_only_2mib_pages(tmp_path: Path, hugepage_kb: 
         assert sysctl_file.read_text().strip() == "vm.nr_hugepages = 5128"
     else:
         assert result.returncode != 0 and "not 2048" in result.stderr
+
+
+def test_the_nvidia_runtime_script_is_there_only_when_asked() -> None:
+    """A group that is not NVIDIA's (nvidia left out: Neuron, CPU) gets no NVIDIA runtime script."""
+    plain = nodeadm_user_data(hugepages_2mi=0, instance_store=False)
+    assert "nvidia-ctk" not in plain and plain.count("Content-Type: ") == 2  # the document and its NodeConfig
+    assert "nvidia-ctk" in nodeadm_user_data(hugepages_2mi=0, instance_store=False, nvidia=True)
