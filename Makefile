@@ -10,7 +10,7 @@ ARGS ?=
 # rewrites every test module again (about 5 CPU-s per worker, and 1-2 per `python -m trainstack` process).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts bench mutate hyperpod-chart hyperpod-chart-fetch clean policy-venv workflows
+.PHONY: plan test test-e2e test-fast checks typecheck suite lint promtool slurm-tools schema docs pack-facts generated bench mutate hyperpod-chart hyperpod-chart-fetch clean policy-venv workflows
 
 # uv lives in its own small virtualenv so that `uv sync` can make .venv exactly the lock file (nothing
 # installed by hand survives), and never downloads an interpreter: the lock pins Python 3.11. Bytecode is
@@ -60,7 +60,7 @@ checks: $(VENV)/.synced
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
-	$(VENV)/bin/shellcheck --severity=style components/lifecycle/*/*.sh
+	$(VENV)/bin/shellcheck --severity=style components/sagemaker/lifecycle/*/*.sh
 	$(VENV)/bin/lint-imports --no-cache
 
 # pyrefly, strict: the program, the tooling and scripts/ against .venv ([tool.pyrefly] in pyproject.toml), then
@@ -91,13 +91,13 @@ promtool: ## The alert rules (monitoring/rules.yaml) against their firing and no
 # policy-rc.d (or its absence on a systemd host) decides whether the packages start their system services: the
 # tests use none of them, they start their own inside the boxes.
 SLURM_TOOLS := slurmctld slurmd slurmdbd sbatch sacct sacctmgr munged mariadbd mariadb-install-db mysqldump gcc make \
-	setpriv unshare nsenter ip ssh-keygen apt-mark dpkg-deb gpg
+	setpriv unshare nsenter ip ssh-keygen sshd apt-mark dpkg-deb gpg
 slurm-tools: ## Debian's Slurm daemons and clients, munge, MariaDB, libslurm-dev, gcc and make (for the e2e tier)
 	@for tool in $(SLURM_TOOLS); do command -v $$tool >/dev/null || missing=1; done; \
 	[ -f /usr/include/slurm/spank.h ] || missing=1; \
 	[ -z "$$missing" ] || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 	  --no-install-recommends slurmctld slurmd slurmdbd slurm-client munge mariadb-server mariadb-client libslurm-dev \
-	  gcc make libc6-dev util-linux iproute2 openssh-client gpg >/dev/null; }
+	  gcc make libc6-dev util-linux iproute2 openssh-client openssh-server gpg >/dev/null; }
 
 lint: checks typecheck ## The quick checks and the type checker, without the tests
 
@@ -110,7 +110,15 @@ pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the st
 	$(VENV)/bin/python scripts/pack_facts.py
 
 docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
-	$(VENV)/bin/python -m trainstack.docs
+	$(VENV)/bin/python scripts/docs.py
+
+# Every file generated from a home in the code, in dependency order: the pack's facts and thresholds, the editor
+# schema, then the docs (which read both). Golden URNs (scripts/golden_urns.py) and the upstream contract facts
+# (scripts/extract_contract_facts.py) are regenerated on purpose only: docs/extending.md says when.
+generated: $(VENV)/.synced ## Regenerate every generated file (pack-facts, schema, docs), in that order
+	@$(MAKE) --no-print-directory pack-facts
+	@$(MAKE) --no-print-directory schema
+	@$(MAKE) --no-print-directory docs
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod and dev plans (ARGS="--baseline DIR" to compare)
 	$(VENV)/bin/python bench/plan_scaling.py
@@ -123,7 +131,7 @@ bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole pro
 mutate: $(VENV)/.synced $(POLICY_VENV)/.synced node_modules/.installed ## Mutation scores of the core modules against the floor
 	$(VENV)/bin/python scripts/mutate.py $(ARGS)
 
-# The HyperPod dependencies chart, at the tag components/hyperpod_dependencies.py pins, where the release looks for
+# The HyperPod dependencies chart, at the tag components/sagemaker/hyperpod_dependencies.py pins, where the release looks for
 # it (.hyperpod-chart/<tag>/). Needed before `pulumi up` on a stack with HyperPod on EKS; needs git and helm.
 # With STACK=<name> (CI) it is fetched only when that stack runs HyperPod on EKS; HYPERPOD_CHART_MIRROR=<git URL>
 # clones the same tag from a mirror (a runner without GitHub access; the day-one dry run's local repository).
@@ -134,7 +142,7 @@ hyperpod-chart: $(VENV)/.synced
 	fi; $(MAKE) --no-print-directory hyperpod-chart-fetch
 
 hyperpod-chart-fetch: $(VENV)/.synced
-	@set -e; eval "$$($(VENV)/bin/python -c 'from components.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
+	@set -e; eval "$$($(VENV)/bin/python -c 'from components.sagemaker.hyperpod_dependencies import HYPERPOD_CLI_REPOSITORY as r, HYPERPOD_CLI_TAG as t, CHART_PATH as p; print(f"REPO={r} TAG={t} CHART={p}")')"; \
 	rm -rf .hyperpod-chart/$$TAG; \
 	git clone --quiet --depth 1 --branch $$TAG "$${HYPERPOD_CHART_MIRROR:-$$REPO}" .hyperpod-chart/$$TAG; \
 	helm dependency update .hyperpod-chart/$$TAG/$$CHART

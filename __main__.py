@@ -5,36 +5,41 @@ compose the components, export what exists. Every decision lives in `stacks/` (w
 import pulumi
 
 from components.account_checks import check_account
-from components.autoscaling import needs_autoscaler
-from components.buckets import DataBuckets, DataBucketsArgs
-from components.checkpoints import CheckpointAccess, CheckpointAccessArgs
-from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
 from components.deploy_guard import refuse_placeholders, under_mock_engine
-from components.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
-from components.eks import EksCluster, EksClusterArgs
+from components.eks.eks import EksCluster, EksClusterArgs, control_plane_log_group_name
+from components.eks.existing_cluster import ExistingCluster, ExistingClusterArgs
+from components.eks.team_access import TeamAccess, TeamAccessArgs, members_by_role
 from components.fleet_metrics import dcgm_metrics_csv
-from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
-from components.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.hyperpod_dependencies import (
+from components.gpu.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
+from components.health.checkpoints import CheckpointAccess, CheckpointAccessArgs
+from components.health.observability import FleetHealth, FleetHealthArgs
+from components.k8s.autoscaling import needs_autoscaler
+from components.k8s.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, ScaledGroup
+from components.k8s.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
+from components.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.k8s.metrics_server import MetricsServer, MetricsServerArgs
+from components.k8s.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
+from components.k8s.scheduling import Scheduling, SchedulingArgs
+from components.k8s.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
+from components.k8s.validation_jobs import ValidationJobs, ValidationJobsArgs
+from components.k8s_common import custom_taint_tolerations
+from components.naming import aws_partition
+from components.network.network import Network, NetworkArgs, flow_log_group_name, s3_prefix_cidrs
+from components.providers import aws_provider
+from components.sagemaker.hyperpod_dependencies import (
     CHART_PATH,
     HYPERPOD_CLI_TAG,
     HyperPodDependencies,
     HyperPodDependenciesArgs,
 )
-from components.lustre import LustreFileSystem, LustreFileSystemArgs
-from components.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
-from components.naming import aws_partition
-from components.network import Network, NetworkArgs, s3_prefix_cidrs
-from components.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
-from components.observability import FleetHealth, FleetHealthArgs
-from components.providers import aws_provider
-from components.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
-from components.scheduling import Scheduling, SchedulingArgs
-from components.team_access import TeamAccess, TeamAccessArgs, members_by_role
-from components.team_storage import TeamStorageAccess, TeamStorageAccessArgs
+from components.sagemaker.sagemaker_roles import TrainingJobRole, TrainingJobRoleArgs
+from components.security.telemetry_key import TelemetryKey, TelemetryKeyArgs, alert_topic_name
+from components.storage.buckets import DataBuckets, DataBucketsArgs
+from components.storage.lustre import LustreFileSystem, LustreFileSystemArgs
+from components.storage.lustre import log_group_name as lustre_log_group_name
+from components.storage.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
+from components.storage.team_storage import TeamStorageAccess, TeamStorageAccessArgs
 from components.tenancy import Tenancy, TenancyArgs
-from components.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
-from components.validation_jobs import ValidationJobs, ValidationJobsArgs
 from stacks.load import FULL_KEY, ConfigError, check_stack, secret_refusal, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
 
@@ -73,56 +78,99 @@ aws = aws_provider("aws", stack.region, tags, aliases=moved("aws"))
 # engine's answers are no account's, so the offline plan judges none of them (docs/preflight.md).
 pulumi.export("account_checks", check_account(stack, aws, judge=not under_mock_engine()))
 
+# The key of every log group and of the alert topic: its policy names exactly the ones this stack creates.
+telemetry = TelemetryKey(
+    "telemetry",
+    TelemetryKeyArgs(
+        base_name=stack.name,
+        region=stack.region,
+        log_groups=[
+            *([control_plane_log_group_name(stack.name)] if stack.existing_cluster is None else []),
+            *([] if stack.network.existing_vpc else [flow_log_group_name(stack.name)]),
+            *(
+                [lustre_log_group_name(stack.name)]
+                if stack.storage.fsx.enabled and not stack.storage.fsx.existing
+                else []
+            ),
+        ],
+        alert_topic_name=alert_topic_name(stack.name) if stack.metrics_enabled else None,
+        administrators=stack.security.key_administrator_arns,
+        protect=stack.protect_data,
+    ),
+    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("telemetry")),
+)
+pulumi.export("telemetry_kms_key_arn", telemetry.key_arn)
+
 # Network, EKS control plane and the EFA GPU node groups.
 network = Network(
     "network",
-    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region),
+    NetworkArgs(spec=stack.network, base_name=stack.name, region=stack.region, log_kms_key_arn=telemetry.key_arn),
     opts=pulumi.ResourceOptions(provider=aws, aliases=moved("network")),
 )
-eks = EksCluster(
-    "eks",
-    EksClusterArgs(
-        spec=stack.eks,
-        base_name=stack.name,
-        region=stack.region,
-        vpc_id=network.vpc_id,
-        private_subnet_ids=list(network.private_subnet_ids.values()),
-        protect=stack.protect_data,
-        tags=tags,
-        key_administrator_arns=stack.security.key_administrator_arns,
-    ),
-    opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
-)
+eks: EksCluster | ExistingCluster
+if stack.existing_cluster is not None:
+    # Platform-only mode: the cluster and its nodes are someone else's; everything below the Kubernetes layer is
+    # read, not created (components/eks/existing_cluster.py).
+    eks = ExistingCluster(
+        "eks",
+        ExistingClusterArgs(name=stack.existing_cluster.name, region=stack.region),
+        opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
+    )
+else:
+    eks = EksCluster(
+        "eks",
+        EksClusterArgs(
+            spec=stack.eks,
+            base_name=stack.name,
+            region=stack.region,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=list(network.private_subnet_ids.values()),
+            protect=stack.protect_data,
+            tags=tags,
+            key_administrator_arns=stack.security.key_administrator_arns,
+            pod_subnet_ids=network.pod_subnet_ids,
+            log_kms_key_arn=telemetry.key_arn,
+        ),
+        opts=pulumi.ResourceOptions(provider=aws, aliases=moved("eks")),
+    )
 pulumi.export("vpc_id", network.vpc_id)
 pulumi.export("private_subnet_ids", network.private_subnet_ids)
 pulumi.export("efa_security_group_id", network.efa_security_group_id)
 pulumi.export("workload_security_group_id", network.workload_security_group_id)
 pulumi.export("cluster_name", eks.cluster_name)
 pulumi.export("cluster_endpoint", eks.cluster_endpoint)
-pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
 pulumi.export("oidc_issuer_url", eks.oidc_issuer_url)
 pulumi.export("cluster_security_group_id", eks.cluster_security_group_id)
-pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
-pulumi.export("node_role_arn", eks.node_role_arn)
 pulumi.export("kubeconfig", eks.kubeconfig)
+if isinstance(eks, EksCluster):
+    pulumi.export("oidc_provider_arn", eks.oidc_provider_arn)
+    pulumi.export("secrets_kms_key_arn", eks.kms_key_arn)
+    pulumi.export("node_role_arn", eks.node_role_arn)
 
-gpu_groups: dict[str, GpuNodeGroup] = {
-    group.name: GpuNodeGroup(
-        f"gpu-{group.name}",
-        GpuNodeGroupArgs.of_stack(
-            stack,
-            group,
-            cluster_name=eks.cluster_name,
-            node_role_arn=eks.node_role_arn,
-            subnet_id=network.private_subnet_ids[group.availability_zone],
-            security_group_ids=[eks.cluster_security_group_id, network.efa_security_group_id],
-            node_volume_kms_key_arn=eks.node_volume_kms_key_arn,
-            node_dependencies=eks.node_dependencies,
-        ),
-        opts=pulumi.ResourceOptions(provider=aws, aliases=moved(f"gpu-{group.name}")),
-    )
-    for group in stack.gpu_node_groups
-}
+# An existing cluster's groups are its owner's: they are described (gpu_node_groups[].selector), never created.
+gpu_groups: dict[str, GpuNodeGroup] = {}
+if isinstance(eks, EksCluster):
+    cluster = eks
+    gpu_groups = {
+        group.name: GpuNodeGroup(
+            f"gpu-{group.name}",
+            GpuNodeGroupArgs.of_stack(
+                stack,
+                group,
+                cluster_name=cluster.cluster_name,
+                node_role_arn=cluster.node_role_arn,
+                subnet_id=network.private_subnet_ids[group.availability_zone],
+                security_group_ids=[cluster.cluster_security_group_id, network.efa_security_group_id],
+                node_volume_kms_key_arn=cluster.node_volume_kms_key_arn,
+                node_dependencies=cluster.node_dependencies,
+                cluster_endpoint=cluster.cluster_endpoint,
+                cluster_certificate_authority=cluster.cluster_certificate_authority,
+                cluster_service_cidr=cluster.cluster_service_cidr,
+            ),
+            opts=pulumi.ResourceOptions(provider=aws, aliases=moved(f"gpu-{group.name}")),
+        )
+        for group in stack.gpu_node_groups
+    }
 pulumi.export(
     "gpu_node_groups",
     {
@@ -165,7 +213,8 @@ pulumi.export("datasets_bucket_arn", data.datasets_bucket_arn)
 pulumi.export("checkpoints_bucket_arn", data.checkpoints_bucket_arn)
 pulumi.export("data_kms_key_arn", data.kms_key_arn)
 lustre: LustreFileSystem | None = None
-if stack.storage.fsx.enabled:
+existing_fsx = stack.storage.fsx.existing if stack.storage.fsx.enabled else None
+if stack.storage.fsx.enabled and existing_fsx is None:
     lustre = LustreFileSystem(
         "lustre",
         LustreFileSystemArgs(
@@ -180,6 +229,7 @@ if stack.storage.fsx.enabled:
             ],
             efa_security_group_id=network.efa_security_group_id,
             kms_key_arn=data.kms_key_arn,
+            log_kms_key_arn=telemetry.key_arn,
             datasets_bucket_name=data.datasets_bucket_name,
             protect=stack.protect_data,
         ),
@@ -191,11 +241,14 @@ if stack.storage.fsx.enabled:
     pulumi.export("fsx_security_group_id", lustre.security_group_id)
 
 # Kubernetes GPU platform: device plugins before anything that requests GPUs or EFA, then queues and jobs.
+system_nodes = [eks.system_node_group] if eks.system_node_group is not None else []
 k8s_spec = stack.kubernetes
 device_plugins: list[pulumi.Resource] = []
 # One GPU Operator release serves every NVIDIA node (groups whose image differs opt out, GpuNodeGroupArgs.of_stack).
 operator_ami_family = stack.gpu_operator_ami_family
-if operator_ami_family is not None:
+# On a HyperPod cluster, HyperPod's dependencies chart already runs the NVIDIA and EFA device plugins.
+hyperpod_owns_device_plugins = stack.existing_cluster is not None and stack.existing_cluster.hyperpod
+if operator_ami_family is not None and not hyperpod_owns_device_plugins:
     gpu_operator = GpuOperator(
         "gpu-operator",
         GpuOperatorArgs(
@@ -203,35 +256,51 @@ if operator_ami_family is not None:
             ami_family=operator_ami_family,
             hyperpod_nodes=stack.hyperpod_eks_nvidia,
             dcgm_metrics_csv=dcgm_metrics_csv() if stack.metrics_enabled else None,
+            group_taints=custom_taint_tolerations(stack.gpu_node_groups),
             after=[eks],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("gpu-operator")),
     )
     device_plugins.append(gpu_operator.release)
     pulumi.export("gpu_operator_values", gpu_operator.values)
-if stack.needs_efa_plugin:
+if stack.needs_efa_plugin and not hyperpod_owns_device_plugins:
     efa_plugin = EfaDevicePlugin(
         "efa-plugin",
         EfaDevicePluginArgs(
             spec=k8s_spec.efa_device_plugin,
             hyperpod_instance_types=stack.efa_plugin_hyperpod_instance_types,
+            group_taints=custom_taint_tolerations(stack.gpu_node_groups),
+            instance_types=[g.instance_type for g in stack.gpu_node_groups if g.efa_enabled]
+            if stack.platform_only
+            else [],
             after=[eks],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("efa-plugin")),
     )
     device_plugins.append(efa_plugin.release)
+if k8s_spec.metrics_server.enabled:
+    MetricsServer(
+        "metrics-server",
+        MetricsServerArgs(spec=k8s_spec.metrics_server, after=[eks]),
+        opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("metrics-server")),
+    )
 # The schema requires kubernetes.neuron_device_plugin when a Neuron group exists.
 if stack.neuron_node_groups and k8s_spec.neuron_device_plugin:
     neuron_plugin = NeuronDevicePlugin(
         "neuron-plugin",
-        NeuronDevicePluginArgs(spec=k8s_spec.neuron_device_plugin, after=[eks]),
+        NeuronDevicePluginArgs(
+            spec=k8s_spec.neuron_device_plugin,
+            group_taints=custom_taint_tolerations(stack.gpu_node_groups),
+            after=[eks],
+        ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("neuron-plugin")),
     )
     device_plugins.append(neuron_plugin.release)
 # Capacity that follows the work (docs/capacity.md): cluster-autoscaler when a group can grow or waits for a
 # Capacity Block; its ProvisioningRequest CRD must exist before Kueue starts.
 capacity_after: list[pulumi.Resource] = []
-if needs_autoscaler(stack.gpu_node_groups):
+# On an existing cluster the groups, and scaling them, are the owner's.
+if needs_autoscaler(stack.gpu_node_groups) and isinstance(eks, EksCluster):
     autoscaler = ClusterAutoscaler(
         "cluster-autoscaler",
         ClusterAutoscalerArgs(
@@ -332,21 +401,35 @@ CheckpointAccess(
     opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("checkpoints")),
 )
 pulumi.export("team_namespaces", {team: ns.metadata.name for team, ns in scheduling.team_namespaces.items()})
-if lustre is not None:
-    # The FSx CSI driver and one static PV + PVC per team namespace, all on the same file system.
+fsx_target = (
+    (lustre.file_system_id, lustre.dns_name, lustre.mount_name, lustre.storage_capacity_gib)
+    if lustre is not None
+    else (
+        existing_fsx.file_system_id,
+        existing_fsx.dns_name,
+        existing_fsx.mount_name,
+        stack.storage.fsx.storage_capacity_gib,
+    )
+    if existing_fsx is not None
+    else None
+)
+if fsx_target is not None:
+    # The FSx CSI driver and one static PV + PVC per team namespace, all on the same file system (trainstack's, or
+    # the existing one storage.fsx.existing names).
+    file_system_id, dns_name, mount_name, capacity_gib = fsx_target
     lustre_volume = LustreVolume(
         "lustre-volume",
         LustreVolumeArgs(
             cluster_name=eks.cluster_name,
             addon_version=stack.eks.addons.fsx_csi_driver,
             namespaces=[team.name for team in k8s_spec.teams],
-            file_system_id=lustre.file_system_id,
-            dns_name=lustre.dns_name,
-            mount_name=lustre.mount_name,
-            capacity_gib=lustre.storage_capacity_gib,
+            file_system_id=file_system_id,
+            dns_name=dns_name,
+            mount_name=mount_name,
+            capacity_gib=capacity_gib,
             team_directory=stack.storage.fsx.team_directory,
             datasets_path=stack.storage.fsx.file_system_path,
-            depends_on=[eks.system_node_group, *scheduling.team_namespaces.values()],
+            depends_on=[*system_nodes, *scheduling.team_namespaces.values()],
         ),
         opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("lustre-volume")),
     )
@@ -359,7 +442,9 @@ if k8s_spec.training_operator.kind == "kubeflow_trainer" and stack.gpu_node_grou
         TrainingRuntimesArgs(
             spec=k8s_spec.training_operator.runtimes,
             node_groups=stack.gpu_node_groups,
-            lustre_claim=LustreMount(CLAIM_NAME, *stack.storage.fsx.squash_identity) if lustre is not None else None,
+            lustre_claim=LustreMount(CLAIM_NAME, *stack.storage.fsx.squash_identity)
+            if fsx_target is not None
+            else None,
             after=[scheduling.training_operator],
         ),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("training-runtimes")),
@@ -399,10 +484,15 @@ fleet_health = FleetHealth(
         subnet_ids=list(network.private_subnet_ids.values()),
         security_group_ids=[eks.cluster_security_group_id],
         metrics=stack.metrics_enabled,
-        fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if stack.storage.fsx.enabled else None,
-        # GPU and EFA alerts only where dcgm-exporter runs: an alert that cannot fire is not listed.
-        gpu_metrics=operator_ami_family is not None and k8s_spec.gpu_operator.dcgm_exporter,
-        after=[eks.system_node_group, *device_plugins, scheduling.kueue_release],
+        # YACE finds trainstack's file system by its Name tag; an existing one's tags are its owner's.
+        fsx_throughput_mb_s=stack.storage.fsx.throughput_mb_s if lustre is not None else None,
+        # GPU and EFA alerts only where dcgm-exporter runs: an alert that cannot fire is not listed. dcgm-exporter
+        # comes with trainstack's GPU Operator: none on a HyperPod cluster (HyperPod's chart instead).
+        gpu_metrics=operator_ami_family is not None
+        and not hyperpod_owns_device_plugins
+        and k8s_spec.gpu_operator.dcgm_exporter,
+        alert_kms_key_arn=telemetry.key_arn,
+        after=[*system_nodes, *device_plugins, scheduling.kueue_release],
     ),
     opts=pulumi.ResourceOptions(providers=[aws, eks.k8s_provider], aliases=moved("health")),
 )
@@ -422,7 +512,7 @@ security_groups = {
 if sagemaker_spec.hyperpod.enabled:
     # Imported here, not at the top: the aws-native SDK (about 250 MB) serves only HyperPod, and importing it
     # costs every plan of a stack without HyperPod about a second (docs/testing.md, docs/bench.md).
-    from components.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
+    from components.sagemaker.hyperpod import HyperPodCluster, HyperPodClusterArgs, aws_native_provider
 
     aws_native = aws_native_provider("aws-native", stack.region, tags, aliases=moved("aws-native"))
     hyperpod_after: list[pulumi.Resource] = []
@@ -434,7 +524,7 @@ if sagemaker_spec.hyperpod.enabled:
         # Relative to the project: the engine runs providers in the project directory (pulumi/pulumi
         # pkg/resource/plugin ExecPlugin, cmd.Dir = the plugin context's Pwd), so every checkout (a laptop, each
         # CI run's workspace) records one chart input and no checkout path turns into a Helm upgrade.
-        core = [*eks.addons.values(), eks.system_node_group]
+        core = [*eks.addons.values(), *system_nodes]
         dependencies = HyperPodDependencies(
             "hyperpod-dependencies",
             HyperPodDependenciesArgs(
@@ -467,6 +557,8 @@ if sagemaker_spec.hyperpod.enabled:
     pulumi.export("hyperpod_cluster_arn", hyperpod.cluster_arn)
     pulumi.export("hyperpod_orchestrator", hyperpod.orchestrator)
     pulumi.export("hyperpod_execution_role_arn", hyperpod.execution_role_arn)
+    if hyperpod.login_role_arn is not None:
+        pulumi.export("hyperpod_login_role_arn", hyperpod.login_role_arn)
     pulumi.export("hyperpod_lifecycle_s3_uri", hyperpod.lifecycle_source_s3_uri)
 if sagemaker_spec.training_job_role:
     training = TrainingJobRole(

@@ -9,6 +9,10 @@ there mostly measures the neighbours. Also times the contract tier and the journ
 recording, each in a fresh process after the program ran (so each pays its own lazy imports), and gives each as
 a share of the whole plan's CPU (each tier's budget: 20%).
 
+Beside the plan it times the floor the same way, whole process, in turn with each plan run: a fresh interpreter
+registering as many bare resources as the plan recorded (a provider and `aws.ec2.Vpc`s) under the same engine
+and mocks (`bench/plan_scaling.py --worker floor`), and prints plan / floor CPU (target: at most 2).
+
     .venv/bin/python bench/prod_plan.py [--stack NAME] [--baseline DIR] [--repeats N]
 
 Figures measured so far: docs/bench.md.
@@ -28,22 +32,43 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REPEATS = 5
 STACK = "prod"
+FLOOR_RATIO = 2.0  # the whole plan may cost at most this many times the floor's whole process, CPU
 
 
 def command(stack: str) -> tuple[str, ...]:
     return ("-m", "trainstack", "plan", "--stack", stack, "--format", "json")  # stdout is captured
 
 
-def one_run(tree: Path, stack: str = STACK) -> tuple[float, float]:
-    """Wall and CPU seconds of one plan of `stack` in `tree`, run by this virtualenv's interpreter."""
+def timed_process(args: list[str], cwd: Path, stdin: str = "") -> tuple[float, float, str]:
+    """Wall and CPU seconds of one child process (user + system), and its stdout; exits on failure."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, *command(stack)], cwd=tree, capture_output=True, text=True, check=False)
+    done = subprocess.run(args, cwd=cwd, input=stdin, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"plan in {tree} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        raise SystemExit(f"{' '.join(args)} in {cwd} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
+
+
+def one_run(tree: Path, stack: str = STACK) -> tuple[float, float]:
+    """Wall and CPU seconds of one plan of `stack` in `tree`, run by this virtualenv's interpreter."""
+    wall, cpu, _ = timed_process([sys.executable, *command(stack)], tree)
+    return wall, cpu
+
+
+def resource_count(tree: Path, stack: str = STACK) -> int:
+    """How many resources the plan of `stack` registers (its steps but the stack itself, as the floor counts)."""
+    _, _, out = timed_process([sys.executable, *command(stack)], tree)
+    return sum(1 for step in json.loads(out)["steps"] if step["type"] != "pulumi:pulumi:Stack")
+
+
+def floor_run(count: int) -> tuple[float, float]:
+    """Wall and CPU seconds of a whole process registering `count` bare resources under the same engine."""
+    wall, cpu, _ = timed_process(
+        [sys.executable, str(ROOT / "bench" / "plan_scaling.py"), "--worker", "floor"], ROOT, f"{count}\n"
+    )
+    return wall, cpu
 
 
 # Run in a fresh interpreter: the program, then one tier timed alone (its lazy imports included, the program not).
@@ -87,12 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack", default=STACK, help="the stack to plan (default: prod)")
     args = parser.parse_args(argv)
     trees = {"this tree": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in [*trees, "floor"]}
+    count = resource_count(ROOT, args.stack)  # also warms the file cache and .pyc files; not counted
     for tree in trees.values():
-        one_run(tree, args.stack)  # warm the file cache and .pyc files; not counted
+        one_run(tree, args.stack)
+    floor_run(count)
     for _ in range(args.repeats):
         for name, tree in trees.items():
             samples[name].append(one_run(tree, args.stack))
+        samples["floor"].append(floor_run(count))
     print(
         f"{args.stack} plan, median of {args.repeats} runs "
         f"(`python -m trainstack plan --stack {args.stack} --format json`):"
@@ -102,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     medians = {}
     for name, runs in samples.items():
         medians[name] = (median([w for w, _ in runs]), median([c for _, c in runs]))
-        print(f"| {name} | {medians[name][0]:.2f} | {medians[name][1]:.2f} |")
+        shown = f"SDK floor ({count} bare resources, same engine)" if name == "floor" else name
+        print(f"| {shown} | {medians[name][0]:.2f} | {medians[name][1]:.2f} |")
+    ratio = medians["this tree"][1] / medians["floor"][1]
+    verdict = "within" if ratio <= FLOOR_RATIO else "NOT within"
+    print(f"plan / floor, whole process CPU: {ratio:.2f} ({verdict} the target of {FLOOR_RATIO})")
     if args.baseline:
         wall = medians["this tree"][0] / medians["baseline"][0] - 1
         cpu = medians["this tree"][1] / medians["baseline"][1] - 1

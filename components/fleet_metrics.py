@@ -1,6 +1,6 @@
 """What the fleet exports to Prometheus, as data: the DCGM fields we ask the exporter for, the EFA hardware
 counters, the Kubernetes namespace of the exporters, and the scrape configuration of the Amazon Managed
-Service for Prometheus collector (pure; `components/observability.py` ships it).
+Service for Prometheus collector (pure; `components/health/observability.py` ships it).
 
 Metric sources and their names:
 - GPUs: the GPU Operator's dcgm-exporter with our field list (`DCGM_FIELDS`, shipped as the operator's

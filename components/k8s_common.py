@@ -9,8 +9,10 @@ during deep health checks, HyperPod's health taint.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator
-from stacks.schema import EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL
+from stacks.schema import EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL, GpuNodeGroupSpec, NodeTaintSpec
 
 __all__ = [
     "EFA_NODE_LABEL",
@@ -26,8 +28,11 @@ __all__ = [
     "NODE_GROUP_LABEL",
     "TEAM_LABEL",
     "Toleration",
+    "custom_taint_tolerations",
+    "group_tolerations",
     "hyperpod_health_toleration",
     "taint_key",
+    "taint_toleration",
     "toleration",
 ]
 
@@ -36,7 +41,7 @@ TEAM_LABEL = "trainstack.io/team"
 # instance-type list (user pain point 4).
 EFA_NODE_LABEL = EFA_PRESENT_LABEL
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the extended resource the EFA device plugin advertises
-# The node groups taint accelerator nodes with their device resource name (components/gpu_nodes.node_taint).
+# The node groups taint accelerator nodes with their device resource name (components/gpu/gpu_nodes.node_taint).
 GPU_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NVIDIA]
 NEURON_TAINT_KEY = DEVICE_RESOURCE[Accelerator.NEURON]
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's label that puts a job in a LocalQueue
@@ -90,3 +95,25 @@ def hyperpod_health_toleration() -> Toleration:
 def taint_key(instance_type: str) -> str:
     """The taint key an accelerated node group of this instance type carries (its device resource name)."""
     return CATALOG[instance_type].device_resource
+
+
+def taint_toleration(taint: NodeTaintSpec) -> Toleration:
+    """Tolerate exactly one of a group's own taints (`gpu_node_groups[].taints`): key, value and effect."""
+    return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect.value}
+
+
+def group_tolerations(group: GpuNodeGroupSpec) -> list[Toleration]:
+    """What a pod needs to land on a group's nodes: the accelerator taint, then the group's own taints."""
+    return [toleration(taint_key(group.instance_type)), *(taint_toleration(t) for t in group.taints)]
+
+
+def custom_taint_tolerations(groups: Iterable[GpuNodeGroupSpec]) -> list[Toleration]:
+    """Every group's own taints, once each, for the daemons that must run on every accelerated node (device
+    plugins, the GPU Operator's operands): without them a custom NoSchedule taint keeps a node's GPUs and EFA
+    devices unadvertised."""
+    seen: list[Toleration] = []
+    for group in groups:
+        for taint in group.taints:
+            if (tol := taint_toleration(taint)) not in seen:
+                seen.append(tol)
+    return seen

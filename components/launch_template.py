@@ -34,7 +34,7 @@ class GpuLaunchOptions:
 
     name: str
     instance_type: str | None
-    user_data: str
+    user_data: pulumi.Input[str]
     network_interfaces: Sequence[aws.ec2.LaunchTemplateNetworkInterfaceArgs]
     """Explicit EFA interfaces; with them, the security groups go on each interface (EC2 refuses both)."""
     security_group_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None
@@ -42,6 +42,8 @@ class GpuLaunchOptions:
     capacity_reservation: aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None
     market: aws.ec2.LaunchTemplateInstanceMarketOptionsArgs | None
     tags: Mapping[str, str]
+    image_id: str | None = None
+    """A custom AMI (`gpu_node_groups[].ami_id`); None lets EKS pick the accelerated AMI from `ami_type`."""
 
 
 def node_launch_template(
@@ -55,8 +57,9 @@ def node_launch_template(
     instance_metadata_tags: str | None = None,
     gpu: GpuLaunchOptions | None = None,
 ) -> aws.ec2.LaunchTemplate:
-    """A node group's launch template. No AMI: EKS picks it from the node group's `ami_type` and merges its
-    bootstrap with the user data here; `update_default_version` lets the node group follow the latest version."""
+    """A node group's launch template. No AMI unless the group names a custom one: EKS picks it from the node
+    group's `ami_type` and merges its bootstrap with the user data here (with a custom AMI it merges nothing, and
+    the user data carries the join); `update_default_version` lets the node group follow the latest version."""
     return aws.ec2.LaunchTemplate(
         resource_name,
         aws.ec2.LaunchTemplateArgs(
@@ -64,6 +67,7 @@ def node_launch_template(
             description=description,
             update_default_version=True,
             instance_type=gpu.instance_type if gpu else None,
+            image_id=gpu.image_id if gpu else None,
             user_data=gpu.user_data if gpu else None,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",

@@ -9,7 +9,7 @@ policies, services, quotas, claims, service accounts, queues. A member cannot ch
 grant, no escalate, bind or impersonate). A ResourceQuota of zero LoadBalancer and NodePort Services stands behind
 the Role for any other path (a controller, a later Role).
 
-Members reach the Role through the EKS access entry's `kubernetesGroups` (components/team_access.py): EKS maps
+Members reach the Role through the EKS access entry's `kubernetesGroups` (components/eks/team_access.py): EKS maps
 the IAM role to `trainstack:team:<team>` for every team that lists it, and each team namespace's RoleBinding binds
 that group.
 """

@@ -1,4 +1,5 @@
-"""What keeps teams on a shared GPU cluster apart: pod security levels, compute quotas and default limits,
+"""What keeps teams on a shared GPU cluster apart: compute quotas and default limits (pod security levels:
+components/namespaces.py),
 network policies, and the admission policy that restricts where images come from (docs/security.md).
 
 Pure functions decide every value; `Tenancy` only registers them:
@@ -8,7 +9,7 @@ Pure functions decide every value; `Tenancy` only registers them:
   namespace itself, DNS, HTTPS to AWS APIs and the Pod Identity agent. No Lustre rule: the Lustre client is the
   node's kernel module, and the FSx CSI driver mounts the file system on the node, so Lustre traffic leaves from
   the node's own address and never passes a pod's NetworkPolicy (which the VPC CNI enforces on pod interfaces);
-  the security groups (components/lustre.py) are what admit it;
+  the security groups (components/storage/lustre.py) are what admit it;
 - one ValidatingAdmissionPolicy and its binding that refuse pods in team namespaces whose images come from
   a registry outside the approved list (core Kubernetes, admissionregistration.k8s.io/v1, GA since 1.30). On
   UPDATE only images the pod did not already have are judged, so a metadata-only change (a controller removing
@@ -20,12 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_common import GPU_TAINT_KEY, NEURON_TAINT_KEY, TEAM_LABEL
+from components.k8s_common import EFA_RESOURCE, GPU_TAINT_KEY, NEURON_TAINT_KEY
+from components.namespaces import TENANT_LABEL, TENANT_TEAM
 from components.naming import child_name
 from components.team_rbac import (
     SERVICE_QUOTA,
@@ -36,40 +38,6 @@ from components.team_rbac import (
 )
 from stacks.catalog import CATALOG, InstanceType
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec
-
-# ------------------------------------------------------------------------------------------ pod security
-
-PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
-PSA_PREFIX = "pod-security.kubernetes.io/"  # Kubernetes Pod Security Admission namespace labels
-PSA_ENFORCE = f"{PSA_PREFIX}enforce"
-# Marks the namespaces trainstack creates for teams: quotas, network policies and the registry policy select it.
-TENANT_LABEL = "trainstack.io/tenant"
-TENANT_TEAM = "team"
-
-# Why each namespace trainstack creates has its level. Team namespaces take theirs from the stack file.
-SYSTEM_POD_SECURITY: Mapping[str, tuple[PodSecurityLevel, str]] = {
-    "gpu-operator": ("privileged", "NVIDIA GPU Operator operands: hostPath, privileged validator and DCGM"),
-    "trainstack-validation": ("privileged", "dcgmi diag needs SYS_ADMIN, which baseline forbids"),
-    "trainstack-monitoring": ("privileged", "node-exporter and its EFA counter sidecar read host network, PID, /sys"),
-    "kueue-system": ("baseline", "Kueue controller: no host access; restricted is warned and audited"),
-    "kubeflow-system": ("baseline", "Kubeflow Trainer and JobSet controllers: no host access"),
-}
-
-
-def pod_security_labels(enforce: PodSecurityLevel) -> dict[str, str]:
-    """Enforce `enforce`, and warn and audit at restricted so every gap to the strictest level shows up."""
-    return {PSA_ENFORCE: enforce, f"{PSA_PREFIX}warn": "restricted", f"{PSA_PREFIX}audit": "restricted"}
-
-
-def system_namespace_labels(namespace: str) -> dict[str, str]:
-    """The pod security labels of a system namespace trainstack creates (KeyError: add it to the table)."""
-    return pod_security_labels(SYSTEM_POD_SECURITY[namespace][0])
-
-
-def team_namespace_labels(team: TeamSpec) -> dict[str, str]:
-    """A team namespace: the team label the ClusterQueues select on, the tenant label, its pod security."""
-    return {TEAM_LABEL: team.name, TENANT_LABEL: TENANT_TEAM, **pod_security_labels(team.pod_security)}
-
 
 # ------------------------------------------------------------------------------------------------ quotas
 
@@ -104,11 +72,14 @@ class NodeShape:
     cpu_millicores: int
     memory_mib: int
     ephemeral_gib: int
+    efa_per_node: int = 0
+    hugepages_mib: int = 0
 
 
-def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int) -> NodeShape:
+def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int, efa: bool = False) -> NodeShape:
     """Allocatable CPU, memory (less kube-reserved, eviction threshold and pre-allocated hugepages) and
-    ephemeral storage (the instance store when the node has one, else its root volume) of one node."""
+    ephemeral storage (the instance store when the node has one, else its root volume) of one node; its EFA
+    devices (the EFA device plugin advertises one per interface) when `efa`, and its 2 MiB hugepages."""
     memory = row.memory_gib * 1024 - (11 * MAX_PODS_PER_NODE + 255) - EVICTION_HARD_MIB - hugepages_mib
     return NodeShape(
         device_resource=row.device_resource,
@@ -117,6 +88,8 @@ def node_shape(row: InstanceType, nodes: int, hugepages_mib: int, disk_gib: int)
         cpu_millicores=row.vcpus * 1000 - reserved_cpu_millicores(row.vcpus),
         memory_mib=memory,
         ephemeral_gib=row.instance_store_gib or disk_gib,
+        efa_per_node=row.max_efa_interfaces if efa else 0,
+        hugepages_mib=hugepages_mib,
     )
 
 
@@ -130,11 +103,14 @@ def node_shapes(
             g.max_size,
             g.hugepages_2mi * 2 if g.efa_enabled else 0,
             g.root_volume_size_gib,
+            efa=g.efa_enabled,
         )
         for g in groups
     ]
+    # HyperPod puts every EFA interface of an EFA-capable type on its nodes; the EFA device plugin advertises them.
     shapes += [
-        node_shape(CATALOG[g.ec2_instance_type], g.instance_count, 0, g.ebs_volume_size_gib) for g in hyperpod_groups
+        node_shape(CATALOG[g.ec2_instance_type], g.instance_count, 0, g.ebs_volume_size_gib, efa=True)
+        for g in hyperpod_groups
     ]
     return shapes
 
@@ -147,9 +123,10 @@ def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str,
     kind has the most allocatable resources, so it gets the largest such share, once per accelerator kind
     (the accelerator ResourceQuota counts each kind separately). What it gets is exactly what its
     accelerators' nodes offer: its pods fit beside its GPUs, and it cannot take the rest of the cluster."""
-    cpu = memory = ephemeral = pods = 0
+    cpu = memory = ephemeral = pods = efa = hugepages = 0
     for kind in dict.fromkeys(s.device_resource for s in shapes):
         best = (0, 0, 0, 0)
+        devices = (0, 0)  # EFA devices and hugepages: the most any one group of the kind offers the team's nodes
         for shape in (s for s in shapes if s.device_resource == kind):
             nodes = min(math.ceil(team.gpu_quota / shape.accelerators_per_node), shape.nodes)
             accelerators = min(team.gpu_quota, nodes * shape.accelerators_per_node)
@@ -160,7 +137,9 @@ def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str,
                 accelerators,
             )
             best = max(best, share)
+            devices = (max(devices[0], nodes * shape.efa_per_node), max(devices[1], nodes * shape.hugepages_mib))
         cpu, memory, ephemeral, pods = cpu + best[0], memory + best[1], ephemeral + best[2], pods + best[3]
+        efa, hugepages = efa + devices[0], hugepages + devices[1]
     return {
         "requests.cpu": f"{cpu}m",
         "limits.cpu": f"{cpu}m",
@@ -169,6 +148,26 @@ def team_compute_quota(team: TeamSpec, shapes: Sequence[NodeShape]) -> dict[str,
         "requests.ephemeral-storage": f"{ephemeral}Gi",
         "limits.ephemeral-storage": f"{ephemeral}Gi",
         "pods": str(pods + POD_HEADROOM),
+        # Extended resources take only the requests. form, hugepages both forms (kubernetes
+        # pkg/quota/v1/evaluator/core/pods.go podComputeUsageHelper): a team's pods hold no more EFA devices or
+        # hugepages than its accelerators' nodes have, so they cannot pin another team's fabric or memory.
+        f"requests.{EFA_RESOURCE}": str(efa),
+        f"requests.{HUGEPAGES_2MI}": f"{hugepages}Mi",
+    }
+
+
+def priority_quota() -> dict[str, Any]:
+    """A ResourceQuota spec that admits no pod of the system priority classes: pods with one can preempt the
+    platform's own (CoreDNS, the CNI, the device plugins). The device policy refuses them at admission; this
+    holds the line without it (a pod matches a PriorityClass scope by its priorityClassName: pods.go
+    podMatchesScopeFunc)."""
+    return {
+        "hard": {"pods": "0"},
+        "scopeSelector": {
+            "matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
+            ]
+        },
     }
 
 
@@ -355,20 +354,23 @@ DEVICE_POLICY_NAME = "trainstack-device-access"
 # internal/config/image/cuda_image.go: envNVVisibleDevices, envNVMigConfigDevices, envNVMigMonitorDevices, and
 # NVIDIA_IMEX_CHANNELS for IMEX channels on GB200). On the EKS AL2023 NVIDIA AMI the NVIDIA runtime is containerd's
 # default, so a pod naming one of these on a GPU node gets the GPUs without requesting them; the node's runtime
-# config ignores them for unprivileged containers too (components/userdata.py), this refuses them at the door.
+# config ignores them for unprivileged containers too (components/gpu/userdata.py), this refuses them at the door.
 NVIDIA_DEVICE_VARIABLES = (
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_MIG_CONFIG_DEVICES",
     "NVIDIA_MIG_MONITOR_DEVICES",
     "NVIDIA_IMEX_CHANNELS",
 )
-# Accelerator taints (components/gpu_nodes.node_taint) and the resource a pod tolerating one must request.
+# Accelerator taints (components/gpu/gpu_nodes.node_taint) and the resource a pod tolerating one must request.
 ACCELERATOR_TAINTS = (GPU_TAINT_KEY, NEURON_TAINT_KEY)
 # The one pod that tolerates an accelerator taint and requests none: the Trainer's MPI launcher, placed with its
-# workers (components/training_runtimes.py). JobSet labels each pod with its replicated job's name.
+# workers (components/k8s/training_runtimes.py). JobSet labels each pod with its replicated job's name.
 LAUNCHER_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 LAUNCHER_NAME = "launcher"
 SYSTEM_PRIORITY_PREFIX = "system-"  # system-cluster-critical, system-node-critical (kube-scheduler built-ins)
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+PRIORITY_QUOTA_NAME = "system-priority"
+HUGEPAGES_2MI = "hugepages-2Mi"
 
 
 def _no_device_variables(field: str) -> str:
@@ -479,7 +481,6 @@ class Tenancy(pulumi.ComponentResource):
         missing = sorted({t.name for t in args.teams} - set(args.namespaces))
         if missing:
             raise ValueError(f"{name}: no namespace given for teams {missing}")
-        child = pulumi.ResourceOptions(parent=self)
         shapes = node_shapes(args.node_groups, args.hyperpod_groups)
         destinations = pulumi.Output.from_input(
             args.https_destinations if args.https_destinations is not None else [ANYWHERE]
@@ -488,55 +489,84 @@ class Tenancy(pulumi.ComponentResource):
         for team in args.teams:
             namespace = args.namespaces[team.name].metadata.name
             self.quotas[team.name] = team_compute_quota(team, shapes)
-            k8s.core.v1.ResourceQuota(
-                child_name(name, team.name, "quota"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
-                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=self.quotas[team.name]),
-                opts=child,
-            )
-            k8s.core.v1.ResourceQuota(
-                child_name(name, team.name, "services"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_QUOTA_NAME, namespace=namespace),
-                spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=dict(SERVICE_QUOTA)),
-                opts=child,
-            )
-            role = k8s.rbac.v1.Role(
-                child_name(name, team.name, "member"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
-                rules=[cast("k8s.rbac.v1.PolicyRuleArgsDict", rule) for rule in team_member_rules()],
-                opts=child,
-            )
-            binding = team_member_binding(team.name)
-            k8s.rbac.v1.RoleBinding(
-                child_name(name, team.name, "member-binding"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
-                subjects=[cast("k8s.rbac.v1.SubjectArgsDict", s) for s in binding["subjects"]],
-                role_ref=cast("k8s.rbac.v1.RoleRefArgsDict", binding["roleRef"]),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
-            )
-            k8s.core.v1.LimitRange(
-                child_name(name, team.name, "limits"),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace),
-                spec=k8s.core.v1.LimitRangeSpecArgs(
-                    limits=[k8s.core.v1.LimitRangeItemArgs(**_snake(item)) for item in limit_range_limits()]
+            self._team_quotas(name, team.name, namespace, self.quotas[team.name])
+            self._team_member_role(name, team.name, namespace)
+            self._team_limits_and_network_policies(name, team.name, namespace, destinations)
+        self._admission_policies(name, args)
+        self.register_outputs({"quotas": self.quotas})
+
+    def _team_quotas(self, name: str, team: str, namespace: pulumi.Input[str], hard: dict[str, str]) -> None:
+        """A team's compute quota, the quota that admits none of the system priority classes, and its services'."""
+        child = pulumi.ResourceOptions(parent=self)
+        k8s.core.v1.ResourceQuota(
+            child_name(name, team, "quota"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="compute", namespace=namespace),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=hard),
+            opts=child,
+        )
+        k8s.core.v1.ResourceQuota(
+            child_name(name, team, "priority"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=PRIORITY_QUOTA_NAME, namespace=namespace),
+            spec=cast("k8s.core.v1.ResourceQuotaSpecArgsDict", priority_quota()),
+            opts=child,
+        )
+        k8s.core.v1.ResourceQuota(
+            child_name(name, team, "services"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=SERVICE_QUOTA_NAME, namespace=namespace),
+            spec=k8s.core.v1.ResourceQuotaSpecArgs(hard=dict(SERVICE_QUOTA)),
+            opts=child,
+        )
+
+    def _team_member_role(self, name: str, team: str, namespace: pulumi.Input[str]) -> None:
+        """The role a team's members have in its namespace, bound to the team's group (components/team_rbac.py)."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = k8s.rbac.v1.Role(
+            child_name(name, team, "member"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+            rules=[cast("k8s.rbac.v1.PolicyRuleArgsDict", rule) for rule in team_member_rules()],
+            opts=child,
+        )
+        binding = team_member_binding(team)
+        k8s.rbac.v1.RoleBinding(
+            child_name(name, team, "member-binding"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TEAM_MEMBER_ROLE, namespace=namespace),
+            subjects=[cast("k8s.rbac.v1.SubjectArgsDict", s) for s in binding["subjects"]],
+            role_ref=cast("k8s.rbac.v1.RoleRefArgsDict", binding["roleRef"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+        )
+
+    def _team_limits_and_network_policies(
+        self, name: str, team: str, namespace: pulumi.Input[str], destinations: pulumi.Output[list[str]]
+    ) -> None:
+        """Default requests and limits for containers that set none, and the namespace's network policies."""
+        child = pulumi.ResourceOptions(parent=self)
+        k8s.core.v1.LimitRange(
+            child_name(name, team, "limits"),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="defaults", namespace=namespace),
+            spec=k8s.core.v1.LimitRangeSpecArgs(
+                limits=[k8s.core.v1.LimitRangeItemArgs(**_snake(item)) for item in limit_range_limits()]
+            ),
+            opts=child,
+        )
+        for policy in network_policies():
+            k8s.networking.v1.NetworkPolicy(
+                child_name(name, team, "np", policy),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
+                # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
+                # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
+                # unchanged: the cast only names the parameter's type.
+                spec=destinations.apply(
+                    lambda d, policy=policy: cast(
+                        "k8s.networking.v1.NetworkPolicySpecArgsDict", network_policies(d)[policy]
+                    )
                 ),
                 opts=child,
             )
-            for policy in network_policies():
-                k8s.networking.v1.NetworkPolicy(
-                    child_name(name, team.name, "np", policy),
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
-                    # The spec in the API's own camelCase field names (as the Kubernetes reference and the tests
-                    # spell them); the SDK's typed inputs use snake_case, but a plain mapping reaches the provider
-                    # unchanged: the cast only names the parameter's type.
-                    spec=destinations.apply(
-                        lambda d, policy=policy: cast(
-                            "k8s.networking.v1.NetworkPolicySpecArgsDict", network_policies(d)[policy]
-                        )
-                    ),
-                    opts=child,
-                )
 
+    def _admission_policies(self, name: str, args: TenancyArgs) -> None:
+        """The cluster-wide admission policies: images only from the allowed registries (and the account's
+        private ECR), and accelerators only through a resource request (device_policy_spec)."""
+        child = pulumi.ResourceOptions(parent=self)
         prefixes = pulumi.Output.from_input(args.account_id).apply(
             lambda account: [*args.allowed_registries, private_ecr_prefix(account, args.region)]
         )
@@ -573,7 +603,6 @@ class Tenancy(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[devices]),
         )
-        self.register_outputs({"quotas": self.quotas})
 
 
 def _snake(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The trainstack CrossGuard policy pack: assembles the rules' `POLICIES` and serves them to the CLI.
 
-The floors (policies/rules/floors.py) are held in code: the analyzer pulumi-policy builds is given two methods
+The floors (the rules marked `floor=`) are held in code: the analyzer pulumi-policy builds is given two methods
 that put them on top of whatever levels and thresholds the CLI configured (policies/enforcement.py).
 pulumi-policy 1.21.0 (pinned in requirements.txt) resolves both in `_PolicyAnalyzerServicer`:
 `_get_enforcement_level(policy)` for the level each diagnostic carries (a disabled policy is skipped) and

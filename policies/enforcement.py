@@ -1,5 +1,13 @@
-"""What the pack enforces whatever `--policy-pack-config` says: the floors of policies/rules/floors.py, at their
-levels (`floor_level`) and with the committed thresholds of the stack's environment (`floor_settings`).
+"""What the pack enforces whatever `--policy-pack-config` says: the floors, the rules marked `floor=<environment>`
+(policies/rules/base.py), at least mandatory from that environment on (`floor_level`), with the committed thresholds
+of the stack's environment (`floor_settings`).
+
+Without `--policy-pack-config` every rule of the pack runs at the pack's own level (advisory), and a config file
+can set any rule to advisory or disabled. A floor is held in code instead: in each environment from its own on
+(dev, then staging, then prod) the pack enforces it at least at `mandatory`, whatever the config says or without
+one (policies/__main__.py applies this to the levels the CLI hands the pack; trainstack/review.py to the offline
+review), and in every environment its thresholds are the committed policies/config/<environment>.json's, never
+another file's.
 
 The pack knows its stack: the Python language host starts it with `PULUMI_STACK` set (pulumi/pulumi v3.259.0,
 sdk/python/cmd/pulumi-language-python/main.go RunPlugin), and the stack's name decides its environment
@@ -14,16 +22,48 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .rules.floors import FLOORS, environment_of_stack, floor_level
+from .facts import ENVIRONMENTS
+from .rules import BY_NAME
+from .rules.base import environment_of_stack, floor_of
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
+# A stack whose environment is unknown gets the floors of the last (strictest) environment: failing closed.
+STRICTEST = ENVIRONMENTS[-1]
 
-__all__ = ["FLOORS", "environment", "floor_level", "floor_settings"]
+FLOORS: frozenset[str] = frozenset(name for name, policy in BY_NAME.items() if floor_of(policy) is not None)
+
+__all__ = ["FLOORS", "MANDATORY_FLOORS", "environment", "floor_level", "floor_settings", "mandatory_floors"]
 
 
 def environment(environ: Mapping[str, str] = os.environ) -> str | None:
     """The environment of the stack the pack serves (`PULUMI_STACK`), or None outside a deployment."""
     return environment_of_stack(environ.get("PULUMI_STACK", ""))
+
+
+def _held_in(environment: str) -> frozenset[str]:
+    rank = ENVIRONMENTS.index(environment)
+    return frozenset(
+        name
+        for name, policy in BY_NAME.items()
+        if (floor := floor_of(policy)) is not None and ENVIRONMENTS.index(floor) <= rank
+    )
+
+
+# The floors held mandatory per environment: each floor in its own environment and every later one.
+MANDATORY_FLOORS: dict[str, frozenset[str]] = {environment: _held_in(environment) for environment in ENVIRONMENTS}
+
+
+def mandatory_floors(environment: str | None) -> frozenset[str]:
+    """The rules held at least mandatory in `environment` (prod's for an unknown environment)."""
+    return MANDATORY_FLOORS.get(environment or "", MANDATORY_FLOORS[STRICTEST])
+
+
+def floor_level(rule: str, environment: str | None, level: str) -> str:
+    """The level `rule` runs at in `environment` given the configured `level`: raised to mandatory where the rule
+    is a floor there. A stack whose environment is unknown gets prod's floors (failing closed)."""
+    if rule in mandatory_floors(environment) and level not in ("mandatory", "remediate"):
+        return "mandatory"
+    return level
 
 
 def floor_settings(rule: str, environment: str | None, config_dir: Path = CONFIG_DIR) -> dict[str, Any] | None:

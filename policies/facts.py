@@ -3,7 +3,8 @@
 The pack runs standalone (its own virtualenv, `requirements.txt`, any directory name) and imports nothing
 from the trainstack program. The facts themselves (instance facts from `stacks/catalog.py`, FSx for Lustre
 throughput from `stacks/fsx_sizing.py`, tag keys and labels the program sets) are generated into
-`facts_generated.py` by `make pack-facts`; this module only gives the rules typed views of them.
+`facts_generated.py` by `make pack-facts`; this module only gives the rules typed views of them. The type tokens
+(trainstack/tokens.py's, under its names) are plain strings: the rules import them from `facts_generated` as they are.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from .facts_generated import (
     GIB_PER_TIB,
     LUSTRE_PORT_RANGES,
     OPEN_REGISTRIES,
+    PROVISIONING_PARAMETERS,
     PSA_ENFORCE,
     READ_MB_S_PER_ACCELERATOR_FLOOR,
     READ_ONLY_MOUNT_OPTION,
+    REGISTRY_POLICY_NAME,
     REQUIRED_TAGS,
+    RESTART_BACKOFF_ENV,
     SCRATCH_2_BASELINE_MB_S_PER_TIB,
     SERVICE_QUOTA,
     TEAM_GROUP_PREFIX,
@@ -47,10 +51,13 @@ __all__ = [
     "INSTANCES",
     "LUSTRE_PORT_RANGES",
     "OPEN_REGISTRIES",
+    "PROVISIONING_PARAMETERS",
     "PSA_ENFORCE",
     "READ_MB_S_PER_ACCELERATOR_FLOOR",
     "READ_ONLY_MOUNT_OPTION",
+    "REGISTRY_POLICY_NAME",
     "REQUIRED_TAGS",
+    "RESTART_BACKOFF_ENV",
     "SCRATCH_2_BASELINE_MB_S_PER_TIB",
     "SERVICE_QUOTA",
     "TAINT_KEYS",

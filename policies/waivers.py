@@ -32,7 +32,7 @@ STACK_CONFIG_KEY = "trainstack:cluster"
 UNWAIVABLE_SEVERITY = "critical"
 # A waiver is renewed by its owner, not granted for good: its expiry lies at most this far ahead.
 MAX_WAIVER_DAYS = 365
-# Prod waives no floor (policies/rules/floors.py MANDATORY_FLOORS["prod"]: the least prod runs with) and no rule of
+# Prod waives no floor (policies/enforcement.py MANDATORY_FLOORS["prod"]: the least prod runs with) and no rule of
 # high severity (a high finding in prod is fixed, not accepted); it may waive a medium or low one, with an owner.
 # A stack whose environment is unknown is held to prod's rules (failing closed, as the floors' levels are).
 NO_FLOOR_WAIVERS_IN = "prod"
@@ -265,7 +265,7 @@ class Ledger:
 def served() -> Ledger:
     """The ledger of the pack process: it serves one stack, whose waivers and environment came with it
     (`PULUMI_CONFIG`, `PULUMI_STACK`)."""
-    from .rules.floors import environment_of_stack  # here: the rules import this module
+    from .rules.base import environment_of_stack  # here: the rules import this module
 
     floors, severe = prod_never_waived()
     return Ledger(
@@ -275,15 +275,15 @@ def served() -> Ledger:
 
 def prod_never_waived() -> tuple[frozenset[str], frozenset[str]]:
     """The rules prod never waives: its floors, and the rules of high severity."""
-    from .rules import BY_NAME  # here: the rules import this module
-    from .rules.floors import MANDATORY_FLOORS
+    from .enforcement import mandatory_floors  # here: the rules import this module
+    from .rules import BY_NAME
 
     severe = frozenset(
         name
         for name, policy in BY_NAME.items()
         if policy.severity is not None and policy.severity.value == UNWAIVABLE_IN_PROD_SEVERITY
     )
-    return MANDATORY_FLOORS[NO_FLOOR_WAIVERS_IN], severe
+    return mandatory_floors(NO_FLOOR_WAIVERS_IN), severe
 
 
 # The offline review swaps in its own ledger for each review (`applying`); the served one is made on first use.

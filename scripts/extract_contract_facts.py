@@ -182,10 +182,19 @@ CHARTS: tuple[ChartRow, ...] = (
         # templates/deployment.yaml turns every extraArgs key into a `--<key>=<value>` flag.
         open_maps=("extraArgs",),
     ),
-    # The HyperPod dependencies chart (components/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at every tag,
-    # so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
+    # The HyperPod dependencies chart (components/sagemaker/hyperpod_dependencies.py): Chart.yaml stays 0.1.0 at
+    # every tag, so the tag is the real pin; the release's chart is the local checkout's directory, HyperPodHelmChart.
     ChartRow("hyperpod-helm-chart", "0.1.0", "aws/sagemaker-hyperpod-cli", "v3.9.0", "helm_chart/HyperPodHelmChart"),
-    # The fleet-health charts (components/observability.py); each repository tags per chart release.
+    # metrics-server (components/k8s/metrics_server.py): the repository tags each chart release
+    # metrics-server-helm-chart-<version>; the chart publishes as is (image tag v<appVersion>).
+    ChartRow(
+        "metrics-server",
+        "3.13.1",
+        "kubernetes-sigs/metrics-server",
+        "metrics-server-helm-chart-3.13.1",
+        "charts/metrics-server",
+    ),
+    # The fleet-health charts (components/health/observability.py); each repository tags per chart release.
     ChartRow("grafana", "10.5.15", "grafana/helm-charts", "grafana-10.5.15", "charts/grafana"),
     ChartRow(
         "kube-state-metrics",
@@ -244,6 +253,14 @@ CRDS: tuple[CrdRow, ...] = (
         "provisioning-request-crd@1.36.1",
     ),
     CrdRow("kubeflow/mpi-operator", "v0.8.0", "manifests/base/kubeflow.org_mpijobs.yaml", "mpi-operator@0.8.0"),
+    # The ENIConfig of VPC CNI custom networking (network.pod_network): the vpc-cni add-on v1.22.4-eksbuild.N
+    # packages amazon-vpc-cni-k8s v1.22.4, whose chart carries the CRD.
+    CrdRow(
+        "aws/amazon-vpc-cni-k8s",
+        "v1.22.4",
+        "charts/aws-vpc-cni/crds/customresourcedefinition.yaml",
+        "vpc-cni@1.22.4",
+    ),
 )
 
 # Schema keywords kept as facts (JSON-schema / Kubernetes structural-schema names -> our names).

@@ -5,8 +5,9 @@ The pack runs in its own virtualenv and imports only itself and pulumi_policy, s
 
 - `policies/facts_generated.py`: instance facts (from `stacks/catalog.py`), the device resources that double
   as taint keys, the accelerated AMI types (`stacks/schema/gpu.py`), the FSx for Lustre throughput facts
-  (`stacks/fsx_sizing.py`), the required tag keys (`stacks/schema/stack.py`), and the labels, tags and names
-  the program sets that rules select on (components/).
+  (`stacks/fsx_sizing.py`), the required tag keys (`stacks/schema/stack.py`), the labels, tags and names
+  the program sets that rules select on (components/), and the resource type tokens of the project's
+  vocabulary (`trainstack/tokens.py`), under the same names.
 - the thresholds each stack file assumes into `policies/config/<environment>.json`: the GPU budget
   (`cost.max_gpus`), the per-GPU read rate (`storage.fsx.per_gpu_read_mb_s`) of the advisory sizing rule and the
   environment itself. The storage floor's rate is the committed fact (`fsx_sizing.READ_MB_S_PER_ACCELERATOR_FLOOR`)
@@ -29,16 +30,20 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from components.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
-from components.lustre import LUSTRE_PORT_RANGES  # noqa: E402
-from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
+from components.k8s.training_runtimes import BACKOFF_ENV  # noqa: E402
+from components.namespaces import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
+from components.sagemaker.hyperpod import PROVISIONING_PARAMETERS  # noqa: E402
+from components.storage.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WRITE_ACTIONS  # noqa: E402
+from components.storage.lustre import LUSTRE_PORT_RANGES  # noqa: E402
+from components.storage.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
 from components.team_rbac import SERVICE_QUOTA, TEAM_GROUP_PREFIX  # noqa: E402
-from components.tenancy import OPEN_REGISTRIES, PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
+from components.tenancy import OPEN_REGISTRIES, REGISTRY_POLICY_NAME  # noqa: E402
 from stacks import fsx_sizing  # noqa: E402
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator  # noqa: E402
 from stacks.load import STACKS_DIR, load_file  # noqa: E402
 from stacks.schema import EFA_PRESENT_LABEL, AmiFamily, Environment  # noqa: E402
 from stacks.schema.stack import REQUIRED_TAGS  # noqa: E402
+from trainstack import tokens  # noqa: E402
 
 FACTS = ROOT / "policies" / "facts_generated.py"
 POLICY_CONFIG = ROOT / "policies" / "config"
@@ -67,6 +72,35 @@ def _cards(cards: tuple[int, ...]) -> str:
     if len(cards) > 2 and cards == tuple(range(cards[0], cards[-1] + 1)):
         return f"tuple(range({cards[0]}, {cards[-1] + 1}))"
     return repr(cards)
+
+
+def resource_tokens() -> dict[str, str | tuple[str, ...]]:
+    """trainstack/tokens.py's resource type tokens (and groups of them), by name, in its order: what a rule selects
+    resources by. Function (invoke) tokens are left out: a policy sees resources only."""
+
+    def is_resource(token: str) -> bool:
+        return token.rsplit(":", 1)[-1][:1].isupper()  # `aws:ec2/getSubnet:getSubnet` is a function
+
+    found: dict[str, str | tuple[str, ...]] = {}
+    for name, value in vars(tokens).items():
+        members = value if isinstance(value, tuple) else (value,)
+        if name.isupper() and members and all(isinstance(v, str) and is_resource(v) for v in members):
+            found[name] = value
+    return found
+
+
+def _tokens_section() -> str:
+    by_value = {value: name for name, value in resource_tokens().items() if isinstance(value, str)}
+    lines = [
+        "\n# trainstack/tokens.py: the resource type tokens of the project's vocabulary, under its names\n",
+    ]
+    for name, value in resource_tokens().items():
+        if isinstance(value, tuple):
+            names = [by_value[v] for v in value]
+            lines.append(f"{name} = ({', '.join(names)}{',' if len(names) == 1 else ''})\n")
+        else:
+            lines.append(f"{name} = {value!r}\n")
+    return "".join(lines)
 
 
 def facts_module() -> str:
@@ -115,27 +149,43 @@ def facts_module() -> str:
             _constant("REQUIRED_TAGS", REQUIRED_TAGS, "stacks/schema/stack.py: tags trainstack sets everywhere"),
             _constant("ENVIRONMENTS", tuple(e.value for e in Environment), "stacks/schema/base.py Environment"),
             _constant("EFA_PRESENT_LABEL", EFA_PRESENT_LABEL, "stacks/schema/gpu.py: the EFA node groups' label"),
-            _constant("PSA_ENFORCE", PSA_ENFORCE, "components/tenancy.py: Pod Security Admission enforce label"),
-            _constant("TENANT_LABEL", TENANT_LABEL, "components/tenancy.py: marks team namespaces"),
-            _constant("TENANT_TEAM", TENANT_TEAM, "components/tenancy.py: TENANT_LABEL's value on team namespaces"),
-            _constant("DATA_CLASS_TAG", DATA_CLASS_TAG, "components/buckets.py: datasets or checkpoints"),
+            _constant("PSA_ENFORCE", PSA_ENFORCE, "components/namespaces.py: Pod Security Admission enforce label"),
+            _constant("TENANT_LABEL", TENANT_LABEL, "components/namespaces.py: marks team namespaces"),
+            _constant("TENANT_TEAM", TENANT_TEAM, "components/namespaces.py: TENANT_LABEL's value on team namespaces"),
+            _constant("DATA_CLASS_TAG", DATA_CLASS_TAG, "components/storage/buckets.py: datasets or checkpoints"),
             _constant(
                 "DATA_READ_WRITE_ACTIONS",
                 READ_WRITE_ACTIONS,
-                "components/buckets.py: object reads and writes a data bucket denies outside its VPC",
+                "components/storage/buckets.py: object reads and writes a data bucket denies outside its VPC",
             ),
             _constant(
                 "DATA_EMPTYING_ACTIONS",
                 EMPTYING_ACTIONS,
-                "components/buckets.py: the calls that empty a data bucket, denied outside its VPC",
+                "components/storage/buckets.py: the calls that empty a data bucket, denied outside its VPC",
             ),
-            _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/lustre_volume.py: the FSx CSI driver's name"),
-            _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/lustre_volume.py: the datasets claim"),
-            _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/lustre_volume.py: `ro`"),
+            _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/storage/lustre_volume.py: the FSx CSI driver's name"),
+            _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/storage/lustre_volume.py: the datasets claim"),
+            _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/storage/lustre_volume.py: `ro`"),
             _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/tenancy.py: anyone can publish there"),
-            _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/lustre.py: Lustre's server ports"),
+            _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/storage/lustre.py: Lustre's server ports"),
             _constant("TEAM_GROUP_PREFIX", TEAM_GROUP_PREFIX, "components/team_rbac.py: a team's Kubernetes group"),
             _constant("SERVICE_QUOTA", SERVICE_QUOTA, "components/team_rbac.py: the Services a team may not create"),
+            _constant(
+                "REGISTRY_POLICY_NAME",
+                REGISTRY_POLICY_NAME,
+                "components/tenancy.py: the admission policy that holds the team namespaces' image allowlist",
+            ),
+            _constant(
+                "RESTART_BACKOFF_ENV",
+                BACKOFF_ENV,
+                "components/k8s/training_runtimes.py BACKOFF_ENV: the training runtimes' restart-wait init container",
+            ),
+            _constant(
+                "PROVISIONING_PARAMETERS",
+                PROVISIONING_PARAMETERS,
+                "components/sagemaker/hyperpod.py: the lifecycle object the Slurm login nodes are named in",
+            ),
+            _tokens_section(),
         ]
     )
     formatted = subprocess.run(

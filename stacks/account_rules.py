@@ -22,7 +22,7 @@ from stacks.catalog import CATALOG
 from stacks.schema import CapacityType, StackConfig
 
 # The EC2 Auto Scaling service-linked role that launches EKS managed node group instances; the node-volume KMS
-# key's policy names it, and KMS refuses a policy whose principal does not exist (components/eks.py). IAM User
+# key's policy names it, and KMS refuses a policy whose principal does not exist (components/eks/eks.py). IAM User
 # Guide, "Using service-linked roles for Amazon EC2 Auto Scaling": role name and path.
 AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
 AUTOSCALING_ROLE_PATH = "/aws-service-role/autoscaling.amazonaws.com/"
@@ -52,20 +52,20 @@ def role_name(arn: str) -> str:
 # ------------------------------------------------------------------------------------------------- identity
 
 
-def stack_accounts(cluster: StackConfig) -> list[str]:
+def stack_accounts(stack: StackConfig) -> list[str]:
     """The accounts eks.admin_role_arns name: the account the stack is meant for."""
-    return sorted({a for arn in cluster.eks.admin_role_arns if (a := account_of(arn))})
+    return sorted({a for arn in stack.eks.admin_role_arns if (a := account_of(arn))})
 
 
-def principals(cluster: StackConfig) -> Iterator[tuple[str, str]]:
+def principals(stack: StackConfig) -> Iterator[tuple[str, str]]:
     """(stack-file key, ARN) of every IAM principal the stack names, in key order."""
-    for i, arn in enumerate(cluster.eks.admin_role_arns):
+    for i, arn in enumerate(stack.eks.admin_role_arns):
         yield f"eks.admin_role_arns[{i}]", arn
-    for i, arn in enumerate(cluster.security.key_administrator_arns):
+    for i, arn in enumerate(stack.security.key_administrator_arns):
         yield f"security.key_administrator_arns[{i}]", arn
-    for i, arn in enumerate(cluster.security.outside_vpc_data_role_arns):
+    for i, arn in enumerate(stack.security.outside_vpc_data_role_arns):
         yield f"security.outside_vpc_data_role_arns[{i}]", arn
-    for t, team in enumerate(cluster.kubernetes.teams):
+    for t, team in enumerate(stack.kubernetes.teams):
         for i, arn in enumerate(team.member_role_arns):
             yield f"kubernetes.teams[{t}].member_role_arns[{i}]", arn
 
@@ -89,7 +89,7 @@ def caller_role(caller_arn: str) -> tuple[str, str] | None:
 
 def caller_admin_problem(caller_arn: str, admin_role_arns: Sequence[str]) -> str | None:
     """The identity running `pulumi up` must be one of eks.admin_role_arns: the cluster gives its creator no
-    implicit admin, and the Kubernetes provider authenticates as that identity (components/eks.py). A session ARN
+    implicit admin, and the Kubernetes provider authenticates as that identity (components/eks/eks.py). A session ARN
     carries no role path, so a role is matched by account and name (names are unique in an account)."""
     session = caller_role(caller_arn)
     if session is not None:
@@ -231,13 +231,13 @@ class QuotaDemand:
         return self.instances * self.vcpus_each
 
 
-def quota_demands(cluster: StackConfig, system_vcpus: int | None) -> dict[tuple[str, bool], list[QuotaDemand]]:
+def quota_demands(stack: StackConfig, system_vcpus: int | None) -> dict[tuple[str, bool], list[QuotaDemand]]:
     """vCPUs at max size per (quota class label, spot), for the GPU groups that launch On-Demand or Spot, and the
     system nodes when `system_vcpus` is known (their type is not in the catalog). Groups on a reservation or Capacity
     Block launch into capacity already held (judged by the reservation check) and are left out: the quota counted
     when the reservation was made (verify against the EC2 guide's quota pages)."""
     found: dict[tuple[str, bool], list[QuotaDemand]] = defaultdict(list)
-    for i, group in enumerate(cluster.gpu_node_groups):
+    for i, group in enumerate(stack.gpu_node_groups):
         found_class = quota_class(group.instance_type)
         if group.capacity.reserved or found_class is None:
             continue
@@ -246,7 +246,7 @@ def quota_demands(cluster: StackConfig, system_vcpus: int | None) -> dict[tuple[
             f"gpu_node_groups[{i}]", group.instance_type, group.max_size, CATALOG[group.instance_type].vcpus
         )
         found[(found_class.label, spot)].append(demand)
-    system = cluster.eks.system_node_group
+    system = stack.eks.system_node_group
     system_class = quota_class(system.instance_type)
     if system_class is not None and system_vcpus is not None:
         found[(system_class.label, False)].append(

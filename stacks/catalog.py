@@ -22,6 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PRICE_REGION = "us-east-1"
 PRICE_DATE = "2025-11-01"
+# The day the rows added for issue 34 were checked against "ec2-api" and "price-2026".
+CHECKED_2026 = "2026-12-01"
+# The day each price source was read (or generated): what the plan prints as a price's date.
+PRICE_SOURCE_DATES: MappingProxyType[str, str] = MappingProxyType({"price": PRICE_DATE, "price-2026": "2026-07-20"})
 
 # Sources cited by rows below (short keys keep the table readable).
 SOURCES: MappingProxyType[str, str] = MappingProxyType(
@@ -34,7 +38,16 @@ SOURCES: MappingProxyType[str, str] = MappingProxyType(
         "runs on NVIDIA Grace, Arm Neoverse V2, CPUs)",
         "ec2-trn": "aws.amazon.com/ec2/instance-types/trn1/ and /trn2/; AWS Neuron docs trn1-arch, trainium2-arch",
         "ec2-g5": "aws.amazon.com/ec2/instance-types/g5/ and /g6e/",
+        "ec2-g4dn": "aws.amazon.com/ec2/instance-types/g4/ (G4dn: NVIDIA T4; EFA on 8xlarge and larger)",
+        "ec2-g6": "aws.amazon.com/ec2/instance-types/g6/ (G6: NVIDIA L4)",
+        "ec2-api": "EC2 DescribeInstanceTypes as recorded by moto 5.2.5 (moto/ec2/resources/instance_types.json.gz): "
+        "VCpuInfo, MemoryInfo, GpuInfo, NeuronInfo, InstanceStorageInfo, NetworkInfo.MaximumNetworkCards, "
+        "EfaInfo.MaximumEfaInterfaces, NetworkCards[].InterfaceTypes, NetworkPerformance; tests/unit/test_catalog.py "
+        "checks every row against it",
         "price": f"aws.amazon.com/ec2/pricing/on-demand/, Linux, {PRICE_REGION}, read {PRICE_DATE}",
+        "price-2026": f"AWS Pricing API On-Demand Linux rates for {PRICE_REGION} as aws/karpenter-provider-aws records "
+        "them (pkg/providers/pricing/zz_generated.pricing_aws.go, 'generated at 2026-07-20T13:44:30Z', commit "
+        "6fc13b5236fd04fd16ff3f9dc7490d0813994099)",
         "ref": "../shared/reference/gpu-instances.md (trainstack's checked facts)",
         "pcluster-b300": "aws/aws-parallelcluster issue #7143 (AWS engineering: P6-B300 has 17 network cards; card 0 "
         "is ENA-only, cards 1-16 take EFA) and PR #7210 (B300 support: ENA primary, efa-only on the others)",
@@ -96,6 +109,10 @@ class InstanceType(BaseModel):
     )
     on_demand_usd_per_hour: float = Field(gt=0, description=f"On-Demand list price, {PRICE_REGION}.")
     sources: tuple[str, ...] = Field(description="Keys into SOURCES that back this row.")
+    checked_on: str = Field(
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="The day this row's facts and price were checked against its sources.",
+    )
     verify: str | None = Field(default=None, description="What public sources disagree on, if anything.")
     price_estimated: bool = Field(
         default=False,
@@ -115,9 +132,14 @@ class InstanceType(BaseModel):
                 f"{self.name}: EFA cards {list(cards)} must be {self.max_efa_interfaces} distinct indices "
                 f"below network_cards {self.network_cards}"
             )
-        if "price" not in self.sources and not self.price_estimated:
+        if not set(PRICE_SOURCE_DATES) & set(self.sources) and not self.price_estimated:
             raise ValueError(f"{self.name}: no list price was read (no 'price' source), so set price_estimated")
         return self
+
+    @property
+    def price_date(self) -> str:
+        """The day this row's list price was read ("" when none was: the rate is an estimate)."""
+        return next((PRICE_SOURCE_DATES[key] for key in self.sources if key in PRICE_SOURCE_DATES), "")
 
     @property
     def supports_efa(self) -> bool:
@@ -153,6 +175,7 @@ def _busbw_floor(network_gbps: int) -> float:
 
 def _row(**fields: object) -> InstanceType:
     fields.setdefault("nccl_busbw_floor_gb_s", _busbw_floor(fields["network_gbps"]))  # type: ignore[arg-type]
+    fields.setdefault("checked_on", PRICE_DATE)  # the first 15 rows were read with the pricing page
     return InstanceType.model_validate(fields)
 
 
@@ -174,7 +197,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=400,
                 intra_node_link="NVLink 3 / NVSwitch, 600 GB/s per GPU",
                 on_demand_usd_per_hour=21.96,
-                sources=("ec2-p4", "ec2-efa", "price", "ref"),
+                sources=("ec2-p4", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="p4de.24xlarge",
@@ -190,7 +213,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=400,
                 intra_node_link="NVLink 3 / NVSwitch, 600 GB/s per GPU",
                 on_demand_usd_per_hour=27.45,
-                sources=("ec2-p4", "ec2-efa", "price", "ref"),
+                sources=("ec2-p4", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="p5.48xlarge",
@@ -200,13 +223,13 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 accelerator_memory_gib=80,
                 vcpus=192,
                 memory_gib=2048,
-                instance_store_gib=30720,
+                instance_store_gib=30400,  # 8 x 3,800 GB (the API; the product pages round to 8 x 3.84 TB)
                 network_cards=32,
                 max_efa_interfaces=32,
                 network_gbps=3200,
                 intra_node_link="NVLink 4 / NVSwitch, 900 GB/s per GPU",
                 on_demand_usd_per_hour=55.04,
-                sources=("ec2-p5", "ec2-efa", "price", "ref"),
+                sources=("ec2-p5", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="p5e.48xlarge",
@@ -216,13 +239,13 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 accelerator_memory_gib=141,
                 vcpus=192,
                 memory_gib=2048,
-                instance_store_gib=30720,
+                instance_store_gib=30400,  # 8 x 3,800 GB (the API; the product pages round to 8 x 3.84 TB)
                 network_cards=32,
                 max_efa_interfaces=32,
                 network_gbps=3200,
                 intra_node_link="NVLink 4 / NVSwitch, 900 GB/s per GPU",
                 on_demand_usd_per_hour=60.20,
-                sources=("ec2-p5", "ec2-efa", "price", "ref"),
+                sources=("ec2-p5", "ec2-efa", "price", "ref", "ec2-api"),
                 verify="p5e is sold mainly through Capacity Blocks; the On-Demand rate is a list estimate.",
                 price_estimated=True,
             ),
@@ -234,13 +257,13 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 accelerator_memory_gib=141,
                 vcpus=192,
                 memory_gib=2048,
-                instance_store_gib=30720,
+                instance_store_gib=30400,  # 8 x 3,800 GB (the API; the product pages round to 8 x 3.84 TB)
                 network_cards=16,
                 max_efa_interfaces=16,
                 network_gbps=3200,
                 intra_node_link="NVLink 4 / NVSwitch, 900 GB/s per GPU (EFAv3, PCIe Gen5 to the NICs)",
                 on_demand_usd_per_hour=63.30,
-                sources=("ec2-p5", "ec2-efa", "price", "ref"),
+                sources=("ec2-p5", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="p6-b200.48xlarge",
@@ -250,13 +273,13 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 accelerator_memory_gib=179,
                 vcpus=192,
                 memory_gib=2048,
-                instance_store_gib=30720,
+                instance_store_gib=30400,  # 8 x 3,800 GB (the API; the product pages round to 8 x 3.84 TB)
                 network_cards=8,
                 max_efa_interfaces=8,
                 network_gbps=3200,
                 intra_node_link="NVLink 5 / NVSwitch, 1800 GB/s per GPU",
                 on_demand_usd_per_hour=113.93,
-                sources=("ec2-p6", "ec2-efa", "price", "ref", "eksctl-8692"),
+                sources=("ec2-p6", "ec2-efa", "price", "ref", "eksctl-8692", "ec2-api"),
                 verify="Reference lists 3200 Gbps EFAv4 as (verify); AWS's P6 page says 8 x 400 Gbps EFAv4. "
                 "eksctl PR #8692 calls its MaximumNetworkCards > MaximumEfaInterfaces fix 'intended for p6-b200', so "
                 "this type likely has more network cards than the 8 here, and which 8 take EFA is unconfirmed: no "
@@ -271,14 +294,14 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 accelerator_memory_gib=268,
                 vcpus=192,
                 memory_gib=4096,
-                instance_store_gib=30720,
+                instance_store_gib=30400,  # 8 x 3,800 GB (the API; the product pages round to 8 x 3.84 TB)
                 network_cards=17,
                 max_efa_interfaces=16,
                 efa_card_indices=tuple(range(1, 17)),  # card 0 is ENA-only (aws-parallelcluster #7143)
                 network_gbps=6400,
                 intra_node_link="NVLink 5 / NVSwitch, 1800 GB/s per GPU",
                 on_demand_usd_per_hour=142.42,
-                sources=("ec2-p6", "ec2-efa", "price", "ref", "pcluster-b300"),
+                sources=("ec2-p6", "ec2-efa", "price", "ref", "pcluster-b300", "ec2-api"),
                 verify="GPU memory, bandwidth and price are marked (verify) in the reference. 17 network cards, "
                 "16 EFA: card 0 takes ENA only (4 ENIs), EFA is on cards 1-16 (AWS engineering quoted in "
                 "aws-parallelcluster #7143; PR #7210 builds ENA primary + efa-only on them).",
@@ -325,7 +348,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=800,
                 intra_node_link="NeuronLink v2",
                 on_demand_usd_per_hour=21.50,
-                sources=("ec2-trn", "ec2-efa", "price", "ref"),
+                sources=("ec2-trn", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="trn1n.32xlarge",
@@ -341,7 +364,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=1600,
                 intra_node_link="NeuronLink v2",
                 on_demand_usd_per_hour=24.78,
-                sources=("ec2-trn", "ec2-efa", "price", "ref"),
+                sources=("ec2-trn", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="trn2.48xlarge",
@@ -357,7 +380,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=3200,
                 intra_node_link="NeuronLink v3",
                 on_demand_usd_per_hour=44.70,
-                sources=("ec2-trn", "ec2-efa", "ref"),
+                sources=("ec2-trn", "ec2-efa", "ref", "ec2-api"),
                 verify="EFA count and bandwidth are marked (verify) in the reference; trn2 is sold mainly "
                 "through Capacity Blocks, so the hourly rate is an estimate.",
                 price_estimated=True,
@@ -376,7 +399,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=100,
                 intra_node_link="PCIe only",
                 on_demand_usd_per_hour=16.288,
-                sources=("ec2-g5", "ec2-efa", "price", "ref"),
+                sources=("ec2-g5", "ec2-efa", "price", "ref", "ec2-api"),
             ),
             _row(
                 name="g6e.48xlarge",
@@ -392,8 +415,8 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 network_gbps=400,
                 intra_node_link="PCIe only",
                 on_demand_usd_per_hour=30.131,
-                sources=("ec2-g5", "ec2-efa", "price", "ref"),
-                verify="The EFA count is marked (verify) in the reference.",
+                sources=("ec2-g5", "ec2-efa", "price", "ref", "ec2-api"),
+                # The reference marks the EFA count (verify); the EC2 API ("ec2-api") says 4, one per network card.
             ),
             _row(
                 name="g5.2xlarge",
@@ -410,7 +433,7 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 intra_node_link="single GPU",
                 nccl_busbw_floor_gb_s=0.0,
                 on_demand_usd_per_hour=1.212,
-                sources=("ec2-g5", "price"),
+                sources=("ec2-g5", "price", "ec2-api"),
             ),
             _row(
                 name="g6e.xlarge",
@@ -427,7 +450,314 @@ CATALOG: MappingProxyType[str, InstanceType] = MappingProxyType(
                 intra_node_link="single GPU",
                 nccl_busbw_floor_gb_s=0.0,
                 on_demand_usd_per_hour=1.861,
-                sources=("ec2-g5", "price"),
+                sources=("ec2-g5", "price", "ec2-api"),
+            ),
+            # Issue 34: the EFA-capable sizes the peers start people on (awsome-distributed-training, ai-on-eks).
+            _row(
+                name="g4dn.8xlarge",
+                accelerator="nvidia",
+                accelerator_model="T4",
+                accelerator_count=1,
+                accelerator_memory_gib=16,
+                vcpus=32,
+                memory_gib=128,
+                instance_store_gib=900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=50,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=2.176,
+                sources=("ec2-g4dn", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g4dn.12xlarge",
+                accelerator="nvidia",
+                accelerator_model="T4",
+                accelerator_count=4,
+                accelerator_memory_gib=16,
+                vcpus=48,
+                memory_gib=192,
+                instance_store_gib=900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=50,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=3.912,
+                sources=("ec2-g4dn", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g4dn.16xlarge",
+                accelerator="nvidia",
+                accelerator_model="T4",
+                accelerator_count=1,
+                accelerator_memory_gib=16,
+                vcpus=64,
+                memory_gib=256,
+                instance_store_gib=900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=50,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=4.352,
+                sources=("ec2-g4dn", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g4dn.metal",
+                accelerator="nvidia",
+                accelerator_model="T4",
+                accelerator_count=8,
+                accelerator_memory_gib=16,
+                vcpus=96,
+                memory_gib=384,
+                instance_store_gib=1800,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=100,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=7.824,
+                sources=("ec2-g4dn", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g5.8xlarge",
+                accelerator="nvidia",
+                accelerator_model="A10G",
+                accelerator_count=1,
+                accelerator_memory_gib=24,
+                vcpus=32,
+                memory_gib=128,
+                instance_store_gib=900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=25,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=2.448,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g5.12xlarge",
+                accelerator="nvidia",
+                accelerator_model="A10G",
+                accelerator_count=4,
+                accelerator_memory_gib=24,
+                vcpus=48,
+                memory_gib=192,
+                instance_store_gib=3800,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=40,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=5.672,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g5.16xlarge",
+                accelerator="nvidia",
+                accelerator_model="A10G",
+                accelerator_count=1,
+                accelerator_memory_gib=24,
+                vcpus=64,
+                memory_gib=256,
+                instance_store_gib=1900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=25,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=4.096,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g5.24xlarge",
+                accelerator="nvidia",
+                accelerator_model="A10G",
+                accelerator_count=4,
+                accelerator_memory_gib=24,
+                vcpus=96,
+                memory_gib=384,
+                instance_store_gib=3800,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=50,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=8.144,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6.8xlarge",
+                accelerator="nvidia",
+                accelerator_model="L4",
+                accelerator_count=1,
+                accelerator_memory_gib=24,
+                vcpus=32,
+                memory_gib=128,
+                instance_store_gib=900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=25,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=2.0144,
+                sources=("ec2-g6", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6.12xlarge",
+                accelerator="nvidia",
+                accelerator_model="L4",
+                accelerator_count=4,
+                accelerator_memory_gib=24,
+                vcpus=48,
+                memory_gib=192,
+                instance_store_gib=3760,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=40,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=4.6016,
+                sources=("ec2-g6", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6.16xlarge",
+                accelerator="nvidia",
+                accelerator_model="L4",
+                accelerator_count=1,
+                accelerator_memory_gib=24,
+                vcpus=64,
+                memory_gib=256,
+                instance_store_gib=1880,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=25,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=3.3968,
+                sources=("ec2-g6", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6.24xlarge",
+                accelerator="nvidia",
+                accelerator_model="L4",
+                accelerator_count=4,
+                accelerator_memory_gib=24,
+                vcpus=96,
+                memory_gib=384,
+                instance_store_gib=3760,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=50,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=6.6752,
+                sources=("ec2-g6", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6.48xlarge",
+                accelerator="nvidia",
+                accelerator_model="L4",
+                accelerator_count=8,
+                accelerator_memory_gib=24,
+                vcpus=192,
+                memory_gib=768,
+                instance_store_gib=7520,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=100,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=13.3504,
+                sources=("ec2-g6", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6e.8xlarge",
+                accelerator="nvidia",
+                accelerator_model="L40S",
+                accelerator_count=1,
+                accelerator_memory_gib=48,
+                vcpus=32,
+                memory_gib=256,
+                instance_store_gib=900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=25,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=4.52856,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6e.12xlarge",
+                accelerator="nvidia",
+                accelerator_model="L40S",
+                accelerator_count=4,
+                accelerator_memory_gib=48,
+                vcpus=48,
+                memory_gib=384,
+                instance_store_gib=3800,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=100,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=10.49264,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6e.16xlarge",
+                accelerator="nvidia",
+                accelerator_model="L40S",
+                accelerator_count=1,
+                accelerator_memory_gib=48,
+                vcpus=64,
+                memory_gib=512,
+                instance_store_gib=1900,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=35,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=7.57719,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="g6e.24xlarge",
+                accelerator="nvidia",
+                accelerator_model="L40S",
+                accelerator_count=4,
+                accelerator_memory_gib=48,
+                vcpus=96,
+                memory_gib=768,
+                instance_store_gib=3800,
+                network_cards=2,
+                max_efa_interfaces=2,
+                network_gbps=200,
+                intra_node_link="PCIe only",
+                on_demand_usd_per_hour=15.06559,
+                sources=("ec2-g5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
+            ),
+            _row(
+                name="p5.4xlarge",
+                accelerator="nvidia",
+                accelerator_model="H100",
+                accelerator_count=1,
+                accelerator_memory_gib=80,
+                vcpus=16,
+                memory_gib=256,
+                instance_store_gib=3800,
+                network_cards=1,
+                max_efa_interfaces=1,
+                network_gbps=100,
+                intra_node_link="single GPU",
+                on_demand_usd_per_hour=6.88,
+                sources=("ec2-p5", "ec2-api", "price-2026"),
+                checked_on=CHECKED_2026,
             ),
         )
     }

@@ -440,6 +440,14 @@ PATTERNS: dict[str, str] = {
     r"^((\d{1,3}|\[\d{1,3}-\d{1,3}\])\.){3}(\d{1,3}|\[\d{1,3}-\d{1,3}\])@tcp$": "a Lustre NID (range) such as "
     "10.0.1.[10-20]@tcp",
     r"^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$": "an absolute path without a trailing slash, such as /teams",
+    r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$": "an EKS cluster name of 1-100 letters, digits, hyphens and underscores, "
+    "starting with a letter or digit, such as ml-platform-eks",
+    r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$": "an AMI id of 8 or 17 lower-case hex digits such as ami-0123456789abcdef0",
+    r"^fs-[0-9a-f]{17}$": "an FSx file system id such as fs-0123456789abcdef0",
+    r"^fs-[0-9a-f]{17}\.fsx\.[a-z0-9-]+\.amazonaws\.com$": "an FSx file system DNS name such as "
+    "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+    r"^[a-z0-9]{8}$|^fsx$": "a Lustre mount name (8 lower-case letters or digits, or fsx for SCRATCH_1) such as "
+    "abcdefgh",
 }
 
 

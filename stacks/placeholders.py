@@ -2,9 +2,9 @@
 
 The shipped stack files use documentation values (AWS's example account IDs, RFC 5737 address ranges,
 RFC 2606 example domains, trainstack's example reservation ID) so that the offline plan runs anywhere. The
-offline plan lists them as advisories; under the real Pulumi CLI `__main__.py` refuses to deploy while any
-remains, naming the key, the value and what to put there. The search walks the whole validated config, so a
-new field is covered without a change here.
+offline plan lists them as advisories; under the real Pulumi CLI the program refuses to deploy while any
+remains (components/deploy_guard.py), naming the key, the value and what to put there. The search walks the
+whole validated config, so a new field is covered without a change here.
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def _walk(value: Json, path: str) -> Iterator[tuple[str, str]]:
         yield path, value
 
 
-def find(cluster: StackConfig) -> list[Placeholder]:
+def find(stack: StackConfig) -> list[Placeholder]:
     """Every example value left in a validated stack config, in key order."""
     found: list[Placeholder] = []
-    for path, value in _walk(cluster.model_dump(mode="json"), ""):
+    for path, value in _walk(stack.model_dump(mode="json"), ""):
         put = _kind(value)
         if put is not None:
             found.append(Placeholder(path, value, put))

@@ -7,7 +7,7 @@ when the subnet's route table has it, so the endpoint's policy decides (VPC User
 Amazon S3": the route uses the region's S3 prefix list; "Control access to VPC endpoints using endpoint
 policies"); a bucket in another region, and every other host, goes through the NAT gateway.
 
-`components/network.py` allows the layer buckets below in the S3 gateway endpoint's policy, and the deploy
+`components/network/network.py` allows the layer buckets below in the S3 gateway endpoint's policy, and the deploy
 journey (`trainstack/journeys/images.py`) follows every image the plan pulls through these facts.
 """
 

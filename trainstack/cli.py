@@ -7,9 +7,9 @@
     trainstack completion bash|zsh|tcsh
     trainstack --version
 
-Exit codes: `EXIT_CODES` below (printed by `--help`, tabled in docs/cli.md). Errors are one clear line (or the
-config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for internal errors), and
-every text they echo is escaped (stacks/printable.py).
+Exit codes: `EXIT_CODES` in trainstack/console.py (printed by `--help`, tabled in docs/cli.md). Errors are one
+clear line (or the config's list of problems) on stderr, never a traceback (TRAINSTACK_DEBUG=1 adds it for
+internal errors), and every text they echo is escaped (stacks/printable.py).
 
 A subcommand is one `add_<name>(commands)` function that adds its parser with `handler=<function>`, listed in
 `SUBCOMMANDS`; the function takes the parsed arguments and returns an exit code.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib.metadata
 import json
 import os
@@ -35,40 +34,30 @@ from typing import NoReturn, TextIO
 
 from typing_extensions import override
 
-from stacks.load import STACK_NAME, ConfigError, check_stack, environment_of_stack, load_file, stack_file
-from stacks.placeholders import find as find_placeholders
+from stacks.load import ConfigError, check_stack, load_file, stack_file
 from stacks.printable import printable
 from stacks.schema import StackConfig, json_schema
+from trainstack.console import EXIT_ACCOUNT as EXIT_ACCOUNT  # re-exported beside the codes the plan uses
+from trainstack.console import (
+    EXIT_BAD_INPUT,
+    EXIT_CODES,
+    EXIT_CONTRACT,
+    EXIT_JOURNEY,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_POLICY,
+    EXIT_PROGRAM_FAILED,
+    say,
+    stack_name_of,
+)
 from trainstack.delivery import BadInput as BadInput  # re-exported: the errors every command raises
 from trainstack.delivery import OutputFailed as OutputFailed
 from trainstack.delivery import isatty, output_target, write
 from trainstack.engine import Recording, run_program
 from trainstack.interrupt import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # re-exported beside the other codes
 from trainstack.interrupt import interrupted, report_interrupt
-from trainstack.report.model import Report
-from trainstack.review import Violation
 
-EXIT_OK = 0
-EXIT_POLICY = 1
-EXIT_BAD_INPUT = 2
-EXIT_PROGRAM_FAILED = 3
-EXIT_CONTRACT = 4
-EXIT_OUTPUT = 5
-EXIT_JOURNEY = 6
-EXIT_ACCOUNT = 7  # preflight, capacity: AWS could not be asked (trainstack/preflight/command.py)
 FORMATS = ("text", "json", "markdown")
-# Every exit code, for `--help` and docs/cli.md (tests/unit/test_cli_help.py keeps the two equal).
-EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (EXIT_OK, "planned: no mandatory policy violation, no contract violation, no broken journey"),
-    (EXIT_POLICY, "a mandatory policy violation (the review's, or the diff's with --against)"),
-    (EXIT_BAD_INPUT, "bad input: the stack file (every problem listed), arguments, --stack, --output"),
-    (EXIT_PROGRAM_FAILED, "the program or a policy raised under the mock engine, or an internal error"),
-    (EXIT_CONTRACT, "an input AWS or Kubernetes would refuse (wins over 6 and 1)"),
-    (EXIT_OUTPUT, "the output could not be delivered (stdout closed, disk full, an encoding that cannot show it)"),
-    (EXIT_JOURNEY, "a journey is broken: a user's path through what the plan builds fails (wins over 1)"),
-    (EXIT_ACCOUNT, "preflight, capacity: AWS could not be asked (no or refused credentials, a check denied)"),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
-)
 ROOT = Path(__file__).resolve().parent.parent
 SHELLS = ("bash", "zsh", "tcsh")
 
@@ -223,25 +212,6 @@ def comment_limit(max_chars: int | None, format_: str) -> int:
     return max_chars
 
 
-def stack_name_of(path: Path, cluster: StackConfig) -> str:
-    """The stack a file belongs to: NAME of Pulumi.NAME.yaml, else the config's environment (a proposed change
-    in a file of another name; the plan then reviews it as that environment's stack)."""
-    name = path.name
-    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-        stack = name.removeprefix("Pulumi.").rsplit(".", 1)[0]
-        if not STACK_NAME.fullmatch(stack):
-            raise BadInput(
-                f"{path}: {stack!r} is not a Pulumi stack name (letters, digits, `-`, `_` and `.`, 1 to 100 "
-                "characters), so Pulumi could never use this file; rename it"
-            )
-        # A stack name that maps to an environment is a real stack and decides it (check_stack); another name
-        # (Pulumi.proposed.yaml) is a proposal, reviewed as its environment's stack. `pulumi up` on a stack of
-        # such a name is still refused by the program itself.
-        if environment_of_stack(stack) is not None:
-            return stack
-    return cluster.environment.value
-
-
 def shown_path(path: Path) -> str:
     """A path as the progress line names it: relative to the working directory when it is under it."""
     try:
@@ -311,42 +281,12 @@ class ProgramFailed(Exception):
     """__main__.py raised under the mock engine."""
 
 
-def with_violations(report: Report, extra: tuple[Violation, ...]) -> Report:
-    """The report with violations the pack cannot see (the diff's, the example values) added to its review."""
-    if report.policy is None or not extra:
-        return report
-    return dataclasses.replace(
-        report, policy=dataclasses.replace(report.policy, violations=report.policy.violations + extra)
-    )
-
-
-PLACEHOLDER_POLICY = "deploy-example-value"
-
-
-def placeholder_advisories(cluster: StackConfig) -> tuple[Violation, ...]:
-    """One advisory per example value: fine offline, refused by `pulumi up` (components/deploy_guard.py)."""
-    return tuple(
-        Violation(
-            policy=PLACEHOLDER_POLICY,
-            level="advisory",
-            severity="high",
-            urn="",
-            type="",
-            name=p.path,
-            message=f"{p.render()} (`pulumi up` refuses example values)",
-        )
-        for p in find_placeholders(cluster)
-    )
-
-
 # ------------------------------------------------------------------------------------------------ commands
 
 
 def plan(args: argparse.Namespace) -> int:
-    from trainstack.diff import ResourceChange, apply_ignore_changes, diff_reports, diff_violations
+    from trainstack.model.plan import plan as assemble
     from trainstack.report import json_report, markdown, text
-    from trainstack.report.model import build_report
-    from trainstack.review import review
 
     path = args.config if args.config is not None else stack_file(args.stack if args.stack is not None else "dev")
     inputs = [("--stack" if args.config is None else "--config", path)]
@@ -367,34 +307,15 @@ def plan(args: argparse.Namespace) -> int:
     show = isatty(sys.stderr)
     started = time.perf_counter()
     recording = run(cluster, stack, args.preview, show, shown_path(path))
-    diff = None
-    baseline = None
-    before = None
-    ignored: tuple[ResourceChange, ...] = ()
-    if baseline_cluster is not None and args.against is not None:  # the proposed config as `pulumi up` applies it
+    against = None
+    if baseline_cluster is not None and args.against is not None:
         baseline = run(baseline_cluster, stack, args.preview, show, shown_path(args.against))
-        recording, ignored = apply_ignore_changes(baseline, recording)
-    report = with_violations(
-        build_report(
-            cluster, recording, review(recording, cluster.environment.value, waivers=cluster.waivers), baseline
-        ),
-        placeholder_advisories(cluster),
-    )
-    if baseline_cluster is not None and baseline is not None:
-        # The baseline's own review and example values, so every headline figure has its value before.
-        before = with_violations(
-            build_report(
-                baseline_cluster,
-                baseline,
-                review(baseline, baseline_cluster.environment.value, waivers=baseline_cluster.waivers),
-            ),
-            placeholder_advisories(baseline_cluster),
-        )
-        diff = diff_reports(before, report, str(args.against), ignored)
-        report = with_violations(report, diff_violations(diff))
+        against = (baseline_cluster, baseline, str(args.against))
+    planned = assemble(cluster, recording, against)
+    report, diff, before = planned.report, planned.diff, planned.before
 
     if args.format == "json":
-        rendered = json_report.render(report, baseline, diff, before)
+        rendered = json_report.render(report, planned.baseline, diff, before)
     elif args.format == "markdown":
         rendered = markdown.render(report, diff, before, limit=limit)
     else:
@@ -428,18 +349,6 @@ def completion(args: argparse.Namespace) -> int:
 
     write(shtab.complete(build_parser(), shell=args.shell), None, sys.stdout)
     return EXIT_OK
-
-
-def say(text: str) -> None:
-    """Lines on stderr, each escaped (a message that echoes a key or a path cannot send terminal escapes); when
-    stderr itself is gone, the exit code still tells. After Ctrl-C the only line is "interrupted"."""
-    if interrupted():
-        return
-    try:
-        if sys.stderr is not None:
-            print("\n".join(printable(line) for line in text.split("\n")), file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,60 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from stacks.cfn_data import read
+from trainstack.tokens import (
+    ACCESS_ENTRY,
+    ACCESS_POLICY_ASSOCIATION,
+    AMP_ALERT_MANAGER_DEFINITION,
+    AMP_RULE_GROUP_NAMESPACE,
+    AMP_SCRAPER,
+    AMP_WORKSPACE,
+    AUTOSCALING_TAG,
+    BUCKET,
+    BUCKET_ENCRYPTION,
+    BUCKET_LIFECYCLE_CONFIGURATION,
+    BUCKET_OBJECT,
+    BUCKET_OBJECT_LOCK,
+    BUCKET_POLICY,
+    BUCKET_PUBLIC_ACCESS_BLOCK,
+    BUCKET_VERSIONING,
+    DEFAULT_SECURITY_GROUP,
+    EIP,
+    EKS_ADDON,
+    EKS_CLUSTER,
+    FLOW_LOG,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    IAM_OIDC_PROVIDER,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    IAM_ROLE_POLICY_ATTACHMENT,
+    INTERNET_GATEWAY,
+    K8S_JOB,
+    KMS_ALIAS,
+    KMS_KEY,
+    LAUNCH_TEMPLATE,
+    LOG_GROUP,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    PLACEMENT_GROUP,
+    POD_IDENTITY_ASSOCIATION,
+    ROUTE,
+    ROUTE_TABLE,
+    ROUTE_TABLE_ASSOCIATION,
+    SECURITY_GROUP,
+    SECURITY_GROUP_EGRESS_RULE,
+    SECURITY_GROUP_INGRESS_RULE,
+    SNS_TOPIC,
+    SNS_TOPIC_POLICY,
+    SNS_TOPIC_SUBSCRIPTION,
+    SUBNET,
+    VPC,
+    VPC_ENDPOINT,
+)
 
 SCHEMA_REGION = "us-east-1"  # create-only is a property of the type, the same in every region's schema file
 
@@ -31,55 +85,55 @@ SCHEMA_REGION = "us-east-1"  # create-only is a property of the type, the same i
 # such input}). A CFN path not listed maps by case: `KubernetesNetworkConfig/IpFamily` ->
 # `kubernetesNetworkConfig.ipFamily`. tests/unit/test_create_only.py checks that every mapped path is a real input.
 CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
-    "aws:amp/ruleGroupNamespace:RuleGroupNamespace": ("AWS::APS::RuleGroupsNamespace", {"Workspace": "workspaceId"}),
-    "aws:amp/scraper:Scraper": ("AWS::APS::Scraper", {}),
-    "aws:amp/workspace:Workspace": ("AWS::APS::Workspace", {}),
-    "aws:cloudwatch/logGroup:LogGroup": ("AWS::Logs::LogGroup", {"LogGroupName": "name"}),
-    "aws:ec2/eip:Eip": ("AWS::EC2::EIP", {"TransferAddress": None}),
-    "aws:ec2/flowLog:FlowLog": (
+    AMP_RULE_GROUP_NAMESPACE: ("AWS::APS::RuleGroupsNamespace", {"Workspace": "workspaceId"}),
+    AMP_SCRAPER: ("AWS::APS::Scraper", {}),
+    AMP_WORKSPACE: ("AWS::APS::Workspace", {}),
+    LOG_GROUP: ("AWS::Logs::LogGroup", {"LogGroupName": "name"}),
+    EIP: ("AWS::EC2::EIP", {"TransferAddress": None}),
+    FLOW_LOG: (
         "AWS::EC2::FlowLog",
         {"DeliverLogsPermissionArn": "iamRoleArn", "LogGroupName": None, "ResourceId": "vpcId", "ResourceType": None},
     ),
-    "aws:ec2/internetGateway:InternetGateway": ("AWS::EC2::InternetGateway", {}),
-    "aws:ec2/launchTemplate:LaunchTemplate": ("AWS::EC2::LaunchTemplate", {"LaunchTemplateName": "name"}),
-    "aws:ec2/natGateway:NatGateway": ("AWS::EC2::NatGateway", {"PrivateIpAddress": "privateIp"}),
-    "aws:ec2/placementGroup:PlacementGroup": ("AWS::EC2::PlacementGroup", {"ParentGroupId": None}),
-    "aws:ec2/route:Route": ("AWS::EC2::Route", {}),
-    "aws:ec2/routeTable:RouteTable": ("AWS::EC2::RouteTable", {}),
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": ("AWS::EC2::SubnetRouteTableAssociation", {}),
-    "aws:ec2/securityGroup:SecurityGroup": (
+    INTERNET_GATEWAY: ("AWS::EC2::InternetGateway", {}),
+    LAUNCH_TEMPLATE: ("AWS::EC2::LaunchTemplate", {"LaunchTemplateName": "name"}),
+    NAT_GATEWAY: ("AWS::EC2::NatGateway", {"PrivateIpAddress": "privateIp"}),
+    PLACEMENT_GROUP: ("AWS::EC2::PlacementGroup", {"ParentGroupId": None}),
+    ROUTE: ("AWS::EC2::Route", {}),
+    ROUTE_TABLE: ("AWS::EC2::RouteTable", {}),
+    ROUTE_TABLE_ASSOCIATION: ("AWS::EC2::SubnetRouteTableAssociation", {}),
+    SECURITY_GROUP: (
         "AWS::EC2::SecurityGroup",
         {"GroupDescription": "description", "GroupName": "name"},
     ),
-    "aws:ec2/subnet:Subnet": ("AWS::EC2::Subnet", {}),
-    "aws:ec2/vpc:Vpc": ("AWS::EC2::VPC", {"VpcEncryptionControl": None}),
-    "aws:ec2/vpcEndpoint:VpcEndpoint": (
+    SUBNET: ("AWS::EC2::Subnet", {}),
+    VPC: ("AWS::EC2::VPC", {"VpcEncryptionControl": None}),
+    VPC_ENDPOINT: (
         "AWS::EC2::VPCEndpoint",
         {"DnsOptions/PrivateDnsPreference": None, "DnsOptions/PrivateDnsSpecifiedDomains": None},
     ),
-    "aws:eks/accessEntry:AccessEntry": ("AWS::EKS::AccessEntry", {}),
-    "aws:eks/addon:Addon": ("AWS::EKS::Addon", {}),
-    "aws:eks/cluster:Cluster": ("AWS::EKS::Cluster", {}),
-    "aws:eks/nodeGroup:NodeGroup": (
+    ACCESS_ENTRY: ("AWS::EKS::AccessEntry", {}),
+    EKS_ADDON: ("AWS::EKS::Addon", {}),
+    EKS_CLUSTER: ("AWS::EKS::Cluster", {}),
+    NODE_GROUP: (
         "AWS::EKS::Nodegroup",
         {"NodegroupName": "nodeGroupName", "NodeRole": "nodeRoleArn", "Subnets": "subnetIds"},
     ),
-    "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("AWS::EKS::PodIdentityAssociation", {}),
-    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": ("AWS::FSx::DataRepositoryAssociation", {}),
+    POD_IDENTITY_ASSOCIATION: ("AWS::EKS::PodIdentityAssociation", {}),
+    FSX_DATA_REPOSITORY_ASSOCIATION: ("AWS::FSx::DataRepositoryAssociation", {}),
     # FileSystemType is fixed by the pulumi type (LUSTRE).
-    "aws:fsx/lustreFileSystem:LustreFileSystem": ("AWS::FSx::FileSystem", {"FileSystemType": None}),
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": ("AWS::IAM::OIDCProvider", {}),
-    "aws:iam/role:Role": ("AWS::IAM::Role", {"RoleName": "name"}),
-    "aws:iam/rolePolicy:RolePolicy": ("AWS::IAM::RolePolicy", {"PolicyName": "name", "RoleName": "role"}),
-    "aws:kms/alias:Alias": ("AWS::KMS::Alias", {"AliasName": "name"}),
-    "aws:kms/key:Key": ("AWS::KMS::Key", {}),
-    "aws:s3/bucket:Bucket": ("AWS::S3::Bucket", {"BucketName": "bucket", "BucketNamePrefix": "bucketPrefix"}),
-    "aws:s3/bucketPolicy:BucketPolicy": ("AWS::S3::BucketPolicy", {}),
-    "aws:sns/topic:Topic": ("AWS::SNS::Topic", {"TopicName": "name"}),
+    FSX_LUSTRE: ("AWS::FSx::FileSystem", {"FileSystemType": None}),
+    IAM_OIDC_PROVIDER: ("AWS::IAM::OIDCProvider", {}),
+    IAM_ROLE: ("AWS::IAM::Role", {"RoleName": "name"}),
+    IAM_ROLE_POLICY: ("AWS::IAM::RolePolicy", {"PolicyName": "name", "RoleName": "role"}),
+    KMS_ALIAS: ("AWS::KMS::Alias", {"AliasName": "name"}),
+    KMS_KEY: ("AWS::KMS::Key", {}),
+    BUCKET: ("AWS::S3::Bucket", {"BucketName": "bucket", "BucketNamePrefix": "bucketPrefix"}),
+    BUCKET_POLICY: ("AWS::S3::BucketPolicy", {}),
+    SNS_TOPIC: ("AWS::SNS::Topic", {"TopicName": "name"}),
     # CFN's TopicPolicy takes a list of topics (updatable); pulumi-aws's attaches to one `arn`.
-    "aws:sns/topicPolicy:TopicPolicy": ("AWS::SNS::TopicPolicy", {}),
+    SNS_TOPIC_POLICY: ("AWS::SNS::TopicPolicy", {}),
     # pulumi-aws's `topic` is CFN's TopicArn (create-only there, as Endpoint and Protocol).
-    "aws:sns/topicSubscription:TopicSubscription": ("AWS::SNS::Subscription", {"TopicArn": "topic"}),
+    SNS_TOPIC_SUBSCRIPTION: ("AWS::SNS::Subscription", {"TopicArn": "topic"}),
 }
 
 # pulumi-aws types CloudFormation models as a property of another type (S3 bucket sub-resources are properties of
@@ -90,54 +144,52 @@ CFN_EQUIVALENT: Mapping[str, tuple[str, Mapping[str, str | None]]] = {
 NO_CFN_TYPE: Mapping[str, frozenset[str]] = {
     # group_tag.go (aws_autoscaling_group_tag): both arguments ForceNew, no update; CloudFormation has tags only
     # as a property of its own AWS::AutoScaling::AutoScalingGroup, not of an EKS-created group.
-    "aws:autoscaling/tag:Tag": frozenset({"autoscalingGroupName", "tag"}),
-    "aws:amp/alertManagerDefinition:AlertManagerDefinition": frozenset({"workspaceId"}),
+    AUTOSCALING_TAG: frozenset({"autoscalingGroupName", "tag"}),
+    AMP_ALERT_MANAGER_DEFINITION: frozenset({"workspaceId"}),
     # access_policy_association.go has no update: every argument is ForceNew.
-    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": frozenset(
-        {"clusterName", "principalArn", "policyArn", "accessScope"}
-    ),
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": frozenset({"role", "policyArn"}),
-    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": frozenset({"bucket", "expectedBucketOwner"}),
-    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": frozenset({"bucket", "expectedBucketOwner"}),
-    "aws:s3/bucketObjectv2:BucketObjectv2": frozenset({"bucket", "key"}),
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": frozenset({"bucket"}),
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": frozenset(
-        {"bucket", "expectedBucketOwner"}
-    ),
-    "aws:s3/bucketVersioning:BucketVersioning": frozenset({"bucket", "expectedBucketOwner"}),
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": frozenset({"securityGroupId"}),
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": frozenset({"securityGroupId"}),
+    # default_security_group.go: the VPC is ForceNew; CloudFormation cannot adopt a VPC's default group at all.
+    DEFAULT_SECURITY_GROUP: frozenset({"vpcId"}),
+    ACCESS_POLICY_ASSOCIATION: frozenset({"clusterName", "principalArn", "policyArn", "accessScope"}),
+    IAM_ROLE_POLICY_ATTACHMENT: frozenset({"role", "policyArn"}),
+    BUCKET_LIFECYCLE_CONFIGURATION: frozenset({"bucket", "expectedBucketOwner"}),
+    BUCKET_OBJECT_LOCK: frozenset({"bucket", "expectedBucketOwner"}),
+    BUCKET_OBJECT: frozenset({"bucket", "key"}),
+    BUCKET_PUBLIC_ACCESS_BLOCK: frozenset({"bucket"}),
+    BUCKET_ENCRYPTION: frozenset({"bucket", "expectedBucketOwner"}),
+    BUCKET_VERSIONING: frozenset({"bucket", "expectedBucketOwner"}),
+    SECURITY_GROUP_EGRESS_RULE: frozenset({"securityGroupId"}),
+    SECURITY_GROUP_INGRESS_RULE: frozenset({"securityGroupId"}),
 }
 
 # Terraform ForceNew, not create-only in the CloudFormation schema (or no CFN property): `pulumi up` replaces.
 FORCE_NEW_ONLY: Mapping[str, Mapping[str, str]] = {
-    "aws:fsx/lustreFileSystem:LustreFileSystem": {
+    FSX_LUSTRE: {
         # CFN nests these under LustreConfiguration and lists none as create-only; FSx has no API to change them.
         "deploymentType": "lustre_file_system.go ForceNew",
         "storageType": "lustre_file_system.go ForceNew",
         "efaEnabled": "lustre_file_system.go ForceNew; docstring: must be set at creation, cannot be changed",
     },
-    "aws:eks/nodeGroup:NodeGroup": {
+    NODE_GROUP: {
         "nodeGroupNamePrefix": "node_group.go ForceNew (no CFN property)",
         # CFN updates the node group to another launch template; Terraform replaces on a new id or name.
         "launchTemplate.id": "node_group.go launch_template.id ForceNew",
         "launchTemplate.name": "node_group.go launch_template.name ForceNew",
     },
-    "aws:ec2/placementGroup:PlacementGroup": {"name": "placement_group.go ForceNew (CFN generates the name)"},
-    "aws:iam/role:Role": {"namePrefix": "role.go ForceNew (no CFN property)"},
-    "aws:kms/alias:Alias": {"namePrefix": "alias.go ForceNew (no CFN property)"},
-    "aws:sns/topic:Topic": {"namePrefix": "topic.go ForceNew (no CFN property)"},
+    PLACEMENT_GROUP: {"name": "placement_group.go ForceNew (CFN generates the name)"},
+    IAM_ROLE: {"namePrefix": "role.go ForceNew (no CFN property)"},
+    KMS_ALIAS: {"namePrefix": "alias.go ForceNew (no CFN property)"},
+    SNS_TOPIC: {"namePrefix": "topic.go ForceNew (no CFN property)"},
     # CFN's KMS handler schedules the old key for deletion and creates a new one itself (no createOnly entry).
-    "aws:kms/key:Key": {"customerMasterKeySpec": "key.go ForceNew", "keyUsage": "key.go ForceNew"},
-    "aws:sns/topicPolicy:TopicPolicy": {"arn": "topic_policy.go ForceNew (CFN TopicPolicy.Topics is updatable)"},
+    KMS_KEY: {"customerMasterKeySpec": "key.go ForceNew", "keyUsage": "key.go ForceNew"},
+    SNS_TOPIC_POLICY: {"arn": "topic_policy.go ForceNew (CFN TopicPolicy.Topics is updatable)"},
 }
 
 # Create-only in the CloudFormation schema, updated in place by terraform-provider-aws (so by `pulumi up`).
 IN_PLACE: Mapping[str, Mapping[str, str]] = {
     # tags_all is updated with CreateTags/DeleteTags like every EC2 resource (placement_group.go: no ForceNew).
-    "aws:ec2/placementGroup:PlacementGroup": {"tags": "placement_group.go: tags updatable"},
+    PLACEMENT_GROUP: {"tags": "placement_group.go: tags updatable"},
     # route_table_association.go: route_table_id is updated with ReplaceRouteTableAssociation.
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": {"routeTableId": "ReplaceRouteTableAssociation"},
+    ROUTE_TABLE_ASSOCIATION: {"routeTableId": "ReplaceRouteTableAssociation"},
 }
 
 # Kubernetes: fields the API server refuses to change (Kubernetes API reference v1.33; pulumi-kubernetes replaces
@@ -146,10 +198,10 @@ IN_PLACE: Mapping[str, Mapping[str, str]] = {
 K8S_IDENTITY = frozenset({"metadata.name", "metadata.namespace"})
 K8S_IMMUTABLE: Mapping[str, frozenset[str]] = {
     # Job: spec.selector, spec.template are immutable (batch/v1 JobSpec; template only while not suspended).
-    "kubernetes:batch/v1:Job": frozenset({"spec.selector", "spec.template", "spec.completionMode"}),
+    K8S_JOB: frozenset({"spec.selector", "spec.template", "spec.completionMode"}),
     # PersistentVolumeClaim: the spec is immutable once bound except resources.requests (expansion) and
     # volumeAttributesClassName (core/v1 PersistentVolumeClaimSpec).
-    "kubernetes:core/v1:PersistentVolumeClaim": frozenset(
+    PERSISTENT_VOLUME_CLAIM: frozenset(
         {
             "spec.accessModes",
             "spec.selector",
@@ -163,8 +215,8 @@ K8S_IMMUTABLE: Mapping[str, frozenset[str]] = {
     ),
     # PersistentVolume: the volume source is immutable after creation (core/v1 PersistentVolumeSpec: "csi" and the
     # other sources), and so are volumeMode and the node affinity.
-    "kubernetes:core/v1:PersistentVolume": frozenset({"spec.csi", "spec.volumeMode", "spec.nodeAffinity"}),
-    "kubernetes:helm.sh/v3:Release": frozenset({"name", "namespace"}),
+    PERSISTENT_VOLUME: frozenset({"spec.csi", "spec.volumeMode", "spec.nodeAffinity"}),
+    HELM_RELEASE: frozenset({"name", "namespace"}),
     # ValidatingAdmissionPolicy(Binding), ConfigMap, ServiceAccount, Namespace, LimitRange, ResourceQuota and
     # NetworkPolicy change in place beyond their identity. Custom resources whose CRDs freeze fields (transition
     # rules `self == oldSelf`, recorded in trainstack/contracts/facts/crds) carry their own `replace_on_changes`
@@ -202,7 +254,7 @@ def _aws_table() -> dict[str, frozenset[str]]:
 
 
 # aws-native:sagemaker:Cluster and any other aws-native type trainstack creates: the CFN schema itself.
-AWS_NATIVE_TYPES = {"aws-native:sagemaker:Cluster": "AWS::SageMaker::Cluster"}
+AWS_NATIVE_TYPES = {HYPERPOD_CLUSTER: "AWS::SageMaker::Cluster"}
 
 # Inputs (engine names; an entry covers everything under it) whose change replaces the resource.
 REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
@@ -217,6 +269,6 @@ REPLACE_ON_CHANGE: Mapping[str, frozenset[str]] = MappingProxyType(
 def replaces(type_token: str, path: str) -> bool:
     """True when changing the input at `path` (engine names, e.g. subnetIds[0]) replaces a `type_token`."""
     fields = REPLACE_ON_CHANGE.get(type_token, frozenset())
-    if type_token.startswith("kubernetes:") and type_token != "kubernetes:helm.sh/v3:Release":
+    if type_token.startswith("kubernetes:") and type_token != HELM_RELEASE:
         fields = fields | K8S_IDENTITY
     return any(path == f or path.startswith((f"{f}.", f"{f}[")) for f in fields)

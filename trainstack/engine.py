@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import heapq
 import json
 import runpy
@@ -21,18 +22,16 @@ from typing import Any
 
 import pulumi
 from google.protobuf.json_format import MessageToDict
-from pulumi.runtime import resource as pulumi_resource
-from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockMonitor
-from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import Stack, run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 from typing_extensions import override
 
 from stacks.load import FULL_KEY
 from stacks.schema import StackConfig
+from trainstack import sdk_hooks
 from trainstack.mocks import ExistingSubnetFacts, TrainstackMocks, existing_subnet_facts
+from trainstack.tokens import ROOT_STACK
 
 PROJECT = "trainstack"
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,14 +176,14 @@ class Recorder(MockMonitor):
     @override
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine leaves the root Stack out of its children's URNs; the SDK's mock does not.
-        if parent.split("::")[2:3] == ["pulumi:pulumi:Stack"]:
+        if parent.split("::")[2:3] == [ROOT_STACK]:
             parent = ""
         return super().make_urn(parent, type_, name)
 
     @override
     def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
         response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == ROOT_STACK:
             return response
         registration = self.resources.get(response.urn)
         aliases = self.alias_urns_of[response.urn] = self.alias_urns(request)
@@ -219,31 +218,33 @@ class Recorder(MockMonitor):
 def _resolve(value: Any) -> Any:
     """A stack output's value; UNKNOWN where a preview cannot know it yet (as `pulumi preview` shows)."""
     output = pulumi.Output.from_input(value)
-    if not _sync_await(output.is_known()):
+    if not sdk_hooks.sync_await(output.is_known()):
         return UNKNOWN
-    return _sync_await(output.future())
+    return sdk_hooks.sync_await(output.future())
 
 
-def pulumi_config(cluster: StackConfig) -> dict[str, str]:
+def pulumi_config(stack: StackConfig) -> dict[str, str]:
     """The Pulumi config the CLI would hand the program for this stack: one JSON object under our key."""
-    return {FULL_KEY: json.dumps(cluster.model_dump(mode="json"))}
+    return {FULL_KEY: json.dumps(stack.model_dump(mode="json"))}
 
 
 @contextlib.contextmanager
-def _no_source_positions() -> Generator[None, None, None]:
-    """Registrations without the caller's stack trace.
+def collector_paused() -> Generator[None, None, None]:
+    """No cyclic garbage collection inside the block; as it was after.
 
-    On every registration the SDK walks the Python stack and reads each frame's source line, so that the engine
-    can show where a resource was declared. A recording never keeps it (`RecordedResource` has no such field),
-    and under a deep caller (pytest) the walk was about a quarter of a run's CPU time. Only the mock runs here
-    skip it; `pulumi up` runs `__main__.py` in Pulumi's own language host, which this never touches.
+    A run allocates a few container objects per resource (Outputs, futures, protobuf messages) that all live until
+    the run ends, so collection during the run frees next to nothing; but each pass the allocations trigger in the
+    oldest generation re-scans the whole heap, the SDKs' imported type modules included, and those passes come more
+    often as a run grows: at 64 GPU groups (1518 resources) half the run's CPU was collection, and the cost per
+    resource rose with size. What a run leaves as cyclic garbage is freed by the first pass after it.
     """
-    original = pulumi_resource._get_stack_trace
-    pulumi_resource._get_stack_trace = source_pb2.StackTrace  # an empty trace: no source position
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        pulumi_resource._get_stack_trace = original
+        if enabled:
+            gc.enable()
 
 
 def run(
@@ -262,15 +263,13 @@ def run(
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        with _no_source_positions():
-            # A new Stack per run. pulumi types the parameter `Resource`, though the context variable it sets is
-            # Optional[Resource] and starts as None.
-            pulumi_settings.set_root_resource(None)  # type: ignore[bad-argument-type]
+        with sdk_hooks.no_source_positions(), collector_paused():
+            sdk_hooks.reset_root_resource()  # a new Stack per run
             set_all_config(dict(config or {}), [])
             recorder = Recorder(TrainstackMocks(region=region, preview=preview, existing_subnets=existing_subnets))
             pulumi.runtime.set_mocks(recorder.mocks, project=PROJECT, stack=stack, preview=preview, monitor=recorder)
-            root = pulumi_settings.get_root_resource()
-            _sync_await(run_pulumi_func(program))
+            root = sdk_hooks.root_resource()
+            sdk_hooks.sync_await(run_pulumi_func(program))
             exported = dict(root.outputs) if isinstance(root, Stack) else {}
             outputs = {name: _resolve(value) for name, value in exported.items()}
             return Recording(stack=stack, preview=preview, resources=stable_order(recorder.recorded), outputs=outputs)
@@ -284,9 +283,7 @@ def run(
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         raise
     finally:
-        # pulumi's Settings.outputs is a set[asyncio.Task] behind its untyped @contextproperty decorator, which the
-        # checker sees as the decorator's own return (a ContextProperty or a function), not the descriptor's value.
-        pulumi_settings.SETTINGS.outputs.clear()  # type: ignore[missing-attribute]
+        sdk_hooks.forget_pending_outputs()
         asyncio.set_event_loop(None)
         loop.close()
 

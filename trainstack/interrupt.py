@@ -8,10 +8,13 @@ it leaves a future that never resolves and the event loop waiting on it forever.
 watchdog that ends the process after a short grace period, and a second Ctrl-C ends it at once. When the
 signal lands in a weakref or finaliser callback, Python cannot raise it and prints it as "Exception ignored";
 the hook below keeps that traceback off the terminal (the flag is set, so the run still ends as interrupted).
+asyncio also logs the tasks the interrupt leaves pending ("Task was destroyed but it is pending!") as they are
+collected; its logger is silenced from the first Ctrl-C, since those tasks are the run being abandoned.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -28,6 +31,7 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _interrupted.is_set():
         _leave()
     _interrupted.set()
+    logging.getLogger("asyncio").disabled = True
     watchdog = threading.Timer(GRACE_S, _leave)
     watchdog.daemon = True  # never what keeps a finished process alive
     watchdog.start()

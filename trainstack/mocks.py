@@ -22,27 +22,75 @@ from pulumi.runtime import rpc
 from stacks.account_rules import QUOTA_CLASSES
 from stacks.catalog import CATALOG
 from stacks.schema import StackConfig
+from trainstack.tokens import (
+    AMP_WORKSPACE,
+    BUCKET,
+    BUCKET_V2,
+    EC2_GET_CAPACITY_BLOCK_RESERVATION,
+    EC2_GET_INSTANCE_TYPE,
+    EC2_GET_INSTANCE_TYPE_OFFERINGS,
+    EC2_GET_INSTANCES,
+    EC2_GET_PREFIX_LIST,
+    EC2_GET_SUBNET,
+    EIP,
+    EKS_CLUSTER,
+    EKS_GET_CLUSTER,
+    EKS_GET_CLUSTER_VERSIONS,
+    FLOW_LOG,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    GET_AVAILABILITY_ZONES,
+    GET_CALLER_IDENTITY,
+    GET_PARTITION,
+    GET_REGION,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    IAM_GET_POLICY_DOCUMENT,
+    IAM_GET_ROLES,
+    IAM_GET_SESSION_CONTEXT,
+    IAM_GET_USERS,
+    IAM_OIDC_PROVIDER,
+    IAM_POLICY,
+    IAM_ROLE,
+    INSTANCE_PROFILE,
+    INTERNET_GATEWAY,
+    KMS_KEY,
+    LAUNCH_TEMPLATE,
+    LOG_GROUP,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    PLACEMENT_GROUP,
+    ROUTE_TABLE,
+    SECURITY_GROUP,
+    SECURITY_GROUP_EGRESS_RULE,
+    SECURITY_GROUP_INGRESS_RULE,
+    SERVICE_QUOTAS_GET_SERVICE_QUOTA,
+    SSM_GET_PARAMETER,
+    SUBNET,
+    VPC,
+    VPC_ENDPOINT,
+)
 
 ACCOUNT_ID = "123456789012"
 PARTITION = "aws"
 
 # Physical id prefixes EC2 and friends use, by resource type token.
 _ID_PREFIX: dict[str, str] = {
-    "aws:ec2/vpc:Vpc": "vpc-",
-    "aws:ec2/subnet:Subnet": "subnet-",
-    "aws:ec2/securityGroup:SecurityGroup": "sg-",
-    "aws:ec2/internetGateway:InternetGateway": "igw-",
-    "aws:ec2/natGateway:NatGateway": "nat-",
-    "aws:ec2/eip:Eip": "eipalloc-",
-    "aws:ec2/routeTable:RouteTable": "rtb-",
-    "aws:ec2/launchTemplate:LaunchTemplate": "lt-",
-    "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce-",
-    "aws:ec2/flowLog:FlowLog": "fl-",
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr-",
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "sgr-",
-    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs-",
-    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra-",
-    "aws:ec2/placementGroup:PlacementGroup": "pg-",
+    VPC: "vpc-",
+    SUBNET: "subnet-",
+    SECURITY_GROUP: "sg-",
+    INTERNET_GATEWAY: "igw-",
+    NAT_GATEWAY: "nat-",
+    EIP: "eipalloc-",
+    ROUTE_TABLE: "rtb-",
+    LAUNCH_TEMPLATE: "lt-",
+    VPC_ENDPOINT: "vpce-",
+    FLOW_LOG: "fl-",
+    SECURITY_GROUP_INGRESS_RULE: "sgr-",
+    SECURITY_GROUP_EGRESS_RULE: "sgr-",
+    FSX_LUSTRE: "fs-",
+    FSX_DATA_REPOSITORY_ASSOCIATION: "dra-",
+    PLACEMENT_GROUP: "pg-",
 }
 
 
@@ -50,13 +98,13 @@ AUTO_NAME_MAX = 64
 # The invokes components/account_checks.py makes beside getCallerIdentity (answered by `_account_check`).
 _ACCOUNT_CHECKS = frozenset(
     {
-        "aws:iam/getRoles:getRoles",
-        "aws:iam/getUsers:getUsers",
-        "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings",
-        "aws:servicequotas/getServiceQuota:getServiceQuota",
-        "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation",
-        "aws:ec2/getInstances:getInstances",
-        "aws:eks/getClusterVersions:getClusterVersions",
+        IAM_GET_ROLES,
+        IAM_GET_USERS,
+        EC2_GET_INSTANCE_TYPE_OFFERINGS,
+        SERVICE_QUOTAS_GET_SERVICE_QUOTA,
+        EC2_GET_CAPACITY_BLOCK_RESERVATION,
+        EC2_GET_INSTANCES,
+        EKS_GET_CLUSTER_VERSIONS,
     }
 )
 QUOTA_NAMES = {
@@ -83,9 +131,9 @@ class ExistingSubnetFacts:
     vpc_id: str
 
 
-def existing_subnet_facts(cluster: StackConfig) -> dict[str, ExistingSubnetFacts]:
+def existing_subnet_facts(stack: StackConfig) -> dict[str, ExistingSubnetFacts]:
     """The stack file's existing subnets by id (empty when trainstack creates the VPC)."""
-    existing = cluster.network.existing_vpc
+    existing = stack.network.existing_vpc
     if existing is None:
         return {}
     return {sid: ExistingSubnetFacts(az, existing.vpc_id) for az, sid in existing.private_subnet_ids.items()}
@@ -94,7 +142,7 @@ def existing_subnet_facts(cluster: StackConfig) -> dict[str, ExistingSubnetFacts
 def _preview_computed(typ: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Computed fields nested in an input block, unknown in a preview: without them the block comes back as the
     inputs gave it and the field reads as a known null, where `pulumi preview` shows it unknown."""
-    if typ == "aws:eks/cluster:Cluster":
+    if typ == EKS_CLUSTER:
         return {"vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": rpc.UNKNOWN}}
     return {}
 
@@ -117,7 +165,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         if self.preview and args.typ.startswith(("aws:", "aws-native:", "kubernetes:")):
             return None, {**inputs, **_preview_computed(args.typ, inputs)}  # computed outputs stay unknown
         physical_id = _ID_PREFIX.get(args.typ, "") + _digest(args.typ, args.name)
-        if args.typ == "aws:kms/key:Key":  # KMS key ids are UUIDs
+        if args.typ == KMS_KEY:  # KMS key ids are UUIDs
             lengths = zip("abcde", (8, 4, 4, 4, 12), strict=True)
             physical_id = "-".join(_digest(args.name, part, length=n) for part, n in lengths)
         return physical_id, {**inputs, **self._computed(args.typ, args.name, inputs, physical_id)}
@@ -128,50 +176,30 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         auto_name = inputs.get("name") or f"{name[: AUTO_NAME_MAX - 8]}-{_digest(typ, name, length=7)}"
         arn = f"arn:{PARTITION}:{_service(typ)}:{self.region}:{ACCOUNT_ID}:{auto_name}"
         out: dict[str, Any] = {"arn": arn, "name": auto_name, "tagsAll": inputs.get("tags", {})}
-        if typ == "aws:eks/cluster:Cluster":
-            issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
-            out |= {
-                "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
-                "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="},
-                "identities": [{"oidcs": [{"issuer": issuer}]}],
-                "vpcConfig": {
-                    **inputs.get("vpcConfig", {}),
-                    "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
-                },
-                "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
-                "platformVersion": "eks.9",
-                "status": "ACTIVE",
-            }
-        elif typ == "aws:iam/role:Role":
+        if typ == EKS_CLUSTER:
+            out |= self._eks_cluster(name, inputs, auto_name)
+        elif typ == IAM_ROLE:
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{auto_name}"
             out["uniqueId"] = "AROA" + _digest(name, length=16).upper()
-        elif typ == "aws:iam/policy:Policy":
+        elif typ == IAM_POLICY:
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:policy/{auto_name}"
-        elif typ == "aws:iam/instanceProfile:InstanceProfile":
+        elif typ == INSTANCE_PROFILE:
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:instance-profile/{auto_name}"
-        elif typ == "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
+        elif typ == IAM_OIDC_PROVIDER:
             issuer = str(inputs.get("url", "")).removeprefix("https://")
             out["arn"] = f"arn:{PARTITION}:iam::{ACCOUNT_ID}:oidc-provider/{issuer}"
-        elif typ == "aws:kms/key:Key":
+        elif typ == KMS_KEY:
             out |= {"keyId": physical_id, "arn": f"arn:{PARTITION}:kms:{self.region}:{ACCOUNT_ID}:key/{physical_id}"}
-        elif typ == "aws:s3/bucket:Bucket" or typ == "aws:s3/bucketV2:BucketV2":
-            # bucketPrefix: the provider appends a 26-character unique suffix.
-            prefix = inputs.get("bucketPrefix")
-            bucket = inputs.get("bucket") or (f"{prefix}{_digest(typ, name, length=26)}" if prefix else auto_name)
-            out |= {
-                "bucket": bucket,
-                "arn": f"arn:{PARTITION}:s3:::{bucket}",
-                "bucketDomainName": f"{bucket}.s3.amazonaws.com",
-                "bucketRegionalDomainName": f"{bucket}.s3.{self.region}.amazonaws.com",
-            }
-        elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+        elif typ in (BUCKET, BUCKET_V2):
+            out |= self._bucket(typ, name, inputs, auto_name)
+        elif typ == FSX_LUSTRE:
             out |= {
                 "dnsName": f"{physical_id}.fsx.{self.region}.amazonaws.com",
                 "mountName": _digest(name, "mount", length=8),
                 "arn": f"arn:{PARTITION}:fsx:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}",
                 "networkInterfaceIds": ["eni-" + _digest(name, "eni")],
             }
-        elif typ == "aws-native:sagemaker:Cluster":
+        elif typ == HYPERPOD_CLUSTER:
             # HyperPod cluster ARNs end in a 12-character lower-case id (SageMaker API reference, ClusterArn).
             out |= {
                 "clusterArn": f"arn:{PARTITION}:sagemaker:{self.region}:{ACCOUNT_ID}:cluster/"
@@ -179,47 +207,78 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "clusterStatus": "InService",
                 "creationTime": "2026-01-01T00:00:00Z",
             }
-        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        elif typ == LAUNCH_TEMPLATE:
             out |= {"latestVersion": 1, "defaultVersion": 1}
-        elif typ == "aws:ec2/subnet:Subnet":
+        elif typ == SUBNET:
             out["availabilityZoneId"] = "use1-az" + str(sum(map(ord, str(inputs.get("availabilityZone", "")))) % 6 + 1)
-        elif typ == "aws:eks/nodeGroup:NodeGroup":
-            # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
-            # resources.autoScalingGroups); components/cluster_autoscaler.py tags it for scale-from-zero.
-            uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
-            asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
-            out |= {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}
-        elif typ == "aws:ec2/placementGroup:PlacementGroup":
+        elif typ == NODE_GROUP:
+            out |= _node_group(name, inputs)
+        elif typ == PLACEMENT_GROUP:
             out["placementGroupId"] = physical_id
-        elif typ == "aws:amp/workspace:Workspace":
+        elif typ == AMP_WORKSPACE:
             # The AMP API's service prefix is `aps`; a workspace ARN ends in workspace/ws-<id> (AMP User Guide).
             out["arn"] = f"arn:{PARTITION}:aps:{self.region}:{ACCOUNT_ID}:workspace/ws-{physical_id}"
-        elif typ == "aws:cloudwatch/logGroup:LogGroup":
+        elif typ == LOG_GROUP:
             out["arn"] = f"arn:{PARTITION}:logs:{self.region}:{ACCOUNT_ID}:log-group:{auto_name}"
-        elif typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
+        elif typ.startswith("kubernetes:") and typ != HELM_RELEASE:
             metadata = dict(inputs.get("metadata") or {})
             metadata.setdefault("name", auto_name)
             out = {"metadata": metadata}
-        elif typ == "kubernetes:helm.sh/v3:Release":
+        elif typ == HELM_RELEASE:
             out = {"status": {"status": "deployed", "namespace": inputs.get("namespace", "default")}, "name": auto_name}
         return out
+
+    def _eks_cluster(self, name: str, inputs: dict[str, Any], auto_name: str) -> dict[str, Any]:
+        """An EKS cluster's computed outputs: its endpoint, OIDC issuer, cluster security group, service CIDR."""
+        issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
+        return {
+            "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+            "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="},
+            "identities": [{"oidcs": [{"issuer": issuer}]}],
+            "vpcConfig": {
+                **inputs.get("vpcConfig", {}),
+                "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
+            },
+            "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{auto_name}",
+            "platformVersion": "eks.9",
+            "status": "ACTIVE",
+            # EKS API KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, Kubernetes assigns
+            # 10.100.0.0/16 or 172.20.0.0/16 (the one that does not overlap the VPC: ours are in 10.0.0.0/8).
+            "kubernetesNetworkConfig": {
+                "serviceIpv4Cidr": "172.20.0.0/16",
+                "ipFamily": "ipv4",
+                **inputs.get("kubernetesNetworkConfig", {}),
+            },
+        }
+
+    def _bucket(self, typ: str, name: str, inputs: dict[str, Any], auto_name: str) -> dict[str, Any]:
+        """A bucket's name (given, from its prefix, or auto-named), ARN and domain names."""
+        # bucketPrefix: the provider appends a 26-character unique suffix.
+        prefix = inputs.get("bucketPrefix")
+        bucket = inputs.get("bucket") or (f"{prefix}{_digest(typ, name, length=26)}" if prefix else auto_name)
+        return {
+            "bucket": bucket,
+            "arn": f"arn:{PARTITION}:s3:::{bucket}",
+            "bucketDomainName": f"{bucket}.s3.amazonaws.com",
+            "bucketRegionalDomainName": f"{bucket}.s3.{self.region}.amazonaws.com",
+        }
 
     # ------------------------------------------------------------------------------------------- calls
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token, a = args.token, args.args
-        if token == "aws:index/getCallerIdentity:getCallerIdentity":
+        if token == GET_CALLER_IDENTITY:
             return {
                 "accountId": ACCOUNT_ID,
                 "arn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:user/offline-plan",
                 "userId": "AIDAOFFLINEPLAN",
                 "id": ACCOUNT_ID,
             }, []
-        if token == "aws:iam/getSessionContext:getSessionContext":
+        if token == IAM_GET_SESSION_CONTEXT:
             return session_context(str(a.get("arn", ""))), []
-        if token == "aws:index/getPartition:getPartition":
+        if token == GET_PARTITION:
             return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, []
-        if token == "aws:index/getRegion:getRegion":
+        if token == GET_REGION:
             return {
                 "name": self.region,
                 "region": self.region,
@@ -227,7 +286,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "description": self.region,
                 "endpoint": f"ec2.{self.region}.amazonaws.com",
             }, []
-        if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+        if token == GET_AVAILABILITY_ZONES:
             names = [f"{self.region}{letter}" for letter in "abcdef"]
             return {
                 "names": names,
@@ -236,7 +295,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "groupNames": [self.region] * 6,
                 "state": "available",
             }, []
-        if token == "aws:ssm/getParameter:getParameter":
+        if token == SSM_GET_PARAMETER:
             name = str(a.get("name", ""))
             return {
                 "name": name,
@@ -247,22 +306,24 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "version": 1,
                 "insecureValue": "ami-" + _digest(name),
             }, []
-        if token == "aws:ec2/getPrefixList:getPrefixList":
+        if token == EC2_GET_PREFIX_LIST:
             # One S3 range of us-east-1 (AWS ip-ranges.json, service S3: 52.216.0.0/15), the range the team-job
             # journey's S3 address comes from; a real deploy reads AWS's whole list.
             name = str(a.get("name", ""))
             return {"name": name, "cidrBlocks": ["52.216.0.0/15"], "id": "pl-" + _digest(name)[:8]}, []
-        if token == "aws:ec2/getSubnet:getSubnet":
+        if token == EC2_GET_SUBNET:
             return self._subnet(str(a.get("id", ""))), []
-        if token == "aws:ec2/getInstanceType:getInstanceType":
+        if token == EC2_GET_INSTANCE_TYPE:
             return self._instance_type(str(a.get("instanceType", ""))), []
-        if token == "aws:iam/getPolicyDocument:getPolicyDocument":
+        if token == IAM_GET_POLICY_DOCUMENT:
             return {
                 "json": json.dumps(_policy_document(a)),
                 "id": _digest(json.dumps(a, sort_keys=True, default=str)),
             }, []
         if token in _ACCOUNT_CHECKS:
             return self._account_check(token, a), []
+        if token == EKS_GET_CLUSTER:
+            return self._existing_cluster(str(a.get("name", ""))), []
         raise NotImplementedError(
             f"the offline engine has no answer for data source {token}; add one to trainstack/mocks.py"
         )
@@ -272,9 +333,9 @@ class TrainstackMocks(pulumi.runtime.Mocks):
         plan sees no account, so these answers say nothing about one (no roles or users, quotas at 0, a Capacity
         Block that is only its id) and the program judges none of them under the mock engine: the report shows
         those checks as not checked (offline). Facts of the region are answered as for getAvailabilityZones."""
-        if token in ("aws:iam/getRoles:getRoles", "aws:iam/getUsers:getUsers"):
+        if token in (IAM_GET_ROLES, IAM_GET_USERS):
             return {"arns": [], "names": [], "id": "aws-global"}
-        if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+        if token == EC2_GET_INSTANCE_TYPE_OFFERINGS:
             instance_type = next(
                 (f["values"][0] for f in a.get("filters") or [] if f.get("name") == "instance-type"), ""
             )
@@ -285,7 +346,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "locationTypes": ["availability-zone"] * len(zones),
                 "instanceTypes": [instance_type] * len(zones),
             }
-        if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
+        if token == SERVICE_QUOTAS_GET_SERVICE_QUOTA:
             code = str(a.get("quotaCode", ""))
             return {
                 "id": f"ec2/{code}",
@@ -300,7 +361,7 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "arn": f"arn:{PARTITION}:servicequotas:{self.region}:{ACCOUNT_ID}:ec2/{code}",
                 "usageMetrics": [],
             }
-        if token == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+        if token == EC2_GET_CAPACITY_BLOCK_RESERVATION:
             rid = str(a.get("id", ""))
             return {
                 "id": rid,
@@ -309,13 +370,45 @@ class TrainstackMocks(pulumi.runtime.Mocks):
                 "instanceCount": 0,
                 "availableInstanceCount": 0,
             }
-        if token == "aws:ec2/getInstances:getInstances":
+        if token == EC2_GET_INSTANCES:
             return {"id": self.region, "ids": [], "privateIps": [], "publicIps": [], "ipv6Addresses": []}
         versions = [str(v) for v in a.get("clusterVersionsOnlies") or []]  # aws:eks/getClusterVersions
         return {
             "id": self.region,
             "clusterVersions": [{"clusterVersion": v, "clusterType": "eks"} for v in versions],
             "clusterVersionsOnlies": versions,
+        }
+
+    def _existing_cluster(self, name: str) -> dict[str, Any]:
+        """An existing cluster as DescribeCluster shows it (platform-only mode): in the stack file's VPC, its
+        endpoint, CA and cluster security group derived from the name, as for a cluster the program creates."""
+        vpc_ids = sorted({facts.vpc_id for facts in self.existing_subnets.values()})
+        issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(name, length=32).upper()}"
+        return {
+            "id": name,
+            "name": name,
+            "arn": f"arn:{PARTITION}:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
+            "endpoint": f"https://{_digest(name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+            "certificateAuthorities": [{"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMuLi4KLS0tLS1FTkQ="}],
+            "identities": [{"oidcs": [{"issuer": issuer}]}],
+            "vpcConfig": {
+                "clusterSecurityGroupId": "sg-" + _digest("cluster-sg", name),
+                "subnetIds": sorted(self.existing_subnets),
+                "vpcId": vpc_ids[0] if vpc_ids else "",
+                "endpointPrivateAccess": True,
+                "endpointPublicAccess": False,
+                "publicAccessCidrs": [],
+                "securityGroupIds": [],
+            },
+            "kubernetesNetworkConfigs": [{"serviceIpv4Cidr": "172.20.0.0/16", "ipFamily": "ipv4"}],
+            "version": "1.36",
+            "platformVersion": "eks.9",
+            "status": "ACTIVE",
+            "roleArn": f"arn:{PARTITION}:iam::{ACCOUNT_ID}:role/{name}-cluster",
+            "tags": {},
+            "createdAt": "2026-01-01T00:00:00Z",
+            "enabledClusterLogTypes": [],
+            "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}],
         }
 
     def _subnet(self, subnet_id: str) -> dict[str, Any]:
@@ -399,3 +492,12 @@ def session_context(arn: str) -> dict[str, Any]:
         issuer = f"arn:{partition}:iam::{account}:role/{role}"
         return {"arn": arn, "issuerArn": issuer, "issuerId": "", "issuerName": role, "sessionName": session, "id": arn}
     return {"arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": "", "id": arn}
+
+
+def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A managed node group's status and its Auto Scaling group."""
+    # EKS names a managed node group's Auto Scaling group eks-<node group>-<uuid> (DescribeNodegroup
+    # resources.autoScalingGroups); components/k8s/cluster_autoscaler.py tags it for scale-from-zero.
+    uuid = "-".join(_digest(name, "asg", str(n), length=n) for n in (8, 4, 4, 4, 12))
+    asg = f"eks-{inputs.get('nodeGroupName', name)}-{uuid}"
+    return {"status": "ACTIVE", "resources": [{"autoscalingGroups": [{"name": asg}]}]}

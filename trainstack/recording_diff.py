@@ -4,7 +4,7 @@ Resources are matched by URN, or by an alias as the engine matches state (`match
 is named by its engine path in Pulumi's property path syntax (`property_path`, `path_parts`), and a change is a
 replacement when it touches a create-only input (`trainstack.create_only`) or a path under the resource's own
 `replace_on_changes`. Inputs under `ignoreChanges` keep their deployed value (`apply_ignore_changes`). No report,
-cost or policy here: `trainstack.diff` builds the reviewed diff on top, and the day-2 journey
+cost or policy here: `trainstack.model.diff` builds the reviewed diff on top, and the day-2 journey
 (`trainstack.journeys.day2`) reads these changes directly.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 
 from trainstack.create_only import replaces
 from trainstack.engine import RecordedResource, Recording
+from trainstack.tokens import CLUSTER_TRAINING_RUNTIME, HYPERPOD_CLUSTER
 
 MISSING = "<absent>"  # the old value of an added input, the new value of a deleted one
 
@@ -35,7 +36,7 @@ LIFECYCLE_ROLLOUT = (
 
 def rollout_notes(type_token: str, changes: tuple[InputChange, ...], cluster_name: str) -> tuple[str, ...]:
     """What applying these changes to running machines takes, beyond `pulumi up` (empty for most changes)."""
-    if type_token == "aws-native:sagemaker:Cluster" and any(LIFECYCLE_PATH.match(c.path) for c in changes):
+    if type_token == HYPERPOD_CLUSTER and any(LIFECYCLE_PATH.match(c.path) for c in changes):
         return (LIFECYCLE_ROLLOUT.format(cluster=cluster_name),)
     return ()
 
@@ -44,7 +45,6 @@ def rollout_notes(type_token: str, changes: tuple[InputChange, ...], cluster_nam
 # trainer.kubeflow.org/resource-in-use: kubeflow/trainer v2.1.0 pkg/controller/clustertrainingruntime_controller.go),
 # and pulumi-kubernetes waits for a deletion 10 minutes by default before it fails (pulumi-kubernetes
 # provider/pkg/await/await.go, Deletion).
-CLUSTER_TRAINING_RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 RUNTIME_REPLACEMENT = (
     "ClusterTrainingRuntime {runtime} is deleted and created again ({reasons} cannot change in place): Trainer "
     "holds the deletion while any TrainJob names the runtime, finished ones too, and `pulumi up` fails after "

@@ -557,7 +557,7 @@ def _cell(text: str) -> str:
 
 def floors_table() -> str:
     """The floors: every threshold of the floor rules per environment, with why and the source."""
-    from policies.rules import DOMAINS
+    from policies.rules.base import floor_of
 
     configs = {env: load_config(env) for env in ENVIRONMENTS}
     lines = [
@@ -565,7 +565,7 @@ def floors_table() -> str:
         "|---|---|---|---|---|",
     ]
     for policy in POLICIES:
-        if DOMAINS[policy.name] != "floors" or policy.config_schema is None:
+        if floor_of(policy) is None or policy.config_schema is None:
             continue
         for key, schema in policy.config_schema.properties.items():
             cells: list[str] = []

@@ -1,8 +1,12 @@
-"""The trainstack policy rules, one function per rule, grouped by domain.
+"""The trainstack policy rules, one function per rule, one module per area: the areas of the components' type
+tokens (`trainstack:<area>:<Type>`: network, eks, gpu, storage, k8s, health, sagemaker, security), and `stack` for
+the rules of the stack as a whole.
 
 `POLICIES` is what both the CrossGuard pack (`policies/__main__.py`) and the offline evaluator
-(`trainstack/review.py`) run. Each policy carries its id (`name`), why (`description`) and `severity`;
-enforcement levels and thresholds per environment live in `policies/config/<env>.json`.
+(`trainstack/review.py`) run, in this order: `stack` last, so `stack-waivers`, its last rule, judges what every
+other rule reported. Each policy carries its id (`name`), why (`description`), `severity` and, for a floor, the
+first environment that holds it (`floor`); enforcement levels and thresholds per environment live in
+`policies/config/<env>.json`.
 """
 
 from __future__ import annotations
@@ -11,22 +15,9 @@ from types import ModuleType
 
 from pulumi_policy import Policy
 
-from . import cost, defence, eks, floors, gpu, iam, kubernetes, network, nodes, sagemaker, security, storage
+from . import eks, gpu, health, k8s, network, sagemaker, security, stack, storage
 
-MODULES: tuple[ModuleType, ...] = (
-    eks,
-    nodes,
-    iam,
-    network,
-    storage,
-    gpu,
-    kubernetes,
-    sagemaker,
-    security,
-    cost,
-    defence,
-    floors,
-)
+MODULES: tuple[ModuleType, ...] = (network, eks, gpu, storage, k8s, health, sagemaker, security, stack)
 
 
 def _collect(module: ModuleType) -> list[Policy]:
@@ -35,7 +26,7 @@ def _collect(module: ModuleType) -> list[Policy]:
 
 POLICIES: list[Policy] = [policy for module in MODULES for policy in _collect(module)]
 BY_NAME: dict[str, Policy] = {policy.name: policy for policy in POLICIES}
-# Stable ids: the docs/policies.md table, the config files and the review name rules by these.
+# Each rule's area (its module): the docs/policies.md table's Domain column.
 DOMAINS: dict[str, str] = {
     policy.name: module.__name__.rsplit(".", 1)[-1] for module in MODULES for policy in _collect(module)
 }

@@ -23,52 +23,43 @@ from pulumi_policy import (
 )
 
 from .. import waivers
-from ..facts import EFA_PRESENT_LABEL, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
+from ..facts import EFA_PRESENT_LABEL, ENVIRONMENTS, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB, Instance, instance
+from ..facts_generated import (
+    BUCKET_ENCRYPTION,
+    BUCKET_VERSIONING,
+    CLUSTER_TRAINING_RUNTIME,
+    HELM_CHART,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    K8S_JOB,
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    TRAIN_JOB,
+)
 
 # ----------------------------------------------------------------------------------------- type tokens
+# The vocabulary's tokens (trainstack/tokens.py) come generated, under its names, from facts_generated.py. These are
+# the pack's own: types the program does not create but a rule still judges when another program (or an older
+# pulumi-aws) does, so a stack cannot step around a rule by choosing the other resource.
 
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-EKS_ADDON = "aws:eks/addon:Addon"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
-SUBNET = "aws:ec2/subnet:Subnet"
-VPC = "aws:ec2/vpc:Vpc"
-FLOW_LOG = "aws:ec2/flowLog:FlowLog"
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-IAM_ROLE = "aws:iam/role:Role"
-IAM_POLICY = "aws:iam/policy:Policy"
-IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-IAM_ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-IAM_OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
-KMS_KEY = "aws:kms/key:Key"
-S3_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
-S3_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 S3_SSE = (
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    BUCKET_ENCRYPTION,
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
 )
-S3_VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
-FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-FSX_DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-HELM_CHART_V4 = "kubernetes:helm.sh/v4:Chart"
-HELM_TYPES = (HELM_RELEASE, HELM_CHART_V4)
+S3_VERSIONING = (BUCKET_VERSIONING, "aws:s3/bucketVersioningV2:BucketVersioningV2")
+HELM_TYPES = (HELM_RELEASE, HELM_CHART)
 WORKLOAD_TYPES = (
     "kubernetes:apps/v1:DaemonSet",
     "kubernetes:apps/v1:Deployment",
     "kubernetes:apps/v1:StatefulSet",
-    "kubernetes:batch/v1:Job",
+    K8S_JOB,
     "kubernetes:batch/v1:CronJob",
     "kubernetes:core/v1:Pod",
     # Training operators' custom resources carry pod templates too.
-    "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime",
+    CLUSTER_TRAINING_RUNTIME,
     "kubernetes:trainer.kubeflow.org/v1alpha1:TrainingRuntime",
-    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    TRAIN_JOB,
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
     "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
 )
@@ -91,6 +82,36 @@ ValidateResource = Callable[[ResourceValidationArgs, Report], None]
 ValidateStack = Callable[[StackValidationArgs, Report], None]
 
 
+# ------------------------------------------------------------------------------------------- the rules
+
+
+class ResourceRule(ResourceValidationPolicy):
+    """A resource rule of the pack. `floor`: the first environment (of dev, staging, prod) from which the rule is
+    a floor held in code (policies/enforcement.py), None for a rule the config files set freely."""
+
+    floor: str | None = None
+
+
+class StackRule(StackValidationPolicy):
+    """A stack rule of the pack; `floor` as for ResourceRule."""
+
+    floor: str | None = None
+
+
+Rule = ResourceRule | StackRule
+
+
+def floor_of(policy: object) -> str | None:
+    """The environment from which `policy` is a floor, or None (also for a policy that is not one of the pack's)."""
+    return policy.floor if isinstance(policy, (ResourceRule, StackRule)) else None
+
+
+def _floor(name: str, floor: str | None) -> str | None:
+    if floor is not None and floor not in ENVIRONMENTS:
+        raise ValueError(f"rule {name}: floor {floor!r} is not an environment; valid: {', '.join(ENVIRONMENTS)}")
+    return floor
+
+
 # ------------------------------------------------------------------------------------------- decorators
 
 
@@ -109,24 +130,27 @@ def resource_rule(
     types: Iterable[str],
     config: Mapping[str, Mapping[str, Any]] | None = None,
     remediation: str | None = None,
-) -> Callable[[ValidateResource], ResourceValidationPolicy]:
+    floor: str | None = None,
+) -> Callable[[ValidateResource], ResourceRule]:
     """Turn `validate(args, report)` into a ResourceValidationPolicy that runs only on `types`.
 
     Other types return quietly (the engine asks every resource policy about every resource); a matching
     resource the rule does not cover calls `args.not_applicable(reason)`. The default enforcement level
-    is left unset: the pack is advisory and `policies/config/<env>.json` raises rules per environment.
+    is left unset: the pack is advisory and `policies/config/<env>.json` raises rules per environment, except
+    for a floor: mandatory from environment `floor` on, whatever the config says (policies/enforcement.py).
     """
     wanted = frozenset(types)
     RESOURCE_TYPES[name] = wanted
+    held = _floor(name, floor)
 
-    def decorate(validate: ValidateResource) -> ResourceValidationPolicy:
+    def decorate(validate: ValidateResource) -> ResourceRule:
         def run(args: ResourceValidationArgs, report: Report) -> None:
             if args.resource_type in wanted:
                 validate(args, _screened(name, report, args.urn))
 
         run.__name__ = validate.__name__
         run.__doc__ = validate.__doc__
-        return ResourceValidationPolicy(
+        rule = ResourceRule(
             name=name,
             description=description,
             validate=run,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
@@ -135,6 +159,8 @@ def resource_rule(
             remediation_steps=remediation,
             tags=sorted({t.split(":")[0] for t in wanted}),
         )
+        rule.floor = held
+        return rule
 
     return decorate
 
@@ -146,16 +172,18 @@ def stack_rule(
     severity: Severity,
     config: Mapping[str, Mapping[str, Any]] | None = None,
     remediation: str | None = None,
-) -> Callable[[ValidateStack], StackValidationPolicy]:
-    """Turn `validate(args, report)` into a StackValidationPolicy."""
+    floor: str | None = None,
+) -> Callable[[ValidateStack], StackRule]:
+    """Turn `validate(args, report)` into a StackValidationPolicy; `floor` as for `resource_rule`."""
+    held = _floor(name, floor)
 
-    def decorate(validate: ValidateStack) -> StackValidationPolicy:
+    def decorate(validate: ValidateStack) -> StackRule:
         def run(args: StackValidationArgs, report: Report) -> None:
             validate(args, _screened(name, report))
 
         run.__name__ = validate.__name__
         run.__doc__ = validate.__doc__
-        return StackValidationPolicy(
+        rule = StackRule(
             name=name,
             description=description,
             validate=run,  # type: ignore[bad-argument-type]  # the SDK's ReportViolation: see Report
@@ -164,6 +192,8 @@ def stack_rule(
             remediation_steps=remediation,
             tags=["stack"],
         )
+        rule.floor = held
+        return rule
 
     return decorate
 
@@ -262,6 +292,48 @@ def config(args: ResourceValidationArgs | StackValidationArgs, key: str, default
     return args.get_config().get(key, default)
 
 
+def int_config(args: StackValidationArgs, key: str, default: int) -> int:
+    """An integer property of the rule's config (a floor's threshold), with the schema default as fallback."""
+    return int(args.get_config().get(key, default))
+
+
+def policy_statements(document: Any) -> list[Mapping[str, Any]]:
+    """The statements of a JSON policy document (a bucket, key or endpoint policy) whose `Statement` is a list;
+    [] for anything else."""
+    doc = json_document(document)
+    return [s for s in as_list(get(doc, "Statement")) if isinstance(s, Mapping)] if isinstance(doc, Mapping) else []
+
+
+def condition_keys(statement: Mapping[str, Any]) -> set[str]:
+    """The condition keys a policy statement tests, whatever the operator."""
+    condition = statement.get("Condition")
+    if not isinstance(condition, Mapping):
+        return set()
+    return {str(k) for block in condition.values() if isinstance(block, Mapping) for k in block}
+
+
+def availability_zone(subnet: PolicyResource) -> str:
+    """A subnet's AZ by name, or by AZ id when that is what the subnet was given."""
+    return str(get(subnet.props, "availabilityZone") or get(subnet.props, "availabilityZoneId"))
+
+
+# ------------------------------------------------------------------------------ the environment/stack tie
+
+
+def environment_of_stack(stack: str) -> str | None:
+    """The environment a stack name maps to (`prod`, `prod-<suffix>` -> prod); the pack's copy of
+    `stacks/load.py`'s rule, proven equal by tests/redteam/test_defence.py."""
+    for environment in ENVIRONMENTS:
+        if stack == environment or stack.startswith(f"{environment}-"):
+            return environment
+    return None
+
+
+def stack_of(urn: str) -> str:
+    """The stack segment of a URN: urn:pulumi:<stack>::<project>::<type>::<name>."""
+    return urn.split("::", 1)[0].split(":")[-1]
+
+
 # ------------------------------------------------------------------------------------------ the graph
 
 
@@ -352,7 +424,7 @@ def instance_types_of(node_group: PolicyResource) -> list[str]:
 def accelerated_node_groups(g: Graph) -> list[tuple[PolicyResource, Instance]]:
     """Node groups of accelerated instances (GPU or Trainium), each with its instance facts."""
     out: list[tuple[PolicyResource, Instance]] = []
-    for group in g.of_type(EKS_NODE_GROUP):
+    for group in g.of_type(NODE_GROUP):
         for instance_type in instance_types_of(group):
             facts = instance(instance_type)
             if facts is not None:
@@ -389,7 +461,7 @@ def efa_node_groups(g: Graph) -> list[tuple[PolicyResource, PolicyResource]]:
     """Node groups meant for EFA, each with its launch template: the template has EFA interfaces, or the
     group carries the EFA node label (so a template that lost its interfaces is still checked)."""
     out: list[tuple[PolicyResource, PolicyResource]] = []
-    for group in g.of_type(EKS_NODE_GROUP):
+    for group in g.of_type(NODE_GROUP):
         template = launch_template_of(group)
         labelled = label(group, EFA_PRESENT_LABEL) == "true"
         if template is not None and (efa_interfaces(template.props) or labelled):

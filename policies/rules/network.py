@@ -1,4 +1,6 @@
-"""Network rules: security groups and VPC flow logs, plus the security-group model other modules use."""
+"""Network rules (the `trainstack:network` area): security groups, VPC flow logs and the default security group,
+VPC endpoints' policies, a NAT gateway per AZ; plus the security-group model the EFA, Lustre and HyperPod rules
+read (`sg_rules`, `allows_all_self`)."""
 
 from __future__ import annotations
 
@@ -7,19 +9,30 @@ from dataclasses import dataclass
 from pulumi_policy import PolicyResource, ResourceValidationArgs, Severity, StackValidationArgs
 
 from ..address_space import describe, public_addresses
-from .base import (
+from ..facts_generated import (
+    DEFAULT_SECURITY_GROUP,
+    EKS_CLUSTER,
     FLOW_LOG,
+    NAT_GATEWAY,
+    NODE_GROUP,
     SECURITY_GROUP,
-    SG_EGRESS_RULE,
-    SG_INGRESS_RULE,
-    SG_RULE,
+    SECURITY_GROUP_EGRESS_RULE,
+    SECURITY_GROUP_INGRESS_RULE,
+    SUBNET,
     VPC,
+    VPC_ENDPOINT,
+)
+from .base import (
+    SG_RULE,
     Graph,
     Report,
+    as_list,
+    availability_zone,
     get,
     graph,
     items,
     number,
+    policy_statements,
     resource_rule,
     stack_rule,
     truthy,
@@ -75,10 +88,10 @@ def _inline(sg: PolicyResource, direction: str) -> list[SgRule]:
 def sg_rules(g: Graph, sg: PolicyResource) -> list[SgRule]:
     """Every rule of `sg`: inline blocks and rule resources joined through their `securityGroupId`."""
     rules = _inline(sg, "ingress") + _inline(sg, "egress")
-    for rule in g.referrers(sg, "securityGroupId", SG_INGRESS_RULE, SG_EGRESS_RULE):
+    for rule in g.referrers(sg, "securityGroupId", SECURITY_GROUP_INGRESS_RULE, SECURITY_GROUP_EGRESS_RULE):
         rules.append(
             SgRule(
-                direction="ingress" if rule.resource_type == SG_INGRESS_RULE else "egress",
+                direction="ingress" if rule.resource_type == SECURITY_GROUP_INGRESS_RULE else "egress",
                 protocol=str(get(rule.props, "ipProtocol", "")).lower(),
                 from_port=_port(get(rule.props, "fromPort"), 0),
                 to_port=_port(get(rule.props, "toPort"), 65535),
@@ -116,7 +129,7 @@ def allows_all_self(g: Graph, sg: PolicyResource) -> tuple[bool, bool]:
     "reaching beyond the private ranges, judged by the addresses it covers): nodes, file systems and endpoints "
     "are reached from inside the VPC only (Pulumi compliance pack, CIS AWS 5.2).",
     severity=Severity.CRITICAL,
-    types=[SECURITY_GROUP, SG_INGRESS_RULE, SG_RULE],
+    types=[SECURITY_GROUP, SECURITY_GROUP_INGRESS_RULE, SG_RULE],
 )
 def sg_no_world_ingress(args: ResourceValidationArgs, report: Report) -> None:
     if args.resource_type == SECURITY_GROUP:
@@ -166,6 +179,30 @@ def vpc_flow_logs(args: StackValidationArgs, report: Report) -> None:
 
 
 @stack_rule(
+    name="vpc-default-sg-closed",
+    description="Every VPC the stack creates has its default security group adopted with no rule: by default it "
+    "admits all traffic among its members and to anywhere, and whatever is launched without a group lands in it "
+    "(CIS AWS Foundations 5.4, CKV2_AWS_12).",
+    severity=Severity.LOW,
+)
+def vpc_default_sg_closed(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    vpcs = g.of_type(VPC)
+    if not vpcs:
+        args.not_applicable("no VPC in the stack (an existing VPC's default group is its owner's)")
+    for vpc in vpcs:
+        groups = g.referrers(vpc, "vpcId", DEFAULT_SECURITY_GROUP)
+        if not groups:
+            report(f"VPC {vpc.name}: its default security group is not adopted, so it keeps AWS's open rules.", vpc.urn)
+        for group in groups:
+            rules = [d for d in ("ingress", "egress") if items(get(group.props, d))]
+            if rules:
+                report(
+                    f"VPC {vpc.name}: default security group {group.name} keeps {' and '.join(rules)} rules.", group.urn
+                )
+
+
+@stack_rule(
     name="sg-rule-style-consistent",
     description="A security group is managed either by inline rules or by rule resources, never both: "
     "mixing them makes each update delete the other's rules (pulumi-aws securityGroup docs).",
@@ -178,10 +215,59 @@ def sg_rule_style_consistent(args: StackValidationArgs, report: Report) -> None:
         args.not_applicable("no security groups")
     for sg in groups:
         inline = bool(items(get(sg.props, "ingress")) or items(get(sg.props, "egress")))
-        resources = g.referrers(sg, "securityGroupId", SG_INGRESS_RULE, SG_EGRESS_RULE, SG_RULE)
+        resources = g.referrers(sg, "securityGroupId", SECURITY_GROUP_INGRESS_RULE, SECURITY_GROUP_EGRESS_RULE, SG_RULE)
         if inline and resources:
             report(
                 f"security group {sg.name} has inline rules and rule resources "
                 f"({', '.join(r.name for r in resources)}).",
                 sg.urn,
+            )
+
+
+@resource_rule(
+    name="vpc-endpoint-policy",
+    description="Every VPC endpoint has a policy narrower than the default full access (conditions on the "
+    "principal's or resource's account, or named resources): an endpoint is otherwise a path for copying "
+    "data to any account (AWS data perimeter guidance).",
+    severity=Severity.MEDIUM,
+    types=[VPC_ENDPOINT],
+)
+def vpc_endpoint_policy(args: ResourceValidationArgs, report: Report) -> None:
+    statements = policy_statements(get(args.props, "policy"))
+    if not statements:
+        report("the endpoint has no policy: AWS applies full access for every principal and resource.")
+    for statement in statements:
+        unconditioned = statement.get("Effect") == "Allow" and not statement.get("Condition")
+        wide = "*" in [str(r) for r in as_list(statement.get("Resource"))]
+        any_action = any(str(a) == "*" or str(a).endswith(":*") for a in as_list(statement.get("Action")))
+        if unconditioned and wide and any_action:
+            report(f"statement {statement.get('Sid', '?')} allows every action on every resource without condition.")
+
+
+@stack_rule(
+    name="nat-per-az",
+    floor="prod",  # from prod: in staging one NAT gateway is the cost
+    description="Every AZ with node subnets has its own NAT gateway: with one shared NAT gateway, losing its "
+    "AZ cuts every other AZ's nodes off image pulls, package mirrors and AWS APIs not on endpoints (VPC User "
+    "Guide, NAT gateways: 'create a NAT gateway in each Availability Zone').",
+    severity=Severity.MEDIUM,
+)
+def nat_per_az(args: StackValidationArgs, report: Report) -> None:
+    g = graph(args)
+    # The subnets that carry nodes and the control plane's interfaces: the node groups' and the cluster's.
+    private: list[PolicyResource] = []
+    for holder in g.of_type(NODE_GROUP, EKS_CLUSTER):
+        prop = "subnetIds" if holder.resource_type == NODE_GROUP else "vpcConfig"
+        private += [s for s in Graph.deps(holder, prop, SUBNET) if s not in private]
+    nats = g.of_type(NAT_GATEWAY)
+    if not private or not nats:
+        args.not_applicable("no node subnets behind NAT")
+    nat_azs = {availability_zone(s) for nat in nats for s in Graph.deps(nat, "subnetId", SUBNET)}
+    for subnet in private:
+        if availability_zone(subnet) not in nat_azs:
+            report(
+                f"private subnet {subnet.name} in {availability_zone(subnet)} has no NAT gateway in its AZ "
+                f"(NAT gateways in {sorted(nat_azs)}); set network.nat_gateways per_az, so one AZ's outage does not "
+                "take the others' egress with it.",
+                subnet.urn,
             )

@@ -38,7 +38,9 @@ from stacks.schema.gpu import (
     CapacityType,
     EfaLayout,
     GpuNodeGroupSpec,
+    NodeTaintSpec,
     PlacementMode,
+    TaintEffect,
     ami_families_for,
     default_ami_family,
     efa_layout_problem,
@@ -47,11 +49,13 @@ from stacks.schema.gpu import (
 from stacks.schema.health import HealthSpec, NodeRepairSpec
 from stacks.schema.kubernetes import (
     CHART_VERSION,
+    METRICS_SERVER_CHART_VERSION,
     NEURON_HELM_CHART_VERSION,
     EfaDevicePluginSpec,
     GpuOperatorSpec,
     KubernetesSpec,
     KueueSpec,
+    MetricsServerSpec,
     MigStrategy,
     NeuronDevicePluginSpec,
     PinnedImage,
@@ -60,7 +64,7 @@ from stacks.schema.kubernetes import (
     TrainingOperatorSpec,
     ValidationSpec,
 )
-from stacks.schema.network import ExistingVpcSpec, NatGateways, NetworkSpec
+from stacks.schema.network import ExistingVpcSpec, NatGateways, NetworkSpec, PodNetworkSpec
 from stacks.schema.sagemaker import (
     HYPERPOD_EKS_VERSIONS,
     HYPERPOD_EKS_VERSIONS_DOCUMENTED,
@@ -77,8 +81,8 @@ from stacks.schema.sagemaker import (
     hyperpod_eks_version_problem,
 )
 from stacks.schema.security import CheckpointLockSpec, ObjectLockMode, SecuritySpec
-from stacks.schema.stack import CostSpec, StackConfig, TagsSpec, json_schema
-from stacks.schema.storage import BucketsSpec, DraEvent, FsxDeploymentType, FsxSpec, StorageSpec
+from stacks.schema.stack import CostSpec, ExistingClusterSpec, StackConfig, TagsSpec, json_schema
+from stacks.schema.storage import BucketsSpec, DraEvent, ExistingFsxSpec, FsxDeploymentType, FsxSpec, StorageSpec
 
 __all__ = [
     "ACCELERATOR_LABEL",
@@ -96,6 +100,7 @@ __all__ = [
     "HYPERPOD_EKS_VERSIONS_UNCONFIRMED",
     "INSTANCE_TYPE_LABEL",
     "LOG_RETENTION_DAYS",
+    "METRICS_SERVER_CHART_VERSION",
     "NEURON_HELM_CHART_VERSION",
     "NODE_GROUP_LABEL",
     "NVIDIA_GPU_PRESENT_LABEL",
@@ -117,6 +122,8 @@ __all__ = [
     "EksAddonVersions",
     "EksSpec",
     "Environment",
+    "ExistingClusterSpec",
+    "ExistingFsxSpec",
     "ExistingVpcSpec",
     "FsxDeploymentType",
     "FsxSpec",
@@ -131,14 +138,17 @@ __all__ = [
     "KubernetesSpec",
     "KueueSpec",
     "LogType",
+    "MetricsServerSpec",
     "MigStrategy",
     "NatGateways",
     "NetworkSpec",
     "NeuronDevicePluginSpec",
     "NodeRepairSpec",
+    "NodeTaintSpec",
     "ObjectLockMode",
     "PinnedImage",
     "PlacementMode",
+    "PodNetworkSpec",
     "ReservationWindow",
     "RetentionDays",
     "SageMakerSpec",
@@ -150,6 +160,7 @@ __all__ = [
     "StorageSpec",
     "SystemNodeGroupSpec",
     "TagsSpec",
+    "TaintEffect",
     "TeamSpec",
     "TrainerRuntimesSpec",
     "TrainingOperatorSpec",

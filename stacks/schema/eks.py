@@ -62,8 +62,8 @@ class EksAddonVersions(Spec):
     )
 
 
-# The EKS add-on name of each `eks.addons` key (EKS API addonName; the names components/eks.py and
-# components/lustre_volume.py create, a test keeps them equal).
+# The EKS add-on name of each `eks.addons` key (EKS API addonName; the names components/eks/eks.py and
+# components/storage/lustre_volume.py create, a test keeps them equal).
 ADDON_NAMES: dict[str, str] = {
     "vpc_cni": "vpc-cni",
     "coredns": "coredns",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Literal, Self
 
@@ -167,7 +167,7 @@ class PlacementMode(StrEnum):
     NONE = "none"
 
 
-# Node labels trainstack sets on every GPU node itself (components/gpu_nodes.py); spec.labels may not set them.
+# Node labels trainstack sets on every GPU node itself (components/gpu/gpu_nodes.py); spec.labels may not set them.
 NODE_GROUP_LABEL = "trainstack.io/node-group"
 ACCELERATOR_LABEL = "trainstack.io/accelerator"
 NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operator selects on
@@ -190,6 +190,28 @@ GPU_OPERATOR_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 # eks.amazonaws.com/]" (the error as reported in eksctl-io/eksctl#4007 for node-role.kubernetes.io/test, and
 # kubernetes/cloud-provider-aws#242); botocore's labelsMap shape does not encode it.
 EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+class TaintEffect(StrEnum):
+    """Kubernetes taint effects (core/v1 Taint.effect), spelled as in a pod's tolerations."""
+
+    NO_SCHEDULE = "NoSchedule"
+    NO_EXECUTE = "NoExecute"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+# EKS node group taints: key 1-63 characters, value 0-63 (EKS API reference, Taint; botocore taintKey/taintValue),
+# at most 50 per node group (pulumi-aws eks.NodeGroup `taints`), one of which is trainstack's accelerator taint.
+MAX_CUSTOM_TAINTS = 49
+
+
+class NodeTaintSpec(Spec):
+    """A taint the group's nodes carry besides the accelerator taint; Kueue's flavor and trainstack's runtimes,
+    validation jobs and device daemons tolerate it, so only pods that name it (or are admitted by Kueue) land."""
+
+    key: LabelKey = Field(max_length=63, description="Taint key (a qualified name; EKS takes 1-63 characters).")
+    value: LabelValue = Field(default="", max_length=63, description="Taint value (at most 63 characters).")
+    effect: TaintEffect = Field(default=TaintEffect.NO_SCHEDULE, description="NoSchedule, NoExecute, PreferNoSchedule.")
 
 
 def eks_reserved_label_prefix(key: str) -> str | None:
@@ -257,6 +279,35 @@ class GpuNodeGroupSpec(Spec):
         default_factory=dict, max_length=Limits.NODE_LABELS, description="Extra Kubernetes node labels."
     )
     kubernetes_version: KubernetesVersion | None = Field(default=None, description=NODE_KUBERNETES_VERSION_HELP)
+    ami_id: str | None = Field(
+        default=None,
+        pattern=r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$",
+        description="A custom AMI for the group's nodes, built on `ami_family` (which still decides the user data "
+        "format and the GPU Operator's driver choice). EKS merges no bootstrap into a custom AMI's user data, so "
+        "trainstack writes the whole join (cluster, labels, taints); EKS then takes no amiType, version or "
+        "release version, and rotating the AMI is a change of this id.",
+    )
+    extra_instance_types: list[CatalogInstanceType] = Field(
+        default_factory=list,
+        max_length=19,
+        description="More instance types EKS may launch for the group (Spot or On-Demand diversification), groups "
+        "without EFA only. Each must match `instance_type`'s accelerator family, count and CPU architecture and have "
+        "at least its vCPUs, memory and accelerator memory, so a pod sized for `instance_type` fits every node.",
+    )
+    selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        max_length=8,
+        description="Platform-only mode (`existing_cluster`): labels the existing group's nodes already carry, for "
+        "example {eks.amazonaws.com/nodegroup: gpu} or HyperPod's {sagemaker.amazonaws.com/instance-group-name: "
+        "worker}. Kueue's flavor, the runtimes and the validation jobs select on them instead of trainstack's own "
+        "node-group label.",
+    )
+    taints: list[NodeTaintSpec] = Field(
+        default_factory=list,
+        max_length=MAX_CUSTOM_TAINTS,
+        description="Extra node taints (the accelerator taint stays). The group's Kueue flavor adds their "
+        "tolerations to admitted jobs, and trainstack's device plugins and operators tolerate them.",
+    )
 
     @field_validator("ami_family")
     @classmethod
@@ -273,29 +324,60 @@ class GpuNodeGroupSpec(Spec):
 
     @model_validator(mode="after")
     def _group(self) -> Self:
-        row = CATALOG[self.instance_type]
+        """Every rule across the group's fields (GROUP_RULES, in order); all their problems in one error."""
+        problems = [problem for rule in GROUP_RULES for problem in rule(self)]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def _row(self) -> InstanceType:
+        """The catalog's row for the group's instance type."""
+        return CATALOG[self.instance_type]
+
+    def _sizes_in_order(self) -> list[str]:
+        """min_size <= desired_size <= max_size, as EKS's scaling config requires."""
+        if self.min_size <= self.desired_size <= self.max_size:
+            return []
+        return [f"need min_size <= desired_size <= max_size, got {self.min_size}, {self.desired_size}, {self.max_size}"]
+
+    def _efa_fits_the_group(self) -> list[str]:
+        """EFA needs an instance type that has it, and at least two nodes to talk between."""
         problems: list[str] = []
-        if not self.min_size <= self.desired_size <= self.max_size:
-            problems.append(
-                f"need min_size <= desired_size <= max_size, got {self.min_size}, {self.desired_size}, {self.max_size}"
-            )
-        if self.efa_enabled and not row.supports_efa:
+        if self.efa_enabled and not self._row.supports_efa:
             problems.append(
                 f"efa_enabled but {self.instance_type} has no EFA; EFA-capable types: {', '.join(efa_capable())}"
             )
         if self.efa_enabled and self.max_size < 2:
             problems.append(f"efa_enabled with max_size {self.max_size}: EFA is for multi-node jobs, use at least 2")
+        return problems
+
+    def _reservation_fixes_the_zone(self) -> list[str]:
+        """A reservation holds capacity in one AZ: the group must sit there."""
         if self.capacity.reserved and self.capacity.reservation_availability_zone != self.availability_zone:
-            problems.append(
+            return [
                 f"availability_zone {self.availability_zone} differs from the reservation's "
                 f"{self.capacity.reservation_availability_zone}: a reservation fixes the AZ"
-            )
+            ]
+        return []
+
+    def _no_spot_for_efa(self) -> list[str]:
+        """Spot nodes are reclaimed mid-job, which stops a whole multi-node EFA job."""
         if self.capacity.type is CapacityType.SPOT and self.efa_enabled:
-            problems.append(
-                "spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation"
-            )
+            return ["spot capacity with efa_enabled: spot nodes are reclaimed mid-job; use on_demand or a reservation"]
+        return []
+
+    def _efa_layout_fits(self) -> list[str]:
+        """The EFA interface layout fits the instance type's network cards."""
+        row = self._row
         if self.efa_enabled and row.supports_efa and (problem := efa_layout_problem(row, self.efa_layout)):
-            problems.append(problem)
+            return [problem]
+        return []
+
+    def _hugepages_problems(self) -> list[str]:
+        """Huge pages serve libfabric's EFA buffers, and take memory from pods: only with EFA, and not too many."""
+        row = self._row
+        problems: list[str] = []
         if self.hugepages_2mi and not self.efa_enabled:
             problems.append(
                 f"hugepages_2mi {self.hugepages_2mi} without EFA: the pages are for libfabric's EFA buffers and "
@@ -308,14 +390,23 @@ class GpuNodeGroupSpec(Spec):
                 f"{MAX_HUGEPAGES_FRACTION:.0%} of {self.instance_type}'s {row.memory_gib} GiB memory; use at most "
                 f"{int(MAX_HUGEPAGES_FRACTION * row.memory_gib * 1024 / 2)}"
             )
-        if self.ami_family.value.startswith("AL2023") and self.ami_family.accelerator is Accelerator.NVIDIA:
-            problems += [
-                f"labels {key}={value}: on an AL2023 NVIDIA AMI the GPU Operator runs the device plugin, and this "
-                "label stops it on these nodes (NVIDIA/gpu-operator v25.3.4 controllers/state_manager.go), so no "
-                "pod can request their GPUs; remove it"
-                for key, value in sorted(self.labels.items())
-                if key in GPU_OPERATOR_STOPPERS or (key == GPU_OPERATOR_DEVICE_PLUGIN and value != "true")
-            ]
+        return problems
+
+    def _labels_keep_the_gpu_operator(self) -> list[str]:
+        """On an AL2023 NVIDIA AMI a few node labels switch the GPU Operator's device plugin off."""
+        if not (self.ami_family.value.startswith("AL2023") and self.ami_family.accelerator is Accelerator.NVIDIA):
+            return []
+        return [
+            f"labels {key}={value}: on an AL2023 NVIDIA AMI the GPU Operator runs the device plugin, and this "
+            "label stops it on these nodes (NVIDIA/gpu-operator v25.3.4 controllers/state_manager.go), so no "
+            "pod can request their GPUs; remove it"
+            for key, value in sorted(self.labels.items())
+            if key in GPU_OPERATOR_STOPPERS or (key == GPU_OPERATOR_DEVICE_PLUGIN and value != "true")
+        ]
+
+    def _labels_eks_and_trainstack_accept(self) -> list[str]:
+        """Labels trainstack sets itself, and those EKS refuses (too long, or under its reserved prefixes)."""
+        problems: list[str] = []
         reserved_labels = sorted(set(self.labels) & set(RESERVED_NODE_LABELS))
         if reserved_labels:
             problems.append(f"labels may not set {reserved_labels}: trainstack sets these itself")
@@ -331,23 +422,108 @@ class GpuNodeGroupSpec(Spec):
                 f"labels {eks_reserved}: EKS managed node groups refuse label keys containing "
                 f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)} (the kubelet sets those itself); use your own domain"
             )
-        if self.placement is PlacementMode.CLUSTER and self.capacity.type is CapacityType.CAPACITY_BLOCK:
+        return problems
+
+    def _custom_ami_takes_no_pins(self) -> list[str]:
+        """A custom AMI is its own pin: EKS refuses a release version or a Kubernetes version beside it."""
+        if self.ami_id is None:
+            return []
+        problems: list[str] = []
+        if self.ami_release_version is not None:
             problems.append(
+                f"ami_release_version {self.ami_release_version} with ami_id {self.ami_id}: EKS refuses a release "
+                "version for a custom AMI (CreateNodegroup releaseVersion); the AMI id is the pin"
+            )
+        if self.kubernetes_version is not None:
+            problems.append(
+                f"kubernetes_version {self.kubernetes_version} with ami_id {self.ami_id}: EKS refuses a version for a "
+                "custom AMI (CreateNodegroup version); the AMI's kubelet is the group's version"
+            )
+        return problems
+
+    def _taint_problems(self) -> list[str]:
+        """The accelerator taint stays trainstack's, and Kubernetes keeps one taint per key and effect."""
+        row = self._row
+        device = row.device_resource
+        problems: list[str] = []
+        if any(taint.key == device for taint in self.taints):
+            problems.append(
+                f"taints may not use the key {device}: trainstack taints every {row.accelerator.value} node with it "
+                "(NoSchedule) and that taint stays; pick your own key"
+            )
+        pairs = [(t.key, t.effect) for t in self.taints]
+        if len(set(pairs)) != len(pairs):
+            problems.append("taints repeat a key with the same effect: Kubernetes keeps one taint per key and effect")
+        return problems
+
+    def _placement_fits_the_capacity(self) -> list[str]:
+        """A cluster placement group fits on-demand capacity, not a block nor a reservation made without one."""
+        if self.placement is not PlacementMode.CLUSTER:
+            return []
+        if self.capacity.type is CapacityType.CAPACITY_BLOCK:
+            return [
                 "placement cluster on a capacity_block: EC2 co-locates a block's instances itself and a block "
                 "takes no placement group; use placement auto or none"
-            )
-        elif (
-            self.placement is PlacementMode.CLUSTER
-            and self.capacity.reserved
-            and self.capacity.reservation_placement_group is None
-        ):
-            problems.append(
+            ]
+        if self.capacity.reserved and self.capacity.reservation_placement_group is None:
+            return [
                 f"placement cluster on a {self.capacity.type.value} made without a placement group: forcing one "
                 "onto the reservation breaks launches; set capacity.reservation_placement_group or use auto"
-            )
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
+            ]
+        return []
+
+    def _extra_type_problems(self) -> list[str]:
+        """Extra instance types must be interchangeable with the group's own type."""
+        row = self._row
+        if not self.extra_instance_types:
+            return []
+        if self.efa_enabled or self.capacity.reserved:
+            # One EFA layout per launch template (interface count and network cards differ by type), and a
+            # reservation or Capacity Block holds one type; NCCL would also mix GPU generations in one job.
+            why = "efa_enabled" if self.efa_enabled else f"capacity {self.capacity.type.value}"
+            return [
+                f"extra_instance_types with {why}: an EFA group launches one type (its launch template carries one "
+                "interface layout, and a reservation holds one type); use extra_instance_types on groups without "
+                "EFA or reservations"
+            ]
+        problems: list[str] = []
+        names = [self.instance_type, *self.extra_instance_types]
+        if len(set(names)) != len(names):
+            problems.append("extra_instance_types repeat a type (or instance_type)")
+        for name in self.extra_instance_types:
+            other = CATALOG[name]
+            if (other.accelerator, other.architecture, other.accelerator_count) != (
+                row.accelerator,
+                row.architecture,
+                row.accelerator_count,
+            ):
+                problems.append(
+                    f"extra_instance_types {name} ({other.accelerator_count} x {other.accelerator_model}, "
+                    f"{other.architecture}) does not match {row.name} ({row.accelerator_count} x "
+                    f"{row.accelerator_model}, {row.architecture}): one AMI and one pod size serve the group"
+                )
+            elif (
+                other.vcpus < row.vcpus
+                or other.memory_gib < row.memory_gib
+                or other.accelerator_memory_gib < row.accelerator_memory_gib
+            ):
+                problems.append(
+                    f"extra_instance_types {name} ({other.vcpus} vCPUs, {other.memory_gib} GiB, "
+                    f"{other.accelerator_memory_gib} GiB per accelerator) is smaller than {row.name} ({row.vcpus} "
+                    f"vCPUs, {row.memory_gib} GiB, {row.accelerator_memory_gib} GiB): pods and models sized for "
+                    f"{row.name} would not fit"
+                )
+        return problems
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The labels that pick this group's nodes: its `selector` on an existing cluster, else trainstack's own."""
+        return dict(self.selector) if self.selector else {NODE_GROUP_LABEL: self.name}
+
+    @property
+    def instance_types(self) -> list[str]:
+        """Every type EKS may launch for the group, `instance_type` first."""
+        return [self.instance_type, *self.extra_instance_types]
 
     @property
     def uses_placement_group(self) -> bool:
@@ -363,3 +539,21 @@ class GpuNodeGroupSpec(Spec):
     @property
     def max_gpus(self) -> int:
         return self.max_size * CATALOG[self.instance_type].accelerator_count
+
+
+# The rules across one GPU group's fields, each a GpuNodeGroupSpec method returning its problems; run in this
+# order, so the error lists their problems in it.
+GROUP_RULES: tuple[Callable[[GpuNodeGroupSpec], list[str]], ...] = (
+    GpuNodeGroupSpec._sizes_in_order,
+    GpuNodeGroupSpec._efa_fits_the_group,
+    GpuNodeGroupSpec._reservation_fixes_the_zone,
+    GpuNodeGroupSpec._no_spot_for_efa,
+    GpuNodeGroupSpec._efa_layout_fits,
+    GpuNodeGroupSpec._hugepages_problems,
+    GpuNodeGroupSpec._labels_keep_the_gpu_operator,
+    GpuNodeGroupSpec._labels_eks_and_trainstack_accept,
+    GpuNodeGroupSpec._custom_ami_takes_no_pins,
+    GpuNodeGroupSpec._extra_type_problems,
+    GpuNodeGroupSpec._taint_problems,
+    GpuNodeGroupSpec._placement_fits_the_capacity,
+)

@@ -64,6 +64,24 @@ class NeuronDevicePluginSpec(Spec):
     )
 
 
+# metrics-server chart 3.13.1 (app v0.8.1): kubernetes-sigs/metrics-server tag metrics-server-helm-chart-3.13.1,
+# the newest chart release whose values we recorded (trainstack/contracts/facts/charts/metrics-server@3.13.1.json).
+METRICS_SERVER_CHART_VERSION = "3.13.1"
+
+
+class MetricsServerSpec(Spec):
+    """Kubernetes metrics-server (chart `metrics-server` from https://kubernetes-sigs.github.io/metrics-server/):
+    the resource metrics API behind `kubectl top` and the HorizontalPodAutoscaler. EKS does not run it by default."""
+
+    enabled: bool = Field(default=True, description="Install metrics-server (two replicas on the system nodes).")
+    chart_version: str = Field(
+        default=METRICS_SERVER_CHART_VERSION,
+        pattern=CHART_VERSION,
+        examples=["3.13.1"],
+        description="metrics-server chart version (no leading v).",
+    )
+
+
 class KueueSpec(Spec):
     """Kueue job queueing (chart oci://registry.k8s.io/kueue/charts/kueue)."""
 
@@ -236,6 +254,9 @@ class KubernetesSpec(Spec):
         "in a stack without Neuron groups.",
     )
     kueue: KueueSpec = Field(description="Kueue job queueing.")
+    metrics_server: MetricsServerSpec = Field(
+        default_factory=MetricsServerSpec, description="metrics-server: `kubectl top` and autoscaling on metrics."
+    )
     cluster_autoscaler: ClusterAutoscalerSpec = Field(
         default_factory=ClusterAutoscalerSpec,
         description="cluster-autoscaler, installed when a GPU node group can grow (docs/capacity.md).",

@@ -67,6 +67,46 @@ class ExistingVpcSpec(Spec):
         return self
 
 
+# RFC 6598 shared address space: a secondary VPC CIDR any primary range may take (VPC User Guide, "VPC CIDR blocks",
+# IPv4 CIDR block association restrictions), and the one the peers give pods (ai-on-eks: 100.64.0.0/16).
+SHARED_ADDRESS_SPACE = ipaddress.IPv4Network("100.64.0.0/10")
+RFC1918 = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+
+
+class PodNetworkSpec(Spec):
+    """VPC CNI custom networking: pods take their addresses from subnets of a secondary VPC CIDR, one per AZ (an
+    ENIConfig per AZ names it), so the node subnets hold only the nodes' own addresses."""
+
+    cidr: PrivateCidr = Field(
+        description="Secondary IPv4 CIDR associated with the VPC for pods, /16 to /20: in 100.64.0.0/10, or in "
+        "the same RFC 1918 block as vpc_cidr without overlapping it (AWS refuses other combinations)."
+    )
+    subnet_prefix_length: int = Field(
+        default=18, ge=16, le=24, description="Prefix length of each AZ's pod subnet, carved from `cidr`."
+    )
+
+    @property
+    def per_subnet_addresses(self) -> int:
+        return 2 ** (32 - self.subnet_prefix_length)
+
+
+def secondary_cidr_problem(primary: str, secondary: str) -> str | None:
+    """Why AWS would refuse `secondary` as a second CIDR of a VPC whose primary is `primary` (VPC User Guide, "IPv4
+    CIDR block association restrictions"), or None."""
+    first, second = ipaddress.IPv4Network(primary), ipaddress.IPv4Network(secondary)
+    if first.overlaps(second):
+        return f"{secondary} overlaps vpc_cidr {primary}"
+    if second.subnet_of(SHARED_ADDRESS_SPACE):
+        return None
+    same_block = any(first.subnet_of(block) and second.subnet_of(block) for block in RFC1918)
+    if not same_block:
+        return (
+            f"{secondary} is in another private block than vpc_cidr {primary}: AWS associates only 100.64.0.0/10 "
+            "or the primary's own RFC 1918 block"
+        )
+    return None
+
+
 class NetworkSpec(Spec):
     """The VPC: private subnets per AZ for nodes and pods, public subnets for NAT only."""
 
@@ -100,6 +140,12 @@ class NetworkSpec(Spec):
     flow_logs_retention_days: RetentionDays = Field(
         default=30, description="CloudWatch retention for flow logs (a CloudWatch-allowed value)."
     )
+    pod_network: PodNetworkSpec | None = Field(
+        default=None,
+        description="Custom networking: a secondary VPC CIDR with a pod subnet per AZ (VPC CNI ENIConfig), so "
+        "pods stop taking node-subnet addresses; the address check then counts nodes against the private "
+        "subnets and pods against the pod subnets. Only for a VPC trainstack creates.",
+    )
     existing_vpc: ExistingVpcSpec | None = Field(
         default=None,
         description="Use an existing VPC and its private subnets instead of creating one: trainstack then "
@@ -118,7 +164,25 @@ class NetworkSpec(Spec):
         if len(set(self.availability_zones)) != len(self.availability_zones):
             raise ValueError(f"availability_zones has duplicates: {self.availability_zones}")
         if self.existing_vpc is not None:
+            if self.pod_network is not None:
+                raise ValueError(
+                    "pod_network with existing_vpc: the secondary CIDR and its subnets belong to the VPC's owner; "
+                    "use a VPC trainstack creates, or run the VPC CNI's custom networking there yourself"
+                )
             return self._fits_existing(self.existing_vpc)
+        if self.pod_network is not None:
+            pods = self.pod_network
+            if why := secondary_cidr_problem(self.vpc_cidr, pods.cidr):
+                raise ValueError(f"pod_network.cidr {why}")
+            block = ipaddress.IPv4Network(pods.cidr)
+            if not 16 <= block.prefixlen <= 20:
+                raise ValueError(f"pod_network.cidr {pods.cidr} must be /16 to /20")
+            need = len(self.availability_zones) * pods.per_subnet_addresses
+            if pods.subnet_prefix_length < block.prefixlen or need > block.num_addresses:
+                raise ValueError(
+                    f"{len(self.availability_zones)} pod subnets of /{pods.subnet_prefix_length} need {need} "
+                    f"addresses; pod_network.cidr {pods.cidr} has {block.num_addresses}"
+                )
         vpc = ipaddress.IPv4Network(self.vpc_cidr)
         if not 16 <= vpc.prefixlen <= 20:
             raise ValueError(f"vpc_cidr {self.vpc_cidr} must be /16 to /20")

@@ -18,7 +18,8 @@ from stacks.schema.values import Limits, PinnedImage
 # The page grew over time (copies list 1.28-1.32, then 1.28-1.33); the newest copy we could read (2026, the
 # China regions' edition) lists 1.28-1.34. EKS ships 1.35 and 1.36 on standard support, but no AWS page or
 # release note we could reach says whether HyperPod supports them: they are UNCONFIRMED, like the FSx CSI add-on
-# pin, and the plan warns about them (__main__.py). Check the guide before deploying.
+# pin, and `StackConfig.hyperpod_eks_version_warning` warns about them (in the plan, and from the program under
+# the real CLI). Check the guide before deploying.
 # A version in neither list is refused.
 HYPERPOD_EKS_VERSIONS_DOCUMENTED = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 HYPERPOD_EKS_VERSIONS_UNCONFIRMED = ("1.35", "1.36")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal, Self
 
 from pydantic import Field, model_validator
@@ -38,7 +39,7 @@ SUBNET_RESERVED_ADDRESSES = 5
 # run far fewer pods. A planning allowance, not an AWS limit.
 POD_ADDRESSES_PER_NODE = 110
 
-# trainstack's security groups, by role (components/network.py and the EKS cluster's own group).
+# trainstack's security groups, by role (components/network/network.py and the EKS cluster's own group).
 SecurityGroupRole = Literal["cluster", "efa", "workload"]
 
 
@@ -82,6 +83,21 @@ class CostSpec(Spec):
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
 
+class ExistingClusterSpec(Spec):
+    """Platform-only mode: an EKS cluster trainstack does not own (a team's, or a SageMaker HyperPod cluster's EKS
+    orchestrator). trainstack creates no VPC, cluster or node groups there: only the Kubernetes layer (GPU
+    Operator, EFA plugin, Kueue, Trainer, runtimes, tenancy, health, metrics-server), the teams' IAM and, when
+    asked, the FSx CSI driver and volumes. docs/existing-infra.md says what the cluster must already have."""
+
+    name: str = Field(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", description="The EKS cluster's name.")
+    hyperpod: bool = Field(
+        default=False,
+        description="The cluster orchestrates a SageMaker HyperPod cluster: HyperPod's dependencies chart already "
+        "runs the NVIDIA and EFA device plugins there, so trainstack installs neither, and its queues never "
+        "admit nodes HyperPod marks unschedulable (select sagemaker.amazonaws.com/node-health-status: Schedulable).",
+    )
+
+
 def _minor_number(version: str) -> int:
     """`1.36` -> 36: the minor of a Kubernetes version."""
     return int(version.split(".")[1])
@@ -97,6 +113,13 @@ class StackConfig(Spec):
     cost: CostSpec = Field(description="GPU budget and cost assumptions.")
     network: NetworkSpec = Field(description="VPC, subnets, NAT, endpoints, flow logs.")
     eks: EksSpec = Field(description="EKS control plane and add-ons.")
+    existing_cluster: ExistingClusterSpec | None = Field(
+        default=None,
+        description="Platform-only mode: put trainstack's Kubernetes layer on this existing EKS cluster; needs "
+        "network.existing_vpc (its VPC) and a `selector` on every GPU group, each of fixed size (min_size = max_size: "
+        "trainstack scales no group it does not own). `eks.version` is then the cluster's "
+        "version and `eks.addons.fsx_csi_driver` the FSx CSI driver's; the other eks keys describe nothing created.",
+    )
     gpu_node_groups: list[GpuNodeGroupSpec] = Field(
         default_factory=list[GpuNodeGroupSpec], max_length=Limits.GPU_NODE_GROUPS, description="GPU node groups."
     )
@@ -116,32 +139,52 @@ class StackConfig(Spec):
 
     @model_validator(mode="after")
     def _cross_field(self) -> Self:
-        problems: list[str] = []
-        azs = self.network.availability_zones
+        """Every rule that spans areas (CROSS_FIELD_RULES, in order); all their problems in one error."""
+        problems = [problem for rule in CROSS_FIELD_RULES for problem in rule(self)]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def _unique_group_names(self) -> list[str]:
+        """GPU group names name their resources and queues: two groups of one name would collide."""
         names = [g.name for g in self.gpu_node_groups]
         if len(set(names)) != len(names):
-            problems.append(f"gpu_node_groups names must be unique, got {names}")
-        for i, group in enumerate(self.gpu_node_groups):
-            if group.availability_zone not in azs:
-                problems.append(
-                    f"gpu_node_groups.{i}.availability_zone {group.availability_zone} is not in "
-                    f"network.availability_zones {azs}"
-                )
-        problems += [
+            return [f"gpu_node_groups names must be unique, got {names}"]
+        return []
+
+    def _group_zones_in_network(self) -> list[str]:
+        """A GPU group lands in one of the network's AZs: only those have its subnets."""
+        azs = self.network.availability_zones
+        return [
+            f"gpu_node_groups.{i}.availability_zone {group.availability_zone} is not in "
+            f"network.availability_zones {azs}"
+            for i, group in enumerate(self.gpu_node_groups)
+            if group.availability_zone not in azs
+        ]
+
+    def _zones_in_region(self) -> list[str]:
+        """The network's AZs belong to the stack's region."""
+        return [
             f"network.availability_zones entry {az} is not in region {self.region}"
-            for az in azs
+            for az in self.network.availability_zones
             if not az.startswith(self.region)
         ]
+
+    def _members_not_admins(self) -> list[str]:
+        """An IAM role has one EKS access entry: a team member cannot also be an admin."""
         admins = set(self.eks.admin_role_arns)
-        for i, team in enumerate(self.kubernetes.teams):
-            for j, role in enumerate(team.member_role_arns):
-                if role in admins:
-                    problems.append(
-                        f"kubernetes.teams.{i}.member_role_arns.{j} {role} is in eks.admin_role_arns: an IAM role has "
-                        "one EKS access entry; admins already reach every namespace"
-                    )
-        # Each node group runs its own Kubernetes version (the cluster's when left out): never newer than the control
-        # plane, at most three minors older; its AL2023 AMI release belongs to that version (EKS refuses another).
+        return [
+            f"kubernetes.teams.{i}.member_role_arns.{j} {role} is in eks.admin_role_arns: an IAM role has "
+            "one EKS access entry; admins already reach every namespace"
+            for i, team in enumerate(self.kubernetes.teams)
+            for j, role in enumerate(team.member_role_arns)
+            if role in admins
+        ]
+
+    def _node_version_problems(self) -> list[str]:
+        """Each node group runs its own Kubernetes version (the cluster's when left out): never newer than the
+        control plane, at most three minors older; its AL2023 AMI release belongs to that version (EKS refuses
+        another)."""
         system = self.eks.system_node_group
         groups = [("eks.system_node_group", True, system.ami_release_version, system.kubernetes_version)] + [
             (
@@ -152,6 +195,7 @@ class StackConfig(Spec):
             )
             for i, g in enumerate(self.gpu_node_groups)
         ]
+        problems: list[str] = []
         for where, al2023, release, own in groups:
             if own is not None and (skew := kubelet_problem(self.eks.version, own)):
                 problems.append(f"{where}.kubernetes_version {own}: {skew}")
@@ -163,90 +207,130 @@ class StackConfig(Spec):
                     f"releases look like {runs}.0-20260915 (pin {where}.kubernetes_version to keep a release while "
                     "the control plane moves)"
                 )
-        # The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups.
-        if self.accelerators_at_max > self.cost.max_gpus:
-            node_group_gpus = self.accelerators_at_max - self.hyperpod_accelerators
-            problems.append(
-                f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({self.hyperpod_accelerators}) reach "
-                f"{self.accelerators_at_max} accelerators, over cost.max_gpus {self.cost.max_gpus}"
-            )
-        problems += [
+        return problems
+
+    def _gpu_budget(self) -> list[str]:
+        """The budget counts every accelerator trainstack can start: GPU node groups and HyperPod groups."""
+        if self.accelerators_at_max <= self.cost.max_gpus:
+            return []
+        node_group_gpus = self.accelerators_at_max - self.hyperpod_accelerators
+        return [
+            f"GPU node groups ({node_group_gpus} at max size) and HyperPod ({self.hyperpod_accelerators}) reach "
+            f"{self.accelerators_at_max} accelerators, over cost.max_gpus {self.cost.max_gpus}"
+        ]
+
+    def _waivers_for_this_environment(self) -> list[str]:
+        """A waiver applies only in the environment it was granted for."""
+        return [
             f"waivers.{i}.environment {w.environment.value}: this is a {self.environment.value} stack, and a waiver "
             "applies only in the environment it was granted for; grant it for this environment or remove it"
             for i, w in enumerate(self.waivers)
             if w.environment is not self.environment
         ]
+
+    def _waivers_once_each(self) -> list[str]:
+        """One waiver per rule and resource: a second one says nothing the first does not."""
         pairs = [(w.rule, w.resource) for w in self.waivers]
-        problems += [
+        return [
             f"waivers: {rule} on {res} is waived twice"
             for rule, res in sorted(set(pairs))
             if pairs.count((rule, res)) > 1
         ]
-        problems += self._subnet_capacity_problems()
+
+    def _lustre_over_efa_problems(self) -> list[str]:
+        """EFA groups may sit in several AZs (each group in one: reservations land where capacity is); FSx stays in
+        the first EFA group's AZ and the plan prices the other groups' cross-AZ reads. Lustre over EFA cannot
+        follow them: EFA traffic does not leave its subnet. And it needs an EFA group to serve."""
+        fsx = self.storage.fsx
+        if not (fsx.enabled and fsx.efa_enabled):
+            return []
         efa_azs = sorted({g.availability_zone for g in self.gpu_node_groups if g.efa_enabled})
-        if self.storage.fsx.enabled and len(efa_azs) > 1:
-            problems.append(f"EFA GPU groups span {efa_azs}: FSx serves one AZ, keep the EFA groups in one")
-        if self.storage.fsx.enabled and self.storage.fsx.efa_enabled and not efa_azs:
-            problems.append("storage.fsx.efa_enabled needs at least one EFA GPU node group to serve")
-        if not self.eks.endpoint_public_access and self.network.creates_vpc and not self.network.interface_endpoints:
-            # Nodes reach a private endpoint inside the VPC either way; this is trainstack's policy for private
-            # clusters, not an EKS requirement (interface endpoints are required only without NAT).
-            problems.append(
-                "eks.endpoint_public_access is false: set network.interface_endpoints true (trainstack policy: a "
-                "private cluster keeps its AWS API traffic on interface endpoints, off NAT)"
-            )
-        existing = self.network.existing_vpc
-        if existing is not None and existing.s3_endpoint_id is None and self.data_buckets_vpc_only:
-            # The buckets' policy admits requests through the VPC's S3 gateway endpoint only; trainstack creates
-            # none in a VPC it does not own, so it must be named.
-            problems.append(
-                "network.existing_vpc.s3_endpoint_id is missing: the data buckets admit only requests through the "
-                "VPC's S3 gateway endpoint here (security.data_buckets_vpc_only, on outside dev); give its id "
-                "(vpce-...) or set security.data_buckets_vpc_only false"
-            )
-        validation = self.kubernetes.validation
-        if validation and validation.enabled:
-            candidates = [g.name for g in self.validation_candidates]
-            target = self.validation_node_group
-            if validation.node_group is not None and validation.node_group not in candidates:
-                problems.append(
-                    f"kubernetes.validation.node_group {validation.node_group!r} must name an NVIDIA EFA GPU "
-                    f"group (the NCCL and DCGM jobs are NVIDIA-only); valid: {candidates}"
-                )
-            elif target is not None and validation.nodes > target.max_size:
-                # The NCCL job would wait forever for nodes the group can never have.
-                problems.append(
-                    f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
-                    f"GPU group {target.name!r}; use at most {target.max_size}"
-                )
-        problems += self._runtime_image_problems()
-        problems += self._restricted_team_problems()
-        problems += self._slurm_fsx_problems()
-        if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
-            problems.append(f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}")
-        # Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing schedules.
-        if self.neuron_node_groups and self.kubernetes.neuron_device_plugin is None:
-            problems.append(
-                f"gpu_node_groups {[g.name for g in self.neuron_node_groups]} are Neuron (Trainium): set "
-                "kubernetes.neuron_device_plugin "
-                "(remove the null to use the pinned default chart_version)"
-            )
-        hyperpod = self.sagemaker.hyperpod
-        if hyperpod.enabled:
-            offered = sagemaker_cluster_instance_types(self.region)
-            problems += [
-                f"sagemaker.hyperpod.instance_groups.{i}.instance_type {g.instance_type} is not offered for HyperPod "
-                f"in {self.region} (AWS::SageMaker::Cluster InstanceType, cfn-lint {cfn_lint_version()} regional list)"
-                for i, g in enumerate(hyperpod.instance_groups)
-                if g.instance_type not in offered
+        if len(efa_azs) > 1:
+            return [
+                f"storage.fsx.efa_enabled with EFA GPU groups in {efa_azs}: Lustre over EFA reaches clients in its "
+                f"own subnet only ({self.gpu_availability_zone}); keep the EFA groups in one AZ or turn it off"
             ]
+        if not efa_azs:
+            return ["storage.fsx.efa_enabled needs at least one EFA GPU node group to serve"]
+        return []
+
+    def _private_cluster_endpoints(self) -> list[str]:
+        """Nodes reach a private endpoint inside the VPC either way; this is trainstack's policy for private
+        clusters, not an EKS requirement (interface endpoints are required only without NAT)."""
+        if self.eks.endpoint_public_access or not self.network.creates_vpc or self.network.interface_endpoints:
+            return []
+        return [
+            "eks.endpoint_public_access is false: set network.interface_endpoints true (trainstack policy: a "
+            "private cluster keeps its AWS API traffic on interface endpoints, off NAT)"
+        ]
+
+    def _existing_vpc_s3_endpoint(self) -> list[str]:
+        """The buckets' policy admits requests through the VPC's S3 gateway endpoint only; trainstack creates none
+        in a VPC it does not own, so it must be named."""
+        existing = self.network.existing_vpc
+        if existing is None or existing.s3_endpoint_id is not None or not self.data_buckets_vpc_only:
+            return []
+        return [
+            "network.existing_vpc.s3_endpoint_id is missing: the data buckets admit only requests through the "
+            "VPC's S3 gateway endpoint here (security.data_buckets_vpc_only, on outside dev); give its id "
+            "(vpce-...) or set security.data_buckets_vpc_only false"
+        ]
+
+    def _validation_target(self) -> list[str]:
+        """The validation jobs run on an NVIDIA EFA group that can have the nodes they ask for."""
+        validation = self.kubernetes.validation
+        if not (validation and validation.enabled):
+            return []
+        candidates = [g.name for g in self.validation_candidates]
+        target = self.validation_node_group
+        if validation.node_group is not None and validation.node_group not in candidates:
+            return [
+                f"kubernetes.validation.node_group {validation.node_group!r} must name an NVIDIA EFA GPU "
+                f"group (the NCCL and DCGM jobs are NVIDIA-only); valid: {candidates}"
+            ]
+        if target is not None and validation.nodes > target.max_size:
+            # The NCCL job would wait forever for nodes the group can never have.
+            return [
+                f"kubernetes.validation.nodes {validation.nodes} exceeds the max_size {target.max_size} of "
+                f"GPU group {target.name!r}; use at most {target.max_size}"
+            ]
+        return []
+
+    def _scratch_for_dev_only(self) -> list[str]:
+        """SCRATCH_2 keeps no replica: a lost server loses its data, which only dev accepts."""
+        if self.environment is not Environment.DEV and self.storage.fsx.deployment_type is FsxDeploymentType.SCRATCH_2:
+            return [f"storage.fsx.deployment_type SCRATCH_2 is for dev only, not {self.environment.value}"]
+        return []
+
+    def _neuron_device_plugin(self) -> list[str]:
+        """Without the Neuron device plugin, Trainium nodes never advertise aws.amazon.com/neuron: nothing
+        schedules."""
+        if not self.neuron_node_groups or self.kubernetes.neuron_device_plugin is not None:
+            return []
+        return [
+            f"gpu_node_groups {[g.name for g in self.neuron_node_groups]} are Neuron (Trainium): set "
+            "kubernetes.neuron_device_plugin "
+            "(remove the null to use the pinned default chart_version)"
+        ]
+
+    def _hyperpod_instance_types_offered(self) -> list[str]:
+        """HyperPod offers its own list of instance types per region (cfn-lint's regional data)."""
+        hyperpod = self.sagemaker.hyperpod
+        if not hyperpod.enabled:
+            return []
+        offered = sagemaker_cluster_instance_types(self.region)
+        return [
+            f"sagemaker.hyperpod.instance_groups.{i}.instance_type {g.instance_type} is not offered for HyperPod "
+            f"in {self.region} (AWS::SageMaker::Cluster InstanceType, cfn-lint {cfn_lint_version()} regional list)"
+            for i, g in enumerate(hyperpod.instance_groups)
+            if g.instance_type not in offered
+        ]
+
+    def _hyperpod_eks_version(self) -> list[str]:
+        """HyperPod joins only the EKS versions it supports."""
         if self.hyperpod_on_eks and (problem := hyperpod_eks_version_problem(self.eks.version)):
-            problems.append(f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}")
-        problems += self._security_problems()
-        problems += self._version_pairings()
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
+            return [f"sagemaker.hyperpod.orchestrator eks with eks.version {self.eks.version}: {problem}"]
+        return []
 
     def _slurm_fsx_problems(self) -> list[str]:
         """What the Slurm lifecycle needs from FSx for Lustre (docs/hyperpod-slurm.md, "/fsx under root squash")."""
@@ -422,10 +506,59 @@ class StackConfig(Spec):
                 )
         return problems
 
+    def _platform_only_problems(self) -> list[str]:
+        """An existing cluster: its VPC, its groups' labels, and nothing trainstack would create beside it."""
+        if self.existing_cluster is None:
+            return [
+                f"gpu_node_groups.{i}.selector is for an existing cluster's groups (existing_cluster): trainstack "
+                "labels the nodes of the groups it creates itself"
+                for i, g in enumerate(self.gpu_node_groups)
+                if g.selector
+            ]
+        problems: list[str] = []
+        if self.network.existing_vpc is None:
+            problems.append("existing_cluster needs network.existing_vpc: the cluster's VPC and private subnets")
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) needs a selector on an existing cluster: the labels its nodes carry"
+            for i, g in enumerate(self.gpu_node_groups)
+            if not g.selector
+        ]
+        # trainstack runs no cluster-autoscaler for groups it does not own, so nothing would answer Kueue's
+        # provisioning check: a queue on an existing cluster admits onto the nodes that exist.
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) min_size {g.min_size} < max_size {g.max_size} on an existing cluster: "
+            "trainstack scales no group it does not own, so its queue admits jobs onto the nodes that exist; "
+            "describe them with min_size = desired_size = max_size"
+            for i, g in enumerate(self.gpu_node_groups)
+            if g.min_size < g.max_size
+        ]
+        problems += [
+            f"gpu_node_groups.{i} ({g.name}) capacity capacity_block on an existing cluster: a block's queue waits "
+            "for trainstack's cluster-autoscaler, which runs only on a cluster trainstack creates"
+            for i, g in enumerate(self.gpu_node_groups)
+            if g.capacity.type is CapacityType.CAPACITY_BLOCK
+        ]
+        if self.sagemaker.hyperpod.enabled:
+            problems.append(
+                "existing_cluster with sagemaker.hyperpod.enabled: trainstack creates no HyperPod cluster on a cluster "
+                "it does not own; describe an existing HyperPod cluster's groups as gpu_node_groups with a selector"
+            )
+        if self.storage.fsx.enabled and self.storage.fsx.existing is None:
+            problems.append(
+                "existing_cluster with a new FSx file system: name the cluster's file system (storage.fsx.existing) "
+                "or set storage.fsx.enabled false"
+            )
+        return problems
+
+    @property
+    def platform_only(self) -> bool:
+        """Whether trainstack puts only its Kubernetes layer on an existing cluster."""
+        return self.existing_cluster is not None
+
     @property
     def autoscaled_groups(self) -> list[GpuNodeGroupSpec]:
         """GPU groups cluster-autoscaler serves: those that can grow, and Capacity Blocks (whose queue asks it
-        whether the block's nodes exist); the same rule as components/autoscaling.py `admission`."""
+        whether the block's nodes exist); the same rule as components/k8s/autoscaling.py `admission`."""
         return [
             g for g in self.gpu_node_groups if g.min_size < g.max_size or g.capacity.type is CapacityType.CAPACITY_BLOCK
         ]
@@ -445,10 +578,26 @@ class StackConfig(Spec):
         """Each AZ's private subnet must hold, at every group's max size, one address per node for its
         primary interface (trainstack's EFA layouts add only `efa-only` interfaces, which take none) and one per
         pod the VPC CNI can place on it (`nodes_per_subnet`; preflight holds an existing subnet's free addresses
-        against the same need)."""
+        against the same need). With `network.pod_network` (custom networking) the pods take their addresses from
+        the AZ's pod subnet instead, so each subnet is held against its own half of the need."""
         usable = 2 ** (32 - self.network.private_subnet_prefix_length) - SUBNET_RESERVED_ADDRESSES
-        per_node = 1 + POD_ADDRESSES_PER_NODE
         nodes = self.nodes_per_subnet()
+        pods = self.network.pod_network
+        if pods is not None:
+            pod_usable = pods.per_subnet_addresses - SUBNET_RESERVED_ADDRESSES
+            return [
+                f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
+                f"addresses in {az}, fewer than its {count} nodes at max size: use a larger private subnet"
+                for az, count in nodes.items()
+                if count > usable
+            ] + [
+                f"network.pod_network.subnet_prefix_length /{pods.subnet_prefix_length} gives {pod_usable} pod "
+                f"addresses in {az}, but {count} nodes at max size need up to {count * POD_ADDRESSES_PER_NODE} "
+                f"({POD_ADDRESSES_PER_NODE} pods each): use a larger pod subnet or smaller groups"
+                for az, count in nodes.items()
+                if count * POD_ADDRESSES_PER_NODE > pod_usable
+            ]
+        per_node = 1 + POD_ADDRESSES_PER_NODE
         return [
             f"network.private_subnet_prefix_length /{self.network.private_subnet_prefix_length} gives {usable} "
             f"addresses in {az}, but {count} nodes at max size need up to {count * per_node} (1 + "
@@ -599,6 +748,35 @@ class StackConfig(Spec):
     def protect_data(self) -> bool:
         """Prod data (FSx, S3, KMS keys, the cluster) is protected against deletion."""
         return self.environment is Environment.PROD
+
+
+# The rules that span areas, each a StackConfig method returning its problems; run in this order, so the error
+# lists their problems in it.
+CROSS_FIELD_RULES: tuple[Callable[[StackConfig], list[str]], ...] = (
+    StackConfig._platform_only_problems,
+    StackConfig._unique_group_names,
+    StackConfig._group_zones_in_network,
+    StackConfig._zones_in_region,
+    StackConfig._members_not_admins,
+    StackConfig._node_version_problems,
+    StackConfig._gpu_budget,
+    StackConfig._waivers_for_this_environment,
+    StackConfig._waivers_once_each,
+    StackConfig._subnet_capacity_problems,
+    StackConfig._lustre_over_efa_problems,
+    StackConfig._private_cluster_endpoints,
+    StackConfig._existing_vpc_s3_endpoint,
+    StackConfig._validation_target,
+    StackConfig._runtime_image_problems,
+    StackConfig._restricted_team_problems,
+    StackConfig._slurm_fsx_problems,
+    StackConfig._scratch_for_dev_only,
+    StackConfig._neuron_device_plugin,
+    StackConfig._hyperpod_instance_types_offered,
+    StackConfig._hyperpod_eks_version,
+    StackConfig._security_problems,
+    StackConfig._version_pairings,
+)
 
 
 def json_schema() -> dict[str, object]:

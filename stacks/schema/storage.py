@@ -40,6 +40,17 @@ def _deployment(info: ValidationInfo) -> FsxDeploymentType | None:
     return value if isinstance(value, FsxDeploymentType) else None
 
 
+class ExistingFsxSpec(Spec):
+    """An FSx for Lustre file system trainstack did not create: its id and the two names a Lustre client mounts
+    (`aws fsx describe-file-systems --file-system-ids <id>`: DNSName, LustreConfiguration.MountName)."""
+
+    file_system_id: str = Field(pattern=r"^fs-[0-9a-f]{17}$", description="The file system's id.")
+    dns_name: str = Field(
+        pattern=r"^fs-[0-9a-f]{17}\.fsx\.[a-z0-9-]+\.amazonaws\.com$", description="Its DNS name (DNSName)."
+    )
+    mount_name: str = Field(pattern=r"^[a-z0-9]{8}$|^fsx$", description="Its Lustre mount name (MountName).")
+
+
 class FsxSpec(Spec):
     """FSx for Lustre in the GPU node groups' AZ, linked to the datasets bucket.
 
@@ -47,7 +58,13 @@ class FsxSpec(Spec):
     reported at its own key (storage.fsx.storage_capacity_gib, ...) with the value given. Field order matters.
     """
 
-    enabled: bool = Field(default=True, description="Create the file system.")
+    enabled: bool = Field(default=True, description="Create the file system (or, with `existing`, use one).")
+    existing: ExistingFsxSpec | None = Field(
+        default=None,
+        description="Use this existing file system instead of creating one: trainstack installs the FSx CSI driver "
+        "and the teams' volumes on it. The other keys then describe it (deployment_type, storage_capacity_gib for "
+        "the volumes' size, root_squash); its security group must admit the cluster's nodes on the Lustre ports.",
+    )
     deployment_type: FsxDeploymentType = Field(description="SCRATCH_2 (dev only) or PERSISTENT_2.")
     throughput_mb_s_per_tib: int | None = Field(
         default=None,

@@ -75,7 +75,7 @@ GroupName = Annotated[str, _matches(DNS_LABEL_32, "p5-train", NAME_RULE), Field(
 # tagValueType): `[\p{L}\p{Z}\p{N}_.:/=+\-@]`. `\s` is not that: it lets in tabs and line breaks, which no AWS
 # tag takes. Of \p{Z} only the space separators (Zs) are kept: the line and paragraph separators (Zl, Zp) break a
 # line wherever the tag is shown. (EC2 instance-metadata tags forbid more, but trainstack keeps them off:
-# components/gpu_nodes.py sets instance_metadata_tags "disabled".)
+# components/gpu/gpu_nodes.py sets instance_metadata_tags "disabled".)
 _TAG_PUNCTUATION = frozenset("_.:/=+-@")
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.hyperpod_dependencies import CHART_PATH, HYPERPOD_CLI_TAG
+from components.sagemaker.hyperpod_dependencies import CHART_PATH, HYPERPOD_CLI_TAG
 from tests.conftest import ROOT, STACKS
 from tests.tiers import require
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from components.hyperpod import LIFECYCLE_ROOT, PROVISIONING_PARAMETERS, provisioning_parameters
-from components.slurm_validation import validation_scripts
+from components.sagemaker.hyperpod import LIFECYCLE_ROOT, PROVISIONING_PARAMETERS, provisioning_parameters
+from components.sagemaker.slurm_validation import validation_scripts
 from stacks.schema import HyperPodSpec
 from tests.lifecycle.box import FIXTURES, UBUNTU_UID, Box
 

@@ -1,7 +1,7 @@
 """Fixtures for the lifecycle tests in boxes: skipped where boxes cannot run (not root, or Slurm's Debian packages
 missing: `make slurm-tools`), except under TRAINSTACK_REQUIRE_SLURM=1 (CI, .ci/run), where that is a failure.
 
-TRAINSTACK_LIFECYCLE_BUNDLE=<directory> runs the tests against another copy of components/lifecycle/slurm (an
+TRAINSTACK_LIFECYCLE_BUNDLE=<directory> runs the tests against another copy of components/sagemaker/lifecycle/slurm (an
 older commit's scripts, to show which test a change fixed)."""
 
 from __future__ import annotations

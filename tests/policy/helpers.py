@@ -96,6 +96,21 @@ SCENARIOS: dict[str, tuple[str, Edit]] = {
         ),
     ),
     "staging-bottlerocket": ("staging", lambda raw: _gpu(raw, ami_family="BOTTLEROCKET_x86_64_NVIDIA")),
+    # Staging's HyperPod on Slurm with a login group: the login nodes run as a role of their own.
+    "staging-hyperpod-slurm": (
+        "staging",
+        lambda raw: (
+            raw["storage"]["fsx"].update(no_squash_nids=["10.20.0.10@tcp"])
+            or raw["sagemaker"]["hyperpod"].update(
+                orchestrator="slurm",
+                instance_groups=[
+                    {"name": "controller", "instance_type": "ml.m5.2xlarge", "instance_count": 1, "role": "controller"},
+                    {"name": "login", "instance_type": "ml.m5.4xlarge", "instance_count": 1, "role": "login"},
+                    {"name": "workers", "instance_type": "ml.p5.48xlarge", "instance_count": 2},
+                ],
+            )
+        ),
+    ),
     # A team with a member role: its EKS access entry maps it to the team's Kubernetes group.
     "prod-team-member": (
         "prod",

@@ -9,8 +9,8 @@ from pulumi_policy import ResourceValidationPolicy, Severity, StackValidationPol
 
 from policies.rules import DOMAINS, POLICIES
 from policies.rules.base import RESOURCE_TYPES
+from scripts.docs import block
 from tests.conftest import ROOT
-from trainstack.docs import block
 from trainstack.review import ENVIRONMENTS, load_config, policy_tables
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
@@ -28,18 +28,15 @@ def test_every_rule_says_what_and_why() -> None:
         assert isinstance(policy.severity, Severity), policy.name
         assert len(policy.description) >= 80 and policy.description.endswith("."), policy.name  # what, and why
         assert DOMAINS[policy.name] in {
-            "eks",
-            "nodes",
-            "iam",
             "network",
-            "storage",
+            "eks",
             "gpu",
-            "kubernetes",
+            "storage",
+            "k8s",
+            "health",
             "sagemaker",
             "security",
-            "cost",
-            "defence",
-            "floors",
+            "stack",
         }
         if isinstance(policy, ResourceValidationPolicy):
             assert RESOURCE_TYPES[policy.name], policy.name

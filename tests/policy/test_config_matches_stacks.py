@@ -3,10 +3,11 @@ generated into policies/config from the stack files (tests/policy/test_pack_fact
 
 import pytest
 
-from policies.rules.base import FSX_LUSTRE, Graph, accelerator_capacity, lustre_throughput_mb_s
+from policies.facts_generated import FSX_LUSTRE
+from policies.rules.base import Graph, accelerator_capacity, lustre_throughput_mb_s
 from tests.conftest import STACKS, recording, stack_config
 from tests.policy.helpers import found, shipped_review
-from trainstack.report.summary import summarize
+from trainstack.model.summary import summarize
 from trainstack.review import _prepare
 
 

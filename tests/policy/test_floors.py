@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from policies.rules import BY_NAME
-from policies.rules.floors import _seconds, _yaml_block
+from policies.rules.health import _seconds, _yaml_block
 from tests.policy.helpers import found, messages, mutated, run, shipped, without
 from tests.policy.test_rules import (
     CLUSTER,

@@ -30,8 +30,8 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
 from policies import waivers
+from policies.enforcement import FLOORS
 from policies.rules import BY_NAME, POLICIES
-from policies.rules.floors import FLOORS
 from stacks.load import FULL_KEY, ConfigError, validate_object
 from tests.conftest import ROOT, STACKS, recording, stack_document
 from tests.policy.helpers import mutated, scenario
@@ -468,7 +468,7 @@ def test_a_waiver_that_cannot_stand_blocks_the_served_pack_as_it_refuses_the_pla
     tmp_path: Path, rule: str, resource: str, says: str
 ) -> None:
     """Offline: exit 2 naming the waiver's key. Served: a mandatory `stack-waivers` violation with the same
-    words, whatever the config file says of that rule (held in code: policies/rules/floors.py)."""
+    words, whatever the config file says of that rule (held in code: policies/enforcement.py)."""
     document = _with(stack_document("staging"), _waive, rule, resource)
     with served(tmp_path, stack_environ(document, "staging")) as analyzer:
         lowered = {**json.loads((PACK / "config" / "staging.json").read_text()), "stack-waivers": "disabled"}

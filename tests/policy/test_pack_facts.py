@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from policies import facts
-from policies.rules.floors import floor_read_rate
+from policies.rules.storage import floor_read_rate
 from scripts import pack_facts
 from stacks import fsx_sizing
 from stacks.catalog import CATALOG

@@ -19,9 +19,9 @@ from pulumi_policy import (
 from policies import facts
 from policies.rules import BY_NAME
 from policies.rules.base import graph
-from policies.rules.cost import TAGGABLE_TYPES
-from policies.rules.kubernetes import Taint, node_group_taints, tolerates
+from policies.rules.k8s import Taint, node_group_taints, tolerates
 from policies.rules.network import SgRule
+from policies.rules.stack import TAGGABLE_TYPES
 from tests.conftest import STACKS, recording
 from tests.policy.helpers import mutated
 from trainstack.review import resolve_config, run_policies

@@ -93,21 +93,24 @@ def test_stack_rules_block_on_a_preview_recording(policy: str, edit: Any) -> Non
             "latest",
         ),
         (
-            lambda raw: raw["gpu_node_groups"].append(
-                {
-                    **raw["gpu_node_groups"][0],
-                    "name": "p5-b",
-                    "availability_zone": "us-east-1b",
-                    "capacity": {"type": "on_demand"},
-                    "min_size": 0,
-                    "desired_size": 0,
-                    "max_size": 2,
-                }
+            lambda raw: (
+                raw["gpu_node_groups"].append(
+                    {
+                        **raw["gpu_node_groups"][0],
+                        "name": "p5-b",
+                        "availability_zone": "us-east-1b",
+                        "capacity": {"type": "on_demand"},
+                        "min_size": 0,
+                        "desired_size": 0,
+                        "max_size": 2,
+                    }
+                ),
+                raw["storage"]["fsx"].update(efa_enabled=True, storage_capacity_gib=134400),
             ),
-            "span",
+            "Lustre over EFA reaches clients in its own subnet only",
         ),
     ],
-    ids=["scratch-in-prod", "spot-efa", "world-endpoint", "latest-image", "efa-groups-in-two-azs"],
+    ids=["scratch-in-prod", "spot-efa", "world-endpoint", "latest-image", "lustre-efa-with-efa-groups-in-two-azs"],
 )
 def test_schema_refuses_some_dangerous_edits_first(edit: Any, reason: str) -> None:
     """These never reach the policies: the plan stops with exit 2 before any resource is registered."""

@@ -160,6 +160,19 @@ ok("lt-imdsv2", staging)
 bad("lt-imdsv2", lambda: mutated(staging(), GPU_LT, set_path("metadataOptions.httpTokens", "optional")))
 bad("lt-imdsv2", lambda: mutated(staging(), GPU_LT, drop("metadataOptions")))
 na("lt-imdsv2", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
+ok("lt-ami-approved", staging)  # EKS picks the AMI: no imageId of its own
+_CUSTOM_AMI = set_path("imageId", "ami-0123456789abcdef0")
+bad("lt-ami-approved", lambda: mutated(staging(), GPU_LT, _CUSTOM_AMI))
+bad("lt-ami-approved", lambda: mutated(staging(), GPU_LT, _CUSTOM_AMI), environment="prod")
+na("lt-ami-approved", lambda: without(staging(), of_type("aws:ec2/launchTemplate:LaunchTemplate")))
+ok("fsx-in-stack", staging)
+bad("fsx-in-stack", lambda: without(staging(), of_type("aws:fsx/lustreFileSystem:LustreFileSystem")), level="advisory")
+bad("fsx-in-stack", lambda: without(prod(), of_type("aws:fsx/lustreFileSystem:LustreFileSystem")), environment="prod")
+na("fsx-in-stack", lambda: without(staging(), of_type("kubernetes:core/v1:PersistentVolume")))
+ok("cluster-in-stack", staging)
+bad("cluster-in-stack", lambda: without(staging(), of_type("aws:eks/cluster:Cluster")), level="advisory")
+bad("cluster-in-stack", lambda: without(prod(), of_type("aws:eks/cluster:Cluster")), environment="prod")
+na("cluster-in-stack", lambda: without(staging(), of_type("pulumi:providers:kubernetes")))
 
 ok("lt-imds-hop-limit", prod)
 bad("lt-imds-hop-limit", lambda: scenario("prod-hop-limit-2"))
@@ -285,6 +298,24 @@ ok("vpc-flow-logs", staging)
 bad("vpc-flow-logs", lambda: scenario("staging-reject-flow-logs"))
 bad("vpc-flow-logs", lambda: without(staging(), of_type("aws:ec2/flowLog:FlowLog")))
 na("vpc-flow-logs", lambda: without(staging(), of_type("aws:ec2/vpc:Vpc")))
+
+DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+ok("vpc-default-sg-closed", prod)
+ok("vpc-default-sg-closed", dev)
+bad("vpc-default-sg-closed", lambda: without(prod(), of_type(DEFAULT_SG)))
+bad(
+    "vpc-default-sg-closed",
+    lambda: mutated(
+        prod(),
+        DEFAULT_SG,
+        set_path("ingress", [{"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}]),
+    ),
+)
+bad(
+    "vpc-default-sg-closed",
+    lambda: mutated(prod(), DEFAULT_SG, set_path("egress", [{"protocol": "-1", "cidrBlocks": ["0.0.0.0/0"]}])),
+)
+na("vpc-default-sg-closed", lambda: without(prod(), of_type("aws:ec2/vpc:Vpc")))
 
 ok("sg-rule-style-consistent", staging)
 bad(
@@ -489,6 +520,58 @@ na("efa-plugin-tolerates-gpu-taint", dev)  # no EFA group, so no EFA device plug
 
 NCCL = "-validation-nccl-runtime"
 _WORKER = "spec.template.spec.replicatedJobs.0.template.spec.template.spec.containers.0"  # workers start first
+MPI_RUNTIME = "-training-runtimes-p5-train-mpi"
+
+
+def _worker_context(edit: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(inputs: dict[str, Any]) -> None:
+        jobs = inputs["spec"]["template"]["spec"]["replicatedJobs"]
+        pod = next(j for j in jobs if j["name"] == "node")["template"]["spec"]["template"]["spec"]
+        edit(pod)
+
+    return apply
+
+
+ok("k8s-runtime-least-privilege", prod)  # the torch runtime restricted, MPI and the NCCL check root with few caps
+ok("k8s-runtime-least-privilege", dev)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(prod(), MPI_RUNTIME, _worker_context(lambda pod: pod.pop("securityContext"))),  # no seccomp
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["containers"][0]["securityContext"]["capabilities"]["add"].append("NET_RAW")),
+    ),
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["containers"][0]["securityContext"]["capabilities"].pop("drop")),
+    ),
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["initContainers"][-1].pop("securityContext")),  # the ssh key copy
+    ),
+)
+bad(
+    "k8s-runtime-least-privilege",
+    lambda: mutated(
+        prod(),
+        MPI_RUNTIME,
+        _worker_context(lambda pod: pod["containers"][0]["securityContext"].pop("allowPrivilegeEscalation")),
+    ),
+)
+na("k8s-runtime-least-privilege", lambda: without(prod(), lambda r: r.type.endswith("TrainingRuntime")))
+
 ok("k8s-pod-security", staging)
 bad("k8s-pod-security", lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})))
 bad(
@@ -650,9 +733,34 @@ bad(  # half the internet
 bad("k8s-team-egress-no-internet", lambda: mutated(prod(), ALLOW_HTTPS, lambda i: i["spec"]["egress"][0].pop("to")))
 na("k8s-team-egress-no-internet", lambda: without(prod(), of_type(NAMESPACE)))
 
+
+def _drop_hard(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda inputs: inputs["spec"]["hard"].pop(key)  # a key with dots: not a set_path/drop path
+
+
 ok("k8s-team-quotas", prod)
 bad("k8s-team-quotas", lambda: without(prod(), of_type("kubernetes:core/v1:LimitRange")))
 bad("k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-quota", drop("spec.hard.pods")))
+bad(
+    "k8s-team-quotas",
+    lambda: mutated(prod(), "-tenancy-research-quota", _drop_hard("requests.vpc.amazonaws.com/efa")),
+)
+bad("k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-quota", _drop_hard("requests.hugepages-2Mi")))
+bad("k8s-team-quotas", lambda: without(prod(), lambda r: r.name.endswith("-research-priority")))
+bad(  # the system quota turned into one that only counts pods of other classes
+    "k8s-team-quotas",
+    lambda: mutated(
+        prod(), "-tenancy-research-priority", set_path("spec.scopeSelector.matchExpressions.0.operator", "NotIn")
+    ),
+)
+bad(  # a scoped quota's keys bound only the pods it counts: EFA held there bounds no team job
+    "k8s-team-quotas",
+    lambda: mutated(
+        mutated(prod(), "-tenancy-research-quota", _drop_hard("requests.vpc.amazonaws.com/efa")),
+        "-tenancy-research-priority",
+        lambda inputs: inputs["spec"]["hard"].update({"requests.vpc.amazonaws.com/efa": "0"}),
+    ),
+)
 na("k8s-team-quotas", lambda: without(prod(), of_type(NAMESPACE)))
 
 ok("eks-network-policy-enabled", prod)
@@ -888,7 +996,7 @@ na("fsx-no-squash-breadth", prod)  # prod exempts no client
     [("10.0.1.6@tcp", 1), ("10.0.[2-10].[1-255]@tcp", 2295), ("[0-255].[0-255].[0-255].[0-255]@tcp", 2**32)],
 )
 def test_the_pack_counts_nid_addresses_as_the_schema_does(nid: str, count: int) -> None:
-    from policies.rules.security import nid_addresses
+    from policies.rules.storage import nid_addresses
     from stacks import fsx_squash
 
     assert nid_addresses(nid) == fsx_squash.nid_addresses(nid) == count
@@ -953,6 +1061,99 @@ bad(
     ),
 )
 na("hyperpod-execution-role-confined", prod)
+
+
+SLURM = "staging-hyperpod-slurm"
+
+
+def _login_runs_as(other: str) -> Callable[[dict[str, Any]], None]:
+    """The cluster's login group runs as the role of group `other`."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        groups = {g["instanceGroupName"]: g for g in inputs["instanceGroups"]}
+        groups["login"]["executionRole"] = groups[other]["executionRole"]
+
+    return edit
+
+
+HYPERPOD = "aws-native:sagemaker:Cluster"
+ok(
+    "hyperpod-execution-role-confined", lambda: scenario(SLURM)
+)  # the login group runs as trainstack-staging-hyperpod-login
+bad("hyperpod-execution-role-confined", lambda: mutated(scenario(SLURM), HYPERPOD, _login_runs_as("workers")))
+bad("hyperpod-execution-role-confined", lambda: mutated(scenario(SLURM), HYPERPOD, _login_runs_as("controller")))
+bad(  # the login role holds the managed policy too: it is confined like the execution role
+    "hyperpod-execution-role-confined",
+    lambda: mutated(
+        scenario(SLURM),
+        "-hyperpod-login-inline",
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyReadOutsideLifecycle"])),
+    ),
+)
+
+S3_BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+
+
+def _without_abort(inputs: dict[str, Any]) -> None:
+    inputs["rules"] = [r for r in inputs["rules"] if "abortIncompleteMultipartUpload" not in r]
+
+
+def _abort_on_prefix(inputs: dict[str, Any]) -> None:
+    for rule in inputs["rules"]:
+        if "abortIncompleteMultipartUpload" in rule:
+            rule["filter"] = {"prefix": "uploads/"}  # only part of the bucket
+
+
+ok("s3-abort-incomplete-uploads", prod)
+ok("s3-abort-incomplete-uploads", staging)  # the HyperPod lifecycle bucket included
+bad(
+    "s3-abort-incomplete-uploads",
+    lambda: mutated(staging(), "-hyperpod-lifecycle-bucket-lifecycle", _without_abort),
+    level="advisory",  # staging's level
+)
+bad("s3-abort-incomplete-uploads", lambda: mutated(prod(), "-data-checkpoints-lifecycle", _without_abort))
+bad("s3-abort-incomplete-uploads", lambda: mutated(prod(), "-data-datasets-lifecycle", _abort_on_prefix))
+bad(
+    "s3-abort-incomplete-uploads",
+    lambda: mutated(prod(), "-data-datasets-lifecycle", set_path("rules.1.status", "Disabled")),
+)
+na("s3-abort-incomplete-uploads", lambda: without(prod(), of_type(*S3_BUCKET_TYPES)))
+
+TELEMETRY_KEY = "-telemetry-key"
+
+
+def _telemetry_statement(sid: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    return edit_policy(lambda st: [edit(s) for s in st if s.get("Sid") == sid])
+
+
+ok("telemetry-encrypted", prod)
+ok("telemetry-encrypted", staging)
+bad("telemetry-encrypted", lambda: mutated(prod(), "-network-flow-logs", drop("kmsKeyId")))
+bad("telemetry-encrypted", lambda: mutated(prod(), "-health-alerts", drop("kmsMasterKeyId")))
+bad("telemetry-encrypted", lambda: mutated(prod(), "-health-alerts", set_path("kmsMasterKeyId", "alias/aws/sns")))
+bad(  # the key no longer names the audit log's group: CloudWatch Logs cannot use it
+    "telemetry-encrypted",
+    lambda: mutated(
+        prod(),
+        TELEMETRY_KEY,
+        _telemetry_statement(
+            "CloudWatchLogsForTheStacksLogGroups",
+            lambda s: s["Condition"]["StringEquals"].__setitem__(
+                "kms:EncryptionContext:aws:logs:arn",
+                [a for a in s["Condition"]["StringEquals"]["kms:EncryptionContext:aws:logs:arn"] if "/eks/" not in a],
+            ),
+        ),
+    ),
+)
+bad(  # the alert manager's statement gone: alerts would not be published
+    "telemetry-encrypted",
+    lambda: mutated(
+        prod(),
+        TELEMETRY_KEY,
+        edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if "Alert" not in s.get("Sid", "")])),
+    ),
+)
+na("telemetry-encrypted", lambda: without(prod(), of_type("aws:cloudwatch/logGroup:LogGroup", "aws:sns/topic:Topic")))
 
 ok("grafana-rbac-namespaced", prod)
 

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from policies.facts_generated import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM
-from policies.rules import BY_NAME
-from policies.rules.security import (
+from policies.facts_generated import (
     NAMESPACE,
     NETWORK_POLICY,
     PERSISTENT_VOLUME,
-    _internet_wide,
-    _reaches_lustre,
-    _whole_bucket_writes,
-    nid_addresses,
+    PSA_ENFORCE,
+    TENANT_LABEL,
+    TENANT_TEAM,
 )
+from policies.rules import BY_NAME
+from policies.rules.k8s import _internet_wide, _reaches_lustre
+from policies.rules.storage import _whole_bucket_writes, nid_addresses
 from tests.policy.helpers import found, mutated, run, shipped, with_resource
 from tests.policy.test_rules import EXECUTION_INLINE, KEY, LOCK, edit_policy, set_path
 from trainstack.engine import UNKNOWN, Recording

@@ -179,7 +179,7 @@ def test_the_offline_review_refuses_what_the_pack_rule_reports() -> None:
 
 
 def test_the_waiver_rule_is_critical_and_a_floor_everywhere() -> None:
-    from policies.rules.floors import floor_level
+    from policies.enforcement import floor_level
 
     assert BY_NAME["stack-waivers"].severity is not None and BY_NAME["stack-waivers"].severity.value == "critical"
     for environment in ("dev", "staging", "prod", None):

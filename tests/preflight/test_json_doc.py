@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from scripts import preflight_json_fields as json_fields
 from tests.conftest import ROOT
-from trainstack.preflight import json_fields
 
 PAGE = ROOT / "docs" / "preflight-json.md"
 

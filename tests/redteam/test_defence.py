@@ -12,15 +12,15 @@ import jsonschema
 import pytest
 import yaml
 
-from policies.rules.floors import environment_of_stack as pack_environment_of_stack
+from policies.rules.base import environment_of_stack as pack_environment_of_stack
 from stacks.load import FULL_KEY, PATTERNS, ConfigError, check_stack, environment_of_stack
 from stacks.schema import json_schema
 from stacks.schema.waivers import WaiverSpec
 from tests.conftest import ROOT, recording, stack_config, stack_document
 from trainstack.cli import EXIT_BAD_INPUT, main
 from trainstack.engine import run_program
+from trainstack.model.report import build_report
 from trainstack.report import json_report, markdown, text
-from trainstack.report.model import build_report
 from trainstack.review import Violation, apply_waivers, review
 
 NAMES = ["dev", "staging", "prod", "prod-eu-west-1", "staging-bench", "dev-", "qa", "prod2", "production", "", "Prod"]

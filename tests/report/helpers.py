@@ -5,13 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from stacks.schema import StackConfig
 from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from tests.stack.test_plan_cli import add_p5_group
-from trainstack.diff import PlanDiff, diff_reports
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report.model import Report, build_report
+from trainstack.model.diff import PlanDiff, diff_reports
+from trainstack.model.report import Report, build_report
 from trainstack.review import review
 
 
@@ -97,32 +96,18 @@ def eks_at_1_34(cluster: dict[str, Any]) -> None:
 SCENARIOS = ("prod", "scale-up-and-team", "rename", "eks-skip")
 
 
-def _planned(config: StackConfig, stack: str, rec: Recording | None = None) -> Report:
-    """A config planned as the CLI plans it: the program, the review with the stack's waivers, the example values."""
-    from trainstack.cli import placeholder_advisories, with_violations
-
-    rec = rec if rec is not None else program_recording(config, stack)
-    return with_violations(
-        build_report(config, rec, review(rec, config.environment.value, waivers=config.waivers)),
-        placeholder_advisories(config),
-    )
-
-
 @tiers.cache
 def scenario(name: str) -> tuple[Report, PlanDiff | None, Report | None]:
     """(after, diff, before) of a scenario as `plan --config ... --against ...` builds them (SCENARIOS)."""
-    from trainstack.cli import with_violations
-    from trainstack.diff import apply_ignore_changes, diff_violations
+    from trainstack.model.plan import plan
 
     if name == "prod":
-        return _planned(stack_config("prod"), "prod"), None, None
+        return plan(stack_config("prod"), program_recording(stack_config("prod"), "prod")).report, None, None
     stack, old, new = {
         "scale-up-and-team": ("prod", stack_config("prod"), edited_config("prod", scale_up_and_team)),
         "rename": ("prod", stack_config("prod"), edited_config("prod", renamed)),
         "eks-skip": ("staging", edited_config("staging", eks_at_1_34), stack_config("staging")),
     }[name]
-    before = _planned(old, stack)
-    applied, ignored = apply_ignore_changes(before.recording, program_recording(new, stack))
-    after = _planned(new, stack, applied)
-    diff = diff_reports(before, after, f"stacks/Pulumi.{stack}.yaml", ignored)
-    return with_violations(after, diff_violations(diff)), diff, before
+    baseline = program_recording(old, stack)
+    planned = plan(new, program_recording(new, stack), (old, baseline, f"stacks/Pulumi.{stack}.yaml"))
+    return planned.report, planned.diff, planned.before

@@ -150,8 +150,9 @@ def test_the_diff_block_marks_each_operation_so_github_colours_it() -> None:
     assert all(line[0] in "+-!=@" for line in lines)  # every line starts with a character GitHub colours
     assert "! node group gpu-p5-train-ng: scalingConfig.maxSize: 16 → 24" in lines
     added = next(line for line in lines if line.startswith("+ "))
-    # named for its team; three quotas: compute, the accelerators, services (issue 33: no LoadBalancer or NodePort)
-    assert added.startswith("+ team inference-eval: namespace, 3 x resource quota,")
+    # named for its team; four quotas: compute, the accelerators, services (issue 33: no LoadBalancer or NodePort),
+    # system-priority (issue 33: no pod of a system priority class)
+    assert added.startswith("+ team inference-eval: namespace, 4 x resource quota,")
     assert "!    resources[nvidia.com/gpu].nominalQuota: 128 → 192" in lines  # the quota's resource, not [0]
 
 
@@ -173,7 +174,8 @@ def test_a_rename_lists_replacements_first_folds_tags_and_cuts_values_where_they
         if " → " in line:
             old, new = line.split(": ", 2)[-1].split(" → ", 1)
             assert old != new, line
-    assert re.search(r"<details><summary>[^<]*35 to replace[^<]*</summary>\n\n```diff", comment)  # over 30: folded
+    # over 30: folded. 36: the telemetry key's alias is named after the stack, like the other keys' aliases
+    assert re.search(r"<details><summary>[^<]*36 to replace[^<]*</summary>\n\n```diff", comment)
 
 
 @pytest.mark.e2e

@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import ROOT, stack_config
 from tests.report.helpers import added_group_diff, report, with_cloned_gpu_groups
+from trainstack.model.report import build_report
 from trainstack.report import markdown
-from trainstack.report.model import build_report
 
 NOTICE = re.compile(
     r"^> ✂️ \*\*Cut: (?:\d+ of \d+ lines of )?(?P<what>[a-z ,]+)\*\*, to fit the comment's ([\d,]+)-char", re.M

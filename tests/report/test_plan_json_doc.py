@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from scripts import plan_json_fields as json_fields
 from tests.conftest import ROOT
-from trainstack.report import json_fields, json_report
+from trainstack.report import json_report
 
 PAGE = ROOT / "docs" / "plan-json.md"
 

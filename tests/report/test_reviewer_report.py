@@ -15,11 +15,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import edited_config, program_recording, stack_config
 from tests.report.helpers import added_group_diff, report, with_cloned_gpu_groups
-from trainstack.diff import diff_reports
-from trainstack.report import fmt, json_report, markdown, text, verdict
-from trainstack.report.mermaid import check, flowchart, node_count
-from trainstack.report.model import build_report
-from trainstack.report.time_to_ready import (
+from trainstack.model.diff import diff_reports
+from trainstack.model.report import build_report
+from trainstack.model.time_to_ready import (
     API_CALL,
     GPU_NODE_GROUP,
     change_estimate,
@@ -27,6 +25,8 @@ from trainstack.report.time_to_ready import (
     deploy_estimate,
     rolling_update,
 )
+from trainstack.report import fmt, json_report, markdown, text, verdict
+from trainstack.report.mermaid import check, flowchart, node_count
 from trainstack.review import review
 
 PLAIN = text.Style(color=False)

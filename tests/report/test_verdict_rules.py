@@ -10,12 +10,12 @@ import pytest
 
 from stacks.catalog import CATALOG
 from tests.report.helpers import report
-from trainstack.diff import Delta, PlanDiff
 from trainstack.journeys import Journey, Step
+from trainstack.model.diff import Delta, PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary
 from trainstack.recording_diff import InputChange, ResourceChange
 from trainstack.report import verdict
-from trainstack.report.model import Report
-from trainstack.report.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary
 
 
 def _summary(r: Report, **changes: object) -> Report:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import STACKS, edited_config, program_recording, recording, stack_config
-from trainstack.capacity_plan import capacity_plan
 from trainstack.engine import Recording
 from trainstack.journeys import team_job
+from trainstack.model.capacity import capacity_plan
 from trainstack.report.capacity import group_line
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")
@@ -118,8 +118,8 @@ def test_every_format_shows_the_capacity_plan() -> None:
 
     import jsonschema
 
+    from trainstack.model.report import build_report
     from trainstack.report import json_report, markdown, text
-    from trainstack.report.model import build_report
 
     report = build_report(stack_config("dev"), recording("dev"))
     assert [g.name for g in report.capacity] == ["g5"]

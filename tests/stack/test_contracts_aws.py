@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
+from components.gpu.gpu_nodes import GpuNodeGroup, GpuNodeGroupArgs
 from components.providers import aws_provider
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import StackConfig

@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import ROOT, write_stack
 from tests.recorded import recorded
 from trainstack.cli import EXIT_OK, EXIT_POLICY, main
-from trainstack.diff import (
+from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import (
     EKS_UPGRADE,
     PROTECTED_DELETE,
     PROTECTED_REPLACE,
@@ -26,7 +27,6 @@ from trainstack.diff import (
     diff_violations,
     path_parts,
 )
-from trainstack.engine import RecordedResource, Recording
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
 

@@ -7,7 +7,7 @@ import json
 
 from stacks.schema import Environment
 from tests.conftest import recording, stack_config
-from trainstack.report.health import summarize_health
+from trainstack.model.health import summarize_health
 
 
 def test_every_accelerator_group_is_auto_repaired_with_the_stack_limits(stack_name: str) -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.efa import efa_interfaces
-from stacks.catalog import CATALOG
+from components.gpu.efa import efa_interfaces
+from stacks.catalog import CATALOG, efa_capable
 from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
@@ -87,6 +87,22 @@ def test_swapping_only_the_instance_type_plans_its_full_interface_count(instance
     neuron = CATALOG[instance_type].accelerator.value == "neuron"
     assert node_group["amiType"] == ("AL2023_x86_64_NEURON" if neuron else "AL2023_x86_64_NVIDIA")
     assert node_group["taints"][0]["key"] == ("aws.amazon.com/neuron" if neuron else "nvidia.com/gpu")
+
+
+# Issue 34, "Done when": a prod swap to each catalog type plans (the four above also check their layouts; prod's own
+# p5.48xlarge is the first test). A type without EFA is refused in an EFA group (tests/unit/test_config_errors.py).
+@pytest.mark.parametrize("instance_type", sorted(set(efa_capable()) - set(SWAPS) - {"p5.48xlarge"}))
+@pytest.mark.e2e
+def test_prod_plans_with_every_catalog_type_swapped_in(instance_type: str) -> None:
+    row = CATALOG[instance_type]
+    rec = swapped(instance_type)
+    node_group = gpu_node_group(rec)
+    assert node_group["instanceTypes"] == [instance_type]
+    template = gpu_launch_template(rec)
+    assert efa_count(template) == row.max_efa_interfaces
+    assert rec.outputs["gpu_node_groups"]["p5-train"]["efa_interfaces_per_node"] == row.max_efa_interfaces
+    # The GPU taint stays, whatever the type.
+    assert node_group["taints"][0]["key"] == row.device_resource
 
 
 @pytest.mark.e2e

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from components.slurm_validation import VALIDATION_DIR
+from components.sagemaker.slurm_validation import VALIDATION_DIR
 from stacks.load import load_file
 from stacks.schema import StackConfig
 from tests.conftest import ROOT, program_recording
 from trainstack import cli
 from trainstack.cli import EXIT_OK, main
-from trainstack.diff import diff_recordings
 from trainstack.engine import Recording
+from trainstack.model.diff import diff_recordings
 
 EXAMPLE = ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml"
 CLUSTER = "aws-native:sagemaker:Cluster"
@@ -96,7 +96,7 @@ def test_the_lifecycle_bundle_sets_up_containers_accounting_homes_and_the_nccl_j
     assert "#SBATCH --exclusive" in job and "#SBATCH --ntasks-per-node=8" in job and "#SBATCH --nodes=2" in job
     assert "srun --mpi=pmix" in job and "--container-image=public.ecr.aws#hpc-cloud/nccl-tests:" in job
     assert "NET/Socket" in job and "floor 320.0 GB/s" in job
-    assert VALIDATION_DIR in (ROOT / "components/lifecycle/slurm/install_validation.sh").read_text()
+    assert VALIDATION_DIR in (ROOT / "components/sagemaker/lifecycle/slurm/install_validation.sh").read_text()
 
 
 @pytest.mark.e2e

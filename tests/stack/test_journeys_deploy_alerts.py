@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.network import s3_gateway_endpoint_policy
+from components.network.network import s3_gateway_endpoint_policy
 from stacks.load import load_file
 from tests.conftest import ROOT, program_recording, recording, stack_config
 from trainstack.engine import Recording
@@ -74,7 +74,12 @@ def test_every_deploy_and_alerts_journey_holds_on_every_example(example: Any) ->
     cluster = load_file(example)
     rec = program_recording(cluster, cluster.environment)
     found = [*images.walk(Trip(rec, cluster)), *alerts.walk(Trip(rec, cluster))]
-    assert [(j.subject, j.broken_step) for j in found if not j.holds] == []
+    broken = [j.subject for j in found if not j.holds]
+    # The one known gap (docs/contracts.md, "Known gaps"): the Neuron chart's default pin has no workload facts,
+    # so its release's images cannot be walked; nothing else may break.
+    neuron = [s for s in broken if s.startswith("Helm release neuron-plugin-release (neuron-helm-chart 1.9.0")]
+    assert neuron == ([broken[0]] if example.name == "peer-tfeks-efa-trn1n.yaml" else [])
+    assert broken == neuron, [(j.subject, j.broken_step) for j in found if not j.holds]
 
 
 # ---------------------------------------------------------------------------------------------------- deploy

@@ -165,7 +165,7 @@ def test_a_broken_contract_fails_the_plan_naming_resource_path_and_source(
 
 
 def test_the_mpijob_meets_the_mpi_operator_crd() -> None:
-    from components.validation_jobs import mpijob_spec, nccl_plan
+    from components.k8s.validation_jobs import mpijob_spec, nccl_plan
     from trainstack.contracts.facts import crd_facts
 
     cluster = edited_config("prod", lambda raw: raw["kubernetes"]["training_operator"].update(kind="mpi_operator"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.training_runtimes import CHECKPOINT_ENV, LUSTRE_MOUNT, runtime_names
+from components.k8s.training_runtimes import CHECKPOINT_ENV, LUSTRE_MOUNT, runtime_names
 from stacks.catalog import CATALOG
 from tests.conftest import STACKS, recording, stack_config
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.eks import NODE_POLICIES
+from components.eks.eks import NODE_POLICIES
 from tests.conftest import recording, stack_config
 
 

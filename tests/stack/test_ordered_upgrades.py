@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT, write_stack
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_POLICY, main
-from trainstack.diff import NODE_VERSION_SKEW
+from trainstack.model.diff import NODE_VERSION_SKEW
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CLUSTER = "aws:eks/cluster:Cluster"

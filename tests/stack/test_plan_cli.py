@@ -16,11 +16,12 @@ from stacks.load import FULL_KEY
 from stacks.schema import json_schema
 from tests.conftest import ROOT, fresh_plan, recording, stack_config, write_stack
 from trainstack import cli
-from trainstack import cost as cost_model
 from trainstack.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_POLICY, EXIT_PROGRAM_FAILED, main
 from trainstack.engine import run_program
+from trainstack.model import cost as cost_model
+from trainstack.model.plan import plan
+from trainstack.model.report import build_report
 from trainstack.report import json_report, markdown, text
-from trainstack.report.model import build_report
 from trainstack.review import PolicyConfigError, load_config, review
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")  # tests/conftest.py
@@ -73,8 +74,7 @@ def test_a_fresh_interpreter_plans_prod_byte_for_byte_like_this_one() -> None:
     assert result.returncode == EXIT_OK, result.stderr
     assert "Traceback" not in result.stderr
     here = recording("prod")
-    report = build_report(stack_config("prod"), here, review(here, "prod"))
-    expected = json_report.render(cli.with_violations(report, cli.placeholder_advisories(stack_config("prod"))))
+    expected = json_report.render(plan(stack_config("prod"), here).report)
     assert result.stdout == expected
 
 
@@ -145,7 +145,7 @@ def test_diff_of_one_more_gpu_group_shows_exactly_its_resources_and_cost(
     new_group = next(g for g in document["trainstack"]["summary"]["nodeGroups"] if "p5-extra" in g["urn"])
     hours = document["trainstack"]["cost"]["hoursPerMonth"]
     expected = 16 * CATALOG["p5.48xlarge"].on_demand_usd_per_hour + 16 * new_group["rootVolumeGib"] * 0.08 / hours
-    # prod scrapes metrics: the new nodes' series are collected and ingested too (trainstack/cost.py).
+    # prod scrapes metrics: the new nodes' series are collected and ingested too (trainstack/model/cost.py).
     series = 16 * (cost_model.SERIES_PER_NODE + 8 * cost_model.SERIES_PER_GPU + 32 * cost_model.SERIES_PER_EFA_DEVICE)
     expected += series * 3600 / 30 * (cost_model.AMP_COLLECTED.usd + cost_model.AMP_INGESTION.usd)
     assert diff["usdPerHourDesired"]["change"] == pytest.approx(expected, abs=0.01)
@@ -367,8 +367,8 @@ def test_colour_only_when_the_style_asks_and_progress_clears_its_line() -> None:
 
     from tests.conftest import recording, stack_config
     from trainstack.cli import progress
+    from trainstack.model.report import build_report
     from trainstack.report import text
-    from trainstack.report.model import build_report
 
     report = build_report(stack_config("dev"), recording("dev"))
     assert "\033[1;36mCompute" in text.render(report, text.Style(color=True))

@@ -12,8 +12,8 @@ import pytest
 
 from tests import tiers
 from tests.conftest import recording, stack_config
+from trainstack.model.report import build_report
 from trainstack.report import json_report
-from trainstack.report.model import build_report
 from trainstack.report.text import hyperpod_lines
 from trainstack.review import review
 

@@ -17,7 +17,8 @@ from tests import tiers
 from tests.conftest import recording, stack_config
 from trainstack.contracts import ContractViolation
 from trainstack.create_only import replaces
-from trainstack.diff import (
+from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import (
     PROVIDER_DIFF_NOTE,
     InputChange,
     ResourceChange,
@@ -25,9 +26,8 @@ from trainstack.diff import (
     path_parts,
     property_path,
 )
-from trainstack.engine import RecordedResource, Recording
+from trainstack.model.report import Report, build_report
 from trainstack.report import json_report
-from trainstack.report.model import Report, build_report
 from trainstack.review import review
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"

@@ -8,9 +8,9 @@ import pytest
 
 from tests import tiers
 from tests.conftest import recording, stack_config
+from trainstack.model.report import build_report
 from trainstack.report import markdown
 from trainstack.report.mermaid import check, flowchart
-from trainstack.report.model import build_report
 
 
 @tiers.cache

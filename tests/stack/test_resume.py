@@ -4,12 +4,14 @@ the plan's Health section says what happens when a pod fails."""
 
 from __future__ import annotations
 
-from components.checkpoints import CONFIG_MAP
-from components.team_storage import TEAM_SERVICE_ACCOUNT
-from components.training_runtimes import RESTART_WAIT, runtime_names
+from components.health.checkpoints import CONFIG_MAP
+from components.k8s.training_runtimes import RESTART_WAIT, runtime_names
+from components.storage.team_storage import TEAM_SERVICE_ACCOUNT
 from tests.conftest import recording, stack_config
 from trainstack.contracts import crds
-from trainstack.report.health import RUNTIME, lines, summarize_health
+from trainstack.model.health import summarize_health
+from trainstack.report.health import lines
+from trainstack.tokens import CLUSTER_TRAINING_RUNTIME
 
 
 def _pods(spec: dict) -> list[dict]:
@@ -19,7 +21,9 @@ def _pods(spec: dict) -> list[dict]:
 def test_every_runtime_restarts_as_the_stack_says(stack_name: str) -> None:
     cluster = stack_config(stack_name)
     knobs = cluster.kubernetes.training_operator.runtimes
-    runtimes = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in recording(stack_name).by_type(RUNTIME)}
+    runtimes = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"] for r in recording(stack_name).by_type(CLUSTER_TRAINING_RUNTIME)
+    }
     names = [name for group in cluster.gpu_node_groups for name in runtime_names(group).values()]
     assert names and set(names) <= set(runtimes)
     for name in names:
@@ -48,7 +52,7 @@ def test_runtime_pods_name_a_service_account_and_configmap_every_team_namespace_
         (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
         for r in rec.by_type("kubernetes:core/v1:ConfigMap")
     }
-    for runtime in rec.by_type(RUNTIME):
+    for runtime in rec.by_type(CLUSTER_TRAINING_RUNTIME):
         if runtime.inputs["metadata"]["name"].startswith("trainstack-nccl-"):
             continue  # the validation job's runtime runs in trainstack-validation, as its own account
         for pod in _pods(runtime.inputs["spec"]):
@@ -60,7 +64,7 @@ def test_runtime_pods_name_a_service_account_and_configmap_every_team_namespace_
 
 def test_the_crd_contract_tier_accepts_the_runtimes(stack_name: str) -> None:
     rec = recording(stack_name)
-    runtime_urns = {r.urn for r in rec.by_type(RUNTIME)}
+    runtime_urns = {r.urn for r in rec.by_type(CLUSTER_TRAINING_RUNTIME)}
     assert runtime_urns
     assert [v for v in crds.check(rec) if v.urn in runtime_urns] == []
 

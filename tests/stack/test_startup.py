@@ -1,7 +1,7 @@
 """Startup cost: a plan imports only what its stack uses.
 
 The aws-native SDK (about 250 MB on disk, a second or more to import) serves only SageMaker HyperPod, so the
-program imports `components.hyperpod` inside the HyperPod branch. Checked in a fresh interpreter, the only
+program imports `components.sagemaker.hyperpod` inside the HyperPod branch. Checked in a fresh interpreter, the only
 place where the imports say what one run needed: `python -X importtime -m trainstack plan` names every module
 it imports, and the same process serves the byte-for-byte test in test_plan_cli.py (tests/conftest.py
 `fresh_plan`).

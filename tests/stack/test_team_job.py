@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from stacks.load import load_file
-from tests.conftest import ROOT, STACKS, program_recording, recording, stack_config
+from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
 from trainstack.journeys import Journey, examples, team_job
 
@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("shared_recordings")
 TRAINER = "Trainer builds the JobSet"
 LIMITS = "the namespace's LimitRange defaults the pods"
 COVERAGE = "Kueue's ClusterQueue covers every resource the workload requests"
+PLACEMENT = "Kueue's flavor puts every pod on group p5-train's nodes, past their taints"
 NOMINAL = "the job fits the ClusterQueue's nominal quota (a job of the whole group too)"
 QUOTA = "the namespace's ResourceQuotas admit the pods"
 REGISTRY = "the registry admission policy admits every image"
@@ -144,6 +145,62 @@ def test_kueue_without_the_exclusion_refuses_ephemeral_storage() -> None:
     assert "resource ephemeral-storage unavailable in ClusterQueue p5-train" in step.detail
 
 
+def test_a_node_group_taint_nothing_tolerates_breaks_the_placement_step() -> None:
+    def taint(inputs: dict[str, Any]) -> None:
+        inputs["taints"].append({"key": "example.com/dedicated", "value": "llm", "effect": "NO_EXECUTE"})
+
+    rec = edited(recording("prod"), lambda r: r.type == "aws:eks/nodeGroup:NodeGroup" and "gpu" in r.name, taint)
+    step = one(journeys(rec), TORCH).broken_step
+    assert step is not None and step.name == PLACEMENT
+    assert "do not tolerate example.com/dedicated=llm:NoExecute" in step.detail
+
+
+def test_a_flavor_without_node_labels_reaches_other_groups_and_breaks_the_placement_step() -> None:
+    def unpin(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["nodeLabels"] = {}
+
+    rec = edited(recording("prod"), lambda r: r.type.endswith(":ResourceFlavor"), unpin)
+    trainjob = one(journeys(rec), TORCH)
+    # The runtime's own nodeSelector still pins the pods, so only a flavor and runtime that both let go fail.
+    assert trainjob.holds
+
+    def unpin_runtime(inputs: dict[str, Any]) -> None:
+        for job in inputs["spec"]["template"]["spec"]["replicatedJobs"]:
+            job["template"]["spec"]["template"]["spec"].pop("nodeSelector", None)
+
+    rec = edited(rec, runtime("trainstack-torch-p5-train"), unpin_runtime)
+    step = one(journeys(rec), TORCH).broken_step
+    assert step is not None and step.name == PLACEMENT and "not only p5-train" in step.detail
+
+
+@pytest.mark.e2e
+def test_a_group_with_its_own_taints_still_runs_every_team_job() -> None:
+    def taint(raw: dict[str, Any]) -> None:
+        raw["gpu_node_groups"][0]["taints"] = [
+            {"key": "example.com/dedicated", "value": "llm", "effect": "NoSchedule"},
+            {"key": "example.com/drain", "effect": "NoExecute"},
+        ]
+
+    cluster = edited_config("prod", taint)
+    rec = program_recording(cluster, "prod")
+    (node_group,) = [r for r in rec.by_type("aws:eks/nodeGroup:NodeGroup") if r.name.startswith("gpu-")]
+    assert [t["key"] for t in node_group.inputs["taints"]] == [
+        "nvidia.com/gpu",
+        "example.com/dedicated",
+        "example.com/drain",
+    ]
+    found = list(team_job.walk(team_job.Trip(recording=rec, stack=cluster)))
+    assert found and all(j.holds for j in found), [(j.subject, j.broken_step) for j in found if not j.holds]
+    # The device daemons run on those nodes too.
+    releases = {r.inputs["chart"]: r.inputs.get("values", {}) for r in rec.by_type("kubernetes:helm.sh/v3:Release")}
+    assert {"key": "example.com/drain", "operator": "Equal", "value": "", "effect": "NoExecute"} in releases[
+        "aws-efa-k8s-device-plugin"
+    ]["tolerations"]
+    assert {"key": "example.com/dedicated", "operator": "Equal", "value": "llm", "effect": "NoSchedule"} in releases[
+        "gpu-operator"
+    ]["daemonsets"]["tolerations"]
+
+
 def test_a_queue_smaller_than_its_group_breaks_the_nominal_step() -> None:
     def shrink(inputs: dict[str, Any]) -> None:
         for resource in inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
@@ -166,6 +223,44 @@ def test_an_accelerator_quota_below_the_job_breaks_the_quota_step() -> None:
     )
     step = one(journeys(rec), TORCH).broken_step
     assert step is not None and step.name == QUOTA and "requests.nvidia.com/gpu" in step.detail
+
+
+def _pretraining_quota(name: str, edit: Callable[[dict[str, Any]], None]) -> Recording:
+    def apply(inputs: dict[str, Any]) -> None:
+        if inputs["metadata"]["name"] == name:
+            edit(inputs["spec"])
+
+    return edited(
+        recording("prod"),
+        lambda r: r.type == "kubernetes:core/v1:ResourceQuota" and r.inputs["metadata"]["namespace"] == "pretraining",
+        apply,
+    )
+
+
+@pytest.mark.slow
+def test_the_compute_quota_counts_efa_devices_and_hugepages() -> None:
+    """The team's quota holds exactly the EFA devices and hugepages of its nodes: one device fewer refuses the job."""
+    for key in ("requests.vpc.amazonaws.com/efa", "requests.hugepages-2Mi"):
+
+        def less(spec: dict[str, Any], key: str = key) -> None:
+            value = spec["hard"][key]
+            spec["hard"][key] = str(int(value.removesuffix("Mi")) - 1) + ("Mi" if value.endswith("Mi") else "")
+
+        step = one(journeys(_pretraining_quota("compute", less)), TORCH).broken_step
+        assert step is not None and step.name == QUOTA and key in step.detail, key
+
+
+@pytest.mark.slow
+def test_the_system_priority_quota_counts_only_pods_of_a_system_class() -> None:
+    """The quota scoped to the system classes holds pods at 0 and the team's job (no class) still runs; scoped
+    the other way (NotIn, which a pod without a class matches) it would refuse every pod."""
+    assert broken_at(recording("prod"), TORCH) is None
+
+    def inverted(spec: dict[str, Any]) -> None:
+        spec["scopeSelector"]["matchExpressions"][0]["operator"] = "NotIn"
+
+    step = one(journeys(_pretraining_quota("system-priority", inverted)), TORCH).broken_step
+    assert step is not None and step.name == QUOTA and "pods" in step.detail
 
 
 def test_a_restricted_namespace_admits_torch_and_refuses_the_mpi_runtime() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.eks import addon_plan, autoscaling_service_linked_role_arn
-from components.lustre_volume import ADDON_NAME
+from components.eks.eks import addon_plan, autoscaling_service_linked_role_arn
+from components.storage.lustre_volume import ADDON_NAME
 from stacks.account_rules import (
     AUTOSCALING_ROLE_NAME,
     AUTOSCALING_ROLE_PATH,

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.hyperpod_dependencies import CHART_PATH
+from components.sagemaker.hyperpod_dependencies import CHART_PATH
 from stacks.schema import HYPERPOD_EKS_VERSIONS
+from trainstack import tokens
 from trainstack.contracts import aws_rules
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 
@@ -24,16 +25,16 @@ def _resource(type_: str, name: str, inputs: dict[str, Any], dependencies: tuple
     return RecordedResource(type_, name, _urn(type_, name), "", True, inputs, dependencies, {}, False, False, "")
 
 
-CLUSTER = _resource(aws_rules.EKS_CLUSTER, "eks", {"version": HYPERPOD_EKS_VERSIONS[0]})
-CHART = _resource(aws_rules.HELM_RELEASE, "hyperpod-deps", {"chart": f"/charts/{CHART_PATH}"})
-ADDONS = tuple(_resource(aws_rules.EKS_ADDON, a, {"addonName": a}) for a in aws_rules.CORE_ADDONS)
-SYSTEM = _resource(aws_rules.NODE_GROUP, "system", {"labels": {aws_rules.SYSTEM_LABEL: "system"}})
+CLUSTER = _resource(tokens.EKS_CLUSTER, "eks", {"version": HYPERPOD_EKS_VERSIONS[0]})
+CHART = _resource(tokens.HELM_RELEASE, "hyperpod-deps", {"chart": f"/charts/{CHART_PATH}"})
+ADDONS = tuple(_resource(tokens.EKS_ADDON, a, {"addonName": a}) for a in aws_rules.CORE_ADDONS)
+SYSTEM = _resource(tokens.NODE_GROUP, "system", {"labels": {aws_rules.SYSTEM_LABEL: "system"}})
 EVERYTHING = (CHART, *ADDONS, SYSTEM)
 
 
 def _hyperpod(after: tuple[RecordedResource, ...], eks: bool = True) -> RecordedResource:
     orchestrator = {"eks": {"clusterArn": "arn:aws:eks:us-east-1:111122223333:cluster/eks"}} if eks else {}
-    return _resource(aws_rules.HYPERPOD, "hp", {"orchestrator": orchestrator}, tuple(r.urn for r in after))
+    return _resource(tokens.HYPERPOD_CLUSTER, "hp", {"orchestrator": orchestrator}, tuple(r.urn for r in after))
 
 
 def _found(*resources: RecordedResource) -> list[tuple[str, str]]:
@@ -60,7 +61,7 @@ def test_without_the_chart_only_the_chart_is_refused() -> None:
 
 
 def test_another_helm_release_is_not_the_chart() -> None:
-    other = _resource(aws_rules.HELM_RELEASE, "kueue", {"chart": "oci://registry.k8s.io/kueue/charts/kueue"})
+    other = _resource(tokens.HELM_RELEASE, "kueue", {"chart": "oci://registry.k8s.io/kueue/charts/kueue"})
     after = (other, *ADDONS, SYSTEM)
     assert [rule for _, rule in _found(CLUSTER, other, *EVERYTHING, _hyperpod(after))] == [
         "the HyperPod cluster must be created after the HyperPod dependencies Helm chart is installed"
@@ -88,21 +89,21 @@ def test_each_core_addon_and_the_system_group_is_needed_alone(left_out: str) -> 
 
 
 def test_other_addons_and_gpu_groups_are_not_needed_first() -> None:
-    csi = _resource(aws_rules.EKS_ADDON, "aws-ebs-csi-driver", {"addonName": "aws-ebs-csi-driver"})
-    gpu = _resource(aws_rules.NODE_GROUP, "gpu", {"labels": {aws_rules.SYSTEM_LABEL: "gpu"}})
-    unlabelled = _resource(aws_rules.NODE_GROUP, "plain", {})
+    csi = _resource(tokens.EKS_ADDON, "aws-ebs-csi-driver", {"addonName": "aws-ebs-csi-driver"})
+    gpu = _resource(tokens.NODE_GROUP, "gpu", {"labels": {aws_rules.SYSTEM_LABEL: "gpu"}})
+    unlabelled = _resource(tokens.NODE_GROUP, "plain", {})
     assert _found(CLUSTER, *EVERYTHING, csi, gpu, unlabelled, _hyperpod(EVERYTHING)) == []
 
 
 @pytest.mark.parametrize("version", [HYPERPOD_EKS_VERSIONS[0], HYPERPOD_EKS_VERSIONS[-1], UNKNOWN, None])
 def test_a_supported_or_unknown_version_passes(version: str | None) -> None:
-    cluster = _resource(aws_rules.EKS_CLUSTER, "eks", {"version": version} if version else {})
+    cluster = _resource(tokens.EKS_CLUSTER, "eks", {"version": version} if version else {})
     assert _found(cluster, *EVERYTHING, _hyperpod(EVERYTHING)) == []
 
 
 def test_an_unsupported_version_is_refused_with_its_value() -> None:
     minor = int(HYPERPOD_EKS_VERSIONS[0].split(".")[1]) - 1
     old = f"1.{minor}"
-    cluster = _resource(aws_rules.EKS_CLUSTER, "eks", {"version": old})
+    cluster = _resource(tokens.EKS_CLUSTER, "eks", {"version": old})
     ((value, rule),) = _found(cluster, *EVERYTHING, _hyperpod(EVERYTHING))
     assert value == old and rule.startswith(f"HyperPod does not support Kubernetes {old}")

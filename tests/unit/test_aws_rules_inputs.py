@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from stacks import fsx_sizing
+from trainstack import tokens
 from trainstack.contracts import ContractViolation, aws_rules
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 
@@ -29,7 +30,7 @@ def _paths(rule: Callable[[Recording], Iterable[ContractViolation]], type_: str,
 def _lustre(**inputs: Any) -> list[str]:
     base = {"deploymentType": "PERSISTENT_2", "storageCapacity": 2400, "metadataConfiguration": {"mode": "AUTOMATIC"}}
     return _paths(
-        aws_rules.lustre_metadata, aws_rules.LUSTRE, {k: v for k, v in (base | inputs).items() if v is not None}
+        aws_rules.lustre_metadata, tokens.FSX_LUSTRE, {k: v for k, v in (base | inputs).items() if v is not None}
     )
 
 
@@ -68,7 +69,7 @@ def test_user_provisioned_iops_at_and_below_what_automatic_gives() -> None:
 
 def _template(interfaces: list[dict[str, Any]] | None = None, **inputs: Any) -> list[str]:
     body = {"networkInterfaces": interfaces} if interfaces is not None else {}
-    return _paths(aws_rules.launch_template_interfaces, aws_rules.LAUNCH_TEMPLATE, body | inputs)
+    return _paths(aws_rules.launch_template_interfaces, tokens.LAUNCH_TEMPLATE, body | inputs)
 
 
 def test_an_ena_primary_and_efa_only_on_other_cards_passes() -> None:
@@ -114,7 +115,7 @@ def test_the_imds_hop_limit_is_1_to_64(hops: object, refused: bool) -> None:
 
 
 def _topic(**inputs: Any) -> list[str]:
-    return _paths(aws_rules.sns_topic_names, aws_rules.SNS_TOPIC, inputs)
+    return _paths(aws_rules.sns_topic_names, tokens.SNS_TOPIC, inputs)
 
 
 @pytest.mark.parametrize("name", ["alerts", "a", "A_b-9", "x" * 256])
@@ -142,7 +143,9 @@ def test_a_topic_named_by_pulumi_or_unknown_is_not_checked() -> None:
 
 
 def _lock(rule: dict[str, Any] | None) -> list[str]:
-    return _paths(aws_rules.object_lock_retention, aws_rules.OBJECT_LOCK, {"rule": rule} if rule is not None else {})
+    return _paths(
+        aws_rules.object_lock_retention, tokens.BUCKET_OBJECT_LOCK, {"rule": rule} if rule is not None else {}
+    )
 
 
 def test_a_lock_without_default_retention_has_nothing_to_check() -> None:

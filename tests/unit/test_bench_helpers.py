@@ -75,3 +75,21 @@ def test_the_prose_is_generated_from_the_measurements() -> None:
     # 5.00 -> 6.00 ms per resource is a 20% rise even though two points fit a line exactly.
     assert "rising for the plan: 5.00 ms at 100 resources, 6.00 ms at 600 (+20%)" in trend
     assert "about flat (4.00 to 4.00 ms, +0%)" in trend
+
+
+def test_each_added_resource_is_measured_against_the_floors() -> None:
+    floor_fit = (0.004, 0.1, 0.99)
+    assert bench.marginal_ratio((0.0052, 0.5, 0.99), floor_fit) == pytest.approx(1.3)
+    assert bench.met((0.0052, 0.5, bench.LINEAR_R2), floor_fit)  # both targets met at their boundaries
+    assert not bench.met((0.00521, 0.5, 0.99), floor_fit)  # linear, but each resource dearer than 1.3 floors
+    assert not bench.met((0.004, 0.5, 0.979), floor_fit)  # cheap per resource, but not linear
+
+
+def test_the_prose_says_whether_the_added_resource_is_within_target() -> None:
+    rows = [bench.Row(1, 100, 0.50, 0.40), bench.Row(64, 600, 3.60, 2.40)]
+    fit = bench.linear_fit([r.resources for r in rows], [r.plan_s for r in rows])
+    floor_fit = bench.linear_fit([r.resources for r in rows], [r.floor_s for r in rows])
+    _, linear, _ = bench.findings(rows, fit, floor_fit)
+    assert "1.55 times the floor's: NOT within the target of 1.3" in linear  # 6.20 / 4.00 ms
+    _, linear, _ = bench.findings(rows, floor_fit, floor_fit)
+    assert "1.00 times the floor's: within the target of 1.3" in linear

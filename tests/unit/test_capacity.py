@@ -1,5 +1,5 @@
 """Capacity that follows the work: how each group kind admits a gang job, the scale-from-zero tags, the autoscaler's
-values and IAM policy, and a Capacity Block's window (components/autoscaling.py, stacks/schema/capacity.py)."""
+values and IAM policy, and a Capacity Block's window (components/k8s/autoscaling.py, stacks/schema/capacity.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from components.autoscaling import (
+from components.gpu.gpu_nodes import node_labels, node_taint
+from components.k8s.autoscaling import (
     CAPACITY_BLOCK_MAX_LEAD,
     PROVISIONING_CONTROLLER,
     SCALE_UP_RETRY,
@@ -26,8 +27,7 @@ from components.autoscaling import (
     node_template_tags,
     provisioning_request_config_spec,
 )
-from components.gpu_nodes import node_labels, node_taint
-from components.scheduling import cluster_queue_spec, node_group_target
+from components.k8s.scheduling import cluster_queue_spec, node_group_target
 from stacks.catalog import CATALOG
 from stacks.schema import CapacityType, ClusterAutoscalerSpec, GpuNodeGroupSpec, ReservationWindow
 

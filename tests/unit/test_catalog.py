@@ -127,3 +127,78 @@ def test_total_accelerator_memory_is_count_times_memory() -> None:
 
 def test_the_busbw_floor_is_80_percent_of_line_rate_in_gb_s() -> None:
     assert _busbw_floor(3200) == 320.0 and _busbw_floor(25) == 2.5  # 25 Gbit/s = 3.125 GB/s; 80 %
+
+
+# ------------------------------------------------------------------- the EC2 API's own facts (issue 34)
+
+
+def _describe_instance_types() -> dict[str, dict[str, object]]:
+    """EC2 DescribeInstanceTypes as moto records it (SOURCES["ec2-api"]): the API trainstack's rows copy."""
+    import gzip
+    import importlib.resources
+    import json
+
+    data = importlib.resources.files("moto.ec2.resources").joinpath("instance_types.json.gz").read_bytes()
+    return json.loads(gzip.decompress(data))
+
+
+# Types the recorded API answer has no entry for, and why (their rows say what they rest on instead).
+NOT_IN_THE_RECORDED_API = {"p6e-gb200.36xlarge": "sold only as UltraServer Capacity Blocks; not in moto 5.2.5's data"}
+
+
+def _line_rate_gbps(performance: str) -> int:
+    """'3200 Gigabit', '8x 100 Gigabit', 'Up to 10 Gigabit' -> Gbit/s."""
+    match = re.fullmatch(r"(?:(\d+)x )?(?:Up to )?([\d.]+) Gigabit", performance)
+    assert match, performance
+    return int(float(match.group(2)) * int(match.group(1) or 1))
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_row_agrees_with_the_ec2_api(name: str) -> None:
+    row = CATALOG[name]
+    if name in NOT_IN_THE_RECORDED_API:
+        assert name not in _api() and row.verify, name
+        return
+    api = _api()[name]
+    network = api["NetworkInfo"]
+    assert row.vcpus == api["VCpuInfo"]["DefaultVCpus"]
+    assert row.memory_gib == api["MemoryInfo"]["SizeInMiB"] // 1024
+    assert row.instance_store_gib == api.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0)
+    assert row.network_cards == network["MaximumNetworkCards"]
+    assert row.max_efa_interfaces == network.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0)
+    efa_cards = [c["NetworkCardIndex"] for c in network["NetworkCards"] if "efa-only" in c.get("InterfaceTypes", [])]
+    if row.supports_efa:
+        assert set(row.efa_cards) <= set(efa_cards), (row.efa_cards, efa_cards)
+    assert row.network_gbps == _line_rate_gbps(network["NetworkPerformance"])
+    devices = api["GpuInfo"]["Gpus"] if "GpuInfo" in api else api["NeuronInfo"]["NeuronDevices"]
+    (device,) = devices
+    assert row.accelerator_count == device["Count"]
+    assert row.accelerator_model.removeprefix("Trainium2").lower() in device["Name"].lower()
+    if row.accelerator.value == "nvidia":
+        # AWS lists GPU memory in GB (A10G: 24 GB, 22,888 MiB in the API): within a tenth of the API's MiB.
+        assert abs(row.accelerator_memory_gib * 1024 - device["MemoryInfo"]["SizeInMiB"]) <= 0.1 * (
+            row.accelerator_memory_gib * 1024
+        ), name
+    assert row.architecture in api["ProcessorInfo"]["SupportedArchitectures"]
+
+
+_API: dict[str, dict[str, dict[str, object]]] = {}
+
+
+def _api() -> dict[str, dict[str, object]]:
+    if not _API:
+        _API["types"] = _describe_instance_types()  # type: ignore[assignment]
+    return _API["types"]  # type: ignore[return-value]
+
+
+def test_the_catalog_has_the_sizes_the_peers_start_people_on() -> None:
+    # awsome-distributed-training's README calls g5.8xlarge/g5.12xlarge/g4dn.8xlarge/g6e "a good starting point".
+    assert len(CATALOG) >= 30
+    for name in ("g4dn.8xlarge", "g5.8xlarge", "g5.12xlarge", "g6.12xlarge", "g6e.12xlarge", "p5.4xlarge"):
+        assert CATALOG[name].supports_efa, name
+    assert {"p6-b200.48xlarge", "p6-b300.48xlarge", "p6e-gb200.36xlarge"} <= set(CATALOG)
+
+
+def test_every_row_is_dated() -> None:
+    for row in CATALOG.values():
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row.checked_on), row.name

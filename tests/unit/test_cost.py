@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import replace
 
@@ -10,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stacks.catalog import CATALOG
-from trainstack import cost
-from trainstack.report.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary, Summary
+from trainstack.model import cost
+from trainstack.model.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary, Summary
 
 URN = "urn:pulumi:test::trainstack::aws:eks/nodeGroup:NodeGroup::"
 
@@ -208,7 +209,7 @@ def test_every_catalog_row_without_a_price_source_or_with_a_doubted_price_is_an_
     for row in CATALOG.values():
         _, estimated, _ = cost.catalog_price(row)
         doubted = row.verify is not None and any(w in row.verify.lower() for w in ("price", "rate", "estimate"))
-        assert estimated == ("price" not in row.sources or doubted), row.name
+        assert estimated == (not row.price_date or doubted), row.name
 
 
 def test_max_size_totals_include_the_control_plane_and_every_fixed_item() -> None:
@@ -292,6 +293,41 @@ def test_samples_per_hour_are_series_times_scrapes_per_hour() -> None:
     for item in (collected, ingested):
         assert item.quantity_desired == cost.fleet_series(fleet, at_max=False) * 120
         assert item.quantity_max == cost.fleet_series(fleet, at_max=True) * 120
+
+
+def _in(zone: str, name: str = "p5b", instance_type: str = "p5.48xlarge") -> NodeGroupSummary:
+    return dataclasses.replace(group(name, instance_type), availability_zones=(zone,))
+
+
+def _fs(*zones: str) -> FileSystemSummary:
+    return FileSystemSummary("fs", "urn:x", "PERSISTENT_2", 4800, 250, False, 1171.9, 1600, zones)
+
+
+def test_a_gpu_group_outside_the_file_systems_az_pays_for_its_reads_both_ways() -> None:
+    estimate = cost.estimate(
+        summary(node_groups=(_in("us-east-1a", "p5"), _in("us-east-1b")), file_systems=(_fs("us-east-1a"),)), 730
+    )
+    (item,) = [i for i in estimate.items if i.category == "data-transfer"]
+    per_node = 8 * 200.0 * 3.6  # GB an hour: 8 GPUs at 200 MB/s
+    assert (item.quantity_desired, item.quantity_max) == (per_node * 2, per_node * 4)
+    assert item.usd_per_hour_max == pytest.approx(per_node * 4 * 0.02) and item.estimated
+    assert "p5b (us-east-1b) from fs (us-east-1a)" in item.name
+    assert any("Cross-AZ Lustre reads" in n for n in estimate.notes)
+
+
+@pytest.mark.parametrize(
+    ("groups", "file_system"),
+    [
+        ((_in("us-east-1a"),), _fs("us-east-1a")),  # same AZ
+        ((_in("us-east-1b"),), _fs()),  # a subnet outside the recording: its AZ is unknown
+        ((_in("us-east-1b", "system", "m7i.xlarge"),), _fs("us-east-1a")),  # CPU nodes read no training data
+    ],
+    ids=["same-az", "unknown-az", "cpu-group"],
+)
+def test_no_cross_az_item_otherwise(groups: tuple[NodeGroupSummary, ...], file_system: FileSystemSummary) -> None:
+    estimate = cost.estimate(summary(node_groups=groups, file_systems=(file_system,)), 730)
+    assert not [i for i in estimate.items if i.category == "data-transfer"]
+    assert not any("Cross-AZ" in n for n in estimate.notes)
 
 
 @pytest.mark.parametrize("throughput", [None, 200])

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tests.recorded import recorded
 from trainstack.create_only import replaces
-from trainstack.diff import diff_recordings, input_changes
 from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import diff_recordings, input_changes
 
 leaves = st.one_of(st.integers(-5, 5), st.text(max_size=4), st.booleans(), st.none())
 trees = st.recursive(

@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from tests.recorded import recorded as resource
-from trainstack.diff import (
+from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import (
     EKS_CLUSTER,
     EKS_UPGRADE,
     MISSING,
@@ -25,7 +26,6 @@ from trainstack.diff import (
     resource_changes,
     rollout_notes,
 )
-from trainstack.engine import RecordedResource, Recording
 
 HYPERPOD = "aws-native:sagemaker:Cluster"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from tests.recorded import recorded
-from trainstack.diff import MISSING, apply_ignore_changes, diff_recordings, input_changes
 from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import MISSING, apply_ignore_changes, diff_recordings, input_changes
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

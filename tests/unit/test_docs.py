@@ -1,6 +1,6 @@
 """The generated docs stay true to the code, and every relative link in the README and docs/ leads somewhere.
 
-docs/config.md is rendered from the schema's field descriptions (trainstack/config_reference.py), the way
+docs/config.md is rendered from the schema's field descriptions (scripts/config_reference.py), the way
 terraform-docs renders a module's inputs; `make docs` rewrites it, this test fails when it is stale.
 """
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from scripts import docs
+from scripts.config_reference import Reference, render
 from stacks.schema import json_schema
-from trainstack import docs
-from trainstack.config_reference import Reference, render
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from components.efa import (
+from components.gpu.efa import (
     InterfaceType,
     NetworkInterfaceSlot,
     efa_interface_count,

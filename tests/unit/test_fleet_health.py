@@ -11,8 +11,6 @@ import yaml
 from pydantic import ValidationError
 
 from components.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rule_groups, rules_yaml
-from components.checkpoints import checkpoint_env
-from components.dashboards import DATASOURCE_UID, dashboards
 from components.fleet_metrics import (
     scrape_configuration,
     scrape_configuration_yaml,
@@ -20,8 +18,10 @@ from components.fleet_metrics import (
     yace_config,
     yace_metric,
 )
-from components.gpu_nodes import node_repair_config
-from components.lustre import file_system_name
+from components.gpu.gpu_nodes import node_repair_config
+from components.health.checkpoints import checkpoint_env
+from components.health.dashboards import DATASOURCE_UID, dashboards
+from components.storage.lustre import file_system_name
 from stacks.schema import HealthSpec, NodeRepairSpec
 from tests.conftest import edited_config
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.efa_device_plugin import efa_device_plugin_values
-from components.gpu_operator import gpu_operator_values, operand_opt_out_labels
+from components.k8s.efa_device_plugin import efa_device_plugin_values
+from components.k8s.gpu_operator import gpu_operator_values, operand_opt_out_labels
+from components.k8s.scheduling import kueue_frameworks, kueue_values
 from components.k8s_common import EFA_NODE_LABEL, INSTANCE_TYPE_LABEL, hyperpod_health_toleration
-from components.scheduling import kueue_frameworks, kueue_values
 from stacks.schema import AmiFamily, MigStrategy
 from stacks.schema.gpu import effective_ami_family
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from grimp import ImportGraph
 
-from trainstack.import_allowlist import AllowlistContract
+from scripts.import_allowlist import AllowlistContract
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,6 +16,7 @@ from stacks.schema import StackConfig
 from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
 from trainstack.journeys import DESTROY, WRITERS, Journey, Trip, access
+from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
 
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 
@@ -70,7 +71,7 @@ def assert_holds_and_is_complete(journeys: list[Journey], cluster: StackConfig, 
     subjects = [j.subject for j in journeys]
     for team in cluster.kubernetes.teams:
         assert f"team {team.name}: data through its Pod Identity role" in subjects
-    assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(access.DRA))
+    assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(FSX_DATA_REPOSITORY_ASSOCIATION))
     assert [s for s in subjects if s.startswith("SageMaker training role")] == (
         [
             f"SageMaker training role of team {team.name}: datasets in, its checkpoints out"
@@ -204,6 +205,37 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
     name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
     assert name.startswith("the deployer uploads s3://sagemaker-")
     assert "DenyLifecycleUploadWithoutStackKey" in detail
+
+
+def _slurm_example() -> tuple[Recording, StackConfig]:
+    cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
+    return program_recording(cluster, cluster.environment.value), cluster
+
+
+@pytest.mark.e2e
+def test_a_login_group_on_the_workers_role_breaks_the_lifecycle_journey() -> None:
+    rec, cluster = _slurm_example()
+
+    def login_as_workers(inputs: dict[str, Any]) -> None:
+        by_name = {g["instanceGroupName"]: g for g in inputs["instanceGroups"]}
+        by_name["login"]["executionRole"] = by_name["p5"]["executionRole"]
+
+    name, detail = broken(walked(edited(rec, "hyperpod-cluster", login_as_workers), cluster), "HyperPod lifecycle")
+    assert name == "the login group runs as a role of its own, not the workers' execution role"
+    assert detail.startswith("login runs as arn:aws:iam::") and detail.endswith("-hyperpod-login")
+
+
+@pytest.mark.e2e
+def test_a_login_role_that_decrypts_directly_breaks_the_lifecycle_journey() -> None:
+    rec, cluster = _slurm_example()
+
+    def direct(statements: list[dict[str, Any]]) -> None:
+        [decrypt] = [s for s in statements if s.get("Sid") == "LifecycleDecrypt"]
+        del decrypt["Condition"]
+
+    name, detail = broken(walked(edited(rec, "hyperpod-login-inline", policy_edit(direct)), cluster), "HyperPod")
+    assert name == "the login role cannot decrypt with data-key directly (only S3 for the lifecycle bucket)"
+    assert "allowed" in detail and "LifecycleDecrypt" in detail
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.autoscaling import (
+from components.gpu.gpu_nodes import node_labels, node_taint
+from components.k8s.autoscaling import (
     admission,
     admission_check_name,
     admission_check_spec,
@@ -14,9 +15,8 @@ from components.autoscaling import (
     node_template_tags,
     provisioning_request_config_spec,
 )
-from components.gpu_nodes import node_labels, node_taint
+from components.k8s.scheduling import cluster_queue_spec, node_group_target
 from components.k8s_common import NODE_GROUP_LABEL, taint_key
-from components.scheduling import cluster_queue_spec, node_group_target
 from stacks.catalog import CATALOG
 from stacks.schema import ClusterAutoscalerSpec, GpuNodeGroupSpec
 from tests.unit.test_capacity import block, group, odcr, spot

@@ -209,7 +209,7 @@ def test_a_key_policy_that_names_the_principal_needs_no_iam_policy() -> None:
 
 def test_everyone_in_a_key_policy_is_limited_by_its_conditions() -> None:
     # `"Principal": {"AWS": "*"}` is `"Principal": "*"` (IAM User Guide, Principal element): the FSx statement
-    # of components/buckets.py names every principal, narrowed by kms:ViaService and aws:PrincipalArn.
+    # of components/storage/buckets.py names every principal, narrowed by kms:ViaService and aws:PrincipalArn.
     slr = f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com"
     fsx = f"{slr}/AWSServiceRoleForFSxS3Access_fs-1"
     key_policy = policy(

@@ -15,6 +15,7 @@ from tests.policy.helpers import with_resource
 from tests.unit.test_journeys_access import EXAMPLES, broken, edited, without
 from trainstack.engine import Recording
 from trainstack.journeys import TEAM_JOB, Journey, Trip, members
+from trainstack.tokens import ACCESS_ENTRY, ACCESS_POLICY_ASSOCIATION, K8S_CLUSTER_ROLE_BINDING
 
 MEMBER = "arn:aws:iam::210987654321:role/research"
 
@@ -56,9 +57,9 @@ def test_a_member_role_gets_the_team_group_and_nothing_more() -> None:
     cluster = with_member()
     rec = program_recording(cluster, "prod")
     holds_for_every_team(rec, cluster)
-    [entry] = [e for e in rec.by_type(members.ACCESS_ENTRY) if e.inputs["principalArn"] == MEMBER]
+    [entry] = [e for e in rec.by_type(ACCESS_ENTRY) if e.inputs["principalArn"] == MEMBER]
     assert entry.inputs["kubernetesGroups"] == ["trainstack:team:research"]
-    assert not [a for a in rec.by_type(members.ACCESS_POLICY_ASSOCIATION) if a.inputs["principalArn"] == MEMBER]
+    assert not [a for a in rec.by_type(ACCESS_POLICY_ASSOCIATION) if a.inputs["principalArn"] == MEMBER]
     # Back to the EKS edit policy scoped to the namespace: the member can delete its NetworkPolicies again.
     association = {
         "clusterName": "c",
@@ -66,13 +67,13 @@ def test_a_member_role_gets_the_team_group_and_nothing_more() -> None:
         "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy",
         "accessScope": {"type": "namespace", "namespaces": ["research"]},
     }
-    edit = with_resource(rec, members.ACCESS_POLICY_ASSOCIATION, "team-access-edit", association)
+    edit = with_resource(rec, ACCESS_POLICY_ASSOCIATION, "team-access-edit", association)
     name, detail = broken(walked(edit, cluster), "team research")
     assert name == "a member cannot open the namespace"
     assert "delete networkpolicies (networking.k8s.io)" in detail and "create services" in detail
     assert detail.endswith("(through an EKS access policy)")
     view = {**association, "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"}
-    assert all(j.holds for j in walked(with_resource(rec, members.ACCESS_POLICY_ASSOCIATION, "v", view), cluster))
+    assert all(j.holds for j in walked(with_resource(rec, ACCESS_POLICY_ASSOCIATION, "v", view), cluster))
     # The access entry without the group: the member reaches nothing.
     lost = edited(rec, entry.name, lambda i: i.update(kubernetesGroups=[]))
     assert broken(walked(lost, cluster), "team research") == (
@@ -115,7 +116,7 @@ def test_a_member_bound_elsewhere_or_not_at_all() -> None:
     name, detail = broken(walked(moved, stack_config("prod")), "team research")
     assert name == "the namespace binds the team's group to a Role"
     assert detail == "no RoleBinding in research names trainstack:team:research: members can do nothing"
-    cluster_wide = dataclasses.replace(binding, type=members.CLUSTER_ROLE_BINDING, name="crb")
+    cluster_wide = dataclasses.replace(binding, type=K8S_CLUSTER_ROLE_BINDING, name="crb")
     rec = dataclasses.replace(prod, resources=(*prod.resources, cluster_wide))
     assert broken(walked(rec, stack_config("prod")), "team research") == (
         "a member acts in no other namespace",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.hyperpod import (
+from components.sagemaker.hyperpod import (
     INSTANCE_CONNECTIVITY,
     INSTANCE_STRESS,
     LIFECYCLE_ROOT,

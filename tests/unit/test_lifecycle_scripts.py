@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from components.hyperpod import LIFECYCLE_ROOT
+from components.sagemaker.hyperpod import LIFECYCLE_ROOT
 from tests.tiers import require
 
 # Real bash processes, a few dozen per case (stubs, retries, python3 for the config helpers): about half a second

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.eks import NODE_POLICIES, access_entry_keys, addon_plan, kms_key_policy, kubeconfig
+from components.eks.eks import NODE_POLICIES, access_entry_keys, addon_plan, kms_key_policy, kubeconfig
 from components.naming import aws_partition
 from components.pod_identity import managed_policy_arn, policy_short_name, trust_policy
 from stacks.load import ConfigError

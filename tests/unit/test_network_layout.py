@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from components.network import (
+from components.network.network import (
     INTERNAL_ELB_TAG,
     PUBLIC_ELB_TAG,
     SubnetPlan,

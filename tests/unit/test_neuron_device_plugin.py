@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from components.gpu_nodes import node_labels, node_taint
-from components.neuron_device_plugin import neuron_device_plugin_values
+from components.gpu.gpu_nodes import node_labels, node_taint
+from components.k8s.neuron_device_plugin import neuron_device_plugin_values
 from stacks.catalog import CATALOG, Accelerator
 from stacks.load import ConfigError
 from stacks.schema import INSTANCE_TYPE_LABEL, NEURON_HELM_CHART_VERSION, GpuNodeGroupSpec, NeuronDevicePluginSpec

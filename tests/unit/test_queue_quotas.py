@@ -5,8 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, TEAM_LABEL
-from components.scheduling import (
+from components.k8s.scheduling import (
     cluster_queue_spec,
     device_resources,
     group_quota,
@@ -16,7 +15,8 @@ from components.scheduling import (
     resource_flavor_spec,
     team_quota_hard,
 )
-from components.tenancy import team_namespace_labels
+from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL, TEAM_LABEL
+from components.namespaces import team_namespace_labels
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, HyperPodInstanceGroupSpec, TeamSpec, default_ami_family
 
@@ -44,6 +44,7 @@ def group(
 @given(st.sampled_from(EFA_TYPES), st.integers(min_value=2, max_value=512), st.integers(min_value=0, max_value=20000))
 def test_efa_group_quota_is_the_group_at_max_size(instance_type: str, max_size: int, hugepages: int) -> None:
     row = CATALOG[instance_type]
+    hugepages = min(hugepages, row.memory_gib * 512 // 4)  # the schema's cap: a quarter of the node's memory
     quota = group_quota(group(instance_type, max_size, efa=True, hugepages=hugepages))
     assert quota[row.device_resource] == str(row.accelerator_count * max_size)
     assert quota[EFA_RESOURCE] == str(row.max_efa_interfaces * max_size)

@@ -7,7 +7,7 @@ import pytest
 
 from components.team_rbac import TEAM_MEMBER_ROLE, team_group, team_member_binding, team_member_rules
 from policies.rbac import Request, allows, rule_allows
-from policies.rules.security import TEAM_MEMBER_FORBIDDEN
+from policies.rules.k8s import TEAM_MEMBER_FORBIDDEN
 
 
 def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> dict:

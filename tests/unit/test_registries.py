@@ -1,11 +1,11 @@
 """Where registries serve layers from (stacks/registries.py), and the S3 gateway endpoint statement built from it
-(components/network.py public_registry_layer_objects)."""
+(components/network/network.py public_registry_layer_objects)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.network import public_registry_layer_objects, s3_gateway_endpoint_policy
+from components.network.network import public_registry_layer_objects, s3_gateway_endpoint_policy
 from stacks.regions import AVAILABILITY_ZONES
 from stacks.registries import (
     DOCKER_HUB,

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from tests.recorded import recorded
-from trainstack.diff import Delta, PlanDiff, ResourceChange, diff_recordings, path_contains, path_parts
 from trainstack.engine import RecordedResource, Recording
-from trainstack.recording_diff import CLUSTER_TRAINING_RUNTIME, InputChange
+from trainstack.model.diff import Delta, PlanDiff, ResourceChange, diff_recordings, path_contains, path_parts
+from trainstack.recording_diff import InputChange
 from trainstack.report.json_report import detailed_diff
+from trainstack.tokens import CLUSTER_TRAINING_RUNTIME
 
 FROZEN = ("spec.template.spec.failurePolicy", "spec.template.spec.replicatedJobs[*].dependsOn")
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from policies.rules.base import lustre_throughput_mb_s
 from stacks.catalog import CATALOG
 from tests.conftest import run_component, stack_config
+from trainstack.model.summary import fabric_gbps, summarize
 from trainstack.report.mermaid import check, flowchart
-from trainstack.report.summary import fabric_gbps, summarize
 
 
 def program(efa_cards: int = 32, reservation: bool = True) -> None:
@@ -189,10 +189,11 @@ def test_the_diagram_puts_the_gpu_az_first_and_draws_the_data_path_and_the_fabri
 )
 def test_the_s3_edge_follows_the_associations_policies(inputs: dict[str, object], label: str, arrow: str) -> None:
     from trainstack.engine import RecordedResource
-    from trainstack.report.mermaid import DRA, direction
+    from trainstack.report.mermaid import direction
+    from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
 
     dra = RecordedResource(
-        type=DRA,
+        type=FSX_DATA_REPOSITORY_ASSOCIATION,
         name="dra",
         urn="urn:dra",
         parent="",
@@ -217,8 +218,8 @@ def _labels(source: str) -> dict[str, str]:
 def test_hyperpod_accelerators_count_in_storage_demand_and_in_the_diff() -> None:
     """HyperPod nodes mount the same FSx file system and spend the same GPU budget as the node groups."""
     from tests.conftest import edited_config, program_recording, recording
-    from trainstack.diff import diff_reports
-    from trainstack.report.model import build_report
+    from trainstack.model.diff import diff_reports
+    from trainstack.model.report import build_report
 
     config = stack_config("staging")
     with_hyperpod = build_report(config, recording("staging"))

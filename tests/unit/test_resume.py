@@ -15,9 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from components.checkpoints import CONFIG_MAP
-from components.team_storage import TEAM_SERVICE_ACCOUNT
-from components.training_runtimes import (
+from components.health.checkpoints import CONFIG_MAP
+from components.k8s.training_runtimes import (
     DISRUPTION_MESSAGE,
     NODE,
     RESTART_WAIT,
@@ -30,6 +29,7 @@ from components.training_runtimes import (
     restart_wait_seconds,
     torch_runtime_spec,
 )
+from components.storage.team_storage import TEAM_SERVICE_ACCOUNT
 from stacks.load import FULL_KEY, ConfigError
 from stacks.schema import TrainerRuntimesSpec
 from stacks.schema.security import DEFAULT_ALLOWED_REGISTRIES

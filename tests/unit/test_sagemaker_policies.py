@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.sagemaker_roles import (
+from components.sagemaker.sagemaker_roles import (
     ENI_MUTATE_ACTIONS,
     SAGEMAKER_PRINCIPAL,
     VpcScope,
@@ -319,3 +319,55 @@ def test_trust_policies_always_guard_against_confused_deputies() -> None:
         "Action": "sts:AssumeRole",
         "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
     }
+
+
+def test_the_login_role_decrypts_only_through_s3_for_the_lifecycle_bucket() -> None:
+    """Root on a login node holds the login role's credentials: the data key only when S3 reads the scripts."""
+    from trainstack.journeys.iam import Policy, decide, request
+
+    login = hyperpod(eks_cluster_arn=None, login=True)
+    role = f"arn:aws:iam::{ACCOUNT}:role/trainstack-staging-hyperpod-login"
+    key_policy = Policy.of(
+        "key policy",
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                    "Action": "kms:*",
+                    "Resource": "*",
+                }
+            ],
+        },
+    )
+
+    def decrypt(document: dict[str, Any], context: dict[str, str]) -> bool:
+        ask = request(
+            role,
+            (Policy.of("inline", document),),
+            "kms:Decrypt",
+            KEY_ARN,
+            resource_account=ACCOUNT,
+            context=context,
+            resource_policy=key_policy,
+        )
+        return decide(ask).allowed
+
+    via_s3 = {"kms:ViaService": "s3.us-east-1.amazonaws.com"}
+    bucket_key = via_s3 | {"kms:EncryptionContext:aws:s3:arn": LIFECYCLE}
+    prefix = "hyperpod/lifecycle/trainstack-staging-hyperpod/0123456789abcdef"
+    script = via_s3 | {"kms:EncryptionContext:aws:s3:arn": f"{LIFECYCLE}/{prefix}/on_create.sh"}
+    assert decrypt(login, bucket_key) and decrypt(login, script)
+    assert not decrypt(login, {})  # directly: the workers' role may, the login role may not
+    assert not decrypt(login, via_s3 | {"kms:EncryptionContext:aws:s3:arn": DATASETS})  # the datasets, through S3
+    assert not decrypt(login, bucket_key | {"kms:ViaService": "ec2.us-east-1.amazonaws.com"})
+    assert decrypt(hyperpod(eks_cluster_arn=None), {})  # the execution role's own grant stays as it was
+    # Everything else a node needs is the execution role's: lifecycle read, interfaces, EBS grants.
+    others = {s["Sid"] for s in login["Statement"]} - {"LifecycleDecrypt"}
+    assert others == {s["Sid"] for s in hyperpod(eks_cluster_arn=None)["Statement"]} - {"LifecycleDecrypt"}
+
+
+def test_a_login_role_takes_no_eks_cluster() -> None:
+    with pytest.raises(ValueError, match="login nodes exist only with the Slurm orchestrator"):
+        hyperpod(login=True)

@@ -1,4 +1,5 @@
-"""The steps the plan says each HyperPod Slurm group runs (components/slurm_lifecycle.py) are on_create.sh's."""
+"""The steps the plan says each HyperPod Slurm group runs (components/sagemaker/slurm_lifecycle.py) are
+on_create.sh's."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import re
 
 import pytest
 
-from components.hyperpod import LIFECYCLE_ROOT, provisioning_parameters
-from components.slurm_lifecycle import node_needs, node_steps, role_of
+from components.sagemaker.hyperpod import LIFECYCLE_ROOT, provisioning_parameters
+from components.sagemaker.slurm_lifecycle import node_needs, node_steps, role_of
 from stacks.schema import HyperPodSpec
 
 ON_CREATE = (LIFECYCLE_ROOT / "slurm" / "on_create.sh").read_text()

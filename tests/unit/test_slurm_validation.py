@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from components.slurm_validation import enroot_image, nccl_groups, nccl_sbatch, sbatch_name, validation_scripts
+from components.sagemaker.slurm_validation import (
+    enroot_image,
+    nccl_groups,
+    nccl_sbatch,
+    sbatch_name,
+    validation_scripts,
+)
 from stacks.catalog import CATALOG
 from stacks.schema import HyperPodSpec
 from tests.unit.test_validation_jobs import _log

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.k8s.training_runtimes import TORCHRUN_COMMAND, TORCHRUN_ENTRYPOINT, jobset_failure_policy
 from components.tenancy import device_policy_spec, registry_policy_spec
-from components.training_runtimes import TORCHRUN_COMMAND, TORCHRUN_ENTRYPOINT, jobset_failure_policy
 from stacks.load import ConfigError
 from stacks.schema import TrainerRuntimesSpec
 from tests.conftest import ROOT, edited_config
@@ -122,6 +122,48 @@ def test_quota_usage_counts_pods_requests_limits_and_extended_resources() -> Non
 
 
 # ------------------------------------------------------------------------------------------------- Kueue
+
+
+def test_hugepages_count_in_both_forms_and_efa_only_as_a_request() -> None:
+    """pods.go podComputeUsageHelper: hugepages-* by name and as requests.*; extended resources as requests.* only."""
+    pod = {"containers": [{"resources": {"requests": {"hugepages-2Mi": "1Gi", "vpc.amazonaws.com/efa": "32"}}}]}
+    usage = res.quota_usage(pod)
+    assert usage["hugepages-2Mi"] == usage["requests.hugepages-2Mi"] == Fraction(2**30)
+    assert usage["requests.vpc.amazonaws.com/efa"] == 32 and "vpc.amazonaws.com/efa" not in usage
+    assert res.quota_over([(2, pod)], {"requests.vpc.amazonaws.com/efa": "32"}) == {
+        "requests.vpc.amazonaws.com/efa": (Fraction(64), Fraction(32))
+    }
+
+
+@pytest.mark.parametrize(
+    ("operator", "values", "no_class", "system", "other"),
+    [
+        ("In", ["system-node-critical"], False, True, False),
+        ("NotIn", ["system-node-critical"], True, False, True),  # no class: no label, which NotIn matches
+        ("Exists", [], False, True, True),
+        ("DoesNotExist", [], True, False, False),
+    ],
+)
+def test_a_priority_class_scope_matches_as_a_label_selector(
+    operator: str, values: list[str], no_class: bool, system: bool, other: bool
+) -> None:
+    """pods.go podMatchesScopeFunc / podMatchesSelector: the class is the value of a PriorityClass label."""
+    spec = {
+        "hard": {"pods": "0"},
+        "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": operator, "values": values}]},
+    }
+    pod: dict[str, Any] = {"containers": [{}]}
+    assert res.quota_applies(pod, spec) is no_class
+    assert res.quota_applies({**pod, "priorityClassName": "system-node-critical"}, spec) is system
+    assert res.quota_applies({**pod, "priorityClassName": "team-high"}, spec) is other
+
+
+def test_scopes_the_model_does_not_know_are_refused_and_an_unscoped_quota_counts_everything() -> None:
+    assert res.quota_applies({"containers": [{}]}, {"hard": {"pods": "1"}})
+    assert res.quota_applies({"containers": [{}]}, {"scopes": ["BestEffort"]})
+    assert not res.quota_applies({"containers": [{}], "activeDeadlineSeconds": 60}, {"scopes": ["NotTerminating"]})
+    with pytest.raises(ValueError, match="CrossNamespacePodAffinity"):
+        res.quota_applies({"containers": [{}]}, {"scopes": ["CrossNamespacePodAffinity"]})
 
 
 def test_kueue_drops_excluded_prefixes_and_names_what_no_resource_group_covers() -> None:

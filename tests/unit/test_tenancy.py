@@ -8,22 +8,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components import tenancy
+from components import namespaces, tenancy
 from components.k8s_common import TEAM_LABEL
-from components.tenancy import (
+from components.namespaces import (
     PSA_ENFORCE,
     TENANT_LABEL,
     TENANT_TEAM,
-    network_policies,
-    node_shapes,
     pod_security_labels,
-    registry_expression,
-    reserved_cpu_millicores,
     system_namespace_labels,
-    team_compute_quota,
     team_namespace_labels,
 )
-from policies.rules import security as rules
+from components.tenancy import (
+    network_policies,
+    node_shapes,
+    registry_expression,
+    reserved_cpu_millicores,
+    team_compute_quota,
+)
+from policies.rules import k8s as rules
 from stacks.catalog import CATALOG
 from stacks.schema import TeamSpec
 from tests.conftest import stack_config
@@ -44,7 +46,7 @@ def test_team_namespaces_enforce_their_level_and_carry_the_tenant_label() -> Non
 
 
 def test_only_documented_system_namespaces_are_privileged() -> None:
-    privileged = {ns for ns, (level, _why) in tenancy.SYSTEM_POD_SECURITY.items() if level == "privileged"}
+    privileged = {ns for ns, (level, _why) in namespaces.SYSTEM_POD_SECURITY.items() if level == "privileged"}
     assert privileged == set(rules._DEFAULT_PRIVILEGED)
     with pytest.raises(KeyError):
         system_namespace_labels("some-new-namespace")  # a new namespace must be added to the table first
@@ -76,6 +78,54 @@ def test_a_team_quota_is_exactly_its_gpu_share_of_the_nodes(gpu_quota: int) -> N
     assert quota["requests.memory"] == f"{nodes * shape.memory_mib}Mi"
     assert quota["requests.ephemeral-storage"] == f"{nodes * shape.ephemeral_gib}Gi"
     assert int(quota["pods"]) == min(gpu_quota, shape.nodes * shape.accelerators_per_node) + tenancy.POD_HEADROOM
+
+
+@given(gpu_quota=st.integers(min_value=0, max_value=256))
+def test_a_team_holds_no_more_efa_devices_or_hugepages_than_its_nodes_have(gpu_quota: int) -> None:
+    prod = stack_config("prod")
+    [group] = prod.gpu_node_groups
+    [shape] = node_shapes([group])
+    row = CATALOG[group.instance_type]
+    quota = team_compute_quota(TeamSpec(name="t", gpu_quota=gpu_quota), [shape])
+    nodes = min(math.ceil(gpu_quota / shape.accelerators_per_node), shape.nodes)
+    assert shape.efa_per_node == row.max_efa_interfaces > 0 and shape.hugepages_mib == group.hugepages_2mi * 2 > 0
+    # Extended resources take only the requests. form in a quota (pods.go podComputeUsageHelper).
+    assert quota["requests.vpc.amazonaws.com/efa"] == str(nodes * row.max_efa_interfaces)
+    assert quota["requests.hugepages-2Mi"] == f"{nodes * group.hugepages_2mi * 2}Mi"
+    assert "vpc.amazonaws.com/efa" not in quota and "limits.vpc.amazonaws.com/efa" not in quota
+
+
+def test_a_group_without_efa_gives_no_efa_devices_and_no_hugepages() -> None:
+    dev = stack_config("dev")
+    shapes = node_shapes([g for g in dev.gpu_node_groups if not g.efa_enabled])
+    assert shapes and all(s.efa_per_node == s.hugepages_mib == 0 for s in shapes)
+    quota = team_compute_quota(TeamSpec(name="t", gpu_quota=8), shapes)
+    assert quota["requests.vpc.amazonaws.com/efa"] == "0" and quota["requests.hugepages-2Mi"] == "0Mi"
+
+
+def test_efa_and_hugepages_come_from_the_group_that_has_them_not_the_largest_share() -> None:
+    """Two groups of one accelerator kind: the team may run on either, so it gets each device count of the group
+    with the most, even when another group wins the CPU and memory share."""
+    staging = stack_config("staging")
+    shapes = node_shapes(staging.gpu_node_groups, staging.sagemaker.hyperpod.instance_groups)
+    no_efa = [tenancy.NodeShape(**{**vars(s), "efa_per_node": 0, "hugepages_mib": 0}) for s in shapes[1:]]
+    team = TeamSpec(name="t", gpu_quota=16)
+    mixed = team_compute_quota(team, [shapes[0], *no_efa])
+    alone = team_compute_quota(team, [shapes[0]])
+    assert mixed["requests.vpc.amazonaws.com/efa"] == alone["requests.vpc.amazonaws.com/efa"] != "0"
+    assert mixed["requests.hugepages-2Mi"] == alone["requests.hugepages-2Mi"] != "0Mi"
+
+
+def test_the_priority_quota_admits_no_pod_of_a_system_class() -> None:
+    from trainstack.journeys import resources
+
+    spec = tenancy.priority_quota()
+    assert spec["hard"] == {"pods": "0"}
+    pod = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    for name in ("system-cluster-critical", "system-node-critical"):
+        assert resources.quota_applies({**pod, "priorityClassName": name}, spec)
+    assert not resources.quota_applies(pod, spec)  # no class: a team's job is not counted
+    assert not resources.quota_applies({**pod, "priorityClassName": "team-high"}, spec)
 
 
 def test_allocatable_is_below_capacity_and_leaves_the_hugepages_out() -> None:

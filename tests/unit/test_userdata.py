@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.userdata import (
+from components.gpu.userdata import (
     HUGEPAGES_SYSCTL_FILE,
     LOCAL_STORAGE_DIRS,
     NODEADM_API_VERSION,

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL
-from components.training_runtimes import SSH_HOME, SSH_SECRET_DIR, SSH_SECRET_VOLUME
-from components.validation_jobs import (
+from components.k8s.training_runtimes import SSH_HOME, SSH_SECRET_DIR, SSH_SECRET_VOLUME
+from components.k8s.validation_jobs import (
     dcgm_job_spec,
     mpijob_spec,
-    nccl_env,
     nccl_launcher_script,
     nccl_plan,
     nccl_worker_resources,
     training_runtime_spec,
     trainjob_spec,
 )
+from components.k8s_common import EFA_RESOURCE, NODE_GROUP_LABEL
+from components.nccl import nccl_env
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
 

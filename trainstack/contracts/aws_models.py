@@ -22,6 +22,53 @@ from typing import Any
 
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.engine import UNKNOWN, Recording
+from trainstack.tokens import (
+    ACCESS_ENTRY,
+    ACCESS_POLICY_ASSOCIATION,
+    AMP_ALERT_MANAGER_DEFINITION,
+    AMP_RULE_GROUP_NAMESPACE,
+    AMP_SCRAPER,
+    AMP_WORKSPACE,
+    AUTOSCALING_TAG,
+    BUCKET,
+    BUCKET_ENCRYPTION,
+    BUCKET_LIFECYCLE_CONFIGURATION,
+    BUCKET_OBJECT,
+    BUCKET_OBJECT_LOCK,
+    BUCKET_POLICY,
+    BUCKET_PUBLIC_ACCESS_BLOCK,
+    BUCKET_VERSIONING,
+    DEFAULT_SECURITY_GROUP,
+    EIP,
+    EKS_ADDON,
+    EKS_CLUSTER,
+    FLOW_LOG,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    IAM_OIDC_PROVIDER,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    IAM_ROLE_POLICY_ATTACHMENT,
+    INTERNET_GATEWAY,
+    KMS_ALIAS,
+    KMS_KEY,
+    LAUNCH_TEMPLATE,
+    LOG_GROUP,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    PLACEMENT_GROUP,
+    POD_IDENTITY_ASSOCIATION,
+    ROUTE,
+    ROUTE_TABLE,
+    ROUTE_TABLE_ASSOCIATION,
+    SECURITY_GROUP,
+    SNS_TOPIC,
+    SNS_TOPIC_POLICY,
+    SNS_TOPIC_SUBSCRIPTION,
+    SUBNET,
+    VPC,
+    VPC_ENDPOINT,
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +85,7 @@ class ApiCall:
 _LT = "LaunchTemplateData"
 
 API_MAP: dict[str, tuple[ApiCall, ...]] = {
-    "aws:eks/cluster:Cluster": (
+    EKS_CLUSTER: (
         ApiCall(
             "eks",
             "CreateCluster",
@@ -65,7 +112,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("resourcesVpcConfig",),
         ),
     ),
-    "aws:eks/nodeGroup:NodeGroup": (
+    NODE_GROUP: (
         ApiCall(
             "eks",
             "CreateNodegroup",
@@ -105,9 +152,9 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("nodegroupName",),  # auto-named when `node_group_name` is left out
         ),
     ),
-    # Scale-from-zero tags on a managed node group's Auto Scaling group (components/cluster_autoscaler.py): the
+    # Scale-from-zero tags on a managed node group's Auto Scaling group (components/k8s/cluster_autoscaler.py): the
     # provider sends one Tags[] entry and fills ResourceType `auto-scaling-group` itself.
-    "aws:autoscaling/tag:Tag": (
+    AUTOSCALING_TAG: (
         ApiCall(
             "autoscaling",
             "CreateOrUpdateTags",
@@ -119,7 +166,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:eks/addon:Addon": (
+    EKS_ADDON: (
         ApiCall(
             "eks",
             "CreateAddon",
@@ -136,7 +183,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
         ),
         ApiCall("eks", "UpdateAddon", {"resolveConflictsOnUpdate": "resolveConflicts"}, ("clusterName", "addonName")),
     ),
-    "aws:eks/accessEntry:AccessEntry": (
+    ACCESS_ENTRY: (
         ApiCall(
             "eks",
             "CreateAccessEntry",
@@ -149,7 +196,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": (
+    ACCESS_POLICY_ASSOCIATION: (
         ApiCall(
             "eks",
             "AssociateAccessPolicy",
@@ -163,7 +210,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:eks/podIdentityAssociation:PodIdentityAssociation": (
+    POD_IDENTITY_ASSOCIATION: (
         ApiCall(
             "eks",
             "CreatePodIdentityAssociation",
@@ -175,7 +222,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:ec2/launchTemplate:LaunchTemplate": (
+    LAUNCH_TEMPLATE: (
         ApiCall(
             "ec2",
             "CreateLaunchTemplate",
@@ -220,14 +267,14 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=(_LT, "LaunchTemplateName"),  # auto-named (name_prefix) when `name` is left out
         ),
     ),
-    "aws:ec2/subnet:Subnet": (
+    SUBNET: (
         ApiCall(
             "ec2",
             "CreateSubnet",
             {"vpcId": "VpcId", "cidrBlock": "CidrBlock", "availabilityZone": "AvailabilityZone"},
         ),
     ),
-    "aws:ec2/vpcEndpoint:VpcEndpoint": (
+    VPC_ENDPOINT: (
         ApiCall(
             "ec2",
             "CreateVpcEndpoint",
@@ -244,7 +291,10 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:ec2/securityGroup:SecurityGroup": (
+    # Adopting a VPC's default group creates nothing: the provider finds it (DescribeSecurityGroups by vpc-id) and
+    # revokes its rules; no input of ours lands in a request member the model constrains.
+    DEFAULT_SECURITY_GROUP: (ApiCall("ec2", "DescribeSecurityGroups", {}),),
+    SECURITY_GROUP: (
         ApiCall(
             "ec2",
             "CreateSecurityGroup",
@@ -272,7 +322,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
         )
         for direction in ("Ingress", "Egress")
     },
-    "aws:fsx/lustreFileSystem:LustreFileSystem": (
+    FSX_LUSTRE: (
         ApiCall(
             "fsx",
             "CreateFileSystem",
@@ -304,7 +354,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("FileSystemType",),  # always LUSTRE for this resource
         ),
     ),
-    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
+    FSX_DATA_REPOSITORY_ASSOCIATION: (
         ApiCall(
             "fsx",
             "CreateDataRepositoryAssociation",
@@ -325,7 +375,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             ("AssociationId",),
         ),
     ),
-    "aws:kms/key:Key": (
+    KMS_KEY: (
         ApiCall(
             "kms",
             "CreateKey",
@@ -341,9 +391,9 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
         ApiCall("kms", "ScheduleKeyDeletion", {"deletionWindowInDays": "PendingWindowInDays"}, ("KeyId",)),
         ApiCall("kms", "EnableKeyRotation", {"rotationPeriodInDays": "RotationPeriodInDays"}, ("KeyId",)),
     ),
-    "aws:kms/alias:Alias": (ApiCall("kms", "CreateAlias", {"name": "AliasName", "targetKeyId": "TargetKeyId"}),),
-    "aws:s3/bucket:Bucket": (ApiCall("s3", "CreateBucket", {"bucket": "Bucket"}, ("Bucket",)),),
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
+    KMS_ALIAS: (ApiCall("kms", "CreateAlias", {"name": "AliasName", "targetKeyId": "TargetKeyId"}),),
+    BUCKET: (ApiCall("s3", "CreateBucket", {"bucket": "Bucket"}, ("Bucket",)),),
+    BUCKET_ENCRYPTION: (
         ApiCall(
             "s3",
             "PutBucketEncryption",
@@ -360,7 +410,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("ServerSideEncryptionConfiguration",),
         ),
     ),
-    "aws:s3/bucketVersioning:BucketVersioning": (
+    BUCKET_VERSIONING: (
         ApiCall(
             "s3",
             "PutBucketVersioning",
@@ -372,7 +422,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": (
+    BUCKET_PUBLIC_ACCESS_BLOCK: (
         ApiCall(
             "s3",
             "PutPublicAccessBlock",
@@ -386,8 +436,8 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("PublicAccessBlockConfiguration",),
         ),
     ),
-    "aws:s3/bucketPolicy:BucketPolicy": (ApiCall("s3", "PutBucketPolicy", {"bucket": "Bucket", "policy": "Policy"}),),
-    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": (
+    BUCKET_POLICY: (ApiCall("s3", "PutBucketPolicy", {"bucket": "Bucket", "policy": "Policy"}),),
+    BUCKET_OBJECT_LOCK: (
         ApiCall(
             "s3",
             "PutObjectLockConfiguration",
@@ -401,7 +451,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": (
+    BUCKET_LIFECYCLE_CONFIGURATION: (
         ApiCall(
             "s3",
             "PutBucketLifecycleConfiguration",
@@ -427,7 +477,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:s3/bucketObjectv2:BucketObjectv2": (
+    BUCKET_OBJECT: (
         ApiCall(
             "s3",
             "PutObject",
@@ -441,7 +491,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:iam/role:Role": (
+    IAM_ROLE: (
         ApiCall(
             "iam",
             "CreateRole",
@@ -456,7 +506,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("RoleName",),  # auto-named by the engine when `name` is left out
         ),
     ),
-    "aws:iam/rolePolicy:RolePolicy": (
+    IAM_ROLE_POLICY: (
         ApiCall(
             "iam",
             "PutRolePolicy",
@@ -464,20 +514,16 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("PolicyName",),
         ),
     ),
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": (
-        ApiCall("iam", "AttachRolePolicy", {"role": "RoleName", "policyArn": "PolicyArn"}),
-    ),
-    # The network the stack builds (components/network.py): VPC, gateways, routes, flow log.
-    "aws:ec2/vpc:Vpc": (
+    IAM_ROLE_POLICY_ATTACHMENT: (ApiCall("iam", "AttachRolePolicy", {"role": "RoleName", "policyArn": "PolicyArn"}),),
+    # The network the stack builds (components/network/network.py): VPC, gateways, routes, flow log.
+    VPC: (
         ApiCall("ec2", "CreateVpc", {"cidrBlock": "CidrBlock", "instanceTenancy": "InstanceTenancy"}),
         # One ModifyVpcAttribute call per attribute (the API takes one at a time).
         ApiCall("ec2", "ModifyVpcAttribute", {"enableDnsHostnames": "EnableDnsHostnames.Value"}, ("VpcId",)),
         ApiCall("ec2", "ModifyVpcAttribute", {"enableDnsSupport": "EnableDnsSupport.Value"}, ("VpcId",)),
     ),
-    "aws:ec2/internetGateway:InternetGateway": (
-        ApiCall("ec2", "AttachInternetGateway", {"vpcId": "VpcId"}, ("InternetGatewayId",)),
-    ),
-    "aws:ec2/eip:Eip": (
+    INTERNET_GATEWAY: (ApiCall("ec2", "AttachInternetGateway", {"vpcId": "VpcId"}, ("InternetGatewayId",)),),
+    EIP: (
         ApiCall(
             "ec2",
             "AllocateAddress",
@@ -489,7 +535,7 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:ec2/natGateway:NatGateway": (
+    NAT_GATEWAY: (
         ApiCall(
             "ec2",
             "CreateNatGateway",
@@ -503,8 +549,8 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:ec2/routeTable:RouteTable": (ApiCall("ec2", "CreateRouteTable", {"vpcId": "VpcId"}),),
-    "aws:ec2/route:Route": (
+    ROUTE_TABLE: (ApiCall("ec2", "CreateRouteTable", {"vpcId": "VpcId"}),),
+    ROUTE: (
         ApiCall(
             "ec2",
             "CreateRoute",
@@ -518,14 +564,14 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": (
+    ROUTE_TABLE_ASSOCIATION: (
         ApiCall(
             "ec2",
             "AssociateRouteTable",
             {"routeTableId": "RouteTableId", "subnetId": "SubnetId", "gatewayId": "GatewayId"},
         ),
     ),
-    "aws:ec2/flowLog:FlowLog": (
+    FLOW_LOG: (
         ApiCall(
             "ec2",
             "CreateFlowLogs",
@@ -542,8 +588,8 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             provider_sets=("ResourceType",),  # VPC, Subnet, ... from which id is set
         ),
     ),
-    # EFA node groups' cluster placement groups (components/gpu_nodes.py).
-    "aws:ec2/placementGroup:PlacementGroup": (
+    # EFA node groups' cluster placement groups (components/gpu/gpu_nodes.py).
+    PLACEMENT_GROUP: (
         ApiCall(
             "ec2",
             "CreatePlacementGroup",
@@ -555,23 +601,23 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": (
+    IAM_OIDC_PROVIDER: (
         ApiCall(
             "iam",
             "CreateOpenIDConnectProvider",
             {"url": "Url", "clientIdLists": "ClientIDList", "thumbprintLists": "ThumbprintList"},
         ),
     ),
-    # Fleet health (components/observability.py): the AMP workspace, its rules and alert manager, the managed
+    # Fleet health (components/health/observability.py): the AMP workspace, its rules and alert manager, the managed
     # scraper, the SNS topic alerts go to and the topic's policy.
-    "aws:amp/workspace:Workspace": (ApiCall("amp", "CreateWorkspace", {"alias": "alias", "kmsKeyArn": "kmsKeyArn"}),),
-    "aws:amp/ruleGroupNamespace:RuleGroupNamespace": (
+    AMP_WORKSPACE: (ApiCall("amp", "CreateWorkspace", {"alias": "alias", "kmsKeyArn": "kmsKeyArn"}),),
+    AMP_RULE_GROUP_NAMESPACE: (
         ApiCall("amp", "CreateRuleGroupsNamespace", {"workspaceId": "workspaceId", "name": "name", "data": "data"}),
     ),
-    "aws:amp/alertManagerDefinition:AlertManagerDefinition": (
+    AMP_ALERT_MANAGER_DEFINITION: (
         ApiCall("amp", "CreateAlertManagerDefinition", {"workspaceId": "workspaceId", "definition": "data"}),
     ),
-    "aws:amp/scraper:Scraper": (
+    AMP_SCRAPER: (
         ApiCall(
             "amp",
             "CreateScraper",
@@ -587,15 +633,15 @@ API_MAP: dict[str, tuple[ApiCall, ...]] = {
             },
         ),
     ),
-    "aws:sns/topic:Topic": (ApiCall("sns", "CreateTopic", {"name": "Name"}, ("Name",)),),
-    "aws:sns/topicPolicy:TopicPolicy": (
+    SNS_TOPIC: (ApiCall("sns", "CreateTopic", {"name": "Name"}, ("Name",)),),
+    SNS_TOPIC_POLICY: (
         # pulumi-aws sets the topic's `Policy` attribute (SetTopicAttributes, AttributeName Policy).
         ApiCall("sns", "SetTopicAttributes", {"arn": "TopicArn", "policy": "AttributeValue"}, ("AttributeName",)),
     ),
-    "aws:sns/topicSubscription:TopicSubscription": (
+    SNS_TOPIC_SUBSCRIPTION: (
         ApiCall("sns", "Subscribe", {"topic": "TopicArn", "protocol": "Protocol", "endpoint": "Endpoint"}),
     ),
-    "aws:cloudwatch/logGroup:LogGroup": (
+    LOG_GROUP: (
         ApiCall(
             "logs",
             "CreateLogGroup",

@@ -15,18 +15,19 @@ from stacks import fsx_sizing, fsx_squash
 from stacks.schema import HYPERPOD_EKS_VERSIONS, HYPERPOD_EKS_VERSIONS_SOURCE, eks_reserved_label_prefix
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
-
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-LUSTRE_DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
-SNS_TOPIC = "aws:sns/topic:Topic"
-BUCKET = "aws:s3/bucket:Bucket"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-EKS_ADDON = "aws:eks/addon:Addon"
-HYPERPOD = "aws-native:sagemaker:Cluster"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+from trainstack.tokens import (
+    BUCKET,
+    BUCKET_OBJECT_LOCK,
+    EKS_ADDON,
+    EKS_CLUSTER,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    LAUNCH_TEMPLATE,
+    NODE_GROUP,
+    SNS_TOPIC,
+)
 
 CAPACITY_BLOCKS = (
     "EKS User Guide, Create a managed node group with Capacity Blocks for ML; botocore eks CreateNodegroup "
@@ -72,7 +73,7 @@ INTERFACE_TYPES = ("interface", "efa", "efa-only")
 # The add-ons every node needs to join and resolve names (HyperPod's guide: the VPC CNI, and Pod Identity for
 # the HyperPod agents); the FSx and EBS CSI drivers are storage, not prerequisites of HyperPod nodes.
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
-SYSTEM_LABEL = "trainstack.io/node-role"  # components/eks.py labels the system node group `system`
+SYSTEM_LABEL = "trainstack.io/node-role"  # components/eks/eks.py labels the system node group `system`
 
 
 _T = TypeVar("_T")
@@ -183,7 +184,7 @@ def reserved_node_labels(recording: Recording) -> Iterator[ContractViolation]:
 def lustre_metadata(recording: Recording) -> Iterator[ContractViolation]:
     """USER_PROVISIONED metadata IOPS at least what AUTOMATIC gives for the capacity; no IOPS with AUTOMATIC;
     a metadata configuration on PERSISTENT_2 only."""
-    for fs in recording.by_type(LUSTRE):
+    for fs in recording.by_type(FSX_LUSTRE):
         config = fs.inputs.get("metadataConfiguration")
         if not isinstance(config, Mapping):
             continue
@@ -284,7 +285,7 @@ def hyperpod_on_eks(recording: Recording) -> Iterator[ContractViolation]:
     HyperPod dependencies chart, the core add-ons and the system node group."""
     by_urn = recording.by_urn()
     clusters = recording.by_type(EKS_CLUSTER)
-    for hyperpod in recording.by_type(HYPERPOD):
+    for hyperpod in recording.by_type(HYPERPOD_CLUSTER):
         if not (hyperpod.inputs.get("orchestrator") or {}).get("eks"):
             continue
         after = set(hyperpod.dependencies)
@@ -339,7 +340,7 @@ def hyperpod_on_eks(recording: Recording) -> Iterator[ContractViolation]:
 # The input that holds a resource's own physical name, where it is not `name`: AWS refuses a second resource of
 # one type by that name in one scope (an account and region; a cluster for node groups), and Kubernetes would
 # let two objects of one kind and namespace overwrite each other.
-NAME_INPUTS = {NODE_GROUP: "nodeGroupName", BUCKET: "bucket", HYPERPOD: "clusterName"}
+NAME_INPUTS = {NODE_GROUP: "nodeGroupName", BUCKET: "bucket", HYPERPOD_CLUSTER: "clusterName"}
 NAME_SCOPES = ("clusterName", "role", "vpcId")  # a name unique per cluster (node groups), role (inline policies), VPC
 UNIQUE_NAMES = (
     "AWS: a second CreateNodegroup, CreateLaunchTemplate, CreatePlacementGroup, CreateRole, CreateBucket ... with a "
@@ -385,7 +386,7 @@ def unique_physical_names(recording: Recording) -> Iterator[ContractViolation]:
 
 def lustre_root_squash(recording: Recording) -> Iterator[ContractViolation]:
     """A RootSquash of two non-zero ids (or 0:0) up to 4294967294, and NoSquashNids that are client addresses."""
-    for fs in recording.by_type(LUSTRE):
+    for fs in recording.by_type(FSX_LUSTRE):
         config = fs.inputs.get("rootSquashConfiguration")
         if not isinstance(config, Mapping):
             continue
@@ -401,8 +402,12 @@ def lustre_root_squash(recording: Recording) -> Iterator[ContractViolation]:
 
 def lustre_backups_unlinked(recording: Recording) -> Iterator[ContractViolation]:
     """No backup, automatic or final, of a file system a data repository association links to S3."""
-    linked = {urn for dra in recording.by_type(LUSTRE_DRA) for urn in dra.property_dependencies.get("fileSystemId", ())}
-    for fs in recording.by_type(LUSTRE):
+    linked = {
+        urn
+        for dra in recording.by_type(FSX_DATA_REPOSITORY_ASSOCIATION)
+        for urn in dra.property_dependencies.get("fileSystemId", ())
+    }
+    for fs in recording.by_type(FSX_LUSTRE):
         if fs.urn not in linked:
             continue
         days = fs.inputs.get("automaticBackupRetentionDays")
@@ -426,7 +431,7 @@ def lustre_backups_unlinked(recording: Recording) -> Iterator[ContractViolation]
 
 def object_lock_retention(recording: Recording) -> Iterator[ContractViolation]:
     """An Object Lock default retention with a mode and exactly one period, Days 1-36500 or Years 1-100."""
-    for lock in recording.by_type(OBJECT_LOCK):
+    for lock in recording.by_type(BUCKET_OBJECT_LOCK):
         retention = (lock.inputs.get("rule") or {}).get("defaultRetention")
         if not isinstance(retention, Mapping):
             continue

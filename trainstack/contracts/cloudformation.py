@@ -21,9 +21,10 @@ import jsonschema
 from stacks.cfn_data import SAGEMAKER_CLUSTER_INSTANCE_TYPES, cfn_lint_version, read
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.tokens import HYPERPOD_CLUSTER
 
 # aws-native type token -> CloudFormation type name.
-CFN_TYPES = {"aws-native:sagemaker:Cluster": "AWS::SageMaker::Cluster"}
+CFN_TYPES = {HYPERPOD_CLUSTER: "AWS::SageMaker::Cluster"}
 # Regional enums cfn-lint adds on top of a type's schema: the JSON pointer they constrain, and the file.
 REGIONAL_ENUMS = {
     "AWS::SageMaker::Cluster": (
@@ -186,7 +187,7 @@ def check(recording: Recording) -> Iterable[ContractViolation]:
                 "",
                 "(no region)",
                 "the resource's aws-native provider names no region, so its schema cannot be chosen",
-                "trainstack: components/hyperpod.py aws_native_provider",
+                "trainstack: components/sagemaker/hyperpod.py aws_native_provider",
             )
             continue
         yield from check_resource(resource, region, recording.preview)

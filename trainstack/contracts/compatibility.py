@@ -19,9 +19,10 @@ from stacks.compatibility import (
     kueue_trainjob_field,
 )
 from trainstack.contracts import ContractViolation, render_value
-from trainstack.contracts.crds import HELM_RELEASE, installed_operators
+from trainstack.contracts.crds import installed_operators
 from trainstack.contracts.facts import crd_facts
 from trainstack.engine import RecordedResource, Recording
+from trainstack.tokens import EKS_ADDON, EKS_CLUSTER, HELM_RELEASE, NODE_GROUP
 
 TABLE = "stacks/compatibility.py"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
@@ -70,10 +71,10 @@ def _kueue_trainer(recording: Recording) -> Iterator[ContractViolation]:
 
 
 def _kube_proxy(recording: Recording) -> Iterator[ContractViolation]:
-    clusters = recording.by_type("aws:eks/cluster:Cluster")
+    clusters = recording.by_type(EKS_CLUSTER)
     if len(clusters) != 1 or not isinstance(clusters[0].inputs.get("version"), str):
         return
-    for addon in recording.by_type("aws:eks/addon:Addon"):
+    for addon in recording.by_type(EKS_ADDON):
         if addon.inputs.get("addonName") == "kube-proxy" and isinstance(addon.inputs.get("addonVersion"), str):
             why = kube_proxy_problem(clusters[0].inputs["version"], addon.inputs["addonVersion"])
             if why:
@@ -81,11 +82,7 @@ def _kube_proxy(recording: Recording) -> Iterator[ContractViolation]:
 
 
 def _gpu_operator_ami(recording: Recording) -> Iterator[ContractViolation]:
-    groups = [
-        g
-        for g in recording.by_type("aws:eks/nodeGroup:NodeGroup")
-        if str(g.inputs.get("amiType", "")).endswith("_NVIDIA")
-    ]
+    groups = [g for g in recording.by_type(NODE_GROUP) if str(g.inputs.get("amiType", "")).endswith("_NVIDIA")]
     for release in _releases(recording, "gpu-operator"):
         values = release.inputs.get("values") or {}
         for group in groups:
@@ -109,7 +106,7 @@ def _efa_plugin(recording: Recording) -> Iterator[ContractViolation]:
         chart_version = release.inputs.get("version")
         if not isinstance(chart_version, str):
             continue
-        for group in recording.by_type("aws:eks/nodeGroup:NodeGroup"):
+        for group in recording.by_type(NODE_GROUP):
             instance_type = (group.inputs.get("labels") or {}).get(INSTANCE_TYPE_LABEL)
             why = efa_plugin_problem(chart_version, instance_type) if isinstance(instance_type, str) else None
             if why:

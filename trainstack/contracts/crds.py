@@ -21,12 +21,11 @@ from typing import Any
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.contracts.facts import ANY_KEY, ITEM, CrdFacts, child, crd_facts, join, json_type
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.tokens import CONFIG_FILE, EKS_ADDON, HELM_RELEASE
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
 # API groups served by Kubernetes itself (validated as core objects) or pseudo-types of the provider.
 _BUILT_IN_GROUPS = {"core", "apps", "batch", "policy", "autoscaling", "helm.sh", "yaml", "kustomize"}
-# The MPI Operator publishes a release manifest, not a chart (components/scheduling.MPI_OPERATOR_MANIFEST).
+# The MPI Operator publishes a release manifest, not a chart (components/k8s/scheduling.MPI_OPERATOR_MANIFEST).
 _MPI_OPERATOR_MANIFEST = re.compile(r"/mpi-operator/v(\d+\.\d+\.\d+)/")
 
 
@@ -70,6 +69,12 @@ def installed_operators(recording: Recording) -> dict[str, str]:
         chart, version = release.inputs.get("chart"), release.inputs.get("version")
         if isinstance(chart, str) and isinstance(version, str):
             found[chart.rstrip("/").rsplit("/", 1)[-1]] = version.removeprefix("v")
+    # An EKS add-on installs the CRDs of the upstream release it packages: vpc-cni v1.22.4-eksbuild.3 is
+    # amazon-vpc-cni-k8s v1.22.4 (its ENIConfig CRD).
+    for addon in recording.by_type(EKS_ADDON):
+        name, version = addon.inputs.get("addonName"), addon.inputs.get("addonVersion")
+        if isinstance(name, str) and isinstance(version, str):
+            found[name] = version.removeprefix("v").split("-eksbuild.", 1)[0]
     for config in recording.by_type(CONFIG_FILE):
         match = _MPI_OPERATOR_MANIFEST.search(str(config.inputs.get("file", "")))
         if match:

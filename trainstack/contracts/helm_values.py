@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainstack.contracts import ContractViolation, render_value
-from trainstack.contracts.crds import HELM_RELEASE, schema_problems
+from trainstack.contracts.crds import schema_problems
 from trainstack.contracts.facts import CHARTS_DIR, ChartFacts, chart_facts, child, json_type
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.tokens import HELM_RELEASE
 
 # Keys a chart's templates read although its values.yaml does not define them, per chart: path -> the template.
 # Keep it short: prefer keys values.yaml defines.

@@ -26,6 +26,7 @@ from typing import Any
 
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.engine import UNKNOWN, Recording
+from trainstack.tokens import BUCKET_POLICY, IAM_POLICY, IAM_ROLE, IAM_ROLE_POLICY, KMS_KEY
 
 
 class PolicyKind(StrEnum):
@@ -36,11 +37,11 @@ class PolicyKind(StrEnum):
 
 # Resource type -> (input holding the document, kind, quota key).
 DOCUMENTS: dict[str, tuple[str, PolicyKind, str]] = {
-    "aws:iam/role:Role": ("assumeRolePolicy", PolicyKind.TRUST, "trust"),
-    "aws:iam/rolePolicy:RolePolicy": ("policy", PolicyKind.IDENTITY, "inline"),
-    "aws:iam/policy:Policy": ("policy", PolicyKind.IDENTITY, "managed"),
-    "aws:kms/key:Key": ("policy", PolicyKind.RESOURCE, "kms"),
-    "aws:s3/bucketPolicy:BucketPolicy": ("policy", PolicyKind.RESOURCE, "s3"),
+    IAM_ROLE: ("assumeRolePolicy", PolicyKind.TRUST, "trust"),
+    IAM_ROLE_POLICY: ("policy", PolicyKind.IDENTITY, "inline"),
+    IAM_POLICY: ("policy", PolicyKind.IDENTITY, "managed"),
+    KMS_KEY: ("policy", PolicyKind.RESOURCE, "kms"),
+    BUCKET_POLICY: ("policy", PolicyKind.RESOURCE, "s3"),
 }
 
 # Largest document each service takes. IAM counts characters without whitespace; KMS and S3 count bytes.

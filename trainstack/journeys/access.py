@@ -28,22 +28,25 @@ from typing import Any
 from trainstack.engine import UNKNOWN, RecordedResource
 from trainstack.journeys import DESTROY, WRITERS, Journey, Step, Trip
 from trainstack.journeys.iam import Decision, Policy, UnsupportedPolicy, decide, request
+from trainstack.tokens import (
+    BUCKET,
+    BUCKET_ENCRYPTION,
+    BUCKET_OBJECT,
+    BUCKET_OBJECT_LOCK,
+    BUCKET_POLICY,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    HYPERPOD_CLUSTER,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    KMS_ALIAS,
+    KMS_KEY,
+    POD_IDENTITY_ASSOCIATION,
+    VPC_ENDPOINT,
+)
 
-BUCKET = "aws:s3/bucket:Bucket"
-BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
-ENCRYPTION = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
-OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
-OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
-KEY = "aws:kms/key:Key"
-ALIAS = "aws:kms/alias:Alias"
-ROLE = "aws:iam/role:Role"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
-DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-FILE_SYSTEM = "aws:fsx/lustreFileSystem:LustreFileSystem"
-DATA_CLASS_TAG = "trainstack:data-class"  # components/buckets.py DATA_CLASS_TAG
-TEAM_SERVICE_ACCOUNT = "training"  # components/team_storage.py TEAM_SERVICE_ACCOUNT
+DATA_CLASS_TAG = "trainstack:data-class"  # components/storage/buckets.py DATA_CLASS_TAG
+TEAM_SERVICE_ACCOUNT = "training"  # components/storage/team_storage.py TEAM_SERVICE_ACCOUNT
 
 # Where each step's rule is stated.
 EVALUATION = "IAM User Guide, Policy evaluation logic (identity and resource-based policies, explicit deny)"
@@ -184,7 +187,7 @@ class World:
     def read(cls, trip: Trip) -> World | None:
         rec = trip.recording
         keys: dict[str, tuple[RecordedResource, Policy]] = {}
-        for key in rec.by_type(KEY):
+        for key in rec.by_type(KMS_KEY):
             arn, policy = key.outputs.get("arn"), key.inputs.get("policy")
             if _known(arn, policy):
                 keys[str(arn)] = (key, Policy.of(f"key policy of {key.name}", str(policy)))
@@ -192,11 +195,11 @@ class World:
             return None  # preview: nothing is known yet
         account = next(iter(keys)).split(":")[4]
         aliases: dict[str, list[str]] = {}
-        for alias in rec.by_type(ALIAS):
+        for alias in rec.by_type(KMS_ALIAS):
             aliases.setdefault(str(alias.inputs.get("targetKeyId")), []).append(str(alias.inputs.get("name")))
         endpoints = [
             e
-            for e in rec.by_type(ENDPOINT)
+            for e in rec.by_type(VPC_ENDPOINT)
             if str(e.inputs.get("serviceName", "")).endswith(".s3") and e.inputs.get("vpcEndpointType") == "Gateway"
         ]
         existing = trip.stack.network.existing_vpc
@@ -243,7 +246,7 @@ def _key_administrators(keys: Iterable[tuple[RecordedResource, Policy]]) -> list
 
 def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> dict[str, Bucket]:
     by_id: dict[str, dict[str, Any]] = {}
-    for kind in (BUCKET_POLICY, ENCRYPTION, OBJECT_LOCK):
+    for kind in (BUCKET_POLICY, BUCKET_ENCRYPTION, BUCKET_OBJECT_LOCK):
         for r in rec.by_type(kind):
             by_id.setdefault(str(r.inputs.get("bucket")), {})[kind] = r
     found: dict[str, Bucket] = {}
@@ -256,12 +259,12 @@ def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> d
         policy = None
         if policy_resource is not None and _known(policy_resource.inputs.get("policy")):
             policy = Policy.of(f"bucket policy of {name}", str(policy_resource.inputs["policy"]))
-        encryption = parts.get(ENCRYPTION)
+        encryption = parts.get(BUCKET_ENCRYPTION)
         key_arn = None
         if encryption is not None:
             rule = (encryption.inputs.get("rules") or [{}])[0]
             key_arn = rule.get("applyServerSideEncryptionByDefault", {}).get("kmsMasterKeyId")
-        lock = parts.get(OBJECT_LOCK)
+        lock = parts.get(BUCKET_OBJECT_LOCK)
         mode = lock.inputs.get("rule", {}).get("defaultRetention", {}).get("mode") if lock is not None else None
         tags = b.inputs.get("tags") or {}
         role = tags.get(DATA_CLASS_TAG) or (
@@ -283,13 +286,13 @@ def _buckets(rec: Any, keys: Mapping[str, tuple[RecordedResource, Policy]]) -> d
 def _roles(rec: Any) -> dict[str, tuple[Policy, ...]]:
     """Role ARN -> its inline policies (a RolePolicy names its role by name or by id)."""
     by_ref: dict[str, list[Policy]] = {}
-    for p in rec.by_type(ROLE_POLICY):
+    for p in rec.by_type(IAM_ROLE_POLICY):
         document = p.inputs.get("policy")
         if _known(document):
             label = f"identity policy {p.inputs.get('name') or p.name}"
             by_ref.setdefault(str(p.inputs.get("role")), []).append(Policy.of(label, str(document)))
     roles: dict[str, tuple[Policy, ...]] = {}
-    for r in rec.by_type(ROLE):
+    for r in rec.by_type(IAM_ROLE):
         arn = r.outputs.get("arn")
         if _known(arn):
             roles[str(arn)] = tuple(by_ref.get(r.id, []) + by_ref.get(str(r.outputs.get("name")), []))
@@ -513,7 +516,7 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     teams = [t.name for t in trip.stack.kubernetes.teams]
     associations = {
         (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount"))): str(a.inputs.get("roleArn"))
-        for a in world.recording.by_type(POD_IDENTITY)
+        for a in world.recording.by_type(POD_IDENTITY_ASSOCIATION)
     }
     for team in teams:
         subject = f"team {team}: data through its Pod Identity role"
@@ -571,9 +574,15 @@ def team_journeys(world: World, trip: Trip) -> Iterator[Journey]:
 def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
     """The SageMaker training role, the HyperPod lifecycle scripts (uploaded by the deployer, read by the
     execution role) and FSx for Lustre's data repository associations."""
-    rec = world.recording
-    datasets, checkpoints, lifecycle = (world.buckets.get(r) for r in ("datasets", "checkpoints", "lifecycle"))
-    training = rec.outputs.get("sagemaker_training_role_arns")
+    yield from _sagemaker_training_journeys(world, trip)
+    yield from _lifecycle_script_journeys(world, trip)
+    yield from _fsx_repository_journeys(world)
+
+
+def _sagemaker_training_journeys(world: World, trip: Trip) -> Iterator[Journey]:
+    """Each team's SageMaker training role reads the datasets and writes its own checkpoints, and no one else's."""
+    datasets, checkpoints = world.buckets.get("datasets"), world.buckets.get("checkpoints")
+    training = world.recording.outputs.get("sagemaker_training_role_arns")
     teams = [t.name for t in trip.stack.kubernetes.teams]
     for team, arn in sorted(training.items()) if isinstance(training, Mapping) else []:
         if not _known(arn) or arn not in world.roles or datasets is None or checkpoints is None:
@@ -596,7 +605,13 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         yield Journey(
             WRITERS, f"SageMaker training role of team {team}: datasets in, its checkpoints out", tuple(steps)
         )
-    scripts = [o for o in rec.by_type(OBJECT) if _known(o.inputs.get("key"))]
+
+
+def _lifecycle_script_journeys(world: World, trip: Trip) -> Iterator[Journey]:
+    """The deployer uploads HyperPod's lifecycle scripts from outside the VPC; the execution role reads them."""
+    rec = world.recording
+    lifecycle = world.buckets.get("lifecycle")
+    scripts = [o for o in rec.by_type(BUCKET_OBJECT) if _known(o.inputs.get("key"))]
     if lifecycle is not None and scripts:
         first = scripts[0]
         key = str(first.inputs["key"])
@@ -642,11 +657,20 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
             )
             steps.append(repointed_source_step(world, arn, identity))
             steps.append(grant_step(world, arn, identity, lifecycle))
+            login = rec.outputs.get("hyperpod_login_role_arn")
+            if _known(login) and login in world.roles:
+                steps += login_role_steps(world, trip, arn, str(login), lifecycle, key)
         yield Journey(
             WRITERS, "HyperPod lifecycle scripts: the deployer writes them, the execution role reads them", tuple(steps)
         )
-    file_systems = {fs.id: fs for fs in rec.by_type(FILE_SYSTEM)}
-    for dra in rec.by_type(DRA):
+
+
+def _fsx_repository_journeys(world: World) -> Iterator[Journey]:
+    """FSx for Lustre's service-linked role imports from (and exports to) each data repository association's
+    bucket, from outside the VPC."""
+    rec = world.recording
+    file_systems = {fs.id: fs for fs in rec.by_type(FSX_LUSTRE)}
+    for dra in rec.by_type(FSX_DATA_REPOSITORY_ASSOCIATION):
         path = str(dra.inputs.get("dataRepositoryPath", ""))
         bucket = next(
             (b for b in world.buckets.values() if path.startswith(f"s3://{b.name}/") or path == f"s3://{b.name}"), None
@@ -691,7 +715,7 @@ def service_journeys(world: World, trip: Trip) -> Iterator[Journey]:
         )
 
 
-def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -> Step:
+def repointed_source_step(world: World, role: str, identity: Sequence[Policy], who: str = "the execution role") -> Step:
     """Someone repoints the cluster's SourceS3Uri at a `sagemaker-*` bucket of their own (in this account or
     another) that lets anyone read: the execution role, which HyperPod uses to fetch the scripts, must not read it."""
     try:
@@ -713,9 +737,9 @@ def repointed_source_step(world: World, role: str, identity: Sequence[Policy]) -
             for action, key in (("s3:GetObject", "on_create.sh"), ("s3:ListBucket", ""))
         ]
     except UnsupportedPolicy as error:
-        return unsupported("the execution role's policies", error, EVALUATION)
+        return unsupported(f"{who}'s policies", error, EVALUATION)
     return step(
-        f"the execution role cannot read a repointed lifecycle source (s3://{REPOINTED_BUCKET}/)",
+        f"{who} cannot read a repointed lifecycle source (s3://{REPOINTED_BUCKET}/)",
         decisions,
         REPOINT_RULE,
         expect=False,
@@ -728,12 +752,14 @@ GRANT_RULE = (
 )
 
 
-def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: Bucket) -> Step:
+def grant_step(
+    world: World, role: str, identity: Sequence[Policy], lifecycle: Bucket, who: str = "the execution role"
+) -> Step:
     """EBS attaches a HyperPod volume through a grant on the key, asked with the execution role's permissions; the
     same credentials (root on any node reads them from the instance metadata) must not grant the key themselves."""
     found = world.key_for(lifecycle)
     if found is None:
-        return Step("the execution role grants its key only to AWS services", True, "no stack key", GRANT_RULE)
+        return Step(f"{who} grants its key only to AWS services", True, "no stack key", GRANT_RULE)
     key, policy = found
 
     def grant(for_aws_resource: bool) -> Decision:
@@ -756,8 +782,8 @@ def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: B
     try:
         service, itself = grant(True), grant(False)
     except UnsupportedPolicy as error:
-        return unsupported("the execution role's policies", error, EVALUATION)
-    name = "the execution role grants its key only to AWS services"
+        return unsupported(f"{who}'s policies", error, EVALUATION)
+    name = f"{who} grants its key only to AWS services"
     if not service.allowed:
         return Step(name, False, f"EBS's grant for a HyperPod volume: denied: {service.reason}", GRANT_RULE)
     if itself.allowed:
@@ -773,6 +799,77 @@ def grant_step(world: World, role: str, identity: Sequence[Policy], lifecycle: B
         f"kms:CreateGrant on {key.name} through EBS: {service.reason}; for any grantee directly: {itself.reason}",
         GRANT_RULE,
     )
+
+
+PER_GROUP_ROLE = (
+    "SageMaker API reference, CreateCluster: ClusterInstanceGroupSpecification.ExecutionRole, required per instance "
+    "group ('an IAM execution role to be assumed by the instance group'; botocore 1.44.5 "
+    "data/sagemaker/2017-07-24/service-2.json)"
+)
+DIRECT_DECRYPT_RULE = (
+    "AWS KMS Developer Guide, kms:ViaService and kms:EncryptionContext (S3 names the bucket's ARN when the bucket key "
+    "is on); " + EVALUATION
+)
+
+
+def login_role_steps(world: World, trip: Trip, execution: str, login: str, lifecycle: Bucket, key: str) -> list[Step]:
+    """Slurm users log in to the login group's nodes, so root there holds the login role's credentials: the group
+    runs as a role of its own, which reads the scripts like every node but never the workers' role, and decrypts
+    with the data key only through S3 for the lifecycle bucket."""
+    who = "the login role"
+    identity = (*world.roles[login], HYPERPOD_MANAGED_S3)
+    steps = [login_group_step(world, trip, execution, login)]
+    steps += access_steps(world, who, login, identity, [(lifecycle, key)], [], from_vpc=True, source=HYPERPOD_RULE)
+    steps.append(repointed_source_step(world, login, identity, who))
+    steps.append(grant_step(world, login, identity, lifecycle, who))
+    found = world.key_for(lifecycle)
+    if found is not None:
+        data_key, policy = found
+        try:
+            direct = decide(
+                request(
+                    login,
+                    identity,
+                    "kms:Decrypt",
+                    str(data_key.outputs["arn"]),
+                    resource_account=world.account,
+                    context={"kms:CallerAccount": world.account},
+                    resource_policy=policy,
+                )
+            )
+        except UnsupportedPolicy as error:
+            steps.append(unsupported(f"{who}'s policies", error, EVALUATION))
+        else:
+            steps.append(
+                step(
+                    f"{who} cannot decrypt with {data_key.name} directly (only S3 for the lifecycle bucket)",
+                    [(f"kms:Decrypt on {data_key.name}, not through S3", direct)],
+                    DIRECT_DECRYPT_RULE,
+                    expect=False,
+                )
+            )
+    return steps
+
+
+def login_group_step(world: World, trip: Trip, execution: str, login: str) -> Step:
+    """The cluster's login group runs as the login role, and no other group does (nor the login group as theirs)."""
+    name = "the login group runs as a role of its own, not the workers' execution role"
+    hyperpod = trip.stack.sagemaker.hyperpod
+    logins = {g.name for g in hyperpod.instance_groups if g.role.value == "login"}
+    found: list[str] = []
+    wrong: list[str] = []
+    for cluster in world.recording.by_type(HYPERPOD_CLUSTER):
+        for group in cluster.inputs.get("instanceGroups") or []:
+            group_name, role = str(group.get("instanceGroupName")), group.get("executionRole")
+            if not _known(role):
+                continue
+            expected = login if group_name in logins else execution
+            found.append(f"{group_name}: {role}")
+            if role != expected:
+                wrong.append(f"{group_name} runs as {role}, not {expected}")
+    if not found:
+        return Step(name, True, "the instance groups' roles are not known yet", PER_GROUP_ROLE)
+    return Step(name, not wrong, "; ".join(wrong or found), PER_GROUP_ROLE)
 
 
 def outside_vpc_journeys(world: World, roles: Sequence[str]) -> Iterator[Journey]:
@@ -797,110 +894,108 @@ def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
     """`pulumi destroy` by the deployer from outside the VPC: empty and delete each force-destroy bucket, delete each
     key's aliases and schedule its deletion. Each call is evaluated with the bucket policy still in force: Pulumi
     deletes a bucket's policy first, but S3 applies a bucket configuration change eventually, not at once."""
-    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
     steps: list[Step] = []
     try:
-        for bucket in world.buckets.values():
-            if not bucket.force_destroy:
-                steps.append(
-                    Step(
-                        f"{bucket.name} is kept",
-                        True,
-                        "force_destroy is off: destroy deletes it only when empty",
-                        FORCE_DESTROY,
-                    )
-                )
-                continue
-            listing = _checks(
-                world,
-                deployer,
-                identity,
-                bucket,
-                [("s3:DeleteBucketPolicy", None, None), ("s3:ListBucketVersions", None, None)],
-                from_vpc=False,
-            )
-            steps.append(
-                step(f"the deployer lists every version of {bucket.name}", listing, f"{DESTROY_ORDER}; {FORCE_DESTROY}")
-            )
-            calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
-                ("s3:DeleteObjectVersion", "any/object", None),
-                ("s3:DeleteObject", "any/object", None),
-            ]
-            if bucket.lock_mode is not None:
-                calls.append(("s3:BypassGovernanceRetention", "any/object", None))
-            deleting = step(
-                f"the deployer deletes every version in {bucket.name}",
-                _checks(world, deployer, identity, bucket, calls, from_vpc=False),
-                FORCE_DESTROY,
-            )
-            if bucket.lock_mode == "COMPLIANCE":
-                deleting = Step(
-                    deleting.name,
-                    False,
-                    "compliance-mode Object Lock: no one can delete a version before its retention ends, so "
-                    "destroy fails until then",
-                    OBJECT_LOCK_RULE,
-                )
-            steps.append(deleting)
-            steps.append(
-                step(
-                    f"the deployer deletes {bucket.name}",
-                    _checks(world, deployer, identity, bucket, [("s3:DeleteBucket", None, None)], from_vpc=False),
-                    FORCE_DESTROY,
-                )
-            )
-            if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
-                # The exemption that lets destroy empty a VPC-only bucket stops there (components/buckets.py).
-                reading = _checks(
-                    world,
-                    deployer,
-                    identity,
-                    bucket,
-                    [("s3:GetObject", "any/object", None), ("s3:PutObject", "any/object", None)],
-                    from_vpc=False,
-                )
-                steps.append(
-                    step(
-                        f"the deployer still cannot read or write {bucket.name} from outside the VPC",
-                        reading,
-                        f"{S3_AUTH}; docs/security.md",
-                        expect=False,
-                    )
-                )
-        for key, policy in world.keys.values():
-            arn = str(key.outputs["arn"])
-            checks = (
-                [
-                    (
-                        f"{action} {key.name}",
-                        decide(
-                            request(
-                                deployer, identity, action, arn, resource_account=world.account, resource_policy=policy
-                            )
-                        ),
-                    )
-                    for action in ("kms:DeleteAlias", "kms:ScheduleKeyDeletion")
-                ]
-                if world.aliases.get(key.id)
-                else [
-                    (
-                        f"kms:ScheduleKeyDeletion {key.name}",
-                        decide(
-                            request(
-                                deployer,
-                                identity,
-                                "kms:ScheduleKeyDeletion",
-                                arn,
-                                resource_account=world.account,
-                                resource_policy=policy,
-                            )
-                        ),
-                    )
-                ]
-            )
-            steps.append(step(f"the deployer deletes {key.name}", checks, KEY_DELETION))
+        for each in _deletion_steps(world):
+            steps.append(each)  # one at a time: the steps before a policy the evaluator cannot read stay
     except UnsupportedPolicy as error:
         steps.append(unsupported("the stack's bucket and key policies", error, EVALUATION))
+    steps.append(_who_else_can_destroy(world, administrators))
+    return Journey(DESTROY, f"pulumi destroy by the deployer {world.deployer}, from outside the VPC", tuple(steps))
+
+
+def _deletion_steps(world: World) -> Iterator[Step]:
+    """Every bucket's deletion, then every key's, in the order `pulumi destroy` reaches them."""
+    for bucket in world.buckets.values():
+        yield from _bucket_deletion_steps(world, bucket)
+    for key, policy in world.keys.values():
+        yield _key_deletion_step(world, key, policy)
+
+
+def _bucket_deletion_steps(world: World, bucket: Bucket) -> Iterator[Step]:
+    """The deployer lists, empties and deletes a force-destroy bucket (any other is kept), and still cannot read or
+    write a VPC-only one from outside the VPC."""
+    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
+    if not bucket.force_destroy:
+        yield Step(
+            f"{bucket.name} is kept",
+            True,
+            "force_destroy is off: destroy deletes it only when empty",
+            FORCE_DESTROY,
+        )
+        return
+    listing = _checks(
+        world,
+        deployer,
+        identity,
+        bucket,
+        [("s3:DeleteBucketPolicy", None, None), ("s3:ListBucketVersions", None, None)],
+        from_vpc=False,
+    )
+    yield step(f"the deployer lists every version of {bucket.name}", listing, f"{DESTROY_ORDER}; {FORCE_DESTROY}")
+    calls: list[tuple[str, str | None, Mapping[str, str] | None]] = [
+        ("s3:DeleteObjectVersion", "any/object", None),
+        ("s3:DeleteObject", "any/object", None),
+    ]
+    if bucket.lock_mode is not None:
+        calls.append(("s3:BypassGovernanceRetention", "any/object", None))
+    deleting = step(
+        f"the deployer deletes every version in {bucket.name}",
+        _checks(world, deployer, identity, bucket, calls, from_vpc=False),
+        FORCE_DESTROY,
+    )
+    if bucket.lock_mode == "COMPLIANCE":
+        deleting = Step(
+            deleting.name,
+            False,
+            "compliance-mode Object Lock: no one can delete a version before its retention ends, so "
+            "destroy fails until then",
+            OBJECT_LOCK_RULE,
+        )
+    yield deleting
+    yield step(
+        f"the deployer deletes {bucket.name}",
+        _checks(world, deployer, identity, bucket, [("s3:DeleteBucket", None, None)], from_vpc=False),
+        FORCE_DESTROY,
+    )
+    if bucket.policy is not None and "aws:SourceVpce" in bucket.policy.document:
+        # The exemption that lets destroy empty a VPC-only bucket stops there (components/storage/buckets.py).
+        reading = _checks(
+            world,
+            deployer,
+            identity,
+            bucket,
+            [("s3:GetObject", "any/object", None), ("s3:PutObject", "any/object", None)],
+            from_vpc=False,
+        )
+        yield step(
+            f"the deployer still cannot read or write {bucket.name} from outside the VPC",
+            reading,
+            f"{S3_AUTH}; docs/security.md",
+            expect=False,
+        )
+
+
+def _key_deletion_step(world: World, key: RecordedResource, policy: Policy) -> Step:
+    """The deployer deletes a key's aliases (when it has any) and schedules the key's deletion."""
+    deployer, identity = world.deployer, [OUTSIDE_IDENTITY]
+    arn = str(key.outputs["arn"])
+    actions = ("kms:ScheduleKeyDeletion",)
+    if world.aliases.get(key.id):  # a key without aliases has none to delete
+        actions = ("kms:DeleteAlias", *actions)
+    checks = [
+        (
+            f"{action} {key.name}",
+            decide(request(deployer, identity, action, arn, resource_account=world.account, resource_policy=policy)),
+        )
+        for action in actions
+    ]
+    return step(f"the deployer deletes {key.name}", checks, KEY_DELETION)
+
+
+def _who_else_can_destroy(world: World, administrators: Sequence[str]) -> Step:
+    """The other key administrators: a later deployer not among them cannot destroy the stack."""
+    deployer = world.deployer
     others = sorted(set(administrators) - {deployer})
     same = [a for a in others if a.split(":")[4] == world.account]
     detail = (
@@ -913,5 +1008,4 @@ def destroy_journey(world: World, administrators: Sequence[str]) -> Journey:
             "; administrators in another account may delete the keys but not the buckets' objects (no bucket "
             "policy grants them)"
         )
-    steps.append(Step("who else can destroy this stack", True, detail, f"{KEY_DELETION}; components/kms.py"))
-    return Journey(DESTROY, f"pulumi destroy by the deployer {deployer}, from outside the VPC", tuple(steps))
+    return Step("who else can destroy this stack", True, detail, f"{KEY_DELETION}; components/kms.py")

@@ -30,12 +30,7 @@ import yaml
 from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import ALERTS, Journey, Step, Trip
 from trainstack.journeys.workload_facts import ChartWorkloads, chart_workloads, running, sets
-
-SCRAPER = "aws:amp/scraper:Scraper"
-RULE_GROUPS = "aws:amp/ruleGroupNamespace:RuleGroupNamespace"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-AWS_PROVIDER = "pulumi:providers:aws"
+from trainstack.tokens import AMP_RULE_GROUP_NAMESPACE, AMP_SCRAPER, AWS_PROVIDER, FSX_LUSTRE, HELM_RELEASE
 
 SRC_RELABEL = "Prometheus docs, <relabel_config> (actions keep, drop, replace, labelmap; regex anchored both ends)"
 SRC_POD_SD = (
@@ -359,10 +354,10 @@ class Plan:
 
 
 def _plan(recording: Recording) -> Plan:
-    scrapers = recording.by_type(SCRAPER)
+    scrapers = recording.by_type(AMP_SCRAPER)
     text = str(scrapers[0].inputs.get("scrapeConfiguration", "")) if scrapers else ""
     fsx_tags: dict[str, str] | None = None
-    file_systems = recording.by_type(FSX)
+    file_systems = recording.by_type(FSX_LUSTRE)
     if file_systems:
         fsx_tags = {}
         for provider in recording.by_type(AWS_PROVIDER):
@@ -598,7 +593,7 @@ def _config_step(plan: Plan) -> Step:
 
 
 def walk(trip: Trip) -> Iterator[Journey]:
-    groups = trip.recording.by_type(RULE_GROUPS)
+    groups = trip.recording.by_type(AMP_RULE_GROUP_NAMESPACE)
     if not groups:
         return
     plan = _plan(trip.recording)

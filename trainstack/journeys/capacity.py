@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.autoscaling import NODE_TEMPLATE, PROVISIONING_CONTROLLER, Admission, admission
+from components.k8s.autoscaling import NODE_TEMPLATE, PROVISIONING_CONTROLLER, Admission, admission
 from stacks.schema import GpuNodeGroupSpec
 from trainstack.journeys import Step
 
@@ -77,21 +77,7 @@ def admission_step(
     checks = list(queue.get("admissionChecks") or [])
     expected = admission(group)
     if expected is Admission.NODES_EXIST:
-        if checks:
-            return Step(
-                NAME,
-                False,
-                f"group {group.name} is fixed on nodes that exist, but its queue waits for "
-                f"{checks}: nothing would answer",
-                SOURCE,
-            )
-        return Step(
-            NAME,
-            True,
-            f"admitted at quota reservation onto the {group.max_size} node(s) that exist "
-            f"(min_size = max_size = {group.max_size}); no admission check",
-            SOURCE,
-        )
+        return _fixed_group_step(group, checks)
     if not checks:
         return Step(
             NAME,
@@ -101,61 +87,12 @@ def admission_step(
             "waitForPodsReady evicts and requeues it",
             SOURCE,
         )
-    check = capacity.admission_checks.get(checks[0])
-    if check is None or check.get("controllerName") != PROVISIONING_CONTROLLER:
-        return Step(NAME, False, f"AdmissionCheck {checks[0]} is missing or not Kueue's provisioning check", SOURCE)
-    config = capacity.provisioning_configs.get((check.get("parameters") or {}).get("name", ""))
-    if config is None:
-        return Step(NAME, False, f"AdmissionCheck {checks[0]} names no ProvisioningRequestConfig in the plan", SOURCE)
-    cls = config.get("provisioningClassName")
-    if cls != expected.value:
-        return Step(
-            NAME,
-            False,
-            f"ProvisioningRequestConfig {checks[0]} asks for {cls}; group {group.name} needs {expected.value}",
-            SOURCE,
-        )
-    if not capacity.provisioning_crd:
-        return Step(
-            NAME,
-            False,
-            "the ProvisioningRequest CRD is not installed: Kueue skips its provisioning "
-            "controller and the check never answers",
-            SOURCE,
-        )
-    args = capacity.autoscaler_args
-    if args is None or str(args.get("enable-provisioning-requests")).lower() != "true":
-        return Step(
-            NAME,
-            False,
-            "no cluster-autoscaler with --enable-provisioning-requests: the ProvisioningRequest is never answered",
-            SOURCE,
-        )
-    if nodes > group.max_size:
-        return Step(
-            NAME,
-            False,
-            f"a job of {nodes} node(s) asks for more than max_size {group.max_size}: the "
-            "atomic scale-up fails and the job is retried, then deactivated",
-            SOURCE,
-        )
+    if refusal := _provisioning_refusal(capacity, group, checks[0], expected, nodes):
+        return Step(NAME, False, refusal, SOURCE)
+    config = _provisioning_config(capacity, capacity.admission_checks[checks[0]]) or {}
     retry = config.get("retryStrategy") or {}
     if expected is Admission.CHECK_CAPACITY:
-        window = group.capacity.window
-        when = (
-            f" (from {window.starts_at.isoformat()} to {window.last_instance_at.isoformat()})"
-            if window is not None
-            else ""
-        )
-        return Step(
-            NAME,
-            True,
-            f"ProvisioningRequest check-capacity → the autoscaler reports the block's "
-            f"{group.max_size} node(s) exist only inside the window{when} → admitted; before the start "
-            f"it is retried every {retry.get('backoffMaxSeconds')} s up to "
-            f"{retry.get('backoffLimitCount')} times",
-            SOURCE,
-        )
+        return _capacity_block_step(group, retry)
     if group.min_size < nodes:
         missing = _missing_from_template(group, capacity.asg_tags.get(group.name, {}), requests, node_labels, taint_key)
         if missing:
@@ -172,5 +109,76 @@ def admission_step(
         f"ProvisioningRequest best-effort-atomic-scale-up for {nodes} node(s) → the autoscaler "
         f"grows {group.name} ({group.min_size} to {group.max_size}) by all of them or none → admitted when "
         f"Provisioned; a failed scale-up is retried {retry.get('backoffLimitCount')} time(s)",
+        SOURCE,
+    )
+
+
+def _fixed_group_step(group: GpuNodeGroupSpec, checks: list[Any]) -> Step:
+    """A group fixed on the nodes that exist: admitted at quota reservation, so its queue must wait for nothing."""
+    if checks:
+        return Step(
+            NAME,
+            False,
+            f"group {group.name} is fixed on nodes that exist, but its queue waits for {checks}: nothing would answer",
+            SOURCE,
+        )
+    return Step(
+        NAME,
+        True,
+        f"admitted at quota reservation onto the {group.max_size} node(s) that exist "
+        f"(min_size = max_size = {group.max_size}); no admission check",
+        SOURCE,
+    )
+
+
+def _provisioning_config(capacity: Capacity, check: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ProvisioningRequestConfig an AdmissionCheck names, if the plan built it."""
+    return capacity.provisioning_configs.get((check.get("parameters") or {}).get("name", ""))
+
+
+def _provisioning_refusal(
+    capacity: Capacity, group: GpuNodeGroupSpec, check_name: str, expected: Admission, nodes: int
+) -> str | None:
+    """Why the provisioning path cannot admit a job of `nodes` nodes on `group`, or None when every link is there:
+    Kueue's check and its config of the group's class, the ProvisioningRequest CRD, an autoscaler that answers,
+    and a group that can grow to the job."""
+    check = capacity.admission_checks.get(check_name)
+    if check is None or check.get("controllerName") != PROVISIONING_CONTROLLER:
+        return f"AdmissionCheck {check_name} is missing or not Kueue's provisioning check"
+    config = _provisioning_config(capacity, check)
+    if config is None:
+        return f"AdmissionCheck {check_name} names no ProvisioningRequestConfig in the plan"
+    cls = config.get("provisioningClassName")
+    if cls != expected.value:
+        return f"ProvisioningRequestConfig {check_name} asks for {cls}; group {group.name} needs {expected.value}"
+    if not capacity.provisioning_crd:
+        return (
+            "the ProvisioningRequest CRD is not installed: Kueue skips its provisioning "
+            "controller and the check never answers"
+        )
+    args = capacity.autoscaler_args
+    if args is None or str(args.get("enable-provisioning-requests")).lower() != "true":
+        return "no cluster-autoscaler with --enable-provisioning-requests: the ProvisioningRequest is never answered"
+    if nodes > group.max_size:
+        return (
+            f"a job of {nodes} node(s) asks for more than max_size {group.max_size}: the "
+            "atomic scale-up fails and the job is retried, then deactivated"
+        )
+    return None
+
+
+def _capacity_block_step(group: GpuNodeGroupSpec, retry: Mapping[str, Any]) -> Step:
+    """A Capacity Block's job: admitted when the autoscaler reports the block's nodes, inside its window."""
+    window = group.capacity.window
+    when = (
+        f" (from {window.starts_at.isoformat()} to {window.last_instance_at.isoformat()})" if window is not None else ""
+    )
+    return Step(
+        NAME,
+        True,
+        f"ProvisioningRequest check-capacity → the autoscaler reports the block's "
+        f"{group.max_size} node(s) exist only inside the window{when} → admitted; before the start "
+        f"it is retried every {retry.get('backoffMaxSeconds')} s up to "
+        f"{retry.get('backoffLimitCount')} times",
         SOURCE,
     )

@@ -36,6 +36,7 @@ from trainstack.create_only import replaces
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 from trainstack.journeys import DAY2, Journey, Step, Trip
 from trainstack.recording_diff import ResourceChange, diff_recordings, matched_baseline, path_parts
+from trainstack.tokens import FSX_LUSTRE, HELM_RELEASE
 
 # Where the engine turns an update under `replace_on_changes` into a replacement, and where pulumi-kubernetes
 # decides delete-before-replace and refuses a create under a name that exists (read at pulumi/pulumi v3.259.0
@@ -53,7 +54,6 @@ FSX_CAPACITY_SOURCE = (
     "FSx API UpdateFileSystem StorageCapacity (botocore fsx model): for SCRATCH_2 and PERSISTENT SSD file "
     "systems the new value must be greater than the current storage capacity"
 )
-LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 
 
 # ------------------------------------------------------------------------------------------ the plan
@@ -174,7 +174,7 @@ def _kind_steps(kind: str, items: list[Frozen]) -> tuple[Step, Step]:
 
 
 def _is_kubernetes_object(change: ResourceChange) -> bool:
-    return change.type.startswith("kubernetes:") and change.type != crds.HELM_RELEASE
+    return change.type.startswith("kubernetes:") and change.type != HELM_RELEASE
 
 
 def refused_transitions(baseline: Recording, recording: Recording, changed: Iterable[ResourceChange]) -> list[str]:
@@ -223,7 +223,7 @@ def refused_aws_updates(changed: Iterable[ResourceChange]) -> list[str]:
     """AWS updates that depend on the values and that the API refuses: an FSx for Lustre file system shrunk."""
     found: list[str] = []
     for change in changed:
-        if change.type != LUSTRE or change.op != "update":
+        if change.type != FSX_LUSTRE or change.op != "update":
             continue
         for item in change.changes:
             numbers = isinstance(item.old, int | float) and isinstance(item.new, int | float)

@@ -28,21 +28,23 @@ from stacks.registries import LayerStore, image_registry, registry_facts
 from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import DEPLOY, Journey, Step, Trip, iam
 from trainstack.journeys.workload_facts import chart_workloads, enabled_missing_subcharts, running
+from trainstack.tokens import (
+    CLUSTER_TRAINING_RUNTIME,
+    EKS_ADDON,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    K8S_JOB,
+    NAMESPACE,
+    ROUTE,
+    ROUTE_TABLE_ASSOCIATION,
+    SUBNET,
+    TRAIN_JOB,
+    VALIDATING_ADMISSION_POLICY,
+    VALIDATING_ADMISSION_POLICY_BINDING,
+    VPC_ENDPOINT,
+)
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-ADDON = "aws:eks/addon:Addon"
-RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
-TRAINJOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
-JOB = "kubernetes:batch/v1:Job"
-NAMESPACE = "kubernetes:core/v1:Namespace"
-VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
-ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-ROUTE = "aws:ec2/route:Route"
-ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
-SUBNET = "aws:ec2/subnet:Subnet"
-HYPERPOD = "aws-native:sagemaker:Cluster"
-PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"  # components/network.py INTERNAL_ELB_TAG
+PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"  # components/network/network.py INTERNAL_ELB_TAG
 
 SRC_GATEWAY = (
     'VPC User Guide, "Gateway endpoints for Amazon S3" (the route to the region\'s S3 prefix list) and "Control '
@@ -128,7 +130,7 @@ def network(recording: Recording, region: str, partition: str) -> Network:
     s3_policy: Any = None
     s3_gateway = False
     interface: set[str] = set()
-    for endpoint in recording.by_type(ENDPOINT):
+    for endpoint in recording.by_type(VPC_ENDPOINT):
         service = str(endpoint.inputs.get("serviceName", ""))
         kind = endpoint.inputs.get("vpcEndpointType")
         if kind == "Gateway" and service == f"com.amazonaws.{region}.s3":
@@ -202,11 +204,13 @@ def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def admission(recording: Recording) -> Admission:
-    policies = {p.inputs.get("metadata", {}).get("name"): p.inputs for p in recording.by_type(VAP)}
+    policies = {
+        p.inputs.get("metadata", {}).get("name"): p.inputs for p in recording.by_type(VALIDATING_ADMISSION_POLICY)
+    }
     namespaces = {
         n.inputs["metadata"]["name"]: n.inputs["metadata"].get("labels") or {} for n in recording.by_type(NAMESPACE)
     }
-    for binding in recording.by_type(VAP_BINDING):
+    for binding in recording.by_type(VALIDATING_ADMISSION_POLICY_BINDING):
         spec = binding.inputs.get("spec") or {}
         if spec.get("policyName") != REGISTRY_POLICY_NAME:  # the device access policy judges no image
             continue
@@ -290,7 +294,7 @@ def _release_workloads(recording: Recording) -> Iterator[Workload]:
 
 
 def _addon_workloads(recording: Recording, region: str) -> Iterator[Workload]:
-    addons = recording.by_type(ADDON)
+    addons = recording.by_type(EKS_ADDON)
     if not addons:
         return
     account = ADDON_REGISTRY_ACCOUNTS.get(region, DEFAULT_ADDON_ACCOUNT)
@@ -309,17 +313,17 @@ def _object_workloads(recording: Recording, teams: tuple[str, ...]) -> Iterator[
     """The stack's own pods: training runtimes (in the namespaces of the TrainJobs that use them, or every team
     namespace for the runtimes teams use) and plain Jobs."""
     used_in: dict[str, set[str]] = {}
-    for job in recording.by_type(TRAINJOB):
+    for job in recording.by_type(TRAIN_JOB):
         ref = ((job.inputs.get("spec") or {}).get("runtimeRef") or {}).get("name")
         used_in.setdefault(str(ref), set()).add(str(job.inputs.get("metadata", {}).get("namespace", "default")))
-    for runtime in recording.by_type(RUNTIME):
+    for runtime in recording.by_type(CLUSTER_TRAINING_RUNTIME):
         name = str(runtime.inputs.get("metadata", {}).get("name", runtime.name))
         namespaces = sorted(used_in.get(name) or teams)
         images = list(dict.fromkeys(_images_in(runtime.inputs.get("spec"))))
         source = f"the recording (ClusterTrainingRuntime {name})"
         pulls = tuple(Pull(image, ns, source) for ns in namespaces for image in images)
         yield Workload(f"ClusterTrainingRuntime {name} (in {', '.join(namespaces) or 'no namespace'})", pulls)
-    for job in recording.by_type(JOB):
+    for job in recording.by_type(K8S_JOB):
         meta = job.inputs.get("metadata", {})
         namespace = str(meta.get("namespace", "default"))
         images = dict.fromkeys(_images_in(job.inputs.get("spec")))
@@ -434,7 +438,7 @@ def _pull_steps(pull: Pull, net: Network, gate: Admission) -> list[Step]:
 
 
 def _hyperpod_step(recording: Recording) -> Step | None:
-    clusters = recording.by_type(HYPERPOD)
+    clusters = recording.by_type(HYPERPOD_CLUSTER)
     if not clusters:
         return None
     private = {s.name for s in recording.by_type(SUBNET) if PRIVATE_SUBNET_TAG in (s.inputs.get("tags") or {})}

@@ -17,21 +17,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from components.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION
+from components.storage.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION
 from components.team_rbac import SERVICE_QUOTA, team_group
 from policies.rbac import Request, allows
-from policies.rules.security import TEAM_MEMBER_FORBIDDEN
+from policies.rules.k8s import TEAM_MEMBER_FORBIDDEN
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 from trainstack.journeys import TEAM_JOB, Journey, Step, Trip, quantity
-
-ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
-CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
-ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
-CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
-RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
-PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
-ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
-ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+from trainstack.tokens import (
+    ACCESS_ENTRY,
+    ACCESS_POLICY_ASSOCIATION,
+    K8S_CLUSTER_ROLE,
+    K8S_CLUSTER_ROLE_BINDING,
+    K8S_ROLE,
+    K8S_ROLE_BINDING,
+    PERSISTENT_VOLUME,
+    RESOURCE_QUOTA,
+)
 
 SOURCES = {
     "entry": "Amazon EKS User Guide, access entries (kubernetesGroups)",
@@ -132,12 +133,12 @@ def bound_rules(recording: Recording, team: str) -> tuple[list[Mapping[str, Any]
     group = team_group(team)
     rules: list[Mapping[str, Any]] = []
     found: list[str] = []
-    for binding in recording.by_type(ROLE_BINDING):
+    for binding in recording.by_type(K8S_ROLE_BINDING):
         if _meta(binding).get("namespace") != team or not _binds(binding, group):
             continue
         ref = binding.inputs.get("roleRef") or {}
         kind, role_name = ref.get("kind"), ref.get("name")
-        roles = recording.by_type(ROLE) if kind == "Role" else recording.by_type(CLUSTER_ROLE)
+        roles = recording.by_type(K8S_ROLE) if kind == "Role" else recording.by_type(K8S_CLUSTER_ROLE)
         match = [
             r
             for r in roles
@@ -190,8 +191,8 @@ def other_namespaces_step(recording: Recording, team: str, teams: Sequence[str])
     group = team_group(team)
     elsewhere = [
         f"{b.type.rsplit(':', 1)[-1]} {_meta(b).get('namespace') or ''}/{_meta(b).get('name')}".replace(" /", " ")
-        for b in [*recording.by_type(ROLE_BINDING), *recording.by_type(CLUSTER_ROLE_BINDING)]
-        if _binds(b, group) and (b.type == CLUSTER_ROLE_BINDING or _meta(b).get("namespace") != team)
+        for b in [*recording.by_type(K8S_ROLE_BINDING), *recording.by_type(K8S_CLUSTER_ROLE_BINDING)]
+        if _binds(b, group) and (b.type == K8S_CLUSTER_ROLE_BINDING or _meta(b).get("namespace") != team)
     ]
     if elsewhere:
         return Step(name, False, f"{group} is also bound by {', '.join(elsewhere)}", SOURCES["rbac"])

@@ -164,12 +164,51 @@ def quota_usage(pod: Pod) -> Resources:
     usage: Resources = {"pods": Fraction(1)}
     for name, value in requests.items():
         usage[f"requests.{name}"] = value
-        if name in _STANDARD:
+        if name in _STANDARD or name.startswith(
+            "hugepages-"
+        ):  # hugepages count in both forms (requestedResourcePrefixes)
             usage[name] = value
     for name, value in limits.items():
         if name in _STANDARD or name.startswith("hugepages-"):
             usage[f"limits.{name}"] = value
     return usage
+
+
+def quota_applies(pod: Pod, spec: Mapping[str, Any]) -> bool:
+    """Whether a quota counts the pod: every requirement of its scopeSelector matches (pods.go
+    `podMatchesScopeFunc`). PriorityClass matches the pod's priorityClassName as a label selector would (no class:
+    no label, so In never matches and NotIn always does; Exists: a class is named); the other scopes a training
+    pod may meet by the pod's fields. `scopes` (the older list form) is read the same way."""
+    selector = (spec.get("scopeSelector") or {}).get("matchExpressions") or []
+    requirements = [*selector, *({"scopeName": s, "operator": "Exists"} for s in spec.get("scopes") or [])]
+    return all(_matches_scope(pod, r) for r in requirements)
+
+
+def _matches_scope(pod: Pod, requirement: Mapping[str, Any]) -> bool:
+    scope, operator = requirement.get("scopeName"), requirement.get("operator")
+    values = list(requirement.get("values") or [])
+    if scope == "PriorityClass":
+        name = pod.get("priorityClassName") or ""
+        if operator == "Exists":
+            return bool(name)
+        if operator == "DoesNotExist":
+            return not name
+        if operator == "In":
+            return bool(name) and name in values
+        if operator == "NotIn":
+            return not name or name not in values
+        raise ValueError(f"PriorityClass scope operator {operator!r} is not In, NotIn, Exists or DoesNotExist")
+    terminating = pod.get("activeDeadlineSeconds") is not None and int(pod["activeDeadlineSeconds"]) >= 0
+    best_effort = not any(c.get("resources", {}).get(f) for c in containers(pod) for f in ("requests", "limits"))
+    known = {
+        "Terminating": terminating,
+        "NotTerminating": not terminating,
+        "BestEffort": best_effort,
+        "NotBestEffort": not best_effort,
+    }
+    if scope not in known:
+        raise ValueError(f"quota scope {scope!r} is not modelled")
+    return known[scope]
 
 
 def quota_over(pods: Iterable[tuple[int, Pod]], hard: Mapping[str, Any]) -> dict[str, tuple[Fraction, Fraction]]:

@@ -33,20 +33,8 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Any
 
-from components.autoscaling import NODE_TEMPLATE
-from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL, taint_key
-from components.lustre import LUSTRE_PORT_RANGES
-from components.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
-from components.tenancy import (
-    DEVICE_POLICY_NAME,
-    LAUNCHER_LABEL,
-    POD_IDENTITY_AGENT_CIDR,
-    POD_IDENTITY_AGENT_PORT,
-    PSA_ENFORCE,
-    REGISTRY_POLICY_NAME,
-    node_shape,
-)
-from components.training_runtimes import (
+from components.k8s.autoscaling import NODE_TEMPLATE
+from components.k8s.training_runtimes import (
     CHECKPOINT_ENV,
     DAEMONSET_HEADROOM_MIB,
     DAEMONSET_HEADROOM_MILLICORES,
@@ -56,16 +44,52 @@ from components.training_runtimes import (
     TORCHRUN_COMMAND,
     runtime_names,
 )
+from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LABEL, taint_key
+from components.namespaces import PSA_ENFORCE
+from components.storage.lustre import LUSTRE_PORT_RANGES
+from components.storage.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
+from components.tenancy import (
+    DEVICE_POLICY_NAME,
+    LAUNCHER_LABEL,
+    POD_IDENTITY_AGENT_CIDR,
+    POD_IDENTITY_AGENT_PORT,
+    REGISTRY_POLICY_NAME,
+    node_shape,
+)
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, StackConfig, TeamSpec
 from trainstack.contracts.crds import _ints
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
-from trainstack.journeys import TEAM_JOB, Journey, Step, Trip, examples, kueue, pod_security, quantity, trainer
+from trainstack.journeys import (
+    TEAM_JOB,
+    Journey,
+    Step,
+    Trip,
+    examples,
+    kueue,
+    placement,
+    pod_security,
+    quantity,
+    trainer,
+)
 from trainstack.journeys import capacity as cap
 from trainstack.journeys import network_policy as netpol
 from trainstack.journeys import resources as res
 from trainstack.journeys.quantity import GIB, Resources
 from trainstack.journeys.trainer import PodSet
+from trainstack.tokens import (
+    AUTOSCALING_TAG,
+    CONFIG_FILE,
+    FSX_LUSTRE,
+    HELM_RELEASE,
+    LIMIT_RANGE,
+    NAMESPACE,
+    NETWORK_POLICY,
+    NODE_GROUP,
+    PERSISTENT_VOLUME_CLAIM,
+    RESOURCE_QUOTA,
+    VPC,
+)
 
 # A rank's floors (docs/journeys.md, "Team job"): below them a job runs but starves.
 # - CPU: the rank's training loop plus at least one DataLoader worker process (PyTorch `DataLoader`,
@@ -101,11 +125,13 @@ EXIT_CODE_MESSAGE = (
 )
 
 SOURCES = {
+    "placement": "kubernetes-sigs/kueue v0.14.8 pkg/podset/podset.go (FromAssignment, Merge); k8s.io/api core/v1 "
+    "toleration.go (ToleratesTaint)",
     "trainer": trainer.SOURCE,
     "limits": "kubernetes v1.36 plugin/pkg/admission/limitranger/admission.go (mergeContainerResources)",
     "coverage": kueue.SOURCE + " (findFlavorForPodSets: 'resource %s unavailable in ClusterQueue')",
     "nominal": "kubernetes-sigs/kueue v0.14.8 pkg/scheduler/flavorassigner/flavorassigner.go (nominalQuota)",
-    "quota": "kubernetes v1.36 pkg/quota/v1/evaluator/core/pods.go (Constraints, PodUsageFunc)",
+    "quota": "kubernetes v1.36 pkg/quota/v1/evaluator/core/pods.go (Constraints, PodUsageFunc, podMatchesScopeFunc)",
     "psa": pod_security.SOURCE,
     "registry": "Kubernetes ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1), evaluated with cel-python",
     "devices": "Kubernetes ValidatingAdmissionPolicy, evaluated with cel-python; kubernetes-sigs/jobset v0.10.1 "
@@ -161,6 +187,9 @@ class Cluster:
     root_squash: tuple[int, int] | None = None
     lustre: bool = False
     vpc_cidr: str = ""
+    flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # ResourceFlavor name -> spec
+    # (group name, node labels, node taints): the recorded node groups, or an existing cluster's described ones
+    node_groups: list[tuple[str, dict[str, str], list[dict[str, str]]]] = field(default_factory=list)
     capacity: cap.Capacity = field(default_factory=cap.Capacity)
 
     @classmethod
@@ -173,21 +202,27 @@ class Cluster:
             namespace = meta.get("namespace", "")
             if kind == "ClusterTrainingRuntime":
                 cluster.runtimes[meta.get("name", "")] = _spec(r)
-            elif r.type == "kubernetes:core/v1:Namespace":
+            elif r.type == NAMESPACE:
                 cluster.namespaces[meta.get("name", "")] = dict(meta.get("labels") or {})
-            elif r.type == "kubernetes:core/v1:LimitRange":
+            elif r.type == LIMIT_RANGE:
                 cluster.limit_ranges.setdefault(namespace, []).append({"spec": _spec(r)})
-            elif r.type == "kubernetes:core/v1:ResourceQuota":
+            elif r.type == RESOURCE_QUOTA:
                 cluster.quotas.setdefault(namespace, []).append(_spec(r))
             elif kind == "LocalQueue":
                 cluster.local_queues[(namespace, meta.get("name", ""))] = _spec(r).get("clusterQueue", "")
             elif kind == "ClusterQueue":
                 cluster.cluster_queues[meta.get("name", "")] = _spec(r)
-            elif r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy":
+            elif kind == "ResourceFlavor":
+                cluster.flavors[meta.get("name", "")] = _spec(r)
+            elif r.type == NODE_GROUP:
+                labels = {str(k): str(v) for k, v in (r.inputs.get("labels") or {}).items()}
+                taints = placement.node_taints(r.inputs.get("taints") or [])
+                cluster.node_groups.append((labels.get(NODE_GROUP_LABEL, r.name), labels, taints))
+            elif r.type == NETWORK_POLICY:
                 cluster.network_policies.append(netpol.Policy(namespace, meta.get("name", ""), _spec(r)))
-            elif r.type == "kubernetes:core/v1:PersistentVolumeClaim":
+            elif r.type == PERSISTENT_VOLUME_CLAIM:
                 cluster.claims.add((namespace, meta.get("name", "")))
-            elif r.type == "kubernetes:helm.sh/v3:Release" and str(r.inputs.get("chart", "")).endswith("/kueue"):
+            elif r.type == HELM_RELEASE and str(r.inputs.get("chart", "")).endswith("/kueue"):
                 config = (r.inputs.get("values") or {}).get("managerConfig", {}).get("controllerManagerConfigYaml")
                 cluster.kueue_excluded = kueue.excluded_prefixes(config) if isinstance(config, str) else ()
             elif kind == "ValidatingAdmissionPolicy" and meta.get("name") == REGISTRY_POLICY_NAME:
@@ -198,25 +233,25 @@ class Cluster:
                 cluster.device_policy = r.inputs.get("spec")
             elif kind == "ValidatingAdmissionPolicyBinding" and meta.get("name") == DEVICE_POLICY_NAME:
                 cluster.device_binding = r.inputs.get("spec")
-            elif r.type == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            elif r.type == FSX_LUSTRE:
                 cluster.lustre = True
                 squash = (r.inputs.get("rootSquashConfiguration") or {}).get("rootSquash")
                 if isinstance(squash, str) and squash != UNKNOWN:
                     uid, gid = squash.split(":")
                     cluster.root_squash = (int(uid), int(gid))
-            elif r.type == "aws:ec2/vpc:Vpc":
+            elif r.type == VPC:
                 cluster.vpc_cidr = str(r.inputs.get("cidrBlock", ""))
             elif kind == "AdmissionCheck":
                 cluster.capacity.admission_checks[meta.get("name", "")] = _spec(r)
             elif kind == "ProvisioningRequestConfig":
                 cluster.capacity.provisioning_configs[meta.get("name", "")] = _spec(r)
-            elif r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("chart") == "cluster-autoscaler":
+            elif r.type == HELM_RELEASE and r.inputs.get("chart") == "cluster-autoscaler":
                 cluster.capacity.autoscaler_args = dict((r.inputs.get("values") or {}).get("extraArgs") or {})
-            elif r.type == "kubernetes:yaml/v2:ConfigFile" and str(r.inputs.get("file", "")).endswith(
+            elif r.type == CONFIG_FILE and str(r.inputs.get("file", "")).endswith(
                 "autoscaling.x-k8s.io_provisioningrequests.yaml"
             ):
                 cluster.capacity.provisioning_crd = True
-            elif r.type == "aws:autoscaling/tag:Tag":
+            elif r.type == AUTOSCALING_TAG:
                 tag = r.inputs.get("tag") or {}
                 asg_tags.setdefault(str(r.inputs.get("autoscalingGroupName")), {})[str(tag.get("key"))] = str(
                     tag.get("value")
@@ -253,6 +288,13 @@ def walk(trip: Trip) -> Iterator[Journey]:
     if operator.kind != "kubeflow_trainer":
         return  # no TrainJob API: teams submit MPIJobs (docs/journeys.md says what is not walked)
     cluster = Cluster.of(trip.recording)
+    if stack.existing_cluster is not None:
+        # Platform-only mode: the groups are the cluster owner's, as the stack file describes them (their labels
+        # and taints); the plan creates none.
+        cluster.node_groups += [
+            (g.name, g.node_selector, [{"key": t.key, "value": t.value, "effect": t.effect.value} for t in g.taints])
+            for g in stack.gpu_node_groups
+        ]
     for team in stack.kubernetes.teams:
         for group in stack.gpu_node_groups:
             for kind, runtime in runtime_names(group, operator.runtimes.mpi).items():
@@ -284,6 +326,7 @@ def team_job(cluster: Cluster, stack: StackConfig, job: Submission) -> Journey:
         trainer_step(job, sets, runtime),
         limit_range_step(cluster, job, sets),
         coverage_step(cluster, job, sets),
+        placement_step(cluster, job, sets),
         nominal_step(cluster, job, sets, whole_group),
         quota_step(cluster, job, sets),
         capacity_step(cluster, job, sets),
@@ -417,6 +460,56 @@ def coverage_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> 
     return Step(name, True, f"ClusterQueue {queue} covers {', '.join(requested)}{excluded}", SOURCES["coverage"])
 
 
+def _flavor_names(cluster_queue: Mapping[str, Any]) -> list[str]:
+    return [f.get("name", "") for g in cluster_queue.get("resourceGroups") or [] for f in g.get("flavors") or []]
+
+
+def placement_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Step:
+    """Every flavor the ClusterQueue may assign puts every pod on the job's own group, past the group's taints (a
+    flavor that reached two groups, in two AZs, could split a job's ranks across them)."""
+    name = f"Kueue's flavor puts every pod on group {job.group.name}'s nodes, past their taints"
+    queue, spec, missing = _queue(cluster, job)
+    if spec is None:
+        return Step(name, False, missing, SOURCES["placement"])
+    flavors = _flavor_names(spec)
+    for flavor_name in flavors:
+        flavor = cluster.flavors.get(flavor_name)
+        if flavor is None:
+            return Step(name, False, f"ResourceFlavor {flavor_name} is not in the plan", SOURCES["placement"])
+        for s in sets:
+            selector, tolerations, conflict = placement.admitted(s.pod, flavor)
+            if conflict:
+                return Step(
+                    name, False, f"{s.name} pods conflict with flavor {flavor_name}: {conflict}", SOURCES["placement"]
+                )
+            groups = [(n, taints) for n, labels, taints in cluster.node_groups if placement.selects(selector, labels)]
+            names = sorted({n for n, _ in groups})
+            if names != [job.group.name]:
+                where = ", ".join(names) if names else "no node group"
+                return Step(
+                    name,
+                    False,
+                    f"{s.name} pods admitted to flavor {flavor_name} select {where}, not only {job.group.name}",
+                    SOURCES["placement"],
+                )
+            for _, taints in groups:
+                if left := placement.untolerated(tolerations, taints):
+                    return Step(
+                        name,
+                        False,
+                        f"{s.name} pods do not tolerate {', '.join(left)} on {job.group.name}'s nodes",
+                        SOURCES["placement"],
+                    )
+    return Step(
+        name,
+        bool(flavors),
+        f"ClusterQueue {queue}'s flavor(s) {', '.join(flavors)} reach only {job.group.name} and tolerate its taints"
+        if flavors
+        else f"ClusterQueue {queue} names no flavor",
+        SOURCES["placement"],
+    )
+
+
 def nominal_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet], whole_group: Sequence[PodSet]) -> Step:
     name = "the job fits the ClusterQueue's nominal quota (a job of the whole group too)"
     queue, spec, missing = _queue(cluster, job)
@@ -465,7 +558,8 @@ def quota_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Ste
         hard = spec.get("hard") or {}
         if not _known(hard):
             continue
-        for (_, pod), s in zip(pods, sets, strict=True):
+        counted = [(p, s) for p, s in zip(pods, sets, strict=True) if res.quota_applies(p[1], spec)]
+        for (_, pod), s in counted:
             if missing := res.quota_missing(pod, hard):
                 return Step(
                     name,
@@ -473,7 +567,7 @@ def quota_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> Ste
                     f"{s.name} pods must specify {', '.join(missing)} (the quota names them)",
                     SOURCES["quota"],
                 )
-        if over := res.quota_over(pods, hard):
+        if over := res.quota_over([p for p, _ in counted], hard):
             text = ", ".join(
                 f"{n} {quantity.text(n.split('.', 1)[-1], u)} > {quantity.text(n.split('.', 1)[-1], c)}"
                 for n, (u, c) in over.items()

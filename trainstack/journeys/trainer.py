@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.training_runtimes import ANCESTOR_LABEL, LAUNCHER, NODE, SSH_SECRET_VOLUME
+from components.k8s.training_runtimes import ANCESTOR_LABEL, LAUNCHER, NODE, SSH_SECRET_VOLUME
 from trainstack.journeys.resources import Pod
 
 SOURCE = "kubeflow/trainer v2.1.0 pkg/runtime/framework/plugins/jobset/builder.go, plugins/torch, plugins/mpi"

@@ -15,7 +15,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from stacks.schema import StackConfig
+from stacks.schema import GpuNodeGroupSpec, StackConfig
+from trainstack.delivery import BadInput
 from trainstack.preflight.aws import Account, AskFailed, error_code
 from trainstack.preflight.compute import offered_zones, reservation
 
@@ -54,12 +55,9 @@ def _edit(az: str, capacity: dict[str, str] | None = None) -> str:
 def search(
     cluster: StackConfig, stack: str, account: Account, group_name: str, count: int | None, days: int, weeks: int
 ) -> Search:
-    from trainstack.cli import BadInput
-
-    index, group = next(((i, g) for i, g in enumerate(cluster.gpu_node_groups) if g.name == group_name), (-1, None))
-    if group is None:
-        names = ", ".join(g.name for g in cluster.gpu_node_groups) or "none"
-        raise BadInput(f"--group {group_name}: no such gpu_node_groups entry; groups: {names}")
+    """Every way to get `count` (default: max_size) instances of one GPU group's type: the AZs that offer it, the
+    reservations the account holds, and the Capacity Blocks for sale for `days` days within `weeks` weeks."""
+    index, group = _group_named(cluster, group_name)
     if not 1 <= days <= MAX_BLOCK_DAYS:
         raise BadInput(f"--days {days}: Capacity Blocks last 1 to {MAX_BLOCK_DAYS} days")
     if weeks < 1:
@@ -67,19 +65,43 @@ def search(
     wanted = count if count is not None else group.max_size
     if wanted < 1:
         raise BadInput(f"--count {wanted}: at least 1 instance")
+    options: list[Option] = []
+    notes: list[str] = []
+    options += _on_demand_options(cluster, account, group, notes)
+    options += _reservation_options(account, group, wanted, notes)
+    options += _capacity_block_options(account, group, wanted, days, weeks, notes)
+    if not options:
+        notes.append(f"nothing found for {wanted} x {group.instance_type}; try another count, length or type")
+    return Search(
+        stack, group.name, f"gpu_node_groups[{index}]", group.instance_type, wanted, tuple(options), tuple(notes)
+    )
+
+
+def _group_named(cluster: StackConfig, group_name: str) -> tuple[int, GpuNodeGroupSpec]:
+    """The `gpu_node_groups` entry of that name, and its index."""
+    index, group = next(((i, g) for i, g in enumerate(cluster.gpu_node_groups) if g.name == group_name), (-1, None))
+    if group is None:
+        names = ", ".join(g.name for g in cluster.gpu_node_groups) or "none"
+        raise BadInput(f"--group {group_name}: no such gpu_node_groups entry; groups: {names}")
+    return index, group
+
+
+def _on_demand_options(
+    cluster: StackConfig, account: Account, group: GpuNodeGroupSpec, notes: list[str]
+) -> list[Option]:
+    """The AZs that offer the type On-Demand (DescribeInstanceTypeOfferings)."""
 
     class Ctx:  # the minimal context offered_zones needs
         def ask(self, family: str, service: str, operation: str, **params: Any) -> Any:
             return account.ask(family, service, operation, **params)
 
-    options: list[Option] = []
-    notes: list[str] = []
     in_network = set(cluster.network.availability_zones)
     zones: list[str] = []
     try:
         zones = offered_zones(Ctx(), group.instance_type)  # type: ignore[arg-type]
     except AskFailed as error:
         notes.append(f"offerings not read: {error}")
+    options: list[Option] = []
     for az in zones:
         outside = "" if az in in_network else f" (add {az} to network.availability_zones too)"
         options.append(
@@ -90,6 +112,11 @@ def search(
                 _edit(az, {"type": "on_demand"}),
             )
         )
+    return options
+
+
+def _reservation_options(account: Account, group: GpuNodeGroupSpec, wanted: int, notes: list[str]) -> list[Option]:
+    """The account's active or scheduled reservations of the type, ODCRs and Capacity Blocks alike."""
     held: list[dict[str, Any]] = []
     try:
         held = account.ask(
@@ -103,6 +130,7 @@ def search(
         ).get("CapacityReservations", [])
     except AskFailed as error:
         notes.append(f"reservations not read: {error}")
+    options: list[Option] = []
     for raw in held:
         found = reservation(raw)
         block = found.reservation_type == "capacity-block"
@@ -125,6 +153,13 @@ def search(
                 ),
             )
         )
+    return options
+
+
+def _capacity_block_options(
+    account: Account, group: GpuNodeGroupSpec, wanted: int, days: int, weeks: int, notes: list[str]
+) -> list[Option]:
+    """The Capacity Blocks for sale for the count and length, each with the purchase to make before the edit."""
     now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     offered: list[dict[str, Any]] = []
     try:
@@ -142,6 +177,7 @@ def search(
         notes.append(f"no Capacity Blocks for {group.instance_type}: {error_code(error)}")
     except AskFailed as error:
         notes.append(f"Capacity Block offerings not read: {error}")
+    options: list[Option] = []
     for raw in offered:
         az = raw.get("AvailabilityZone", "")
         start, end = raw.get("StartDate"), raw.get("EndDate")
@@ -165,11 +201,7 @@ def search(
                 ),
             )
         )
-    if not options:
-        notes.append(f"nothing found for {wanted} x {group.instance_type}; try another count, length or type")
-    return Search(
-        stack, group.name, f"gpu_node_groups[{index}]", group.instance_type, wanted, tuple(options), tuple(notes)
-    )
+    return options
 
 
 def render(found: Search, format_: str) -> str:

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from stacks.load import check_stack, load_file, stack_file
-    from trainstack.cli import EXIT_ACCOUNT, EXIT_OK, output_target, say, stack_name_of, write
+    from trainstack.console import EXIT_ACCOUNT, EXIT_OK, say, stack_name_of
+    from trainstack.delivery import output_target, write
     from trainstack.preflight.aws import Account, CannotAsk
 
     path = args.config if args.config is not None else stack_file(args.stack if args.stack is not None else "dev")

@@ -13,7 +13,7 @@ from trainstack.preflight.model import Check, Settles
 from trainstack.report.pins import risk_title, unconfirmed
 
 FAMILY = "eks"
-SYSTEM_AMI = "AL2023_x86_64_STANDARD"  # components/eks.py SYSTEM_AMI_TYPE
+SYSTEM_AMI = "AL2023_x86_64_STANDARD"  # components/eks/eks.py SYSTEM_AMI_TYPE
 
 
 def version_check(ctx: Context) -> Check:

@@ -1,13 +1,13 @@
 """The plan's "Capacity" section: per GPU group, who scales it, from and to, what a scale-up needs, the worst-case
-wait of a job of the group's whole size, and the cost at min and at max (trainstack/capacity_plan.py)."""
+wait of a job of the group's whole size, and the cost at min and at max (trainstack/model/capacity.py)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from trainstack.capacity_plan import GroupCapacity
+from trainstack.model.capacity import GroupCapacity
+from trainstack.model.report import Report
 from trainstack.report import fmt
-from trainstack.report.model import Report
 
 
 def duration(value: timedelta) -> str:

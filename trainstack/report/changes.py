@@ -15,10 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainstack.diff import InputChange, PlanDiff, ResourceChange, path_parts
 from trainstack.engine import RecordedResource, Recording
+from trainstack.model.diff import InputChange, PlanDiff, ResourceChange, path_parts
 from trainstack.report import fmt
 from trainstack.report.names import grouped, kind, owner, short, urn_name
+from trainstack.tokens import NAMESPACE
 
 CREATE, DELETE, UPDATE, REPLACE, TAGS, IGNORED = "create", "delete", "update", "replace", "tags", "ignored"
 ORDER = (REPLACE, DELETE, CREATE, UPDATE, TAGS, IGNORED)
@@ -131,7 +132,7 @@ def team_of(resource: RecordedResource, resources: dict[str, RecordedResource], 
         for candidate in (metadata.get("namespace"), (labels or {}).get(TEAM_LABEL)):
             if candidate in wanted:
                 return str(candidate)
-        if resource.type == "kubernetes:core/v1:Namespace" and metadata.get("name") in wanted:
+        if resource.type == NAMESPACE and metadata.get("name") in wanted:
             return str(metadata["name"])
     top = owner(resource, resources)
     for name in (resource.name, top.name if top is not None else ""):

@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from trainstack.diff import PlanDiff
+from trainstack.model.diff import PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.summary import FileSystemSummary, NodeGroupSummary, Summary
+from trainstack.model.time_to_ready import minutes
 from trainstack.report import fmt
-from trainstack.report.model import Report
 from trainstack.report.names import short
-from trainstack.report.summary import FileSystemSummary, NodeGroupSummary, Summary
-from trainstack.report.time_to_ready import minutes
 from trainstack.report.verdict import Figure, Verdict
 
 ARROW = "→"

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
+from trainstack.model.bringup import summarize_bringup
+from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.time_to_ready import minutes
 from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
-from trainstack.report.bringup import summarize_bringup
 from trainstack.report.capacity import markdown_lines as capacity_markdown
 from trainstack.report.changes import block, entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
-from trainstack.report.model import Report
 from trainstack.report.names import kind
 from trainstack.report.text import (
     COMPUTE_HEADERS,
@@ -27,7 +28,6 @@ from trainstack.report.text import (
     system_lines,
     team_names,
 )
-from trainstack.report.time_to_ready import minutes
 
 
 def diff_note() -> str:
@@ -380,7 +380,7 @@ def render(
 ) -> str:
     """The pull-request comment: verdict, risks and time to ready first, then the tables, at most `limit` bytes
     (0: no limit): what does not fit is cut, resource list first (`fit`), and a notice says so."""
-    s, cost = report.summary, report.cost
+    s = report.summary
     v = verdict.assess(report, diff, before)
     head = (
         f"## trainstack diff: `{s.stack}` against `{diff.against}` ({s.region})"
@@ -396,63 +396,21 @@ def render(
         Section("time to ready", (), tuple(_time(v))),
     ]
 
-    compute = ["### Compute", ""]
-    if s.gpu_groups:
-        compute += md_table(COMPUTE_HEADERS, compute_rows(report))
-        compute.append("")
-    compute += [f"- {line}" for line in system_lines(report) + hyperpod_lines(report)]
-    compute.append(
-        f"- accelerators **{s.accelerators_desired}** at desired, **{s.accelerators_max}** at max "
-        f"(budget {s.gpu_budget})"
-        + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
-    )
-    compute.append("")
-    sections.append(Section("compute table", tuple(compute[:2]), tuple(compute[2:])))
+    sections.append(_compute_section(report))
     if bringup := summarize_bringup(report.recording):
         body = [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}" for line in bringup_lines(bringup)]
         sections.append(Section("hyperpod bring-up", ("### HyperPod node bring-up", ""), (*body, "")))
     if capacity := capacity_markdown(report):
         sections.append(Section("capacity", tuple(capacity[:2]), tuple(capacity[2:])))
 
-    storage = ["### Storage", ""]
-    for fs in s.file_systems:
-        tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
-        line = (
-            f"- FSx for Lustre `{fs.name}`: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
-            f"{', EFA' if fs.efa_enabled else ''}: **{fmt.mb_s(fs.throughput_mb_s)}** aggregate"
-        )
-        if fs.coverage is not None:
-            line += (
-                f"; demand {s.accelerators_max} accelerators x {s.per_gpu_read_mb_s:g} MB/s"
-                f" = {fmt.mb_s(fs.demand_mb_s)} "
-                f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
-            )
-        storage.append(line)
-    storage.append(f"- S3 buckets: {s.bucket_count}")
-    storage.append("")
-    sections.append(Section("storage", tuple(storage[:2]), tuple(storage[2:])))
+    sections.append(_storage_section(report))
 
     if report.health is not None:
         sections.append(
             Section("health", ("### Health", ""), (*[f"- {line}" for line in health_lines(report.health)], ""))
         )
 
-    money = ["### Cost (estimate)", ""]
-    if cost.items:
-        money += md_table(COST_HEADERS, cost_rows(report))
-        money.append("")
-        money.append(
-            f"**Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
-            f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month** "
-            f"({cost.hours_per_month:g} h). GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
-            f"{fmt.percent(cost.gpu_share_max)} at max."
-        )
-    else:
-        money.append("Nothing recorded that the cost model prices.")
-    money.append("")
-    money += [f"> {note}  " for note in cost.notes]
-    money.append("")
-    sections.append(Section("cost table", tuple(money[:2]), tuple(money[2:])))
+    sections.append(_cost_section(report))
 
     if report.contracts:
         refused = md_table(
@@ -475,11 +433,75 @@ def render(
         sections.append(
             Section("account state", ("### Account state", ""), tuple(f"- {item}" for item in account), ("",))
         )
-    if v.status == verdict.REFUSED:  # the next step is the fix, never `pulumi up`
-        fixes = tuple(f"- {_inline(fix)}" for fix in v.fixes)
-        sections.append(Section("next step", ("### Next step: fix what refuses the plan", ""), (*fixes, "")))
-    else:
-        steps = [line.strip() for line in next_steps(s.stack, s.environment)[1:]]
-        sections.append(Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", "")))
+    sections.append(_next_step(v, s.stack, s.environment))
     sections.append(_resources(report))
     return fit(sections, limit)
+
+
+def _compute_section(report: Report) -> Section:
+    """The GPU groups' table, the system, HyperPod and accelerator lines."""
+    s = report.summary
+    compute = ["### Compute", ""]
+    if s.gpu_groups:
+        compute += md_table(COMPUTE_HEADERS, compute_rows(report))
+        compute.append("")
+    compute += [f"- {line}" for line in system_lines(report) + hyperpod_lines(report)]
+    compute.append(
+        f"- accelerators **{s.accelerators_desired}** at desired, **{s.accelerators_max}** at max "
+        f"(budget {s.gpu_budget})"
+        + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
+    )
+    compute.append("")
+    return Section("compute table", tuple(compute[:2]), tuple(compute[2:]))
+
+
+def _storage_section(report: Report) -> Section:
+    """Each file system's throughput against the accelerators' demand, and the buckets."""
+    s = report.summary
+    storage = ["### Storage", ""]
+    for fs in s.file_systems:
+        tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
+        line = (
+            f"- FSx for Lustre `{fs.name}`: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
+            f"{', EFA' if fs.efa_enabled else ''}: **{fmt.mb_s(fs.throughput_mb_s)}** aggregate"
+        )
+        if fs.coverage is not None:
+            line += (
+                f"; demand {s.accelerators_max} accelerators x {s.per_gpu_read_mb_s:g} MB/s"
+                f" = {fmt.mb_s(fs.demand_mb_s)} "
+                f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
+            )
+        storage.append(line)
+    storage.append(f"- S3 buckets: {s.bucket_count}")
+    storage.append("")
+    return Section("storage", tuple(storage[:2]), tuple(storage[2:]))
+
+
+def _cost_section(report: Report) -> Section:
+    """The estimate's rows, its totals and its notes."""
+    cost = report.cost
+    money = ["### Cost (estimate)", ""]
+    if cost.items:
+        money += md_table(COST_HEADERS, cost_rows(report))
+        money.append("")
+        money.append(
+            f"**Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
+            f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month** "
+            f"({cost.hours_per_month:g} h). GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
+            f"{fmt.percent(cost.gpu_share_max)} at max."
+        )
+    else:
+        money.append("Nothing recorded that the cost model prices.")
+    money.append("")
+    money += [f"> {note}  " for note in cost.notes]
+    money.append("")
+    return Section("cost table", tuple(money[:2]), tuple(money[2:]))
+
+
+def _next_step(v: verdict.Verdict, stack: str, environment: str) -> Section:
+    """What to do next: fix what refuses the plan, else the commands that deploy it."""
+    if v.status == verdict.REFUSED:  # the next step is the fix, never `pulumi up`
+        fixes = tuple(f"- {_inline(fix)}" for fix in v.fixes)
+        return Section("next step", ("### Next step: fix what refuses the plan", ""), (*fixes, ""))
+    steps = [line.strip() for line in next_steps(stack, environment)[1:]]
+    return Section("next step", ("### Next step", "", "```sh"), tuple(steps), ("```", ""))

@@ -24,17 +24,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainstack.diff import PlanDiff
 from trainstack.engine import RecordedResource, Recording
-from trainstack.report import fmt, graph
+from trainstack.model.diff import PlanDiff
+from trainstack.model.graph import Index, as_int, get
+from trainstack.model.summary import NodeGroupSummary, node_group_summary
+from trainstack.report import fmt
 from trainstack.report.changes import tags_only
-from trainstack.report.graph import Index, as_int, get
 from trainstack.report.names import urn_type
-from trainstack.report.summary import NodeGroupSummary, node_group_summary
+from trainstack.tokens import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    FSX_DATA_REPOSITORY_ASSOCIATION,
+    FSX_LUSTRE,
+    HELM_CHART,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    LAUNCH_TEMPLATE,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    PLACEMENT_GROUP,
+    S3_BUCKETS,
+    SUBNET,
+    VPC,
+    VPC_ENDPOINT,
+)
 
 MAX_GROUPS_PER_AZ = 2  # GPU groups drawn one by one in an AZ; the rest fold into one node under them
 LABEL_WIDTH = 22  # characters per label line: Mermaid wraps a label at 200 px (flowchart.wrappingWidth) itself
-DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 
 # Styles distinct from each other and from Mermaid's own fills (lavender nodes, pale yellow subgraphs), GitHub's
 # palette: green added, blue changed, red replaced, white on dark red replaced-while-protected, dashed removed.
@@ -184,22 +200,22 @@ class _Model:
     def _members(self, resource: RecordedResource) -> set[str]:
         """What a node stands for: the resource, the launch templates and placement groups it uses (a node group's
         nodes come from them: replacing one recreates the nodes), and its component."""
-        urns = {resource.urn, *(r.urn for r in self.index.refs(resource, "launchTemplate", graph.LAUNCH_TEMPLATE))}
-        for template in self.index.refs(resource, "launchTemplate", graph.LAUNCH_TEMPLATE):
-            urns |= {r.urn for r in self.index.refs(template, "placement", graph.PLACEMENT_GROUP)}
+        urns = {resource.urn, *(r.urn for r in self.index.refs(resource, "launchTemplate", LAUNCH_TEMPLATE))}
+        for template in self.index.refs(resource, "launchTemplate", LAUNCH_TEMPLATE):
+            urns |= {r.urn for r in self.index.refs(template, "placement", PLACEMENT_GROUP)}
         if resource.parent:
             urns.add(resource.parent)
         return urns
 
     def _build(self, recording: Recording) -> None:
         index = self.index
-        vpcs = index.of_type(graph.VPC)
+        vpcs = index.of_type(VPC)
+        in_vpc = "vpc" if vpcs else ""  # the container of what sits in the VPC, when one is drawn
         self.vpc_label = f"VPC {get(vpcs[0].inputs, 'cidrBlock') or ''}".strip() if vpcs else ""
-        subnet_zone = {s.urn: str(get(s.inputs, "availabilityZone") or "") for s in index.of_type(graph.SUBNET)}
-        all_zones = sorted({z for z in subnet_zone.values() if z})
+        subnet_zone = {s.urn: str(get(s.inputs, "availabilityZone") or "") for s in index.of_type(SUBNET)}
 
         # GPU groups by AZ, system groups in the VPC.
-        groups = [(r, node_group_summary(index, r)) for r in index.of_type(graph.NODE_GROUP)]
+        groups = [(r, node_group_summary(index, r)) for r in index.of_type(NODE_GROUP)]
         gpu_by_zone: dict[str, list[tuple[RecordedResource, NodeGroupSummary]]] = defaultdict(list)
         for r, g in groups:
             if g.gpu:
@@ -210,21 +226,32 @@ class _Model:
                     f"system nodes: {g.desired_size} x {g.instance_type} (max {g.max_size}) "
                     f"over {len(g.availability_zones)} AZs"
                 )
-                self.add(f"ng_{r.name}", label, "rect", "vpc" if vpcs else "", self._members(r))
-        file_systems = index.of_type(graph.FSX_LUSTRE)
+                self.add(f"ng_{r.name}", label, "rect", in_vpc, self._members(r))
+        file_systems = index.of_type(FSX_LUSTRE)
         fs_zone: dict[str, str] = {}
         for fs in file_systems:
-            zones = {subnet_zone.get(s.urn, "") for s in index.refs(fs, "subnetIds", graph.SUBNET)}
+            zones = {subnet_zone.get(s.urn, "") for s in index.refs(fs, "subnetIds", SUBNET)}
             fs_zone[fs.urn] = zones.pop() if len(zones) == 1 else ""
-        hyperpods = index.of_type(graph.HYPERPOD_CLUSTER)
+        hyperpods = index.of_type(HYPERPOD_CLUSTER)
 
         busy = {z for z in gpu_by_zone if z} | {z for z in fs_zone.values() if z}
         self.zones = sorted(busy, key=lambda z: (z not in gpu_by_zone, z not in fs_zone.values(), z))
 
-        # The network is one node: subnets and NAT gateways of every AZ and the interface endpoints (the text report
-        # lists them); the AZ subgraphs hold what must share an AZ (GPU groups, their fabric, the file system).
-        nats = index.of_type(graph.NAT_GATEWAY)
-        endpoints = index.of_type(graph.VPC_ENDPOINT)
+        self._add_network(subnet_zone, in_vpc)
+        self._add_gpu_groups(gpu_by_zone, in_vpc)
+        self._add_file_systems(file_systems, fs_zone)
+        self._add_control_plane_and_charts(groups)
+        self._add_buckets()
+        self._add_hyperpod(hyperpods, in_vpc)
+        self._add_data_path(hyperpods, file_systems)
+
+    def _add_network(self, subnet_zone: dict[str, str], in_vpc: str) -> None:
+        """The network is one node: subnets and NAT gateways of every AZ and the interface endpoints (the text
+        report lists them); the AZ subgraphs hold what must share an AZ (GPU groups, their fabric, the file
+        system)."""
+        all_zones = sorted({z for z in subnet_zone.values() if z})
+        nats = self.index.of_type(NAT_GATEWAY)
+        endpoints = self.index.of_type(VPC_ENDPOINT)
         subnets = list(subnet_zone)
         if subnets or nats or endpoints:
             parts = [f"{plural(len(subnets), 'subnet')} in {plural(len(all_zones), 'AZ')}"] if subnets else []
@@ -234,12 +261,16 @@ class _Model:
                 "network",
                 "\n".join(parts),
                 "stadium",
-                "vpc" if vpcs else "",
+                in_vpc,
                 {*subnets, *(n.urn for n in nats), *(e.urn for e in endpoints)},
             )
 
+    def _add_gpu_groups(
+        self, gpu_by_zone: dict[str, list[tuple[RecordedResource, NodeGroupSummary]]], in_vpc: str
+    ) -> None:
+        """Each AZ's largest GPU groups (MAX_GROUPS_PER_AZ), the rest folded into one node."""
         for zone, members in sorted(gpu_by_zone.items()):
-            container = f"az:{zone}" if zone else ("vpc" if vpcs else "")
+            container = f"az:{zone}" if zone else in_vpc
             members.sort(key=lambda m: (-m[1].gpus_max, m[1].name))
             for r, g in members[:MAX_GROUPS_PER_AZ]:
                 key = f"ng_{r.name}"
@@ -255,6 +286,8 @@ class _Model:
                     {u for r, _ in rest for u in self._members(r)},
                 )
 
+    def _add_file_systems(self, file_systems: list[RecordedResource], fs_zone: dict[str, str]) -> None:
+        """Each FSx for Lustre file system in its AZ: deployment type, size, EFA."""
         for fs in file_systems:
             zone = fs_zone[fs.urn]
             capacity = as_int(get(fs.inputs, "storageCapacity")) or 0
@@ -263,15 +296,18 @@ class _Model:
             )
             self.add(f"fs_{fs.name}", label, "cyl", f"az:{zone}" if zone else "vpc", self._members(fs))
 
-        for cluster in index.of_type(graph.EKS_CLUSTER):
+    def _add_control_plane_and_charts(self, groups: list[tuple[RecordedResource, NodeGroupSummary]]) -> None:
+        """The control plane; the charts that run on the GPU nodes (they tolerate the GPU taint) are drawn there,
+        the other charts and the EKS managed add-ons fold into one node: the text report lists every one with its
+        version."""
+        index = self.index
+        for cluster in index.of_type(EKS_CLUSTER):
             label = f"control plane {get(cluster.inputs, 'version') or ''}".strip()
             self.add("eks", label, "rect", "eks", {cluster.urn})
-        # The charts that run on the GPU nodes (they tolerate the GPU taint) are drawn there; the other charts and
-        # the EKS managed add-ons fold into one node: the text report lists every one with its version.
         gpu_taints = {t.split("=", 1)[0] for _, g in groups if g.gpu for t in g.taints}
         on_gpus: list[RecordedResource] = []
         others: list[RecordedResource] = []
-        for release in index.of_type(graph.HELM_RELEASE, graph.HELM_CHART):
+        for release in index.of_type(HELM_RELEASE, HELM_CHART):
             (on_gpus if _tolerated_keys(release.inputs.get("values")) & gpu_taints else others).append(release)
         if on_gpus:
             names = ", ".join(f"{_chart(r)} {get(r.inputs, 'version') or ''}".strip() for r in on_gpus)
@@ -279,19 +315,21 @@ class _Model:
             for r, g in groups:
                 if g.gpu and f"ng_{r.name}" in self.nodes:
                     self.edges.append(Edge("gpu_charts", self.group_target(f"ng_{r.name}"), "runs on", "-.->"))
-        addons = index.of_type(graph.EKS_ADDON)
+        addons = index.of_type(EKS_ADDON)
         if others or addons:
             parts = [plural(len(others), "more Helm chart")] if others else []
             parts += [plural(len(addons), "EKS add-on")] if addons else []
             self.add("addons", " and ".join(parts), "round", "eks", {a.urn for a in [*others, *addons]})
 
-        # S3: the buckets a data repository association links, drawn with its direction; the rest in one node.
-        buckets = index.of_type(*graph.S3_BUCKETS)
+    def _add_buckets(self) -> None:
+        """S3: the buckets a data repository association links, drawn with its direction; the rest in one node."""
+        index = self.index
+        buckets = index.of_type(*S3_BUCKETS)
         linked: dict[str, set[str]] = defaultdict(set)  # bucket urn -> file system node keys
         flows: dict[tuple[str, str], tuple[str, str]] = {}
-        for dra in index.of_type(DRA):
-            targets = index.refs(dra, "fileSystemId", graph.FSX_LUSTRE)
-            sources = [b for b in index.refs(dra, "dataRepositoryPath") if b.type in graph.S3_BUCKETS]
+        for dra in index.of_type(FSX_DATA_REPOSITORY_ASSOCIATION):
+            targets = index.refs(dra, "fileSystemId", FSX_LUSTRE)
+            sources = [b for b in index.refs(dra, "dataRepositoryPath") if b.type in S3_BUCKETS]
             for fs in targets:
                 if f"fs_{fs.name}" in self.nodes:
                     self.nodes[f"fs_{fs.name}"].urns.add(dra.urn)
@@ -312,15 +350,18 @@ class _Model:
             else:
                 self.edges.append(Edge(f"s3_{bucket.name}", fs_key, label, style))
 
+    def _add_hyperpod(self, hyperpods: list[RecordedResource], in_vpc: str) -> None:
+        """A HyperPod cluster as one node of its instances, orchestrated by EKS when it names an orchestrator."""
         for hp in hyperpods:
             count = sum(as_int(get(g, "instanceCount")) or 0 for g in hp.inputs.get("instanceGroups") or [])
-            self.add("hyperpod", f"SageMaker HyperPod: {count} instances", "rect", "vpc" if vpcs else "", {hp.urn})
+            self.add("hyperpod", f"SageMaker HyperPod: {count} instances", "rect", in_vpc, {hp.urn})
             if get(hp.inputs, "orchestrator", "eks"):
                 self.edges.append(Edge("eks", "hyperpod", "orchestrates"))
 
-        # The data path and the control plane: every drawn node group joins EKS and mounts each file system.
-        # A folded node of groups has no edges of its own (`_layout` puts it under the groups drawn): two more
-        # edges per fold would cross the drawn groups' edges for no fact the drawn ones do not already show.
+    def _add_data_path(self, hyperpods: list[RecordedResource], file_systems: list[RecordedResource]) -> None:
+        """The data path and the control plane: every drawn node group joins EKS and mounts each file system.
+        A folded node of groups has no edges of its own (`_layout` puts it under the groups drawn): two more
+        edges per fold would cross the drawn groups' edges for no fact the drawn ones do not already show."""
         compute = [k for k in self.nodes if k.startswith("ng_") and not k.startswith("ng_more_")]
         compute += ["hyperpod"] if hyperpods else []
         for key in compute:
@@ -453,7 +494,7 @@ def _zone_id(zone: str) -> str:
 
 
 def _cluster_prefix(recording: Recording) -> str:
-    clusters = Index(recording).of_type(graph.EKS_CLUSTER)
+    clusters = Index(recording).of_type(EKS_CLUSTER)
     if clusters and (name := get(clusters[0].inputs, "name")):
         return str(name)
     return ""

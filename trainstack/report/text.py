@@ -7,22 +7,22 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from stacks.catalog import CATALOG
-from trainstack.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.journeys import Journey
+from trainstack.model.bringup import summarize_bringup
+from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff
+from trainstack.model.graph import Index
+from trainstack.model.report import Report
+from trainstack.model.summary import NodeGroupSummary
+from trainstack.model.time_to_ready import minutes
 from trainstack.report import fmt, header, verdict
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
-from trainstack.report.bringup import summarize_bringup
 from trainstack.report.capacity import capacity_lines
 from trainstack.report.changes import entries
 from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import Style as Style  # the renderers share it (preflight too)
-from trainstack.report.graph import Index
 from trainstack.report.health import lines as health_lines
-from trainstack.report.model import Report
-from trainstack.report.summary import NodeGroupSummary
-from trainstack.report.time_to_ready import minutes
 
 
 def next_steps(stack: str, environment: str) -> list[str]:
@@ -249,7 +249,7 @@ def diff_lines(report: Report, diff: PlanDiff, style: Style, width: int, before:
 
 def team_names(report: Report, before: Recording | None) -> tuple[str, ...]:
     """The teams of the plan (and of the baseline, for what a change removes)."""
-    from trainstack.report.summary import team_summaries
+    from trainstack.model.summary import team_summaries
 
     names = [t.name for t in report.summary.teams]
     if before is not None:
@@ -350,7 +350,7 @@ def _compute(report: Report, style: Style, width: int) -> list[str]:
 
 
 def _bringup(report: Report, style: Style, width: int) -> list[str]:
-    """How each HyperPod instance group comes up (trainstack.report.bringup); nothing without HyperPod."""
+    """How each HyperPod instance group comes up (trainstack.model.bringup); nothing without HyperPod."""
     groups = summarize_bringup(report.recording)
     if not groups:
         return []

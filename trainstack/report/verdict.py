@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks.catalog import CATALOG
-from trainstack.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
-from trainstack.report import fmt, graph
-from trainstack.report.model import Report
+from trainstack.model.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
+from trainstack.model.report import Report
+from trainstack.model.time_to_ready import Estimate, change_estimate, deploy_estimate
+from trainstack.report import fmt
 from trainstack.report.names import short, urn_name
 from trainstack.report.pins import risk_title, unconfirmed
-from trainstack.report.time_to_ready import Estimate, change_estimate, deploy_estimate
+from trainstack.tokens import HYPERPOD_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, PLACEMENT_GROUP
 
 OK = "ok"
 ATTENTION = "needs attention"
 REFUSED = "refused"
 SEVERITIES = (REFUSED, "high", "medium", "low")  # most serious first
-_ACCELERATOR_TYPES = {graph.NODE_GROUP, graph.LAUNCH_TEMPLATE, graph.PLACEMENT_GROUP, graph.HYPERPOD_CLUSTER}
+_ACCELERATOR_TYPES = {NODE_GROUP, LAUNCH_TEMPLATE, PLACEMENT_GROUP, HYPERPOD_CLUSTER}
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,25 @@ def _count_change(desired: float, maximum: float) -> str | None:
 
 
 def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
-    s, cluster = report.summary, report.summary.name
+    """Every risk of the plan (or the diff), most severe first; detection order within a severity."""
+    cluster = report.summary.name
+    found = [
+        *_refusals(report, diff),
+        *_storage_risks(report),
+        *_replaced_accelerators(diff, cluster),
+        *_capacity_risks(report),
+        *_budget_and_pin_risks(report),
+        *_estimated_price_risks(report),
+        *_accepted_risks(report),
+    ]
+    rank = {severity: i for i, severity in enumerate(SEVERITIES)}
+    return sorted(found, key=lambda r: rank[r.severity])  # stable: detection order within a severity
+
+
+def _refusals(report: Report, diff: PlanDiff | None) -> list[Risk]:
+    """What refuses the plan: contracts, broken journeys, mandatory policies, protected resources the diff
+    deletes or replaces."""
+    cluster = report.summary.name
     found: list[Risk] = []
     for c in report.contracts:
         found.append(Risk(REFUSED, f"contract: {short(c.name, cluster)} {c.path or '(resource)'}", c.rule))
@@ -228,6 +247,13 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                     f"undo the change that moves its {reasons}; to move it on purpose, follow docs/day2.md",
                 )
             )
+    return found
+
+
+def _storage_risks(report: Report) -> list[Risk]:
+    """File systems that feed the accelerators less than they read."""
+    s, cluster = report.summary, report.summary.name
+    found: list[Risk] = []
     for fs in s.file_systems:
         if fs.coverage is not None and fs.coverage < 1:
             found.append(
@@ -239,6 +265,12 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                     "stalls the GPUs",
                 )
             )
+    return found
+
+
+def _replaced_accelerators(diff: PlanDiff | None, cluster: str) -> list[Risk]:
+    """Accelerator resources the diff replaces: their nodes are recreated and running jobs stop."""
+    found: list[Risk] = []
     if diff is not None:
         for change in diff.replaced:
             if change.type in _ACCELERATOR_TYPES and not change.protected:
@@ -250,6 +282,13 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                         "running jobs stop",
                     )
                 )
+    return found
+
+
+def _capacity_risks(report: Report) -> list[Risk]:
+    """GPU groups without held capacity, reservations billed for idle instances, EFA below the type's fabric."""
+    s, cluster = report.summary, report.summary.name
+    found: list[Risk] = []
     for g in s.gpu_groups:
         name = short(g.name, cluster)
         if g.capacity in ("on-demand", "spot"):
@@ -282,6 +321,13 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                     f"the fabric runs at {g.efa_interfaces / g.efa_max:.0%} of {g.instance_type}'s bandwidth",
                 )
             )
+    return found
+
+
+def _budget_and_pin_risks(report: Report) -> list[Risk]:
+    """Accelerators over the GPU budget, and add-on builds no AWS source confirms for the EKS version."""
+    s = report.summary
+    found: list[Risk] = []
     if s.accelerators_max > s.gpu_budget:
         found.append(
             Risk("high", f"{s.accelerators_max} accelerators at max over the budget of {s.gpu_budget}", "cost.max_gpus")
@@ -290,6 +336,12 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
         pins = {a.name: a.version for a in s.addons if a.kind == "eks-addon"}
         for addon, build, why in unconfirmed(version, pins):
             found.append(Risk("low", risk_title(addon, build, version), why))
+    return found
+
+
+def _estimated_price_risks(report: Report) -> list[Risk]:
+    """Cost rows priced without a list price read."""
+    found: list[Risk] = []
     estimated = [i.name for i in report.cost.items if i.estimated]
     if estimated:
         found.append(
@@ -299,6 +351,13 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                 "no list price was read for the type, or the catalog doubts it",
             )
         )
+    return found
+
+
+def _accepted_risks(report: Report) -> list[Risk]:
+    """Advisory policy findings, and every waiver: risks someone accepted."""
+    cluster = report.summary.name
+    found: list[Risk] = []
     if report.policy is not None:
         advisories: dict[str, list[str]] = {}
         for v in report.policy.advisory:
@@ -317,8 +376,7 @@ def _risks(report: Report, diff: PlanDiff | None) -> list[Risk]:
                     f"owner {w.owner}{expires}: {w.reason}",
                 )
             )
-    rank = {severity: i for i, severity in enumerate(SEVERITIES)}
-    return sorted(found, key=lambda r: rank[r.severity])  # stable: detection order within a severity
+    return found
 
 
 def assess(report: Report, diff: PlanDiff | None = None, before: Report | None = None) -> Verdict:

@@ -1,0 +1,112 @@
+"""The resource and function type tokens trainstack reads, each spelt once: `aws:eks/nodeGroup:NodeGroup` is
+NODE_GROUP in the contracts, the journeys, the model, the report and the offline engine alike.
+
+A type token is the Pulumi schema's name for a resource or function (`<package>:<module>:<Type>`), the `type` of
+every recorded registration and every URN. A provider that renames one changes it here, and
+tests/unit/test_tokens.py checks each token against the installed providers' own registries, so a misspelt
+or renamed token fails there rather than matching nothing in a plan. The program's own component types
+(`trainstack:<area>:<Name>`) are set by each component in components/.
+"""
+
+from __future__ import annotations
+
+# The engine's own: the root stack (resource.RootStackType in the Pulumi SDK) and the default providers.
+AWS_PROVIDER = "pulumi:providers:aws"
+ROOT_STACK = "pulumi:pulumi:Stack"
+
+# pulumi-aws-native resources.
+HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
+
+# pulumi-aws resources, by service.
+AMP_ALERT_MANAGER_DEFINITION = "aws:amp/alertManagerDefinition:AlertManagerDefinition"
+AMP_RULE_GROUP_NAMESPACE = "aws:amp/ruleGroupNamespace:RuleGroupNamespace"
+AMP_SCRAPER = "aws:amp/scraper:Scraper"
+AMP_WORKSPACE = "aws:amp/workspace:Workspace"
+AUTOSCALING_TAG = "aws:autoscaling/tag:Tag"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+EIP = "aws:ec2/eip:Eip"
+FLOW_LOG = "aws:ec2/flowLog:FlowLog"
+DEFAULT_SECURITY_GROUP = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+INTERNET_GATEWAY = "aws:ec2/internetGateway:InternetGateway"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NAT_GATEWAY = "aws:ec2/natGateway:NatGateway"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+ROUTE = "aws:ec2/route:Route"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+SUBNET = "aws:ec2/subnet:Subnet"
+VPC = "aws:ec2/vpc:Vpc"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+EKS_ADDON = "aws:eks/addon:Addon"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+FSX_DATA_REPOSITORY_ASSOCIATION = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+IAM_OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
+IAM_POLICY = "aws:iam/policy:Policy"
+IAM_ROLE = "aws:iam/role:Role"
+IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+IAM_ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+INSTANCE_PROFILE = "aws:iam/instanceProfile:InstanceProfile"
+KMS_ALIAS = "aws:kms/alias:Alias"
+KMS_KEY = "aws:kms/key:Key"
+BUCKET = "aws:s3/bucket:Bucket"
+BUCKET_ENCRYPTION = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+BUCKET_LIFECYCLE_CONFIGURATION = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
+BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+BUCKET_OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+BUCKET_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
+BUCKET_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
+S3_BUCKETS = (BUCKET, BUCKET_V2)  # a bucket of either resource (pulumi-aws 7 renamed BucketV2 to Bucket)
+SNS_TOPIC = "aws:sns/topic:Topic"
+SNS_TOPIC_POLICY = "aws:sns/topicPolicy:TopicPolicy"
+SNS_TOPIC_SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
+SECURITY_GROUP_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+SECURITY_GROUP_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+
+# pulumi-aws functions (invokes): the data sources the program reads; the offline engine answers them (mocks.py).
+EC2_GET_CAPACITY_BLOCK_RESERVATION = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
+EC2_GET_INSTANCES = "aws:ec2/getInstances:getInstances"
+EC2_GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
+EC2_GET_INSTANCE_TYPE_OFFERINGS = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
+EC2_GET_PREFIX_LIST = "aws:ec2/getPrefixList:getPrefixList"
+EC2_GET_SUBNET = "aws:ec2/getSubnet:getSubnet"
+EKS_GET_CLUSTER = "aws:eks/getCluster:getCluster"
+EKS_GET_CLUSTER_VERSIONS = "aws:eks/getClusterVersions:getClusterVersions"
+IAM_GET_POLICY_DOCUMENT = "aws:iam/getPolicyDocument:getPolicyDocument"
+IAM_GET_ROLES = "aws:iam/getRoles:getRoles"
+IAM_GET_SESSION_CONTEXT = "aws:iam/getSessionContext:getSessionContext"
+IAM_GET_USERS = "aws:iam/getUsers:getUsers"
+GET_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
+GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
+GET_PARTITION = "aws:index/getPartition:getPartition"
+GET_REGION = "aws:index/getRegion:getRegion"
+SERVICE_QUOTAS_GET_SERVICE_QUOTA = "aws:servicequotas/getServiceQuota:getServiceQuota"
+SSM_GET_PARAMETER = "aws:ssm/getParameter:getParameter"
+
+# pulumi-kubernetes resources: core, RBAC, admission, batch, Helm, and the Kubeflow Trainer CRDs the program creates.
+VALIDATING_ADMISSION_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VALIDATING_ADMISSION_POLICY_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+K8S_JOB = "kubernetes:batch/v1:Job"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
+PERSISTENT_VOLUME_CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+HELM_CHART = "kubernetes:helm.sh/v4:Chart"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+K8S_CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+K8S_CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+K8S_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+K8S_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+CLUSTER_TRAINING_RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
+TRAIN_JOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
