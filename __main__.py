@@ -20,6 +20,7 @@ from components.k8s.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.k8s.metrics_server import MetricsServer, MetricsServerArgs
 from components.k8s.neuron_device_plugin import NeuronDevicePlugin, NeuronDevicePluginArgs
 from components.k8s.scheduling import Scheduling, SchedulingArgs
+from components.k8s.tenancy import Tenancy, TenancyArgs
 from components.k8s.training_runtimes import LustreMount, TrainingRuntimes, TrainingRuntimesArgs
 from components.k8s.validation_jobs import ValidationJobs, ValidationJobsArgs
 from components.k8s_common import custom_taint_tolerations
@@ -39,7 +40,6 @@ from components.storage.lustre import LustreFileSystem, LustreFileSystemArgs
 from components.storage.lustre import log_group_name as lustre_log_group_name
 from components.storage.lustre_volume import CLAIM_NAME, LustreVolume, LustreVolumeArgs
 from components.storage.team_storage import TeamStorageAccess, TeamStorageAccessArgs
-from components.tenancy import Tenancy, TenancyArgs
 from stacks.load import FULL_KEY, ConfigError, check_stack, secret_refusal, validate_object
 from stacks.schema import CONFIG_KEY, CONFIG_NAMESPACE
 

@@ -2,7 +2,7 @@
 
 One home for them because several areas create namespaces (Kubernetes platform, fleet health, validation)
 and the team namespaces' labels are what the ClusterQueues, quotas, network policies and the registry policy
-select on (components/tenancy.py).
+select on (components/k8s/tenancy.py).
 """
 
 from __future__ import annotations

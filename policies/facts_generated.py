@@ -102,7 +102,7 @@ DATASETS_CLAIM = "fsx-datasets"
 # components/storage/lustre_volume.py: `ro`
 READ_ONLY_MOUNT_OPTION = "ro"
 
-# components/tenancy.py: anyone can publish there
+# components/k8s/tenancy.py: anyone can publish there
 OPEN_REGISTRIES = (
     "public.ecr.aws",
     "docker.io",
@@ -123,7 +123,7 @@ TEAM_GROUP_PREFIX = "trainstack:team:"
 # components/team_rbac.py: the Services a team may not create
 SERVICE_QUOTA = {"services.loadbalancers": "0", "services.nodeports": "0"}
 
-# components/tenancy.py: the admission policy that holds the team namespaces' image allowlist
+# components/k8s/tenancy.py: the admission policy that holds the team namespaces' image allowlist
 REGISTRY_POLICY_NAME = "trainstack-allowed-registries"
 
 # components/k8s/training_runtimes.py BACKOFF_ENV: the training runtimes' restart-wait init container

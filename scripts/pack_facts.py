@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from components.k8s.tenancy import OPEN_REGISTRIES, REGISTRY_POLICY_NAME  # noqa: E402
 from components.k8s.training_runtimes import BACKOFF_ENV  # noqa: E402
 from components.namespaces import PSA_ENFORCE, TENANT_LABEL, TENANT_TEAM  # noqa: E402
 from components.sagemaker.hyperpod import PROVISIONING_PARAMETERS  # noqa: E402
@@ -37,7 +38,6 @@ from components.storage.buckets import DATA_CLASS_TAG, EMPTYING_ACTIONS, READ_WR
 from components.storage.lustre import LUSTRE_PORT_RANGES  # noqa: E402
 from components.storage.lustre_volume import CSI_DRIVER, DATASETS_CLAIM_NAME, READ_ONLY_MOUNT_OPTION  # noqa: E402
 from components.team_rbac import SERVICE_QUOTA, TEAM_GROUP_PREFIX  # noqa: E402
-from components.tenancy import OPEN_REGISTRIES, REGISTRY_POLICY_NAME  # noqa: E402
 from stacks import fsx_sizing  # noqa: E402
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator  # noqa: E402
 from stacks.load import STACKS_DIR, load_file  # noqa: E402
@@ -166,14 +166,14 @@ def facts_module() -> str:
             _constant("FSX_CSI_DRIVER", CSI_DRIVER, "components/storage/lustre_volume.py: the FSx CSI driver's name"),
             _constant("DATASETS_CLAIM", DATASETS_CLAIM_NAME, "components/storage/lustre_volume.py: the datasets claim"),
             _constant("READ_ONLY_MOUNT_OPTION", READ_ONLY_MOUNT_OPTION, "components/storage/lustre_volume.py: `ro`"),
-            _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/tenancy.py: anyone can publish there"),
+            _constant("OPEN_REGISTRIES", OPEN_REGISTRIES, "components/k8s/tenancy.py: anyone can publish there"),
             _constant("LUSTRE_PORT_RANGES", LUSTRE_PORT_RANGES, "components/storage/lustre.py: Lustre's server ports"),
             _constant("TEAM_GROUP_PREFIX", TEAM_GROUP_PREFIX, "components/team_rbac.py: a team's Kubernetes group"),
             _constant("SERVICE_QUOTA", SERVICE_QUOTA, "components/team_rbac.py: the Services a team may not create"),
             _constant(
                 "REGISTRY_POLICY_NAME",
                 REGISTRY_POLICY_NAME,
-                "components/tenancy.py: the admission policy that holds the team namespaces' image allowlist",
+                "components/k8s/tenancy.py: the admission policy that holds the team namespaces' image allowlist",
             ),
             _constant(
                 "RESTART_BACKOFF_ENV",

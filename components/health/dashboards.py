@@ -17,8 +17,8 @@ from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef
 
-from components.alert_rules import AGENT_CONDITIONS
 from components.fleet_metrics import EFA_METRIC, FSX_PERIOD_S, yace_metric
+from components.health.alert_rules import AGENT_CONDITIONS
 
 DATASOURCE_UID = "amp"
 _DATASOURCE = DataSourceRef(type_val="prometheus", uid=DATASOURCE_UID)

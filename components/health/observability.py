@@ -9,7 +9,7 @@
   Prometheus server to run, size or upgrade; the collector scrapes from ENIs in the private subnets), the
   exporters it scrapes (dcgm-exporter from the GPU Operator, node-exporter with an EFA counter sidecar,
   kube-state-metrics, Kueue itself, YACE for the file system's CloudWatch metrics), the alert rules
-  (components/alert_rules.py) with the workspace's alert manager routing them to an SNS topic, and an
+  (components/health/alert_rules.py) with the workspace's alert manager routing them to an SNS topic, and an
   in-cluster Grafana that reads the workspace with SigV4 and loads the dashboards (components/health/dashboards.py)
   from ConfigMaps. Grafana runs in the cluster rather than as Amazon Managed Grafana because AMG needs IAM
   Identity Center (or SAML) and per-user licences before anyone sees a panel; the same dashboards import into
@@ -28,7 +28,6 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.alert_rules import alerts, rules_yaml
 from components.fleet_metrics import (
     EFA_TEXTFILE_DIR,
     MONITORING_NAMESPACE,
@@ -36,6 +35,7 @@ from components.fleet_metrics import (
     scrape_configuration_yaml,
     yace_config,
 )
+from components.health.alert_rules import alerts, rules_yaml
 from components.health.dashboards import DATASOURCE_UID, dashboards
 from components.namespaces import system_namespace_labels
 from components.naming import child_name, physical_name

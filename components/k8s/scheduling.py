@@ -96,7 +96,7 @@ def kueue_values(training_operator_kind: str, wait_for_pods_ready_timeout_s: int
         "health": {"healthProbeBindAddress": ":8081"},
         # Per-ClusterQueue usage and quota series (kueue_cluster_queue_resource_usage, _nominal_quota) are
         # reported only with this on (v0.14.8 apis/config/v1beta1 `enableClusterQueueResources`); the
-        # WorkloadsPendingDespiteQuota alert reads them (components/alert_rules.py).
+        # WorkloadsPendingDespiteQuota alert reads them (components/health/alert_rules.py).
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},

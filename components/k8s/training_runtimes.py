@@ -29,7 +29,7 @@ JobSet 0.10.1 (Trainer 2.1.0's chart dependency) restarts at once, with no backo
 pods that hold the GPUs waits `restart_backoff_s * 2^(attempt-1)` seconds, capped, before restart `attempt`.
 
 What a rank gets (docs/validate.md, "What each rank gets"): the pod holding a node's accelerators requests, as
-requests = limits, the node's allocatable CPU, memory and half its ephemeral storage (`components/tenancy.py`
+requests = limits, the node's allocatable CPU, memory and half its ephemeral storage (`components/k8s/tenancy.py`
 `node_shape`: capacity less kube-reserved, the eviction threshold and the hugepages) less `DAEMONSET_HEADROOM` for the
 node's DaemonSets and, for MPI, the launcher that Kueue places on one of the group's nodes. Every rank's CPU and
 memory is therefore the runtime's, never the namespace LimitRange's default (1 CPU and 1 GiB for a whole pod).
@@ -69,6 +69,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.health.checkpoints import CONFIG_MAP as CHECKPOINT_CONFIG_MAP
+from components.k8s.tenancy import node_shape
 from components.k8s_common import (
     EFA_RESOURCE,
     IMMUTABLE_FIELDS,
@@ -76,7 +77,6 @@ from components.k8s_common import (
 )
 from components.naming import child_name
 from components.storage.team_storage import TEAM_SERVICE_ACCOUNT
-from components.tenancy import node_shape
 from stacks.catalog import CATALOG, Accelerator
 from stacks.schema import GpuNodeGroupSpec, TrainerRuntimesSpec
 
@@ -116,7 +116,7 @@ DAEMONSET_HEADROOM_MILLICORES = 500
 DAEMONSET_HEADROOM_MIB = 1024
 # The MPI launcher: mpirun and ssh, no accelerator. Kueue places it with the workers on the group's nodes (the
 # flavor's node labels), so each worker leaves its requests free. Limits equal to requests: a team whose compute
-# quota is exactly its nodes' allocatable (components/tenancy.py) has no room for a launcher limit above them.
+# quota is exactly its nodes' allocatable (components/k8s/tenancy.py) has no room for a launcher limit above them.
 LAUNCHER_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
 LAUNCHER_CPU_MILLICORES = 1000
 LAUNCHER_MEMORY_MIB = 2048

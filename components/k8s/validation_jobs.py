@@ -28,6 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.k8s.scheduling import custom_resource_name, local_queue
+from components.k8s.tenancy import limit_range_limits
 from components.k8s.training_runtimes import (
     LAUNCHER,
     MPI_POD_CONTEXT,
@@ -53,7 +54,6 @@ from components.k8s_common import (
 from components.namespaces import system_namespace_labels
 from components.naming import child_name
 from components.nccl import ALL_REDUCE_PERF, NcclPlan, nccl_env, nccl_verdict_lines, supports_device_rdma
-from components.tenancy import limit_range_limits
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, ValidationSpec
 

@@ -20,7 +20,7 @@ REGISTRY_PREFIX = r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d+)?/([a-z0-9._-]+/)*$"
 RegistryPrefix = Annotated[str, Field(pattern=REGISTRY_PREFIX)]
 
 # What team namespaces may run by default: each prefix names who publishes there, never a registry where anyone
-# can publish (ECR Public, Docker Hub, GHCR, Quay: components/tenancy.py OPEN_REGISTRIES) by its host alone.
+# can publish (ECR Public, Docker Hub, GHCR, Quay: components/k8s/tenancy.py OPEN_REGISTRIES) by its host alone.
 # - nvcr.io/nvidia/: NVIDIA's own NGC images (CUDA, PyTorch, Triton);
 # - public.ecr.aws/deep-learning-containers/: AWS Deep Learning Containers (the torch runtime's image);
 # - public.ecr.aws/hpc-cloud/: AWS's nccl-tests build with EFA, aws-ofi-nccl and Open MPI (the MPI runtime's image);
@@ -29,7 +29,7 @@ RegistryPrefix = Annotated[str, Field(pattern=REGISTRY_PREFIX)]
 #   the mirrored path, since Docker Hub's own host is open to anyone;
 # - registry.k8s.io/: the Kubernetes project's images (only the project publishes there);
 # - ghcr.io/kubeflow/: Kubeflow Trainer's initializer images;
-# - the account's private ECR in the stack's region is always allowed (see components/tenancy.py).
+# - the account's private ECR in the stack's region is always allowed (see components/k8s/tenancy.py).
 DEFAULT_ALLOWED_REGISTRIES: tuple[str, ...] = (
     "nvcr.io/nvidia/",
     "public.ecr.aws/deep-learning-containers/",

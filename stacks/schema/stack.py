@@ -370,7 +370,7 @@ class StackConfig(Spec):
         return problems
 
     def _runtime_image_problems(self) -> list[str]:
-        """Training runtime pods run in the team namespaces, whose registry policy (components/tenancy.py) refuses
+        """Training runtime pods run in the team namespaces, whose registry policy (components/k8s/tenancy.py) refuses
         an unapproved image: a default image from elsewhere would stop every TrainJob that keeps it, and the
         restart-wait init container runs in every one."""
         operator = self.kubernetes.training_operator

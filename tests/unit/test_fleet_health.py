@@ -10,7 +10,6 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rule_groups, rules_yaml
 from components.fleet_metrics import (
     scrape_configuration,
     scrape_configuration_yaml,
@@ -19,6 +18,7 @@ from components.fleet_metrics import (
     yace_metric,
 )
 from components.gpu.gpu_nodes import node_repair_config
+from components.health.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rule_groups, rules_yaml
 from components.health.checkpoints import checkpoint_env
 from components.health.dashboards import DATASOURCE_UID, dashboards
 from components.storage.lustre import file_system_name

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.k8s.tenancy import device_policy_spec, registry_policy_spec
 from components.k8s.training_runtimes import TORCHRUN_COMMAND, TORCHRUN_ENTRYPOINT, jobset_failure_policy
-from components.tenancy import device_policy_spec, registry_policy_spec
 from stacks.load import ConfigError
 from stacks.schema import TrainerRuntimesSpec
 from tests.conftest import ROOT, edited_config

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components import namespaces, tenancy
+from components import namespaces
+from components.k8s import tenancy
+from components.k8s.tenancy import (
+    network_policies,
+    node_shapes,
+    registry_expression,
+    reserved_cpu_millicores,
+    team_compute_quota,
+)
 from components.k8s_common import TEAM_LABEL
 from components.namespaces import (
     PSA_ENFORCE,
@@ -17,13 +25,6 @@ from components.namespaces import (
     pod_security_labels,
     system_namespace_labels,
     team_namespace_labels,
-)
-from components.tenancy import (
-    network_policies,
-    node_shapes,
-    registry_expression,
-    reserved_cpu_millicores,
-    team_compute_quota,
 )
 from policies.rules import k8s as rules
 from stacks.catalog import CATALOG

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.tenancy import REGISTRY_POLICY_NAME
+from components.k8s.tenancy import REGISTRY_POLICY_NAME
 from stacks.registries import LayerStore, image_registry, registry_facts
 from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import DEPLOY, Journey, Step, Trip, iam

@@ -34,6 +34,14 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from components.k8s.autoscaling import NODE_TEMPLATE
+from components.k8s.tenancy import (
+    DEVICE_POLICY_NAME,
+    LAUNCHER_LABEL,
+    POD_IDENTITY_AGENT_CIDR,
+    POD_IDENTITY_AGENT_PORT,
+    REGISTRY_POLICY_NAME,
+    node_shape,
+)
 from components.k8s.training_runtimes import (
     CHECKPOINT_ENV,
     DAEMONSET_HEADROOM_MIB,
@@ -48,14 +56,6 @@ from components.k8s_common import EFA_RESOURCE, KUEUE_QUEUE_LABEL, NODE_GROUP_LA
 from components.namespaces import PSA_ENFORCE
 from components.storage.lustre import LUSTRE_PORT_RANGES
 from components.storage.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
-from components.tenancy import (
-    DEVICE_POLICY_NAME,
-    LAUNCHER_LABEL,
-    POD_IDENTITY_AGENT_CIDR,
-    POD_IDENTITY_AGENT_PORT,
-    REGISTRY_POLICY_NAME,
-    node_shape,
-)
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, StackConfig, TeamSpec
 from trainstack.contracts.crds import _ints
@@ -137,7 +137,7 @@ SOURCES = {
     "devices": "Kubernetes ValidatingAdmissionPolicy, evaluated with cel-python; kubernetes-sigs/jobset v0.10.1 "
     "pkg/controllers/jobset_controller.go (pods carry jobset.sigs.k8s.io/replicatedjob-name)",
     "ranks": "kubernetes v1.36 pkg/volume/emptydir/empty_dir.go (calculateEmptyDirMemorySize); "
-    "awslabs/amazon-eks-ami kube-reserved formula (components/tenancy.py node_shape)",
+    "awslabs/amazon-eks-ami kube-reserved formula (components/k8s/tenancy.py node_shape)",
     "network": netpol.SOURCE,
     "lustre": "FSx for Lustre User Guide, 'Lustre root squash'; POSIX directory permissions (write and search)",
     "exit": "pytorch v2.7.1 torch/distributed/elastic/multiprocessing/errors/__init__.py (record re-raises "

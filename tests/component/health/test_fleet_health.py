@@ -9,7 +9,7 @@ import pulumi
 import pytest
 import yaml
 
-from components.alert_rules import rules_yaml
+from components.health.alert_rules import rules_yaml
 from components.health.observability import NODE_MONITORING_AGENT, FleetHealth, FleetHealthArgs
 from stacks.schema import HealthSpec
 from tests.component.helpers import aws_opts, k8s_opts
