@@ -52,92 +52,94 @@ def _dashboard(uid: str, title: str, rows: list[tuple[str, list[Any]]]) -> dict[
 
 
 def gpu_dashboard() -> dict[str, Any]:
-    conditions = "|".join(AGENT_CONDITIONS)
     return _dashboard(
         "trainstack-gpu",
         "trainstack / GPUs",
         [
-            (
-                "Fleet health",
-                [
-                    _stat(
-                        "Nodes with a failing condition",
-                        "none",
-                        _query(
-                            f'count(kube_node_status_condition{{condition=~"{conditions}",status="false"}} == 1)'
-                            " or vector(0)",
-                            "unhealthy",
-                        ),
-                    ),
-                    _stat(
-                        "GPUs reporting",
-                        "none",
-                        _query("count(DCGM_FI_DEV_GPU_TEMP)", "GPUs"),
-                    ),
-                    _stat(
-                        "Double-bit ECC (1h)",
-                        "none",
-                        _query("sum(increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]))", "DBE"),
-                    ),
-                    _stat("Last Xid", "none", _query("max(DCGM_FI_DEV_XID_ERRORS)", "Xid")),
-                    _series(
-                        "Node conditions from the monitoring agent",
-                        "none",
-                        _query(
-                            f'kube_node_status_condition{{condition=~"{conditions}",status="false"}} == 1',
-                            "{{node}} {{condition}}",
-                        ),
-                    ),
-                ],
-            ),
-            (
-                "Utilisation and memory",
-                [
-                    _series("GPU utilisation", "percent", _query("avg by (node) (DCGM_FI_DEV_GPU_UTIL)", "{{node}}")),
-                    _series(
-                        "Tensor pipe active",
-                        "percentunit",
-                        _query("avg by (node) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)", "{{node}}"),
-                    ),
-                    _series(
-                        "Framebuffer used",
-                        "percentunit",
-                        _query(
-                            "sum by (node) (DCGM_FI_DEV_FB_USED) / "
-                            "sum by (node) (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
-                            "{{node}}",
-                        ),
-                    ),
-                ],
-            ),
-            (
-                "Errors, power and thermal",
-                [
-                    _series("Xid (last code)", "none", _query("DCGM_FI_DEV_XID_ERRORS > 0", "{{node}} GPU {{gpu}}")),
-                    _series(
-                        "NVLink CRC errors",
-                        "cps",
-                        _query(
-                            "sum by (node) (rate(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL[5m]))",
-                            "{{node}}",
-                        ),
-                    ),
-                    _series(
-                        "NVLink bandwidth",
-                        "Bps",
-                        _query("sum by (node) (rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL[5m]))", "{{node}}"),
-                    ),
-                    _series("Power", "watt", _query("sum by (node) (DCGM_FI_DEV_POWER_USAGE)", "{{node}}")),
-                    _series("GPU temperature", "celsius", _query("max by (node) (DCGM_FI_DEV_GPU_TEMP)", "{{node}}")),
-                    _series(
-                        "Thermal throttling",
-                        "percentunit",
-                        _query("sum by (node) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m])) / 1e6", "{{node}}"),
-                    ),
-                ],
-            ),
+            ("Fleet health", _fleet_health_panels()),
+            ("Utilisation and memory", _utilisation_panels()),
+            ("Errors, power and thermal", _error_panels()),
         ],
     )
+
+
+def _fleet_health_panels() -> list[Any]:
+    """The fleet at a glance: nodes the monitoring agent marks failing, GPUs reporting, ECC and Xid."""
+    conditions = "|".join(AGENT_CONDITIONS)
+    return [
+        _stat(
+            "Nodes with a failing condition",
+            "none",
+            _query(
+                f'count(kube_node_status_condition{{condition=~"{conditions}",status="false"}} == 1) or vector(0)',
+                "unhealthy",
+            ),
+        ),
+        _stat(
+            "GPUs reporting",
+            "none",
+            _query("count(DCGM_FI_DEV_GPU_TEMP)", "GPUs"),
+        ),
+        _stat(
+            "Double-bit ECC (1h)",
+            "none",
+            _query("sum(increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]))", "DBE"),
+        ),
+        _stat("Last Xid", "none", _query("max(DCGM_FI_DEV_XID_ERRORS)", "Xid")),
+        _series(
+            "Node conditions from the monitoring agent",
+            "none",
+            _query(
+                f'kube_node_status_condition{{condition=~"{conditions}",status="false"}} == 1',
+                "{{node}} {{condition}}",
+            ),
+        ),
+    ]
+
+
+def _utilisation_panels() -> list[Any]:
+    return [
+        _series("GPU utilisation", "percent", _query("avg by (node) (DCGM_FI_DEV_GPU_UTIL)", "{{node}}")),
+        _series(
+            "Tensor pipe active",
+            "percentunit",
+            _query("avg by (node) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)", "{{node}}"),
+        ),
+        _series(
+            "Framebuffer used",
+            "percentunit",
+            _query(
+                "sum by (node) (DCGM_FI_DEV_FB_USED) / sum by (node) (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
+                "{{node}}",
+            ),
+        ),
+    ]
+
+
+def _error_panels() -> list[Any]:
+    return [
+        _series("Xid (last code)", "none", _query("DCGM_FI_DEV_XID_ERRORS > 0", "{{node}} GPU {{gpu}}")),
+        _series(
+            "NVLink CRC errors",
+            "cps",
+            _query(
+                "sum by (node) (rate(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL[5m]))",
+                "{{node}}",
+            ),
+        ),
+        _series(
+            "NVLink bandwidth",
+            "Bps",
+            _query("sum by (node) (rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL[5m]))", "{{node}}"),
+        ),
+        _series("Power", "watt", _query("sum by (node) (DCGM_FI_DEV_POWER_USAGE)", "{{node}}")),
+        _series("GPU temperature", "celsius", _query("max by (node) (DCGM_FI_DEV_GPU_TEMP)", "{{node}}")),
+        _series(
+            "Thermal throttling",
+            "percentunit",
+            _query("sum by (node) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m])) / 1e6", "{{node}}"),
+        ),
+    ]
 
 
 def fabric_dashboard() -> dict[str, Any]:

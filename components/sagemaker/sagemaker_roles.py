@@ -177,6 +177,65 @@ def _ecr_statements(partition: str, region: str) -> list[dict[str, Any]]:
     ]
 
 
+def _lifecycle_read_statements(bucket_arn: str, prefix: str, root: str) -> list[dict[str, Any]]:
+    """Read and list the one lifecycle bundle (`prefix`); deny reading any object outside the cluster's
+    lifecycle `root` and listing any other bucket."""
+    return [
+        _statement("LifecycleRead", ["s3:GetObject"], [f"{bucket_arn}/{prefix}/*"]),
+        _statement(
+            "LifecycleList",
+            ["s3:ListBucket"],
+            [bucket_arn],
+            Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
+        ),
+        {
+            "Sid": "DenyReadOutsideLifecycle",
+            "Effect": "Deny",
+            "Action": sorted(LIFECYCLE_FOREIGN_READ_ACTIONS),
+            "NotResource": [f"{bucket_arn}/{root}/*"],
+        },
+        {
+            "Sid": "DenyListOtherBuckets",
+            "Effect": "Deny",
+            "Action": ["s3:ListBucket"],
+            "NotResource": [bucket_arn],
+        },
+    ]
+
+
+def _data_key_statements(
+    kms_key_arn: str, bucket_arn: str, root: str, region: str, *, login: bool
+) -> list[dict[str, Any]]:
+    """Decrypt the lifecycle objects with the data key (a login node only through S3), and the grants HyperPod
+    makes on it for the instance groups' EBS volumes."""
+    through_s3: dict[str, Any] = {}
+    if login:
+        # S3 asks KMS with the bucket's ARN as encryption context when the bucket key is on
+        # (components/storage/buckets.py) and the object's ARN otherwise (S3 User Guide, "Encryption context"):
+        # both, and nothing else.
+        through_s3 = {
+            "Condition": {
+                "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
+                "StringLike": {"kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/{root}/*"]},
+            }
+        }
+    return [
+        _statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn], **through_s3),
+        # A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
+        # role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS
+        # KMS key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
+        _statement("EbsVolumeKeyDescribe", ["kms:DescribeKey"], [kms_key_arn]),
+        # Only grants an AWS service asks for on the role's behalf (EBS attaching a volume): without the condition
+        # anyone holding the role's credentials (root on any node) could grant the data key to any principal.
+        _statement(
+            "EbsVolumeKeyGrants",
+            ["kms:CreateGrant"],
+            [kms_key_arn],
+            Condition={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        ),
+    ]
+
+
 def hyperpod_execution_policy(
     *,
     partition: str,
@@ -207,63 +266,13 @@ def hyperpod_execution_policy(
     root = (lifecycle_root or prefix).strip("/")
     if prefix != root and not prefix.startswith(f"{root}/"):
         raise ValueError(f"lifecycle prefix {prefix!r} is not under lifecycle root {root!r}")
+    eni_extra = HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else HYPERPOD_SLURM_ENI_EXTRA_ACTIONS
     statements = [
-        _statement("LifecycleRead", ["s3:GetObject"], [f"{lifecycle_bucket_arn}/{prefix}/*"]),
-        _statement(
-            "LifecycleList",
-            ["s3:ListBucket"],
-            [lifecycle_bucket_arn],
-            Condition={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
-        ),
-        {
-            "Sid": "DenyReadOutsideLifecycle",
-            "Effect": "Deny",
-            "Action": sorted(LIFECYCLE_FOREIGN_READ_ACTIONS),
-            "NotResource": [f"{lifecycle_bucket_arn}/{root}/*"],
-        },
-        {
-            "Sid": "DenyListOtherBuckets",
-            "Effect": "Deny",
-            "Action": ["s3:ListBucket"],
-            "NotResource": [lifecycle_bucket_arn],
-        },
-        *_vpc_statements(
-            partition,
-            region,
-            account_id,
-            scope,
-            HYPERPOD_ENI_EXTRA_ACTIONS if eks_cluster_arn is not None else HYPERPOD_SLURM_ENI_EXTRA_ACTIONS,
-        ),
+        *_lifecycle_read_statements(lifecycle_bucket_arn, prefix, root),
+        *_vpc_statements(partition, region, account_id, scope, eni_extra),
     ]
     if kms_key_arn is not None:
-        through_s3: dict[str, Any] = {}
-        if login:
-            # S3 asks KMS with the bucket's ARN as encryption context when the bucket key is on
-            # (components/storage/buckets.py) and the object's ARN otherwise (S3 User Guide, "Encryption context"):
-            # both, and nothing else.
-            through_s3 = {
-                "Condition": {
-                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
-                    "StringLike": {
-                        "kms:EncryptionContext:aws:s3:arn": [lifecycle_bucket_arn, f"{lifecycle_bucket_arn}/{root}/*"]
-                    },
-                }
-            }
-        statements.append(_statement("LifecycleDecrypt", ["kms:Decrypt"], [kms_key_arn], **through_s3))
-        # A customer managed key on the instance groups' EBS volumes: HyperPod creates grants on it with the execution
-        # role's permissions when it adds, scales or patches nodes (SageMaker Developer Guide, "Customer managed AWS
-        # KMS key encryption for SageMaker HyperPod", Permissions: kms:CreateGrant; DescribeKey to resolve the key).
-        statements.append(_statement("EbsVolumeKeyDescribe", ["kms:DescribeKey"], [kms_key_arn]))
-        # Only grants an AWS service asks for on the role's behalf (EBS attaching a volume): without the condition
-        # anyone holding the role's credentials (root on any node) could grant the data key to any principal.
-        statements.append(
-            _statement(
-                "EbsVolumeKeyGrants",
-                ["kms:CreateGrant"],
-                [kms_key_arn],
-                Condition={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-            )
-        )
+        statements += _data_key_statements(kms_key_arn, lifecycle_bucket_arn, root, region, login=login)
     if eks_cluster_arn is not None:
         statements += [
             _statement("EksDescribe", ["eks:DescribeCluster"], [eks_cluster_arn]),

@@ -1,9 +1,5 @@
 """No function over 80 lines in the program's own code (issue 36): a long function hides its steps, so it is
-split into named ones. Measured with `ast` from the `def` line to the last line of the body, docstring included.
-
-components/ is being regrouped by area; its known offenders are listed by qualified name (which survives a
-move between files) and the list only shrinks: a listed function that is now short, or gone, fails until it is
-taken off the list."""
+split into named ones. Measured with `ast` from the `def` line to the last line of the body, docstring included."""
 
 import ast
 from collections.abc import Iterator
@@ -12,13 +8,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 80
 CHECKED = ("stacks", "trainstack", "components")
-# components/: the known long functions, each to be split into named steps, then taken off this list.
-KNOWN_LONG = frozenset(
-    {
-        "components:gpu_dashboard",
-        "components:hyperpod_execution_policy",
-    }
-)
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
@@ -55,14 +44,6 @@ def test_the_measure_counts_from_def_to_last_line_and_names_methods_and_nested_f
     assert measured == {"C.fits": LIMIT, "C.over": LIMIT + 1, "outer": 3, "outer.inner": 2}
 
 
-def test_no_function_is_over_the_limit_in_stacks_and_trainstack() -> None:
-    found = {**_long_functions("stacks"), **_long_functions("trainstack")}
+def test_no_function_is_over_the_limit_in_components_stacks_and_trainstack() -> None:
+    found = {name: where for top in CHECKED for name, where in _long_functions(top).items()}
     assert not found, f"split into named steps (at most {LIMIT} lines each): {found}"
-
-
-def test_components_long_functions_are_only_the_known_ones_and_the_list_only_shrinks() -> None:
-    found = _long_functions("components")
-    new = {name: where for name, where in found.items() if name not in KNOWN_LONG}
-    assert not new, f"a new function over {LIMIT} lines; split it into named steps: {new}"
-    shrunk = sorted(KNOWN_LONG - found.keys())
-    assert not shrunk, f"now at most {LIMIT} lines (or gone): take these off KNOWN_LONG: {shrunk}"
