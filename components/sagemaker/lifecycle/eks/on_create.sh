@@ -77,7 +77,7 @@ for service in containerd kubelet; do
 done
 # GPUs only through a GPU request: the NVIDIA runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers and
 # takes the devices the GPU Operator's device plugin passes as volume mounts (the same settings as the EKS GPU
-# nodes' user data, components/gpu/userdata.py nvidia_runtime_script). Nodes without the NVIDIA toolkit have no GPUs.
+# nodes' user data, components/userdata.py nvidia_runtime_script). Nodes without the NVIDIA toolkit have no GPUs.
 RUNTIME_CONFIG=$ROOT/etc/nvidia-container-runtime/config.toml
 if command -v nvidia-ctk >/dev/null; then
   nvidia-ctk config --in-place --config="$RUNTIME_CONFIG" \
