@@ -121,9 +121,11 @@ generated: $(VENV)/.synced ## Regenerate every generated file (pack-facts, schem
 	@$(MAKE) --no-print-directory docs
 
 bench: $(VENV)/.synced ## Plan time: scaling with GPU groups, then the whole prod and dev plans (ARGS="--baseline DIR" to compare)
-	$(VENV)/bin/python bench/plan_scaling.py
-	$(VENV)/bin/python bench/prod_plan.py --stack prod $(ARGS)
-	$(VENV)/bin/python bench/prod_plan.py --stack dev $(ARGS)
+	@missed=0; \
+	$(VENV)/bin/python bench/plan_scaling.py || missed=1; \
+	$(VENV)/bin/python bench/prod_plan.py --stack prod $(ARGS) || missed=1; \
+	$(VENV)/bin/python bench/prod_plan.py --stack dev $(ARGS) || missed=1; \
+	if [ $$missed = 1 ]; then echo "bench: a target was missed (see above)" >&2; exit 1; fi
 
 # Mutation testing of the modules in bench/mutation.toml (not part of `make test`): prints each module's score,
 # rewrites bench/mutation-report.{md,json}, fails when a module is below the floor. ARGS="--module stacks/fsx_sizing.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from types import ModuleType
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from stacks.load import FULL_KEY, validate_object
 from tests.conftest import ROOT, stack_document
+from trainstack import contracts, journeys
 
 
 def _bench() -> ModuleType:
@@ -93,3 +95,24 @@ def test_the_prose_says_whether_the_added_resource_is_within_target() -> None:
     assert "1.55 times the floor's: NOT within the target of 1.3" in linear  # 6.20 / 4.00 ms
     _, linear, _ = bench.findings(rows, floor_fit, floor_fit)
     assert "1.00 times the floor's: within the target of 1.3" in linear
+
+
+def _prod_plan() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("prod_plan", ROOT / "bench" / "prod_plan.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_tier_driver_calls_only_what_the_tiers_export() -> None:
+    # The driver runs in a child process, where a renamed tier function only shows as `make bench` failing late
+    # (journeys.broken() was removed while the driver still called it).
+    modules = {"contracts": contracts, "journeys": journeys}
+    called = {
+        (node.value.id, node.attr)
+        for node in ast.walk(ast.parse(_prod_plan()._TIER_DRIVER))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+    }
+    assert called == {("contracts", "check"), ("journeys", "walk")}
+    assert all(callable(getattr(modules[module], name, None)) for module, name in called)
