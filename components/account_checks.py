@@ -115,46 +115,46 @@ class _Checks:
         pulumi.log.warn(f"account check {', '.join(ids)} not made: {why}; `python -m trainstack preflight` asks")
 
 
-def check_account(cluster: StackConfig, provider: pulumi.ProviderResource, *, judge: bool) -> dict[str, str]:
-    """Ask the account what `pulumi up` of `cluster` needs and raise one RunError naming every problem; return each
+def check_account(stack: StackConfig, provider: pulumi.ProviderResource, *, judge: bool) -> dict[str, str]:
+    """Ask the account what `pulumi up` of `stack` needs and raise one RunError naming every problem; return each
     check's status by preflight's id. `judge` is False under the mock engine, whose answers are no account's."""
     opts = pulumi.InvokeOptions(provider=provider)
     checks = _Checks(judge=judge, preview=pulumi.runtime.is_dry_run())
     caller = checks.ask(["identity.account", "identity.caller-is-admin"], lambda: aws.get_caller_identity(opts=opts))
     if caller is not None:
-        checks.record("identity.account", [account_problem(caller.account_id, stack_accounts(cluster))])
+        checks.record("identity.account", [account_problem(caller.account_id, stack_accounts(stack))])
         if checks.problems:  # every other answer would be another account's
-            _fail(cluster, checks)
+            _fail(stack, checks)
         checks.warn(
             "identity.caller-is-admin",
-            caller_admin_problem(caller.arn, cluster.eks.admin_role_arns),
+            caller_admin_problem(caller.arn, stack.eks.admin_role_arns),
             "`pulumi up` must run as one of them; a preview may run as a read-only role",
         )
         # Only the caller's account can be read; offline there is no caller, and the stack's account stands for it.
-        home = caller.account_id if judge else next(iter(stack_accounts(cluster)), caller.account_id)
-        _principals(cluster, home, opts, checks)
-    _offerings(cluster, opts, checks)
-    _quotas(cluster, opts, checks)
-    _capacity_blocks(cluster, opts, checks)
-    _eks_version(cluster, opts, checks)
+        home = caller.account_id if judge else next(iter(stack_accounts(stack)), caller.account_id)
+        _principals(stack, home, opts, checks)
+    _offerings(stack, opts, checks)
+    _quotas(stack, opts, checks)
+    _capacity_blocks(stack, opts, checks)
+    _eks_version(stack, opts, checks)
     if checks.problems:
-        _fail(cluster, checks)
+        _fail(stack, checks)
     return checks.statuses
 
 
-def _fail(cluster: StackConfig, checks: _Checks) -> None:
+def _fail(stack: StackConfig, checks: _Checks) -> None:
     lines = "\n".join(f"  - {p}" for p in checks.problems)
     raise pulumi.RunError(
-        f"the account cannot take stack {cluster.name} in {cluster.region}: {len(checks.problems)} problem(s), "
+        f"the account cannot take stack {stack.name} in {stack.region}: {len(checks.problems)} problem(s), "
         f"found before anything was created (`python -m trainstack preflight` shows each with what to do):\n{lines}"
     )
 
 
-def _principals(cluster: StackConfig, caller_account: str, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
+def _principals(stack: StackConfig, caller_account: str, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
     """Each role or user the stack names in the caller's account exists under exactly that ARN, and so does the Auto
     Scaling service-linked role: one ListRoles (and ListUsers) for all of them. Others' accounts cannot be read."""
     first_key: dict[str, str] = {}
-    for key, arn in principals(cluster):
+    for key, arn in principals(stack):
         first_key.setdefault(arn, key)
     mine = [(key, arn) for arn, key in first_key.items() if account_of(arn) == caller_account]
     role_ids = [f"identity.principal.{key}" for key, arn in mine if ":role/" in arn]
@@ -174,12 +174,12 @@ def _principals(cluster: StackConfig, caller_account: str, opts: pulumi.InvokeOp
         checks.record("identity.autoscaling-role", [autoscaling_role_problem(exists)])
 
 
-def _offerings(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
+def _offerings(stack: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
     """Each GPU group's type is offered in its AZ, the system type in every AZ of the network (AZ names map to
     different zones in each account: only the account's own answer counts)."""
-    system = cluster.eks.system_node_group.instance_type
+    system = stack.eks.system_node_group.instance_type
     wanted: dict[str, list[str]] = {}
-    for group in cluster.gpu_node_groups:
+    for group in stack.gpu_node_groups:
         wanted.setdefault(group.instance_type, []).append(f"compute.offering.{group.name}")
     wanted.setdefault(system, []).append("compute.offering.system")
     offered: dict[str, list[str]] = {}
@@ -194,22 +194,22 @@ def _offerings(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks
         )
         if answer is not None:
             offered[instance_type] = list(answer.locations)
-    for i, group in enumerate(cluster.gpu_node_groups):
+    for i, group in enumerate(stack.gpu_node_groups):
         if (zones := offered.get(group.instance_type)) is not None:
             key = f"gpu_node_groups[{i}].availability_zone"
             problem = offering_problem(key, group.instance_type, group.availability_zone, zones)
             checks.record(f"compute.offering.{group.name}", [problem])
     if (zones := offered.get(system)) is not None:
         key = "eks.system_node_group.instance_type"
-        problems = [offering_problem(key, system, az, zones) for az in cluster.network.availability_zones]
+        problems = [offering_problem(key, system, az, zones) for az in stack.network.availability_zones]
         checks.record("compute.offering.system", problems)
 
 
-def _quotas(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
+def _quotas(stack: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
     """The accelerator vCPU quotas cover every On-Demand and Spot group at max size (the system nodes' Standard
     quota and what already runs outside the stack are preflight's: they need DescribeInstances)."""
     classes = {found.label: found for _, found in QUOTA_CLASSES}
-    for (label, spot), demand in sorted(quota_demands(cluster, system_vcpus=None).items()):
+    for (label, spot), demand in sorted(quota_demands(stack, system_vcpus=None).items()):
         found_class = classes[label]
         name, code = (
             (found_class.spot_name, found_class.spot_code)
@@ -229,10 +229,10 @@ def _quotas(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -
         checks.record(check_id, [quota_problem(name, code, quota.value, demand, None)])
 
 
-def _capacity_blocks(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
+def _capacity_blocks(stack: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
     """Each Capacity Block a group launches into exists, is active and fits the group (type, AZ, free instances,
     tenancy, platform, placement group); an On-Demand Capacity Reservation is left to preflight."""
-    for i, group in enumerate(cluster.gpu_node_groups):
+    for i, group in enumerate(stack.gpu_node_groups):
         capacity, check_id = group.capacity, f"compute.reservation.{group.name}"
         if not capacity.reserved or capacity.reservation_id is None:
             continue
@@ -266,7 +266,7 @@ def _capacity_blocks(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _
             )
         running = 0
         if found is not None:
-            nodes = checks.ask([check_id], lambda rid=rid: _stack_nodes(cluster, rid, opts))
+            nodes = checks.ask([check_id], lambda rid=rid: _stack_nodes(stack, rid, opts))
             if nodes is None:
                 continue
             running = nodes
@@ -284,12 +284,12 @@ def _capacity_blocks(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _
         checks.record(check_id, problems)
 
 
-def _stack_nodes(cluster: StackConfig, reservation_id: str, opts: pulumi.InvokeOptions) -> int:
+def _stack_nodes(stack: StackConfig, reservation_id: str, opts: pulumi.InvokeOptions) -> int:
     """This stack's pending and running nodes in the reservation: on a day-2 `pulumi up` they hold it for the
     group, so they count as the group's, not as taken."""
     return len(
         aws.ec2.get_instances(
-            instance_tags={EKS_CLUSTER_TAG: cluster.name},
+            instance_tags={EKS_CLUSTER_TAG: stack.name},
             instance_state_names=["pending", "running"],
             filters=[aws.ec2.GetInstancesFilterArgs(name="capacity-reservation-id", values=[reservation_id])],
             opts=opts,
@@ -302,12 +302,12 @@ def _when(value: str | None) -> datetime.datetime | None:
     return datetime.datetime.fromisoformat(value) if value else None
 
 
-def _eks_version(cluster: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
-    version = cluster.eks.version
+def _eks_version(stack: StackConfig, opts: pulumi.InvokeOptions, checks: _Checks) -> None:
+    version = stack.eks.version
     answer = checks.ask(
         ["eks.version"], lambda: aws.eks.get_cluster_versions(cluster_versions_onlies=[version], opts=opts)
     )
     if answer is not None:
         row = next((v for v in answer.cluster_versions if v.cluster_version == version), None)
         status = row.version_status if row is not None else ""
-        checks.record("eks.version", [eks_version_problem(version, cluster.region, status)])
+        checks.record("eks.version", [eks_version_problem(version, stack.region, status)])

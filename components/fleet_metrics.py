@@ -177,7 +177,7 @@ def scrape_configuration(scrape_interval_s: int, fsx: bool) -> dict[str, Any]:
 class _PlainDumper(yaml.SafeDumper):
     """YAML without anchors and aliases: an object used twice is written twice. The managed collector's
     documentation describes a Prometheus scrape configuration and says nothing of YAML aliases, so none are sent
-    (docs/observability.md, "The collector's configuration")."""
+    (docs/health.md, "The collector's configuration")."""
 
     @override
     def ignore_aliases(self, data: Any) -> bool:

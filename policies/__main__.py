@@ -62,5 +62,8 @@ def hold_floors(enforcement: ModuleType) -> None:
 
 directory = Path(__file__).resolve().parent
 rules = load(directory)
-hold_floors(importlib.import_module(f"{PACKAGE}.enforcement"))
+enforcement = importlib.import_module(f"{PACKAGE}.enforcement")
+hold_floors(enforcement)
+# The waivers of the stack this process serves, in force for every rule's report (policies/waivers.py).
+importlib.import_module(f"{PACKAGE}.waivers").serve(enforcement.served())
 PolicyPack(name="trainstack", policies=rules.POLICIES, enforcement_level=EnforcementLevel.ADVISORY)

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import Any
 
+from . import waivers
 from .facts import ENVIRONMENTS
 from .rules import BY_NAME
 from .rules.base import environment_of_stack, floor_of
@@ -32,7 +35,17 @@ STRICTEST = ENVIRONMENTS[-1]
 
 FLOORS: frozenset[str] = frozenset(name for name, policy in BY_NAME.items() if floor_of(policy) is not None)
 
-__all__ = ["FLOORS", "MANDATORY_FLOORS", "environment", "floor_level", "floor_settings", "mandatory_floors"]
+__all__ = [
+    "FLOORS",
+    "MANDATORY_FLOORS",
+    "applying",
+    "environment",
+    "floor_level",
+    "floor_settings",
+    "mandatory_floors",
+    "prod_never_waived",
+    "served",
+]
 
 
 def environment(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -79,3 +92,34 @@ def floor_settings(rule: str, environment: str | None, config_dir: Path = CONFIG
     if not isinstance(entry, dict):
         return None
     return {key: value for key, value in entry.items() if key != "enforcementLevel"}
+
+
+# ------------------------------------------------------------------------------------- what waivers may not touch
+
+
+def prod_never_waived() -> tuple[frozenset[str], frozenset[str]]:
+    """The rules prod never waives: its floors, and the rules of high severity."""
+    severe = frozenset(
+        name
+        for name, policy in BY_NAME.items()
+        if policy.severity is not None and policy.severity.value == waivers.UNWAIVABLE_IN_PROD_SEVERITY
+    )
+    return mandatory_floors(waivers.NO_FLOOR_WAIVERS_IN), severe
+
+
+def served(environ: Mapping[str, str] = os.environ) -> waivers.Ledger:
+    """The ledger of the pack process: it serves one stack, whose waivers and environment came with it
+    (`PULUMI_CONFIG`, `PULUMI_STACK`)."""
+    floors, severe = prod_never_waived()
+    return waivers.Ledger(waivers.from_environment(environ), environment(environ), floors=floors, severe=severe)
+
+
+@contextmanager
+def applying(
+    given: Sequence[waivers.Waiver], environment: str | None, on: date | None = None
+) -> Generator[waivers.Ledger]:
+    """`given` in force (and a fresh ledger) for the duration, judged in `environment` on day `on` (today):
+    the offline review of one recording."""
+    floors, severe = prod_never_waived()
+    with waivers.in_force(waivers.Ledger(tuple(given), environment, on or waivers.today(), floors, severe)) as ledger:
+        yield ledger

@@ -6,7 +6,8 @@ language host starts the pack with the stack's config in `PULUMI_CONFIG` (pulumi
 sdk/python/cmd/pulumi-language-python/main.go RunPlugin: it waits for the engine's ConfigureStack call, then
 sets `PULUMI_CONFIG` to the JSON of the decrypted config map, every value a string, `trainstack:cluster` the JSON
 of the object), and the stack name in `PULUMI_STACK`. The offline review hands the validated waivers over
-itself. Either way the rules' report callbacks go through `screen` (policies/rules/base.py), so a waived
+itself (policies/enforcement.py builds either ledger, with the rules prod never waives; this module knows no
+rule). Either way the rules' report callbacks go through `screen` (policies/rules/base.py), so a waived
 violation never reaches the engine, and the `stack-waivers` rule, run last, refuses a waiver that cannot
 stand: of a rule the pack does not have, of a critical rule, of a floor in prod, of another environment, with an
 expiry more than a year ahead, or that waives nothing.
@@ -262,46 +263,25 @@ class Ledger:
         return found
 
 
-def served() -> Ledger:
-    """The ledger of the pack process: it serves one stack, whose waivers and environment came with it
-    (`PULUMI_CONFIG`, `PULUMI_STACK`)."""
-    from .rules.base import environment_of_stack  # here: the rules import this module
-
-    floors, severe = prod_never_waived()
-    return Ledger(
-        from_environment(), environment_of_stack(os.environ.get("PULUMI_STACK", "")), floors=floors, severe=severe
-    )
-
-
-def prod_never_waived() -> tuple[frozenset[str], frozenset[str]]:
-    """The rules prod never waives: its floors, and the rules of high severity."""
-    from .enforcement import mandatory_floors  # here: the rules import this module
-    from .rules import BY_NAME
-
-    severe = frozenset(
-        name
-        for name, policy in BY_NAME.items()
-        if policy.severity is not None and policy.severity.value == UNWAIVABLE_IN_PROD_SEVERITY
-    )
-    return mandatory_floors(NO_FLOOR_WAIVERS_IN), severe
-
-
-# The offline review swaps in its own ledger for each review (`applying`); the served one is made on first use.
+# The ledger in force: the offline review pushes its own for each review (`in_force`); the pack process installs
+# the one of the stack it serves at start (`serve`, policies/__main__.py). Without either no waiver is in force.
+# This module knows no rule: which rules prod never waives comes from the catalogue's side (policies/enforcement.py).
 _ACTIVE: list[Ledger] = []
+_SERVED: list[Ledger] = [Ledger((), None)]
+
+
+def serve(ledger: Ledger) -> None:
+    """`ledger` in force for the pack process: the stack it serves."""
+    _SERVED[0] = ledger
 
 
 def active() -> Ledger:
-    if not _ACTIVE:
-        _ACTIVE.append(served())
-    return _ACTIVE[-1]
+    return _ACTIVE[-1] if _ACTIVE else _SERVED[0]
 
 
 @contextmanager
-def applying(waivers: Sequence[Waiver], environment: str | None, on: date | None = None) -> Generator[Ledger]:
-    """`waivers` in force (and a fresh ledger) for the duration, judged in `environment` on day `on` (today):
-    the offline review of one recording."""
-    floors, severe = prod_never_waived()
-    ledger = Ledger(tuple(waivers), environment, on or today(), floors, severe)
+def in_force(ledger: Ledger) -> Generator[Ledger]:
+    """`ledger` in force for the duration: the offline review of one recording."""
     _ACTIVE.append(ledger)
     try:
         yield ledger

@@ -46,7 +46,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from typing_extensions import override
 
 from policies import waivers as pack_waivers
-from policies.enforcement import FLOORS, floor_level, floor_settings
+from policies.enforcement import FLOORS, applying, floor_level, floor_settings
 from policies.rules import BY_NAME, POLICIES
 from stacks.load import FULL_KEY, ConfigError, Problem
 from stacks.schema.waivers import WaiverSpec
@@ -439,7 +439,7 @@ def review(
     config = load_config(environment, config_file)
     # The stack's waivers in force as in the served pack: the rules' report callbacks drop what they exempt
     # (policies/waivers.py), and a waiver that cannot stand is refused with its key (exit 2).
-    with pack_waivers.applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
+    with applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
         violations, skipped, ran = run_policies(recording, config, policies)
     by_urn = recording.by_urn()
     waived = [
@@ -517,7 +517,7 @@ def apply_waivers(
     stand. `review` applies the same rule while the rules run, as the served pack does."""
     kept: list[Violation] = []
     waived: list[Waived] = []
-    with pack_waivers.applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
+    with applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
         for violation in violations:
             if ledger.screen(violation.policy, violation.urn or violation.name, violation.message):
                 w = ledger.waived[-1]

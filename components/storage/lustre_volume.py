@@ -20,7 +20,7 @@ file system mount independently. Reclaim policy Retain: deleting a claim or a PV
 IAM: a Pod Identity role for the controller's service account (`kube-system/fsx-csi-controller-sa`, as the
 issue asks and as the driver's other installs do) that can only describe file systems. The driver's AWS
 permissions exist "to create/delete file systems and volumes on the user's behalf" (kubernetes-sigs/
-aws-fsx-csi-driver, docs/install.md: fsx:CreateFileSystem, DeleteFileSystem, DescribeFileSystems,
+aws-fsx-csi-driver/docs/install.md: fsx:CreateFileSystem, DeleteFileSystem, DescribeFileSystems,
 UpdateFileSystem, TagResource), i.e. for dynamic provisioning and expansion through a StorageClass.
 trainstack provisions statically only (no StorageClass; `storageClassName: ""`): mounting a static volume is a
 Lustre mount on the node from `dnsname` and `mountname`. The AmazonFSxFullAccess policy the EKS guide suggests

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from policies import waivers
+from policies import enforcement, waivers
 from policies.rules import BY_NAME, POLICIES
 from stacks.load import FULL_KEY, ConfigError
 from tests.conftest import stack_config, stack_document
@@ -100,7 +100,7 @@ def test_a_waiver_exempts_one_rule_on_one_resource_and_never_a_stack_wide_violat
 def test_a_waiver_applies_only_in_its_environment_until_it_expires_and_never_to_a_prod_floor(
     given: waivers.Waiver, environment: str | None, on: date, applies: bool
 ) -> None:
-    floors, severe = waivers.prod_never_waived()
+    floors, severe = enforcement.prod_never_waived()
     assert "nat-per-az" in floors and "fsx-team-isolation" in severe and "k8s-image-tag-pinned" not in severe | floors
     ledger = waivers.Ledger((given,), environment, on, floors, severe)
     assert ledger.screen(given.rule, f"urn:pulumi:s::trainstack::t::{given.resource}", "m") is applies
@@ -114,7 +114,7 @@ def _stack_waivers(recorded: Any, given: list[waivers.Waiver], environment: str 
     """What the pack's rules report with `given` in force, as the served pack runs them: every rule, then
     `stack-waivers` last."""
     config = resolve_config({"all": "mandatory"})
-    with waivers.applying(given, environment, ON):
+    with enforcement.applying(given, environment, ON):
         violations, skipped, _ = run_policies(recorded, config)
     assert POLICIES[-1].name == "stack-waivers"  # it judges what the others reported, so it runs last
     skipped_here = [reason for name, _, reason in skipped if name == "stack-waivers"]
@@ -197,7 +197,7 @@ def test_prod_waives_no_floor() -> None:
 def _waiver_expired(given: list[waivers.Waiver], on: date) -> tuple[list[str], list[str]]:
     """`waiver-expired`'s reports and not-applicable reasons on staging with `given` in force on day `on`."""
     config = resolve_config({"all": "mandatory"})
-    with waivers.applying(given, "staging", on):
+    with enforcement.applying(given, "staging", on):
         violations, skipped, _ = run_policies(shipped("staging"), config, [BY_NAME["waiver-expired"]])
     return [v.message for v in violations], [reason for name, _, reason in skipped if name == "waiver-expired"]
 
@@ -220,7 +220,7 @@ def test_an_expired_waiver_exempts_nothing_and_is_named() -> None:
     `stack-waivers` problem (it is not stale: it lapsed)."""
     lapsed = waiver("nat-per-az", "network-private-us-east-1b", expires=date(2026, 11, 30))
     config = resolve_config({"all": "mandatory"})
-    with waivers.applying([lapsed], "staging", ON) as ledger:
+    with enforcement.applying([lapsed], "staging", ON) as ledger:
         violations, _, _ = run_policies(shipped("staging"), config)
     by_rule = {v.policy: v.message for v in violations}
     assert "nat-per-az" in by_rule and not ledger.waived
@@ -232,7 +232,21 @@ def test_the_served_pack_judges_a_copied_staging_file_as_prod(monkeypatch: pytes
     """The staging file deployed as stack prod: its waiver was granted for staging, so it exempts nothing."""
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps(pulumi_config(stack_document("staging"))))
     monkeypatch.setenv("PULUMI_STACK", "prod")
-    ledger = waivers.served()
+    ledger = enforcement.served()
     assert ledger.environment == "prod" and ledger.waivers and ledger.prod_never_waives("nat-per-az") == "a floor"
     assert not ledger.applies(0)
     assert not ledger.screen("nat-per-az", "urn:pulumi:prod::trainstack::t::network-private-us-east-1b", "m")
+
+
+def test_the_ledger_in_force_is_the_reviews_then_the_served_one_then_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ledger served (a process that is not the pack): no waiver in force. The pack serves its stack's; a review's
+    own stands above it for its duration, and the served one is back after."""
+    monkeypatch.setattr(waivers, "_SERVED", list(waivers._SERVED))
+    assert waivers.active().waivers == () and waivers.active().environment is None
+    served = waivers.Ledger((waiver("nat-per-az", "a", "staging"),), "staging", ON)
+    waivers.serve(served)
+    assert waivers.active() is served
+    with enforcement.applying([waiver("k8s-image-tag-pinned", "b", "dev")], "dev", ON) as reviewing:
+        assert waivers.active() is reviewing and reviewing.environment == "dev" and reviewing.on == ON
+        assert "nat-per-az" in reviewing.floors and "fsx-team-isolation" in reviewing.severe
+    assert waivers.active() is served

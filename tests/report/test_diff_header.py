@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from tests.report.helpers import scenario
-from trainstack.report import header, json_report, markdown, text, verdict
+from trainstack.model import verdict
+from trainstack.report import header, json_report, markdown, text
 
 PLAIN = text.Style(color=False)
 

@@ -8,7 +8,8 @@ import dataclasses
 
 from tests.report.helpers import report, scenario
 from trainstack.journeys import ALERTS, DEPLOY, TEAM_JOB, Journey, Step
-from trainstack.report import markdown, text, verdict
+from trainstack.model import verdict
+from trainstack.report import markdown, text
 from trainstack.report.findings import journey_kinds, rule_groups
 
 PLAIN = text.Style(color=False)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import edited_config, program_recording, stack_config
 from tests.report.helpers import added_group_diff, report, with_cloned_gpu_groups
+from trainstack.model import units, verdict
 from trainstack.model.diff import diff_reports
 from trainstack.model.report import build_report
 from trainstack.model.time_to_ready import (
@@ -25,7 +26,7 @@ from trainstack.model.time_to_ready import (
     deploy_estimate,
     rolling_update,
 )
-from trainstack.report import fmt, json_report, markdown, text, verdict
+from trainstack.report import fmt, json_report, markdown, text
 from trainstack.report.mermaid import check, flowchart, node_count
 from trainstack.review import review
 
@@ -64,7 +65,9 @@ def test_storage_below_demand_is_the_first_risk_and_moves_the_status() -> None:
     (fs,) = r.summary.file_systems
     assert fs.coverage is not None and fs.coverage < 1
     assert v.status == verdict.ATTENTION
-    assert v.risks[0].severity == "high" and v.risks[0].title == f"storage covers {fmt.percent(fs.coverage)} of demand"
+    assert (
+        v.risks[0].severity == "high" and v.risks[0].title == f"storage covers {units.percent(fs.coverage)} of demand"
+    )
 
 
 def test_a_contract_refusal_refuses() -> None:

@@ -11,11 +11,11 @@ import pytest
 from stacks.catalog import CATALOG
 from tests.report.helpers import report
 from trainstack.journeys import Journey, Step
+from trainstack.model import verdict
 from trainstack.model.diff import Delta, PlanDiff
 from trainstack.model.report import Report
 from trainstack.model.summary import FileSystemSummary, HyperPodGroupSummary, NodeGroupSummary
 from trainstack.recording_diff import InputChange, ResourceChange
-from trainstack.report import verdict
 
 
 def _summary(r: Report, **changes: object) -> Report:

@@ -15,6 +15,11 @@ from stacks.schema import json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The areas are the folders under components/ (the type tokens' `trainstack:<area>:*`); each has one page.
+AREAS = sorted(p.parent.name for p in (ROOT / "components").glob("*/__init__.py"))
+# Where code, comments and build files name a page of ours: `docs/<page>.md`, not a path inside another repository.
+SOURCES = ("components", "policies", "scripts", "stacks", "tests", "trainstack", "bench", ".ci", ".github")
+DOCS_PATH = re.compile(r"(?<![\w/.-])docs/([\w.-]+\.md)\b")
 
 
 def test_config_reference_is_current() -> None:
@@ -91,3 +96,56 @@ def test_relative_links_resolve(page: Path) -> None:
         if anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text()):
             broken.append(target)
     assert broken == [], f"{page.name}: broken links"
+
+
+def test_the_areas_are_the_component_folders() -> None:
+    assert AREAS == ["eks", "gpu", "health", "k8s", "network", "sagemaker", "security", "storage"]
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_every_area_has_its_page_by_its_name(area: str) -> None:
+    page = ROOT / "docs" / f"{area}.md"
+    assert page.is_file(), f"docs/{area}.md: the page of components/{area}/ (docs/extending.md, step 9)"
+    assert f"components/{area}/" in page.read_text(), f"docs/{area}.md names none of components/{area}/"
+    assert f"[{area}.md]({area}.md)" in (ROOT / "docs" / "README.md").read_text(), "docs/README.md lists every page"
+
+
+def _extending_rows() -> dict[str, list[str]]:
+    rows = re.findall(r"^\| `([a-z0-9]+)` \|(.*)\|$", (ROOT / "docs" / "extending.md").read_text(), flags=re.M)
+    return {area: [cell.strip() for cell in cells.split("|")] for area, cells in rows}
+
+
+def test_extending_names_each_areas_files_and_they_exist() -> None:
+    rows = _extending_rows()
+    assert sorted(rows) == AREAS, "docs/extending.md: one row per components/<area>/"
+    for area, cells in rows.items():
+        assert cells[0] == f"`components/{area}/`", area
+        assert cells[2] == f"`policies/rules/{area}.py`", area
+        assert cells[-1] == f"[{area}.md]({area}.md)", area
+        named = [path for cell in cells[:-1] for path in re.findall(r"`([^`]+)`", cell)]
+        assert [path for path in named if not (ROOT / path).exists()] == [], f"docs/extending.md: {area}'s row"
+
+
+def test_every_docs_path_named_in_code_exists() -> None:
+    files = [
+        path
+        for top in SOURCES
+        for path in (ROOT / top).rglob("*")
+        if path.is_file()
+        and ".venv" not in path.parts
+        and "__pycache__" not in path.parts
+        and path != Path(__file__)  # its own example of a missing page
+        and path.suffix in {".py", ".sh", ".yml", ".yaml", ".toml", ".json", ".txt", ""}
+    ]
+    files += [ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "__main__.py"]
+    missing = {
+        f"{path.relative_to(ROOT)}: docs/{name}"
+        for path in files
+        for name in DOCS_PATH.findall(path.read_text(errors="replace"))
+        if not (ROOT / "docs" / name).is_file()
+    }
+    assert sorted(missing) == []
+
+
+def test_a_missing_page_named_in_code_is_found() -> None:
+    assert DOCS_PATH.findall("see docs/aws.md, docs/k8s.md; cmd/x/docs/request-handling.md") == ["aws.md", "k8s.md"]

@@ -13,8 +13,9 @@ import pytest
 from tests.conftest import recording, stack_config
 from trainstack import cli, journeys
 from trainstack.journeys import DEPLOY, TEAM_JOB, Journey, Step, Trip, walk
+from trainstack.model import verdict
 from trainstack.model.report import Report, build_report
-from trainstack.report import json_report, markdown, text, verdict
+from trainstack.report import json_report, markdown, text
 
 HOLDS = Step("ClusterQueue covers the pods' resources", True, "covers cpu, memory", "kueue v0.14.8 a.go")
 FAILS = Step("Kueue admits the workload", False, "ephemeral-storage is not covered", "kueue v0.14.8 b.go")

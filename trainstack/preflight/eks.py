@@ -1,5 +1,5 @@
 """What EKS offers in the region today (EKS, SSM): the Kubernetes version, each pinned add-on build for it, and
-each pinned AMI release. The add-on checks settle the plan's "unconfirmed pin" risks (trainstack/report/pins.py)."""
+each pinned AMI release. The add-on checks settle the plan's "unconfirmed pin" risks (trainstack/model/pins.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from botocore.exceptions import ClientError
 
 from stacks.account_rules import addon_problem, eks_version_problem
 from stacks.schema.eks import ADDON_NAMES
+from trainstack.model.pins import risk_title, unconfirmed
 from trainstack.preflight.aws import error_code
 from trainstack.preflight.context import Context, attempt, verdict
 from trainstack.preflight.model import Check, Settles
-from trainstack.report.pins import risk_title, unconfirmed
 
 FAMILY = "eks"
 SYSTEM_AMI = "AL2023_x86_64_STANDARD"  # components/eks/eks.py SYSTEM_AMI_TYPE

@@ -23,7 +23,7 @@ SEVERITY = (Status.FAILED, Status.ERROR, Status.WARNING, Status.PASSED, Status.S
 class Settles:
     """A risk the offline plan could only call unconfirmed, and what the account's answer made of it."""
 
-    risk: str  # the plan's risk title, word for word (trainstack/report/verdict.py)
+    risk: str  # the plan's risk title, word for word (trainstack/model/verdict.py)
     outcome: str  # "confirmed" or "failed"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from trainstack.model import units
 from trainstack.model.capacity import GroupCapacity
 from trainstack.model.report import Report
 from trainstack.report import fmt
@@ -39,7 +40,7 @@ def group_line(g: GroupCapacity) -> str:
         line += f", deactivated after {duration(g.gives_up_after)} without it"
     if g.window:
         line += f"; window {g.window}"
-    return line + f"; {fmt.usd(g.usd_per_hour_min)}/h at min, {fmt.usd(g.usd_per_hour_max)}/h at max"
+    return line + f"; {units.usd(g.usd_per_hour_min)}/h at min, {units.usd(g.usd_per_hour_max)}/h at max"
 
 
 def capacity_lines(report: Report, style: fmt.Style, width: int) -> list[str]:

@@ -17,8 +17,8 @@ from typing import Any
 
 from trainstack.engine import RecordedResource, Recording
 from trainstack.model.diff import InputChange, PlanDiff, ResourceChange, path_parts
+from trainstack.model.names import grouped, kind, owner, short, urn_name
 from trainstack.report import fmt
-from trainstack.report.names import grouped, kind, owner, short, urn_name
 from trainstack.tokens import NAMESPACE
 
 CREATE, DELETE, UPDATE, REPLACE, TAGS, IGNORED = "create", "delete", "update", "replace", "tags", "ignored"

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from trainstack.journeys import KINDS, Journey
-from trainstack.report.names import short, urn_name
+from trainstack.model.names import short, urn_name
 from trainstack.review import Review, Violation
 
 

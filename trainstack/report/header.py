@@ -13,13 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trainstack.model import units
 from trainstack.model.diff import PlanDiff
+from trainstack.model.names import short
 from trainstack.model.report import Report
 from trainstack.model.summary import FileSystemSummary, NodeGroupSummary, Summary
 from trainstack.model.time_to_ready import minutes
+from trainstack.model.verdict import Figure, Verdict
 from trainstack.report import fmt
-from trainstack.report.names import short
-from trainstack.report.verdict import Figure, Verdict
 
 ARROW = "→"
 MAX_CHANGES = 6  # domain changes named in the header; the rest are counted (the JSON lists every one)
@@ -58,7 +59,7 @@ def _group_name(g: NodeGroupSummary, prefix: str) -> str:
 
 
 def _accelerators(count: int, model: str | None) -> str:
-    return f"{fmt.signed(count)} {model or 'accelerators'}"
+    return f"{units.signed(count)} {model or 'accelerators'}"
 
 
 def _node_groups(before: Summary, after: Summary) -> list[DomainChange]:

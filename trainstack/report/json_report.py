@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from trainstack.engine import PROJECT, RecordedResource, Recording
+from trainstack.model import verdict
 from trainstack.model.bringup import summarize_bringup
 from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff, ResourceChange, path_parts
 from trainstack.model.report import Report
-from trainstack.report import header, verdict
+from trainstack.report import header
 from trainstack.review import Review
 from trainstack.tokens import ROOT_STACK
 

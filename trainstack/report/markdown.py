@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainstack.model import units, verdict
 from trainstack.model.bringup import summarize_bringup
 from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff
+from trainstack.model.names import kind
 from trainstack.model.report import Report
 from trainstack.model.time_to_ready import minutes
-from trainstack.report import fmt, header, verdict
+from trainstack.report import header
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.capacity import markdown_lines as capacity_markdown
@@ -17,7 +19,6 @@ from trainstack.report.findings import journey_kinds, rule_groups, where
 from trainstack.report.fmt import MAX_ROWS, md_table
 from trainstack.report.health import lines as health_lines
 from trainstack.report.mermaid import flowchart
-from trainstack.report.names import kind
 from trainstack.report.text import (
     COMPUTE_HEADERS,
     COST_HEADERS,
@@ -449,7 +450,7 @@ def _compute_section(report: Report) -> Section:
     compute.append(
         f"- accelerators **{s.accelerators_desired}** at desired, **{s.accelerators_max}** at max "
         f"(budget {s.gpu_budget})"
-        + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
+        + (f"; EFA fabric {units.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
     )
     compute.append("")
     return Section("compute table", tuple(compute[:2]), tuple(compute[2:]))
@@ -463,13 +464,13 @@ def _storage_section(report: Report) -> Section:
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
         line = (
             f"- FSx for Lustre `{fs.name}`: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
-            f"{', EFA' if fs.efa_enabled else ''}: **{fmt.mb_s(fs.throughput_mb_s)}** aggregate"
+            f"{', EFA' if fs.efa_enabled else ''}: **{units.mb_s(fs.throughput_mb_s)}** aggregate"
         )
         if fs.coverage is not None:
             line += (
                 f"; demand {s.accelerators_max} accelerators x {s.per_gpu_read_mb_s:g} MB/s"
-                f" = {fmt.mb_s(fs.demand_mb_s)} "
-                f"({fmt.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
+                f" = {units.mb_s(fs.demand_mb_s)} "
+                f"({units.percent(fs.coverage)} covered{'' if fs.coverage >= 1 else ', **under demand**'})"
             )
         storage.append(line)
     storage.append(f"- S3 buckets: {s.bucket_count}")
@@ -485,10 +486,11 @@ def _cost_section(report: Report) -> Section:
         money += md_table(COST_HEADERS, cost_rows(report))
         money.append("")
         money.append(
-            f"**Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
-            f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month** "
-            f"({cost.hours_per_month:g} h). GPU share {fmt.percent(cost.gpu_share_desired)} at desired, "
-            f"{fmt.percent(cost.gpu_share_max)} at max."
+            f"**Total {units.usd(cost.usd_per_hour_desired)}/h at desired, "
+            f"{units.usd(cost.usd_per_hour_max)}/h at max; "
+            f"{units.usd(cost.usd_per_month_desired)} / {units.usd(cost.usd_per_month_max)} per month** "
+            f"({cost.hours_per_month:g} h). GPU share {units.percent(cost.gpu_share_desired)} at desired, "
+            f"{units.percent(cost.gpu_share_max)} at max."
         )
     else:
         money.append("Nothing recorded that the cost model prices.")

@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainstack.engine import RecordedResource, Recording
+from trainstack.model import units
 from trainstack.model.diff import PlanDiff
 from trainstack.model.graph import Index, as_int, get
+from trainstack.model.names import urn_type
 from trainstack.model.summary import NodeGroupSummary, node_group_summary
 from trainstack.report import fmt
 from trainstack.report.changes import tags_only
-from trainstack.report.names import urn_type
 from trainstack.tokens import (
     EKS_ADDON,
     EKS_CLUSTER,
@@ -150,7 +151,7 @@ def _group_label(g: NodeGroupSummary, prefix: str) -> str:
         f"{g.gpus_desired} {g.accelerator_model}, max {g.max_size} nodes",
     ]
     if g.fabric_gbps_per_node:
-        lines.append(f"EFA {g.efa_interfaces}/{g.efa_max}, {fmt.gbps(g.fabric_gbps_desired)}")
+        lines.append(f"EFA {g.efa_interfaces}/{g.efa_max}, {units.gbps(g.fabric_gbps_desired)}")
     lines.append(g.capacity.split(" ")[0])
     if g.placement_group:
         lines.append(f"placement {g.placement_group.removeprefix(prefix + '-')}")

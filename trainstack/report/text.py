@@ -9,13 +9,14 @@ from collections.abc import Callable, Sequence
 from stacks.catalog import CATALOG
 from trainstack.engine import RecordedResource, Recording
 from trainstack.journeys import Journey
+from trainstack.model import units, verdict
 from trainstack.model.bringup import summarize_bringup
 from trainstack.model.diff import PROVIDER_DIFF_NOTE, PlanDiff
 from trainstack.model.graph import Index
 from trainstack.model.report import Report
 from trainstack.model.summary import NodeGroupSummary
 from trainstack.model.time_to_ready import minutes
-from trainstack.report import fmt, header, verdict
+from trainstack.report import fmt, header
 from trainstack.report.account import lines as account_lines
 from trainstack.report.bringup import lines as bringup_lines
 from trainstack.report.capacity import capacity_lines
@@ -48,7 +49,7 @@ def efa_cell(group: NodeGroupSummary) -> str:
 def _fabric(g: NodeGroupSummary) -> str:
     if not g.fabric_gbps_per_node:
         return "-"
-    return f"{efa_cell(g)} EFA, {fmt.gbps(g.fabric_gbps_per_node)}/node"
+    return f"{efa_cell(g)} EFA, {units.gbps(g.fabric_gbps_per_node)}/node"
 
 
 def compute_rows(report: Report) -> list[list[str]]:
@@ -91,7 +92,7 @@ def group_block(report: Report, g: NodeGroupSummary) -> list[str]:
         f"{', '.join(g.availability_zones) or '-'}",
         f"  accelerators {g.gpus_desired}/{g.gpus_max} {g.accelerator_model} ({g.gpus_per_node} x "
         f"{g.gpu_memory_gib_per_node // max(g.gpus_per_node, 1)} GiB per node)"
-        + (f"; EFA {efa_cell(g)}, {fmt.gbps(g.fabric_gbps_per_node)}/node" if g.fabric_gbps_per_node else ""),
+        + (f"; EFA {efa_cell(g)}, {units.gbps(g.fabric_gbps_per_node)}/node" if g.fabric_gbps_per_node else ""),
         f"  capacity {g.capacity}; {placement}; {g.subnets} subnet(s); taint {', '.join(g.taints) or 'none'}",
     ]
 
@@ -101,9 +102,9 @@ def cost_rows(report: Report) -> list[list[str]]:
         [
             i.name.replace(report.summary.name + "-", "").replace(f" {report.summary.name} ", " "),
             f"{fmt.number(i.quantity_desired)} / {fmt.number(i.quantity_max)} {i.unit}",
-            fmt.unit_usd(i.unit_usd),
-            fmt.usd(i.usd_per_hour_desired),
-            fmt.usd(i.usd_per_hour_max),
+            units.unit_usd(i.unit_usd),
+            units.usd(i.usd_per_hour_desired),
+            units.usd(i.usd_per_hour_max),
             i.date_label,
         ]
         for i in sorted(report.cost.items, key=lambda i: (-i.usd_per_hour_max, i.name))
@@ -341,7 +342,7 @@ def _compute(report: Report, style: Style, width: int) -> list[str]:
     line = (
         f"accelerators {s.accelerators_desired} at desired, {total} of budget {s.gpu_budget} at max"
         + (f" ({s.hyperpod_gpus} in HyperPod)" if s.hyperpod_gpus else "")
-        + (f"; EFA fabric {fmt.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
+        + (f"; EFA fabric {units.gbps(s.fabric_gbps_desired)} at desired" if s.fabric_gbps_desired else "")
     )
     paint = style.bad if total > s.gpu_budget else (lambda text: text)
     out += [paint("  " + part) for part in fmt.fit(line, width - 2, "  ")]
@@ -368,12 +369,12 @@ def _storage(report: Report, style: Style, width: int) -> list[str]:
         tier = f", {fs.throughput_mb_s_per_tib} MB/s/TiB" if fs.throughput_mb_s_per_tib else ""
         line = (
             f"FSx for Lustre {fs.name.removeprefix(s.name + '-')}: {fs.deployment_type}, {fs.capacity_gib:,} GiB{tier}"
-            f"{', EFA' if fs.efa_enabled else ''} -> {fmt.mb_s(fs.throughput_mb_s)}"
+            f"{', EFA' if fs.efa_enabled else ''} -> {units.mb_s(fs.throughput_mb_s)}"
         )
         if fs.coverage is not None:
             line += (
-                f"; demand {s.accelerators_max} x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)}, "
-                f"covered {fmt.percent(fs.coverage)}"
+                f"; demand {s.accelerators_max} x {s.per_gpu_read_mb_s:g} MB/s = {units.mb_s(fs.demand_mb_s)}, "
+                f"covered {units.percent(fs.coverage)}"
             )
         paint = style.ok if fs.coverage is None or fs.coverage >= 1 else style.warn
         out += [paint("  " + text) for text in fmt.fit(line, width - 2, "  ")]
@@ -431,17 +432,17 @@ def _cost(report: Report, style: Style, width: int) -> list[str]:
                     f"{len(rest)} smaller items",
                     "",
                     "",
-                    fmt.usd(sum(i.usd_per_hour_desired for i in rest)),
-                    fmt.usd(sum(i.usd_per_hour_max for i in rest)),
+                    units.usd(sum(i.usd_per_hour_desired for i in rest)),
+                    units.usd(sum(i.usd_per_hour_max for i in rest)),
                     "",
                 ],
             ]
         # Narrow: the price date goes first, then the unit price and the quantities; never a cut cell.
         out += fmt.fit_table(COST_HEADERS, rows, width, drop=(5, 2, 1))
         total = (
-            f"Total {fmt.usd(cost.usd_per_hour_desired)}/h at desired, {fmt.usd(cost.usd_per_hour_max)}/h at max; "
-            f"{fmt.usd(cost.usd_per_month_desired)} / {fmt.usd(cost.usd_per_month_max)} per month "
-            f"({cost.hours_per_month:g} h); GPU share {fmt.percent(cost.gpu_share_desired)}"
+            f"Total {units.usd(cost.usd_per_hour_desired)}/h at desired, {units.usd(cost.usd_per_hour_max)}/h at max; "
+            f"{units.usd(cost.usd_per_month_desired)} / {units.usd(cost.usd_per_month_max)} per month "
+            f"({cost.hours_per_month:g} h); GPU share {units.percent(cost.gpu_share_desired)}"
         )
         out += [style.bold("  " + line) for line in fmt.fit(total, width - 2, "  ")]
     else:
@@ -569,7 +570,7 @@ def render(
         out.append("")
     out += next_step_lines(v, s.stack, s.environment, width, style)
     out.append("")
-    summary = f"{s.stack}: {v.headline} · {fmt.usd(report.cost.usd_per_hour_desired)}/h at desired"
+    summary = f"{s.stack}: {v.headline} · {units.usd(report.cost.usd_per_hour_desired)}/h at desired"
     if report.policy is not None:
         summary += f" · policy {len(report.policy.mandatory)} mandatory, {len(report.policy.advisory)} advisory"
     summary += f" · contracts {len(report.contracts)} refused"

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from stacks.catalog import CATALOG
+from trainstack.model import units
 from trainstack.model.diff import PROTECTED_DELETE, PROTECTED_REPLACE, PlanDiff
+from trainstack.model.names import short, urn_name
+from trainstack.model.pins import risk_title, unconfirmed
 from trainstack.model.report import Report
 from trainstack.model.time_to_ready import Estimate, change_estimate, deploy_estimate
-from trainstack.report import fmt
-from trainstack.report.names import short, urn_name
-from trainstack.report.pins import risk_title, unconfirmed
 from trainstack.tokens import HYPERPOD_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP, PLACEMENT_GROUP
 
 OK = "ok"
@@ -123,17 +123,17 @@ def storage_coverage(report: Report) -> str:
         return "no file system"
     if not covered:
         return "no accelerators to serve"
-    return f"{fmt.percent(min(covered))} of demand"
+    return f"{units.percent(min(covered))} of demand"
 
 
 def figures(report: Report) -> tuple[Figure, ...]:
     s, cost = report.summary, report.cost
     found = [
         Figure("accelerators desired / max", accelerator_mix(report)),
-        Figure("EFA fabric at desired", fmt.gbps(s.fabric_gbps_desired) if s.fabric_gbps_desired else "no EFA"),
+        Figure("EFA fabric at desired", units.gbps(s.fabric_gbps_desired) if s.fabric_gbps_desired else "no EFA"),
         Figure("storage throughput", storage_coverage(report)),
-        Figure("cost at desired", f"{fmt.usd(cost.usd_per_month_desired)}/month"),
-        Figure("cost at max", f"{fmt.usd(cost.usd_per_month_max)}/month"),
+        Figure("cost at desired", f"{units.usd(cost.usd_per_month_desired)}/month"),
+        Figure("cost at max", f"{units.usd(cost.usd_per_month_max)}/month"),
     ]
     if report.policy is not None:
         p = report.policy
@@ -155,18 +155,18 @@ def diff_figures(before: Report | None, after: Report, diff: PlanDiff) -> tuple[
     now = {f.label: f.value for f in figures(after)}
     was = {f.label: f.value for f in figures(before)} if before is not None else {}
     # What the deltas know, in the units a reviewer compares (both sides of the fabric in one unit).
-    fabric_after, fabric_before = fmt.gbps_pair(d.fabric_gbps_desired.after, d.fabric_gbps_desired.before)
+    fabric_after, fabric_before = units.gbps_pair(d.fabric_gbps_desired.after, d.fabric_gbps_desired.before)
     if d.fabric_gbps_desired.after or d.fabric_gbps_desired.before:
         now["EFA fabric at desired"], was["EFA fabric at desired"] = fabric_after, fabric_before
     if before is None:
         accelerators = "accelerators desired / max"
         now[accelerators] = f"{int(d.accelerators_desired.after):,} / {int(d.accelerators_max.after):,}"
         was[accelerators] = f"{int(d.accelerators_desired.before):,} / {int(d.accelerators_max.before):,}"
-        was["cost at desired"] = f"{fmt.usd(d.usd_per_month_desired.before)}/month"
-        was["cost at max"] = f"{fmt.usd(d.usd_per_month_max.before)}/month"
+        was["cost at desired"] = f"{units.usd(d.usd_per_month_desired.before)}/month"
+        was["cost at max"] = f"{units.usd(d.usd_per_month_max.before)}/month"
     changes = {
         "accelerators desired / max": _count_change(d.accelerators_desired.change, d.accelerators_max.change),
-        "EFA fabric at desired": fmt.gbps_row(d.fabric_gbps_desired.change, signed_last=True)[0]
+        "EFA fabric at desired": units.gbps_row(d.fabric_gbps_desired.change, signed_last=True)[0]
         if d.fabric_gbps_desired.change
         else None,
         "cost at desired": _usd_change(d.usd_per_month_desired.change),
@@ -179,13 +179,13 @@ def diff_figures(before: Report | None, after: Report, diff: PlanDiff) -> tuple[
 
 
 def _usd_change(value: float) -> str | None:
-    return f"{fmt.signed_usd(value)}/month" if round(value) else None
+    return f"{units.signed_usd(value)}/month" if round(value) else None
 
 
 def _count_change(desired: float, maximum: float) -> str | None:
     if not desired and not maximum:
         return None
-    return f"{fmt.signed(desired)} / {fmt.signed(maximum)}"
+    return f"{units.signed(desired)} / {units.signed(maximum)}"
 
 
 # --------------------------------------------------------------------------------------------- risks
@@ -259,9 +259,9 @@ def _storage_risks(report: Report) -> list[Risk]:
             found.append(
                 Risk(
                     "high",
-                    f"storage covers {fmt.percent(fs.coverage)} of demand",
-                    f"{short(fs.name, cluster)} gives {fmt.mb_s(fs.throughput_mb_s)} for {s.accelerators_max} "
-                    f"accelerators x {s.per_gpu_read_mb_s:g} MB/s = {fmt.mb_s(fs.demand_mb_s)}: data loading "
+                    f"storage covers {units.percent(fs.coverage)} of demand",
+                    f"{short(fs.name, cluster)} gives {units.mb_s(fs.throughput_mb_s)} for {s.accelerators_max} "
+                    f"accelerators x {s.per_gpu_read_mb_s:g} MB/s = {units.mb_s(fs.demand_mb_s)}: data loading "
                     "stalls the GPUs",
                 )
             )
