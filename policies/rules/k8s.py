@@ -764,7 +764,7 @@ def k8s_team_access(args: StackValidationArgs, report: Report) -> None:
             report(f"{association.name} gives {policy} to a team member: use the team Role (k8s-team-access).")
 
 
-# What the device access policy must judge (components/tenancy.py device_policy_spec): the NVIDIA runtime's device
+# What the device access policy must judge (components/k8s/tenancy.py device_policy_spec): the NVIDIA runtime's device
 # variable, the GPU taint's toleration, and the system priority classes.
 DEVICE_ACCESS_TERMS = ("NVIDIA_VISIBLE_DEVICES", "'nvidia.com/gpu' in c.resources", "priorityClassName")
 
