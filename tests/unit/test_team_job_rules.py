@@ -324,6 +324,133 @@ def test_ip_blocks_match_external_addresses_outside_their_exceptions() -> None:
     assert not netpol.connection([https], XA, YA, "TCP", (443, 443)).allowed  # a pod is not an ipBlock address
 
 
+@pytest.mark.parametrize(
+    ("expression", "labels", "selected"),
+    [({"key": "pod", "operator": "In", "values": ["a", "b"]}, {"pod": "b"}, True),
+     ({"key": "pod", "operator": "In", "values": ["a"]}, {"pod": "b"}, False),
+     ({"key": "pod", "operator": "In", "values": ["a"]}, {}, False),
+     ({"key": "pod", "operator": "NotIn", "values": ["a"]}, {"pod": "b"}, True),
+     ({"key": "pod", "operator": "NotIn", "values": ["a"]}, {}, True),
+     ({"key": "pod", "operator": "NotIn", "values": ["a"]}, {"pod": "a"}, False),
+     ({"key": "pod", "operator": "Exists"}, {"pod": ""}, True),
+     ({"key": "pod", "operator": "Exists"}, {"role": "x"}, False),
+     ({"key": "pod", "operator": "DoesNotExist"}, {"role": "x"}, True),
+     ({"key": "pod", "operator": "DoesNotExist"}, {"pod": "a"}, False)],
+)  # fmt: skip
+def test_each_match_expression_operator_selects_as_label_selectors_define(
+    expression: dict[str, Any], labels: dict[str, str], selected: bool
+) -> None:
+    """apimachinery LabelSelectorRequirement: In/NotIn against `values`, Exists/DoesNotExist on the key alone;
+    NotIn selects a pod without the key."""
+    assert netpol.selects({"matchExpressions": [expression]}, labels) is selected
+    # one failing requirement among passing ones is enough to refuse (requirements are ANDed)
+    both = {"matchExpressions": [{"key": "team", "operator": "Exists"}, expression]}
+    assert netpol.selects(both, {**labels, "team": "t"}) is selected
+
+
+def test_every_match_label_must_match_and_an_empty_selector_selects_all() -> None:
+    assert netpol.selects({"matchLabels": {"pod": "a", "team": "t"}}, {"pod": "a", "team": "t", "x": "1"})
+    assert not netpol.selects({"matchLabels": {"pod": "a", "team": "t"}}, {"pod": "a", "team": "u"})
+    assert not netpol.selects({"matchLabels": {"pod": "a", "team": "t"}}, {"pod": "b", "team": "t"})
+    assert netpol.selects({}, {}) and netpol.selects(None, {"pod": "a"})
+    assert netpol.selects({"matchLabels": {}, "matchExpressions": []}, {"pod": "a"})
+
+
+def egress_to(*peers: dict[str, Any], ports: list[dict[str, Any]] | None = None) -> netpol.Policy:
+    rule: dict[str, Any] = {"to": list(peers)}
+    if ports is not None:
+        rule["ports"] = ports
+    return netpol.Policy("x", "out", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [rule]})
+
+
+def test_a_pod_selector_peer_alone_means_the_policys_own_namespace() -> None:
+    """NetworkPolicyPeer.podSelector without namespaceSelector: pods in the policy's namespace."""
+    same = [egress_to({"podSelector": {"matchLabels": {"pod": "a"}}})]
+    assert netpol.connection(same, XA, ns_pod("x", "a"), "TCP", (80, 80)).allowed
+    assert not netpol.connection(same, XA, YA, "TCP", (80, 80)).allowed
+
+
+def test_any_peer_of_a_rule_may_match() -> None:
+    rule = [egress_to({"podSelector": {"matchLabels": {"pod": "z"}}}, FROM_Y_A)]
+    assert netpol.connection(rule, XA, YA, "TCP", (80, 80)).allowed
+    assert not netpol.connection(rule, XA, YB, "TCP", (80, 80)).allowed
+
+
+def test_a_namespace_selector_peer_never_matches_an_address_outside_the_cluster() -> None:
+    """A peer with namespaceSelector {} selects every pod of every namespace, and no ipBlock address."""
+    everywhere = [egress_to({"namespaceSelector": {}})]
+    assert netpol.connection(everywhere, XA, YB, "TCP", (443, 443)).allowed
+    assert not netpol.connection(everywhere, XA, netpol.Endpoint(address="52.216.0.10"), "TCP", (443, 443)).allowed
+
+
+def test_an_ip_block_excludes_addresses_outside_its_cidr_and_in_any_exception() -> None:
+    """IPBlock: `cidr` (host bits allowed: the API reference's own example is "192.168.1.1/24") minus every
+    `except` range (k8s.io/api networking/v1 types.go IPBlock)."""
+    block = [egress_to({"ipBlock": {"cidr": "52.216.7.9/15", "except": ["52.216.1.0/24", "52.217.0.1/24"]}})]
+    allowed = [a for a in ("52.216.0.10", "52.217.1.5", "8.8.8.8", "52.216.1.2", "52.217.0.200")
+               if netpol.connection(block, XA, netpol.Endpoint(address=a), "TCP", (443, 443)).allowed]  # fmt: skip
+    assert allowed == ["52.216.0.10", "52.217.1.5"]
+
+
+def test_an_ip_block_admits_a_source_outside_the_cluster() -> None:
+    """A source outside the cluster has no egress side: only the destination's ingress decides."""
+    ingress = netpol.Policy("y", "in", {"podSelector": {}, "policyTypes": ["Ingress"],
+                                        "ingress": [{"from": [{"ipBlock": {"cidr": "203.0.113.0/24"}}]}]})  # fmt: skip
+    verdict = netpol.connection([ingress], netpol.Endpoint(address="203.0.113.9"), YA, "TCP", (22, 22))
+    assert verdict == netpol.Verdict(True, ["outside the cluster"], ["in"])
+    assert not netpol.connection([ingress], netpol.Endpoint(address="198.51.100.9"), YA, "TCP", (22, 22)).allowed
+    assert netpol.connection([], netpol.Endpoint(address="198.51.100.9"), YA, "TCP", (22, 22)).allowed
+
+
+def test_policy_types_left_out_isolate_egress_when_the_policy_has_egress_rules() -> None:
+    """NetworkPolicySpec.policyTypes: "Egress" is added when the policy has any egress rule."""
+    dns_only = netpol.Policy("x", "dns", {"podSelector": {}, "egress": [{"ports": [{"protocol": "UDP", "port": 53}]}]})
+    assert netpol.policy_types(dns_only.spec) == {"Ingress", "Egress"}
+    assert not netpol.connection([dns_only], XA, YA, "TCP", (80, 80)).allowed
+    assert netpol.connection([dns_only], XA, YA, "UDP", (53, 53)).allowed
+    assert netpol.policy_types({"podSelector": {}, "policyTypes": ["Egress"]}) == {"Egress"}
+
+
+def test_a_policy_of_another_namespace_does_not_isolate_the_pod() -> None:
+    deny_all = netpol.Policy("y", "deny", {"podSelector": {}, "policyTypes": ["Egress"]})
+    assert not netpol.connection([deny_all], YA, XA, "TCP", (80, 80)).allowed
+    assert netpol.connection([deny_all], XA, YA, "TCP", (80, 80)) == netpol.Verdict(
+        True, ["not isolated"], ["not isolated"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("ports", "asked", "allowed"),
+    [(None, (1, 65535), True),  # no ports: every port
+     ([{"protocol": "UDP"}], (1, 65535), False),  # a port entry without a number: every port of its protocol
+     ([{"protocol": "TCP"}], (1, 65535), True),
+     ([{"port": "http"}], (8080, 8080), True),  # a name resolves on the server pod's container ports
+     ([{"port": "http"}], (80, 80), False),
+     ([{"port": "metrics"}], (8080, 8080), False),  # a name the server lacks allows nothing
+     ([{"port": "8080"}], (8080, 8080), True),  # a number written as text is a number
+     ([{"port": 80}], (80, 81), False),  # every asked port must be covered
+     ([{"port": 80}, {"port": 81}], (80, 81), True),
+     ([{"port": 80, "endPort": 90}, {"port": 92, "endPort": 99}], (80, 99), False),  # a gap in the middle
+     ([{"port": 92, "endPort": 99}, {"port": 80, "endPort": 91}], (80, 99), True)],
+)  # fmt: skip
+def test_the_asked_ports_must_be_covered_by_the_rules_port_ranges(
+    ports: list[dict[str, Any]] | None, asked: tuple[int, int], allowed: bool
+) -> None:
+    """NetworkPolicyPort: protocol (TCP by default), port number or named container port, endPort."""
+    server = netpol.Endpoint("y", {"ns": "y"}, {"pod": "a"}, {"http": 8080})
+    policy = egress_to(FROM_Y_A, ports=ports)
+    assert netpol.connection([policy], XA, server, "TCP", asked).allowed is allowed
+
+
+def test_the_verdict_names_only_the_policies_whose_rules_allowed_the_side() -> None:
+    udp = netpol.Policy("x", "udp", {"podSelector": {}, "policyTypes": ["Egress"],
+                                     "egress": [{"ports": [{"protocol": "UDP", "port": 53}]}]})  # fmt: skip
+    web = egress_to(ports=[{"port": 80}])
+    other = netpol.Policy("x", "b-web", web.spec)
+    verdict = netpol.connection([udp, web, other], XA, YA, "TCP", (80, 80))
+    assert verdict == netpol.Verdict(True, ["b-web", "out"], ["not isolated"])
+
+
 # ------------------------------------------------------------------------------------ registry admission
 
 POLICY = registry_policy_spec(["public.ecr.aws/"])
