@@ -1,0 +1,219 @@
+"""The CRD contract's parts (trainstack/contracts/crds.py) on hand-written flattened schemas: each structural
+check one keyword at a time and at its bound, pruning, what the API server treats apart (metadata, type meta),
+CEL rules that cannot be evaluated offline, and which installs bring which CRDs. The facts' own format is
+trainstack/contracts/facts.py's (paths with `[]` and `*`); the recorded CRDs are tested in
+tests/stack/test_k8s_contracts.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainstack import tokens
+from trainstack.contracts import crds
+from trainstack.engine import UNKNOWN, RecordedResource, Recording
+
+
+def _problems(fields: dict[str, dict[str, Any]], value: Any) -> list[tuple[str, Any, str]]:
+    return [(p.path, p.value, p.rule) for p in crds.schema_problems(fields, value)]
+
+
+def _one(fact: dict[str, Any], value: Any) -> list[str]:
+    """The rules a single field `x` with `fact` refuses `value` by."""
+    return [rule for _, _, rule in _problems({"": {"type": "object"}, "x": fact}, {"x": value})]
+
+
+# ----------------------------------------------------------------------------------------- types
+
+
+@pytest.mark.parametrize(
+    ("expected", "good", "bad"),
+    [
+        ("int-or-string", [3, "50%"], [1.5, True, [1]]),
+        ("number", [3, 2.5], ["3", False]),
+        ("integer", [3, 4.0], [2.5, "3", True]),
+        ("boolean", [True, False], [0, "true"]),
+        ("string", ["", "a"], [1, False]),
+        ("array", [[], [1]], [{}, "a"]),
+        ("object", [{}], [[], "a"]),
+    ],
+)
+def test_a_value_of_another_type_is_refused(expected: str, good: list[Any], bad: list[Any]) -> None:
+    for value in good:
+        assert _one({"type": expected}, value) == [], value
+    for value in bad:
+        assert _one({"type": expected}, value) == [f"must be {expected}, not {crds.json_type(value)}"], value
+
+
+def test_a_wrong_type_stops_the_checks_of_that_value() -> None:
+    fact = {"type": "string", "enum": ["a"], "min_length": 5}
+    assert _one(fact, 3) == ["must be string, not integer"]
+
+
+def test_unknown_and_null_values_are_not_judged() -> None:
+    fact = {"type": "string", "enum": ["a"]}
+    assert _one(fact, UNKNOWN) == [] and _one(fact, None) == []
+
+
+# ----------------------------------------------------------------------------------------- keywords at their bounds
+
+
+def test_enum() -> None:
+    assert _one({"enum": ["a", "b"]}, "b") == []
+    assert _one({"enum": ["a", "b"]}, "c") == ["must be one of ['a', 'b']"]
+
+
+def test_pattern_is_searched_with_go_flags_anywhere() -> None:
+    assert _one({"pattern": "^[a-z]+$"}, "abc") == []
+    assert _one({"pattern": "^[a-z]+$"}, "aBc") == ["must match ^[a-z]+$"]
+    assert _one({"pattern": "^x(?i)[a-z]+$"}, "xABC") == []  # a flag group mid-pattern, as RE2 takes it
+    assert crds.python_pattern("(?i)^a$") == "(?i)^a$"  # a leading flag group stays as it is
+    assert crds.python_pattern("^a(?i)b$") == "^a(?i:b$)"
+    assert crds.python_pattern("^ab$") == "^ab$"
+
+
+def test_string_lengths_at_their_bounds() -> None:
+    assert _one({"max_length": 3}, "abc") == []
+    assert _one({"max_length": 3}, "abcd") == ["must be at most 3 characters"]
+    assert _one({"min_length": 2}, "ab") == []
+    assert _one({"min_length": 2}, "a") == ["must be at least 2 characters"]
+    assert _one({"max_length": 1, "min_length": 1}, 12) == []  # lengths are of strings only
+
+
+def test_number_bounds_at_their_limits() -> None:
+    assert _one({"minimum": 1}, 1) == [] and _one({"minimum": 1}, 1.5) == []
+    assert _one({"minimum": 1}, 0) == ["must be >= 1"]
+    assert _one({"maximum": 10}, 10) == []
+    assert _one({"maximum": 10}, 11) == ["must be <= 10"]
+    assert _one({"minimum": 1, "maximum": 0}, True) == []  # a boolean is not a number here
+    assert _one({"minimum": 5}, "1") == []
+
+
+def test_item_counts_at_their_bounds() -> None:
+    assert _one({"max_items": 2}, [1, 2]) == []
+    assert _one({"max_items": 2}, [1, 2, 3]) == ["must have at most 2 items"]
+    assert _one({"min_items": 1}, [1]) == []
+    assert _one({"min_items": 1}, []) == ["must have at least 1 items"]
+    assert _one({"min_items": 1}, {}) == []  # an object has no items
+
+
+def test_cel_rules_on_known_values_only() -> None:
+    fact = {"rules": [{"rule": "self.size() <= 2", "message": "at most two"}]}
+    assert _one(fact, ["a", "b"]) == []
+    assert _one(fact, ["a", "b", "c"]) == ["CEL rule `self.size() <= 2` fails: at most two"]
+    assert _one(fact, ["a", "b", UNKNOWN]) == []  # judged once known
+    no_message = {"rules": [{"rule": "self.size() <= 2", "message": ""}]}
+    assert _one(no_message, ["a", "b", "c"]) == ["CEL rule `self.size() <= 2` fails"]
+
+
+# ----------------------------------------------------------------------------------------- objects and lists
+
+FIELDS: dict[str, dict[str, Any]] = {
+    "": {"type": "object", "required": ["spec"]},
+    "apiVersion": {"type": "string"},
+    "kind": {"type": "string"},
+    "spec": {"type": "object", "required": ["name", "size"]},
+    "spec.name": {"type": "string"},
+    "spec.size": {"type": "integer", "minimum": 1},
+    "spec.labels": {"type": "object"},
+    "spec.labels.*": {"type": "string"},
+    "spec.items": {"type": "array"},
+    "spec.items[]": {"type": "integer", "maximum": 3},
+    "spec.extra": {"type": "object", "preserve_unknown": True},
+    "spec.template": {"type": "object", "embedded_resource": True},
+}
+
+
+def test_a_valid_object_passes() -> None:
+    value = {"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n"}, "spec": {"name": "a", "size": 1}}
+    assert _problems(FIELDS, value) == []
+
+
+def test_each_missing_required_field_is_named() -> None:
+    assert _problems(FIELDS, {}) == [("spec", None, "is required")]
+    assert _problems(FIELDS, {"spec": {"name": "a"}}) == [("spec.size", None, "is required")]
+
+
+def test_a_field_the_schema_lacks_is_pruned_unless_the_schema_keeps_unknown_fields() -> None:
+    spec = {"name": "a", "size": 1, "colour": "red", "extra": {"anything": [1]}}
+    assert _problems(FIELDS, {"spec": spec}) == [
+        ("spec.colour", "red", "is not a field of the CRD schema: the API server prunes it")
+    ]
+
+
+def test_metadata_and_type_meta_belong_to_the_root_and_embedded_objects_only() -> None:
+    spec = {"name": "a", "size": 1, "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {}}}}
+    assert _problems(FIELDS, {"spec": spec}) == []
+    nested = {"name": "a", "size": 1, "metadata": {}, "kind": "X"}
+    assert sorted(path for path, _, _ in _problems(FIELDS, {"spec": nested})) == ["spec.kind", "spec.metadata"]
+
+
+def test_free_keys_and_list_items_are_checked_by_their_schema() -> None:
+    spec = {"name": "a", "size": 0, "labels": {"team": "a", "tier": 2}, "items": [1, 4]}
+    assert _problems(FIELDS, {"spec": spec}) == [
+        ("spec.size", 0, "must be >= 1"),
+        ("spec.labels.tier", 2, "must be string, not integer"),
+        ("spec.items[1]", 4, "must be <= 3"),
+    ]
+
+
+def test_the_root_is_named_when_it_fails() -> None:
+    assert _problems(FIELDS, []) == [("(object)", [], "must be object, not array")]
+
+
+# ----------------------------------------------------------------------------------------- CEL offline
+
+
+def test_a_rule_cel_python_cannot_evaluate_is_skipped_not_guessed() -> None:
+    assert crds.cel_holds("self >", 1) is None  # does not compile
+    assert crds.cel_holds("self.missing == 1", {"a": 1}) is None  # fails to evaluate
+    assert crds.cel_holds("self + 1", 1) is None  # not a boolean
+    assert crds.cel_holds("self == oldSelf", 1, 1) is True
+    assert crds.cel_holds("self == oldSelf", 2, 1) is False
+
+
+# ----------------------------------------------------------------------------------------- what installs CRDs
+
+
+def _resource(type_: str, inputs: dict[str, Any], name: str = "r") -> RecordedResource:
+    return RecordedResource(
+        type_, name, f"urn:pulumi:s::p::{type_}::{name}", "", True, inputs, (), {}, False, False, ""
+    )
+
+
+def test_installed_operators_from_charts_add_ons_and_the_mpi_manifest() -> None:
+    manifest = "https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml"
+    resources = (
+        _resource(tokens.HELM_RELEASE, {"chart": "oci://ghcr.io/kueue/charts/kueue/", "version": "v0.14.8"}, "a"),
+        _resource(tokens.HELM_RELEASE, {"chart": "gpu-operator", "version": "25.3.4"}, "b"),
+        _resource(tokens.HELM_RELEASE, {"chart": "pending", "version": 1}, "c"),  # not yet a version string
+        _resource(tokens.EKS_ADDON, {"addonName": "vpc-cni", "addonVersion": "v1.22.4-eksbuild.3"}, "d"),
+        _resource(tokens.EKS_ADDON, {"addonName": "coredns"}, "e"),
+        _resource(tokens.CONFIG_FILE, {"file": manifest}, "f"),
+        _resource(tokens.CONFIG_FILE, {"file": "https://example.com/other/v1.0.0/x.yaml"}, "g"),
+    )
+    assert crds.installed_operators(Recording("s", False, resources, {})) == {
+        "kueue": "0.14.8",
+        "gpu-operator": "25.3.4",
+        "vpc-cni": "1.22.4",
+        "mpi-operator": "0.8.0",
+    }
+
+
+@pytest.mark.parametrize(
+    ("type_", "custom", "kind"),
+    [
+        ("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue", True, ("kueue.x-k8s.io/v1beta1", "ClusterQueue")),
+        ("kubernetes:core/v1:ConfigMap", True, None),
+        ("kubernetes:v1:Namespace", True, None),  # no group: the core API
+        ("kubernetes:apps/v1:Deployment", True, None),
+        ("kubernetes:scheduling.k8s.io/v1:PriorityClass", True, None),
+        ("kubernetes:helm.sh/v3:Release", True, None),
+        ("aws:eks/addon:Addon", True, None),
+        ("kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue", False, None),  # a component, not a resource
+    ],
+)
+def test_custom_resource_kind(type_: str, custom: bool, kind: tuple[str, str] | None) -> None:
+    resource = RecordedResource(type_, "r", "urn", "", custom, {}, (), {}, False, False, "")
+    assert crds.custom_resource_kind(resource) == kind
