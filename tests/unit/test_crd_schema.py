@@ -217,3 +217,108 @@ def test_installed_operators_from_charts_add_ons_and_the_mpi_manifest() -> None:
 def test_custom_resource_kind(type_: str, custom: bool, kind: tuple[str, str] | None) -> None:
     resource = RecordedResource(type_, "r", "urn", "", custom, {}, (), {}, False, False, "")
     assert crds.custom_resource_kind(resource) == kind
+
+
+# ----------------------------------------------------------------------------------------- guards
+
+
+@pytest.mark.parametrize("rule", ["self >= oldSelf", "self <= oldSelf"])
+def test_a_rule_that_refuses_one_direction_of_change_guards_the_number(rule: str) -> None:
+    fields = {"": {"type": "object"}, "spec": {"type": "object"}, "spec.size": {"transition_rules": [{"rule": rule}]}}
+    (guard,) = crds.guards(fields, {"spec": {"size": 4.0}})
+    assert (guard.parts, guard.path, guard.rules) == (("spec", "size"), "spec.size", (rule,))
+
+
+@pytest.mark.parametrize("rule", ["self >= oldSelf - 1", "self <= oldSelf + 1"])
+def test_a_rule_that_allows_one_step_either_way_guards_nothing(rule: str) -> None:
+    """The edits tried are one step: a rule letting a number move by one refuses none of them."""
+    fields = {"": {"type": "object"}, "size": {"transition_rules": [{"rule": rule}]}}
+    assert crds.guards(fields, {"size": 4}) == []
+
+
+FROZEN = [{"rule": "self == oldSelf", "message": "immutable"}]
+LIST_MAP = {
+    "": {"type": "object"},
+    "jobs": {"type": "array", "list_type": "map", "list_map_keys": ["name"]},
+    "jobs[]": {"type": "object"},
+    "jobs[].name": {"type": "string"},
+    "jobs[].image": {"type": "string", "transition_rules": FROZEN},
+    "limits": {"type": "object"},
+    "limits.*": {"type": "integer", "transition_rules": FROZEN},
+}
+
+
+def test_list_map_items_are_compared_with_the_stored_item_of_the_same_key() -> None:
+    old = {"jobs": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}
+    swapped = {"jobs": [{"name": "b", "image": "y"}, {"name": "a", "image": "x"}]}
+    assert crds.transition_problems(LIST_MAP, old, swapped) == []
+    assert [t.path for t in crds.transitions(LIST_MAP, old, swapped)] == ["jobs[0].image", "jobs[1].image"]
+    changed = {"jobs": [{"name": "a", "image": "x"}, {"name": "b", "image": "z"}]}
+    assert [t.path for t in crds.transition_problems(LIST_MAP, old, changed)] == ["jobs[1].image"]
+
+
+def test_a_transition_rule_under_free_keys_runs_for_each_key() -> None:
+    (problem,) = crds.transition_problems(LIST_MAP, {"limits": {"gpu": 8, "cpu": 4}}, {"limits": {"gpu": 4, "cpu": 4}})
+    assert (problem.path, problem.schema_path) == ("limits.gpu", "limits.*")
+
+
+# ----------------------------------------------------------------------------------------- the contract
+
+FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor"
+KUEUE = _resource(tokens.HELM_RELEASE, {"chart": "kueue", "version": "0.14.8"}, "kueue")
+TAINTS = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+
+
+def _flavor(spec: dict[str, Any]) -> RecordedResource:
+    return _resource(FLAVOR, {"metadata": {"name": "gpu"}, "spec": spec}, "flavor")
+
+
+def _check(*resources: RecordedResource) -> list[tuple[str, str, str, str]]:
+    return [(v.path, v.value, v.rule, v.source) for v in crds.check(Recording("s", False, resources, {}))]
+
+
+def test_a_custom_resource_is_checked_against_the_crd_its_release_installs() -> None:
+    assert _check(KUEUE, _flavor({"nodeTaints": TAINTS, "nodeLabels": {"pool": "gpu"}})) == []
+    bad = _flavor({"nodeTaints": [{"key": "k", "effect": "Sometimes"}, *TAINTS * 8], "nodeLabels": {"pool": 1.0}})
+    found = _check(KUEUE, bad)
+    assert {path for path, *_ in found} == {"spec.nodeTaints", "spec.nodeLabels.pool"}
+    source = "CRD ResourceFlavor.kueue.x-k8s.io v1beta1, kubernetes-sigs/kueue@v0.14.8:"
+    assert all(s.startswith(source) for *_, s in found)
+    assert ("spec.nodeLabels.pool", "1", "ResourceFlavor spec.nodeLabels.pool: must be string, not integer") in [
+        f[:3] for f in found
+    ]  # a whole double is sent as the integer it is
+    assert "ResourceFlavor spec.nodeTaints: must have at most 8 items" in [f[2] for f in found]
+
+
+def test_a_kind_without_a_recorded_crd_is_refused() -> None:
+    ((path, value, rule, source),) = _check(KUEUE, _resource("kubernetes:example.com/v1:Widget", {}, "w"))
+    assert (path, value, source) == ("", "example.com/v1 Widget", "trainstack/contracts/facts/crds")
+    assert "no recorded CRD serves this apiVersion and kind" in rule
+
+
+def test_a_crd_of_another_operator_version_or_no_operator_is_refused() -> None:
+    other = _resource(tokens.HELM_RELEASE, {"chart": "kueue", "version": "0.13.0"}, "kueue")
+    ((_, value, rule, _),) = _check(other, _flavor({}))
+    assert value == "kueue@0.13.0"
+    assert rule.startswith("no recorded ResourceFlavor CRD for the installed kueue version (facts exist for kueue@")
+    ((_, value, _, _),) = _check(_flavor({}))
+    assert value == "kueue@not installed"
+
+
+def test_built_in_objects_are_not_this_contracts() -> None:
+    assert _check(_resource("kubernetes:core/v1:ConfigMap", {"data": {"a": 1}}, "cm")) == []
+
+
+def test_facts_of_and_body_of_a_custom_resource() -> None:
+    installed = crds.installed_operators(Recording("s", False, (KUEUE,), {}))
+    flavor = _flavor({"nodeTaints": [{"key": "k", "effect": "NoSchedule", "n": [2.0, 2.5]}]})
+    facts = crds.facts_of(flavor, installed)
+    assert facts is not None and (facts.kind, facts.operator) == ("ResourceFlavor", ("kueue", "0.14.8"))
+    assert crds.facts_of(flavor, {"kueue": "0.13.0"}) is None
+    config_map = _resource("kubernetes:core/v1:ConfigMap", {"data": {}}, "cm")
+    assert crds.facts_of(config_map, installed) is None
+    body = crds.body_of(flavor)
+    assert (body["apiVersion"], body["kind"]) == ("kueue.x-k8s.io/v1beta1", "ResourceFlavor")
+    assert body["spec"]["nodeTaints"][0]["n"] == [2, 2.5] and isinstance(body["spec"]["nodeTaints"][0]["n"][0], int)
+    assert crds.body_of(_resource(FLAVOR, {"apiVersion": "kept", "kind": "Kept"}))["kind"] == "Kept"
+    assert crds.body_of(config_map) == {"data": {}}  # no type meta added to a built-in object
