@@ -6,6 +6,7 @@ tests/stack/test_k8s_contracts.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -88,6 +89,10 @@ def test_number_bounds_at_their_limits() -> None:
     assert _one({"maximum": 10}, 11) == ["must be <= 10"]
     assert _one({"minimum": 1, "maximum": 0}, True) == []  # a boolean is not a number here
     assert _one({"minimum": 5}, "1") == []
+
+
+def test_a_list_without_an_item_schema_is_not_walked_into() -> None:
+    assert _one({"type": "array"}, [1, "a", {"b": 2}]) == []
 
 
 def test_item_counts_at_their_bounds() -> None:
@@ -262,6 +267,31 @@ def test_a_transition_rule_under_free_keys_runs_for_each_key() -> None:
     assert (problem.path, problem.schema_path) == ("limits.gpu", "limits.*")
 
 
+def test_a_rule_freezing_one_field_of_an_object_guards_the_object() -> None:
+    rule = "self.enabled == oldSelf.enabled"
+    fields = {"": {"type": "object", "transition_rules": [{"rule": rule}]}, "enabled": {}, "name": {}}
+    (guard,) = crds.guards(fields, {"enabled": True, "name": "a"})
+    assert (guard.path, guard.rules) == ("", (rule,))
+
+
+def test_free_keys_are_guarded_by_their_schema() -> None:
+    (guard,) = crds.guards(LIST_MAP, {"limits": {"gpu": 8}})
+    assert (guard.path, guard.schema_path, guard.parts) == ("limits.gpu", "limits.*", ("limits", "gpu"))
+
+
+def test_a_rule_that_may_see_no_old_value_is_left_to_the_api_server() -> None:
+    optional = [{"rule": "self == oldSelf", "message": "m", "optional_old_self": True}]
+    fields = {"": {"type": "object"}, "x": {"transition_rules": [*optional, *FROZEN]}}
+    assert [t.rule for t in crds.transitions(fields, {"x": 1}, {"x": 2})] == ["self == oldSelf"]
+    assert crds.transitions({"": {"type": "object"}, "x": {"transition_rules": optional}}, {"x": 1}, {"x": 2}) == []
+
+
+def test_a_value_whose_shape_changed_is_judged_by_its_own_rules_only() -> None:
+    fields = {"": {"type": "object"}, "x": {"transition_rules": FROZEN}, "x.a": {"transition_rules": FROZEN}}
+    for old, new in [({"a": 1}, "s"), ({"a": 1}, [1]), ([1], {"a": 1})]:
+        assert [t.path for t in crds.transitions(fields, {"x": old}, {"x": new})] == ["x"]
+
+
 # ----------------------------------------------------------------------------------------- the contract
 
 FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor"
@@ -322,3 +352,20 @@ def test_facts_of_and_body_of_a_custom_resource() -> None:
     assert body["spec"]["nodeTaints"][0]["n"] == [2, 2.5] and isinstance(body["spec"]["nodeTaints"][0]["n"][0], int)
     assert crds.body_of(_resource(FLAVOR, {"apiVersion": "kept", "kind": "Kept"}))["kind"] == "Kept"
     assert crds.body_of(config_map) == {"data": {}}  # no type meta added to a built-in object
+
+
+def test_the_object_checked_carries_its_type_meta(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The provider sends apiVersion and kind from the resource type: a schema that requires or pins them passes."""
+    (real,) = crds.crd_facts("kueue.x-k8s.io/v1beta1", "ResourceFlavor")
+    fields = {
+        "": {"type": "object", "required": ["apiVersion", "kind"]},
+        "apiVersion": {"enum": ["kueue.x-k8s.io/v1beta1"]},
+        "kind": {"enum": ["ResourceFlavor"]},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "preserve_unknown": True},
+    }
+    monkeypatch.setattr(crds, "crd_facts", lambda api_version, kind: [replace(real, fields=fields)])
+    assert _check(KUEUE, _flavor({})) == []
+    assert [rule for _, _, rule, _ in _check(KUEUE, _resource(FLAVOR, {"kind": "Other"}))] == [
+        "ResourceFlavor kind: must be one of ['ResourceFlavor']"
+    ]
