@@ -13,7 +13,23 @@ import pytest
 from stacks.compatibility import kueue_trainer_problem
 from stacks.schema import NEURON_HELM_CHART_VERSION
 from tests.conftest import STACKS, stack_config
-from trainstack.contracts.facts import CHARTS_DIR, CRDS_DIR, chart_facts, crd_facts
+from trainstack.contracts.facts import (
+    CHARTS_DIR,
+    CRDS_DIR,
+    ITEM,
+    CrdFacts,
+    Source,
+    all_crd_facts,
+    chart_facts,
+    chart_file,
+    child,
+    crd_facts,
+    crd_file,
+    join,
+    json_type,
+    key_segment,
+    write_json,
+)
 from trainstack.journeys.workload_facts import WORKLOADS_DIR, chart_workloads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,3 +181,144 @@ def test_metrics_server_values_are_keys_of_its_pinned_chart() -> None:
     for key in ("replicas", "podDisruptionBudget.enabled", "podDisruptionBudget.minAvailable", "nodeSelector"):
         assert key in facts.values or any(key.startswith(f + ".") for f in facts.free_maps), key
     assert metrics_server_values()["nodeSelector"] == {"trainstack.io/node-role": "system"}
+
+
+# --- the path and type vocabulary every facts file is written and read in ---
+
+
+@pytest.mark.parametrize(
+    ("key", "segment"),
+    [
+        ("replicas", "replicas"),
+        ("Job.batch", '"Job.batch"'),  # a dot would split the path
+        ("a[0]", '"a[0]"'),  # an opening bracket alone is enough
+        ("b]", '"b]"'),
+        ('say"hi', '"say\\"hi"'),  # a quote is escaped inside the quotes
+        ("*", '"*"'),  # a literal star key, not the free-map wildcard
+        ("**", "**"),  # only the one-character wildcard is reserved
+        ("", ""),
+    ],
+)
+def test_a_key_is_quoted_only_when_it_would_be_read_as_path_syntax(key: str, segment: str) -> None:
+    assert key_segment(key) == segment
+
+
+def test_joining_path_segments() -> None:
+    assert join("", "spec") == "spec"  # no leading dot at the root
+    assert join("spec", "flavors") == "spec.flavors"
+    assert join("spec.flavors", ITEM) == "spec.flavors[]"  # a list's items take no dot
+    assert join("", ITEM) == "[]"
+    assert child("spec", "Job.batch") == 'spec."Job.batch"'
+    assert child("", "x") == "x"
+    assert child("spec.flavors[]", "name") == "spec.flavors[].name"
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        (None, "null"),
+        (True, "boolean"),  # a bool is an int in Python, not in JSON schema
+        (False, "boolean"),
+        (0, "integer"),
+        (3, "integer"),
+        (2.0, "integer"),  # YAML's 2.0 is read as an integer by the API
+        (2.5, "number"),
+        ("2", "string"),
+        ("", "string"),
+        ([], "array"),
+        ([1], "array"),
+        ({}, "object"),
+        ({"a": 1}, "object"),
+    ],
+)
+def test_json_type_names_each_yaml_value(value: object, name: str) -> None:
+    assert json_type(value) == name
+
+
+def test_a_source_and_a_crd_name_where_they_come_from() -> None:
+    source = Source("kubernetes-sigs/kueue", "v0.14.8", "charts/kueue/crds/x.yaml")
+    assert str(source) == "kubernetes-sigs/kueue@v0.14.8:charts/kueue/crds/x.yaml"
+    crd = CrdFacts("kueue.x-k8s.io", "ClusterQueue", "v1beta1", source, "kueue@v0.14.8", {})
+    assert crd.api_version == "kueue.x-k8s.io/v1beta1"
+    assert crd.operator == ("kueue", "0.14.8")  # the leading v goes, as in a chart pin
+    assert CrdFacts("g", "K", "v1", source, "vpc-cni@1.22.4", {}).operator == ("vpc-cni", "1.22.4")
+
+
+def test_every_facts_file_is_where_its_reader_and_writer_name_it() -> None:
+    charts = sorted(CHARTS_DIR.glob("*.json"))
+    crds = sorted(CRDS_DIR.glob("*.json"))
+    assert charts and crds
+    for path in charts:
+        data = json.loads(path.read_text())
+        assert chart_file(data["chart"], data["version"]) == path
+    for path in crds:
+        data = json.loads(path.read_text())
+        assert crd_file(data["group"], data["kind"], data["version"], data["source"]["tag"]) == path
+
+
+def test_chart_facts_are_read_from_the_file_of_that_version() -> None:
+    read = chart_facts.__wrapped__  # uncached, so this test runs the reader itself
+    path = CHARTS_DIR / "gpu-operator@v25.3.4.json"
+    data = json.loads(path.read_text())
+    facts = read("gpu-operator", "v25.3.4")
+    assert facts is not None
+    assert (facts.chart, facts.version) == ("gpu-operator", "v25.3.4")
+    assert str(facts.source) == "NVIDIA/gpu-operator@v25.3.4:deployments/gpu-operator/values.yaml"
+    assert facts.values == data["values"] and facts.values["driver.enabled"] == "boolean"
+    assert facts.free_maps == frozenset(data["free_maps"]) and facts.free_maps
+    assert facts.schema == {} and facts.schema_source is None  # the chart ships no values.schema.json
+    assert read("gpu-operator", "25.3.4") == facts  # a leading v on either side is ignored
+    assert read("kueue", "v0.14.8") == read("kueue", "0.14.8") is not None
+    assert read("gpu-operator", "v25.3.5") is None  # another version has no facts
+    assert read("no-such-chart", "1.0.0") is None
+
+
+def test_chart_facts_read_a_values_schema_and_its_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainstack.contracts import facts
+
+    schema_source = {"repository": "example/chart", "tag": "v1.0.0", "path": "chart/values.schema.json"}
+    data = {
+        "chart": "demo",
+        "version": "1.0.0",
+        "source": {"repository": "example/chart", "tag": "v1.0.0", "path": "chart/values.yaml"},
+        "values": {"": "object", "replicas": "integer"},
+        "free_maps": [],
+        "schema": {"source": schema_source, "fields": {"replicas": {"minimum": 1}}},
+    }
+    write_json(tmp_path / "demo@1.0.0.json", data)
+    monkeypatch.setattr(facts, "CHARTS_DIR", tmp_path)
+    found = facts.chart_facts.__wrapped__("demo", "v1.0.0")
+    assert found is not None
+    assert found.schema == {"replicas": {"minimum": 1}}
+    assert str(found.schema_source) == "example/chart@v1.0.0:chart/values.schema.json"
+    assert str(found.source) == "example/chart@v1.0.0:chart/values.yaml"
+
+
+def test_every_crd_facts_file_is_read_once_with_its_fields() -> None:
+    found = all_crd_facts.__wrapped__()  # uncached, so this test runs the reader itself
+    paths = sorted(CRDS_DIR.glob("*.json"))
+    assert isinstance(found, tuple) and len(found) == len(paths)
+    for facts, path in zip(found, paths, strict=True):
+        data = json.loads(path.read_text())
+        assert (facts.group, facts.kind, facts.version) == (data["group"], data["kind"], data["version"])
+        assert facts.installed_by == data["installed_by"] and facts.fields == data["fields"]
+        assert facts.source == Source(**data["source"])
+
+
+def test_crd_facts_match_both_the_api_version_and_the_kind() -> None:
+    queues = crd_facts("kueue.x-k8s.io/v1beta1", "ClusterQueue")
+    assert [(f.api_version, f.kind) for f in queues] == [("kueue.x-k8s.io/v1beta1", "ClusterQueue")]
+    assert crd_facts("kueue.x-k8s.io/v1beta1", "TrainJob") == []  # the group serves no such kind
+    assert crd_facts("trainer.kubeflow.org/v1alpha1", "ClusterQueue") == []  # the kind is of another group
+    assert crd_facts("kueue.x-k8s.io/v1", "ClusterQueue") == []  # a version not served
+    requests = crd_facts("autoscaling.x-k8s.io/v1beta1", "ProvisioningRequest")
+    assert [f.version for f in requests] == ["v1beta1"]  # one CRD, two served versions: only the asked one
+
+
+def test_facts_files_are_written_sorted_one_field_a_line(tmp_path: Path) -> None:
+    first = tmp_path / "charts" / "new" / "a.json"  # directories that do not exist yet are made
+    write_json(first, {"b": 1, "a": {"d": [2], "c": None}})
+    assert first.read_text() == '{\n "a": {\n  "c": null,\n  "d": [\n   2\n  ]\n },\n "b": 1\n}\n'
+    second = first.with_name("b.json")  # a second file into a directory that now exists
+    write_json(second, {})
+    assert second.read_text() == "{}\n"
