@@ -1335,6 +1335,11 @@ na("gpu-budget", lambda: without(staging(), lambda r: matches(r, GPU_NG) or r.ty
 
 ok("dev-scale-to-zero", dev)
 bad("dev-scale-to-zero", lambda: scenario("dev-min-one"), level="advisory")
+bad(
+    "dev-scale-to-zero",
+    lambda: mutated(dev(), "-gpu-g5-ng", set_path("scalingConfig.desiredSize", 1)),
+    level="advisory",
+)
 na("dev-scale-to-zero", lambda: without(dev(), of_type("aws:eks/nodeGroup:NodeGroup")))
 
 ok("prod-protect", prod)
