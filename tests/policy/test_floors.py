@@ -90,6 +90,16 @@ def _update(config: dict[str, int]) -> Callable[[], Recording]:
     return lambda: mutated(_prod(), P5_TRAIN_NG, set_path("updateConfig", config))
 
 
+def _small_group(max_size: int, max_unavailable: int) -> Callable[[], Recording]:
+    """A GPU group of `max_size` nodes at most, updated `max_unavailable` nodes at a time."""
+
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs["scalingConfig"]["maxSize"] = max_size
+        inputs["updateConfig"] = {"maxUnavailable": max_unavailable}
+
+    return lambda: mutated(_prod(), P5_TRAIN_NG, edit)
+
+
 SYSTEM_MIN_1 = (
     "system node groups (eks-system) keep at least 1 node(s) (eks.system_node_group.min_size); the floor here is 2, "
     "so DNS and job admission survive the loss of a node."
@@ -270,6 +280,19 @@ FINDINGS: list[tuple[str, str, Callable[[], Recording], list[tuple[str, str]]]] 
     ),
     ("a percentage at the floor", "node-update-budget", _update({"maxUnavailablePercentage": 25}), []),
     ("one node is always allowed", "node-update-budget", _update({"maxUnavailable": 1}), []),
+    ("one node of two is allowed though half", "node-update-budget", _small_group(2, 1), []),
+    (
+        "two nodes of four are half",
+        "node-update-budget",
+        _small_group(4, 2),
+        [
+            (
+                "gpu-p5-train-ng",
+                "node group gpu-p5-train-ng may replace 50% of its 4 nodes at once (gpu_node_groups[].max_unavailable "
+                "2); the floor here allows 25%.",
+            )
+        ],
+    ),
     (
         "one NAT gateway for three AZs",
         "nat-per-az",

@@ -22,6 +22,7 @@ from policies.rules.base import RESOURCE_TYPES
 from tests.policy.helpers import (
     found,
     matches,
+    messages,
     mutated,
     run,
     scenario,
@@ -389,7 +390,37 @@ bad(
     "efa-cluster-placement",
     lambda: mutated(staging(), "aws:ec2/placementGroup:PlacementGroup", set_path("strategy", "spread")),
 )
+# A group made outside the stack: the template names it, but its strategy cannot be checked.
+bad("efa-cluster-placement", lambda: without(staging(), of_type("aws:ec2/placementGroup:PlacementGroup")))
 na("efa-cluster-placement", dev)
+
+
+def _no_placement(inputs: dict[str, Any]) -> None:
+    del inputs["placement"]
+
+
+def _no_placement_dependency(deps: dict[str, tuple[str, ...]]) -> None:
+    del deps["placement"]
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        pytest.param(
+            lambda: without(staging(), of_type("aws:ec2/placementGroup:PlacementGroup")),
+            "gpu-p5-lt names a placement group that is not managed in this stack; its strategy cannot be checked.",
+            id="group-made-outside-the-stack",
+        ),
+        pytest.param(
+            lambda: mutated(staging(), GPU_LT, _no_placement, dependencies=_no_placement_dependency),
+            "node group gpu-p5-ng: launch template gpu-p5-lt has EFA interfaces but no placement group.",
+            id="no-group-named",
+        ),
+    ],
+)
+def test_efa_placement_tells_an_unchecked_group_from_a_missing_one(source: Source, says: str) -> None:
+    assert messages("efa-cluster-placement", source()) == [says]
+
 
 ok("efa-single-subnet", staging)
 bad("efa-single-subnet", lambda: _two_subnets(staging()))
@@ -1335,6 +1366,11 @@ na("gpu-budget", lambda: without(staging(), lambda r: matches(r, GPU_NG) or r.ty
 
 ok("dev-scale-to-zero", dev)
 bad("dev-scale-to-zero", lambda: scenario("dev-min-one"), level="advisory")
+bad(
+    "dev-scale-to-zero",
+    lambda: mutated(dev(), "-gpu-g5-ng", set_path("scalingConfig.desiredSize", 1)),
+    level="advisory",
+)
 na("dev-scale-to-zero", lambda: without(dev(), of_type("aws:eks/nodeGroup:NodeGroup")))
 
 ok("prod-protect", prod)
