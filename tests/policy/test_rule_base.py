@@ -17,7 +17,7 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from policies import waivers
+from policies import enforcement, waivers
 from policies.facts import EFA_PRESENT_LABEL, GIB_PER_TIB, SCRATCH_2_BASELINE_MB_S_PER_TIB
 from policies.facts_generated import HYPERPOD_CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP
 from policies.rules.base import (
@@ -370,7 +370,7 @@ def test_a_resource_rule_judges_only_its_types_and_its_waived_resource_is_exempt
     def report(message: str, urn: str | None = None) -> None:
         reported.append((message, urn))
 
-    with waivers.applying([_waiver("x-resource-rule", "waived")], "dev") as ledger:
+    with enforcement.applying([_waiver("x-resource-rule", "waived")], "dev") as ledger:
         rule.validate(_args("aws:ec2/subnet:Subnet", "other-type"), report)
         rule.validate(_args("aws:ec2/vpc:Vpc", "waived"), report)
         rule.validate(_args("aws:ec2/vpc:Vpc", "kept"), report)
@@ -391,7 +391,7 @@ def test_a_stack_rules_violation_is_exempt_only_on_the_waived_resource_it_names(
         reported.append((message, urn))
 
     waived, kept = _resource("aws:ec2/vpc:Vpc", "waived"), _resource("aws:ec2/vpc:Vpc", "kept")
-    with waivers.applying([_waiver("x-stack-rule", "waived")], "dev") as ledger:
+    with enforcement.applying([_waiver("x-stack-rule", "waived")], "dev") as ledger:
         rule.validate(StackValidationArgs([waived, kept]), report)
     assert reported == [("kept is wrong", kept.urn), ("the stack is wrong", None)]
     assert [w.urn for w in ledger.waived] == [waived.urn]
