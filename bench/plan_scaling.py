@@ -280,7 +280,7 @@ def plan_worker() -> Callable[[int], tuple[int, float]]:
 
     def plan(groups: int) -> tuple[int, float]:
         cluster = validate_object(scaled_cluster(prod, groups), f"bench {groups}")
-        recording, seconds = timed(lambda: run_program(cluster, stack="prod-bench"))
+        recording, seconds = timed(lambda: run_program(cluster, stack_name="prod-bench"))
         _leave_registrations(groups, recording.resources)
         return len(recording.resources), seconds
 

@@ -145,32 +145,32 @@ def environment_of_stack(stack: str) -> Environment | None:
     return None
 
 
-def stack_problem(stack: str, cluster: StackConfig) -> Problem | None:
-    """Why `cluster` cannot run as `stack` (its environment is not the one the stack name maps to), or None."""
+def stack_problem(stack_name: str, cluster: StackConfig) -> Problem | None:
+    """Why `cluster` cannot run as `stack_name` (its environment is not the one the stack name maps to), or None."""
     key = f"{FULL_KEY}.environment"
-    expected = environment_of_stack(stack)
+    expected = environment_of_stack(stack_name)
     valid = ", ".join(f"`{e.value}` or `{e.value}-<suffix>`" for e in Environment)
     if expected is None:
         return Problem(
             key,
             cluster.environment.value,
-            f"stack {stack!r} maps to no environment: name a stack {valid} (for example prod-eu-west-1), so the "
+            f"stack {stack_name!r} maps to no environment: name a stack {valid} (for example prod-eu-west-1), so the "
             "environment that decides data protection and policy floors follows from the stack",
         )
     if cluster.environment is not expected:
         return Problem(
             key,
             cluster.environment.value,
-            f"stack {stack!r} is a {expected.value} stack: its environment must be {expected.value!r}. The "
+            f"stack {stack_name!r} is a {expected.value} stack: its environment must be {expected.value!r}. The "
             "environment decides deletion protection and every policy floor, so it follows from the stack name "
             f"(stacks named {valid}), not from a value inside the file",
         )
     return None
 
 
-def check_stack(stack: str, cluster: StackConfig, source: str) -> StackConfig:
-    """`cluster` when its environment is the one `stack` maps to; ConfigError (exit 2) otherwise."""
-    problem = stack_problem(stack, cluster)
+def check_stack(stack_name: str, cluster: StackConfig, source: str) -> StackConfig:
+    """`cluster` when its environment is the one `stack_name` maps to; ConfigError (exit 2) otherwise."""
+    problem = stack_problem(stack_name, cluster)
     if problem is not None:
         raise ConfigError(source, [problem])
     return cluster

@@ -127,19 +127,19 @@ def _load_or_run(key: str, run_it: Callable[[], object], this_session_only: bool
         os.close(lock)
 
 
-def program_recording(cluster: StackConfig, stack: str, preview: bool = False) -> Recording:
+def program_recording(cluster: StackConfig, stack_name: str, preview: bool = False) -> Recording:
     """The real program's recording for `cluster`, run once per session across workers; a fresh copy per call.
     A committed stack's own config is a slow test's; any other config an e2e test's (tests/tiers.py)."""
-    if stack in STACKS and cluster == stack_config(stack):
+    if stack_name in STACKS and cluster == stack_config(stack_name):
         require("slow", "runs the whole program (a CPU-second or more), or build only its component")
     else:
         require("e2e", "plans a stack of its own (a CPU-second or more per config)")
-    identity = json.dumps([cluster.model_dump(mode="json"), stack, preview], sort_keys=True)
+    identity = json.dumps([cluster.model_dump(mode="json"), stack_name, preview], sort_keys=True)
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     blob = _blobs.get(key)
     if blob is None:
         with committed_stack_run():
-            blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack=stack, preview=preview))
+            blob = _blobs[key] = _load_or_run(key, lambda: run_program(cluster, stack_name=stack_name, preview=preview))
     return pickle.loads(blob)
 
 
@@ -218,7 +218,9 @@ def shared_recordings(monkeypatch: pytest.MonkeyPatch) -> None:
     from trainstack import cli
 
     monkeypatch.setattr(
-        cli, "run_program", lambda cluster, *, stack, preview=False: program_recording(cluster, stack, preview)
+        cli,
+        "run_program",
+        lambda cluster, *, stack_name, preview=False: program_recording(cluster, stack_name, preview),
     )
 
 

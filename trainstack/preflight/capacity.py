@@ -53,7 +53,7 @@ def _edit(az: str, capacity: dict[str, str] | None = None) -> str:
 
 
 def search(
-    cluster: StackConfig, stack: str, account: Account, group_name: str, count: int | None, days: int, weeks: int
+    cluster: StackConfig, stack_name: str, account: Account, group_name: str, count: int | None, days: int, weeks: int
 ) -> Search:
     """Every way to get `count` (default: max_size) instances of one GPU group's type: the AZs that offer it, the
     reservations the account holds, and the Capacity Blocks for sale for `days` days within `weeks` weeks."""
@@ -73,7 +73,7 @@ def search(
     if not options:
         notes.append(f"nothing found for {wanted} x {group.instance_type}; try another count, length or type")
     return Search(
-        stack, group.name, f"gpu_node_groups[{index}]", group.instance_type, wanted, tuple(options), tuple(notes)
+        stack_name, group.name, f"gpu_node_groups[{index}]", group.instance_type, wanted, tuple(options), tuple(notes)
     )
 
 

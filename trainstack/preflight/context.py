@@ -16,7 +16,7 @@ from trainstack.preflight.model import Check, Status
 @dataclass(frozen=True)
 class Context:
     cluster: StackConfig
-    stack: str
+    stack_name: str
     account: Account
     caller_account: str
     caller_arn: str

@@ -33,7 +33,7 @@ def whoami(account: Account) -> tuple[str, str]:
 
 def run(
     cluster: StackConfig,
-    stack: str,
+    stack_name: str,
     account: Account,
     stack_file: Path | None = None,
     now: datetime.datetime | None = None,
@@ -41,7 +41,7 @@ def run(
     caller_account, caller_arn = whoami(account)
     ctx = Context(
         cluster=cluster,
-        stack=stack,
+        stack_name=stack_name,
         account=account,
         caller_account=caller_account,
         caller_arn=caller_arn,
@@ -56,7 +56,7 @@ def run(
         for _family, family_checks in FAMILIES:
             checks.extend(family_checks(ctx))
     return Preflight(
-        stack=stack,
+        stack=stack_name,
         region=cluster.region,
         account=caller_account,
         caller=caller_arn,
