@@ -15,7 +15,7 @@ from trainstack.preflight.model import Check, Status
 
 @dataclass(frozen=True)
 class Context:
-    cluster: StackConfig
+    stack: StackConfig
     stack_name: str
     account: Account
     caller_account: str

@@ -32,7 +32,7 @@ def whoami(account: Account) -> tuple[str, str]:
 
 
 def run(
-    cluster: StackConfig,
+    stack: StackConfig,
     stack_name: str,
     account: Account,
     stack_file: Path | None = None,
@@ -40,7 +40,7 @@ def run(
 ) -> Preflight:
     caller_account, caller_arn = whoami(account)
     ctx = Context(
-        cluster=cluster,
+        stack=stack,
         stack_name=stack_name,
         account=account,
         caller_account=caller_account,
@@ -57,7 +57,7 @@ def run(
             checks.extend(family_checks(ctx))
     return Preflight(
         stack=stack_name,
-        region=cluster.region,
+        region=stack.region,
         account=caller_account,
         caller=caller_arn,
         checks=tuple(checks),
