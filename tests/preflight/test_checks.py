@@ -84,9 +84,7 @@ def test_the_declared_secrets_provider_is_asked_in_its_region(moto: h.Moto, tmp_
     kms = caller.client("kms", endpoint_url=moto.url, region_name="us-west-2")
     key = kms.create_key()["KeyMetadata"]["KeyId"]
     kms.create_alias(AliasName="alias/pulumi-secrets", TargetKeyId=key)
-    assert (
-        check(preflight(moto, stack, "dev", caller, stack_file=path), "secrets.provider-key").status is Status.PASSED
-    )
+    assert check(preflight(moto, stack, "dev", caller, stack_file=path), "secrets.provider-key").status is Status.PASSED
     kms.disable_key(KeyId=key)
     disabled = check(preflight(moto, stack, "dev", caller, stack_file=path), "secrets.provider-key")
     assert disabled.status is Status.FAILED and "Disabled" in disabled.answer
@@ -95,9 +93,7 @@ def test_the_declared_secrets_provider_is_asked_in_its_region(moto: h.Moto, tmp_
 def test_a_secrets_provider_that_is_not_kms_is_not_asked(moto: h.Moto, tmp_path: Path) -> None:
     path = write_stack(tmp_path, "dev", edit_document=lambda d: d.update(secretsprovider="passphrase"))
     stack = stack_config("dev")
-    found = check(
-        preflight(moto, stack, "dev", h.seed(moto, stack, "dev"), stack_file=path), "secrets.provider-key"
-    )
+    found = check(preflight(moto, stack, "dev", h.seed(moto, stack, "dev"), stack_file=path), "secrets.provider-key")
     assert found.status is Status.SKIPPED
 
 
@@ -280,9 +276,7 @@ def test_a_kubernetes_version_eks_no_longer_creates_fails(moto: h.Moto) -> None:
     stub.add_response("describe_cluster_versions", {"clusterVersions": []})
     for addon, (_key, build) in h.installed_addons_of(stack).items():
         stub.add_response("describe_addon_versions", h.addon_versions(addon, "1.36", [build]))
-    found = check(
-        preflight(moto, stack, "dev", h.seed(moto, stack, "dev"), {("eks", "eks"): client}), "eks.version"
-    )
+    found = check(preflight(moto, stack, "dev", h.seed(moto, stack, "dev"), {("eks", "eks"): client}), "eks.version")
     assert found.status is Status.FAILED and "not listed" in found.answer
 
 
@@ -308,8 +302,7 @@ def test_a_pinned_ami_release_is_looked_up_and_a_missing_one_fails(moto: h.Moto)
     )
     caller = h.seed(moto, stack, "prod")
     assert (
-        check(preflight(moto, stack, "prod", caller, {("eks", "ssm"): ssm}), "eks.ami.p5-train").status
-        is Status.PASSED
+        check(preflight(moto, stack, "prod", caller, {("eks", "ssm"): ssm}), "eks.ami.p5-train").status is Status.PASSED
     )
     ssm, stub = h.stubbed("ssm", stack.region)
     stub.add_client_error("get_parameter", "ParameterNotFound", expected_params={"Name": name})

@@ -86,9 +86,7 @@ def _group_named(stack: StackConfig, group_name: str) -> tuple[int, GpuNodeGroup
     return index, group
 
 
-def _on_demand_options(
-    stack: StackConfig, account: Account, group: GpuNodeGroupSpec, notes: list[str]
-) -> list[Option]:
+def _on_demand_options(stack: StackConfig, account: Account, group: GpuNodeGroupSpec, notes: list[str]) -> list[Option]:
     """The AZs that offer the type On-Demand (DescribeInstanceTypeOfferings)."""
 
     class Ctx:  # the minimal context offered_zones needs
