@@ -141,6 +141,14 @@ def test_repair_limits_keep_to_the_eks_api_bounds(bad: dict[str, int]) -> None:
         HealthSpec.model_validate({"node_repair": bad})
 
 
+def test_an_alert_address_listed_twice_is_refused_and_distinct_ones_kept() -> None:
+    # Each address becomes its own SNS e-mail subscription (components/health/observability.py): one per inbox.
+    with pytest.raises(ValidationError, match=re.escape("health.alert_emails has duplicates: ['a@x.io', 'a@x.io']")):
+        HealthSpec.model_validate({"alert_emails": ["a@x.io", "a@x.io"]})
+    assert HealthSpec.model_validate({"alert_emails": ["a@x.io", "b@x.io"]}).alert_emails == ["a@x.io", "b@x.io"]
+    assert HealthSpec.model_validate({}).alert_emails == []
+
+
 def test_metrics_default_by_environment() -> None:
     assert edited_config("dev", lambda d: None).metrics_enabled is False
     assert edited_config("prod", lambda d: None).metrics_enabled is True

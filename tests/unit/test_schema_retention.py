@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from stacks.load import ConfigError
 from stacks.schema import LOG_RETENTION_DAYS, StackConfig
+from stacks.schema.base import RetentionDays
 from tests.conftest import edited_config
 
 FIELDS: dict[str, Callable[[dict[str, Any], int], None]] = {
@@ -50,3 +52,14 @@ def test_json_schema_lists_the_allowed_values_for_every_retention() -> None:
         defs["FsxSpec"]["properties"]["log_retention_days"],
     ]
     assert all(f["enum"] == list(LOG_RETENTION_DAYS) for f in fields)
+
+
+@pytest.mark.parametrize("days", [1, 90, 3653])
+def test_a_cloudwatch_retention_is_kept_as_given(days: int) -> None:
+    assert TypeAdapter(RetentionDays).validate_python(days) == days
+
+
+@pytest.mark.parametrize("days", [0, 2, 45, 3654])
+def test_a_retention_cloudwatch_refuses_is_named_with_the_valid_values(days: int) -> None:
+    with pytest.raises(ValidationError, match=f"{days} is not a CloudWatch retention period: use one of \\[1, 3, 5,"):
+        TypeAdapter(RetentionDays).validate_python(days)

@@ -1,0 +1,331 @@
+"""The rules that span a stack's areas (stacks/schema/stack.py), each at its boundary and alone: a committed stack
+or example with one edit, validated in-process, must be refused with exactly that rule's problem or accepted; and
+the facts the program reads off a stack (which AZ, which groups, which defaults by environment)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from stacks.load import FULL_KEY
+from stacks.schema import StackConfig
+from stacks.schema.gpu import AmiFamily
+from stacks.schema.stack import TagsSpec
+from tests.conftest import ROOT, STACKS, stack_document
+
+Edit = Callable[[dict[str, Any]], None]
+ADMIN = "arn:aws:iam::111122223333:role/ml-platform-admin"
+MEMBER = "arn:aws:iam::111122223333:role/research-member"
+BLOCK = {
+    "type": "capacity_block",
+    "reservation_id": "cr-0a1b2c3d4e5f67890",
+    "reservation_availability_zone": "us-east-1a",
+}
+
+
+@functools.cache
+def _document(name: str) -> dict[str, Any]:
+    if name in STACKS:
+        return stack_document(name)["config"][FULL_KEY]
+    return yaml.safe_load((ROOT / "stacks" / "examples" / f"{name}.yaml").read_text())["config"][FULL_KEY]
+
+
+def config(name: str, edit: Edit = lambda raw: None) -> StackConfig:
+    raw = copy.deepcopy(_document(name))
+    edit(raw)
+    return StackConfig.model_validate(raw)
+
+
+def problems(name: str, edit: Edit) -> list[str]:
+    """The stack-wide problems of the edited stack (the root error), one per line."""
+    with pytest.raises(ValidationError) as caught:
+        config(name, edit)
+    errors = caught.value.errors()
+    assert [e["loc"] for e in errors] == [()], errors  # refused by a stack-wide rule, not a field's own
+    return errors[0]["msg"].removeprefix("Value error, ").split("\n")
+
+
+def only(name: str, edit: Edit) -> str:
+    [problem] = problems(name, edit)
+    return problem
+
+
+def group(raw: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    return raw["gpu_node_groups"][index]
+
+
+# ------------------------------------------------------------------------------------------------------- tags
+
+
+def test_tags_extra_may_not_set_a_tag_trainstack_sets_and_may_set_others() -> None:
+    with pytest.raises(ValidationError, match=r"tags.extra may not set \['cost-center', 'owner'\]"):
+        TagsSpec(cost_center="ml", owner="me", extra={"owner": "x", "cost-center": "y", "team": "z"})
+    assert TagsSpec(cost_center="ml", owner="me", extra={"team": "z"}).extra == {"team": "z"}
+    assert config("dev", lambda raw: raw["tags"].update(extra={"team": "z"})).default_tags("trainstack") == {
+        "team": "z",
+        "project": "trainstack",
+        "env": "dev",
+        "cost-center": "ml-research",
+        "owner": "ml-platform@example.com",
+    }
+
+
+# ------------------------------------------------------------------------------------------------- GPU groups
+
+
+def _second_group(name: str, **fields: Any) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["gpu_node_groups"].append({**group(raw), "name": name, **fields})
+
+    return edit
+
+
+def test_two_groups_of_one_name_are_refused_and_of_two_names_accepted() -> None:
+    assert only("dev", _second_group("g5")) == "gpu_node_groups names must be unique, got ['g5', 'g5']"
+    assert [g.name for g in config("dev", _second_group("g5b")).gpu_node_groups] == ["g5", "g5b"]
+
+
+def test_a_group_outside_the_networks_azs_is_refused_and_inside_accepted() -> None:
+    assert only("dev", lambda raw: group(raw).update(availability_zone="us-east-1c")) == (
+        "gpu_node_groups.0.availability_zone us-east-1c is not in network.availability_zones "
+        "['us-east-1a', 'us-east-1b']"
+    )
+    assert config("dev", lambda raw: group(raw).update(availability_zone="us-east-1b")).gpu_availability_zone == (
+        "us-east-1b"
+    )
+
+
+def test_an_az_of_another_region_is_refused_for_each_az() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["network"]["availability_zones"] = ["us-east-1a", "us-west-2a"]
+
+    assert "network.availability_zones entry us-west-2a is not in region us-east-1" in problems("dev", edit)
+    assert "network.availability_zones entry us-east-1a is not in region us-east-1" not in problems("dev", edit)
+
+
+def test_a_team_member_who_is_an_admin_is_refused_and_another_role_accepted() -> None:
+    def member(role: str) -> Edit:
+        return lambda raw: raw["kubernetes"]["teams"][0].update(member_role_arns=[MEMBER, role])
+
+    assert only("dev", member(ADMIN)).startswith(f"kubernetes.teams.0.member_role_arns.1 {ADMIN} is in eks.admin_role")
+    assert config("dev", member("arn:aws:iam::111122223333:role/other")).kubernetes.teams[0].member_role_arns[0] == (
+        MEMBER
+    )
+
+
+# -------------------------------------------------------------------------------------------- node versions
+
+
+def _system(**fields: Any) -> Edit:
+    return lambda raw: raw["eks"]["system_node_group"].update(fields)
+
+
+def test_a_node_group_three_minors_behind_is_accepted_and_four_refused() -> None:
+    # eks.version is 1.36 in dev.
+    assert config("dev", _system(kubernetes_version="1.33")).eks.system_node_group.kubernetes_version == "1.33"
+    assert only("dev", _system(kubernetes_version="1.32")).startswith("eks.system_node_group.kubernetes_version 1.32:")
+    assert only("dev", lambda raw: group(raw).update(kubernetes_version="1.32")).startswith(
+        "gpu_node_groups.0.kubernetes_version 1.32:"
+    )
+
+
+def test_an_al2023_release_must_belong_to_the_version_the_group_runs() -> None:
+    assert config("dev", _system(ami_release_version="1.36.0-20260915")).eks.system_node_group.ami_release_version
+    assert only("dev", _system(ami_release_version="1.35.0-20260915")).startswith(
+        "eks.system_node_group.ami_release_version 1.35.0-20260915 is not a release for Kubernetes 1.36 (eks.version)"
+    )
+    # A group pinned to its own version takes that version's releases, and its key is named.
+    pinned = config("dev", _system(kubernetes_version="1.35", ami_release_version="1.35.0-20260915"))
+    assert pinned.eks.system_node_group.ami_release_version == "1.35.0-20260915"
+    assert only("dev", _system(kubernetes_version="1.35", ami_release_version="1.36.0-20260915")).startswith(
+        "eks.system_node_group.ami_release_version 1.36.0-20260915 is not a release for Kubernetes 1.35 "
+        "(eks.system_node_group.kubernetes_version)"
+    )
+    assert only("dev", lambda raw: group(raw).update(ami_release_version="1.3.0-20260915")).startswith(
+        "gpu_node_groups.0.ami_release_version 1.3.0-20260915 is not a release for Kubernetes 1.36"
+    )
+
+
+def test_a_bottlerocket_release_is_not_held_to_the_kubernetes_version() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        group(raw).update(ami_family="BOTTLEROCKET_x86_64_NVIDIA", ami_release_version="1.44.0-0f2a6ffa")
+
+    assert config("dev", edit).gpu_node_groups[0].ami_family is AmiFamily.BOTTLEROCKET_NVIDIA
+
+
+# ------------------------------------------------------------------------------------------------- GPU budget
+
+
+def test_the_budget_may_equal_the_accelerators_at_max_but_not_fall_below() -> None:
+    # dev: one g5.2xlarge group (1 GPU) of max_size 2.
+    assert config("dev", lambda raw: raw["cost"].update(max_gpus=2)).accelerators_at_max == 2
+    assert only("dev", lambda raw: raw["cost"].update(max_gpus=1)) == (
+        "GPU node groups (2 at max size) and HyperPod (0) reach 2 accelerators, over cost.max_gpus 1"
+    )
+
+
+def test_the_budget_counts_hyperpods_accelerators_apart_from_the_groups() -> None:
+    # hyperpod-slurm: no GPU node group, two ml.p5.48xlarge (16 GPUs).
+    cluster = config("hyperpod-slurm")
+    assert (cluster.hyperpod_accelerators, cluster.accelerators_at_max) == (16, 16)
+    assert only("hyperpod-slurm", lambda raw: raw["cost"].update(max_gpus=15)) == (
+        "GPU node groups (0 at max size) and HyperPod (16) reach 16 accelerators, over cost.max_gpus 15"
+    )
+    off = config("hyperpod-slurm", lambda raw: raw["sagemaker"]["hyperpod"].update(enabled=False))
+    assert (off.hyperpod_accelerators, off.accelerators_at_max) == (0, 0)
+
+
+def test_storage_demand_is_the_accelerators_at_max_times_the_per_gpu_rate() -> None:
+    assert config("dev").storage_demand_mb_s == 2 * 100
+
+
+# ---------------------------------------------------------------------------------------------------- waivers
+
+WAIVER = {
+    "rule": "efa-on-capable-groups",
+    "resource": "gpu-g5-ng",
+    "reason": "Single-node evaluation jobs only; EFA would not speed them up and multi-node jobs run elsewhere.",
+    "owner": "ml-platform@example.com",
+    "expires": "2027-06-30",
+    "environment": "dev",
+}
+
+
+def test_a_waiver_of_another_environment_is_refused() -> None:
+    assert only("dev", lambda raw: raw.update(waivers=[{**WAIVER, "environment": "staging"}])).startswith(
+        "waivers.0.environment staging: this is a dev stack"
+    )
+    assert len(config("dev", lambda raw: raw.update(waivers=[WAIVER])).waivers) == 1
+
+
+def test_a_rule_waived_twice_for_one_resource_is_refused_once_and_for_two_resources_accepted() -> None:
+    twice = [WAIVER, {**WAIVER, "reason": WAIVER["reason"] + " Again."}]
+    assert only("dev", lambda raw: raw.update(waivers=twice)) == (
+        "waivers: efa-on-capable-groups on gpu-g5-ng is waived twice"
+    )
+    two = [WAIVER, {**WAIVER, "resource": "gpu-other-ng"}]
+    assert len(config("dev", lambda raw: raw.update(waivers=two)).waivers) == 2
+
+
+# ----------------------------------------------------------------------------------------------- subnet space
+#
+# dev: system group max 3 in each AZ, the g5 group (max 2) in us-east-1a. A private /24 keeps 251 addresses.
+
+
+def _private(prefix: int, pods: dict[str, Any] | None = None) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["network"].update(private_subnet_prefix_length=prefix, public_subnet_prefix_length=max(prefix, 24))
+        if pods is not None:
+            raw["network"]["pod_network"] = pods
+
+    return edit
+
+
+def test_nodes_per_subnet_count_the_system_group_in_every_az_and_a_group_in_its_own() -> None:
+    assert config("dev").nodes_per_subnet() == {"us-east-1a": 5, "us-east-1b": 3}
+    assert config("hyperpod-slurm").nodes_per_subnet() == {"us-east-1a": 4 + 4, "us-east-1b": 4}
+
+
+def test_a_private_subnet_too_small_for_its_nodes_and_their_pods_is_refused_per_az() -> None:
+    assert problems("dev", _private(24)) == [
+        "network.private_subnet_prefix_length /24 gives 251 addresses in us-east-1a, but 5 nodes at max size need up "
+        "to 555 (1 + 110 pods each): use a larger private subnet (a smaller prefix length) or smaller groups",
+        "network.private_subnet_prefix_length /24 gives 251 addresses in us-east-1b, but 3 nodes at max size need up "
+        "to 333 (1 + 110 pods each): use a larger private subnet (a smaller prefix length) or smaller groups",
+    ]
+    assert config("dev", _private(22)).network.private_subnet_prefix_length == 22  # 1019 addresses: 5 x 111 fit
+
+
+POD_CIDR = {"cidr": "100.64.0.0/16", "subnet_prefix_length": 17}  # two /17 pod subnets: 32763 addresses each
+
+
+def test_with_a_pod_network_node_subnets_hold_only_nodes_up_to_their_last_address() -> None:
+    # 251 usable addresses in a /24: 3 system + 248 GPU nodes fit exactly, one more does not.
+    def nodes(count: int) -> Edit:
+        def edit(raw: dict[str, Any]) -> None:
+            _private(24, POD_CIDR)(raw)
+            group(raw).update(max_size=count)
+            raw["cost"]["max_gpus"] = 1000
+
+        return edit
+
+    assert config("dev", nodes(248)).nodes_per_subnet()["us-east-1a"] == 251
+    assert only("dev", nodes(249)) == (
+        "network.private_subnet_prefix_length /24 gives 251 addresses in us-east-1a, fewer than its 252 nodes at max "
+        "size: use a larger private subnet"
+    )
+
+
+def test_with_a_pod_network_pod_subnets_hold_the_pods() -> None:
+    small_pods = {"cidr": "100.64.0.0/16", "subnet_prefix_length": 24}  # 251 pod addresses: 2 nodes' worth
+    assert problems("dev", _private(24, small_pods)) == [
+        "network.pod_network.subnet_prefix_length /24 gives 251 pod addresses in us-east-1a, but 5 nodes at max size "
+        "need up to 550 (110 pods each): use a larger pod subnet or smaller groups",
+        "network.pod_network.subnet_prefix_length /24 gives 251 pod addresses in us-east-1b, but 3 nodes at max size "
+        "need up to 330 (110 pods each): use a larger pod subnet or smaller groups",
+    ]
+    assert config("dev", _private(24, POD_CIDR)).network.pod_network is not None
+
+
+# ---------------------------------------------------------------------------------------------- Lustre over EFA
+
+
+def _efa_group(raw: dict[str, Any], index: int, az: str) -> None:
+    entry = {**group(raw), "name": f"efa{index}", "instance_type": "g5.8xlarge", "efa_enabled": True}
+    entry.update(availability_zone=az, capacity={"type": "on_demand"})
+    raw["gpu_node_groups"].append(entry)
+    raw["cost"]["max_gpus"] = 100
+
+
+def _efa_lustre(raw: dict[str, Any], enabled: bool = True) -> None:
+    fsx = {"deployment_type": "PERSISTENT_2", "throughput_mb_s_per_tib": 1000, "storage_capacity_gib": 4800}
+    raw["storage"]["fsx"].update(fsx, efa_enabled=True, enabled=enabled)
+
+
+def _lustre_efa(*azs: str) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        _efa_lustre(raw)
+        for i, az in enumerate(azs):
+            _efa_group(raw, i, az)
+
+    return edit
+
+
+def test_lustre_over_efa_needs_an_efa_group_and_all_of_them_in_one_az() -> None:
+    assert only("dev", _lustre_efa()) == "storage.fsx.efa_enabled needs at least one EFA GPU node group to serve"
+    assert config("dev", _lustre_efa("us-east-1b", "us-east-1b")).gpu_availability_zone == "us-east-1b"
+    assert only("dev", _lustre_efa("us-east-1b", "us-east-1a")).startswith(
+        "storage.fsx.efa_enabled with EFA GPU groups in ['us-east-1a', 'us-east-1b']: Lustre over EFA reaches "
+        "clients in its own subnet only (us-east-1b)"
+    )
+
+
+def test_lustre_without_efa_or_disabled_fsx_is_not_held_to_the_efa_groups() -> None:
+    def two_azs(raw: dict[str, Any]) -> None:
+        _efa_group(raw, 0, "us-east-1a")
+        _efa_group(raw, 1, "us-east-1b")
+
+    assert len(config("dev", two_azs).gpu_node_groups) == 3
+    assert config("dev", lambda raw: _efa_lustre(raw, enabled=False)).storage.fsx.efa_enabled
+
+
+# ------------------------------------------------------------------------------------------------- AZ of a stack
+
+
+def test_the_gpu_az_is_the_first_efa_groups_else_the_first_groups_else_the_networks() -> None:
+    assert config("dev").gpu_availability_zone == "us-east-1a"
+    assert config("dev", lambda raw: group(raw).update(availability_zone="us-east-1b")).gpu_availability_zone == (
+        "us-east-1b"
+    )
+    efa_second = config("dev", lambda raw: _efa_group(raw, 0, "us-east-1b"))
+    assert efa_second.gpu_availability_zone == "us-east-1b"
+    none = config("dev", lambda raw: raw.update(gpu_node_groups=[]))
+    assert none.gpu_availability_zone == "us-east-1a"
+    assert config("dev", lambda raw: (raw.update(gpu_node_groups=[]), raw["network"].update(
+        availability_zones=["us-east-1b", "us-east-1a"]))).gpu_availability_zone == "us-east-1b"  # fmt: skip
