@@ -279,8 +279,8 @@ def plan_worker() -> Callable[[int], tuple[int, float]]:
     prod = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())["config"][FULL_KEY]
 
     def plan(groups: int) -> tuple[int, float]:
-        cluster = validate_object(scaled_cluster(prod, groups), f"bench {groups}")
-        recording, seconds = timed(lambda: run_program(cluster, stack="prod-bench"))
+        stack = validate_object(scaled_cluster(prod, groups), f"bench {groups}")
+        recording, seconds = timed(lambda: run_program(stack, stack_name="prod-bench"))
         _leave_registrations(groups, recording.resources)
         return len(recording.resources), seconds
 

@@ -81,7 +81,7 @@ from stacks.load import load_file
 from trainstack.engine import run_program
 stack, tier = sys.argv[2], sys.argv[3]
 config = load_file(f"{sys.argv[1]}/stacks/Pulumi.{stack}.yaml")
-recording = run_program(config, stack=stack)
+recording = run_program(config, stack_name=stack)
 started, cpu = time.perf_counter(), time.process_time()
 if tier == "contracts":
     from trainstack import contracts

@@ -19,12 +19,12 @@ def under_mock_engine() -> bool:
     return isinstance(settings.get_monitor(), MockMonitor)
 
 
-def refuse_placeholders(cluster: StackConfig, stack: str) -> None:
+def refuse_placeholders(stack: StackConfig, stack_name: str) -> None:
     """Raise a RunError that lists every example value left in the stack, unless under the mock engine."""
-    found = find(cluster)
+    found = find(stack)
     if found and not under_mock_engine():
         lines = "\n".join(f"  - {p.render()}" for p in found)
         raise pulumi.RunError(
-            f"stack {stack}: {len(found)} example value(s) must be replaced before a real deployment "
-            f"(stacks/Pulumi.{stack}.yaml):\n{lines}"
+            f"stack {stack_name}: {len(found)} example value(s) must be replaced before a real deployment "
+            f"(stacks/Pulumi.{stack_name}.yaml):\n{lines}"
         )

@@ -32,7 +32,7 @@ def main(stacks: list[str]) -> None:
     names = stacks or sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     for name in names:
-        recording = run_program(load_file(ROOT / "stacks" / f"Pulumi.{name}.yaml"), stack=name)
+        recording = run_program(load_file(ROOT / "stacks" / f"Pulumi.{name}.yaml"), stack_name=name)
         (GOLDEN_DIR / f"{name}.txt").write_text(golden_text(recording))
         print(f"{name}: {len(recording.resources)} URNs -> {(GOLDEN_DIR / f'{name}.txt').relative_to(ROOT)}")
 

@@ -208,12 +208,12 @@ def thresholds() -> dict[str, dict[str, dict[str, Any]]]:
     found: dict[str, dict[str, dict[str, Any]]] = {}
     sources: dict[str, str] = {}
     for path in sorted(STACKS_DIR.glob("Pulumi.*.yaml")):
-        cluster = load_file(path)
-        environment = cluster.environment.value
-        per_gpu = cluster.storage.fsx.per_gpu_read_mb_s
+        stack = load_file(path)
+        environment = stack.environment.value
+        per_gpu = stack.storage.fsx.per_gpu_read_mb_s
         floor = max(per_gpu, fsx_sizing.READ_MB_S_PER_ACCELERATOR_FLOOR[environment])
         values = {
-            "gpu-budget": {"maxGpus": cluster.cost.max_gpus},
+            "gpu-budget": {"maxGpus": stack.cost.max_gpus},
             "storage-throughput-feeds-gpus": {"perGpuReadMbPerS": _number(per_gpu)},
             "storage-throughput-floor": {"perGpuReadMbPerS": _number(floor)},
             "stack-environment": {"environment": environment},

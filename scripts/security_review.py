@@ -134,7 +134,7 @@ def main() -> None:
         if args.stacks and name not in args.stacks:
             continue
         config = load_file(path)
-        recording = run_program(config, stack=config.environment.value if name.startswith("example-") else name)
+        recording = run_program(config, stack_name=config.environment.value if name.startswith("example-") else name)
         out = args.out / name
         counts = export(recording, out)
         findings = parliament_findings(recording)

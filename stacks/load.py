@@ -145,35 +145,35 @@ def environment_of_stack(stack: str) -> Environment | None:
     return None
 
 
-def stack_problem(stack: str, cluster: StackConfig) -> Problem | None:
-    """Why `cluster` cannot run as `stack` (its environment is not the one the stack name maps to), or None."""
+def stack_problem(stack_name: str, stack: StackConfig) -> Problem | None:
+    """Why `stack` cannot run as `stack_name` (its environment is not the one the stack name maps to), or None."""
     key = f"{FULL_KEY}.environment"
-    expected = environment_of_stack(stack)
+    expected = environment_of_stack(stack_name)
     valid = ", ".join(f"`{e.value}` or `{e.value}-<suffix>`" for e in Environment)
     if expected is None:
         return Problem(
             key,
-            cluster.environment.value,
-            f"stack {stack!r} maps to no environment: name a stack {valid} (for example prod-eu-west-1), so the "
+            stack.environment.value,
+            f"stack {stack_name!r} maps to no environment: name a stack {valid} (for example prod-eu-west-1), so the "
             "environment that decides data protection and policy floors follows from the stack",
         )
-    if cluster.environment is not expected:
+    if stack.environment is not expected:
         return Problem(
             key,
-            cluster.environment.value,
-            f"stack {stack!r} is a {expected.value} stack: its environment must be {expected.value!r}. The "
+            stack.environment.value,
+            f"stack {stack_name!r} is a {expected.value} stack: its environment must be {expected.value!r}. The "
             "environment decides deletion protection and every policy floor, so it follows from the stack name "
             f"(stacks named {valid}), not from a value inside the file",
         )
     return None
 
 
-def check_stack(stack: str, cluster: StackConfig, source: str) -> StackConfig:
-    """`cluster` when its environment is the one `stack` maps to; ConfigError (exit 2) otherwise."""
-    problem = stack_problem(stack, cluster)
+def check_stack(stack_name: str, stack: StackConfig, source: str) -> StackConfig:
+    """`stack` when its environment is the one `stack_name` maps to; ConfigError (exit 2) otherwise."""
+    problem = stack_problem(stack_name, stack)
     if problem is not None:
         raise ConfigError(source, [problem])
-    return cluster
+    return stack
 
 
 def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
@@ -263,12 +263,12 @@ def validate_document(document: Any, source: str, parsed: Parsed | None = None) 
         problems.append(Problem(FULL_KEY, _MISSING, "missing: the stack's settings live under this one key"))
         raise ConfigError(source, problems)
     try:
-        cluster = validate_object(config[FULL_KEY], source, parsed, inside)
+        stack = validate_object(config[FULL_KEY], source, parsed, inside)
     except ConfigError as error:
         raise ConfigError(source, problems + error.problems) from None
     if problems:
         raise ConfigError(source, problems)
-    return cluster
+    return stack
 
 
 _PREFIX: Path_ = ("config", FULL_KEY)
@@ -304,13 +304,13 @@ def validate_object(
     problems += [_secret_problem(path, origins) for path in secrets]
     skip = [tuple(path) for path in secrets] + [r.path[2:] for r in refusals or []]
     try:
-        cluster = StackConfig.model_validate(value)
+        stack = StackConfig.model_validate(value)
     except ValidationError as error:
         problems += [p for loc, p in _problems(error, origins) if not any(loc[: len(s)] == s for s in skip if s)]
         raise ConfigError(source, problems or _problems_all(error, origins)) from None
     if problems:
         raise ConfigError(source, problems)
-    return cluster
+    return stack
 
 
 def _no_constant(name: str) -> Any:

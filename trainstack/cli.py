@@ -268,10 +268,10 @@ def progress(enabled: bool, message: str, stream: TextIO) -> Generator[None, Non
         stream.flush()
 
 
-def run(cluster: StackConfig, stack: str, preview: bool, show: bool, label: str) -> Recording:
+def run(stack: StackConfig, stack_name: str, preview: bool, show: bool, label: str) -> Recording:
     with progress(show, f"planning {label} under the mock engine", sys.stderr):
         try:
-            return run_program(cluster, stack=stack, preview=preview)
+            return run_program(stack, stack_name=stack_name, preview=preview)
         except Exception as error:  # the program's own failure, reported in one line
             text = str(error).strip().splitlines()
             raise ProgramFailed(f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")) from error
@@ -294,24 +294,24 @@ def plan(args: argparse.Namespace) -> int:
         inputs.append(("--against", args.against))
     output = output_target(args.output, inputs) if args.output is not None else None
     limit = comment_limit(args.max_chars, args.format)
-    cluster = load_file(path)
-    baseline_cluster = load_file(args.against, option="--against") if args.against is not None else None
-    stack = stack_name_of(args.against if args.against is not None else path, cluster)
+    stack = load_file(path)
+    baseline_stack = load_file(args.against, option="--against") if args.against is not None else None
+    stack_name = stack_name_of(args.against if args.against is not None else path, stack)
     if args.stack is not None and args.against is None:
-        stack = args.stack
+        stack_name = args.stack
     # The stack's name decides the environment (stacks/load.py): a file cannot talk itself out of prod's floors.
-    check_stack(stack, cluster, str(path))
-    if baseline_cluster is not None:
-        check_stack(stack, baseline_cluster, str(args.against))
+    check_stack(stack_name, stack, str(path))
+    if baseline_stack is not None:
+        check_stack(stack_name, baseline_stack, str(args.against))
 
     show = isatty(sys.stderr)
     started = time.perf_counter()
-    recording = run(cluster, stack, args.preview, show, shown_path(path))
+    recording = run(stack, stack_name, args.preview, show, shown_path(path))
     against = None
-    if baseline_cluster is not None and args.against is not None:
-        baseline = run(baseline_cluster, stack, args.preview, show, shown_path(args.against))
-        against = (baseline_cluster, baseline, str(args.against))
-    planned = assemble(cluster, recording, against)
+    if baseline_stack is not None and args.against is not None:
+        baseline = run(baseline_stack, stack_name, args.preview, show, shown_path(args.against))
+        against = (baseline_stack, baseline, str(args.against))
+    planned = assemble(stack, recording, against)
     report, diff, before = planned.report, planned.diff, planned.before
 
     if args.format == "json":

@@ -288,15 +288,15 @@ def run(
         loop.close()
 
 
-def run_program(cluster: StackConfig, *, stack: str, preview: bool = False, program: Path = PROGRAM) -> Recording:
+def run_program(stack: StackConfig, *, stack_name: str, preview: bool = False, program: Path = PROGRAM) -> Recording:
     """Run the real `__main__.py` for one validated stack config."""
     if str(program.parent) not in sys.path:
         sys.path.insert(0, str(program.parent))
     return run(
         lambda: runpy.run_path(str(program), run_name="__main__"),
-        stack=stack,
-        region=cluster.region,
-        config=pulumi_config(cluster),
+        stack=stack_name,
+        region=stack.region,
+        config=pulumi_config(stack),
         preview=preview,
-        existing_subnets=existing_subnet_facts(cluster),
+        existing_subnets=existing_subnet_facts(stack),
     )

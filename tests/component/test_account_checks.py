@@ -58,13 +58,13 @@ def on_a_capacity_block(raw: dict[str, Any]) -> None:
 PROD_BLOCK = edited_config("prod", on_a_capacity_block)
 
 
-def matching(cluster: StackConfig) -> dict[str, Answer]:
+def matching(stack: StackConfig) -> dict[str, Answer]:
     """What an account that can take `cluster` answers, in pulumi-aws's shapes."""
-    account = stack_accounts(cluster)[0]
-    admin = cluster.eks.admin_role_arns[0].rsplit("/", 1)[-1]
-    named = [arn for _, arn in principals(cluster)]
+    account = stack_accounts(stack)[0]
+    admin = stack.eks.admin_role_arns[0].rsplit("/", 1)[-1]
+    named = [arn for _, arn in principals(stack)]
     autoscaling = f"arn:aws:iam::{account}:role{AUTOSCALING_ROLE_PATH}{AUTOSCALING_ROLE_NAME}"
-    group = cluster.gpu_node_groups[0]
+    group = stack.gpu_node_groups[0]
     return {
         IDENTITY: lambda a: {
             "accountId": account,
@@ -73,7 +73,7 @@ def matching(cluster: StackConfig) -> dict[str, Answer]:
             "id": account,
         },
         ROLES: lambda a: {"arns": [*(n for n in named if ":role/" in n), autoscaling], "names": [], "id": "aws"},
-        OFFERINGS: lambda a: {"locations": ["us-east-1a", "us-east-1b", "us-east-1c"], "id": cluster.region},
+        OFFERINGS: lambda a: {"locations": ["us-east-1a", "us-east-1b", "us-east-1c"], "id": stack.region},
         QUOTA: lambda a: {"quotaName": QUOTA_NAMES[a["quotaCode"]], "value": 4096.0, "id": a["quotaCode"]},
         BLOCK: lambda a: {
             "id": a["id"],
@@ -88,12 +88,12 @@ def matching(cluster: StackConfig) -> dict[str, Answer]:
             "startDate": "2026-12-01T11:30:00Z",
             "endDate": "2026-12-29T11:30:00Z",
         },
-        INSTANCES: lambda a: {"ids": [], "id": cluster.region},
+        INSTANCES: lambda a: {"ids": [], "id": stack.region},
         VERSIONS: lambda a: {
             "clusterVersions": [
                 {"clusterVersion": v, "versionStatus": "STANDARD_SUPPORT"} for v in a["clusterVersionsOnlies"]
             ],
-            "id": cluster.region,
+            "id": stack.region,
         },
     }
 
@@ -110,7 +110,7 @@ class Asked:
 
 def run_checks(
     monkeypatch: pytest.MonkeyPatch,
-    cluster: StackConfig,
+    stack: StackConfig,
     answers: dict[str, Answer],
     *,
     judge: bool = True,
@@ -127,17 +127,17 @@ def run_checks(
     monkeypatch.setattr(engine, "TrainstackMocks", Account)
 
     def program() -> None:
-        provider = aws_provider("aws", cluster.region, {})
-        pulumi.export("account_checks", check_account(cluster, provider, judge=judge))
+        provider = aws_provider("aws", stack.region, {})
+        pulumi.export("account_checks", check_account(stack, provider, judge=judge))
 
-    return engine.run(program, stack="test", region=cluster.region, preview=preview), asked
+    return engine.run(program, stack="test", region=stack.region, preview=preview), asked
 
 
-def failing(monkeypatch: pytest.MonkeyPatch, cluster: StackConfig, broken: dict[str, Answer]) -> str:
+def failing(monkeypatch: pytest.MonkeyPatch, stack: StackConfig, broken: dict[str, Answer]) -> str:
     """The RunError's message when `broken` replaces some of a matching account's answers."""
-    answers = matching(cluster) | broken
+    answers = matching(stack) | broken
     with pytest.raises(pulumi.RunError) as refused:
-        run_checks(monkeypatch, cluster, answers)
+        run_checks(monkeypatch, stack, answers)
     return str(refused.value)
 
 

@@ -5,7 +5,7 @@ VPC's), EKS cluster and add-on versions, SSM's public AMI parameters and SageMak
 
 - `Moto`: the server, started once per session on a free localhost port (see conftest.py); `moto.reset()` between
   tests gives every test an empty emulator.
-- `seed(moto, cluster, stack)`: credentials for a session of the stack's first admin role in its account (moto
+- `seed(moto, stack, stack_name)`: credentials for a session of the stack's first admin role in its account (moto
   keeps one account per assumed role's account id) and every principal, the Auto Scaling service-linked role and
   the secrets-provider alias the stack needs.
 - `KeyedStubber`: botocore's Stubber answering each operation from its own queue, so a whole preflight run can be
@@ -93,19 +93,19 @@ def assume(moto: Moto, role_arn: str, region: str) -> boto3.Session:
 
 def seed(
     moto: Moto,
-    cluster: StackConfig,
-    stack: str,
+    stack: StackConfig,
+    stack_name: str,
     *,
     principals: bool = True,
     autoscaling: bool = True,
     secrets_alias: bool = True,
 ) -> boto3.Session:
     """The stack's account as a deploy needs it; returns a session of eks.admin_role_arns[0]."""
-    admin = cluster.eks.admin_role_arns[0]
-    caller = assume(moto, admin, cluster.region)
+    admin = stack.eks.admin_role_arns[0]
+    caller = assume(moto, admin, stack.region)
     iam = caller.client("iam", endpoint_url=moto.url)
     if principals:
-        for _key, arn in account_rules.principals(cluster):
+        for _key, arn in account_rules.principals(stack):
             if account_of(arn) != account_of(admin):
                 continue
             path = "/" + arn.split(":", 5)[5].split("/", 1)[1].rsplit("/", 1)[0] + "/" if arn.count("/") > 1 else "/"
@@ -121,7 +121,7 @@ def seed(
     if secrets_alias:
         kms = caller.client("kms", endpoint_url=moto.url)
         key = kms.create_key(Description="pulumi secrets")["KeyMetadata"]["KeyId"]
-        kms.create_alias(AliasName=f"alias/trainstack-{stack}", TargetKeyId=key)
+        kms.create_alias(AliasName=f"alias/trainstack-{stack_name}", TargetKeyId=key)
     return caller
 
 
@@ -256,16 +256,16 @@ def capacity_reservation(
 
 
 def answer_everything(
-    cluster: StackConfig, *, quota_vcpus: float = 100_000
+    stack: StackConfig, *, quota_vcpus: float = 100_000
 ) -> tuple[dict[tuple[str, str], Any], list[KeyedStubber]]:
-    """Stubbed clients that answer every call moto lacks for a whole preflight of `cluster`, the way a healthy
+    """Stubbed clients that answer every call moto lacks for a whole preflight of `stack`, the way a healthy
     account would: each reservation active and big enough, every pinned build offered, quotas of `quota_vcpus`."""
-    region, version = cluster.region, cluster.eks.version
+    region, version = stack.region, stack.eks.version
     ec2, reservations = stubbed("ec2", region)
     quotas, quota_stub = stubbed("service-quotas", region)
     eks_client, eks_stub = stubbed("eks", region)
     ssm, ssm_stub = stubbed("ssm", region)
-    for group in cluster.gpu_node_groups:
+    for group in stack.gpu_node_groups:
         if group.capacity.reservation_id is not None:
             block = group.capacity.type.value == "capacity_block"
             reservations.add_response(
@@ -286,7 +286,7 @@ def answer_everything(
                 "get_service_quota", quota(code, name, quota_vcpus), {"ServiceCode": "ec2", "QuotaCode": code}
             )
     eks_stub.add_response("describe_cluster_versions", cluster_versions(version), {"clusterVersions": [version]})
-    for addon, (_key, build) in installed_addons_of(cluster).items():
+    for addon, (_key, build) in installed_addons_of(stack).items():
         eks_stub.add_response(
             "describe_addon_versions",
             addon_versions(addon, version, [build]),
@@ -302,12 +302,12 @@ def answer_everything(
     return overrides, [reservations, quota_stub, eks_stub, ssm_stub]
 
 
-def installed_addons_of(cluster: StackConfig) -> dict[str, tuple[str, str]]:
+def installed_addons_of(stack: StackConfig) -> dict[str, tuple[str, str]]:
     class _Ctx:
         pass
 
     ctx = _Ctx()
-    ctx.cluster = cluster  # type: ignore[attr-defined]
+    ctx.stack = stack  # type: ignore[attr-defined]
     return installed_addons(ctx)  # type: ignore[arg-type]
 
 

@@ -69,10 +69,10 @@ def test_credentials_aws_refuses_stop_preflight() -> None:
 def test_access_denied_is_an_error_check_and_the_others_go_on(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = stack_config("prod")
-    caller = h.seed(moto, cluster, "prod")
-    overrides, _ = h.answer_everything(cluster)
-    ec2, stub = h.stubbed("ec2", cluster.region)
+    stack = stack_config("prod")
+    caller = h.seed(moto, stack, "prod")
+    overrides, _ = h.answer_everything(stack)
+    ec2, stub = h.stubbed("ec2", stack.region)
     stub.add_client_error(
         "describe_capacity_reservations",
         "UnauthorizedOperation",

@@ -31,8 +31,8 @@ def _account_for(monkeypatch: pytest.MonkeyPatch, caller: Any, overrides: dict[t
 def test_a_matching_account_exits_0_in_every_format(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, format_: str
 ) -> None:
-    cluster = stack_config("prod")
-    _account_for(monkeypatch, h.seed(moto, cluster, "prod"), h.answer_everything(cluster)[0])
+    stack = stack_config("prod")
+    _account_for(monkeypatch, h.seed(moto, stack, "prod"), h.answer_everything(stack)[0])
     out = tmp_path / f"preflight.{format_}"
     assert cli.main(["preflight", "--stack", "prod", "--format", format_, "--output", str(out)]) == 0
     text = out.read_text()
@@ -52,8 +52,8 @@ def test_a_matching_account_exits_0_in_every_format(
 def test_a_failing_account_exits_1(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = stack_config("dev")
-    _account_for(monkeypatch, h.seed(moto, cluster, "dev", autoscaling=False), h.answer_everything(cluster)[0])
+    stack = stack_config("dev")
+    _account_for(monkeypatch, h.seed(moto, stack, "dev", autoscaling=False), h.answer_everything(stack)[0])
     assert cli.main(["preflight", "--stack", "dev"]) == 1
     captured = capsys.readouterr()
     assert "FAIL  the EC2 Auto Scaling service-linked role exists" in captured.out
@@ -65,8 +65,8 @@ def test_a_failing_account_exits_1(
 def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(
     moto: h.Moto, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = stack_config("staging")
-    ec2, stub = h.stubbed("ec2", cluster.region)
+    stack = stack_config("staging")
+    ec2, stub = h.stubbed("ec2", stack.region)
     held = h.capacity_reservation(
         "cr-0123456789abcdef0",
         "p5.48xlarge",
@@ -98,7 +98,7 @@ def test_capacity_lists_offerings_reservations_and_blocks_with_the_edit(
             ]
         },
     )
-    _account_for(monkeypatch, h.seed(moto, cluster, "staging"), {("capacity", "ec2"): ec2})
+    _account_for(monkeypatch, h.seed(moto, stack, "staging"), {("capacity", "ec2"): ec2})
     assert cli.main(["capacity", "--stack", "staging", "--group", "p5"]) == 0
     out = capsys.readouterr().out
     assert "on-demand" in out and "us-east-1e" in out  # moto's offerings: p5.48xlarge in a-f

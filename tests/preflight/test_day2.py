@@ -14,8 +14,8 @@ from trainstack.preflight.context import Context
 
 @pytest.mark.usefixtures("aws_env")
 def test_only_this_stacks_running_nodes_in_that_reservation_are_counted() -> None:
-    cluster = stack_config("prod")
-    ec2, stub = h.stubbed("ec2", cluster.region)
+    stack = stack_config("prod")
+    ec2, stub = h.stubbed("ec2", stack.region)
 
     def node(reservation: str | None) -> dict[str, object]:
         found: dict[str, object] = {"InstanceId": "i-0123456789abcdef0", "InstanceType": "p5.48xlarge"}
@@ -26,12 +26,12 @@ def test_only_this_stacks_running_nodes_in_that_reservation_are_counted() -> Non
         {"Reservations": [{"Instances": [node("cr-0a1b2c3d4e5f67890"), node("cr-0ffff"), node(None)]}]},
         {
             "Filters": [
-                {"Name": "tag:eks:cluster-name", "Values": [cluster.name]},
+                {"Name": "tag:eks:cluster-name", "Values": [stack.name]},
                 {"Name": "instance-state-name", "Values": ["pending", "running"]},
             ]
         },
     )
-    account = Account(cluster.region, session=h.session(), overrides={(compute.FAMILY, "ec2"): ec2})
-    ctx = Context(cluster, "prod", account, "444455556666", "arn:aws:sts::444455556666:x", None, h.NOW)
+    account = Account(stack.region, session=h.session(), overrides={(compute.FAMILY, "ec2"): ec2})
+    ctx = Context(stack, "prod", account, "444455556666", "arn:aws:sts::444455556666:x", None, h.NOW)
     assert compute.stack_nodes_in(ctx, "cr-0a1b2c3d4e5f67890") == 1
     stub.assert_no_pending_responses()

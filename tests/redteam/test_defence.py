@@ -58,7 +58,7 @@ def test_the_plan_refuses_a_flipped_environment(tmp_path: Path, capsys: pytest.C
 def test_the_program_refuses_a_flipped_environment() -> None:
     """`__main__.py` under the real CLI gets `pulumi.get_stack()`: the same tie holds there."""
     with pytest.raises(Exception, match="is a prod stack"):
-        run_program(stack_config("staging"), stack="prod")
+        run_program(stack_config("staging"), stack_name="prod")
 
 
 def test_every_schema_pattern_is_explained_in_words() -> None:

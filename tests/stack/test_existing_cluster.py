@@ -25,8 +25,8 @@ CREATED_BY_THE_OWNER = (
 
 
 def planned(example: str) -> tuple[Any, Recording]:
-    cluster = load_file(EXAMPLES / example)
-    return cluster, program_recording(cluster, cluster.environment.value)
+    stack = load_file(EXAMPLES / example)
+    return stack, program_recording(stack, stack.environment.value)
 
 
 def releases(rec: Recording) -> dict[str, dict[str, Any]]:
@@ -38,7 +38,7 @@ def releases(rec: Recording) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.e2e
 def test_the_platform_on_an_existing_cluster_creates_no_cluster_nodes_or_file_system() -> None:
-    cluster, rec = planned("existing-cluster.yaml")
+    stack, rec = planned("existing-cluster.yaml")
     assert not [r.type for r in rec.resources if r.type in CREATED_BY_THE_OWNER]
     found = releases(rec)
     assert {"gpu-operator", "aws-efa-k8s-device-plugin", "kueue", "metrics-server"} <= set(found)
@@ -53,14 +53,14 @@ def test_the_platform_on_an_existing_cluster_creates_no_cluster_nodes_or_file_sy
     assert csi.inputs["clusterName"] == "ml-platform-eks"
     pvs = rec.by_type("kubernetes:core/v1:PersistentVolume")
     assert pvs and all(pv.inputs["spec"]["csi"]["volumeHandle"] == "fs-0123456789abcdef0" for pv in pvs)
-    jobs = list(team_job.walk(team_job.Trip(recording=rec, stack=cluster)))
+    jobs = list(team_job.walk(team_job.Trip(recording=rec, stack=stack)))
     assert jobs and all(j.holds for j in jobs), [(j.subject, j.broken_step) for j in jobs if not j.holds]
-    assert not review(rec, cluster.environment.value).mandatory
+    assert not review(rec, stack.environment.value).mandatory
 
 
 @pytest.mark.e2e
 def test_the_platform_on_a_hyperpod_cluster_leaves_its_device_plugins_to_hyperpod() -> None:
-    cluster, rec = planned("existing-hyperpod-eks.yaml")
+    stack, rec = planned("existing-hyperpod-eks.yaml")
     found = releases(rec)
     assert "gpu-operator" not in found and "aws-efa-k8s-device-plugin" not in found
     flavors = {
@@ -70,6 +70,6 @@ def test_the_platform_on_a_hyperpod_cluster_leaves_its_device_plugins_to_hyperpo
         "sagemaker.amazonaws.com/instance-group-name": "worker-group-1",
         "sagemaker.amazonaws.com/node-health-status": "Schedulable",
     }
-    jobs = list(team_job.walk(team_job.Trip(recording=rec, stack=cluster)))
+    jobs = list(team_job.walk(team_job.Trip(recording=rec, stack=stack)))
     assert jobs and all(j.holds for j in jobs)
-    assert not review(rec, cluster.environment.value).mandatory
+    assert not review(rec, stack.environment.value).mandatory

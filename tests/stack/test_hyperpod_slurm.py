@@ -31,8 +31,8 @@ def example() -> StackConfig:
     return load_file(EXAMPLE)
 
 
-def run(cluster: StackConfig | None = None) -> Recording:
-    return program_recording(cluster or example(), STACK)
+def run(stack: StackConfig | None = None) -> Recording:
+    return program_recording(stack or example(), STACK)
 
 
 def lifecycle_object(recording: Recording, suffix: str) -> dict[str, Any]:

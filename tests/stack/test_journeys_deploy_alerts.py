@@ -71,9 +71,9 @@ def test_values_unknown_in_preview_never_break_a_step() -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_every_deploy_and_alerts_journey_holds_on_every_example(example: Any) -> None:
-    cluster = load_file(example)
-    rec = program_recording(cluster, cluster.environment)
-    found = [*images.walk(Trip(rec, cluster)), *alerts.walk(Trip(rec, cluster))]
+    stack = load_file(example)
+    rec = program_recording(stack, stack.environment)
+    found = [*images.walk(Trip(rec, stack)), *alerts.walk(Trip(rec, stack))]
     broken = [j.subject for j in found if not j.holds]
     # The one known gap (docs/contracts.md, "Known gaps"): the Neuron chart's default pin has no workload facts,
     # so its release's images cannot be walked; nothing else may break.

@@ -155,7 +155,7 @@ def test_a_broken_contract_fails_the_plan_naming_resource_path_and_source(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = edited(recording("dev"), RELEASE, "gpu-operator", lambda i: i["values"].update(toolkit={"enable": False}))
-    monkeypatch.setattr(cli, "run_program", lambda cluster, *, stack, preview=False: bad)
+    monkeypatch.setattr(cli, "run_program", lambda stack, *, stack_name, preview=False: bad)
     assert main(["plan", "--stack", "dev", "--format", "json"]) == EXIT_CONTRACT
     found = json.loads(capsys.readouterr().out)["trainstack"]["contracts"]
     assert any(

@@ -16,7 +16,7 @@ def add_bottlerocket_group(cluster: dict) -> None:
 
 @pytest.mark.e2e
 def test_bottlerocket_nodes_opt_out_of_the_operators_device_plugin() -> None:
-    recording = run_program(edited_config("prod", add_bottlerocket_group), stack="prod")
+    recording = run_program(edited_config("prod", add_bottlerocket_group), stack_name="prod")
     labels = {ng.name: ng.inputs["labels"] for ng in recording.by_type("aws:eks/nodeGroup:NodeGroup")}
     bottlerocket = next(v for k, v in labels.items() if "p5-br" in k)
     al2023 = next(v for k, v in labels.items() if "p5-train" in k)

@@ -83,7 +83,7 @@ def test_a_fresh_run_records_and_renders_the_same_bytes() -> None:
     """In-process runs register in a different order each time too (the SDK's thread pool); the recording,
     dependencies included, and every rendered format do not change, and the reports carry no timing."""
     config = stack_config("prod")
-    fresh = run_program(config, stack="prod")
+    fresh = run_program(config, stack_name="prod")
     assert repr(fresh) == repr(recording("prod"))
     reports = [build_report(config, rec, review(rec, "prod")) for rec in (fresh, recording("prod"))]
     for render in (

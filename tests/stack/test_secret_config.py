@@ -22,11 +22,11 @@ from trainstack.engine import run_program
 def test_the_program_refuses_a_secret_cluster_object(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps([FULL_KEY, "aws:secretKey"]))
     with pytest.raises(Exception, match=r"encrypted Pulumi secret \(`secure:`\).*plain text") as raised:
-        run_program(stack_config("dev"), stack="dev")
+        run_program(stack_config("dev"), stack_name="dev")
     assert FULL_KEY in str(raised.value)
 
 
 @pytest.mark.e2e
 def test_other_secret_keys_are_not_ours_to_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["aws:secretKey"]))
-    assert run_program(stack_config("dev"), stack="dev").resources
+    assert run_program(stack_config("dev"), stack_name="dev").resources

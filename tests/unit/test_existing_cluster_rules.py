@@ -25,9 +25,9 @@ def problems(edit: Any) -> str:
 
 
 def test_the_example_is_valid_and_selects_the_owners_labels() -> None:
-    cluster = load_file(EXAMPLE)
-    assert cluster.platform_only
-    (group,) = cluster.gpu_node_groups
+    stack = load_file(EXAMPLE)
+    assert stack.platform_only
+    (group,) = stack.gpu_node_groups
     assert group.node_selector == {"eks.amazonaws.com/nodegroup": "p5-efa"}
 
 

@@ -21,8 +21,8 @@ from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 
 
-def walked(rec: Recording, cluster: StackConfig) -> list[Journey]:
-    return list(access.walk(Trip(recording=rec, stack=cluster)))
+def walked(rec: Recording, stack: StackConfig) -> list[Journey]:
+    return list(access.walk(Trip(recording=rec, stack=stack)))
 
 
 def edited(rec: Recording, name: str, edit: Callable[[dict[str, Any]], None]) -> Recording:
@@ -66,21 +66,21 @@ def broken(journeys: list[Journey], subject: str) -> tuple[str, str]:
     return step.name, step.detail
 
 
-def assert_holds_and_is_complete(journeys: list[Journey], cluster: StackConfig, rec: Recording) -> None:
+def assert_holds_and_is_complete(journeys: list[Journey], stack: StackConfig, rec: Recording) -> None:
     assert journeys and all(j.holds for j in journeys), [(j.subject, j.broken_step) for j in journeys if not j.holds]
     subjects = [j.subject for j in journeys]
-    for team in cluster.kubernetes.teams:
+    for team in stack.kubernetes.teams:
         assert f"team {team.name}: data through its Pod Identity role" in subjects
     assert any(s.startswith("FSx for Lustre") for s in subjects) == bool(rec.by_type(FSX_DATA_REPOSITORY_ASSOCIATION))
     assert [s for s in subjects if s.startswith("SageMaker training role")] == (
         [
             f"SageMaker training role of team {team.name}: datasets in, its checkpoints out"
-            for team in sorted(cluster.kubernetes.teams, key=lambda t: t.name)
+            for team in sorted(stack.kubernetes.teams, key=lambda t: t.name)
         ]
-        if cluster.sagemaker.training_job_role
+        if stack.sagemaker.training_job_role
         else []
     )
-    assert any(j.kind == DESTROY for j in journeys) is not cluster.protect_data
+    assert any(j.kind == DESTROY for j in journeys) is not stack.protect_data
     assert all(j.kind in (WRITERS, DESTROY) and all(s.source for s in j.steps) for j in journeys)
 
 
@@ -94,9 +94,9 @@ def test_every_access_journey_holds_on_the_committed_stacks(stack: str) -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_every_access_journey_holds_on_the_examples(path: Any) -> None:
-    cluster = load_file(path)
-    rec = program_recording(cluster, cluster.environment.value)
-    assert_holds_and_is_complete(walked(rec, cluster), cluster, rec)
+    stack = load_file(path)
+    rec = program_recording(stack, stack.environment.value)
+    assert_holds_and_is_complete(walked(rec, stack), stack, rec)
 
 
 @pytest.mark.slow
@@ -208,32 +208,32 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
 
 
 def _slurm_example() -> tuple[Recording, StackConfig]:
-    cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
-    return program_recording(cluster, cluster.environment.value), cluster
+    stack = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
+    return program_recording(stack, stack.environment.value), stack
 
 
 @pytest.mark.e2e
 def test_a_login_group_on_the_workers_role_breaks_the_lifecycle_journey() -> None:
-    rec, cluster = _slurm_example()
+    rec, stack = _slurm_example()
 
     def login_as_workers(inputs: dict[str, Any]) -> None:
         by_name = {g["instanceGroupName"]: g for g in inputs["instanceGroups"]}
         by_name["login"]["executionRole"] = by_name["p5"]["executionRole"]
 
-    name, detail = broken(walked(edited(rec, "hyperpod-cluster", login_as_workers), cluster), "HyperPod lifecycle")
+    name, detail = broken(walked(edited(rec, "hyperpod-cluster", login_as_workers), stack), "HyperPod lifecycle")
     assert name == "the login group runs as a role of its own, not the workers' execution role"
     assert detail.startswith("login runs as arn:aws:iam::") and detail.endswith("-hyperpod-login")
 
 
 @pytest.mark.e2e
 def test_a_login_role_that_decrypts_directly_breaks_the_lifecycle_journey() -> None:
-    rec, cluster = _slurm_example()
+    rec, stack = _slurm_example()
 
     def direct(statements: list[dict[str, Any]]) -> None:
         [decrypt] = [s for s in statements if s.get("Sid") == "LifecycleDecrypt"]
         del decrypt["Condition"]
 
-    name, detail = broken(walked(edited(rec, "hyperpod-login-inline", policy_edit(direct)), cluster), "HyperPod")
+    name, detail = broken(walked(edited(rec, "hyperpod-login-inline", policy_edit(direct)), stack), "HyperPod")
     assert name == "the login role cannot decrypt with data-key directly (only S3 for the lifecycle bucket)"
     assert "allowed" in detail and "LifecycleDecrypt" in detail
 
@@ -335,16 +335,16 @@ def test_a_protected_stack_has_no_destroy_journey() -> None:
 
 @pytest.mark.e2e
 def test_a_compliance_lock_in_the_staging_stack_file_breaks_destroy() -> None:
-    cluster = edited_config("staging", lambda c: c["security"]["checkpoint_lock"].update(mode="COMPLIANCE"))
-    name, _ = broken(walked(program_recording(cluster, "staging"), cluster), "pulumi destroy")
+    stack = edited_config("staging", lambda c: c["security"]["checkpoint_lock"].update(mode="COMPLIANCE"))
+    name, _ = broken(walked(program_recording(stack, "staging"), stack), "pulumi destroy")
     assert name.startswith("the deployer deletes every version in data-checkpoints-")
 
 
 @pytest.mark.e2e
 def test_an_outside_vpc_role_in_the_stack_file_reads_and_writes_both_buckets() -> None:
     ingest = "arn:aws:iam::123456789012:role/ingest"
-    cluster = edited_config("staging", lambda c: c["security"].update(outside_vpc_data_role_arns=[ingest]))
-    journeys = walked(program_recording(cluster, "staging"), cluster)
+    stack = edited_config("staging", lambda c: c["security"].update(outside_vpc_data_role_arns=[ingest]))
+    journeys = walked(program_recording(stack, "staging"), stack)
     [journey] = [j for j in journeys if j.subject == f"outside-VPC data role {ingest}"]
     assert journey.holds and len(journey.steps) == 8  # read, decrypt, write, encrypt on each of two buckets
     assert all(j.holds for j in journeys)

@@ -20,13 +20,13 @@ from trainstack.tokens import ACCESS_ENTRY, ACCESS_POLICY_ASSOCIATION, K8S_CLUST
 MEMBER = "arn:aws:iam::210987654321:role/research"
 
 
-def walked(rec: Recording, cluster: StackConfig) -> list[Journey]:
-    return list(members.walk(Trip(recording=rec, stack=cluster)))
+def walked(rec: Recording, stack: StackConfig) -> list[Journey]:
+    return list(members.walk(Trip(recording=rec, stack=stack)))
 
 
-def holds_for_every_team(rec: Recording, cluster: StackConfig) -> None:
-    journeys = walked(rec, cluster)
-    assert [j.subject for j in journeys] == [f"team {t.name}: a member with kubectl" for t in cluster.kubernetes.teams]
+def holds_for_every_team(rec: Recording, stack: StackConfig) -> None:
+    journeys = walked(rec, stack)
+    assert [j.subject for j in journeys] == [f"team {t.name}: a member with kubectl" for t in stack.kubernetes.teams]
     assert all(j.kind == TEAM_JOB and all(s.source for s in j.steps) for j in journeys)
     assert all(j.holds for j in journeys), [(j.subject, j.broken_step) for j in journeys if not j.holds]
 
@@ -40,8 +40,8 @@ def test_the_member_journey_holds_on_the_committed_stacks(stack: str) -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_the_member_journey_holds_on_the_examples(path: Any) -> None:
-    cluster = load_file(path)
-    holds_for_every_team(program_recording(cluster, cluster.environment.value), cluster)
+    stack = load_file(path)
+    holds_for_every_team(program_recording(stack, stack.environment.value), stack)
 
 
 def with_member() -> StackConfig:
@@ -54,9 +54,9 @@ def with_member() -> StackConfig:
 
 @pytest.mark.e2e
 def test_a_member_role_gets_the_team_group_and_nothing_more() -> None:
-    cluster = with_member()
-    rec = program_recording(cluster, "prod")
-    holds_for_every_team(rec, cluster)
+    stack = with_member()
+    rec = program_recording(stack, "prod")
+    holds_for_every_team(rec, stack)
     [entry] = [e for e in rec.by_type(ACCESS_ENTRY) if e.inputs["principalArn"] == MEMBER]
     assert entry.inputs["kubernetesGroups"] == ["trainstack:team:research"]
     assert not [a for a in rec.by_type(ACCESS_POLICY_ASSOCIATION) if a.inputs["principalArn"] == MEMBER]
@@ -68,15 +68,15 @@ def test_a_member_role_gets_the_team_group_and_nothing_more() -> None:
         "accessScope": {"type": "namespace", "namespaces": ["research"]},
     }
     edit = with_resource(rec, ACCESS_POLICY_ASSOCIATION, "team-access-edit", association)
-    name, detail = broken(walked(edit, cluster), "team research")
+    name, detail = broken(walked(edit, stack), "team research")
     assert name == "a member cannot open the namespace"
     assert "delete networkpolicies (networking.k8s.io)" in detail and "create services" in detail
     assert detail.endswith("(through an EKS access policy)")
     view = {**association, "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"}
-    assert all(j.holds for j in walked(with_resource(rec, ACCESS_POLICY_ASSOCIATION, "v", view), cluster))
+    assert all(j.holds for j in walked(with_resource(rec, ACCESS_POLICY_ASSOCIATION, "v", view), stack))
     # The access entry without the group: the member reaches nothing.
     lost = edited(rec, entry.name, lambda i: i.update(kubernetesGroups=[]))
-    assert broken(walked(lost, cluster), "team research") == (
+    assert broken(walked(lost, stack), "team research") == (
         "EKS maps each member role to the team's group",
         f"no access entry gives {MEMBER} the group trainstack:team:research",
     )

@@ -63,7 +63,7 @@ def test_a_slow_test_that_plans_its_own_stack_fails_and_says_to_mark_it_e2e() ->
     with pytest.raises(pytest.fail.Exception, match=r"mark it @pytest\.mark\.e2e"):
         program_recording(edited, "dev")
     with pytest.raises(pytest.fail.Exception, match=r"mark it @pytest\.mark\.e2e"):
-        run_program(edited, stack="dev")
+        run_program(edited, stack_name="dev")
 
 
 @pytest.mark.slow

@@ -55,26 +55,26 @@ def placeholder_advisories(stack: StackConfig) -> tuple[Violation, ...]:
     )
 
 
-def reviewed(cluster: StackConfig, recording: Recording, baseline: Recording | None = None) -> Report:
+def reviewed(stack: StackConfig, recording: Recording, baseline: Recording | None = None) -> Report:
     """One config's report as the command line builds it: the policy review with the stack's waivers, then the
     example values; `baseline` (what is deployed now) feeds the day-2 journeys."""
-    policy = review(recording, cluster.environment.value, waivers=cluster.waivers)
-    return with_violations(build_report(cluster, recording, policy, baseline), placeholder_advisories(cluster))
+    policy = review(recording, stack.environment.value, waivers=stack.waivers)
+    return with_violations(build_report(stack, recording, policy, baseline), placeholder_advisories(stack))
 
 
 def plan(
-    cluster: StackConfig,
+    stack: StackConfig,
     recording: Recording,
     against: tuple[StackConfig, Recording, str] | None = None,
 ) -> Plan:
-    """The plan of `cluster`'s recording; with `against` (the baseline's config, its recording and the path it
+    """The plan of `stack`'s recording; with `against` (the baseline's config, its recording and the path it
     came from) the proposed recording as `pulumi up` applies it (ignore_changes kept), the diff, and the diff's
     own violations added to the review."""
     if against is None:
-        return Plan(reviewed(cluster, recording))
-    baseline_cluster, baseline, path = against
+        return Plan(reviewed(stack, recording))
+    baseline_stack, baseline, path = against
     applied, ignored = apply_ignore_changes(baseline, recording)
-    report = reviewed(cluster, applied, baseline)
-    before = reviewed(baseline_cluster, baseline)
+    report = reviewed(stack, applied, baseline)
+    before = reviewed(baseline_stack, baseline)
     diff = diff_reports(before, report, path, ignored)
     return Plan(with_violations(report, diff_violations(diff)), diff, before, baseline)

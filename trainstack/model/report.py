@@ -18,7 +18,7 @@ from trainstack.review import Review
 
 @dataclass(frozen=True)
 class Report:
-    cluster: StackConfig
+    stack: StackConfig
     recording: Recording
     summary: Summary
     cost: CostEstimate
@@ -29,12 +29,12 @@ class Report:
     capacity: tuple[GroupCapacity, ...] = ()  # per GPU group: who scales it, the worst wait, cost at min and max
 
     @property
-    def stack(self) -> str:
+    def stack_name(self) -> str:
         return self.recording.stack
 
 
 def build_report(
-    cluster: StackConfig,
+    stack: StackConfig,
     recording: Recording,
     policy: Review | None = None,
     baseline: Recording | None = None,
@@ -42,19 +42,19 @@ def build_report(
 ) -> Report:
     """One plan's report; `baseline` (with `plan --against`) is what is deployed now, for the day-2 journeys; `now`
     places a Capacity Block's window (the capacity plan's waits count from it)."""
-    summary = summarize(recording, cluster)
+    summary = summarize(recording, stack)
     health = summarize_health(recording)
-    cost = estimate(summary, cluster.cost.hours_per_month)
+    cost = estimate(summary, stack.cost.hours_per_month)
     if health.scrape_interval_s:
         cost = replace(cost, items=cost.items + observability_items(summary, health.scrape_interval_s))
     return Report(
-        cluster=cluster,
+        stack=stack,
         recording=recording,
         summary=summary,
         cost=cost,
         policy=policy,
         contracts=check(recording),
         health=health,
-        journeys=walk(recording, cluster, baseline=baseline),
-        capacity=tuple(capacity_plan(cluster, now or datetime.now(UTC))),
+        journeys=walk(recording, stack, baseline=baseline),
+        capacity=tuple(capacity_plan(stack, now or datetime.now(UTC))),
     )

@@ -53,11 +53,11 @@ def _edit(az: str, capacity: dict[str, str] | None = None) -> str:
 
 
 def search(
-    cluster: StackConfig, stack: str, account: Account, group_name: str, count: int | None, days: int, weeks: int
+    stack: StackConfig, stack_name: str, account: Account, group_name: str, count: int | None, days: int, weeks: int
 ) -> Search:
     """Every way to get `count` (default: max_size) instances of one GPU group's type: the AZs that offer it, the
     reservations the account holds, and the Capacity Blocks for sale for `days` days within `weeks` weeks."""
-    index, group = _group_named(cluster, group_name)
+    index, group = _group_named(stack, group_name)
     if not 1 <= days <= MAX_BLOCK_DAYS:
         raise BadInput(f"--days {days}: Capacity Blocks last 1 to {MAX_BLOCK_DAYS} days")
     if weeks < 1:
@@ -67,35 +67,33 @@ def search(
         raise BadInput(f"--count {wanted}: at least 1 instance")
     options: list[Option] = []
     notes: list[str] = []
-    options += _on_demand_options(cluster, account, group, notes)
+    options += _on_demand_options(stack, account, group, notes)
     options += _reservation_options(account, group, wanted, notes)
     options += _capacity_block_options(account, group, wanted, days, weeks, notes)
     if not options:
         notes.append(f"nothing found for {wanted} x {group.instance_type}; try another count, length or type")
     return Search(
-        stack, group.name, f"gpu_node_groups[{index}]", group.instance_type, wanted, tuple(options), tuple(notes)
+        stack_name, group.name, f"gpu_node_groups[{index}]", group.instance_type, wanted, tuple(options), tuple(notes)
     )
 
 
-def _group_named(cluster: StackConfig, group_name: str) -> tuple[int, GpuNodeGroupSpec]:
+def _group_named(stack: StackConfig, group_name: str) -> tuple[int, GpuNodeGroupSpec]:
     """The `gpu_node_groups` entry of that name, and its index."""
-    index, group = next(((i, g) for i, g in enumerate(cluster.gpu_node_groups) if g.name == group_name), (-1, None))
+    index, group = next(((i, g) for i, g in enumerate(stack.gpu_node_groups) if g.name == group_name), (-1, None))
     if group is None:
-        names = ", ".join(g.name for g in cluster.gpu_node_groups) or "none"
+        names = ", ".join(g.name for g in stack.gpu_node_groups) or "none"
         raise BadInput(f"--group {group_name}: no such gpu_node_groups entry; groups: {names}")
     return index, group
 
 
-def _on_demand_options(
-    cluster: StackConfig, account: Account, group: GpuNodeGroupSpec, notes: list[str]
-) -> list[Option]:
+def _on_demand_options(stack: StackConfig, account: Account, group: GpuNodeGroupSpec, notes: list[str]) -> list[Option]:
     """The AZs that offer the type On-Demand (DescribeInstanceTypeOfferings)."""
 
     class Ctx:  # the minimal context offered_zones needs
         def ask(self, family: str, service: str, operation: str, **params: Any) -> Any:
             return account.ask(family, service, operation, **params)
 
-    in_network = set(cluster.network.availability_zones)
+    in_network = set(stack.network.availability_zones)
     zones: list[str] = []
     try:
         zones = offered_zones(Ctx(), group.instance_type)  # type: ignore[arg-type]

@@ -80,22 +80,22 @@ def run(args: argparse.Namespace) -> int:
     output = (
         output_target(args.output, [("--stack" if args.config is None else "--config", path)]) if args.output else None
     )
-    cluster = load_file(path)
-    stack = args.stack if args.stack is not None else stack_name_of(path, cluster)
-    check_stack(stack, cluster, str(path))
-    account = Account(cluster.region)
+    stack = load_file(path)
+    stack_name = args.stack if args.stack is not None else stack_name_of(path, stack)
+    check_stack(stack_name, stack, str(path))
+    account = Account(stack.region)
     try:
         if args.command == "capacity":
             from trainstack.preflight import capacity
 
-            found = capacity.search(cluster, stack, account, args.group, args.count, args.days, args.weeks)
+            found = capacity.search(stack, stack_name, account, args.group, args.count, args.days, args.weeks)
             write(capacity.render(found, args.format), output, sys.stdout)
             return EXIT_OK
         from trainstack.preflight import render, runner
         from trainstack.preflight.model import Status
         from trainstack.report.fmt import Style
 
-        result = runner.run(cluster, stack, account, stack_file=path)
+        result = runner.run(stack, stack_name, account, stack_file=path)
     except CannotAsk as error:
         say(f"error: AWS could not be asked: {error}")
         return EXIT_ACCOUNT

@@ -47,7 +47,7 @@ def offered_zones(ctx: Context, instance_type: str) -> list[str]:
 def offering_checks(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     zones: dict[str, list[str]] = {}
-    for i, group in enumerate(ctx.cluster.gpu_node_groups):
+    for i, group in enumerate(ctx.stack.gpu_node_groups):
         key = f"gpu_node_groups[{i}].availability_zone"
         asked = f"ec2:DescribeInstanceTypeOfferings {group.instance_type}"
         title = f"{group.instance_type} is offered in {group.availability_zone} (group {group.name})"
@@ -69,7 +69,7 @@ def offering_checks(ctx: Context) -> list[Check]:
             )
 
         checks.append(attempt(FAMILY, f"compute.offering.{group.name}", title, key, asked, judge))
-    system = ctx.cluster.eks.system_node_group.instance_type
+    system = ctx.stack.eks.system_node_group.instance_type
     asked = f"ec2:DescribeInstanceTypeOfferings {system}"
     title = f"{system} (system nodes) is offered in every network AZ"
 
@@ -77,7 +77,7 @@ def offering_checks(ctx: Context) -> list[Check]:
         found = zones.get(system) or offered_zones(ctx, system)
         problems = [
             p
-            for az in ctx.cluster.network.availability_zones
+            for az in ctx.stack.network.availability_zones
             if (p := offering_problem("eks.system_node_group.instance_type", system, az, found))
         ]
         return Check(
@@ -123,7 +123,7 @@ def running_elsewhere(ctx: Context) -> dict[tuple[str, bool], int]:
             tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
             lifecycle = instance.get("InstanceLifecycle", "")
             found_class = quota_class(instance.get("InstanceType", ""))
-            if tags.get(EKS_CLUSTER_TAG) == ctx.cluster.name or found_class is None or lifecycle not in ("", "spot"):
+            if tags.get(EKS_CLUSTER_TAG) == ctx.stack.name or found_class is None or lifecycle not in ("", "spot"):
                 continue
             counted.append((found_class.label, lifecycle == "spot", instance["InstanceType"]))
     vcpus = vcpus_of(ctx, {t for _, _, t in counted})
@@ -147,10 +147,10 @@ def quota_value(ctx: Context, code: str) -> tuple[float, str]:
 
 
 def quota_checks(ctx: Context) -> list[Check]:
-    system = ctx.cluster.eks.system_node_group.instance_type
+    system = ctx.stack.eks.system_node_group.instance_type
     title = "vCPU quotas cover every group at max size"
     try:
-        wanted = quota_demands(ctx.cluster, vcpus_of(ctx, {system}).get(system, 0))
+        wanted = quota_demands(ctx.stack, vcpus_of(ctx, {system}).get(system, 0))
         others = running_elsewhere(ctx)
     except Exception as error:
         return [_unchecked("compute.quota", title, "ec2:DescribeInstanceTypes, ec2:DescribeInstances", error)]
@@ -264,7 +264,7 @@ def stack_nodes_in(ctx: Context, reservation_id: str) -> int:
         "ec2",
         "DescribeInstances",
         Filters=[
-            {"Name": f"tag:{EKS_CLUSTER_TAG}", "Values": [ctx.cluster.name]},
+            {"Name": f"tag:{EKS_CLUSTER_TAG}", "Values": [ctx.stack.name]},
             {"Name": "instance-state-name", "Values": ["pending", "running"]},
         ],
     )
@@ -278,7 +278,7 @@ def stack_nodes_in(ctx: Context, reservation_id: str) -> int:
 
 def reservation_checks(ctx: Context) -> list[Check]:
     checks: list[Check] = []
-    for i, group in enumerate(ctx.cluster.gpu_node_groups):
+    for i, group in enumerate(ctx.stack.gpu_node_groups):
         capacity = group.capacity
         if not capacity.reserved or capacity.reservation_id is None:
             continue

@@ -15,8 +15,8 @@ from trainstack.preflight.model import Check, Status
 
 @dataclass(frozen=True)
 class Context:
-    cluster: StackConfig
-    stack: str
+    stack: StackConfig
+    stack_name: str
     account: Account
     caller_account: str
     caller_arn: str

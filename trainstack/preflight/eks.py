@@ -17,7 +17,7 @@ SYSTEM_AMI = "AL2023_x86_64_STANDARD"  # components/eks/eks.py SYSTEM_AMI_TYPE
 
 
 def version_check(ctx: Context) -> Check:
-    version = ctx.cluster.eks.version
+    version = ctx.stack.eks.version
     asked = f"eks:DescribeClusterVersions {version}"
     title = f"EKS creates clusters on Kubernetes {version} here"
 
@@ -25,7 +25,7 @@ def version_check(ctx: Context) -> Check:
         found = ctx.ask(FAMILY, "eks", "DescribeClusterVersions", clusterVersions=[version])["clusterVersions"]
         row = next((v for v in found if v.get("clusterVersion") == version), None)
         status = str(row.get("versionStatus", "")) if row else ""
-        problem = eks_version_problem(version, ctx.cluster.region, status)
+        problem = eks_version_problem(version, ctx.stack.region, status)
         answer = problem or f"{version}: {status.replace('_', ' ').lower()}" + (
             f", standard support until {row['endOfStandardSupportDate']:%Y-%m-%d}"
             if row and row.get("endOfStandardSupportDate")
@@ -47,11 +47,11 @@ def version_check(ctx: Context) -> Check:
 
 def installed_addons(ctx: Context) -> dict[str, tuple[str, str]]:
     """EKS add-on name -> (stack-file key, pinned build), for the add-ons this stack installs."""
-    pins = ctx.cluster.eks.addons.model_dump()
+    pins = ctx.stack.eks.addons.model_dump()
     out = {
         ADDON_NAMES[field]: (f"eks.addons.{field}", str(build))
         for field, build in pins.items()
-        if field != "fsx_csi_driver" or ctx.cluster.storage.fsx.enabled
+        if field != "fsx_csi_driver" or ctx.stack.storage.fsx.enabled
     }
     return dict(sorted(out.items()))
 
@@ -68,7 +68,7 @@ def offered_builds(ctx: Context, addon: str, version: str) -> list[str]:
 
 
 def addon_checks(ctx: Context) -> list[Check]:
-    version = ctx.cluster.eks.version
+    version = ctx.stack.eks.version
     addons = installed_addons(ctx)
     open_risks = {name for name, _build, _why in unconfirmed(version, {n: b for n, (_, b) in addons.items()})}
     checks: list[Check] = []
@@ -117,13 +117,13 @@ def ami_parameter(ami_type: str, kubernetes_version: str, release: str) -> str:
 
 
 def ami_checks(ctx: Context) -> list[Check]:
-    version = ctx.cluster.eks.version
+    version = ctx.stack.eks.version
     pinned: list[tuple[str, str, str, str]] = [
         (f"gpu_node_groups[{i}].ami_release_version", group.name, group.ami_family.value, group.ami_release_version)
-        for i, group in enumerate(ctx.cluster.gpu_node_groups)
+        for i, group in enumerate(ctx.stack.gpu_node_groups)
         if group.ami_release_version is not None
     ]
-    system = ctx.cluster.eks.system_node_group.ami_release_version
+    system = ctx.stack.eks.system_node_group.ami_release_version
     if system is not None:
         pinned.append(("eks.system_node_group.ami_release_version", "system", SYSTEM_AMI, system))
     checks: list[Check] = []
@@ -153,7 +153,7 @@ def ami_checks(ctx: Context) -> list[Check]:
                         raise
                     problem = (
                         f"{key} = {release}: no {ami_type} AMI of that release for Kubernetes {version} in "
-                        f"{ctx.cluster.region} (SSM {parameter}): the node group would fail to create"
+                        f"{ctx.stack.region} (SSM {parameter}): the node group would fail to create"
                     )
             return Check(
                 id=f"eks.ami.{who}",

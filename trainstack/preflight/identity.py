@@ -31,7 +31,7 @@ FAMILY = "identity"
 
 
 def account_check(ctx: Context) -> Check:
-    expected = stack_accounts(ctx.cluster)
+    expected = stack_accounts(ctx.stack)
     problem = account_problem(ctx.caller_account, expected)
     return Check(
         id="identity.account",
@@ -46,7 +46,7 @@ def account_check(ctx: Context) -> Check:
 
 
 def caller_check(ctx: Context) -> Check:
-    problem = caller_admin_problem(ctx.caller_arn, ctx.cluster.eks.admin_role_arns)
+    problem = caller_admin_problem(ctx.caller_arn, ctx.stack.eks.admin_role_arns)
     return Check(
         id="identity.caller-is-admin",
         family=FAMILY,
@@ -76,7 +76,7 @@ def _find(ctx: Context, arn: str) -> str | None:
 def principal_checks(ctx: Context) -> list[Check]:
     checks: list[Check] = []
     seen: set[str] = set()
-    for key, arn in principals(ctx.cluster):
+    for key, arn in principals(ctx.stack):
         if arn in seen:
             continue
         seen.add(arn)

@@ -37,10 +37,10 @@ def _vpc_check(ctx: Context, vpc_id: str) -> Check:
                 for a in vpcs[0].get("CidrBlockAssociationSet", [])
                 if a.get("CidrBlockState", {}).get("State", "associated") == "associated"
             ] or [vpcs[0].get("CidrBlock", "")]
-            ok = ctx.cluster.network.vpc_cidr in cidrs
+            ok = ctx.stack.network.vpc_cidr in cidrs
             status = Status.PASSED if ok else Status.FAILED
             answer = f"{vpc_id} has {', '.join(cidrs)}" + (
-                "" if ok else f": network.vpc_cidr {ctx.cluster.network.vpc_cidr} is not one of them"
+                "" if ok else f": network.vpc_cidr {ctx.stack.network.vpc_cidr} is not one of them"
             )
         return Check(
             id="network.vpc",
@@ -68,7 +68,7 @@ def _subnet(raw: dict[str, Any]) -> Subnet:
 
 def _subnet_checks(ctx: Context, vpc_id: str, subnets: dict[str, str]) -> list[Check]:
     asked = f"ec2:DescribeSubnets {', '.join(subnets.values())}"
-    nodes = ctx.cluster.nodes_per_subnet()
+    nodes = ctx.stack.nodes_per_subnet()
 
     def judge_all() -> list[Check]:
         raw = ctx.ask(
@@ -158,7 +158,7 @@ def _endpoint_check(ctx: Context, vpc_id: str, endpoint_id: str) -> Check:
 
 
 def checks(ctx: Context) -> list[Check]:
-    existing = ctx.cluster.network.existing_vpc
+    existing = ctx.stack.network.existing_vpc
     if existing is None:
         return [
             Check(

@@ -32,16 +32,16 @@ def whoami(account: Account) -> tuple[str, str]:
 
 
 def run(
-    cluster: StackConfig,
-    stack: str,
+    stack: StackConfig,
+    stack_name: str,
     account: Account,
     stack_file: Path | None = None,
     now: datetime.datetime | None = None,
 ) -> Preflight:
     caller_account, caller_arn = whoami(account)
     ctx = Context(
-        cluster=cluster,
         stack=stack,
+        stack_name=stack_name,
         account=account,
         caller_account=caller_account,
         caller_arn=caller_arn,
@@ -56,8 +56,8 @@ def run(
         for _family, family_checks in FAMILIES:
             checks.extend(family_checks(ctx))
     return Preflight(
-        stack=stack,
-        region=cluster.region,
+        stack=stack_name,
+        region=stack.region,
         account=caller_account,
         caller=caller_arn,
         checks=tuple(checks),

@@ -21,7 +21,7 @@ HYPERPOD_TARGET = "hyperpod-cluster"  # SageMaker TrainingPlan TargetResources v
 def version_check(ctx: Context) -> Check:
     """No AWS API lists the Kubernetes versions HyperPod supports (SageMaker's API has none; CreateCluster refuses
     an unsupported one): a documented version passes on the guide's word, any other stays unconfirmed."""
-    version = ctx.cluster.eks.version
+    version = ctx.stack.eks.version
     documented = version in HYPERPOD_EKS_VERSIONS_DOCUMENTED
     return Check(
         id="sagemaker.hyperpod-kubernetes",
@@ -39,7 +39,7 @@ def version_check(ctx: Context) -> Check:
 
 def training_plan_check(ctx: Context, arn: str) -> Check:
     name = arn.rsplit("/", 1)[-1]
-    hyperpod = ctx.cluster.sagemaker.hyperpod
+    hyperpod = ctx.stack.sagemaker.hyperpod
     groups = [g for g in hyperpod.instance_groups if g.capacity is HyperPodCapacity.TRAINING_PLAN]
     wanted = sum(g.instance_count for g in groups)
     asked = f"sagemaker:DescribeTrainingPlan {name}"
@@ -93,11 +93,11 @@ def training_plan_check(ctx: Context, arn: str) -> Check:
 
 
 def checks(ctx: Context) -> list[Check]:
-    hyperpod = ctx.cluster.sagemaker.hyperpod
+    hyperpod = ctx.stack.sagemaker.hyperpod
     if not hyperpod.enabled:
         return []
     out: list[Check] = []
-    if ctx.cluster.hyperpod_on_eks:
+    if ctx.stack.hyperpod_on_eks:
         out.append(version_check(ctx))
     if hyperpod.training_plan_arn is not None:
         out.append(training_plan_check(ctx, hyperpod.training_plan_arn))

@@ -53,10 +53,10 @@ def kms_key(provider: str, default_region: str) -> tuple[str, str] | None:
 
 def checks(ctx: Context) -> list[Check]:
     declared = provider_of(ctx.stack_file)
-    provider = declared or default_provider(ctx.stack, ctx.cluster.region)
+    provider = declared or default_provider(ctx.stack_name, ctx.stack.region)
     origin = "the stack file's secretsprovider" if declared else "no secretsprovider yet: README's `pulumi stack init`"
     title = "the secrets provider's KMS key exists and is enabled"
-    target = kms_key(provider, ctx.cluster.region)
+    target = kms_key(provider, ctx.stack.region)
     if target is None:
         return [
             Check(

@@ -166,7 +166,7 @@ def diagnostics(report: Report, diff: PlanDiff | None = None) -> list[dict[str, 
     """What the plan found, as Pulumi's PreviewDiagnostic {urn, message, severity}: contract and mandatory policy
     violations are errors, advisories and rollout notes warnings, waivers and ignored changes information. A
     stack-wide finding names the root stack (as the engine resolves a stack policy's violation)."""
-    root = root_stack_urn(report.stack)
+    root = root_stack_urn(report.stack_name)
 
     def diagnostic(urn: str, message: str, severity: str) -> dict[str, str]:
         return {"urn": urn or root, "message": message, "severity": severity}

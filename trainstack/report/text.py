@@ -386,7 +386,7 @@ def _storage(report: Report, style: Style, width: int) -> list[str]:
 
 
 def _platform(report: Report, style: Style, width: int) -> list[str]:
-    s, c = report.summary, report.cluster
+    s, c = report.summary, report.stack
     endpoint = "public (" + ", ".join(c.eks.public_access_cidrs) + ")" if c.eks.endpoint_public_access else "private"
     out = [style.heading("Network and platform")]
     clusters = "; ".join(f"EKS {version} ({support.lower()} support)" for _n, version, support in s.eks_clusters)
