@@ -667,15 +667,20 @@ class Outcome:
     seconds: float
 
 
+# A whole-program run of prod in a fresh interpreter, printing the files it imported (tests/unit/test_mutate_map.py
+# binds its call to run_program's signature, so a renamed parameter fails there, not in a mutation run).
+RECORDING_PROBE = (
+    "import sys; from stacks.load import load_file; from trainstack.engine import run_program; "
+    "run_program(load_file('stacks/Pulumi.prod.yaml'), stack_name='prod'); "
+    "print('\\n'.join(str(getattr(m, '__file__', None)) for m in list(sys.modules.values())))"
+)
+
+
 def recording_inputs() -> set[str]:
     """The repository files a whole-program run imports (prod's, in a fresh interpreter): a mutant of any other
     module cannot change a recording, so its sessions may share one recordings directory (tests/conftest.py)."""
-    code = (
-        "import sys; from stacks.load import load_file; from trainstack.engine import run_program; "
-        "run_program(load_file('stacks/Pulumi.prod.yaml'), stack='prod'); "
-        "print('\\n'.join(str(getattr(m, '__file__', None)) for m in list(sys.modules.values())))"
-    )
-    out = subprocess.run([str(PYTHON), "-c", code], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    run = subprocess.run([str(PYTHON), "-c", RECORDING_PROBE], cwd=ROOT, check=True, capture_output=True, text=True)
+    out = run.stdout
     files = {line.removeprefix(f"{ROOT}{os.sep}") for line in out.splitlines() if line.startswith(f"{ROOT}{os.sep}")}
     return {name for name in files if not name.startswith(LINKED)}
 

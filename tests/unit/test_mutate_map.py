@@ -73,3 +73,22 @@ def test_a_mutants_tests_run_focused_first_then_the_rest_in_bounded_phases() -> 
     assert [len(tests) for tests, _ in phases] == [3, PHASE_TESTS, 1]
     assert {t for tests, _ in phases[1:] for t in tests} == rest
     assert [limit for _, limit in phases] == [4 * 3 + 60, 4 * PHASE_TESTS + 60, 4 + 60]
+
+
+def test_the_recording_probe_calls_run_program_as_it_is_declared() -> None:
+    """recording_inputs runs the probe in another interpreter, where a renamed parameter would only show as a
+    failed mutation run: its call binds to run_program's signature here."""
+    import ast
+    import inspect
+
+    from scripts.mutate import RECORDING_PROBE
+    from trainstack.engine import run_program
+
+    (call,) = [
+        node
+        for node in ast.walk(ast.parse(RECORDING_PROBE))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "run_program"
+    ]
+    keywords = {k.arg: None for k in call.keywords if k.arg}
+    inspect.signature(run_program).bind(*[None] * len(call.args), **keywords)
+    assert keywords == {"stack_name": None}
