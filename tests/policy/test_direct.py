@@ -15,6 +15,7 @@ from typing import Any
 
 from pulumi_policy import (
     PolicyCustomTimeouts,
+    PolicyProviderResource,
     PolicyResource,
     PolicyResourceOptions,
     ResourceValidationArgs,
@@ -96,10 +97,19 @@ def judge_stack(
 
 
 def judge_resource(
-    policy: ResourceValidationPolicy, type_: str, props: Mapping[str, Any], config: Mapping[str, Any] | None = None
+    policy: ResourceValidationPolicy,
+    type_: str,
+    props: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    *,
+    provider: PolicyProviderResource | None = None,
+    protect: bool = False,
 ) -> Verdict:
+    """`policy` on one resource named "subject"; `provider`: the provider it was created with (default tags),
+    `protect`: its `protect` option."""
     urn = f"urn:pulumi:prod::trainstack::{type_}::subject"
-    return _run(policy, _ResourceArgs(type_, dict(props), urn, "subject", OPTIONS, None, dict(config or {})))
+    opts = PolicyResourceOptions(protect, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+    return _run(policy, _ResourceArgs(type_, dict(props), urn, "subject", opts, provider, dict(config or {})))
 
 
 # ------------------------------------------------------------------------------------------ the harness
