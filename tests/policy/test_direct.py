@@ -84,7 +84,7 @@ def _run(policy: ResourceValidationPolicy | StackValidationPolicy, args: Any) ->
 
     with waivers.applying([], "dev"):
         try:
-            policy.validate(args, report)  # type: ignore[call-arg]
+            policy.validate(args, report)
         except Skipped as skip:
             verdict.skipped = str(skip.args[0] if skip.args else "")
     return verdict
