@@ -298,10 +298,15 @@ def int_config(args: StackValidationArgs, key: str, default: int) -> int:
 
 
 def policy_statements(document: Any) -> list[Mapping[str, Any]]:
-    """The statements of a JSON policy document (a bucket, key or endpoint policy) whose `Statement` is a list;
-    [] for anything else."""
+    """The statements of a JSON policy document (a bucket, key or endpoint policy): `Statement` is one statement
+    object or a list of them (IAM User Guide, IAM JSON policy elements: Statement); [] for anything else."""
     doc = json_document(document)
-    return [s for s in as_list(get(doc, "Statement")) if isinstance(s, Mapping)] if isinstance(doc, Mapping) else []
+    if not isinstance(doc, Mapping):
+        return []
+    statements = get(doc, "Statement")
+    return [
+        s for s in ([statements] if isinstance(statements, Mapping) else as_list(statements)) if isinstance(s, Mapping)
+    ]
 
 
 def condition_keys(statement: Mapping[str, Any]) -> set[str]:

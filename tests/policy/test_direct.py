@@ -24,7 +24,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import waivers
+from policies import enforcement
 from policies.facts_generated import VPC
 from policies.rules.network import vpc_flow_logs
 
@@ -82,7 +82,7 @@ def _run(policy: ResourceValidationPolicy | StackValidationPolicy, args: Any) ->
     def report(message: str, urn: str | None = None) -> None:
         verdict.reports.append((message, urn))
 
-    with waivers.applying([], "dev"):
+    with enforcement.applying([], "dev"):
         try:
             policy.validate(args, report)
         except Skipped as skip:

@@ -332,6 +332,15 @@ def test_an_endpoint_policy_may_not_allow_everything_everywhere_unconditioned(
         assert f"statement {statement.get('Sid', '?')} allows every action" in verdict.messages[0]
 
 
+def test_an_endpoint_policy_of_one_statement_object_is_judged_as_that_statement() -> None:
+    """IAM takes `Statement` as one object or a list (IAM User Guide, IAM JSON policy elements: Statement)."""
+    everything = {"Sid": "all", "Effect": "Allow", "Action": "*", "Resource": "*"}
+    verdict = judge_resource(vpc_endpoint_policy, VPC_ENDPOINT, {"policy": json.dumps({"Statement": everything})})
+    assert [m for m in verdict.messages if "statement all allows every action" in m] and not [
+        m for m in verdict.messages if "has no policy" in m
+    ]
+
+
 # ----------------------------------------------------------------------------------------------- nat-per-az
 
 

@@ -158,11 +158,6 @@ def test_policy_statements_keeps_mapping_statements_of_a_document() -> None:
     assert policy_statements("{broken") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policies/rules/base.py policy_statements reads only a list: IAM takes a single statement object too "
-    "(IAM User Guide, IAM JSON policy elements: Statement), so such a document reads as having no statements",
-)
 def test_policy_statements_reads_a_single_statement_object() -> None:
     one = {"Effect": "Allow", "Action": "kms:*", "Resource": "*"}
     assert policy_statements({"Statement": one}) == [one]
