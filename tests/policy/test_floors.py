@@ -386,6 +386,8 @@ MAX_RESTARTS = "spec.template.spec.failurePolicy.maxRestarts"
 # unhealthy, 1 to 10 restarts, at least 10 s before a restart, waitForPodsReady within 1800 s. Each bound is held
 # on its own: the value at the bound passes, one step past it is the one finding.
 FLEET_BOUNDS: list[tuple[str, Callable[[], Recording], str | None]] = [
+    # repair off is the one finding: the bounds of a repair that never runs are not judged too
+    ("repair off, no bounds", _fleet(P5_TRAIN_NG, set_path(REPAIR, {"enabled": False})), "has no auto repair"),
     ("2 repaired at once", _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxParallelNodesRepairedCount", 2)), None),
     ("3 repaired at once", _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxParallelNodesRepairedCount", 3)), "repairs 3 "),
     (
