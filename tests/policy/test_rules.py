@@ -19,6 +19,7 @@ import pytest
 
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
+from policies.rules.sagemaker import required_deep_health_checks
 from tests.policy.helpers import (
     found,
     matches,
@@ -674,6 +675,24 @@ bad(
     lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.onStartDeepHealthChecks", ["InstanceStress"])),
 )
 na("hyperpod-deep-health-checks", prod)
+# a CPU-only group has no GPU to stress: a cluster of such groups is skipped, not passed in silence
+na(
+    "hyperpod-deep-health-checks",
+    lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.instanceType", "ml.m5.2xlarge")),
+)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "checks"),
+    [
+        ("ml.p5.48xlarge", ["InstanceStress", "InstanceConnectivity"]),  # EFA: a fabric to test
+        ("ml.g5.2xlarge", ["InstanceStress"]),  # a GPU, no EFA
+        ("ml.m5.2xlarge", []),  # not accelerated: nothing is required
+    ],
+)
+def test_the_deep_health_checks_required_follow_the_type(instance_type: str, checks: list[str]) -> None:
+    assert required_deep_health_checks(instance_type) == checks
+
 
 ok("hyperpod-node-recovery", staging)
 bad("hyperpod-node-recovery", lambda: mutated(staging(), HYPERPOD, set_path("nodeRecovery", "None")))
@@ -1121,6 +1140,20 @@ bad(  # the login role holds the managed policy too: it is confined like the exe
         edit_policy(lambda st: st.__setitem__(slice(None), [s for s in st if s["Sid"] != "DenyReadOutsideLifecycle"])),
     ),
 )
+
+
+def test_an_unreadable_provisioning_parameters_file_names_no_login_group() -> None:
+    """A provisioning_parameters.json that is not JSON is passed over: the confinement is still judged, and the
+    file's (absent) login group shares no role."""
+    source = with_resource(
+        staging(),
+        "aws:s3/bucketObjectv2:BucketObjectv2",
+        "provisioning-parameters",
+        {"key": "hyperpod/lifecycle/trainstack-staging-hyperpod/provisioning_parameters.json", "content": "{not json"},
+    )
+    result = run(source, policies=[BY_NAME["hyperpod-execution-role-confined"]])
+    assert (found(result, "hyperpod-execution-role-confined"), result.not_applicable) == ([], ())
+
 
 S3_BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 
