@@ -1367,6 +1367,17 @@ bad(
     "iam-no-sagemaker-full-access",
     lambda: mutated(staging(), ATTACHMENT, set_path("policyArn", "arn:aws:iam::aws:policy/AmazonSageMakerFullAccess")),
 )
+bad(  # among a role's own managed policies, not only first
+    "iam-no-sagemaker-full-access",
+    lambda: mutated(
+        staging(),
+        "aws:iam/role:Role",
+        set_path(
+            "managedPolicyArns",
+            ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess", "arn:aws:iam::aws:policy/AmazonSageMakerFullAccess"],
+        ),
+    ),
+)
 na("iam-no-sagemaker-full-access", lambda: without(staging(), of_type(ATTACHMENT, "aws:iam/role:Role")))
 
 
