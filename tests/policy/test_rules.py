@@ -703,6 +703,17 @@ bad("hyperpod-vpc-efa-sg", lambda: mutated(staging(), HYPERPOD, drop("vpcConfig"
 bad("hyperpod-vpc-efa-sg", lambda: without(staging(), lambda r: r.name.endswith("network-efa-self-egress")))
 na("hyperpod-vpc-efa-sg", prod)
 
+
+def _no_vpc_config_dependency(deps: dict[str, tuple[str, ...]]) -> None:
+    del deps["vpcConfig"]
+
+
+def test_a_hyperpod_cluster_without_vpc_config_is_one_finding() -> None:
+    """Out of the stack's VPC there are no security groups to judge: the missing vpcConfig is the one finding."""
+    source = mutated(staging(), HYPERPOD, drop("vpcConfig"), dependencies=_no_vpc_config_dependency)
+    assert [m.split(" has ")[-1] for m in messages("hyperpod-vpc-efa-sg", source)] == ["no vpcConfig."]
+
+
 # ------------------------------------------------------------------------------------------- security
 NAMESPACE = "kubernetes:core/v1:Namespace"
 TEAM_NS = "-scheduling-team-research"
