@@ -1153,6 +1153,12 @@ bad(  # the login role holds the managed policy too: it is confined like the exe
 )
 
 
+def test_the_login_role_check_waits_for_role_arns_computed_at_the_first_preview() -> None:
+    """At staging's first preview the HyperPod groups' execution roles are unknown: judged at pulumi up, not here."""
+    result = run(shipped("staging", preview=True), policies=[BY_NAME["hyperpod-execution-role-confined"]])
+    assert (result.violations, result.not_applicable) == ((), ())
+
+
 def test_an_unreadable_provisioning_parameters_file_names_no_login_group() -> None:
     """A provisioning_parameters.json that is not JSON is passed over: the confinement is still judged, and the
     file's (absent) login group shares no role."""
