@@ -27,6 +27,7 @@ from tests.policy.test_rules import (
     set_path,
 )
 from trainstack.engine import Recording
+from trainstack.review import resolve_config, run_policies
 
 
 def test_a_pack_run_without_its_environments_config_says_so_once() -> None:
@@ -386,6 +387,8 @@ MAX_RESTARTS = "spec.template.spec.failurePolicy.maxRestarts"
 # unhealthy, 1 to 10 restarts, at least 10 s before a restart, waitForPodsReady within 1800 s. Each bound is held
 # on its own: the value at the bound passes, one step past it is the one finding.
 FLEET_BOUNDS: list[tuple[str, Callable[[], Recording], str | None]] = [
+    # repair off is the one finding: the bounds of a repair that never runs are not judged too
+    ("repair off, no bounds", _fleet(P5_TRAIN_NG, set_path(REPAIR, {"enabled": False})), "has no auto repair"),
     ("2 repaired at once", _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxParallelNodesRepairedCount", 2)), None),
     ("3 repaired at once", _fleet(P5_TRAIN_NG, set_path(f"{REPAIR}.maxParallelNodesRepairedCount", 3)), "repairs 3 "),
     (
@@ -431,6 +434,21 @@ def test_the_fleet_health_floor_holds_each_bound_alone(source: Callable[[], Reco
         assert messages == []
     else:
         assert len(messages) == 1 and says in messages[0], messages
+
+
+def test_the_gpu_metrics_requirement_turned_off_lets_a_gpu_operator_without_dcgm_exporter_pass() -> None:
+    """requireGpuMetrics is the switch: off, a GPU Operator without dcgm-exporter is not judged at all."""
+    source = _fleet("gpu-operator-release", set_path("values.dcgmExporter.enabled", False))()
+
+    def findings(require: bool) -> list[str]:
+        settings = {"enforcementLevel": "mandatory", "requireGpuMetrics": require}
+        violations, _, _ = run_policies(
+            source, resolve_config({"fleet-health-floor": settings}), [BY_NAME["fleet-health-floor"]]
+        )
+        return [v.message for v in violations]
+
+    assert findings(False) == []
+    assert ["runs no dcgm-exporter" in m for m in findings(True)] == [True]
 
 
 def test_a_runtime_without_the_framework_label_is_not_a_training_runtime() -> None:

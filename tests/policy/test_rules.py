@@ -19,6 +19,7 @@ import pytest
 
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
+from policies.rules.sagemaker import required_deep_health_checks
 from tests.policy.helpers import (
     found,
     matches,
@@ -674,6 +675,24 @@ bad(
     lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.onStartDeepHealthChecks", ["InstanceStress"])),
 )
 na("hyperpod-deep-health-checks", prod)
+# a CPU-only group has no GPU to stress: a cluster of such groups is skipped, not passed in silence
+na(
+    "hyperpod-deep-health-checks",
+    lambda: mutated(staging(), HYPERPOD, set_path("instanceGroups.0.instanceType", "ml.m5.2xlarge")),
+)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "checks"),
+    [
+        ("ml.p5.48xlarge", ["InstanceStress", "InstanceConnectivity"]),  # EFA: a fabric to test
+        ("ml.g5.2xlarge", ["InstanceStress"]),  # a GPU, no EFA
+        ("ml.m5.2xlarge", []),  # not accelerated: nothing is required
+    ],
+)
+def test_the_deep_health_checks_required_follow_the_type(instance_type: str, checks: list[str]) -> None:
+    assert required_deep_health_checks(instance_type) == checks
+
 
 ok("hyperpod-node-recovery", staging)
 bad("hyperpod-node-recovery", lambda: mutated(staging(), HYPERPOD, set_path("nodeRecovery", "None")))
@@ -683,6 +702,17 @@ ok("hyperpod-vpc-efa-sg", staging)
 bad("hyperpod-vpc-efa-sg", lambda: mutated(staging(), HYPERPOD, drop("vpcConfig")))
 bad("hyperpod-vpc-efa-sg", lambda: without(staging(), lambda r: r.name.endswith("network-efa-self-egress")))
 na("hyperpod-vpc-efa-sg", prod)
+
+
+def _no_vpc_config_dependency(deps: dict[str, tuple[str, ...]]) -> None:
+    del deps["vpcConfig"]
+
+
+def test_a_hyperpod_cluster_without_vpc_config_is_one_finding() -> None:
+    """Out of the stack's VPC there are no security groups to judge: the missing vpcConfig is the one finding."""
+    source = mutated(staging(), HYPERPOD, drop("vpcConfig"), dependencies=_no_vpc_config_dependency)
+    assert [m.split(" has ")[-1] for m in messages("hyperpod-vpc-efa-sg", source)] == ["no vpcConfig."]
+
 
 # ------------------------------------------------------------------------------------------- security
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -1122,6 +1152,26 @@ bad(  # the login role holds the managed policy too: it is confined like the exe
     ),
 )
 
+
+def test_the_login_role_check_waits_for_role_arns_computed_at_the_first_preview() -> None:
+    """At staging's first preview the HyperPod groups' execution roles are unknown: judged at pulumi up, not here."""
+    result = run(shipped("staging", preview=True), policies=[BY_NAME["hyperpod-execution-role-confined"]])
+    assert (result.violations, result.not_applicable) == ((), ())
+
+
+def test_an_unreadable_provisioning_parameters_file_names_no_login_group() -> None:
+    """A provisioning_parameters.json that is not JSON is passed over: the confinement is still judged, and the
+    file's (absent) login group shares no role."""
+    source = with_resource(
+        staging(),
+        "aws:s3/bucketObjectv2:BucketObjectv2",
+        "provisioning-parameters",
+        {"key": "hyperpod/lifecycle/trainstack-staging-hyperpod/provisioning_parameters.json", "content": "{not json"},
+    )
+    result = run(source, policies=[BY_NAME["hyperpod-execution-role-confined"]])
+    assert (found(result, "hyperpod-execution-role-confined"), result.not_applicable) == ([], ())
+
+
 S3_BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 
 
@@ -1333,6 +1383,17 @@ ok("iam-no-sagemaker-full-access", staging)
 bad(
     "iam-no-sagemaker-full-access",
     lambda: mutated(staging(), ATTACHMENT, set_path("policyArn", "arn:aws:iam::aws:policy/AmazonSageMakerFullAccess")),
+)
+bad(  # among a role's own managed policies, not only first
+    "iam-no-sagemaker-full-access",
+    lambda: mutated(
+        staging(),
+        "aws:iam/role:Role",
+        set_path(
+            "managedPolicyArns",
+            ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess", "arn:aws:iam::aws:policy/AmazonSageMakerFullAccess"],
+        ),
+    ),
 )
 na("iam-no-sagemaker-full-access", lambda: without(staging(), of_type(ATTACHMENT, "aws:iam/role:Role")))
 

@@ -19,6 +19,7 @@ from policies.facts_generated import (
 )
 from policies.rules import BY_NAME
 from policies.rules.k8s import _internet_wide, _reaches_lustre
+from policies.rules.sagemaker import _confines
 from policies.rules.storage import _whole_bucket_writes, nid_addresses
 from tests.policy.helpers import found, mutated, run, shipped, with_resource
 from tests.policy.test_rules import EXECUTION_INLINE, KEY, LOCK, edit_policy, set_path
@@ -54,6 +55,33 @@ def test_a_deny_confines_only_the_actions_it_names(dropped: str, readable: list[
     """A deny of ListBucket outside the lifecycle bucket does not keep GetObject there, nor the other way round."""
     source = mutated(shipped("staging"), EXECUTION_INLINE, edit_policy(_without_statement(dropped)))
     assert _findings("hyperpod-execution-role-confined", source) == [_unconfined(a) for a in readable]
+
+
+@pytest.mark.parametrize(
+    ("kept", "confines"),
+    [
+        (["arn:aws:s3:::trainstack-lifecycle/*"], True),
+        (["arn:aws:s3:::trainstack-lifecycle/*", "arn:aws:s3:::sagemaker-*/*"], False),  # one wildcard bucket is enough
+        (["arn:aws:s3:::sagemaker-*/scripts:::v1/*"], False),  # ":::" in the key does not hide the bucket's wildcard
+        (["trainstack-lifecycle/*"], False),  # not an ARN
+        (["arn:*:s3:::trainstack-lifecycle/*"], True),  # any partition: the bucket is still named
+        ([], False),
+    ],
+)
+def test_a_deny_confines_reads_only_when_every_bucket_it_keeps_is_named(kept: list[str], confines: bool) -> None:
+    statement = {"Effect": "Deny", "Action": "s3:GetObject", "NotResource": kept}
+    assert _confines(statement, "s3:GetObject") is confines
+
+
+@pytest.mark.parametrize(
+    "narrowed",
+    [{"Resource": "arn:aws:s3:::*/*"}, {"Condition": {"StringEquals": {"aws:PrincipalTag/team": "ml"}}}],
+    ids=["a resource list", "a condition"],
+)
+def test_a_deny_narrowed_by_a_resource_list_or_a_condition_confines_nothing(narrowed: dict[str, Any]) -> None:
+    """Only a deny of everything but the kept buckets, for everyone, confines: one narrowed either way may miss."""
+    statement = {"Effect": "Deny", "Action": "s3:GetObject", "NotResource": ["arn:aws:s3:::trainstack-lifecycle/*"]}
+    assert _confines(statement | narrowed, "s3:GetObject") is False
 
 
 def test_an_allow_of_kms_star_among_other_actions_mixes_administration_with_use() -> None:
