@@ -329,3 +329,273 @@ def test_the_gpu_az_is_the_first_efa_groups_else_the_first_groups_else_the_netwo
     assert none.gpu_availability_zone == "us-east-1a"
     assert config("dev", lambda raw: (raw.update(gpu_node_groups=[]), raw["network"].update(
         availability_zones=["us-east-1b", "us-east-1a"]))).gpu_availability_zone == "us-east-1b"  # fmt: skip
+
+
+# -------------------------------------------------------------------------------------------- network perimeter
+
+
+def _private_endpoint(raw: dict[str, Any]) -> None:
+    raw["eks"].update(endpoint_public_access=False, public_access_cidrs=[])
+
+
+def test_a_private_cluster_in_a_vpc_trainstack_creates_needs_interface_endpoints() -> None:
+    assert only("dev", _private_endpoint).startswith(
+        "eks.endpoint_public_access is false: set network.interface_endpoints true"
+    )
+    with_endpoints = config(
+        "dev", lambda raw: (_private_endpoint(raw), raw["network"].update(interface_endpoints=True))
+    )
+    assert with_endpoints.network.interface_endpoints is True
+    # In an existing VPC the endpoints are its owner's: not trainstack's to require.
+    assert config("existing-vpc", _private_endpoint).network.creates_vpc is False
+
+
+def test_an_existing_vpc_names_its_s3_endpoint_while_the_buckets_are_vpc_only() -> None:
+    def no_endpoint(setting: bool | None) -> Edit:
+        def edit(raw: dict[str, Any]) -> None:
+            raw["network"]["existing_vpc"].pop("s3_endpoint_id")
+            raw["security"]["data_buckets_vpc_only"] = setting
+
+        return edit
+
+    refusal = "network.existing_vpc.s3_endpoint_id is missing: the data buckets admit only requests through"
+    assert only("existing-vpc", no_endpoint(True)).startswith(refusal)
+    assert only("existing-vpc", no_endpoint(None)).startswith(refusal)  # on by default outside dev
+    assert config("existing-vpc", no_endpoint(False)).data_buckets_vpc_only is False
+    assert config("existing-vpc").network.existing_vpc.s3_endpoint_id == "vpce-0a1b2c3d4e5f67890"  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------------------------- validation jobs
+#
+# prod: validation on over the p5-train group (NVIDIA, EFA, max_size 16).
+
+
+def _eval_group(raw: dict[str, Any]) -> None:
+    entry = {**group(raw), "name": "eval", "instance_type": "g6e.xlarge", "efa_enabled": False}
+    entry.update(min_size=0, desired_size=0, max_size=2, capacity={"type": "on_demand"})
+    raw["gpu_node_groups"].append(entry)
+    raw["cost"]["max_gpus"] = 200
+
+
+def _validation(**fields: Any) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        _eval_group(raw)
+        raw["kubernetes"]["validation"].update(fields)
+
+    return edit
+
+
+def test_validation_may_name_only_an_nvidia_efa_group() -> None:
+    assert only("prod", _validation(node_group="eval")) == (
+        "kubernetes.validation.node_group 'eval' must name an NVIDIA EFA GPU group (the NCCL and DCGM jobs are "
+        "NVIDIA-only); valid: ['p5-train']"
+    )
+    named = config("prod", _validation(node_group="p5-train"))
+    assert named.validation_node_group is not None and named.validation_node_group.name == "p5-train"
+    assert config("prod", _validation(enabled=False, node_group="eval", nodes=64)).validation_node_group is None
+
+
+def test_validation_nodes_may_reach_the_groups_max_size_and_not_beyond() -> None:
+    assert config("prod", _validation(nodes=16)).kubernetes.validation.nodes == 16  # type: ignore[union-attr]
+    assert only("prod", _validation(nodes=17)).startswith("kubernetes.validation.nodes 17 exceeds the max_size 16")
+
+
+def test_the_validation_group_is_the_first_candidate_and_none_without_one() -> None:
+    assert [g.name for g in config("prod", _eval_group).validation_candidates] == ["p5-train"]
+    assert config("prod", _eval_group).validation_node_group.name == "p5-train"  # type: ignore[union-attr]
+    assert config("dev").validation_node_group is None  # no validation section
+    assert config("dev").validation_candidates == []  # a spot group without EFA
+
+    def trainium_only(raw: dict[str, Any]) -> None:
+        group(raw).update(instance_type="trn1.32xlarge", ami_family="AL2023_x86_64_NEURON")
+        raw["cost"]["max_gpus"] = 1000
+        raw["kubernetes"]["validation"]["nodes"] = 64  # no NVIDIA group: nothing to hold it against
+
+    cluster = config("prod", trainium_only)
+    assert (cluster.validation_candidates, cluster.validation_node_group) == ([], None)
+
+
+# ------------------------------------------------------------------------------------------- by environment
+
+
+def _as(environment: str) -> Edit:
+    return lambda raw: raw.update(environment=environment)
+
+
+def test_scratch_lustre_is_for_dev_only() -> None:
+    assert config("dev").storage.fsx.deployment_type.value == "SCRATCH_2"
+    assert only("dev", _as("staging")) == "storage.fsx.deployment_type SCRATCH_2 is for dev only, not staging"
+
+
+@pytest.mark.parametrize(
+    ("environment", "metrics", "vpc_only", "egress", "protect"),
+    [("dev", False, False, True, False), ("staging", True, True, True, False), ("prod", True, True, False, True)],
+)
+def test_defaults_by_environment(environment: str, metrics: bool, vpc_only: bool, egress: bool, protect: bool) -> None:
+    cluster = config("prod", _as(environment))
+    assert (cluster.metrics_enabled, cluster.data_buckets_vpc_only) == (metrics, vpc_only)
+    assert (cluster.team_internet_egress, cluster.protect_data) == (egress, protect)
+
+
+def test_settings_win_over_the_environments_defaults() -> None:
+    def settings(raw: dict[str, Any]) -> None:
+        raw["environment"] = "staging"
+        raw["health"] = {"metrics": False}
+        raw["security"].update(data_buckets_vpc_only=False, team_internet_egress=False)
+
+    cluster = config("prod", settings)
+    assert (cluster.metrics_enabled, cluster.data_buckets_vpc_only, cluster.team_internet_egress) == (False,) * 3
+    on = config("dev", lambda raw: raw.update(health={"metrics": True}, security={"data_buckets_vpc_only": True}))
+    assert (on.metrics_enabled, on.data_buckets_vpc_only) == (True, True)
+
+
+def test_root_squash_off_is_refused_outside_dev() -> None:
+    off: Edit = lambda raw: raw["storage"]["fsx"].update(root_squash=None)  # noqa: E731
+    assert config("dev", off).storage.fsx.root_squash is None
+    assert only("prod", off).startswith("storage.fsx.root_squash is null: root squash is required in prod")
+
+
+@pytest.mark.parametrize(
+    ("setting", "refusal"),
+    [
+        ({"checkpoint_lock": None}, "security.checkpoint_lock is unset: prod checkpoints need S3 Object Lock"),
+        ({"team_internet_egress": True}, "security.team_internet_egress is true: prod team pods reach only the VPC"),
+        ({"data_buckets_vpc_only": False}, "security.data_buckets_vpc_only is false: prod data buckets deny access"),
+    ],
+)
+def test_each_prod_protection_is_refused_off_in_prod_alone_and_allowed_in_staging(
+    setting: dict[str, Any], refusal: str
+) -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["security"].update(setting)
+
+    assert only("prod", edit).startswith(refusal)
+    staging = config("prod", lambda raw: (edit(raw), _as("staging")(raw)))
+    assert staging.environment.value == "staging"
+
+
+KEY_ADMIN = "arn:aws:iam::444455556666:role/kms-admin"  # no cluster admin: its overlaps are judged alone
+
+
+def _member(role: str, team: int = 1) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["security"]["key_administrator_arns"] = [KEY_ADMIN]
+        raw["kubernetes"]["teams"][team]["member_role_arns"] = [role]
+
+    return edit
+
+
+def _exempt(role: str) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["security"]["key_administrator_arns"] = [KEY_ADMIN]
+        raw["security"]["outside_vpc_data_role_arns"] = [role]
+
+    return edit
+
+
+def test_a_key_administrator_may_not_be_a_team_member_in_any_case() -> None:
+    assert only("prod", _member(KEY_ADMIN.replace("kms-admin", "KMS-Admin"))).startswith(
+        f"security.key_administrator_arns.0 {KEY_ADMIN} is also a member of team research: in prod"
+    )
+    assert config("prod", _member(MEMBER)).kubernetes.teams[1].member_role_arns == [MEMBER]
+    assert config("prod", lambda raw: (_member(KEY_ADMIN)(raw), _as("dev")(raw))).environment.value == "dev"
+
+
+def test_a_key_administrator_may_not_be_exempt_from_the_data_perimeter() -> None:
+    assert only("prod", _exempt(KEY_ADMIN)).startswith(
+        f"security.key_administrator_arns.0 {KEY_ADMIN} is also in security.outside_vpc_data_role_arns"
+    )
+    assert config("prod", _exempt("arn:aws:iam::444455556666:role/ingest")).security.outside_vpc_data_role_arns
+
+
+def test_a_team_member_may_not_be_exempt_from_the_data_perimeter() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        _member(MEMBER)(raw)
+        _exempt(MEMBER)(raw)
+
+    assert only("prod", edit).startswith(
+        f"security.outside_vpc_data_role_arns.0 {MEMBER} is a member of team research: a team member exempt"
+    )
+
+
+# ------------------------------------------------------------------------------------------- training runtimes
+
+
+def _runtime(**fields: Any) -> Edit:
+    return lambda raw: raw["kubernetes"]["training_operator"].setdefault("runtimes", {}).update(fields)
+
+
+def test_a_runtime_image_from_an_unapproved_registry_is_refused_by_its_key() -> None:
+    assert only("dev", _runtime(mpi_image="docker.io/library/openmpi:4.1.6")).startswith(
+        "kubernetes.training_operator.runtimes.mpi_image docker.io/library/openmpi:4.1.6 is not from an approved"
+    )
+    for key in ("torch_image", "restart_wait_image"):
+        assert only("dev", _runtime(**{key: "docker.io/library/busybox:1.37.0"})).startswith(
+            f"kubernetes.training_operator.runtimes.{key} docker.io/library/busybox:1.37.0"
+        )
+
+
+def test_a_runtime_image_from_the_accounts_ecr_in_the_region_or_an_added_registry_is_accepted() -> None:
+    ecr = "111122223333.dkr.ecr.us-east-1.amazonaws.com/torch:2.7.1"
+    assert config("dev", _runtime(torch_image=ecr)).kubernetes.training_operator.runtimes.torch_image == ecr
+    assert only("dev", _runtime(torch_image=ecr.replace("us-east-1", "us-west-2"))).startswith(
+        "kubernetes.training_operator.runtimes.torch_image"
+    )
+
+    def added(raw: dict[str, Any]) -> None:
+        _runtime(torch_image="docker.io/library/pytorch:2.7.1")(raw)
+        raw["security"] = {"allowed_image_registries": ["docker.io/library/", "public.ecr.aws/"]}
+
+    assert config("dev", added).security.allowed_image_registries[0] == "docker.io/library/"
+
+
+def test_runtime_images_are_not_judged_for_the_mpi_operator() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        _runtime(torch_image="docker.io/library/pytorch:2.7.1")(raw)
+        raw["kubernetes"]["training_operator"].update(kind="mpi_operator", version="0.6.0")
+
+    assert config("dev", edit).kubernetes.training_operator.kind == "mpi_operator"
+
+
+def _restricted(raw: dict[str, Any]) -> None:
+    raw["kubernetes"]["teams"][0]["pod_security"] = "restricted"
+
+
+def test_a_restricted_team_is_refused_where_the_mpi_runtime_is_installed() -> None:
+    assert only("dev", _restricted).startswith("kubernetes.teams.0.pod_security restricted: the MPI runtime")
+    assert config("dev", lambda raw: (_restricted(raw), _runtime(mpi=False)(raw))).kubernetes.teams[0].pod_security
+
+
+def test_a_restricted_team_is_accepted_where_no_mpi_runtime_is_installed() -> None:
+    def trainium(raw: dict[str, Any]) -> None:
+        _restricted(raw)
+        group(raw).update(instance_type="trn1.32xlarge", ami_family="AL2023_x86_64_NEURON")
+        raw["cost"]["max_gpus"] = 100
+
+    assert [g.name for g in config("dev", trainium).neuron_node_groups] == ["g5"]
+
+    def mpi_operator(raw: dict[str, Any]) -> None:
+        _restricted(raw)
+        raw["kubernetes"]["training_operator"].update(kind="mpi_operator", version="0.6.0")
+
+    assert config("dev", mpi_operator).kubernetes.training_operator.kind == "mpi_operator"
+    assert config("dev", lambda raw: (_restricted(raw), raw.update(gpu_node_groups=[]))).gpu_node_groups == []
+
+
+# ------------------------------------------------------------------------------------------------------ Neuron
+
+
+def _trainium(raw: dict[str, Any]) -> None:
+    group(raw).update(instance_type="trn1.32xlarge", ami_family="AL2023_x86_64_NEURON")
+    raw["cost"]["max_gpus"] = 100
+
+
+def test_neuron_groups_need_the_neuron_device_plugin_and_others_may_drop_it() -> None:
+    def without_plugin(raw: dict[str, Any]) -> None:
+        raw["kubernetes"]["neuron_device_plugin"] = None
+
+    assert only("dev", lambda raw: (_trainium(raw), without_plugin(raw))).startswith(
+        "gpu_node_groups ['g5'] are Neuron (Trainium): set kubernetes.neuron_device_plugin"
+    )
+    assert config("dev", without_plugin).neuron_node_groups == []
+    assert config("dev", _trainium).kubernetes.neuron_device_plugin is not None
