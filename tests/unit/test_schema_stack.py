@@ -599,3 +599,211 @@ def test_neuron_groups_need_the_neuron_device_plugin_and_others_may_drop_it() ->
     )
     assert config("dev", without_plugin).neuron_node_groups == []
     assert config("dev", _trainium).kubernetes.neuron_device_plugin is not None
+
+
+# ---------------------------------------------------------------------------------------------------- HyperPod
+
+
+def _hyperpod(**changes: Any) -> Edit:
+    return lambda raw: raw["sagemaker"]["hyperpod"].update(changes)
+
+
+def _hyperpod_on_eks(raw: dict[str, Any]) -> None:
+    hyperpod = raw["sagemaker"]["hyperpod"]
+    hyperpod.update(orchestrator="eks", instance_groups=[g for g in hyperpod["instance_groups"] if g["name"] == "p5"])
+    hyperpod.pop("slurm")
+
+
+def test_a_hyperpod_type_not_offered_in_the_region_is_refused() -> None:
+    def p5_type(name: str) -> Edit:
+        return lambda raw: raw["sagemaker"]["hyperpod"]["instance_groups"][2].update(instance_type=name)
+
+    # cfn-lint's us-east-1 list has ml.p5en.48xlarge but not ml.p5e.48xlarge.
+    assert only("hyperpod-slurm", p5_type("ml.p5e.48xlarge")).startswith(
+        "sagemaker.hyperpod.instance_groups.2.instance_type ml.p5e.48xlarge is not offered for HyperPod in us-east-1"
+    )
+    assert config("hyperpod-slurm", p5_type("ml.p5en.48xlarge")).sagemaker.hyperpod.enabled
+    # A cluster that is off is not held to the list.
+    assert config("hyperpod-slurm", lambda raw: (p5_type("ml.p5e.48xlarge")(raw), _hyperpod(enabled=False)(raw)))
+
+
+def test_hyperpod_on_eks_joins_the_cluster_as_its_nodes() -> None:
+    cluster = config("hyperpod-slurm", _hyperpod_on_eks)
+    assert cluster.hyperpod_on_eks and cluster.hyperpod_eks_nvidia
+    assert [g.name for g in cluster.hyperpod_eks_groups] == ["p5"]
+    assert cluster.efa_plugin_hyperpod_instance_types == ["ml.p5.48xlarge"]
+    assert cluster.needs_efa_plugin  # no GPU node group: HyperPod's EFA nodes alone
+    assert cluster.hyperpod_security_groups == ("cluster", "efa")
+    assert cluster.gpu_operator_ami_family is AmiFamily.AL2023_NVIDIA
+    assert cluster.hyperpod_eks_version_warning is not None and "HyperPod on EKS 1.36" in (
+        cluster.hyperpod_eks_version_warning
+    )
+    documented = config("hyperpod-slurm", lambda raw: (_hyperpod_on_eks(raw), raw["eks"].update(version="1.34"),
+                        raw["eks"]["addons"].update(kube_proxy="v1.34.0-eksbuild.1")))  # fmt: skip
+    assert documented.hyperpod_eks_version_warning is None
+
+
+def test_hyperpod_under_slurm_or_off_adds_nothing_to_the_eks_cluster() -> None:
+    slurm = config("hyperpod-slurm")
+    assert (slurm.hyperpod_on_eks, slurm.hyperpod_eks_groups, slurm.hyperpod_eks_nvidia) == (False, [], False)
+    assert (slurm.needs_efa_plugin, slurm.gpu_operator_ami_family, slurm.hyperpod_eks_version_warning) == (
+        False,
+        None,
+        None,
+    )
+    assert slurm.hyperpod_security_groups == ("efa", "workload")
+    off = config("hyperpod-slurm", lambda raw: (_hyperpod_on_eks(raw), _hyperpod(enabled=False)(raw)))
+    assert (off.hyperpod_on_eks, off.hyperpod_eks_groups, off.hyperpod_eks_version_warning) == (False, [], None)
+
+
+def test_trainium_hyperpod_nodes_on_eks_need_no_gpu_operator() -> None:
+    def trainium(raw: dict[str, Any]) -> None:
+        _hyperpod_on_eks(raw)
+        raw["sagemaker"]["hyperpod"]["instance_groups"][0].update(instance_type="ml.trn1.32xlarge")
+        raw["cost"]["max_gpus"] = 100
+
+    cluster = config("hyperpod-slurm", trainium)
+    assert (cluster.hyperpod_eks_nvidia, cluster.gpu_operator_ami_family) == (False, None)
+    assert cluster.efa_plugin_hyperpod_instance_types == ["ml.trn1.32xlarge"]
+
+
+def test_efa_plugin_follows_efa_groups() -> None:
+    assert config("dev").needs_efa_plugin is False
+    assert config("prod").needs_efa_plugin is True
+
+
+# ----------------------------------------------------------------------------------------------- Slurm and FSx
+
+
+def _no_fsx(raw: dict[str, Any]) -> None:
+    raw["storage"]["fsx"]["enabled"] = False
+
+
+def _slurm(**changes: Any) -> Edit:
+    return lambda raw: raw["sagemaker"]["hyperpod"]["slurm"].update(changes)
+
+
+def test_slurm_settings_that_keep_state_on_lustre_each_need_fsx() -> None:
+    found = problems("hyperpod-slurm", _no_fsx)
+    assert [p.split(" needs ")[0] for p in found] == [
+        "sagemaker.hyperpod.slurm.homes_on_lustre true",
+        "sagemaker.hyperpod.slurm.users ['alice', 'bob']",
+        "sagemaker.hyperpod.slurm.accounting true",
+    ]
+    assert only("hyperpod-slurm", lambda raw: (_no_fsx(raw), _slurm(homes_on_lustre=False, users=[])(raw))).startswith(
+        "sagemaker.hyperpod.slurm.accounting true needs storage.fsx.enabled"
+    )
+    none = config("hyperpod-slurm", lambda raw: (_no_fsx(raw), _slurm(homes_on_lustre=False, users=[],
+                  accounting=False)(raw)))  # fmt: skip
+    assert none.storage.fsx.enabled is False
+
+
+def test_slurm_under_root_squash_needs_an_exempt_host() -> None:
+    no_nids: Edit = lambda raw: raw["storage"]["fsx"].update(no_squash_nids=[])  # noqa: E731
+    assert only("hyperpod-slurm", no_nids).startswith(
+        "storage.fsx.root_squash 65534:65534 with storage.fsx.no_squash_nids [] and a Slurm HyperPod cluster"
+    )
+    assert config("hyperpod-slurm").storage.fsx.no_squash_nids == ["10.20.0.10@tcp"]
+    # Root squash off: nothing to be exempt from (staging refuses it for its own reason).
+    unsquashed = problems("hyperpod-slurm", lambda raw: (no_nids(raw), raw["storage"]["fsx"].update(root_squash=None)))
+    assert unsquashed == [
+        'storage.fsx.root_squash is null: root squash is required in staging (use "65534:65534" and list exempt '
+        "administration hosts in storage.fsx.no_squash_nids)"
+    ]
+
+
+def test_a_slurm_user_with_the_squash_uid_is_refused() -> None:
+    assert only("hyperpod-slurm", lambda raw: raw["storage"]["fsx"].update(root_squash="2002:2002")).startswith(
+        "sagemaker.hyperpod.slurm.users.1.uid 2002 (bob) is storage.fsx.root_squash's UID (2002:2002)"
+    )
+    # The GID does not count: root acts as the squash UID.
+    assert config("hyperpod-slurm", lambda raw: raw["storage"]["fsx"].update(root_squash="3000:2002")).storage.fsx
+
+
+def test_slurm_rules_do_not_apply_to_hyperpod_on_eks_or_off() -> None:
+    def eks_without_fsx(raw: dict[str, Any]) -> None:
+        _hyperpod_on_eks(raw)
+        raw["storage"]["fsx"]["no_squash_nids"] = []
+
+    assert config("hyperpod-slurm", eks_without_fsx).hyperpod_on_eks
+    assert config("hyperpod-slurm", lambda raw: (_no_fsx(raw), _hyperpod(enabled=False)(raw))).sagemaker
+
+
+# ------------------------------------------------------------------------------------------- version pairings
+
+
+def test_kueue_and_trainer_must_speak_one_trainjob_field_under_kubeflow_trainer_only() -> None:
+    old_kueue: Edit = lambda raw: raw["kubernetes"]["kueue"].update(chart_version="0.14.4")  # noqa: E731
+    assert only("dev", old_kueue).startswith("kubernetes.kueue.chart_version / kubernetes.training_operator.version:")
+
+    def mpi_operator(raw: dict[str, Any]) -> None:
+        old_kueue(raw)
+        raw["kubernetes"]["training_operator"].update(kind="mpi_operator", version="0.6.0")
+
+    assert config("dev", mpi_operator).kubernetes.kueue.chart_version == "0.14.4"
+
+
+@pytest.mark.parametrize(("build", "refused"), [("v1.33.0-eksbuild.1", False), ("v1.32.0-eksbuild.1", True)])
+def test_kube_proxy_may_trail_the_cluster_by_three_minors(build: str, refused: bool) -> None:
+    edit: Edit = lambda raw: raw["eks"]["addons"].update(kube_proxy=build)  # noqa: E731
+    if refused:
+        assert only("dev", edit).startswith(f"eks.addons.kube_proxy: kube-proxy add-on {build} is built for")
+    else:
+        assert config("dev", edit).eks.addons.kube_proxy == build
+
+
+def test_an_efa_plugin_too_old_for_a_groups_type_is_refused_for_efa_groups_only() -> None:
+    def b200(efa: bool) -> Edit:
+        def edit(raw: dict[str, Any]) -> None:
+            raw["kubernetes"]["efa_device_plugin"]["chart_version"] = "v0.5.9"
+            entry = {**group(raw), "name": "b200", "instance_type": "p6-b200.48xlarge", "efa_enabled": efa}
+            entry.update(capacity={"type": "on_demand"}, min_size=0, desired_size=0, max_size=2)
+            raw["gpu_node_groups"].append(entry)
+            raw["cost"]["max_gpus"] = 100
+
+        return edit
+
+    assert only("dev", b200(True)).startswith(
+        "kubernetes.efa_device_plugin.chart_version (gpu_node_groups.1): aws-efa-k8s-device-plugin v0.5.9 miscounts"
+    )
+    assert config("dev", b200(False)).gpu_node_groups[1].efa_enabled is False
+
+
+def test_an_autoscaler_one_minor_behind_is_accepted_and_two_or_ahead_refused() -> None:
+    def tag(image: str) -> Edit:
+        return lambda raw: raw["kubernetes"].update(cluster_autoscaler={"image_tag": image})
+
+    assert config("dev", tag("v1.35.2")).kubernetes.cluster_autoscaler.minor == "1.35"
+    assert config("dev", tag("v1.36.0")).autoscaled_groups[0].name == "g5"
+    for image in ("v1.34.0", "v1.37.0"):
+        assert only("dev", tag(image)).startswith(f"kubernetes.cluster_autoscaler.image_tag {image} is for Kubernetes")
+    # Fixed-size groups run no autoscaler: its tag is not judged.
+    fixed = config("prod", tag("v1.30.0"))
+    assert fixed.autoscaled_groups == []
+
+
+def test_a_capacity_block_group_is_autoscaled_even_at_fixed_size() -> None:
+    def block(raw: dict[str, Any]) -> None:
+        group(raw).update(capacity=BLOCK, placement="auto")
+
+    assert [g.name for g in config("prod", block).autoscaled_groups] == ["p5-train"]
+
+
+# ------------------------------------------------------------------------------------------------ platform only
+
+
+def test_a_platform_only_stack_is_refused_beside_a_hyperpod_cluster_of_its_own() -> None:
+    cluster = config("existing-cluster")
+    assert cluster.platform_only and not config("dev").platform_only
+
+    def hyperpod(raw: dict[str, Any]) -> None:
+        raw["sagemaker"] = {"hyperpod": copy.deepcopy(_document("hyperpod-slurm")["sagemaker"]["hyperpod"])}
+        _hyperpod_on_eks(raw)
+        raw["cost"]["max_gpus"] = 1000
+
+    assert "existing_cluster with sagemaker.hyperpod.enabled" in " ".join(problems("existing-cluster", hyperpod))
+
+
+def test_a_group_of_fixed_size_on_an_existing_cluster_is_accepted() -> None:
+    (group_,) = config("existing-cluster").gpu_node_groups
+    assert group_.min_size == group_.max_size
