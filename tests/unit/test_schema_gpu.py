@@ -275,6 +275,14 @@ def test_a_label_value_of_63_characters_is_accepted_and_64_refused() -> None:
         _group(labels={"example.com/team": "v" * 64})
 
 
+def test_a_prefixed_label_key_of_63_characters_in_all_is_accepted_and_64_refused() -> None:
+    # Kubernetes takes a 253-character prefix and a 63-character name; EKS counts the whole key (botocore labelKey).
+    key = "example.com/" + "k" * 51
+    assert len(key) == 63 and _group(labels={key: "v"}).labels == {key: "v"}
+    longer = key + "k"
+    _refused(f"labels ['{longer}']: EKS takes label keys of 1-63 characters (prefix included)", labels={longer: "v"})
+
+
 @pytest.mark.parametrize(
     ("key", "prefix"),
     [

@@ -807,3 +807,11 @@ def test_a_platform_only_stack_is_refused_beside_a_hyperpod_cluster_of_its_own()
 def test_a_group_of_fixed_size_on_an_existing_cluster_is_accepted() -> None:
     (group_,) = config("existing-cluster").gpu_node_groups
     assert group_.min_size == group_.max_size
+
+
+def test_the_json_schema_describes_the_root_object() -> None:
+    from stacks.schema.stack import json_schema
+
+    schema = json_schema()
+    assert schema["title"] == "StackConfig"
+    assert {"environment", "gpu_node_groups", "waivers"} <= set(schema["properties"])  # type: ignore[arg-type]
