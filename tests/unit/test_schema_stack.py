@@ -230,6 +230,9 @@ def _private(prefix: int, pods: dict[str, Any] | None = None) -> Edit:
 def test_nodes_per_subnet_count_the_system_group_in_every_az_and_a_group_in_its_own() -> None:
     assert config("dev").nodes_per_subnet() == {"us-east-1a": 5, "us-east-1b": 3}
     assert config("hyperpod-slurm").nodes_per_subnet() == {"us-east-1a": 4 + 4, "us-east-1b": 4}
+    # A HyperPod cluster that is off starts no instance.
+    off = config("hyperpod-slurm", lambda raw: raw["sagemaker"]["hyperpod"].update(enabled=False))
+    assert off.nodes_per_subnet() == {"us-east-1a": 4, "us-east-1b": 4}
 
 
 def test_a_private_subnet_too_small_for_its_nodes_and_their_pods_is_refused_per_az() -> None:
