@@ -275,6 +275,14 @@ def test_a_label_value_of_63_characters_is_accepted_and_64_refused() -> None:
         _group(labels={"example.com/team": "v" * 64})
 
 
+def test_a_prefixed_label_key_of_63_characters_in_all_is_accepted_and_64_refused() -> None:
+    # Kubernetes takes a 253-character prefix and a 63-character name; EKS counts the whole key (botocore labelKey).
+    key = "example.com/" + "k" * 51
+    assert len(key) == 63 and _group(labels={key: "v"}).labels == {key: "v"}
+    longer = key + "k"
+    _refused(f"labels ['{longer}']: EKS takes label keys of 1-63 characters (prefix included)", labels={longer: "v"})
+
+
 @pytest.mark.parametrize(
     ("key", "prefix"),
     [
@@ -310,11 +318,23 @@ def test_a_custom_ami_refuses_each_pin_alone() -> None:
     assert "ami_release_version" not in message
 
 
+def test_a_reserved_group_sits_in_its_reservations_az() -> None:
+    elsewhere = {**ODCR, "reservation_availability_zone": "us-east-1b"}
+    _refused(
+        "availability_zone us-east-1a differs from the reservation's us-east-1b: a reservation fixes the AZ",
+        capacity=elsewhere,
+    )
+    assert _group(capacity=elsewhere, availability_zone="us-east-1b").availability_zone == "us-east-1b"
+    assert _group(capacity=BLOCK).capacity.reservation_availability_zone == "us-east-1a"
+    assert _plain(availability_zone="us-east-1b").capacity.reservation_availability_zone is None  # nothing reserved
+
+
 # ------------------------------------------------------------------------------------------------------ placement
 
 
 def test_cluster_placement_is_refused_on_a_block_and_on_a_reservation_made_without_one() -> None:
-    _refused("placement cluster on a capacity_block", placement="cluster", capacity=BLOCK)
+    message = _refused("placement cluster on a capacity_block: EC2 co-locates", placement="cluster", capacity=BLOCK)
+    assert "made without a placement group" not in message
     _refused("placement cluster on a reservation made without a placement group", placement="cluster", capacity=ODCR)
 
 

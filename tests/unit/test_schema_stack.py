@@ -230,6 +230,9 @@ def _private(prefix: int, pods: dict[str, Any] | None = None) -> Edit:
 def test_nodes_per_subnet_count_the_system_group_in_every_az_and_a_group_in_its_own() -> None:
     assert config("dev").nodes_per_subnet() == {"us-east-1a": 5, "us-east-1b": 3}
     assert config("hyperpod-slurm").nodes_per_subnet() == {"us-east-1a": 4 + 4, "us-east-1b": 4}
+    # A HyperPod cluster that is off starts no instance.
+    off = config("hyperpod-slurm", lambda raw: raw["sagemaker"]["hyperpod"].update(enabled=False))
+    assert off.nodes_per_subnet() == {"us-east-1a": 4, "us-east-1b": 4}
 
 
 def test_a_private_subnet_too_small_for_its_nodes_and_their_pods_is_refused_per_az() -> None:
@@ -329,3 +332,489 @@ def test_the_gpu_az_is_the_first_efa_groups_else_the_first_groups_else_the_netwo
     assert none.gpu_availability_zone == "us-east-1a"
     assert config("dev", lambda raw: (raw.update(gpu_node_groups=[]), raw["network"].update(
         availability_zones=["us-east-1b", "us-east-1a"]))).gpu_availability_zone == "us-east-1b"  # fmt: skip
+
+
+# -------------------------------------------------------------------------------------------- network perimeter
+
+
+def _private_endpoint(raw: dict[str, Any]) -> None:
+    raw["eks"].update(endpoint_public_access=False, public_access_cidrs=[])
+
+
+def test_a_private_cluster_in_a_vpc_trainstack_creates_needs_interface_endpoints() -> None:
+    assert only("dev", _private_endpoint).startswith(
+        "eks.endpoint_public_access is false: set network.interface_endpoints true"
+    )
+    with_endpoints = config(
+        "dev", lambda raw: (_private_endpoint(raw), raw["network"].update(interface_endpoints=True))
+    )
+    assert with_endpoints.network.interface_endpoints is True
+    # In an existing VPC the endpoints are its owner's: not trainstack's to require.
+    assert config("existing-vpc", _private_endpoint).network.creates_vpc is False
+
+
+def test_an_existing_vpc_names_its_s3_endpoint_while_the_buckets_are_vpc_only() -> None:
+    def no_endpoint(setting: bool | None) -> Edit:
+        def edit(raw: dict[str, Any]) -> None:
+            raw["network"]["existing_vpc"].pop("s3_endpoint_id")
+            raw["security"]["data_buckets_vpc_only"] = setting
+
+        return edit
+
+    refusal = "network.existing_vpc.s3_endpoint_id is missing: the data buckets admit only requests through"
+    assert only("existing-vpc", no_endpoint(True)).startswith(refusal)
+    assert only("existing-vpc", no_endpoint(None)).startswith(refusal)  # on by default outside dev
+    assert config("existing-vpc", no_endpoint(False)).data_buckets_vpc_only is False
+    assert config("existing-vpc").network.existing_vpc.s3_endpoint_id == "vpce-0a1b2c3d4e5f67890"  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------------------------- validation jobs
+#
+# prod: validation on over the p5-train group (NVIDIA, EFA, max_size 16).
+
+
+def _eval_group(raw: dict[str, Any]) -> None:
+    entry = {**group(raw), "name": "eval", "instance_type": "g6e.xlarge", "efa_enabled": False}
+    entry.update(min_size=0, desired_size=0, max_size=2, capacity={"type": "on_demand"})
+    raw["gpu_node_groups"].append(entry)
+    raw["cost"]["max_gpus"] = 200
+
+
+def _validation(**fields: Any) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        _eval_group(raw)
+        raw["kubernetes"]["validation"].update(fields)
+
+    return edit
+
+
+def test_validation_may_name_only_an_nvidia_efa_group() -> None:
+    assert only("prod", _validation(node_group="eval")) == (
+        "kubernetes.validation.node_group 'eval' must name an NVIDIA EFA GPU group (the NCCL and DCGM jobs are "
+        "NVIDIA-only); valid: ['p5-train']"
+    )
+    named = config("prod", _validation(node_group="p5-train"))
+    assert named.validation_node_group is not None and named.validation_node_group.name == "p5-train"
+    assert config("prod", _validation(enabled=False, node_group="eval", nodes=64)).validation_node_group is None
+
+
+def test_validation_nodes_may_reach_the_groups_max_size_and_not_beyond() -> None:
+    assert config("prod", _validation(nodes=16)).kubernetes.validation.nodes == 16  # type: ignore[union-attr]
+    assert only("prod", _validation(nodes=17)).startswith("kubernetes.validation.nodes 17 exceeds the max_size 16")
+
+
+def test_the_validation_group_is_the_first_candidate_and_none_without_one() -> None:
+    assert [g.name for g in config("prod", _eval_group).validation_candidates] == ["p5-train"]
+    assert config("prod", _eval_group).validation_node_group.name == "p5-train"  # type: ignore[union-attr]
+    assert config("dev").validation_node_group is None  # no validation section
+    assert config("dev").validation_candidates == []  # a spot group without EFA
+
+    def trainium_only(raw: dict[str, Any]) -> None:
+        group(raw).update(instance_type="trn1.32xlarge", ami_family="AL2023_x86_64_NEURON")
+        raw["cost"]["max_gpus"] = 1000
+        raw["kubernetes"]["validation"]["nodes"] = 64  # no NVIDIA group: nothing to hold it against
+
+    cluster = config("prod", trainium_only)
+    assert (cluster.validation_candidates, cluster.validation_node_group) == ([], None)
+
+
+# ------------------------------------------------------------------------------------------- by environment
+
+
+def _as(environment: str) -> Edit:
+    return lambda raw: raw.update(environment=environment)
+
+
+def test_scratch_lustre_is_for_dev_only() -> None:
+    assert config("dev").storage.fsx.deployment_type.value == "SCRATCH_2"
+    assert only("dev", _as("staging")) == "storage.fsx.deployment_type SCRATCH_2 is for dev only, not staging"
+
+
+@pytest.mark.parametrize(
+    ("environment", "metrics", "vpc_only", "egress", "protect"),
+    [("dev", False, False, True, False), ("staging", True, True, True, False), ("prod", True, True, False, True)],
+)
+def test_defaults_by_environment(environment: str, metrics: bool, vpc_only: bool, egress: bool, protect: bool) -> None:
+    cluster = config("prod", _as(environment))
+    assert (cluster.metrics_enabled, cluster.data_buckets_vpc_only) == (metrics, vpc_only)
+    assert (cluster.team_internet_egress, cluster.protect_data) == (egress, protect)
+
+
+def test_settings_win_over_the_environments_defaults() -> None:
+    def settings(raw: dict[str, Any]) -> None:
+        raw["environment"] = "staging"
+        raw["health"] = {"metrics": False}
+        raw["security"].update(data_buckets_vpc_only=False, team_internet_egress=False)
+
+    cluster = config("prod", settings)
+    assert (cluster.metrics_enabled, cluster.data_buckets_vpc_only, cluster.team_internet_egress) == (False,) * 3
+    on = config("dev", lambda raw: raw.update(health={"metrics": True}, security={"data_buckets_vpc_only": True}))
+    assert (on.metrics_enabled, on.data_buckets_vpc_only) == (True, True)
+
+
+def test_root_squash_off_is_refused_outside_dev() -> None:
+    off: Edit = lambda raw: raw["storage"]["fsx"].update(root_squash=None)  # noqa: E731
+    assert config("dev", off).storage.fsx.root_squash is None
+    assert only("prod", off).startswith("storage.fsx.root_squash is null: root squash is required in prod")
+
+
+@pytest.mark.parametrize(
+    ("setting", "refusal"),
+    [
+        ({"checkpoint_lock": None}, "security.checkpoint_lock is unset: prod checkpoints need S3 Object Lock"),
+        ({"team_internet_egress": True}, "security.team_internet_egress is true: prod team pods reach only the VPC"),
+        ({"data_buckets_vpc_only": False}, "security.data_buckets_vpc_only is false: prod data buckets deny access"),
+    ],
+)
+def test_each_prod_protection_is_refused_off_in_prod_alone_and_allowed_in_staging(
+    setting: dict[str, Any], refusal: str
+) -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["security"].update(setting)
+
+    assert only("prod", edit).startswith(refusal)
+    staging = config("prod", lambda raw: (edit(raw), _as("staging")(raw)))
+    assert staging.environment.value == "staging"
+
+
+KEY_ADMIN = "arn:aws:iam::444455556666:role/kms-admin"  # no cluster admin: its overlaps are judged alone
+
+
+def _member(role: str, team: int = 1) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["security"]["key_administrator_arns"] = [KEY_ADMIN]
+        raw["kubernetes"]["teams"][team]["member_role_arns"] = [role]
+
+    return edit
+
+
+def _exempt(role: str) -> Edit:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["security"]["key_administrator_arns"] = [KEY_ADMIN]
+        raw["security"]["outside_vpc_data_role_arns"] = [role]
+
+    return edit
+
+
+def test_a_key_administrator_may_not_be_a_team_member_in_any_case() -> None:
+    assert only("prod", _member(KEY_ADMIN.replace("kms-admin", "KMS-Admin"))).startswith(
+        f"security.key_administrator_arns.0 {KEY_ADMIN} is also a member of team research: in prod"
+    )
+    assert config("prod", _member(MEMBER)).kubernetes.teams[1].member_role_arns == [MEMBER]
+    assert config("prod", lambda raw: (_member(KEY_ADMIN)(raw), _as("dev")(raw))).environment.value == "dev"
+
+
+def test_a_key_administrator_may_not_be_exempt_from_the_data_perimeter() -> None:
+    assert only("prod", _exempt(KEY_ADMIN)).startswith(
+        f"security.key_administrator_arns.0 {KEY_ADMIN} is also in security.outside_vpc_data_role_arns"
+    )
+    assert config("prod", _exempt("arn:aws:iam::444455556666:role/ingest")).security.outside_vpc_data_role_arns
+
+
+def test_a_team_member_may_not_be_exempt_from_the_data_perimeter() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        _member(MEMBER)(raw)
+        _exempt(MEMBER)(raw)
+
+    assert only("prod", edit).startswith(
+        f"security.outside_vpc_data_role_arns.0 {MEMBER} is a member of team research: a team member exempt"
+    )
+
+
+# ------------------------------------------------------------------------------------------- training runtimes
+
+
+def _runtime(**fields: Any) -> Edit:
+    return lambda raw: raw["kubernetes"]["training_operator"].setdefault("runtimes", {}).update(fields)
+
+
+def test_a_runtime_image_from_an_unapproved_registry_is_refused_by_its_key() -> None:
+    assert only("dev", _runtime(mpi_image="docker.io/library/openmpi:4.1.6")).startswith(
+        "kubernetes.training_operator.runtimes.mpi_image docker.io/library/openmpi:4.1.6 is not from an approved"
+    )
+    for key in ("torch_image", "restart_wait_image"):
+        assert only("dev", _runtime(**{key: "docker.io/library/busybox:1.37.0"})).startswith(
+            f"kubernetes.training_operator.runtimes.{key} docker.io/library/busybox:1.37.0"
+        )
+
+
+def test_a_runtime_image_from_the_accounts_ecr_in_the_region_or_an_added_registry_is_accepted() -> None:
+    ecr = "111122223333.dkr.ecr.us-east-1.amazonaws.com/torch:2.7.1"
+    assert config("dev", _runtime(torch_image=ecr)).kubernetes.training_operator.runtimes.torch_image == ecr
+    assert only("dev", _runtime(torch_image=ecr.replace("us-east-1", "us-west-2"))).startswith(
+        "kubernetes.training_operator.runtimes.torch_image"
+    )
+
+    def added(raw: dict[str, Any]) -> None:
+        _runtime(torch_image="docker.io/library/pytorch:2.7.1")(raw)
+        raw["security"] = {"allowed_image_registries": ["docker.io/library/", "public.ecr.aws/"]}
+
+    assert config("dev", added).security.allowed_image_registries[0] == "docker.io/library/"
+
+
+def test_runtime_images_are_not_judged_for_the_mpi_operator() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        _runtime(torch_image="docker.io/library/pytorch:2.7.1")(raw)
+        raw["kubernetes"]["training_operator"].update(kind="mpi_operator", version="0.6.0")
+
+    assert config("dev", edit).kubernetes.training_operator.kind == "mpi_operator"
+
+
+def _restricted(raw: dict[str, Any]) -> None:
+    raw["kubernetes"]["teams"][0]["pod_security"] = "restricted"
+
+
+def test_a_restricted_team_is_refused_where_the_mpi_runtime_is_installed() -> None:
+    assert only("dev", _restricted).startswith("kubernetes.teams.0.pod_security restricted: the MPI runtime")
+    assert config("dev", lambda raw: (_restricted(raw), _runtime(mpi=False)(raw))).kubernetes.teams[0].pod_security
+
+
+def test_a_restricted_team_is_accepted_where_no_mpi_runtime_is_installed() -> None:
+    def trainium(raw: dict[str, Any]) -> None:
+        _restricted(raw)
+        group(raw).update(instance_type="trn1.32xlarge", ami_family="AL2023_x86_64_NEURON")
+        raw["cost"]["max_gpus"] = 100
+
+    assert [g.name for g in config("dev", trainium).neuron_node_groups] == ["g5"]
+
+    def mpi_operator(raw: dict[str, Any]) -> None:
+        _restricted(raw)
+        raw["kubernetes"]["training_operator"].update(kind="mpi_operator", version="0.6.0")
+
+    assert config("dev", mpi_operator).kubernetes.training_operator.kind == "mpi_operator"
+    assert config("dev", lambda raw: (_restricted(raw), raw.update(gpu_node_groups=[]))).gpu_node_groups == []
+
+
+# ------------------------------------------------------------------------------------------------------ Neuron
+
+
+def _trainium(raw: dict[str, Any]) -> None:
+    group(raw).update(instance_type="trn1.32xlarge", ami_family="AL2023_x86_64_NEURON")
+    raw["cost"]["max_gpus"] = 100
+
+
+def test_neuron_groups_need_the_neuron_device_plugin_and_others_may_drop_it() -> None:
+    def without_plugin(raw: dict[str, Any]) -> None:
+        raw["kubernetes"]["neuron_device_plugin"] = None
+
+    assert only("dev", lambda raw: (_trainium(raw), without_plugin(raw))).startswith(
+        "gpu_node_groups ['g5'] are Neuron (Trainium): set kubernetes.neuron_device_plugin"
+    )
+    assert config("dev", without_plugin).neuron_node_groups == []
+    assert config("dev", _trainium).kubernetes.neuron_device_plugin is not None
+
+
+# ---------------------------------------------------------------------------------------------------- HyperPod
+
+
+def _hyperpod(**changes: Any) -> Edit:
+    return lambda raw: raw["sagemaker"]["hyperpod"].update(changes)
+
+
+def _hyperpod_on_eks(raw: dict[str, Any]) -> None:
+    hyperpod = raw["sagemaker"]["hyperpod"]
+    hyperpod.update(orchestrator="eks", instance_groups=[g for g in hyperpod["instance_groups"] if g["name"] == "p5"])
+    hyperpod.pop("slurm")
+
+
+def test_a_hyperpod_type_not_offered_in_the_region_is_refused() -> None:
+    def p5_type(name: str) -> Edit:
+        return lambda raw: raw["sagemaker"]["hyperpod"]["instance_groups"][2].update(instance_type=name)
+
+    # cfn-lint's us-east-1 list has ml.p5en.48xlarge but not ml.p5e.48xlarge.
+    assert only("hyperpod-slurm", p5_type("ml.p5e.48xlarge")).startswith(
+        "sagemaker.hyperpod.instance_groups.2.instance_type ml.p5e.48xlarge is not offered for HyperPod in us-east-1"
+    )
+    assert config("hyperpod-slurm", p5_type("ml.p5en.48xlarge")).sagemaker.hyperpod.enabled
+    # A cluster that is off is not held to the list.
+    assert config("hyperpod-slurm", lambda raw: (p5_type("ml.p5e.48xlarge")(raw), _hyperpod(enabled=False)(raw)))
+
+
+def test_hyperpod_on_eks_joins_the_cluster_as_its_nodes() -> None:
+    cluster = config("hyperpod-slurm", _hyperpod_on_eks)
+    assert cluster.hyperpod_on_eks and cluster.hyperpod_eks_nvidia
+    assert [g.name for g in cluster.hyperpod_eks_groups] == ["p5"]
+    assert cluster.efa_plugin_hyperpod_instance_types == ["ml.p5.48xlarge"]
+    assert cluster.needs_efa_plugin  # no GPU node group: HyperPod's EFA nodes alone
+    assert cluster.hyperpod_security_groups == ("cluster", "efa")
+    assert cluster.gpu_operator_ami_family is AmiFamily.AL2023_NVIDIA
+    assert cluster.hyperpod_eks_version_warning is not None and "HyperPod on EKS 1.36" in (
+        cluster.hyperpod_eks_version_warning
+    )
+    documented = config("hyperpod-slurm", lambda raw: (_hyperpod_on_eks(raw), raw["eks"].update(version="1.34"),
+                        raw["eks"]["addons"].update(kube_proxy="v1.34.0-eksbuild.1")))  # fmt: skip
+    assert documented.hyperpod_eks_version_warning is None
+
+
+def test_hyperpod_under_slurm_or_off_adds_nothing_to_the_eks_cluster() -> None:
+    slurm = config("hyperpod-slurm")
+    assert (slurm.hyperpod_on_eks, slurm.hyperpod_eks_groups, slurm.hyperpod_eks_nvidia) == (False, [], False)
+    assert (slurm.needs_efa_plugin, slurm.gpu_operator_ami_family, slurm.hyperpod_eks_version_warning) == (
+        False,
+        None,
+        None,
+    )
+    assert slurm.hyperpod_security_groups == ("efa", "workload")
+    off = config("hyperpod-slurm", lambda raw: (_hyperpod_on_eks(raw), _hyperpod(enabled=False)(raw)))
+    assert (off.hyperpod_on_eks, off.hyperpod_eks_groups, off.hyperpod_eks_version_warning) == (False, [], None)
+
+
+def test_trainium_hyperpod_nodes_on_eks_need_no_gpu_operator() -> None:
+    def trainium(raw: dict[str, Any]) -> None:
+        _hyperpod_on_eks(raw)
+        raw["sagemaker"]["hyperpod"]["instance_groups"][0].update(instance_type="ml.trn1.32xlarge")
+        raw["cost"]["max_gpus"] = 100
+
+    cluster = config("hyperpod-slurm", trainium)
+    assert (cluster.hyperpod_eks_nvidia, cluster.gpu_operator_ami_family) == (False, None)
+    assert cluster.efa_plugin_hyperpod_instance_types == ["ml.trn1.32xlarge"]
+
+
+def test_efa_plugin_follows_efa_groups() -> None:
+    assert config("dev").needs_efa_plugin is False
+    assert config("prod").needs_efa_plugin is True
+
+
+# ----------------------------------------------------------------------------------------------- Slurm and FSx
+
+
+def _no_fsx(raw: dict[str, Any]) -> None:
+    raw["storage"]["fsx"]["enabled"] = False
+
+
+def _slurm(**changes: Any) -> Edit:
+    return lambda raw: raw["sagemaker"]["hyperpod"]["slurm"].update(changes)
+
+
+def test_slurm_settings_that_keep_state_on_lustre_each_need_fsx() -> None:
+    found = problems("hyperpod-slurm", _no_fsx)
+    assert [p.split(" needs ")[0] for p in found] == [
+        "sagemaker.hyperpod.slurm.homes_on_lustre true",
+        "sagemaker.hyperpod.slurm.users ['alice', 'bob']",
+        "sagemaker.hyperpod.slurm.accounting true",
+    ]
+    assert only("hyperpod-slurm", lambda raw: (_no_fsx(raw), _slurm(homes_on_lustre=False, users=[])(raw))).startswith(
+        "sagemaker.hyperpod.slurm.accounting true needs storage.fsx.enabled"
+    )
+    none = config("hyperpod-slurm", lambda raw: (_no_fsx(raw), _slurm(homes_on_lustre=False, users=[],
+                  accounting=False)(raw)))  # fmt: skip
+    assert none.storage.fsx.enabled is False
+
+
+def test_slurm_under_root_squash_needs_an_exempt_host() -> None:
+    no_nids: Edit = lambda raw: raw["storage"]["fsx"].update(no_squash_nids=[])  # noqa: E731
+    assert only("hyperpod-slurm", no_nids).startswith(
+        "storage.fsx.root_squash 65534:65534 with storage.fsx.no_squash_nids [] and a Slurm HyperPod cluster"
+    )
+    assert config("hyperpod-slurm").storage.fsx.no_squash_nids == ["10.20.0.10@tcp"]
+    # Root squash off: nothing to be exempt from (staging refuses it for its own reason).
+    unsquashed = problems("hyperpod-slurm", lambda raw: (no_nids(raw), raw["storage"]["fsx"].update(root_squash=None)))
+    assert unsquashed == [
+        'storage.fsx.root_squash is null: root squash is required in staging (use "65534:65534" and list exempt '
+        "administration hosts in storage.fsx.no_squash_nids)"
+    ]
+
+
+def test_a_slurm_user_with_the_squash_uid_is_refused() -> None:
+    assert only("hyperpod-slurm", lambda raw: raw["storage"]["fsx"].update(root_squash="2002:2002")).startswith(
+        "sagemaker.hyperpod.slurm.users.1.uid 2002 (bob) is storage.fsx.root_squash's UID (2002:2002)"
+    )
+    # The GID does not count: root acts as the squash UID.
+    assert config("hyperpod-slurm", lambda raw: raw["storage"]["fsx"].update(root_squash="3000:2002")).storage.fsx
+
+
+def test_slurm_rules_do_not_apply_to_hyperpod_on_eks_or_off() -> None:
+    def eks_without_fsx(raw: dict[str, Any]) -> None:
+        _hyperpod_on_eks(raw)
+        raw["storage"]["fsx"]["no_squash_nids"] = []
+
+    assert config("hyperpod-slurm", eks_without_fsx).hyperpod_on_eks
+    assert config("hyperpod-slurm", lambda raw: (_no_fsx(raw), _hyperpod(enabled=False)(raw))).sagemaker
+
+
+# ------------------------------------------------------------------------------------------- version pairings
+
+
+def test_kueue_and_trainer_must_speak_one_trainjob_field_under_kubeflow_trainer_only() -> None:
+    old_kueue: Edit = lambda raw: raw["kubernetes"]["kueue"].update(chart_version="0.14.4")  # noqa: E731
+    assert only("dev", old_kueue).startswith("kubernetes.kueue.chart_version / kubernetes.training_operator.version:")
+
+    def mpi_operator(raw: dict[str, Any]) -> None:
+        old_kueue(raw)
+        raw["kubernetes"]["training_operator"].update(kind="mpi_operator", version="0.6.0")
+
+    assert config("dev", mpi_operator).kubernetes.kueue.chart_version == "0.14.4"
+
+
+@pytest.mark.parametrize(("build", "refused"), [("v1.33.0-eksbuild.1", False), ("v1.32.0-eksbuild.1", True)])
+def test_kube_proxy_may_trail_the_cluster_by_three_minors(build: str, refused: bool) -> None:
+    edit: Edit = lambda raw: raw["eks"]["addons"].update(kube_proxy=build)  # noqa: E731
+    if refused:
+        assert only("dev", edit).startswith(f"eks.addons.kube_proxy: kube-proxy add-on {build} is built for")
+    else:
+        assert config("dev", edit).eks.addons.kube_proxy == build
+
+
+def test_an_efa_plugin_too_old_for_a_groups_type_is_refused_for_efa_groups_only() -> None:
+    def b200(efa: bool) -> Edit:
+        def edit(raw: dict[str, Any]) -> None:
+            raw["kubernetes"]["efa_device_plugin"]["chart_version"] = "v0.5.9"
+            entry = {**group(raw), "name": "b200", "instance_type": "p6-b200.48xlarge", "efa_enabled": efa}
+            entry.update(capacity={"type": "on_demand"}, min_size=0, desired_size=0, max_size=2)
+            raw["gpu_node_groups"].append(entry)
+            raw["cost"]["max_gpus"] = 100
+
+        return edit
+
+    assert only("dev", b200(True)).startswith(
+        "kubernetes.efa_device_plugin.chart_version (gpu_node_groups.1): aws-efa-k8s-device-plugin v0.5.9 miscounts"
+    )
+    assert config("dev", b200(False)).gpu_node_groups[1].efa_enabled is False
+
+
+def test_an_autoscaler_one_minor_behind_is_accepted_and_two_or_ahead_refused() -> None:
+    def tag(image: str) -> Edit:
+        return lambda raw: raw["kubernetes"].update(cluster_autoscaler={"image_tag": image})
+
+    assert config("dev", tag("v1.35.2")).kubernetes.cluster_autoscaler.minor == "1.35"
+    assert config("dev", tag("v1.36.0")).autoscaled_groups[0].name == "g5"
+    for image in ("v1.34.0", "v1.37.0"):
+        assert only("dev", tag(image)).startswith(f"kubernetes.cluster_autoscaler.image_tag {image} is for Kubernetes")
+    # Fixed-size groups run no autoscaler: its tag is not judged.
+    fixed = config("prod", tag("v1.30.0"))
+    assert fixed.autoscaled_groups == []
+
+
+def test_a_capacity_block_group_is_autoscaled_even_at_fixed_size() -> None:
+    def block(raw: dict[str, Any]) -> None:
+        group(raw).update(capacity=BLOCK, placement="auto")
+
+    assert [g.name for g in config("prod", block).autoscaled_groups] == ["p5-train"]
+
+
+# ------------------------------------------------------------------------------------------------ platform only
+
+
+def test_a_platform_only_stack_is_refused_beside_a_hyperpod_cluster_of_its_own() -> None:
+    cluster = config("existing-cluster")
+    assert cluster.platform_only and not config("dev").platform_only
+
+    def hyperpod(raw: dict[str, Any]) -> None:
+        raw["sagemaker"] = {"hyperpod": copy.deepcopy(_document("hyperpod-slurm")["sagemaker"]["hyperpod"])}
+        _hyperpod_on_eks(raw)
+        raw["cost"]["max_gpus"] = 1000
+
+    assert "existing_cluster with sagemaker.hyperpod.enabled" in " ".join(problems("existing-cluster", hyperpod))
+
+
+def test_a_group_of_fixed_size_on_an_existing_cluster_is_accepted() -> None:
+    (group_,) = config("existing-cluster").gpu_node_groups
+    assert group_.min_size == group_.max_size
+
+
+def test_the_json_schema_describes_the_root_object() -> None:
+    from stacks.schema.stack import json_schema
+
+    schema = json_schema()
+    assert schema["title"] == "StackConfig"
+    assert {"environment", "gpu_node_groups", "waivers"} <= set(schema["properties"])  # type: ignore[arg-type]
