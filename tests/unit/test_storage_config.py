@@ -296,3 +296,18 @@ def test_one_day_of_backups_is_already_refused() -> None:
     assert problem.key == f"{FSX}.automatic_backup_retention_days" and "linked to an S3" in problem.message
     [problem] = problems("dev", fsx_edit(automatic_backup_retention_days=1))
     assert "SCRATCH_2 has no automatic backups" in problem.message
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_metadata_iops_written_as_null_is_automatic_mode_on_either_deployment(stack: str) -> None:
+    """`metadata_iops: null` is the same as leaving it out (AUTOMATIC), on SCRATCH_2 too."""
+
+    def null(cluster: dict[str, Any]) -> None:
+        cluster["storage"]["fsx"]["metadata_iops"] = None
+
+    assert edited_config(stack, null).storage.fsx.metadata_iops is None
+
+
+def test_no_backups_written_out_reads_as_zero() -> None:
+    fsx = edited_config("prod", fsx_edit(automatic_backup_retention_days=0)).storage.fsx
+    assert fsx.automatic_backup_retention_days == 0
