@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -9,10 +10,26 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from components.naming import physical_name
 from stacks.load import FULL_KEY, ConfigError
-from stacks.schema.values import PLATFORM_NAMESPACES, Limits
+from stacks.schema.values import (
+    NAME_RULE,
+    PLATFORM_NAMESPACES,
+    AvailabilityZone,
+    Cidr,
+    LabelKey,
+    LabelValue,
+    Limits,
+    PinnedImage,
+    PrivateCidr,
+    Region,
+    ResourceName,
+    TagKey,
+    TagValue,
+    TeamNamespace,
+)
 from tests.conftest import edited_config, recording
 
 Edit = Callable[[dict[str, Any]], None]
@@ -156,3 +173,146 @@ def test_platform_namespaces_cover_every_namespace_the_program_uses() -> None:
                 if isinstance(namespace, str):
                     used.add(namespace)
         assert used - teams <= set(PLATFORM_NAMESPACES), used - teams - set(PLATFORM_NAMESPACES)
+
+
+def _accepts(kind: Any, value: str) -> str:
+    return TypeAdapter(kind).validate_python(value)
+
+
+def _refuses(kind: Any, value: str, says: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(says)):
+        TypeAdapter(kind).validate_python(value)
+
+
+def test_a_name_is_a_dns_label_and_its_refusal_says_the_rule_with_an_example() -> None:
+    assert _accepts(ResourceName, "trainstack-prod") == "trainstack-prod"
+    _refuses(ResourceName, "trainstack-", f"'trainstack-' is not valid: {NAME_RULE}; for example 'trainstack-prod'")
+
+
+@pytest.mark.parametrize("key", ["k", "k" * 128, "LLM research", "équipe", "a_b.c:d/e=f+g-h@i", "no\u00a0break"])
+def test_a_tag_key_of_1_to_128_letters_digits_spaces_and_the_listed_marks_is_taken(key: str) -> None:
+    assert _accepts(TagKey, key) == key
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("", "a tag key has 1 to 128 characters, got 0"),
+        ("k" * 129, "a tag key has 1 to 128 characters, got 129"),
+        ("AWS:owner", "the aws: prefix is reserved"),
+        ("team#1", "AWS allows letters"),
+        ("team\tname", "AWS allows letters"),
+        ("team\u2028name", "AWS allows letters"),  # a line separator: \p{Z} but not a space separator
+    ],
+)
+def test_a_tag_key_outside_what_aws_takes_is_refused(key: str, says: str) -> None:
+    _refuses(TagKey, key, says)
+
+
+def test_a_tag_key_may_start_with_aws_without_the_colon() -> None:
+    assert _accepts(TagKey, "aws-account") == "aws-account"
+
+
+@pytest.mark.parametrize("value", ["", "v" * 256, "ml-platform@example.com", "LLM research"])
+def test_a_tag_value_of_at_most_256_allowed_characters_is_taken(value: str) -> None:
+    assert _accepts(TagValue, value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("v" * 257, "a tag value has at most 256 characters, got 257"), ("a;b", "AWS allows letters")],
+)
+def test_a_tag_value_outside_what_aws_takes_is_refused(value: str, says: str) -> None:
+    _refuses(TagValue, value, says)
+
+
+@pytest.mark.parametrize("key", ["team", "example.com/team", "a" * 253 + "/team", "t" * 63, "a.b_c-d"])
+def test_a_label_key_with_or_without_a_dns_prefix_of_at_most_253_is_taken(key: str) -> None:
+    assert _accepts(LabelKey, key) == key
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        ("/team", "the prefix before '/' must be a DNS subdomain"),
+        ("a" * 254 + "/team", "the prefix before '/' must be a DNS subdomain"),
+        ("Example.com/team", "the prefix before '/' must be a DNS subdomain"),
+        ("example.com/", "the name must be 1-63 characters"),
+        ("t" * 64, "the name must be 1-63 characters"),
+        ("-team", "the name must be 1-63 characters"),
+    ],
+)
+def test_a_label_key_outside_kubernetes_syntax_is_refused(key: str, says: str) -> None:
+    _refuses(LabelKey, key, says)
+
+
+def test_a_label_value_is_empty_or_a_label_name() -> None:
+    for value in ("", "research", "v" * 63):
+        assert _accepts(LabelValue, value) == value
+    for value in ("-bad-", "v" * 64, "a b"):
+        _refuses(LabelValue, value, f"label value {value!r}: empty, or 1-63 characters")
+
+
+def test_a_team_namespace_is_no_platform_namespace_and_not_kube_prefixed() -> None:
+    for name in ("research", "team-kube", "kubeflow"):
+        assert _accepts(TeamNamespace, name) == name
+    for name in PLATFORM_NAMESPACES:
+        _refuses(TeamNamespace, name, "is the platform's own")
+    _refuses(TeamNamespace, "kube-team", "the kube- prefix is reserved")
+
+
+def test_a_cidr_is_written_back_in_prefix_form() -> None:
+    assert _accepts(Cidr, "203.0.113.0/255.255.255.0") == "203.0.113.0/24"
+    _refuses(Cidr, "203.0.113.1/24", "has host bits set; write an IPv4 network in CIDR form")
+
+
+@pytest.mark.parametrize("cidr", ["10.10.0.0/16", "172.16.0.0/12", "172.31.0.0/16", "192.168.0.0/24", "100.64.0.0/10"])
+def test_a_vpc_range_inside_any_private_range_is_taken(cidr: str) -> None:
+    assert _accepts(PrivateCidr, cidr) == cidr
+
+
+@pytest.mark.parametrize("cidr", ["172.32.0.0/16", "8.0.0.0/7", "100.128.0.0/16", "192.169.0.0/16"])
+def test_a_vpc_range_outside_the_private_ranges_is_refused(cidr: str) -> None:
+    _refuses(PrivateCidr, cidr, f"{cidr} is not a private range")
+
+
+def test_a_region_is_one_trainstack_knows() -> None:
+    assert _accepts(Region, "us-east-1") == "us-east-1"
+    _refuses(Region, "us-east-9", "'us-east-9' is not an AWS region trainstack knows")
+
+
+def test_an_availability_zone_is_its_region_and_one_of_its_letters() -> None:
+    assert _accepts(AvailabilityZone, "us-east-1f") == "us-east-1f"
+    _refuses(AvailabilityZone, "us-west-2e", "valid here: us-west-2a, us-west-2b, us-west-2c, us-west-2d")
+    _refuses(AvailabilityZone, "mars-north-1a", "valid here: a region's name and a letter")
+    _refuses(AvailabilityZone, "us-east-1", "'us-east-1' is not an availability zone")
+
+
+DIGEST = "@sha256:" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
+        "public.ecr.aws/hpc-cloud/nccl-tests" + DIGEST,
+        "nvcr.io/x/y:latest" + DIGEST,  # a digest pins whatever the tag says
+        "registry:5000/a/latestish:latest2",
+        "a" * 251 + ":1.0",  # 255 characters, the longest reference
+    ],
+)
+def test_an_image_pinned_by_tag_or_digest_is_taken(image: str) -> None:
+    assert _accepts(PinnedImage, image) == image
+
+
+@pytest.mark.parametrize(
+    ("image", "says"),
+    [
+        ("a" * 252 + ":1.0", "is not a valid image reference"),  # 256 characters
+        ("nvcr.io/x/y", "has no tag: pin it by tag or digest"),
+        ("nvcr.io/x/y:latest", "uses a moving `latest` tag"),
+        ("nvcr.io/x/y:latest-cuda12", "uses a moving `latest` tag"),
+    ],
+)
+def test_an_image_that_is_unpinned_or_too_long_is_refused(image: str, says: str) -> None:
+    _refuses(PinnedImage, image, says)

@@ -250,3 +250,60 @@ def test_the_ledger_in_force_is_the_reviews_then_the_served_one_then_none(monkey
         assert waivers.active() is reviewing and reviewing.environment == "dev" and reviewing.on == ON
         assert "nat-per-az" in reviewing.floors and "fsx-team-isolation" in reviewing.severe
     assert waivers.active() is served
+
+
+def _waiver_entry(**changes: object) -> dict[str, object]:
+    """One `waivers` entry of a stack file, as its YAML reads, with `changes` applied."""
+    entry: dict[str, object] = {
+        "rule": "nat-per-az",
+        "resource": "network-private-us-east-1b",
+        "reason": REASON,
+        "owner": OWNER,
+        "expires": SOON.isoformat(),
+        "environment": "staging",
+    }
+    return entry | changes
+
+
+def test_a_reason_at_both_minimums_is_a_written_reason() -> None:
+    """Five words and thirty characters are enough: the minimums are inclusive."""
+    from stacks.schema.waivers import MIN_REASON_CHARS, MIN_REASON_WORDS, WaiverSpec
+
+    reason = "abcde fghij klmno pqrst uvwxyz"
+    assert (len(reason), len(reason.split())) == (MIN_REASON_CHARS, MIN_REASON_WORDS)
+    assert WaiverSpec.model_validate(_waiver_entry(reason=reason)).reason == reason
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        pytest.param("abcde fghij klmno pqrst uvwxy", id="five-words-29-characters"),
+        pytest.param("abcdefghij klmnopqrst uvwxyzabcd efghij", id="four-words-39-characters"),
+        pytest.param("a b c d e f g h i j", id="ten-words-19-characters"),
+        pytest.param("ok     because      we     said   so", id="spacing-does-not-count"),
+    ],
+)
+def test_a_reason_short_of_either_minimum_is_refused(reason: str) -> None:
+    """A reason is a sentence: too few characters or too few words each refuse it, and padding with spaces does
+    not make a token longer."""
+    from pydantic import ValidationError
+
+    from stacks.schema.waivers import WaiverSpec
+
+    with pytest.raises(ValidationError, match="is too short"):
+        WaiverSpec.model_validate(_waiver_entry(reason=reason))
+
+
+def test_an_expiry_reads_only_as_a_quoted_day() -> None:
+    """An unquoted YAML day arrives as a date (as a time under Pulumi) and is refused with the quoting hint; text
+    must be YYYY-MM-DD; a quoted day reads as that day."""
+    from pydantic import ValidationError
+
+    from stacks.schema.waivers import WaiverSpec
+
+    assert WaiverSpec.model_validate(_waiver_entry(expires="2027-06-30")).expires == date(2027, 6, 30)
+    with pytest.raises(ValidationError, match=r'is unquoted: .*quote it: "2027-06-30"'):
+        WaiverSpec.model_validate(_waiver_entry(expires=date(2027, 6, 30)))
+    for text in ("2027-6-30", "30/06/2027", "2027-06-30T00:00:00Z", "20270630"):
+        with pytest.raises(ValidationError, match="is not a day as YYYY-MM-DD"):
+            WaiverSpec.model_validate(_waiver_entry(expires=text))

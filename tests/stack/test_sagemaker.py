@@ -4,11 +4,14 @@ variation of staging, and the config errors for combinations HyperPod cannot run
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from stacks.load import FULL_KEY, ConfigError
+from stacks.schema.sagemaker import HyperPodGroupRole, HyperPodSpec, SlurmSpec, SlurmUserSpec
 from tests.conftest import edited_config, program_recording, recording, stack_config
 from trainstack.engine import Recording
 
@@ -117,6 +120,7 @@ P5 = {"name": "p5", "instance_type": "ml.p5.48xlarge", "instance_count": 2}
 CONTROLLER = {"name": "ctl", "instance_type": "ml.m5.2xlarge", "instance_count": 1, "role": "controller"}
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-plan"
 HYPERPOD = f"{FULL_KEY}.sagemaker.hyperpod"
+LOGIN = {"name": "login", "instance_type": "ml.m5.xlarge", "instance_count": 1, "role": "login"}
 ALICE = {"name": "alice", "uid": 2001}
 
 
@@ -153,6 +157,26 @@ ALICE = {"name": "alice", "uid": 2001}
             groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"users": [ALICE, {**ALICE, "name": "bob"}]}),
             f"{HYPERPOD}.slurm",
             "uids must be unique",
+        ),
+        (
+            groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"users": [ALICE, {**ALICE, "uid": 2002}]}),
+            f"{HYPERPOD}.slurm",
+            "users names must be unique, got ['alice', 'alice']",
+        ),
+        (
+            groups_edit(P5, CONTROLLER, {**CONTROLLER, "name": "ctl2"}, orchestrator="slurm"),
+            HYPERPOD,
+            "exactly one controller instance group, got 2",
+        ),
+        (
+            groups_edit(P5, CONTROLLER, {**LOGIN, "name": "a"}, {**LOGIN, "name": "b"}, orchestrator="slurm"),
+            HYPERPOD,
+            "at most one login instance group",
+        ),
+        (
+            groups_edit(P5, {**CONTROLLER, "role": "login"}, orchestrator="eks"),
+            HYPERPOD,
+            "EKS HyperPod cluster takes compute",
         ),
         (
             groups_edit(P5, CONTROLLER, orchestrator="slurm", slurm={"users": [{**ALICE, "name": "ubuntu"}]}),
@@ -216,3 +240,57 @@ def test_a_slurm_user_may_not_be_root_squashs_identity() -> None:
     edited_config(
         "staging", slurm_edit(slurm={"users": [ALICE]}, root_squash="2002:2002", no_squash_nids=["10.0.1.6@tcp"])
     )
+
+
+def hyperpod(*groups: dict[str, Any], **settings: Any) -> HyperPodSpec:
+    """An enabled HyperPod section, validated on its own (as the stack file's `sagemaker.hyperpod` reads)."""
+    return HyperPodSpec.model_validate({"enabled": True, "instance_groups": list(groups), **settings})
+
+
+def test_a_slurm_cluster_takes_one_controller_one_login_and_its_compute() -> None:
+    spec = hyperpod(P5, CONTROLLER, LOGIN, orchestrator="slurm")
+    assert [g.name for g in spec.groups(HyperPodGroupRole.COMPUTE)] == ["p5"]
+    assert [g.name for g in spec.groups(HyperPodGroupRole.CONTROLLER)] == ["ctl"]
+    assert [g.name for g in spec.groups(HyperPodGroupRole.LOGIN)] == ["login"]
+    assert hyperpod(P5, CONTROLLER, orchestrator="slurm").groups(HyperPodGroupRole.LOGIN) == []
+
+
+def test_accelerators_count_the_catalog_s_accelerators_of_every_compute_group() -> None:
+    """ml.p5.48xlarge is p5.48xlarge (8 H100s); the CPU controller and login types are outside the catalog: 0."""
+    spec = hyperpod(P5, {**P5, "name": "more", "instance_count": 3}, CONTROLLER, LOGIN, orchestrator="slurm")
+    assert [g.ec2_instance_type for g in spec.instance_groups] == ["p5.48xlarge"] * 2 + ["m5.2xlarge", "m5.xlarge"]
+    assert [g.accelerators for g in spec.instance_groups] == [16, 24, 0, 0]
+    assert spec.accelerators == 40
+
+
+def test_a_disabled_hyperpod_judges_no_group_roles() -> None:
+    """Off, its groups are kept for later but not judged: no compute group, a controller on EKS are both fine."""
+    spec = HyperPodSpec.model_validate({"enabled": False, "instance_groups": [CONTROLLER]})
+    assert not spec.enabled and spec.accelerators == 0
+    assert not HyperPodSpec.model_validate({}).enabled
+
+
+def test_a_training_plan_reserves_compute_groups_beside_on_demand_controllers() -> None:
+    spec = hyperpod({**P5, "capacity": "training_plan"}, CONTROLLER, orchestrator="slurm", training_plan_arn=PLAN)
+    assert spec.training_plan_arn == PLAN
+
+
+def test_nccl_validation_off_lets_containers_be_off() -> None:
+    spec = hyperpod(P5, CONTROLLER, orchestrator="slurm", slurm={"containers": False, "nccl_validation": False})
+    assert not spec.slurm.containers and not spec.slurm.nccl_validation
+
+
+def test_eks_takes_the_slurm_defaults_written_out() -> None:
+    """A dumped config carries slurm's defaults; on EKS they are not settings to refuse."""
+    spec = hyperpod(P5, slurm=SlurmSpec().model_dump(mode="json"))
+    assert spec.orchestrator.value == "eks"
+
+
+def test_openssh_public_keys_are_taken_and_each_bad_one_named_by_its_place() -> None:
+    ed25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq8 alice@laptop"
+    rsa = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="
+    user = SlurmUserSpec.model_validate({**ALICE, "ssh_public_keys": [ed25519, rsa]})
+    assert user.ssh_public_keys == [ed25519, rsa]
+    for keys, bad in (([ed25519, "ssh-dss AAAAB3NzaC1kc3M="], [1]), (["alice", rsa, "ssh-ed25519"], [0, 2])):
+        with pytest.raises(ValidationError, match=re.escape(f"ssh_public_keys {bad} of user alice are not OpenSSH")):
+            SlurmUserSpec.model_validate({**ALICE, "ssh_public_keys": keys})

@@ -26,6 +26,9 @@ from stacks.registries import (
         ("mpioperator/mpi-operator:0.5", "docker.io"),
         ("docker.io/grafana/grafana:12.3.1", "docker.io"),
         ("index.docker.io/library/busybox", "docker.io"),
+        ("registry-1.docker.io/library/busybox:1.37", "docker.io"),
+        ("busybox:1.37", "docker.io"),
+        ("localhostx/foo", "docker.io"),
         ("localhost/foo:bar", "localhost"),
         ("localhost:5000/foo", "localhost:5000"),
         ("registry.k8s.io/kueue/kueue:v0.14.8", "registry.k8s.io"),
@@ -99,3 +102,32 @@ def test_the_registry_statement_grants_reads_only() -> None:
     [registry] = [s for s in statements if s["Sid"] == "PublicRegistryImageLayers"]
     assert registry["Action"] == "s3:GetObject" and registry["Effect"] == "Allow"
     assert all(arn.endswith("/*") and ":::" in arn for arn in registry["Resource"])
+
+
+def test_registry_k8s_io_layers_come_from_the_bucket_archeio_redirects_the_region_to() -> None:
+    facts = registry_facts("registry.k8s.io", "me-south-1")
+    [store] = facts.stores
+    assert facts.ecr_region is None and store.key_prefix == "containers/images/"
+    assert (store.bucket, store.bucket_region) == ("prod-registry-k8s-io-me-central-1", "me-central-1")
+    assert store.description == "S3 bucket prod-registry-k8s-io-me-central-1 (me-central-1)"
+    assert store.object_arn("aws") == "arn:aws:s3:::prod-registry-k8s-io-me-central-1/containers/images/sha256:0"
+
+
+def test_registry_k8s_io_from_a_region_without_a_bucket_is_its_cdn() -> None:
+    [store] = registry_facts("registry.k8s.io", "us-gov-west-1").stores
+    assert store.bucket is None and store.bucket_region is None
+    assert store.description == "registry.k8s.io's default layer CDN" and "buckets.go" in store.source
+
+
+def test_docker_hub_layers_come_from_its_cdn_or_its_us_east_1_bucket_from_any_region() -> None:
+    for region in ("us-east-1", "eu-west-1"):
+        cdn, bucket = registry_facts(DOCKER_HUB, region).stores
+        assert cdn.bucket is None and "CDN" in cdn.description
+        assert (bucket.bucket, bucket.bucket_region, bucket.key_prefix) == ("docker-images-prod", "us-east-1", "")
+        assert bucket.object_arn("aws") == "arn:aws:s3:::docker-images-prod/sha256:0"
+
+
+def test_private_ecr_layers_in_another_partition() -> None:
+    [store] = registry_facts("123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn", "cn-north-1").stores
+    assert store.object_arn("aws-cn") == "arn:aws-cn:s3:::prod-cn-north-1-starport-layer-bucket/sha256:0"
+    assert store.description == "S3 bucket prod-cn-north-1-starport-layer-bucket (cn-north-1)"

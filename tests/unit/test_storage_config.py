@@ -189,3 +189,125 @@ def test_persistent_2_without_a_throughput_tier_is_refused_at_its_key() -> None:
     [problem] = problems("prod", fsx_edit(throughput_mb_s_per_tib=None))
     assert problem.key == f"{FSX}.throughput_mb_s_per_tib"
     assert "PERSISTENT_2 needs throughput_mb_s_per_tib: one of 125, 250, 500, 1000" in problem.message
+
+
+def test_root_squash_on_by_default_and_off_when_null() -> None:
+    """Left out, root is squashed to nobody and a team's processes reach Lustre as nobody; null turns it off
+    (dev only) and they still run as nobody; a squash to another UID:GID is the identity they run as."""
+    default = edited_config("dev", fsx_edit()).storage.fsx
+    assert default.squashes_root and default.squash_identity == (65534, 65534)
+    off = edited_config("dev", lambda cluster: cluster["storage"]["fsx"].update(root_squash=None)).storage.fsx
+    assert not off.squashes_root and off.squash_identity == (65534, 65534)
+    other = edited_config("dev", fsx_edit(root_squash="1000:2000")).storage.fsx
+    assert other.squashes_root and other.squash_identity == (1000, 2000)
+
+
+def test_persistent_is_the_deployment_type() -> None:
+    assert edited_config("prod", fsx_edit()).storage.fsx.persistent
+    assert not edited_config("dev", fsx_edit()).storage.fsx.persistent
+
+
+def test_scratch_takes_no_throughput_tier_and_needs_none() -> None:
+    """SCRATCH_2's baseline is fixed: left out, it is taken (and EFA and metadata IOPS left off are taken too)."""
+    fsx = edited_config("dev", fsx_edit(throughput_mb_s_per_tib=None, efa_enabled=False)).storage.fsx
+    assert fsx.throughput_mb_s_per_tib is None and not fsx.efa_enabled and fsx.metadata_iops is None
+
+
+def test_an_invalid_deployment_type_is_reported_alone() -> None:
+    """The rules that depend on the deployment type (EFA, the capacity step) wait for a valid one: one problem."""
+    [problem] = problems("staging", fsx_edit(deployment_type="SCRATCH_1", efa_enabled=True, storage_capacity_gib=1000))
+    assert problem.key == f"{FSX}.deployment_type" and problem.value == "SCRATCH_1"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param({"throughput_mb_s_per_tib": 300}, id="invalid-tier"),
+        pytest.param({"efa_enabled": "sometimes"}, id="invalid-efa"),
+    ],
+)
+def test_the_capacity_step_waits_for_the_fields_it_depends_on(edit: dict[str, Any]) -> None:
+    """The step depends on the tier and on EFA: when either is invalid, only it is reported, not the capacity."""
+    [key] = edit
+    [problem] = problems("prod", fsx_edit(storage_capacity_gib=1000, **edit))
+    assert problem.key == f"{FSX}.{key}"
+
+
+def test_a_capacity_off_the_step_is_refused_on_scratch_too() -> None:
+    [problem] = problems("dev", fsx_edit(storage_capacity_gib=1800))
+    assert problem.key == f"{FSX}.storage_capacity_gib" and "1200 or 2400" in problem.message
+
+
+def test_a_nid_that_is_no_address_is_reported_once_in_the_rule_s_words() -> None:
+    """A bad NID is named with its own problem, not also judged for how many addresses it would cover."""
+    from stacks import fsx_squash
+
+    nid = "10.0.[0-300].[0-255]@tcp"
+    [problem] = problems("prod", fsx_edit(no_squash_nids=[nid]))
+    assert problem.message.endswith(f"{nid}: {fsx_squash.nid_problem(nid)}") and "covers" not in problem.message
+
+
+def test_a_nid_range_may_cover_a_whole_vpc_and_no_more() -> None:
+    """The largest VPC is a /16: a range of 65,536 addresses is taken, one wider (66,048) is refused."""
+    widest = "10.0.[0-255].[0-255]@tcp"
+    assert edited_config("prod", fsx_edit(no_squash_nids=[widest])).storage.fsx.no_squash_nids == [widest]
+    wider = "10.[0-1].[0-255].[0-128]@tcp"
+    [problem] = problems("prod", fsx_edit(no_squash_nids=["10.0.1.7@tcp", wider]))
+    assert problem.key == f"{FSX}.no_squash_nids"
+    assert problem.message.startswith(f"{wider} covers 66,048 addresses, more than the 65,536")
+    assert "10.0.1.7@tcp" not in problem.message  # the single host beside it is fine
+
+
+def test_nids_beside_an_invalid_root_squash_leave_the_squash_to_report() -> None:
+    [problem] = problems("prod", fsx_edit(root_squash="nobody", no_squash_nids=["10.0.1.6@tcp"]))
+    assert problem.key == f"{FSX}.root_squash"
+
+
+@pytest.mark.parametrize(
+    ("datasets", "teams"),
+    [
+        ("/datasets", "/datasets"),
+        ("/datasets", "/datasets/teams"),
+        ("/shared/datasets", "/shared"),
+        ("/", "/teams"),
+        ("/datasets/", "/datasets/teams"),
+    ],
+)
+def test_the_team_directory_and_the_datasets_must_be_apart(datasets: str, teams: str) -> None:
+    """Either inside the other, a team would see the others' checkpoints or write the shared data."""
+    [problem] = problems("prod", fsx_edit(file_system_path=datasets, team_directory=teams))
+    assert problem.key == f"{FSX}.team_directory" and problem.value == teams
+    assert f"file_system_path {datasets} overlap" in problem.message
+
+
+@pytest.mark.parametrize(("datasets", "teams"), [("/datasets", "/datasets-teams"), ("/data/sets", "/data/teams")])
+def test_sibling_directories_with_a_common_prefix_are_apart(datasets: str, teams: str) -> None:
+    fsx = edited_config("prod", fsx_edit(file_system_path=datasets, team_directory=teams)).storage.fsx
+    assert (fsx.file_system_path, fsx.team_directory) == (datasets, teams)
+
+
+def test_an_invalid_datasets_path_is_reported_alone() -> None:
+    [problem] = problems("prod", fsx_edit(file_system_path="datasets"))
+    assert problem.key == f"{FSX}.file_system_path"
+
+
+def test_one_day_of_backups_is_already_refused() -> None:
+    [problem] = problems("prod", fsx_edit(automatic_backup_retention_days=1))
+    assert problem.key == f"{FSX}.automatic_backup_retention_days" and "linked to an S3" in problem.message
+    [problem] = problems("dev", fsx_edit(automatic_backup_retention_days=1))
+    assert "SCRATCH_2 has no automatic backups" in problem.message
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_metadata_iops_written_as_null_is_automatic_mode_on_either_deployment(stack: str) -> None:
+    """`metadata_iops: null` is the same as leaving it out (AUTOMATIC), on SCRATCH_2 too."""
+
+    def null(cluster: dict[str, Any]) -> None:
+        cluster["storage"]["fsx"]["metadata_iops"] = None
+
+    assert edited_config(stack, null).storage.fsx.metadata_iops is None
+
+
+def test_no_backups_written_out_reads_as_zero() -> None:
+    fsx = edited_config("prod", fsx_edit(automatic_backup_retention_days=0)).storage.fsx
+    assert fsx.automatic_backup_retention_days == 0
