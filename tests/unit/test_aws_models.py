@@ -195,3 +195,18 @@ def test_check_runs_every_operation_of_each_mapped_type() -> None:
     assert [(v.urn, v.path) for v in aws_models.check(Recording("s", False, resources, {}))] == [
         ("urn:g", "logGroupClass")
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "unknown"),
+    [
+        (UNKNOWN, True),
+        ({"a": "known", "b": {"c": UNKNOWN}}, True),
+        ([1, [UNKNOWN]], True),
+        ({"a": "known"}, False),
+        (["known", 1], False),
+        (0, False),
+    ],
+)
+def test_a_value_with_any_part_unknown_in_preview_is_unknown(value: Any, unknown: bool) -> None:
+    assert aws_models._unknown(value) is unknown
