@@ -92,7 +92,7 @@ def test_list_counts_at_their_bounds_and_each_item() -> None:
     assert _problems([], **fact) == ["L needs at least 1 items, got 0"]
     assert _problems([1, 2, 3], **fact) == ["L takes at most 2 items, got 3"]
     assert _problems([1, "x"], **fact) == ["I is an integer, got x"]
-    assert _problems("1", **fact) == ["L is a list, got str"]  # and no item is judged
+    assert _problems("abc", **fact) == ["L is a list, got str"]  # and neither its length nor its items are judged
 
 
 def test_map_counts_at_their_bounds_and_each_key_and_value() -> None:
