@@ -63,6 +63,13 @@ def test_a_key_no_property_matches_is_kept_so_the_schema_refuses_it() -> None:
     assert "'instanceKind'" in found[0][2]
 
 
+def test_a_long_rule_is_cut_to_300_characters() -> None:
+    ((_, _, rule),) = _found(lambda i: i["instanceGroups"][0].update({"x" * 400: 1}))
+    assert len(rule) == 300 and rule.startswith("additionalProperties: Additional properties are not allowed ('xxx")
+    ((_, _, short),) = _found(lambda i: i["instanceGroups"][0].update({"x" * 200: 1}))
+    assert short.endswith("was unexpected)")
+
+
 def test_keys_are_matched_through_refs_and_one_of_branches() -> None:
     names: dict[cfn.DocumentPath, str] = {(): ""}
     schema = cfn.resource_schema("AWS::SageMaker::Cluster", REGION)
@@ -140,6 +147,8 @@ def test_a_pointer_steps_over_list_items_and_skips_what_is_missing() -> None:
     assert list(cfn._at(document, ("G", "*", "T"))) == [(("G", 0, "T"), "a"), (("G", 2, "T"), "c")]
     assert list(cfn._at(document, ("H", "*", "T"))) == []  # not a list
     assert list(cfn._at(document, ("X",))) == []
+    assert list(cfn._at(["a"], ("X",))) == []  # a list is stepped over only by `*`
+    assert list(cfn._at({"*": 1}, ("*",))) == [(("*",), 1)]  # a literal `*` key of an object
     assert list(cfn._at(document, ())) == [((), document)]
 
 
