@@ -241,6 +241,14 @@ def test_a_rule_that_allows_one_step_either_way_guards_nothing(rule: str) -> Non
     assert crds.guards(fields, {"size": 4}) == []
 
 
+@pytest.mark.parametrize("rule", ["self.size() >= oldSelf.size() - 1", "self.size() <= oldSelf.size() + 1"])
+def test_a_rule_that_allows_one_item_more_or_fewer_guards_nothing(rule: str) -> None:
+    fields = {"": {"type": "object"}, "items": {"transition_rules": [{"rule": rule}]}, "items[]": {}}
+    assert crds.guards(fields, {"items": ["a", "b", "c"]}) == []
+    frozen = {**fields, "items": {"transition_rules": FROZEN}}
+    assert [g.path for g in crds.guards(frozen, {"items": ["a"]})] == ["items"]
+
+
 FROZEN = [{"rule": "self == oldSelf", "message": "immutable"}]
 LIST_MAP = {
     "": {"type": "object"},
@@ -290,6 +298,13 @@ def test_a_value_whose_shape_changed_is_judged_by_its_own_rules_only() -> None:
     fields = {"": {"type": "object"}, "x": {"transition_rules": FROZEN}, "x.a": {"transition_rules": FROZEN}}
     for old, new in [({"a": 1}, "s"), ({"a": 1}, [1]), ([1], {"a": 1})]:
         assert [t.path for t in crds.transitions(fields, {"x": old}, {"x": new})] == ["x"]
+
+
+def test_a_null_on_either_side_is_no_value_to_compare() -> None:
+    fields = {"": {"type": "object"}, "x": {"transition_rules": FROZEN}}
+    assert crds.transitions(fields, {"x": None}, {"x": 1}) == []
+    assert crds.transitions(fields, {"x": 1}, {"x": None}) == []
+    assert crds.transitions(fields, {"y": 1}, {"y": 2}) == []  # a place the schema does not name
 
 
 # ----------------------------------------------------------------------------------------- the contract
