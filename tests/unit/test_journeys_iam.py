@@ -351,6 +351,25 @@ def test_an_endpoint_policy_limits_and_never_grants() -> None:
         label="endpoint policy",
     )
     assert not allowed(policy(allow("s3:*")), "s3:DeleteObject", principal=ROLE, context=own, endpoint=denying)
+    # its deny wins over its own allow
+    both = policy(ENDPOINT.statements[0], denying.statements[0], label="endpoint policy")
+    deletes = decide(
+        request(ROLE, [policy(allow("s3:*"))], "s3:DeleteObject", OBJECT, resource_account=ACCOUNT, context=own,
+                endpoint_policy=both)
+    )  # fmt: skip
+    assert (deletes.allowed, deletes.reason) == (False, "endpoint policy denies (NoDeletes)")
+    # an endpoint policy's statement binds only the principals it names, as a resource policy's does
+    deny_other = policy(
+        ENDPOINT.statements[0],
+        {
+            "Effect": "Deny",
+            "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/other"},
+            "Action": "s3:*",
+            "Resource": "*",
+        },
+        label="endpoint policy",
+    )
+    assert allowed(reads, "s3:GetObject", principal=ROLE, context=own, endpoint=deny_other)
 
 
 def test_each_question_is_evaluated_once() -> None:
