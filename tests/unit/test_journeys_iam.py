@@ -370,6 +370,8 @@ def test_an_endpoint_policy_limits_and_never_grants() -> None:
         label="endpoint policy",
     )
     assert allowed(reads, "s3:GetObject", principal=ROLE, context=own, endpoint=deny_other)
+    only_other = policy({**deny_other.statements[1], "Effect": "Allow"}, label="endpoint policy")
+    assert not allowed(reads, "s3:GetObject", principal=ROLE, context=own, endpoint=only_other)
 
 
 def test_each_question_is_evaluated_once() -> None:
