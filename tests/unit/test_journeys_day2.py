@@ -118,17 +118,19 @@ def test_only_a_named_object_keeps_its_name_through_a_replacement() -> None:
 def test_the_change_journey_counts_custom_resources_updated_in_place_and_replacements() -> None:
     queue, config = meta(clusterQueue="a", stopPolicy="None"), meta(data="x")
     baseline = Recording("s", False, (
-        res(LOCAL_QUEUE, "updated", queue), res(LOCAL_QUEUE, "replaced", queue), res(CONFIG_MAP, "cm", config),
+        res(LOCAL_QUEUE, "updated", queue), res(LOCAL_QUEUE, "held", queue), res(LOCAL_QUEUE, "replaced", queue),
+        res(CONFIG_MAP, "cm", config),
     ), {})  # fmt: skip
     recording = Recording("s", False, (
         res(LOCAL_QUEUE, "updated", {**queue, "spec": {"clusterQueue": "a", "stopPolicy": "Hold"}}),
+        res(LOCAL_QUEUE, "held", {**queue, "spec": {"clusterQueue": "a", "stopPolicy": "HoldAndDrain"}}),
         res(LOCAL_QUEUE, "replaced", {**queue, "spec": {"clusterQueue": "b", "stopPolicy": "None"}},
             replace_on_changes=("spec.clusterQueue",), delete_before_replace=True),
         res(CONFIG_MAP, "cm", {**config, "spec": {"data": "y"}}),
     ), {})  # fmt: skip
     journey = change_journey(baseline, recording)
-    assert journey.subject == "the change from the deployed stack (2 updates, 1 replacements)"
+    assert journey.subject == "the change from the deployed stack (3 updates, 1 replacements)"
     accepts, deleted_first, aws = journey.steps
-    assert accepts.holds and accepts.detail.startswith("1 custom resource(s) updated in place")  # not the ConfigMap
+    assert accepts.holds and accepts.detail.startswith("2 custom resource(s) updated in place")  # not the ConfigMap
     assert deleted_first.holds and deleted_first.detail.startswith("1 replacement(s)")
     assert aws.holds
