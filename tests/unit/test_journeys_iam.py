@@ -12,11 +12,20 @@ Three sources of cases, each cited:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from trainstack.journeys.iam import SUPPORTED_OPERATORS, Policy, UnsupportedPolicy, decide, normalised, request
+from trainstack.journeys.iam import (
+    SUPPORTED_OPERATORS,
+    Policy,
+    UnsupportedPolicy,
+    anyone_statements,
+    decide,
+    normalised,
+    request,
+)
 
 ACCOUNT = "000000000000"
 OTHER = "999999999999"
@@ -342,6 +351,27 @@ def test_an_endpoint_policy_limits_and_never_grants() -> None:
         label="endpoint policy",
     )
     assert not allowed(policy(allow("s3:*")), "s3:DeleteObject", principal=ROLE, context=own, endpoint=denying)
+    # its deny wins over its own allow
+    both = policy(ENDPOINT.statements[0], denying.statements[0], label="endpoint policy")
+    deletes = decide(
+        request(ROLE, [policy(allow("s3:*"))], "s3:DeleteObject", OBJECT, resource_account=ACCOUNT, context=own,
+                endpoint_policy=both)
+    )  # fmt: skip
+    assert (deletes.allowed, deletes.reason) == (False, "endpoint policy denies (NoDeletes)")
+    # an endpoint policy's statement binds only the principals it names, as a resource policy's does
+    deny_other = policy(
+        ENDPOINT.statements[0],
+        {
+            "Effect": "Deny",
+            "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/other"},
+            "Action": "s3:*",
+            "Resource": "*",
+        },
+        label="endpoint policy",
+    )
+    assert allowed(reads, "s3:GetObject", principal=ROLE, context=own, endpoint=deny_other)
+    only_other = policy({**deny_other.statements[1], "Effect": "Allow"}, label="endpoint policy")
+    assert not allowed(reads, "s3:GetObject", principal=ROLE, context=own, endpoint=only_other)
 
 
 def test_each_question_is_evaluated_once() -> None:
@@ -349,3 +379,110 @@ def test_each_question_is_evaluated_once() -> None:
     before = decide.cache_info().hits
     assert decide(question) is decide(question)
     assert decide.cache_info().hits >= before + 1
+
+
+# ------------------------------------------------------------------------------ what each decision says and why
+
+
+def reason(identity: list[Policy], principal: str = ROLE, owner: str = ACCOUNT, **kwargs: Any) -> tuple[bool, str]:
+    found = decide(request(principal, identity, "s3:GetObject", OBJECT, resource_account=owner, **kwargs))
+    return found.allowed, found.reason
+
+
+def bucket(*statements: dict[str, Any]) -> Policy:
+    return policy(*statements, label="bucket policy")
+
+
+READS = policy(allow("s3:GetObject"), label="identity policy reader")
+
+
+def test_a_resource_policys_deny_names_its_statement_and_binds_only_its_principals() -> None:
+    deny_other = {"Sid": "NoOther", "Effect": "Deny", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/other"},
+                  "Action": "s3:GetObject", "Resource": OBJECT}  # fmt: skip
+    assert reason([READS], resource_policy=bucket(deny_other)) == (True, "identity policy reader allows ((no Sid))")
+    deny_all = {**deny_other, "Sid": "NoOne", "Principal": "*"}
+    assert reason([READS], resource_policy=bucket(deny_all)) == (False, "bucket policy denies (NoOne)")
+
+
+def test_an_allow_is_explained_by_the_statement_that_grants_it() -> None:
+    # the bucket policy delegates to the account only: the identity policy is what grants it
+    root = {"Sid": "Account", "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+            "Action": "s3:GetObject", "Resource": OBJECT}  # fmt: skip
+    assert reason([READS], resource_policy=bucket(root)) == (True, "identity policy reader allows ((no Sid))")
+    # everyone, or the principal in a list, is named
+    anyone = {"Sid": "Public", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": OBJECT}
+    assert reason([], resource_policy=bucket(anyone)) == (True, "bucket policy names it (Public)")
+    listed = {**anyone, "Sid": "Listed", "Principal": {"AWS": [f"arn:aws:iam::{ACCOUNT}:role/other", ROLE]}}
+    assert reason([], resource_policy=bucket(listed)) == (True, "bucket policy names it (Listed)")
+    # NotPrincipal lets the principal in without naming it: the resource policy allows
+    all_but = {"Sid": "AllBut", "Effect": "Allow", "NotPrincipal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/other"},
+               "Action": "s3:GetObject", "Resource": OBJECT}  # fmt: skip
+    assert reason([], resource_policy=bucket(all_but)) == (True, "bucket policy allows")
+    # several identity policies: the first that allows, with its matching statements
+    second = policy({"Sid": "A", **allow("s3:Get*")}, {"Sid": "B", **allow("s3:GetObject")}, label="second")
+    assert reason([policy(allow("s3:PutObject"), label="writer"), second]) == (True, "second allows (A, B)")
+
+
+def test_a_refusal_says_which_side_is_missing() -> None:
+    root = {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}, "Action": "s3:GetObject",
+            "Resource": OBJECT}  # fmt: skip
+    assert reason([], resource_policy=bucket(root)) == (
+        False, "no identity policy statement allows it (the resource policy only lets IAM grant it)"
+    )  # fmt: skip
+    assert reason([]) == (False, "no identity or resource policy statement allows it")
+    stranger = f"arn:aws:iam::{OTHER}:role/writer"
+    assert reason([READS], principal=stranger) == (
+        False, "no resource policy: nothing lets a principal of another account in"
+    )  # fmt: skip
+    assert reason([READS], principal=stranger, resource_policy=bucket(root)) == (
+        False, "bucket policy: nothing lets a principal of another account in"
+    )  # fmt: skip
+
+
+def test_context_values_are_strings_as_iam_sees_them() -> None:
+    """A boolean context value is "true"/"false", a list stays a set of values."""
+    via_service = conditioned({"Bool": {"aws:ViaAWSService": "true"}})
+    assert allowed(via_service, "s3:GetObject", principal=ROLE, context={"aws:ViaAWSService": True})
+    assert not allowed(via_service, "s3:GetObject", principal=ROLE, context={"aws:ViaAWSService": False})
+    question = request(ROLE, [], "s3:GetObject", OBJECT, resource_account=ACCOUNT,
+                       context={"aws:TagKeys": ["a", "b"], "aws:SourceVpce": "vpce-1", "flag": False})  # fmt: skip
+    assert dict(question.context) == {
+        "aws:PrincipalArn": ROLE, "aws:PrincipalAccount": ACCOUNT, "aws:SecureTransport": "true",
+        "aws:TagKeys": ("a", "b"), "aws:SourceVpce": "vpce-1", "flag": "false",
+    }  # fmt: skip
+
+
+def test_condition_values_written_as_json_numbers_and_booleans_match_as_strings() -> None:
+    assert allowed(conditioned({"Bool": {"aws:SecureTransport": [True]}}), "s3:GetObject", principal=ROLE)
+    assert allowed(conditioned({"NumericLessThanEquals": {"s3:max-keys": 10}}), "s3:GetObject", principal=ROLE,
+                   context={"s3:max-keys": "10"})  # fmt: skip
+    assert normalised({"Statement": [{"Condition": {"StringEquals": {"k": [1, 2.5, False, "x"]}}}]}, "x") == {
+        "Statement": [{"Condition": {"StringEquals": {"k": ["1", "2.5", "false", "x"]}}}]
+    }
+
+
+def test_a_policy_is_the_same_whatever_its_key_order() -> None:
+    """Equal documents make equal policies, so equal questions are decided once (decide is cached)."""
+    a = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    b = {"Statement": [{"Resource": "*", "Action": "s3:*", "Effect": "Allow"}], "Version": "2012-10-17"}
+    assert Policy.of("p", a) == Policy.of("p", b) and Policy.of("p", a).unsupported == ""
+    odd = {"StringNotLike": {"s3:prefix": "x"}}
+    c = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Condition": odd}]}
+    d = {"Statement": [{"Condition": odd, "Action": "s3:*", "Effect": "Allow"}], "Version": "2012-10-17"}
+    assert Policy.of("p", c) == Policy.of("p", json.dumps(d)) and "StringNotLike" in Policy.of("p", c).unsupported
+
+
+def test_anyone_statements_are_those_for_every_principal_that_match() -> None:
+    endpoint = policy(
+        {"Sid": "Anyone", "Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::public/*"},
+        {"Sid": "Named", "Effect": "Allow", "Principal": {"AWS": ROLE}, "Action": "s3:GetObject", "Resource": "*"},
+        label="endpoint policy",
+    )  # fmt: skip
+    assert [s["Sid"] for s in endpoint.statements] == ["Anyone", "Named"]
+    found = anyone_statements(endpoint, "Allow", "s3:GetObject", "arn:aws:s3:::public/layer", {})
+    assert [s["Sid"] for s in found] == ["Anyone"]
+    assert anyone_statements(endpoint, "Allow", "s3:GetObject", "arn:aws:s3:::private/x", {}) == []
+    assert anyone_statements(endpoint, "Deny", "s3:GetObject", "arn:aws:s3:::public/layer", {}) == []
+    with pytest.raises(UnsupportedPolicy, match="StringNotLike"):
+        anyone_statements(conditioned({"StringNotLike": {"a": "b"}}), "Allow", "s3:GetObject", OBJECT, {})

@@ -252,6 +252,126 @@ def test_init_containers_are_checked_too() -> None:
     assert any('"i"' in r for r in pod_security.violations(spec, "restricted"))
 
 
+def two(a: dict[str, Any], b: dict[str, Any], pod_context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pod of containers "a" and "b" (b an init container) with these security contexts."""
+    return {
+        "securityContext": pod_context or {},
+        "containers": [{"name": "a", "securityContext": a}],
+        "initContainers": [{"name": "b", "securityContext": b}],
+    }
+
+
+def probe(handler: dict[str, Any]) -> dict[str, Any]:
+    return {"containers": [{"name": "a", "readinessProbe": handler}]}
+
+
+@pytest.mark.parametrize(
+    ("check", "spec", "reason"),
+    [(pod_security.host_namespaces, {"hostPID": True, "hostIPC": True}, "host namespaces (hostPID=true, hostIPC=true)"),
+     (pod_security.host_namespaces, {"hostNetwork": False}, None),
+     (pod_security.privileged, two({"privileged": False}, {"privileged": True}),
+      'privileged (containers "b" must not set securityContext.privileged=true)'),
+     (pod_security.privileged, two({}, {"privileged": False}), None),
+     (pod_security.capabilities_baseline, two({"capabilities": {"add": ["SYS_ADMIN", "CHOWN"]}},
+                                              {"capabilities": {"add": ["NET_RAW", "SYS_ADMIN"]}}),
+      "non-default capabilities (NET_RAW, SYS_ADMIN)"),
+     (pod_security.capabilities_baseline, two({"capabilities": {"drop": ["ALL"]}}, {}), None),
+     (pod_security.host_path_volumes, {"volumes": [{"name": "e", "emptyDir": {}}, {"name": "h", "hostPath": {}}]},
+      "hostPath volumes (h)"),
+     (pod_security.host_path_volumes, {"volumes": [{"name": "e", "emptyDir": {}}]}, None),
+     (pod_security.host_ports, {"initContainers": [{"name": "i", "ports": [{"containerPort": 80, "hostPort": 0},
+                                                                            {"hostPort": 8080}]}]}, "hostPort (8080)"),
+     (pod_security.host_ports, {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}, None),
+     (pod_security.host_probes, probe({"httpGet": {"host": "10.0.0.1", "port": 80}}), "probe or lifecycle host"),
+     (pod_security.host_probes, probe({"tcpSocket": {"host": "10.0.0.1", "port": 80}}), "probe or lifecycle host"),
+     (pod_security.host_probes, {"containers": [{"name": "a", "lifecycle": {"preStop": {"httpGet": {"host": "x"}}}}]},
+      "probe or lifecycle host"),
+     (pod_security.host_probes, probe({"httpGet": {"port": 80}, "exec": {"command": ["true"]}}), None),
+     (pod_security.seccomp_baseline, two({}, {"seccompProfile": {"type": "Unconfined"}}),
+      "seccompProfile (type Unconfined)"),
+     (pod_security.seccomp_baseline, two({"seccompProfile": {"type": "Localhost"}}, {}), None),
+     (pod_security.app_armor, two({}, {}, {"appArmorProfile": {"type": "Unconfined"}}),
+      "forbidden AppArmor profile (Unconfined)"),
+     (pod_security.app_armor, two({}, {"appArmorProfile": {"type": "Unconfined"}}),
+      "forbidden AppArmor profile (Unconfined)"),
+     (pod_security.app_armor, two({"appArmorProfile": {"type": "RuntimeDefault"}}, {}), None),
+     (pod_security.se_linux, two({}, {}, {"seLinuxOptions": {"type": "spc_t"}}), "seLinuxOptions"),
+     (pod_security.se_linux, two({}, {"seLinuxOptions": {"user": "system_u"}}), "seLinuxOptions"),
+     (pod_security.se_linux, two({"seLinuxOptions": {"role": "sysadm_r"}}, {}), "seLinuxOptions"),
+     (pod_security.se_linux, two({"seLinuxOptions": {"type": "container_init_t", "level": "s0:c1"}}, {}), None),
+     (pod_security.proc_mount, two({"procMount": "Default"}, {"procMount": "Unmasked"}), 'procMount (containers "b")'),
+     (pod_security.proc_mount, two({"procMount": "Default"}, {}), None),
+     (pod_security.sysctls, {"securityContext": {"sysctls": [{"name": "net.ipv4.tcp_rmem", "value": "1"},
+                                                             {"name": "kernel.msgmax", "value": "1"}]}},
+      "forbidden sysctls (kernel.msgmax)"),
+     (pod_security.sysctls, {"securityContext": {"sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}}, None),
+     (pod_security.windows_host_process, two({}, {"windowsOptions": {"hostProcess": True}}), "hostProcess"),
+     (pod_security.windows_host_process, two({"windowsOptions": {"hostProcess": False}}, {}), None),
+     (pod_security.restricted_volumes, {"volumes": [{"name": "c", "configMap": {}}, {"name": "g", "gitRepo": {}},
+                                                    {"name": "n"}]}, "restricted volume types (g)"),
+     (pod_security.restricted_volumes, {"volumes": [{"name": "i", "image": {"reference": "x"}}]}, None),
+     (pod_security.allow_privilege_escalation, two({"allowPrivilegeEscalation": False},
+                                                   {"allowPrivilegeEscalation": True}),
+      'allowPrivilegeEscalation != false (containers "b" must set it false)'),
+     (pod_security.allow_privilege_escalation, two({"allowPrivilegeEscalation": False},
+                                                   {"allowPrivilegeEscalation": False}), None),
+     (pod_security.run_as_non_root, two({"runAsNonRoot": True}, {"runAsNonRoot": True}, {"runAsNonRoot": False}),
+      "runAsNonRoot != true (pod sets it false)"),
+     (pod_security.run_as_non_root, two({"runAsNonRoot": False}, {}),
+      'runAsNonRoot != true (containers "a" set it false)'),  # explicit before implicit
+     (pod_security.run_as_non_root, two({"runAsNonRoot": True}, {}),
+      'runAsNonRoot != true (pod or containers "b" must set it true)'),
+     (pod_security.run_as_non_root, two({"runAsNonRoot": True}, {"runAsNonRoot": True}), None),
+     (pod_security.run_as_non_root, two({}, {}, {"runAsNonRoot": True}), None),
+     (pod_security.run_as_user, two({"runAsUser": 1000}, {}, {"runAsUser": 0}), "runAsUser=0 (pod)"),
+     (pod_security.run_as_user, two({"runAsUser": 1000}, {"runAsUser": 0}, {"runAsUser": 1000}),
+      'runAsUser=0 (containers "b")'),
+     (pod_security.run_as_user, two({"runAsUser": 1000}, {}), None),
+     (pod_security.seccomp_restricted, two({}, {}, {"seccompProfile": {"type": "Unconfined"}}),
+      "seccompProfile (pod must not set type Unconfined)"),
+     (pod_security.seccomp_restricted, two({"seccompProfile": {"type": "Unconfined"}}, {}),
+      'seccompProfile (containers "a" must not set type Unconfined)'),  # explicit before implicit
+     (pod_security.seccomp_restricted, two({"seccompProfile": {"type": "Localhost"}}, {}),
+      'seccompProfile (pod or containers "b" must set type RuntimeDefault or Localhost)'),
+     (pod_security.seccomp_restricted, two({"seccompProfile": {"type": "Localhost"}},
+                                           {"seccompProfile": {"type": "RuntimeDefault"}}), None),
+     (pod_security.seccomp_restricted, two({}, {}, {"seccompProfile": {"type": "Localhost"}}), None),
+     (pod_security.capabilities_restricted, two({"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}},
+                                                {"capabilities": {"drop": ["NET_RAW"], "add": ["CHOWN"]}}),
+      'unrestricted capabilities (containers "b" must set securityContext.capabilities.drop=["ALL"]; '
+      "must not add CHOWN)"),
+     (pod_security.capabilities_restricted, two({"capabilities": {"drop": ["ALL"]}},
+                                                {"capabilities": {"drop": ["ALL"], "add": ["SYS_TIME"]}}),
+      "unrestricted capabilities (must not add SYS_TIME)"),
+     (pod_security.capabilities_restricted,
+      two({"capabilities": {"drop": ["ALL"]}}, {"capabilities": {"drop": ["ALL"]}}), None)],
+)  # fmt: skip
+def test_each_pod_security_check_on_its_own(
+    check: pod_security.Check, spec: dict[str, Any], reason: str | None
+) -> None:
+    """One branch of one check of policy/check_*.go at a time: the reason names the offending containers, init
+    containers included, and a pod-level setting where the check reads one."""
+    assert check(spec) == reason
+
+
+def test_each_level_runs_its_checks_and_restricted_replaces_two_baseline_ones() -> None:
+    """OverrideCheckIDs: capabilities_restricted and seccompProfile_restricted replace their baseline checks."""
+    assert pod_security.checks("privileged") == {}
+    assert list(pod_security.checks("baseline")) == list(pod_security.BASELINE)
+    restricted = pod_security.checks("restricted")
+    assert set(restricted) == (set(pod_security.BASELINE) | set(pod_security.RESTRICTED)) - {
+        "capabilities_baseline",
+        "seccompProfile_baseline",
+    }
+    # the violations come in check order, one per failing check
+    spec = {**two({"privileged": True}, {}), "hostNetwork": True}
+    assert pod_security.violations(spec, "baseline") == [
+        "host namespaces (hostNetwork=true)",
+        'privileged (containers "a" must not set securityContext.privileged=true)',
+    ]
+    assert pod_security.violations(spec, "privileged") == []
+
+
 # ------------------------------------------------------------------------------------------ NetworkPolicy
 
 
