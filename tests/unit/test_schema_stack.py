@@ -715,6 +715,16 @@ def test_slurm_under_root_squash_needs_an_exempt_host() -> None:
     ]
 
 
+def test_a_disabled_file_system_is_not_held_to_root_squash_rules() -> None:
+    def off(raw: dict[str, Any]) -> None:
+        _no_fsx(raw)
+        _slurm(homes_on_lustre=False, users=[{"name": "alice", "uid": 2001}], accounting=False)(raw)
+        raw["storage"]["fsx"].update(no_squash_nids=[], root_squash="2001:2001")
+
+    # The one problem is the user's home, not the exemption list or the squash UID of a file system that is off.
+    assert only("hyperpod-slurm", off).startswith("sagemaker.hyperpod.slurm.users ['alice'] needs storage.fsx")
+
+
 def test_a_slurm_user_with_the_squash_uid_is_refused() -> None:
     assert only("hyperpod-slurm", lambda raw: raw["storage"]["fsx"].update(root_squash="2002:2002")).startswith(
         "sagemaker.hyperpod.slurm.users.1.uid 2002 (bob) is storage.fsx.root_squash's UID (2002:2002)"
