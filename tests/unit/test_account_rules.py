@@ -293,7 +293,9 @@ BLOCK = Reservation(
 )
 
 
-def _block_problems(found: Reservation | None, *, block: bool = True, pg: str | None = "train-pg", desired: int = 8):
+def _block_problems(
+    found: Reservation | None, *, block: bool = True, pg: str | None = "train-pg", desired: int = 8
+) -> list[str]:
     return reservation_problems("k", "p5.48xlarge", "us-east-1a", block, pg, desired, found, BLOCK.id)
 
 
