@@ -293,7 +293,9 @@ BLOCK = Reservation(
 )
 
 
-def _block_problems(found: Reservation | None, *, block: bool = True, pg: str | None = "train-pg", desired: int = 8):
+def _block_problems(
+    found: Reservation | None, *, block: bool = True, pg: str | None = "train-pg", desired: int = 8
+) -> list[str]:
     return reservation_problems("k", "p5.48xlarge", "us-east-1a", block, pg, desired, found, BLOCK.id)
 
 
@@ -435,3 +437,27 @@ def test_a_subnet_that_does_not_exist_is_the_only_problem() -> None:
     assert _subnet_problems(None) == [
         "network.existing_vpc.private_subnet_ids[0] = subnet-0abc: no such subnet in this account and region"
     ]
+
+
+def test_every_principal_the_stack_names_is_listed_under_its_key_in_key_order() -> None:
+    reader = "arn:aws:iam::444455556666:role/etl-reader"
+    member = "arn:aws:iam::444455556666:role/research-member"
+
+    def named(raw: dict[str, Any]) -> None:
+        raw["security"]["outside_vpc_data_role_arns"] = [reader]
+        raw["kubernetes"]["teams"][1]["member_role_arns"] = [member]
+
+    stack = edited_config("prod", named)
+    listed = list(principals(stack))
+    assert listed[-2:] == [
+        ("security.outside_vpc_data_role_arns[0]", reader),
+        ("kubernetes.teams[1].member_role_arns[0]", member),
+    ]
+    assert [key for key, _ in listed[:-2]] == [
+        f"eks.admin_role_arns[{i}]" for i in range(len(stack.eks.admin_role_arns))
+    ] + [f"security.key_administrator_arns[{i}]" for i in range(len(stack.security.key_administrator_arns))]
+
+
+def test_a_role_s_name_follows_its_whole_path_whatever_the_path_holds() -> None:
+    """IAM paths take any printable ASCII between slashes (IAM API, Role.Path), even `:role/`."""
+    assert role_name("arn:aws:iam::111122223333:role/odd:role/path/ml-admin") == "ml-admin"
