@@ -31,6 +31,10 @@ FACTS = ChartFacts(
         "extra": "null",
         "enabled": "boolean",
         "labels": "object",  # an object whose default is set but holds no key of its own
+        "resources": "object",
+        "resources.limits": "object",
+        "resources.limits.cpu": "string",
+        "resources.limits.memory": "string",
     },
     free_maps=frozenset({"nodeSelector"}),
     schema={},
@@ -71,6 +75,12 @@ def test_a_misplaced_key_is_hinted_at_among_the_top_level_keys() -> None:
     assert found[0] == "labels.replicas" and found[2].endswith("did you mean `replicas`?")
     (nested,) = _problems({"image": {"replicas": 2}})  # under image, its own keys are the candidates
     assert nested[2].endswith("did you mean `image.repository`?")
+    (deeper,) = _problems({"resources": {"limits": {"cpus": "1"}}})  # two levels down: that level's keys
+    assert deeper[0] == "resources.limits.cpus" and deeper[2].endswith("did you mean `resources.limits.cpu`?")
+    # The top-level fallback offers top-level keys only, not a nested key that happens to look alike.
+    assert _problems({"labels": {"repository": "r"}}) == [
+        ("labels.repository", "r", "is not a key of the chart's values.yaml")
+    ]
 
 
 def test_a_value_of_another_type_is_refused_and_not_walked_into() -> None:
