@@ -1159,6 +1159,28 @@ def test_the_login_role_check_waits_for_role_arns_computed_at_the_first_preview(
     assert (result.violations, result.not_applicable) == ((), ())
 
 
+def _second_group_named_login(inputs: dict[str, Any]) -> None:
+    inputs["instanceGroups"].append(inputs["instanceGroups"][0] | {"instanceGroupName": "login"})
+
+
+@pytest.mark.parametrize(
+    ("key", "shares"),
+    [("hyperpod/lifecycle/x/provisioning_parameters.json", True), ("hyperpod/lifecycle/x/other.json", False)],
+    ids=["provisioning-parameters", "another-json-file"],
+)
+def test_only_the_provisioning_parameters_file_names_the_login_group(key: str, shares: bool) -> None:
+    """A group named `login` that shares the workers' role is a finding when provisioning_parameters.json makes it
+    the login group; the same JSON under another key makes no login group."""
+    source = with_resource(
+        mutated(staging(), HYPERPOD, _second_group_named_login),
+        "aws:s3/bucketObjectv2:BucketObjectv2",
+        "lifecycle-json",
+        {"key": key, "content": json.dumps({"login_group": "login"})},
+    )
+    shared = [m for m in messages("hyperpod-execution-role-confined", source) if "login group login runs as" in m]
+    assert len(shared) == int(shares), shared
+
+
 def test_an_unreadable_provisioning_parameters_file_names_no_login_group() -> None:
     """A provisioning_parameters.json that is not JSON is passed over: the confinement is still judged, and the
     file's (absent) login group shares no role."""
