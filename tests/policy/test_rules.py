@@ -32,7 +32,7 @@ from tests.policy.helpers import (
     with_resource,
     without,
 )
-from trainstack.engine import Recording
+from trainstack.engine import UNKNOWN, Recording
 from trainstack.review import load_config
 
 Source = Callable[[], Recording]
@@ -479,6 +479,10 @@ na("helm-chart-pinned", lambda: without(staging(), of_type(HELM, "kubernetes:hel
 
 ok("gpu-operator-values", staging)
 ok("gpu-operator-values", lambda: scenario("staging-bottlerocket"))  # device plugin off on Bottlerocket too
+ok(  # the operator's device plugin off (another one serves the GPUs): how it would pass them is not judged
+    "gpu-operator-values",
+    lambda: mutated(staging(), "-gpu-operator-release", set_path("values.devicePlugin", {"enabled": False})),
+)
 bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.driver.enabled", True)))
 bad(  # back to the environment variable the nodes' runtime ignores
     "gpu-operator-values",
@@ -608,6 +612,19 @@ ok("k8s-pod-security", staging)
 bad("k8s-pod-security", lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})))
 bad(
     "k8s-pod-security", lambda: mutated(staging(), "-validation-dcgm", set_path("spec.template.spec.hostNetwork", True))
+)
+bad(
+    "k8s-pod-security",
+    lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"allowPrivilegeEscalation": True})),
+)
+# the same privileged container in a namespace allowed privileged workloads (the device plugins') is skipped
+na(
+    "k8s-pod-security",
+    lambda: mutated(
+        mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})),
+        NCCL,
+        set_path("metadata.namespace", "gpu-operator"),
+    ),
 )
 ok("k8s-pod-security", dev)  # dev: no validation jobs, but the training runtimes
 na("k8s-pod-security", lambda: _no_workloads(dev()))
@@ -867,6 +884,19 @@ bad(  # the device policy's binding alone does not restrict images
     "k8s-allowed-registries", lambda: without(prod(), lambda r: r.name == "tenancy-registries-binding")
 )
 
+
+def test_a_registry_policy_whose_variables_are_computed_at_preview_is_judged_at_pulumi_up() -> None:
+    source = mutated(prod(), REGISTRIES, set_path("spec.variables", UNKNOWN))
+    assert messages("k8s-allowed-registries", source) == []
+
+
+def test_a_registry_policy_whose_validations_are_unknown_is_not_counted_as_restricting_images() -> None:
+    source = mutated(prod(), REGISTRIES, set_path("spec.validations", UNKNOWN))
+    assert messages("k8s-allowed-registries", source) == [
+        "no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere."
+    ]
+
+
 ok("k8s-device-access", prod)
 ok("k8s-device-access", dev)
 bad("k8s-device-access", lambda: without(prod(), lambda r: r.name == "tenancy-devices-binding"))
@@ -881,6 +911,27 @@ bad(  # the toleration rule dropped: the thief without the variable still lands 
     ),
 )
 na("k8s-device-access", lambda: without(prod(), of_type(NAMESPACE)))
+
+
+def test_a_team_bound_cluster_wide_is_one_finding_whatever_the_role() -> None:
+    """A ClusterRoleBinding of a team's group is refused as such: the role it names (here a built-in the plan cannot
+    see) is not judged on top."""
+    source = with_resource(
+        prod(),
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+        "research-everywhere",
+        {
+            "subjects": [
+                {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "trainstack:team:research"}
+            ],
+            "roleRef": {"kind": "ClusterRole", "apiGroup": "rbac.authorization.k8s.io", "name": "view"},
+        },
+    )
+    assert messages("k8s-team-access", source) == [
+        "research-everywhere binds ['trainstack:team:research'] cluster-wide: "
+        "team access stays in the team's namespace."
+    ]
+
 
 ok("k8s-team-access", prod)
 ok("k8s-team-access", dev)
