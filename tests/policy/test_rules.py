@@ -19,6 +19,7 @@ import pytest
 
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
+from policies.rules.k8s import SYSTEM_PRIORITY_CLASSES, _holds_system_classes_at_zero
 from policies.rules.sagemaker import required_deep_health_checks
 from tests.policy.helpers import (
     found,
@@ -839,7 +840,43 @@ bad(  # a scoped quota's keys bound only the pods it counts: EFA held there boun
         lambda inputs: inputs["spec"]["hard"].update({"requests.vpc.amazonaws.com/efa": "0"}),
     ),
 )
+bad(  # the system quota admits one pod: a team can still preempt the platform once
+    "k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-priority", set_path("spec.hard.pods", "1"))
+)
 na("k8s-team-quotas", lambda: without(prod(), of_type(NAMESPACE)))
+
+_SYSTEM_CLASSES = {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
+_AFFINITY = {"scopeName": "CrossNamespacePodAffinity", "operator": "Exists"}  # counts only such pods
+
+
+@pytest.mark.parametrize(
+    ("spec", "holds"),
+    [
+        ({"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, True),
+        ({"hard": {"pods": 0}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, True),  # a number
+        ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, False),
+        ({"hard": {}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, False),
+        (  # scopes narrow it further: it counts only some of those pods
+            {"hard": {"pods": "0"}, "scopes": ["BestEffort"], "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}},
+            False,
+        ),
+        (  # one class only
+            {
+                "hard": {"pods": "0"},
+                "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES | {"values": ["system-node-critical"]}]},
+            },
+            False,
+        ),
+        (  # a second expression narrows the scope (expressions are ANDed)
+            {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES, _AFFINITY]}},
+            False,
+        ),
+        ("pods: 0", False),
+    ],
+)
+def test_a_system_class_quota_holds_both_classes_at_zero_pods(spec: Any, holds: bool) -> None:
+    assert _holds_system_classes_at_zero(spec) is holds
+
 
 ok("eks-network-policy-enabled", prod)
 bad("eks-network-policy-enabled", lambda: mutated(prod(), "-eks-vpc-cni", drop("configurationValues")))
