@@ -19,7 +19,7 @@ import pytest
 
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
-from policies.rules.k8s import SYSTEM_PRIORITY_CLASSES, _holds_system_classes_at_zero
+from policies.rules.k8s import SYSTEM_PRIORITY_CLASSES, _holds_system_classes_at_zero, _image_parts, chart_name
 from policies.rules.sagemaker import required_deep_health_checks
 from tests.policy.helpers import (
     found,
@@ -635,6 +635,13 @@ bad(
     "k8s-image-tag-pinned",
     lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.image", "public.ecr.aws/hpc-cloud/nccl-tests")),
 )
+for _floating in ("latest", "latest-cuda12"):  # `latest` and a `latest-*` flavour both float
+    bad(
+        "k8s-image-tag-pinned",
+        lambda tag=_floating: mutated(
+            staging(), NCCL, set_path(f"{_WORKER}.image", f"public.ecr.aws/hpc-cloud/nccl-tests:{tag}")
+        ),
+    )
 ok("k8s-image-tag-pinned", dev)
 na("k8s-image-tag-pinned", lambda: _no_workloads(dev()))
 
@@ -683,7 +690,45 @@ def _drop_efa_limit(inputs: dict[str, Any]) -> None:
     del worker["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
 
 
+def _efa_by_environment_only(inputs: dict[str, Any]) -> None:
+    """The worker keeps FI_PROVIDER=efa and its GPUs but asks for no EFA device: NCCL would fall back to TCP."""
+    resources = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["resources"]
+    del resources["limits"]["vpc.amazonaws.com/efa"], resources["requests"]["vpc.amazonaws.com/efa"]
+
+
+def _efa_by_request_only(inputs: dict[str, Any]) -> None:
+    """The worker requests EFA devices (no FI_PROVIDER set, no limit): the request alone makes it an EFA worker."""
+    _drop_efa_limit(inputs)
+    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    worker["containers"][0]["env"] = [e for e in worker["containers"][0]["env"] if e["name"] != "FI_PROVIDER"]
+
+
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _efa_by_environment_only))
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _efa_by_request_only))
 na("k8s-efa-pod-resources", dev)
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("nccl-tests:v2.16", ("v2.16", None)),
+        ("registry.example.com:5000/team/nccl-tests", (None, None)),  # the port is not a tag
+        ("registry.example.com:5000/team/nccl-tests:v2", ("v2", None)),
+        ("nccl-tests@sha256:" + "0" * 64, (None, "sha256:" + "0" * 64)),
+    ],
+)
+def test_an_image_reference_splits_into_its_tag_and_digest(image: str, parts: tuple[str | None, str | None]) -> None:
+    assert _image_parts(image) == parts
+
+
+@pytest.mark.parametrize(
+    "chart", ["gpu-operator", "nvidia/gpu-operator", "oci://ghcr.io/nvidia/charts/gpu-operator", "nvidia/gpu-operator/"]
+)
+def test_a_chart_is_known_by_its_own_name_however_it_is_referenced(chart: str) -> None:
+    assert chart_name({"chart": chart}) == "gpu-operator"
+
 
 # ------------------------------------------------------------------------------------------ SageMaker
 HYPERPOD = "aws-native:sagemaker:Cluster"
@@ -1750,6 +1795,12 @@ bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _appro
 na("registry-allowlist-breadth", lambda: without(prod(), of_type(VAP_TYPE)))
 
 
+def test_an_allowlist_unknown_at_preview_is_judged_after_deploy() -> None:
+    """The private ECR prefix names the account, known after deploy: a preview's unknown validations are not judged."""
+    source = mutated(prod(), REGISTRIES_VAP, set_path("spec.validations", UNKNOWN))
+    assert messages("registry-allowlist-breadth", source) == []
+
+
 def _group_label(key: str, value: str) -> Callable[[dict[str, Any]], None]:
     def edit(inputs: dict[str, Any]) -> None:
         inputs.setdefault("labels", {})[key] = value  # a key with dots: set_path would split it
@@ -1783,6 +1834,8 @@ bad(
     lambda: mutated(prod(), "-team-research-quota", set_path("spec.hard", {"requests.nvidia.com/gpu": "1024"})),
 )
 na("team-quota-fits-capacity", lambda: without(prod(), of_type(QUOTA)))
+# platform-only: the cluster (and so its node groups' capacity) is someone else's
+na("team-quota-fits-capacity", lambda: without(prod(), of_type(CLUSTER)))
 
 
 # ---------------------------------------------------------------------------------------------- tests
