@@ -17,9 +17,16 @@ from typing import Any
 
 import pytest
 
+from policies.facts_generated import TENANT_LABEL, TENANT_TEAM
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
-from policies.rules.k8s import SYSTEM_PRIORITY_CLASSES, _holds_system_classes_at_zero, _image_parts, chart_name
+from policies.rules.k8s import (
+    SYSTEM_PRIORITY_CLASSES,
+    _holds_system_classes_at_zero,
+    _image_parts,
+    _selects_teams,
+    chart_name,
+)
 from policies.rules.sagemaker import required_deep_health_checks
 from tests.policy.helpers import (
     found,
@@ -707,6 +714,16 @@ def _efa_by_request_only(inputs: dict[str, Any]) -> None:
 
 bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _efa_by_environment_only))
 bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _efa_by_request_only))
+
+
+def _gpus_by_limit_only(inputs: dict[str, Any]) -> None:
+    """GPUs named in limits alone, as the API allows (an extended resource's request defaults to its limit)."""
+    _efa_by_environment_only(inputs)
+    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    del worker["containers"][0]["resources"]["requests"]["nvidia.com/gpu"]
+
+
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _gpus_by_limit_only))
 na("k8s-efa-pod-resources", dev)
 
 
@@ -829,6 +846,12 @@ bad(
         prod(), "-research-np-default-deny", set_path("spec.egress", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
     ),
 )
+for _narrowed in (  # each one way the default deny stops being one: some pods only, one direction only, an allow
+    set_path("spec.podSelector", {"matchLabels": {"app": "trainer"}}),
+    set_path("spec.policyTypes", ["Ingress"]),
+    set_path("spec.ingress", [{"from": [{"podSelector": {}}]}]),
+):
+    bad("k8s-team-network-isolation", lambda edit=_narrowed: mutated(prod(), "-research-np-default-deny", edit))
 na("k8s-team-network-isolation", lambda: without(prod(), of_type(NAMESPACE)))
 ALLOW_HTTPS = "-research-np-allow-https"
 bad(  # HTTPS widened to every port: pods reach Lustre's servers
@@ -892,6 +915,21 @@ na("k8s-team-quotas", lambda: without(prod(), of_type(NAMESPACE)))
 
 _SYSTEM_CLASSES = {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
 _AFFINITY = {"scopeName": "CrossNamespacePodAffinity", "operator": "Exists"}  # counts only such pods
+
+
+@pytest.mark.parametrize(
+    ("match_labels", "selects"),
+    [
+        ({TENANT_LABEL: TENANT_TEAM}, True),
+        ({TENANT_LABEL: TENANT_TEAM, "team": "research"}, True),
+        ({TENANT_LABEL: "platform"}, False),
+        ({"team": "research"}, False),
+        ({}, False),
+        (None, False),
+    ],
+)
+def test_an_admission_binding_selects_teams_only_by_the_tenant_label(match_labels: Any, selects: bool) -> None:
+    assert _selects_teams(match_labels) is selects
 
 
 @pytest.mark.parametrize(
