@@ -838,6 +838,16 @@ bad(
 )
 na("k8s-namespace-pod-security", lambda: without(prod(), of_type(NAMESPACE)))
 
+
+def test_a_privileged_team_namespace_is_also_below_the_team_floor() -> None:
+    """A team namespace at privileged breaks two rules: privileged is kept for the system namespaces, and a team's
+    namespace enforces at least baseline."""
+    assert messages("k8s-namespace-pod-security", mutated(prod(), TEAM_NS, set_label(PSA, "privileged"))) == [
+        "namespace research enforces privileged but is not a documented privileged system namespace.",
+        "team namespace research enforces privileged, below baseline.",
+    ]
+
+
 ok("k8s-team-network-isolation", prod)
 bad("k8s-team-network-isolation", lambda: without(prod(), lambda r: r.name.endswith("research-np-default-deny")))
 bad(
