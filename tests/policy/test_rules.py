@@ -17,8 +17,16 @@ from typing import Any
 
 import pytest
 
+from policies.facts_generated import TENANT_LABEL, TENANT_TEAM
 from policies.rules import BY_NAME, POLICIES
 from policies.rules.base import RESOURCE_TYPES
+from policies.rules.k8s import (
+    SYSTEM_PRIORITY_CLASSES,
+    _holds_system_classes_at_zero,
+    _image_parts,
+    _selects_teams,
+    chart_name,
+)
 from policies.rules.sagemaker import required_deep_health_checks
 from tests.policy.helpers import (
     found,
@@ -32,7 +40,7 @@ from tests.policy.helpers import (
     with_resource,
     without,
 )
-from trainstack.engine import Recording
+from trainstack.engine import UNKNOWN, Recording
 from trainstack.review import load_config
 
 Source = Callable[[], Recording]
@@ -479,6 +487,10 @@ na("helm-chart-pinned", lambda: without(staging(), of_type(HELM, "kubernetes:hel
 
 ok("gpu-operator-values", staging)
 ok("gpu-operator-values", lambda: scenario("staging-bottlerocket"))  # device plugin off on Bottlerocket too
+ok(  # the operator's device plugin off (another one serves the GPUs): how it would pass them is not judged
+    "gpu-operator-values",
+    lambda: mutated(staging(), "-gpu-operator-release", set_path("values.devicePlugin", {"enabled": False})),
+)
 bad("gpu-operator-values", lambda: mutated(staging(), "-gpu-operator-release", set_path("values.driver.enabled", True)))
 bad(  # back to the environment variable the nodes' runtime ignores
     "gpu-operator-values",
@@ -609,6 +621,19 @@ bad("k8s-pod-security", lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.se
 bad(
     "k8s-pod-security", lambda: mutated(staging(), "-validation-dcgm", set_path("spec.template.spec.hostNetwork", True))
 )
+bad(
+    "k8s-pod-security",
+    lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"allowPrivilegeEscalation": True})),
+)
+# the same privileged container in a namespace allowed privileged workloads (the device plugins') is skipped
+na(
+    "k8s-pod-security",
+    lambda: mutated(
+        mutated(staging(), NCCL, set_path(f"{_WORKER}.securityContext", {"privileged": True})),
+        NCCL,
+        set_path("metadata.namespace", "gpu-operator"),
+    ),
+)
 ok("k8s-pod-security", dev)  # dev: no validation jobs, but the training runtimes
 na("k8s-pod-security", lambda: _no_workloads(dev()))
 
@@ -617,6 +642,13 @@ bad(
     "k8s-image-tag-pinned",
     lambda: mutated(staging(), NCCL, set_path(f"{_WORKER}.image", "public.ecr.aws/hpc-cloud/nccl-tests")),
 )
+for _floating in ("latest", "latest-cuda12"):  # `latest` and a `latest-*` flavour both float
+    bad(
+        "k8s-image-tag-pinned",
+        lambda tag=_floating: mutated(
+            staging(), NCCL, set_path(f"{_WORKER}.image", f"public.ecr.aws/hpc-cloud/nccl-tests:{tag}")
+        ),
+    )
 ok("k8s-image-tag-pinned", dev)
 na("k8s-image-tag-pinned", lambda: _no_workloads(dev()))
 
@@ -665,7 +697,55 @@ def _drop_efa_limit(inputs: dict[str, Any]) -> None:
     del worker["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
 
 
+def _efa_by_environment_only(inputs: dict[str, Any]) -> None:
+    """The worker keeps FI_PROVIDER=efa and its GPUs but asks for no EFA device: NCCL would fall back to TCP."""
+    resources = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]["resources"]
+    del resources["limits"]["vpc.amazonaws.com/efa"], resources["requests"]["vpc.amazonaws.com/efa"]
+
+
+def _efa_by_request_only(inputs: dict[str, Any]) -> None:
+    """The worker requests EFA devices (no FI_PROVIDER set, no limit): the request alone makes it an EFA worker."""
+    _drop_efa_limit(inputs)
+    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    worker["containers"][0]["env"] = [e for e in worker["containers"][0]["env"] if e["name"] != "FI_PROVIDER"]
+
+
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _efa_by_environment_only))
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _efa_by_request_only))
+
+
+def _gpus_by_limit_only(inputs: dict[str, Any]) -> None:
+    """GPUs named in limits alone, as the API allows (an extended resource's request defaults to its limit)."""
+    _efa_by_environment_only(inputs)
+    worker = inputs["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    del worker["containers"][0]["resources"]["requests"]["nvidia.com/gpu"]
+
+
+bad("k8s-efa-pod-resources", lambda: mutated(staging(), NCCL, _gpus_by_limit_only))
 na("k8s-efa-pod-resources", dev)
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("nccl-tests:v2.16", ("v2.16", None)),
+        ("registry.example.com:5000/team/nccl-tests", (None, None)),  # the port is not a tag
+        ("registry.example.com:5000/team/nccl-tests:v2", ("v2", None)),
+        ("nccl-tests@sha256:" + "0" * 64, (None, "sha256:" + "0" * 64)),
+    ],
+)
+def test_an_image_reference_splits_into_its_tag_and_digest(image: str, parts: tuple[str | None, str | None]) -> None:
+    assert _image_parts(image) == parts
+
+
+@pytest.mark.parametrize(
+    "chart", ["gpu-operator", "nvidia/gpu-operator", "oci://ghcr.io/nvidia/charts/gpu-operator", "nvidia/gpu-operator/"]
+)
+def test_a_chart_is_known_by_its_own_name_however_it_is_referenced(chart: str) -> None:
+    assert chart_name({"chart": chart}) == "gpu-operator"
+
 
 # ------------------------------------------------------------------------------------------ SageMaker
 HYPERPOD = "aws-native:sagemaker:Cluster"
@@ -758,6 +838,16 @@ bad(
 )
 na("k8s-namespace-pod-security", lambda: without(prod(), of_type(NAMESPACE)))
 
+
+def test_a_privileged_team_namespace_is_also_below_the_team_floor() -> None:
+    """A team namespace at privileged breaks two rules: privileged is kept for the system namespaces, and a team's
+    namespace enforces at least baseline."""
+    assert messages("k8s-namespace-pod-security", mutated(prod(), TEAM_NS, set_label(PSA, "privileged"))) == [
+        "namespace research enforces privileged but is not a documented privileged system namespace.",
+        "team namespace research enforces privileged, below baseline.",
+    ]
+
+
 ok("k8s-team-network-isolation", prod)
 bad("k8s-team-network-isolation", lambda: without(prod(), lambda r: r.name.endswith("research-np-default-deny")))
 bad(
@@ -766,6 +856,12 @@ bad(
         prod(), "-research-np-default-deny", set_path("spec.egress", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
     ),
 )
+for _narrowed in (  # each one way the default deny stops being one: some pods only, one direction only, an allow
+    set_path("spec.podSelector", {"matchLabels": {"app": "trainer"}}),
+    set_path("spec.policyTypes", ["Ingress"]),
+    set_path("spec.ingress", [{"from": [{"podSelector": {}}]}]),
+):
+    bad("k8s-team-network-isolation", lambda edit=_narrowed: mutated(prod(), "-research-np-default-deny", edit))
 na("k8s-team-network-isolation", lambda: without(prod(), of_type(NAMESPACE)))
 ALLOW_HTTPS = "-research-np-allow-https"
 bad(  # HTTPS widened to every port: pods reach Lustre's servers
@@ -822,7 +918,58 @@ bad(  # a scoped quota's keys bound only the pods it counts: EFA held there boun
         lambda inputs: inputs["spec"]["hard"].update({"requests.vpc.amazonaws.com/efa": "0"}),
     ),
 )
+bad(  # the system quota admits one pod: a team can still preempt the platform once
+    "k8s-team-quotas", lambda: mutated(prod(), "-tenancy-research-priority", set_path("spec.hard.pods", "1"))
+)
 na("k8s-team-quotas", lambda: without(prod(), of_type(NAMESPACE)))
+
+_SYSTEM_CLASSES = {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
+_AFFINITY = {"scopeName": "CrossNamespacePodAffinity", "operator": "Exists"}  # counts only such pods
+
+
+@pytest.mark.parametrize(
+    ("match_labels", "selects"),
+    [
+        ({TENANT_LABEL: TENANT_TEAM}, True),
+        ({TENANT_LABEL: TENANT_TEAM, "team": "research"}, True),
+        ({TENANT_LABEL: "platform"}, False),
+        ({"team": "research"}, False),
+        ({}, False),
+        (None, False),
+    ],
+)
+def test_an_admission_binding_selects_teams_only_by_the_tenant_label(match_labels: Any, selects: bool) -> None:
+    assert _selects_teams(match_labels) is selects
+
+
+@pytest.mark.parametrize(
+    ("spec", "holds"),
+    [
+        ({"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, True),
+        ({"hard": {"pods": 0}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, True),  # a number
+        ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, False),
+        ({"hard": {}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}}, False),
+        (  # scopes narrow it further: it counts only some of those pods
+            {"hard": {"pods": "0"}, "scopes": ["BestEffort"], "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES]}},
+            False,
+        ),
+        (  # one class only
+            {
+                "hard": {"pods": "0"},
+                "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES | {"values": ["system-node-critical"]}]},
+            },
+            False,
+        ),
+        (  # a second expression narrows the scope (expressions are ANDed)
+            {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": [_SYSTEM_CLASSES, _AFFINITY]}},
+            False,
+        ),
+        ("pods: 0", False),
+    ],
+)
+def test_a_system_class_quota_holds_both_classes_at_zero_pods(spec: Any, holds: bool) -> None:
+    assert _holds_system_classes_at_zero(spec) is holds
+
 
 ok("eks-network-policy-enabled", prod)
 bad("eks-network-policy-enabled", lambda: mutated(prod(), "-eks-vpc-cni", drop("configurationValues")))
@@ -867,6 +1014,19 @@ bad(  # the device policy's binding alone does not restrict images
     "k8s-allowed-registries", lambda: without(prod(), lambda r: r.name == "tenancy-registries-binding")
 )
 
+
+def test_a_registry_policy_whose_variables_are_computed_at_preview_is_judged_at_pulumi_up() -> None:
+    source = mutated(prod(), REGISTRIES, set_path("spec.variables", UNKNOWN))
+    assert messages("k8s-allowed-registries", source) == []
+
+
+def test_a_registry_policy_whose_validations_are_unknown_is_not_counted_as_restricting_images() -> None:
+    source = mutated(prod(), REGISTRIES, set_path("spec.validations", UNKNOWN))
+    assert messages("k8s-allowed-registries", source) == [
+        "no ValidatingAdmissionPolicy is bound with Deny to the team namespaces: images may come from anywhere."
+    ]
+
+
 ok("k8s-device-access", prod)
 ok("k8s-device-access", dev)
 bad("k8s-device-access", lambda: without(prod(), lambda r: r.name == "tenancy-devices-binding"))
@@ -881,6 +1041,27 @@ bad(  # the toleration rule dropped: the thief without the variable still lands 
     ),
 )
 na("k8s-device-access", lambda: without(prod(), of_type(NAMESPACE)))
+
+
+def test_a_team_bound_cluster_wide_is_one_finding_whatever_the_role() -> None:
+    """A ClusterRoleBinding of a team's group is refused as such: the role it names (here a built-in the plan cannot
+    see) is not judged on top."""
+    source = with_resource(
+        prod(),
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+        "research-everywhere",
+        {
+            "subjects": [
+                {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "trainstack:team:research"}
+            ],
+            "roleRef": {"kind": "ClusterRole", "apiGroup": "rbac.authorization.k8s.io", "name": "view"},
+        },
+    )
+    assert messages("k8s-team-access", source) == [
+        "research-everywhere binds ['trainstack:team:research'] cluster-wide: "
+        "team access stays in the team's namespace."
+    ]
+
 
 ok("k8s-team-access", prod)
 ok("k8s-team-access", dev)
@@ -1157,6 +1338,28 @@ def test_the_login_role_check_waits_for_role_arns_computed_at_the_first_preview(
     """At staging's first preview the HyperPod groups' execution roles are unknown: judged at pulumi up, not here."""
     result = run(shipped("staging", preview=True), policies=[BY_NAME["hyperpod-execution-role-confined"]])
     assert (result.violations, result.not_applicable) == ((), ())
+
+
+def _second_group_named_login(inputs: dict[str, Any]) -> None:
+    inputs["instanceGroups"].append(inputs["instanceGroups"][0] | {"instanceGroupName": "login"})
+
+
+@pytest.mark.parametrize(
+    ("key", "shares"),
+    [("hyperpod/lifecycle/x/provisioning_parameters.json", True), ("hyperpod/lifecycle/x/other.json", False)],
+    ids=["provisioning-parameters", "another-json-file"],
+)
+def test_only_the_provisioning_parameters_file_names_the_login_group(key: str, shares: bool) -> None:
+    """A group named `login` that shares the workers' role is a finding when provisioning_parameters.json makes it
+    the login group; the same JSON under another key makes no login group."""
+    source = with_resource(
+        mutated(staging(), HYPERPOD, _second_group_named_login),
+        "aws:s3/bucketObjectv2:BucketObjectv2",
+        "lifecycle-json",
+        {"key": key, "content": json.dumps({"login_group": "login"})},
+    )
+    shared = [m for m in messages("hyperpod-execution-role-confined", source) if "login group login runs as" in m]
+    assert len(shared) == int(shares), shared
 
 
 def test_an_unreadable_provisioning_parameters_file_names_no_login_group() -> None:
@@ -1640,6 +1843,12 @@ bad("registry-allowlist-breadth", lambda: mutated(prod(), REGISTRIES_VAP, _appro
 na("registry-allowlist-breadth", lambda: without(prod(), of_type(VAP_TYPE)))
 
 
+def test_an_allowlist_unknown_at_preview_is_judged_after_deploy() -> None:
+    """The private ECR prefix names the account, known after deploy: a preview's unknown validations are not judged."""
+    source = mutated(prod(), REGISTRIES_VAP, set_path("spec.validations", UNKNOWN))
+    assert messages("registry-allowlist-breadth", source) == []
+
+
 def _group_label(key: str, value: str) -> Callable[[dict[str, Any]], None]:
     def edit(inputs: dict[str, Any]) -> None:
         inputs.setdefault("labels", {})[key] = value  # a key with dots: set_path would split it
@@ -1673,6 +1882,8 @@ bad(
     lambda: mutated(prod(), "-team-research-quota", set_path("spec.hard", {"requests.nvidia.com/gpu": "1024"})),
 )
 na("team-quota-fits-capacity", lambda: without(prod(), of_type(QUOTA)))
+# platform-only: the cluster (and so its node groups' capacity) is someone else's
+na("team-quota-fits-capacity", lambda: without(prod(), of_type(CLUSTER)))
 
 
 # ---------------------------------------------------------------------------------------------- tests
