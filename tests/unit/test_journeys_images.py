@@ -3,12 +3,24 @@ read, the registry admission policy's CEL on a pod, a release's image under its 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from trainstack.journeys.images import _selects, admits, endpoint_allows
-from trainstack.journeys.workload_facts import ContainerFacts, ImagePart, image_of
+from trainstack.journeys.workload_facts import (
+    ChartWorkloads,
+    ContainerFacts,
+    ImagePart,
+    WorkloadFacts,
+    chart_workloads,
+    enabled_missing_subcharts,
+    image_of,
+    running,
+    sets,
+    value_at,
+)
 
 OBJECT = "arn:aws:s3:::prod-registry-k8s-io-us-east-1/containers/images/sha256:0"
 ANONYMOUS = {"aws:ResourceAccount": "registry"}
@@ -147,3 +159,71 @@ def test_a_release_value_replaces_its_span_of_the_image() -> None:
     both = {"global": {"imageRegistry": "mirror.example"}, "image": {"registry": "quay.io"}}
     assert image_of(KSM, both).startswith("mirror.example/")  # rank 0 wins
     assert image_of(KSM, {"image": {"sha": "abc", "registry": ""}}) == KSM.image  # no span, an empty value
+
+
+# ------------------------------------------------------------------------- what a release runs under its values
+
+
+def test_a_value_is_read_at_its_dotted_key_and_only_where_a_mapping_holds_it() -> None:
+    values = {"image": {"registry": "quay.io", "empty": None}, "flag": False}
+    assert value_at(values, "image.registry") == "quay.io"
+    assert value_at(values, "image.empty") is None and sets(values, "image.empty")  # set, to null
+    assert sets(values, "flag") and not sets(values, "image.tag") and not sets(values, "image.registry.x")
+    assert not sets(values, "missing.key")
+
+
+def workload(name: str, when: dict[str, Any], *containers: ContainerFacts, hook: str = "") -> WorkloadFacts:
+    return WorkloadFacts("Deployment", name, "{namespace}", "t.yaml", hook, {}, (), when, containers)
+
+
+def plain(name: str, when: dict[str, Any] | None = None) -> ContainerFacts:
+    return ContainerFacts(name, False, f"repo/{name}:1", (), (), when or {})
+
+
+FACTS = ChartWorkloads(
+    "chart", "1.0.0", "src",
+    (workload("always", {}, plain("main"), plain("metrics", {"metrics.enabled": True})),
+     workload("optional", {"extra.enabled": True}, plain("extra")),
+     workload("off-by-default", {"other.enabled": True}, plain("other")),
+     workload("only-when-off", {"legacy": False}, plain("legacy")),
+     workload("hook", {}, plain("migrate"), hook="pre-upgrade"),
+     workload("nothing-runs", {}, plain("gated", {"never": True}))),
+    {"extra.enabled": True, "metrics.enabled": False},
+    ({"name": "cert-manager", "version": "v1.15.0", "condition": "cert-manager.enabled"},
+     {"name": "mpi-operator", "version": "0.6.0", "condition": "mpi.enabled"},
+     {"name": "always-there", "version": "1.0.0"}),
+)  # fmt: skip
+
+
+def ran(values: dict[str, Any], hooks: bool = False) -> dict[str, list[str]]:
+    return {r.workload.name: [c.name for c, _ in r.containers] for r in running(FACTS, values, hooks)}
+
+
+def test_a_release_runs_the_workloads_and_containers_its_values_or_the_charts_defaults_turn_on() -> None:
+    assert ran({}) == {"always": ["main"], "optional": ["extra"], "only-when-off": ["legacy"]}
+    on = ran({"metrics": {"enabled": True}, "extra": {"enabled": False}, "other": {"enabled": "yes"}, "legacy": 1})
+    assert on == {"always": ["main", "metrics"], "off-by-default": ["other"]}
+    assert ran({}, hooks=True)["hook"] == ["migrate"]  # hooks only when asked
+    [always] = [r for r in running(FACTS, {}) if r.workload.name == "always"]
+    assert always.containers == ((FACTS.workloads[0].containers[0], "repo/main:1"),)
+
+
+def test_the_subcharts_without_facts_that_a_release_turns_on_are_named() -> None:
+    assert enabled_missing_subcharts(FACTS, {}) == [
+        "cert-manager v1.15.0 (cert-manager.enabled)",
+        "mpi-operator 0.6.0 (mpi.enabled)",
+        "always-there 1.0.0 (always)",
+    ]
+    defaults_off = dataclasses.replace(FACTS, condition_defaults={"cert-manager.enabled": False})
+    assert enabled_missing_subcharts(defaults_off, {"mpi": {"enabled": False}}) == ["always-there 1.0.0 (always)"]
+    assert enabled_missing_subcharts(defaults_off, {"cert-manager": {"enabled": True}})[0].startswith("cert-manager")
+
+
+def test_workload_facts_are_found_with_or_without_a_leading_v() -> None:
+    ksm = chart_workloads("kube-state-metrics", "8.4.0")
+    assert ksm is not None and ksm.version.removeprefix("v") == "8.4.0" and ksm.workloads
+    assert chart_workloads("kube-state-metrics", "v8.4.0") == ksm
+    gpu = chart_workloads("gpu-operator", "25.3.4")  # the file is gpu-operator@v25.3.4.json
+    assert gpu is not None and gpu == chart_workloads("gpu-operator", "v25.3.4")
+    assert chart_workloads("kube-state-metrics", "0.0.1") is None and chart_workloads("no-such-chart", "1") is None
+    assert "kube-state-metrics" in ksm.source and "rendered with" in ksm.source
