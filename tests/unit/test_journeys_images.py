@@ -10,6 +10,7 @@ import pytest
 
 from trainstack.journeys.images import _selects, admits, endpoint_allows
 from trainstack.journeys.workload_facts import (
+    WORKLOADS_DIR,
     ChartWorkloads,
     ContainerFacts,
     ImagePart,
@@ -227,3 +228,27 @@ def test_workload_facts_are_found_with_or_without_a_leading_v() -> None:
     assert gpu is not None and gpu == chart_workloads("gpu-operator", "v25.3.4")
     assert chart_workloads("kube-state-metrics", "0.0.1") is None and chart_workloads("no-such-chart", "1") is None
     assert "kube-state-metrics" in ksm.source and "rendered with" in ksm.source
+
+
+def test_values_on_two_spans_both_land_and_only_non_empty_text_replaces() -> None:
+    both = {"image": {"registry": "quay.io", "tag": "v2.21.0"}}  # the registry is shorter: offsets must not shift
+    assert image_of(KSM, both) == "quay.io/kube-state-metrics/kube-state-metrics:v2.21.0"
+    assert image_of(KSM, {"image": {"tag": 2.21, "registry": None}}) == KSM.image  # not text: the chart's default
+
+
+def test_no_two_values_of_one_image_span_share_a_rank_in_the_facts() -> None:
+    """scripts/chart_workloads.py ranks values on one span by which one Helm renders: one rank 0, the others 1."""
+    for path in sorted(WORKLOADS_DIR.glob("*.json")):
+        chart, version = path.stem.split("@")
+        facts = chart_workloads(chart, version)
+        assert facts is not None
+        for w in facts.workloads:
+            for c in w.containers:
+                ranks = [(p.start, p.end, p.rank) for p in c.parts if p.replaces]
+                assert len(ranks) == len(set(ranks)), (path.name, c.name)
+
+
+def test_a_workloads_name_namespace_and_labels_take_the_release() -> None:
+    facts = WorkloadFacts("DaemonSet", "{release}-exporter", "{namespace}", "t", "", {"app": "{release}", "x": "y"},
+                          (), {}, ())  # fmt: skip
+    assert facts.resolved("gpu", "monitoring") == ("gpu-exporter", "monitoring", {"app": "gpu", "x": "y"})
