@@ -207,6 +207,61 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
     assert "DenyLifecycleUploadWithoutStackKey" in detail
 
 
+def _vpc_only(sid: str, actions: list[str], statements: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Deny of `actions` from outside the VPC, with the data buckets' own endpoint condition."""
+    condition = next(s for s in statements if s["Sid"] == "DenyDataAccessOutsideVpc")["Condition"]
+    endpoint = {"StringNotEqualsIfExists": condition["StringNotEqualsIfExists"]}
+    return {"Sid": sid, "Effect": "Deny", "Principal": "*", "Action": actions, "Resource": "*", "Condition": endpoint}
+
+
+@pytest.mark.slow
+def test_fsx_reads_its_bucket_from_outside_the_vpc_only_by_its_exemption() -> None:
+    """FSx's service-linked role reaches the linked bucket from AWS's network, not through the stack's endpoint."""
+
+    def no_exemption(statements: list[dict[str, Any]]) -> None:
+        deny = next(s for s in statements if s["Sid"] == "DenyDataAccessOutsideVpc")
+        del deny["Condition"]["ArnNotLike"]
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(no_exemption))
+    name, detail = broken(walked(rec, stack_config("staging")), "FSx for Lustre")
+    assert "DenyDataAccessOutsideVpc" in detail, (name, detail)
+
+
+@pytest.mark.slow
+def test_the_deployer_uploads_lifecycle_scripts_from_outside_the_vpc() -> None:
+    [datasets] = [r for r in recording("staging").resources if r.name == "data-datasets-policy"]
+    stack_endpoint = _vpc_only(
+        "OnlyThroughTheEndpoint", ["s3:PutObject"], json.loads(datasets.inputs["policy"])["Statement"]
+    )
+    rec = edited(
+        recording("staging"),
+        "hyperpod-lifecycle-bucket-policy",
+        policy_edit(lambda statements: statements.append(stack_endpoint)),
+    )
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name.startswith("the deployer uploads s3://sagemaker-") and "OnlyThroughTheEndpoint" in detail
+
+
+@pytest.mark.slow
+def test_destroy_deletes_each_emptied_bucket_from_outside_the_vpc() -> None:
+    def vpc_only_delete(statements: list[dict[str, Any]]) -> None:
+        statements.append(_vpc_only("NoBucketDeletionOutsideVpc", ["s3:DeleteBucket"], statements))
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(vpc_only_delete))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes data-datasets-1a59e9f" and "NoBucketDeletionOutsideVpc" in detail
+
+
+@pytest.mark.slow
+def test_a_bucket_without_a_policy_has_no_vpc_only_step_and_the_walk_goes_on() -> None:
+    journeys = walked(without(recording("staging"), "data-datasets-policy"), stack_config("staging"))
+    [destroy] = [j for j in journeys if j.kind == DESTROY]
+    names = [s.name for s in destroy.steps]
+    assert "the deployer deletes data-datasets-1a59e9f" in names
+    assert "the deployer still cannot read or write data-datasets-1a59e9f from outside the VPC" not in names
+    assert "the deployer still cannot read or write data-checkpoints-3e76139 from outside the VPC" in names
+
+
 def _slurm_example() -> tuple[Recording, StackConfig]:
     cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
     return program_recording(cluster, cluster.environment.value), cluster
