@@ -262,6 +262,43 @@ def test_a_bucket_without_a_policy_has_no_vpc_only_step_and_the_walk_goes_on() -
     assert "the deployer still cannot read or write data-checkpoints-3e76139 from outside the VPC" in names
 
 
+@pytest.mark.slow
+def test_the_execution_role_without_its_ebs_grant_cannot_attach_volumes() -> None:
+    rec = edited(recording("staging"), "hyperpod-execution-inline", drop_sid("EbsVolumeKeyGrants"))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod")
+    assert name == "the execution role grants its key only to AWS services"
+    assert detail.startswith("EBS's grant for a HyperPod volume: denied")
+
+
+@pytest.mark.slow
+def test_a_bucket_without_a_stack_key_needs_no_key_permission() -> None:
+    journeys = walked(without(recording("staging"), "data-datasets-encryption"), stack_config("staging"))
+    details = [s.detail for j in journeys for s in j.steps if "decrypts datasets" in s.name]
+    assert details and all(
+        d == "kms:Decrypt on no stack key via S3: data-datasets-1a59e9f is not encrypted with a key of this stack"
+        for d in details
+    )
+    assert all(j.holds for j in journeys if j.subject.startswith("team "))
+
+
+@pytest.mark.slow
+def test_a_team_lists_and_reads_its_own_checkpoints_prefix_only() -> None:
+    """ListBucket is asked with the object's folder as s3:prefix, which the team's ListOwnCheckpoints allows only
+    under the team's own prefix (S3 User Guide, "ListObjectsV2" and the s3:prefix condition key)."""
+    world = access.World.read(Trip(recording=recording("staging"), stack=stack_config("staging")))
+    assert world is not None
+    [role] = [arn for arn in world.roles if arn.endswith("-research")]
+    checkpoints = world.buckets["checkpoints"]
+
+    def reads(key: str) -> bool:
+        steps = access.access_steps(world, "research", role, world.roles[role], [(checkpoints, key)], [],
+                                    from_vpc=True, source="test")  # fmt: skip
+        return steps[0].holds
+
+    assert reads("research/run-1/step-100.pt")
+    assert not reads("pretraining/run-1/step-100.pt")
+
+
 def _slurm_example() -> tuple[Recording, StackConfig]:
     cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
     return program_recording(cluster, cluster.environment.value), cluster
