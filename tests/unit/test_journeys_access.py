@@ -14,8 +14,9 @@ import pytest
 from stacks.load import load_file
 from stacks.schema import StackConfig
 from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
-from trainstack.engine import Recording
+from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import DESTROY, WRITERS, Journey, Trip, access
+from trainstack.journeys.iam import Policy
 from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
 
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
@@ -297,6 +298,43 @@ def test_a_team_lists_and_reads_its_own_checkpoints_prefix_only() -> None:
 
     assert reads("research/run-1/step-100.pt")
     assert not reads("pretraining/run-1/step-100.pt")
+
+
+@pytest.mark.slow
+def test_destroy_deletes_a_keys_aliases_before_the_key() -> None:
+    def no_alias_deletion(statements: list[dict[str, Any]]) -> None:
+        statements.append({"Sid": "KeepAliases", "Effect": "Deny", "Principal": "*", "Action": "kms:DeleteAlias",
+                           "Resource": "*"})  # fmt: skip
+
+    rec = edited(recording("staging"), "data-key", policy_edit(no_alias_deletion))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes data-key" and "KeepAliases" in detail
+
+
+@pytest.mark.slow
+def test_a_team_role_unknown_in_preview_gets_only_its_binding_step() -> None:
+    rec = edited(recording("staging"), "team-storage-research-association", lambda i: i.update(roleArn=UNKNOWN))
+    [journey] = [j for j in walked(rec, stack_config("staging")) if j.subject.startswith("team research")]
+    assert [s.name for s in journey.steps] == ["pods on research/training get a role"] and journey.holds
+
+
+@pytest.mark.slow
+def test_listing_asks_for_the_objects_own_folder() -> None:
+    world = access.World.read(Trip(recording=recording("staging"), stack=stack_config("staging")))
+    assert world is not None
+    checkpoints = world.buckets["checkpoints"]
+    exact = Policy.of("exact folder", {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": checkpoints.arn,
+         "Condition": {"StringEquals": {"s3:prefix": "research/run-1/"}}},
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{checkpoints.arn}/*"},
+        {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*"}]})  # fmt: skip
+    [role] = [arn for arn in world.roles if arn.endswith("-research")]
+
+    def reads(key: str) -> bool:
+        steps = access.access_steps(world, "r", role, [exact], [(checkpoints, key)], [], from_vpc=True, source="t")
+        return steps[0].holds
+
+    assert reads("research/run-1/step-100.pt") and not reads("research/run-1/sub/step-100.pt")
 
 
 def _slurm_example() -> tuple[Recording, StackConfig]:
