@@ -17,7 +17,7 @@ from tests.conftest import ROOT, STACKS, edited_config, program_recording, recor
 from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import DESTROY, WRITERS, Journey, Trip, access
 from trainstack.journeys.iam import Policy
-from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
+from trainstack.tokens import BUCKET_OBJECT, FSX_DATA_REPOSITORY_ASSOCIATION
 
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 
@@ -335,6 +335,37 @@ def test_listing_asks_for_the_objects_own_folder() -> None:
         return steps[0].holds
 
     assert reads("research/run-1/step-100.pt") and not reads("research/run-1/sub/step-100.pt")
+
+
+@pytest.mark.slow
+def test_a_team_that_reads_the_data_from_outside_the_vpc_is_seen() -> None:
+    rec = edited(recording("staging"), "data-datasets-policy", drop_sid("DenyDataAccessOutsideVpc"))
+    name, _ = broken(walked(rec, stack_config("staging")), "team research")
+    assert name == "team research's credentials cannot read the data from outside the VPC"
+
+
+@pytest.mark.slow
+def test_a_bucket_destroy_keeps_is_not_emptied() -> None:
+    rec = edited(recording("staging"), "data-datasets", lambda i: i.update(forceDestroy=False))
+    [destroy] = [j for j in walked(rec, stack_config("staging")) if j.kind == DESTROY]
+    kept = [s for s in destroy.steps if "data-datasets-1a59e9f" in s.name]
+    assert [(s.name, s.holds) for s in kept] == [("data-datasets-1a59e9f is kept", True)]
+
+
+@pytest.mark.slow
+def test_no_lifecycle_scripts_no_lifecycle_journey_and_a_login_role_without_policies_adds_no_step() -> None:
+    staging = recording("staging")
+    without_scripts = dataclasses.replace(
+        staging, resources=tuple(r for r in staging.resources if r.type != BUCKET_OBJECT)
+    )
+    subjects = [j.subject for j in walked(without_scripts, stack_config("staging"))]
+    assert not [s for s in subjects if s.startswith("HyperPod lifecycle scripts")]
+    stranger = dataclasses.replace(
+        staging, outputs={**staging.outputs, "hyperpod_login_role_arn": "arn:aws:iam::123456789012:role/elsewhere"}
+    )
+    [journey] = [j for j in walked(stranger, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    [plain] = [j for j in walked(staging, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    assert [s.name for s in journey.steps] == [s.name for s in plain.steps]
 
 
 def _slurm_example() -> tuple[Recording, StackConfig]:
