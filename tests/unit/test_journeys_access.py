@@ -368,6 +368,45 @@ def test_no_lifecycle_scripts_no_lifecycle_journey_and_a_login_role_without_poli
     assert [s.name for s in journey.steps] == [s.name for s in plain.steps]
 
 
+@pytest.mark.slow
+def test_an_execution_role_the_plan_has_no_policies_for_adds_no_step() -> None:
+    staging = recording("staging")
+    [plain] = [j for j in walked(staging, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    other = dataclasses.replace(
+        staging, outputs={**staging.outputs, "hyperpod_execution_role_arn": "arn:aws:iam::123456789012:role/elsewhere"}
+    )
+    [journey] = [j for j in walked(other, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    assert [s.name for s in journey.steps] == [s.name for s in plain.steps][:2]  # the deployer's upload only
+
+
+@pytest.mark.slow
+def test_a_lifecycle_bucket_without_a_stack_key_has_no_grant_to_limit() -> None:
+    rec = without(recording("staging"), "hyperpod-lifecycle-bucket-encryption")
+    [journey] = [j for j in walked(rec, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    [grant] = [s for s in journey.steps if s.name == "the execution role grants its key only to AWS services"]
+    assert grant.holds and grant.detail == "no stack key"
+
+
+@pytest.mark.slow
+def test_a_policy_the_evaluator_cannot_judge_stops_destroy_with_the_reason() -> None:
+    def unjudgeable(statements: list[dict[str, Any]]) -> None:
+        statements[0]["Condition"] = {"StringNotLike": {"aws:userid": "AROA*"}}
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(unjudgeable))
+    [destroy] = [j for j in walked(rec, stack_config("staging")) if j.kind == DESTROY]
+    assert destroy.broken_step is not None and destroy.broken_step.name == "the stack's bucket and key policies"
+    assert destroy.steps[-1].name == "who else can destroy this stack"
+
+
+@pytest.mark.slow
+def test_administrators_of_the_stacks_own_account_need_no_cross_account_note() -> None:
+    same = "arn:aws:iam::123456789012:role/platform-admin"
+    cluster = edited_config("staging", lambda c: c["security"].update(key_administrator_arns=[same]))
+    [destroy] = [j for j in walked(recording("staging"), cluster) if j.kind == DESTROY]
+    last = destroy.steps[-1]
+    assert same in last.detail and "another account" not in last.detail
+
+
 def _slurm_example() -> tuple[Recording, StackConfig]:
     cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
     return program_recording(cluster, cluster.environment.value), cluster
