@@ -407,6 +407,28 @@ def test_administrators_of_the_stacks_own_account_need_no_cross_account_note() -
     assert same in last.detail and "another account" not in last.detail
 
 
+@pytest.mark.slow
+def test_emptying_a_governance_locked_bucket_needs_the_bypass_permission() -> None:
+    def no_bypass(statements: list[dict[str, Any]]) -> None:
+        statements.append({"Sid": "NoBypass", "Effect": "Deny", "Principal": "*",
+                           "Action": "s3:BypassGovernanceRetention", "Resource": "*"})  # fmt: skip
+
+    rec = edited(recording("staging"), "data-checkpoints-policy", policy_edit(no_bypass))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes every version in data-checkpoints-3e76139" and "NoBypass" in detail
+    # a bucket without Object Lock is emptied without it
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(no_bypass))
+    [destroy] = [j for j in walked(rec, stack_config("staging")) if j.kind == DESTROY]
+    assert destroy.holds
+
+
+@pytest.mark.slow
+def test_a_data_repository_outside_the_stacks_buckets_has_no_fsx_journey() -> None:
+    [dra] = recording("dev").by_type(FSX_DATA_REPOSITORY_ASSOCIATION)
+    rec = edited(recording("dev"), dra.name, lambda i: i.update(dataRepositoryPath="s3://someone-elses-bucket/data"))
+    assert not [j for j in walked(rec, stack_config("dev")) if j.subject.startswith("FSx for Lustre")]
+
+
 def _slurm_example() -> tuple[Recording, StackConfig]:
     cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
     return program_recording(cluster, cluster.environment.value), cluster
