@@ -429,6 +429,20 @@ def test_a_data_repository_outside_the_stacks_buckets_has_no_fsx_journey() -> No
     assert not [j for j in walked(rec, stack_config("dev")) if j.subject.startswith("FSx for Lustre")]
 
 
+@pytest.mark.slow
+def test_a_training_role_the_plan_has_no_policies_for_or_does_not_know_has_no_journey() -> None:
+    staging = recording("staging")
+    roles = dict(staging.outputs["sagemaker_training_role_arns"])
+    team = sorted(roles)[0]
+    for arn in ("arn:aws:iam::123456789012:role/elsewhere", UNKNOWN):
+        rec = dataclasses.replace(
+            staging, outputs={**staging.outputs, "sagemaker_training_role_arns": {**roles, team: arn}}
+        )
+        subjects = [j.subject for j in walked(rec, stack_config("staging"))]
+        assert f"SageMaker training role of team {team}: datasets in, its checkpoints out" not in subjects
+        assert len([s for s in subjects if s.startswith("SageMaker training role")]) == len(roles) - 1
+
+
 def _slurm_example() -> tuple[Recording, StackConfig]:
     cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
     return program_recording(cluster, cluster.environment.value), cluster
