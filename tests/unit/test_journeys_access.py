@@ -443,6 +443,27 @@ def test_a_training_role_the_plan_has_no_policies_for_or_does_not_know_has_no_jo
         assert len([s for s in subjects if s.startswith("SageMaker training role")]) == len(roles) - 1
 
 
+@pytest.mark.slow
+def test_an_outside_vpc_role_the_bucket_policy_does_not_exempt_is_refused() -> None:
+    """The recording's bucket policies name no outside-VPC role: one added to the config alone reads nothing."""
+    ingest = "arn:aws:iam::123456789012:role/ingest"
+    cluster = edited_config("staging", lambda c: c["security"].update(outside_vpc_data_role_arns=[ingest]))
+    name, detail = broken(walked(recording("staging"), cluster), f"outside-VPC data role {ingest}")
+    assert name.endswith("from outside the VPC") and "DenyDataAccessOutsideVpc" in detail
+
+
+@pytest.mark.slow
+def test_the_execution_role_reads_the_lifecycle_scripts_only_by_its_exemption() -> None:
+    def no_execution_role(statements: list[dict[str, Any]]) -> None:
+        deny = next(s for s in statements if s["Sid"] == "DenyLifecycleReadExceptDeployerAndHyperPod")
+        deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] = ["arn:aws:iam::123456789012:user/offline-plan"]
+
+    rec = edited(recording("staging"), "hyperpod-lifecycle-bucket-policy", policy_edit(no_execution_role))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name.startswith("the execution role reads s3://sagemaker-")
+    assert "DenyLifecycleReadExceptDeployerAndHyperPod" in detail
+
+
 def _slurm_example() -> tuple[Recording, StackConfig]:
     cluster = load_file(ROOT / "stacks" / "examples" / "hyperpod-slurm.yaml")
     return program_recording(cluster, cluster.environment.value), cluster
