@@ -4,11 +4,26 @@ read, the registry admission policy's CEL on a pod, a release's image under its 
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
-from trainstack.journeys.images import _selects, admits, endpoint_allows
+from components.tenancy import REGISTRY_POLICY_NAME
+from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.journeys.images import (
+    PRIVATE_SUBNET_TAG,
+    Admission,
+    Network,
+    Pull,
+    _object_workloads,
+    _pull_steps,
+    _selects,
+    admission,
+    admits,
+    endpoint_allows,
+    network,
+)
 from trainstack.journeys.workload_facts import (
     WORKLOADS_DIR,
     ChartWorkloads,
@@ -21,6 +36,18 @@ from trainstack.journeys.workload_facts import (
     running,
     sets,
     value_at,
+)
+from trainstack.tokens import (
+    CLUSTER_TRAINING_RUNTIME,
+    K8S_JOB,
+    NAMESPACE,
+    ROUTE,
+    ROUTE_TABLE_ASSOCIATION,
+    SUBNET,
+    TRAIN_JOB,
+    VALIDATING_ADMISSION_POLICY,
+    VALIDATING_ADMISSION_POLICY_BINDING,
+    VPC_ENDPOINT,
 )
 
 OBJECT = "arn:aws:s3:::prod-registry-k8s-io-us-east-1/containers/images/sha256:0"
@@ -252,3 +279,139 @@ def test_a_workloads_name_namespace_and_labels_take_the_release() -> None:
     facts = WorkloadFacts("DaemonSet", "{release}-exporter", "{namespace}", "t", "", {"app": "{release}", "x": "y"},
                           (), {}, ())  # fmt: skip
     assert facts.resolved("gpu", "monitoring") == ("gpu-exporter", "monitoring", {"app": "gpu", "x": "y"})
+
+
+# ------------------------------------------------------------------- the network, admission and pulls, by hand
+
+REGION = "us-east-1"
+
+
+def res(type_: str, name: str, inputs: dict[str, Any], **deps: tuple[str, ...]) -> RecordedResource:
+    return RecordedResource(type_, name, f"urn::{name}", "", True, inputs, (), deps, False, False, "")
+
+
+def vpc(
+    *,
+    nat: bool = True,
+    gateway_tables: tuple[str, ...] = ("urn::rt-private",),
+    policy: Any = None,
+    service: str = f"com.amazonaws.{REGION}.s3",
+    extra: tuple[RecordedResource, ...] = (),
+) -> Recording:
+    """Two subnets (one private), the private one's route table, its NAT route, and the S3 gateway endpoint."""
+    found = [
+        res(SUBNET, "private-a", {"tags": {PRIVATE_SUBNET_TAG: "1"}}),
+        res(SUBNET, "public-a", {"tags": {"kubernetes.io/role/elb": "1"}}),
+        res(ROUTE_TABLE_ASSOCIATION, "a1", {}, subnetId=("urn::private-a",), routeTableId=("urn::rt-private",)),
+        res(ROUTE_TABLE_ASSOCIATION, "a2", {}, subnetId=("urn::public-a",), routeTableId=("urn::rt-public",)),
+        res(
+            ROUTE, "to-igw", {"destinationCidrBlock": "0.0.0.0/0", "gatewayId": "igw"}, routeTableId=("urn::rt-public",)
+        ),
+        res(
+            VPC_ENDPOINT, "ecr-api", {"serviceName": f"com.amazonaws.{REGION}.ecr.api", "vpcEndpointType": "Interface"}
+        ),
+        res(
+            VPC_ENDPOINT,
+            "s3",
+            {
+                "serviceName": service,
+                "vpcEndpointType": "Gateway",
+                **({"policy": policy} if policy is not None else {}),
+            },
+            routeTableIds=gateway_tables,
+        ),
+        *extra,
+    ]
+    if nat:
+        found.append(
+            res(
+                ROUTE,
+                "to-nat",
+                {"destinationCidrBlock": "0.0.0.0/0", "natGatewayId": "nat"},
+                routeTableId=("urn::rt-private",),
+            )
+        )
+    return Recording("s", False, tuple(found), {})
+
+
+def test_the_network_is_what_the_private_subnets_route_tables_reach() -> None:
+    full = network(vpc(policy=json.dumps(policy(statement()))), REGION, "aws")
+    assert (full.built, full.nat, full.s3_gateway, full.interface) == (True, True, True, frozenset({"ecr.api"}))
+    assert full.s3_policy == policy(statement())
+    assert not network(vpc(nat=False), REGION, "aws").nat  # the public table's internet route does not count
+    assert network(vpc(policy=UNKNOWN), REGION, "aws").s3_policy == UNKNOWN
+    plain = network(vpc(), REGION, "aws")
+    assert plain.s3_gateway and plain.s3_policy is None  # no policy: full access
+    assert not network(vpc(gateway_tables=("urn::rt-public",)), REGION, "aws").s3_gateway
+    other_region = network(vpc(service="com.amazonaws.us-west-2.s3"), REGION, "aws")
+    assert not other_region.s3_gateway and other_region.s3_policy is None
+    assert network(Recording("s", False, (), {}), REGION, "aws") == Network(REGION, "aws", False, False, False, None)
+    no_private = Recording("s", False, tuple(r for r in vpc().resources if r.name != "private-a"), {})
+    assert (network(no_private, REGION, "aws").nat, network(no_private, REGION, "aws").s3_gateway) == (False, False)
+
+
+def binding(name: str, actions: list[str], selector: dict[str, Any]) -> RecordedResource:
+    spec = {"policyName": name, "validationActions": actions, "matchResources": {"namespaceSelector": selector}}
+    return res(VALIDATING_ADMISSION_POLICY_BINDING, f"b-{name}-{len(actions)}", {"spec": spec})
+
+
+def namespace(name: str, **labels: str) -> RecordedResource:
+    return res(NAMESPACE, name, {"metadata": {"name": name, "labels": labels}})
+
+
+VAP = res(VALIDATING_ADMISSION_POLICY, "p", {"metadata": {"name": REGISTRY_POLICY_NAME}, "spec": {}})
+TEAMS = {"matchLabels": {"trainstack.io/tenant": "team"}}
+
+
+def test_admission_binds_the_registry_policy_where_it_denies_in_the_selected_namespaces() -> None:
+    namespaces = (namespace("a", **{"trainstack.io/tenant": "team"}), namespace("kube-system"))
+    bound = admission(Recording("s", False, (VAP, binding(REGISTRY_POLICY_NAME, ["Deny"], TEAMS), *namespaces), {}))
+    assert bound.policy == VAP.inputs and bound.namespaces == {"a"}
+    for other in (binding(REGISTRY_POLICY_NAME, ["Audit"], TEAMS), binding("device-access", ["Deny"], TEAMS)):
+        assert admission(Recording("s", False, (VAP, other, *namespaces), {})) == Admission(None, frozenset())
+    unbuilt = Recording("s", False, (binding(REGISTRY_POLICY_NAME, ["Deny"], TEAMS), *namespaces), {})
+    assert admission(unbuilt) == Admission(None, frozenset())  # a binding to a policy the plan does not build
+
+
+def test_the_stacks_own_pods_pull_in_the_namespaces_that_run_them() -> None:
+    def runtime(name: str, image: str) -> RecordedResource:
+        spec = {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "node", "image": image}],
+                    "initContainers": [{"name": "i", "image": image}],
+                }
+            }
+        }
+        return res(CLUSTER_TRAINING_RUNTIME, name, {"metadata": {"name": name}, "spec": spec})
+
+    train_job = res(
+        TRAIN_JOB, "tj", {"metadata": {"namespace": "validation"}, "spec": {"runtimeRef": {"name": "nccl"}}}
+    )
+    job = res(
+        K8S_JOB,
+        "j",
+        {
+            "metadata": {"name": "check", "namespace": "ops"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x/check:1"}]}}},
+        },
+    )
+    rec = Recording("s", False, (runtime("nccl", "x/nccl:1"), runtime("torch", "x/torch:1"), train_job, job), {})
+    found = {w.subject: [(p.image, p.namespace) for p in w.pulls] for w in _object_workloads(rec, ("b", "a"))}
+    assert found == {
+        "ClusterTrainingRuntime nccl (in validation)": [("x/nccl:1", "validation")],
+        "ClusterTrainingRuntime torch (in a, b)": [("x/torch:1", "a"), ("x/torch:1", "b")],
+        "Job check (namespace ops)": [("x/check:1", "ops")],
+    }
+
+
+def test_a_pull_is_admitted_then_routed_and_a_registry_without_facts_stops_it() -> None:
+    gate = Admission({"spec": {}}, frozenset({"a"}), {"registry.example.com/x:1": (False, "not approved")})
+    net = network(vpc(), REGION, "aws")
+    steps = _pull_steps(Pull("registry.example.com/x:1", "a", "s"), net, gate)
+    assert [(s.name, s.holds) for s in steps] == [
+        ("a: registry admission admits registry.example.com/x:1", False),
+        ("registry.example.com/x:1: where registry.example.com serves layers from is known", False),
+    ]
+    unbound = _pull_steps(Pull("registry.k8s.io/kueue/kueue:v0.14.8", "kube-system", "s"), net, gate)
+    assert unbound[0].name.endswith("registry API reachable through the NAT gateway") and all(s.holds for s in unbound)
