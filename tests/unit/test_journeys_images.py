@@ -16,6 +16,8 @@ from trainstack.journeys.images import (
     Admission,
     Network,
     Pull,
+    _addon_workloads,
+    _hyperpod_step,
     _object_workloads,
     _pull_steps,
     _selects,
@@ -39,6 +41,7 @@ from trainstack.journeys.workload_facts import (
 )
 from trainstack.tokens import (
     CLUSTER_TRAINING_RUNTIME,
+    HYPERPOD_CLUSTER,
     K8S_JOB,
     NAMESPACE,
     ROUTE,
@@ -361,6 +364,7 @@ def namespace(name: str, **labels: str) -> RecordedResource:
 
 VAP = res(VALIDATING_ADMISSION_POLICY, "p", {"metadata": {"name": REGISTRY_POLICY_NAME}, "spec": {}})
 TEAMS = {"matchLabels": {"trainstack.io/tenant": "team"}}
+NO_GATE = Admission(None, frozenset())
 
 
 def test_admission_binds_the_registry_policy_where_it_denies_in_the_selected_namespaces() -> None:
@@ -415,3 +419,35 @@ def test_a_pull_is_admitted_then_routed_and_a_registry_without_facts_stops_it() 
     ]
     unbound = _pull_steps(Pull("registry.k8s.io/kueue/kueue:v0.14.8", "kube-system", "s"), net, gate)
     assert unbound[0].name.endswith("registry API reachable through the NAT gateway") and all(s.holds for s in unbound)
+
+
+def test_no_add_ons_no_add_on_workload() -> None:
+    assert list(_addon_workloads(Recording("s", False, (), {}), REGION)) == []
+
+
+def test_a_layer_outside_this_regions_s3_or_without_a_gateway_goes_through_nat_and_says_why() -> None:
+    no_gateway = dataclasses.replace(network(vpc(), REGION, "aws"), s3_gateway=False)
+    here = _pull_steps(Pull(f"111122223333.dkr.ecr.{REGION}.amazonaws.com/x:1", "a", "s"), no_gateway, NO_GATE)
+    assert here[-1].detail.startswith("no S3 gateway endpoint: every private route table")
+    there = _pull_steps(Pull("111122223333.dkr.ecr.us-west-2.amazonaws.com/x:1", "a", "s"), no_gateway, NO_GATE)
+    assert there[-1].detail.startswith("outside this region's S3: every private route table")
+
+
+def test_only_a_chart_that_picks_its_registry_by_region_pulls_from_this_regions_copy() -> None:
+    net = network(vpc(), REGION, "aws")
+    image = "111122223333.dkr.ecr.us-west-2.amazonaws.com/x:1"
+    fixed = _pull_steps(Pull(image, "a", "s"), net, NO_GATE)
+    assert "(us-west-2)" in fixed[-1].name  # the image as written: another region's layer bucket
+    regional = _pull_steps(Pull(image, "a", "s", regional=True), net, NO_GATE)
+    assert f"({REGION})" in regional[-1].name and regional[-1].detail.startswith("through the S3 gateway endpoint")
+
+
+def test_hyperpod_nodes_must_use_the_private_subnets() -> None:
+    def cluster(*subnets: str) -> RecordedResource:
+        return res(HYPERPOD_CLUSTER, "hp", {}, vpcConfig=tuple(f"urn::{s}" for s in subnets))
+
+    assert _hyperpod_step(Recording("s", False, (), {})) is None
+    same = _hyperpod_step(Recording("s", False, (*vpc().resources, cluster("private-a")), {}))
+    assert same is not None and same.holds
+    public = _hyperpod_step(Recording("s", False, (*vpc().resources, cluster("private-a", "public-a")), {}))
+    assert public is not None and not public.holds and "['public-a']" in public.detail
