@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from components.tenancy import REGISTRY_POLICY_NAME
+from tests.conftest import stack_config
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.journeys import Trip
 from trainstack.journeys.images import (
     PRIVATE_SUBNET_TAG,
     Admission,
@@ -20,11 +22,13 @@ from trainstack.journeys.images import (
     _hyperpod_step,
     _object_workloads,
     _pull_steps,
+    _route,
     _selects,
     admission,
     admits,
     endpoint_allows,
     network,
+    walk,
 )
 from trainstack.journeys.workload_facts import (
     WORKLOADS_DIR,
@@ -160,6 +164,8 @@ def test_label_selectors() -> None:
     assert _selects({"matchLabels": {"trainstack.io/tenant": "team"}}, labels)
     assert not _selects({"matchLabels": {"trainstack.io/tenant": "platform"}}, labels)
     assert _selects({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "team", "operator": "In", "values": ["b"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "x", "operator": "In", "values": ["a"]}]}, labels)
     assert not _selects({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}, labels)
     assert _selects({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
     assert not _selects({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
@@ -451,3 +457,19 @@ def test_hyperpod_nodes_must_use_the_private_subnets() -> None:
     assert same is not None and same.holds
     public = _hyperpod_step(Recording("s", False, (*vpc().resources, cluster("private-a", "public-a")), {}))
     assert public is not None and not public.holds and "['public-a']" in public.detail
+
+
+def test_no_route_to_show_in_a_vpc_the_stack_does_not_build() -> None:
+    assert _route(Network(REGION, "aws", False, False, False, None), "x") is None
+
+
+def test_only_hyperpod_workloads_carry_the_hyperpod_subnet_step() -> None:
+    def job(name: str) -> RecordedResource:
+        template = {"template": {"spec": {"containers": [{"name": "c", "image": "public.ecr.aws/x/y:1"}]}}}
+        return res(K8S_JOB, name, {"metadata": {"name": name, "namespace": "ops"}, "spec": template})
+
+    cluster = res(HYPERPOD_CLUSTER, "hp", {}, vpcConfig=("urn::private-a",))
+    rec = Recording("s", False, (*vpc().resources, cluster, job("hyperpod-health"), job("nccl-test")), {})
+    found = {j.subject: [s.name for s in j.steps] for j in walk(Trip(rec, stack_config("dev")))}
+    assert "HyperPod nodes pull through the same private subnets" in found["Job hyperpod-health (namespace ops)"]
+    assert "HyperPod nodes pull through the same private subnets" not in found["Job nccl-test (namespace ops)"]
