@@ -473,3 +473,15 @@ def test_only_hyperpod_workloads_carry_the_hyperpod_subnet_step() -> None:
     found = {j.subject: [s.name for s in j.steps] for j in walk(Trip(rec, stack_config("dev")))}
     assert "HyperPod nodes pull through the same private subnets" in found["Job hyperpod-health (namespace ops)"]
     assert "HyperPod nodes pull through the same private subnets" not in found["Job nccl-test (namespace ops)"]
+
+
+def test_this_regions_ecr_needs_both_interface_endpoints_or_a_nat_route_and_a_preview_policy_breaks_nothing() -> None:
+    image = f"111122223333.dkr.ecr.{REGION}.amazonaws.com/x:1"
+    private = dataclasses.replace(network(vpc(nat=False), REGION, "aws"), interface=frozenset({"ecr.api", "ecr.dkr"}))
+    api = _pull_steps(Pull(image, "a", "s"), private, NO_GATE)[0]
+    assert api.holds and api.detail.endswith("through the interface endpoints ecr.api and ecr.dkr")
+    half = dataclasses.replace(private, interface=frozenset({"ecr.api"}))
+    assert not _pull_steps(Pull(image, "a", "s"), half, NO_GATE)[0].holds  # no NAT either
+    preview = network(vpc(policy=UNKNOWN), REGION, "aws")
+    layers = _pull_steps(Pull(image, "a", "s"), preview, NO_GATE)[-1]
+    assert layers.holds and layers.detail == "the S3 gateway endpoint's policy is unknown in preview"
