@@ -22,6 +22,7 @@ from trainstack.journeys.images import (
     _hyperpod_step,
     _object_workloads,
     _pull_steps,
+    _release_workloads,
     _route,
     _selects,
     admission,
@@ -45,6 +46,7 @@ from trainstack.journeys.workload_facts import (
 )
 from trainstack.tokens import (
     CLUSTER_TRAINING_RUNTIME,
+    HELM_RELEASE,
     HYPERPOD_CLUSTER,
     K8S_JOB,
     NAMESPACE,
@@ -485,3 +487,19 @@ def test_this_regions_ecr_needs_both_interface_endpoints_or_a_nat_route_and_a_pr
     preview = network(vpc(policy=UNKNOWN), REGION, "aws")
     layers = _pull_steps(Pull(image, "a", "s"), preview, NO_GATE)[-1]
     assert layers.holds and layers.detail == "the S3 gateway endpoint's policy is unknown in preview"
+
+
+def test_only_a_default_route_through_nat_counts() -> None:
+    narrow = res(ROUTE, "to-peer", {"destinationCidrBlock": "10.8.0.0/16", "natGatewayId": "nat"},
+                 routeTableId=("urn::rt-private",))  # fmt: skip
+    assert not network(vpc(nat=False, extra=(narrow,)), REGION, "aws").nat
+
+
+def test_a_release_pulls_the_images_its_own_values_name_besides_the_charts() -> None:
+    values = {"sidecars": [{"name": "efa-counters", "image": "public.ecr.aws/docker/library/busybox:1.37.0"}]}
+    release = res(HELM_RELEASE, "ne", {"chart": "prometheus-node-exporter", "version": "4.56.1", "name": "ne",
+                                       "namespace": "mon", "values": values})  # fmt: skip
+    [workload] = _release_workloads(Recording("s", False, (release,), {}))
+    images = [p.image for p in workload.pulls]
+    assert "public.ecr.aws/docker/library/busybox:1.37.0" in images
+    assert any("node-exporter" in i for i in images) and all(p.namespace == "mon" for p in workload.pulls)
