@@ -496,10 +496,14 @@ def test_only_a_default_route_through_nat_counts() -> None:
 
 
 def test_a_release_pulls_the_images_its_own_values_name_besides_the_charts() -> None:
-    values = {"sidecars": [{"name": "efa-counters", "image": "public.ecr.aws/docker/library/busybox:1.37.0"}]}
+    values = {
+        "sidecars": [{"name": "efa-counters", "image": "public.ecr.aws/docker/library/busybox:1.37.0"}],
+        "extraManifests": [{"kind": "ConfigMap", "image": "example.com/not-a-container:1"}],  # not a container list
+    }
     release = res(HELM_RELEASE, "ne", {"chart": "prometheus-node-exporter", "version": "4.56.1", "name": "ne",
                                        "namespace": "mon", "values": values})  # fmt: skip
     [workload] = _release_workloads(Recording("s", False, (release,), {}))
     images = [p.image for p in workload.pulls]
     assert "public.ecr.aws/docker/library/busybox:1.37.0" in images
+    assert "example.com/not-a-container:1" not in images
     assert any("node-exporter" in i for i in images) and all(p.namespace == "mon" for p in workload.pulls)
