@@ -14,9 +14,10 @@ import pytest
 from stacks.load import load_file
 from stacks.schema import StackConfig
 from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
-from trainstack.engine import Recording
+from trainstack.engine import UNKNOWN, Recording
 from trainstack.journeys import DESTROY, WRITERS, Journey, Trip, access
-from trainstack.tokens import FSX_DATA_REPOSITORY_ASSOCIATION
+from trainstack.journeys.iam import Policy
+from trainstack.tokens import BUCKET_OBJECT, FSX_DATA_REPOSITORY_ASSOCIATION
 
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("*.yaml"))
 
@@ -205,6 +206,262 @@ def test_a_lifecycle_upload_without_the_stack_key_is_refused() -> None:
     name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
     assert name.startswith("the deployer uploads s3://sagemaker-")
     assert "DenyLifecycleUploadWithoutStackKey" in detail
+
+
+def _vpc_only(sid: str, actions: list[str], statements: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Deny of `actions` from outside the VPC, with the data buckets' own endpoint condition."""
+    condition = next(s for s in statements if s["Sid"] == "DenyDataAccessOutsideVpc")["Condition"]
+    endpoint = {"StringNotEqualsIfExists": condition["StringNotEqualsIfExists"]}
+    return {"Sid": sid, "Effect": "Deny", "Principal": "*", "Action": actions, "Resource": "*", "Condition": endpoint}
+
+
+@pytest.mark.slow
+def test_fsx_reads_its_bucket_from_outside_the_vpc_only_by_its_exemption() -> None:
+    """FSx's service-linked role reaches the linked bucket from AWS's network, not through the stack's endpoint."""
+
+    def no_exemption(statements: list[dict[str, Any]]) -> None:
+        deny = next(s for s in statements if s["Sid"] == "DenyDataAccessOutsideVpc")
+        del deny["Condition"]["ArnNotLike"]
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(no_exemption))
+    name, detail = broken(walked(rec, stack_config("staging")), "FSx for Lustre")
+    assert "DenyDataAccessOutsideVpc" in detail, (name, detail)
+
+
+@pytest.mark.slow
+def test_the_deployer_uploads_lifecycle_scripts_from_outside_the_vpc() -> None:
+    [datasets] = [r for r in recording("staging").resources if r.name == "data-datasets-policy"]
+    stack_endpoint = _vpc_only(
+        "OnlyThroughTheEndpoint", ["s3:PutObject"], json.loads(datasets.inputs["policy"])["Statement"]
+    )
+    rec = edited(
+        recording("staging"),
+        "hyperpod-lifecycle-bucket-policy",
+        policy_edit(lambda statements: statements.append(stack_endpoint)),
+    )
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name.startswith("the deployer uploads s3://sagemaker-") and "OnlyThroughTheEndpoint" in detail
+
+
+@pytest.mark.slow
+def test_destroy_deletes_each_emptied_bucket_from_outside_the_vpc() -> None:
+    def vpc_only_delete(statements: list[dict[str, Any]]) -> None:
+        statements.append(_vpc_only("NoBucketDeletionOutsideVpc", ["s3:DeleteBucket"], statements))
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(vpc_only_delete))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes data-datasets-1a59e9f" and "NoBucketDeletionOutsideVpc" in detail
+
+
+@pytest.mark.slow
+def test_a_bucket_without_a_policy_has_no_vpc_only_step_and_the_walk_goes_on() -> None:
+    journeys = walked(without(recording("staging"), "data-datasets-policy"), stack_config("staging"))
+    [destroy] = [j for j in journeys if j.kind == DESTROY]
+    names = [s.name for s in destroy.steps]
+    assert "the deployer deletes data-datasets-1a59e9f" in names
+    assert "the deployer still cannot read or write data-datasets-1a59e9f from outside the VPC" not in names
+    assert "the deployer still cannot read or write data-checkpoints-3e76139 from outside the VPC" in names
+
+
+@pytest.mark.slow
+def test_the_execution_role_without_its_ebs_grant_cannot_attach_volumes() -> None:
+    rec = edited(recording("staging"), "hyperpod-execution-inline", drop_sid("EbsVolumeKeyGrants"))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod")
+    assert name == "the execution role grants its key only to AWS services"
+    assert detail.startswith("EBS's grant for a HyperPod volume: denied")
+
+
+@pytest.mark.slow
+def test_a_bucket_without_a_stack_key_needs_no_key_permission() -> None:
+    journeys = walked(without(recording("staging"), "data-datasets-encryption"), stack_config("staging"))
+    details = [s.detail for j in journeys for s in j.steps if "decrypts datasets" in s.name]
+    assert details and all(
+        d == "kms:Decrypt on no stack key via S3: data-datasets-1a59e9f is not encrypted with a key of this stack"
+        for d in details
+    )
+    assert all(j.holds for j in journeys if j.subject.startswith("team "))
+
+
+@pytest.mark.slow
+def test_a_team_lists_and_reads_its_own_checkpoints_prefix_only() -> None:
+    """ListBucket is asked with the object's folder as s3:prefix, which the team's ListOwnCheckpoints allows only
+    under the team's own prefix (S3 User Guide, "ListObjectsV2" and the s3:prefix condition key)."""
+    world = access.World.read(Trip(recording=recording("staging"), stack=stack_config("staging")))
+    assert world is not None
+    [role] = [arn for arn in world.roles if arn.endswith("-research")]
+    checkpoints = world.buckets["checkpoints"]
+
+    def reads(key: str) -> bool:
+        steps = access.access_steps(world, "research", role, world.roles[role], [(checkpoints, key)], [],
+                                    from_vpc=True, source="test")  # fmt: skip
+        return steps[0].holds
+
+    assert reads("research/run-1/step-100.pt")
+    assert not reads("pretraining/run-1/step-100.pt")
+
+
+@pytest.mark.slow
+def test_destroy_deletes_a_keys_aliases_before_the_key() -> None:
+    def no_alias_deletion(statements: list[dict[str, Any]]) -> None:
+        statements.append({"Sid": "KeepAliases", "Effect": "Deny", "Principal": "*", "Action": "kms:DeleteAlias",
+                           "Resource": "*"})  # fmt: skip
+
+    rec = edited(recording("staging"), "data-key", policy_edit(no_alias_deletion))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes data-key" and "KeepAliases" in detail
+
+
+@pytest.mark.slow
+def test_a_team_role_unknown_in_preview_gets_only_its_binding_step() -> None:
+    rec = edited(recording("staging"), "team-storage-research-association", lambda i: i.update(roleArn=UNKNOWN))
+    [journey] = [j for j in walked(rec, stack_config("staging")) if j.subject.startswith("team research")]
+    assert [s.name for s in journey.steps] == ["pods on research/training get a role"] and journey.holds
+
+
+@pytest.mark.slow
+def test_listing_asks_for_the_objects_own_folder() -> None:
+    world = access.World.read(Trip(recording=recording("staging"), stack=stack_config("staging")))
+    assert world is not None
+    checkpoints = world.buckets["checkpoints"]
+    exact = Policy.of("exact folder", {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": checkpoints.arn,
+         "Condition": {"StringEquals": {"s3:prefix": "research/run-1/"}}},
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{checkpoints.arn}/*"},
+        {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*"}]})  # fmt: skip
+    [role] = [arn for arn in world.roles if arn.endswith("-research")]
+
+    def reads(key: str) -> bool:
+        steps = access.access_steps(world, "r", role, [exact], [(checkpoints, key)], [], from_vpc=True, source="t")
+        return steps[0].holds
+
+    assert reads("research/run-1/step-100.pt") and not reads("research/run-1/sub/step-100.pt")
+
+
+@pytest.mark.slow
+def test_a_team_that_reads_the_data_from_outside_the_vpc_is_seen() -> None:
+    rec = edited(recording("staging"), "data-datasets-policy", drop_sid("DenyDataAccessOutsideVpc"))
+    name, _ = broken(walked(rec, stack_config("staging")), "team research")
+    assert name == "team research's credentials cannot read the data from outside the VPC"
+
+
+@pytest.mark.slow
+def test_a_bucket_destroy_keeps_is_not_emptied() -> None:
+    rec = edited(recording("staging"), "data-datasets", lambda i: i.update(forceDestroy=False))
+    [destroy] = [j for j in walked(rec, stack_config("staging")) if j.kind == DESTROY]
+    kept = [s for s in destroy.steps if "data-datasets-1a59e9f" in s.name]
+    assert [(s.name, s.holds) for s in kept] == [("data-datasets-1a59e9f is kept", True)]
+
+
+@pytest.mark.slow
+def test_no_lifecycle_scripts_no_lifecycle_journey_and_a_login_role_without_policies_adds_no_step() -> None:
+    staging = recording("staging")
+    without_scripts = dataclasses.replace(
+        staging, resources=tuple(r for r in staging.resources if r.type != BUCKET_OBJECT)
+    )
+    subjects = [j.subject for j in walked(without_scripts, stack_config("staging"))]
+    assert not [s for s in subjects if s.startswith("HyperPod lifecycle scripts")]
+    stranger = dataclasses.replace(
+        staging, outputs={**staging.outputs, "hyperpod_login_role_arn": "arn:aws:iam::123456789012:role/elsewhere"}
+    )
+    [journey] = [j for j in walked(stranger, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    [plain] = [j for j in walked(staging, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    assert [s.name for s in journey.steps] == [s.name for s in plain.steps]
+
+
+@pytest.mark.slow
+def test_an_execution_role_the_plan_has_no_policies_for_adds_no_step() -> None:
+    staging = recording("staging")
+    [plain] = [j for j in walked(staging, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    other = dataclasses.replace(
+        staging, outputs={**staging.outputs, "hyperpod_execution_role_arn": "arn:aws:iam::123456789012:role/elsewhere"}
+    )
+    [journey] = [j for j in walked(other, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    assert [s.name for s in journey.steps] == [s.name for s in plain.steps][:2]  # the deployer's upload only
+
+
+@pytest.mark.slow
+def test_a_lifecycle_bucket_without_a_stack_key_has_no_grant_to_limit() -> None:
+    rec = without(recording("staging"), "hyperpod-lifecycle-bucket-encryption")
+    [journey] = [j for j in walked(rec, stack_config("staging")) if j.subject.startswith("HyperPod lifecycle")]
+    [grant] = [s for s in journey.steps if s.name == "the execution role grants its key only to AWS services"]
+    assert grant.holds and grant.detail == "no stack key"
+
+
+@pytest.mark.slow
+def test_a_policy_the_evaluator_cannot_judge_stops_destroy_with_the_reason() -> None:
+    def unjudgeable(statements: list[dict[str, Any]]) -> None:
+        statements[0]["Condition"] = {"StringNotLike": {"aws:userid": "AROA*"}}
+
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(unjudgeable))
+    [destroy] = [j for j in walked(rec, stack_config("staging")) if j.kind == DESTROY]
+    assert destroy.broken_step is not None and destroy.broken_step.name == "the stack's bucket and key policies"
+    assert destroy.steps[-1].name == "who else can destroy this stack"
+
+
+@pytest.mark.slow
+def test_administrators_of_the_stacks_own_account_need_no_cross_account_note() -> None:
+    same = "arn:aws:iam::123456789012:role/platform-admin"
+    cluster = edited_config("staging", lambda c: c["security"].update(key_administrator_arns=[same]))
+    [destroy] = [j for j in walked(recording("staging"), cluster) if j.kind == DESTROY]
+    last = destroy.steps[-1]
+    assert same in last.detail and "another account" not in last.detail
+
+
+@pytest.mark.slow
+def test_emptying_a_governance_locked_bucket_needs_the_bypass_permission() -> None:
+    def no_bypass(statements: list[dict[str, Any]]) -> None:
+        statements.append({"Sid": "NoBypass", "Effect": "Deny", "Principal": "*",
+                           "Action": "s3:BypassGovernanceRetention", "Resource": "*"})  # fmt: skip
+
+    rec = edited(recording("staging"), "data-checkpoints-policy", policy_edit(no_bypass))
+    name, detail = broken(walked(rec, stack_config("staging")), "pulumi destroy")
+    assert name == "the deployer deletes every version in data-checkpoints-3e76139" and "NoBypass" in detail
+    # a bucket without Object Lock is emptied without it
+    rec = edited(recording("staging"), "data-datasets-policy", policy_edit(no_bypass))
+    [destroy] = [j for j in walked(rec, stack_config("staging")) if j.kind == DESTROY]
+    assert destroy.holds
+
+
+@pytest.mark.slow
+def test_a_data_repository_outside_the_stacks_buckets_has_no_fsx_journey() -> None:
+    [dra] = recording("dev").by_type(FSX_DATA_REPOSITORY_ASSOCIATION)
+    rec = edited(recording("dev"), dra.name, lambda i: i.update(dataRepositoryPath="s3://someone-elses-bucket/data"))
+    assert not [j for j in walked(rec, stack_config("dev")) if j.subject.startswith("FSx for Lustre")]
+
+
+@pytest.mark.slow
+def test_a_training_role_the_plan_has_no_policies_for_or_does_not_know_has_no_journey() -> None:
+    staging = recording("staging")
+    roles = dict(staging.outputs["sagemaker_training_role_arns"])
+    team = sorted(roles)[0]
+    for arn in ("arn:aws:iam::123456789012:role/elsewhere", UNKNOWN):
+        rec = dataclasses.replace(
+            staging, outputs={**staging.outputs, "sagemaker_training_role_arns": {**roles, team: arn}}
+        )
+        subjects = [j.subject for j in walked(rec, stack_config("staging"))]
+        assert f"SageMaker training role of team {team}: datasets in, its checkpoints out" not in subjects
+        assert len([s for s in subjects if s.startswith("SageMaker training role")]) == len(roles) - 1
+
+
+@pytest.mark.slow
+def test_an_outside_vpc_role_the_bucket_policy_does_not_exempt_is_refused() -> None:
+    """The recording's bucket policies name no outside-VPC role: one added to the config alone reads nothing."""
+    ingest = "arn:aws:iam::123456789012:role/ingest"
+    cluster = edited_config("staging", lambda c: c["security"].update(outside_vpc_data_role_arns=[ingest]))
+    name, detail = broken(walked(recording("staging"), cluster), f"outside-VPC data role {ingest}")
+    assert name.endswith("from outside the VPC") and "DenyDataAccessOutsideVpc" in detail
+
+
+@pytest.mark.slow
+def test_the_execution_role_reads_the_lifecycle_scripts_only_by_its_exemption() -> None:
+    def no_execution_role(statements: list[dict[str, Any]]) -> None:
+        deny = next(s for s in statements if s["Sid"] == "DenyLifecycleReadExceptDeployerAndHyperPod")
+        deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] = ["arn:aws:iam::123456789012:user/offline-plan"]
+
+    rec = edited(recording("staging"), "hyperpod-lifecycle-bucket-policy", policy_edit(no_execution_role))
+    name, detail = broken(walked(rec, stack_config("staging")), "HyperPod lifecycle scripts")
+    assert name.startswith("the execution role reads s3://sagemaker-")
+    assert "DenyLifecycleReadExceptDeployerAndHyperPod" in detail
 
 
 def _slurm_example() -> tuple[Recording, StackConfig]:

@@ -3,12 +3,61 @@ read, the registry admission policy's CEL on a pod, a release's image under its 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 import pytest
 
-from trainstack.journeys.images import _selects, admits, endpoint_allows
-from trainstack.journeys.workload_facts import ContainerFacts, ImagePart, image_of
+from components.tenancy import REGISTRY_POLICY_NAME
+from tests.conftest import stack_config
+from trainstack.engine import UNKNOWN, RecordedResource, Recording
+from trainstack.journeys import Trip
+from trainstack.journeys.images import (
+    PRIVATE_SUBNET_TAG,
+    Admission,
+    Network,
+    Pull,
+    _addon_workloads,
+    _hyperpod_step,
+    _object_workloads,
+    _pull_steps,
+    _release_workloads,
+    _route,
+    _selects,
+    admission,
+    admits,
+    endpoint_allows,
+    network,
+    walk,
+)
+from trainstack.journeys.workload_facts import (
+    WORKLOADS_DIR,
+    ChartWorkloads,
+    ContainerFacts,
+    ImagePart,
+    WorkloadFacts,
+    chart_workloads,
+    enabled_missing_subcharts,
+    image_of,
+    running,
+    sets,
+    value_at,
+)
+from trainstack.tokens import (
+    CLUSTER_TRAINING_RUNTIME,
+    HELM_RELEASE,
+    HYPERPOD_CLUSTER,
+    K8S_JOB,
+    NAMESPACE,
+    ROUTE,
+    ROUTE_TABLE_ASSOCIATION,
+    SUBNET,
+    TRAIN_JOB,
+    VALIDATING_ADMISSION_POLICY,
+    VALIDATING_ADMISSION_POLICY_BINDING,
+    VPC_ENDPOINT,
+)
 
 OBJECT = "arn:aws:s3:::prod-registry-k8s-io-us-east-1/containers/images/sha256:0"
 ANONYMOUS = {"aws:ResourceAccount": "registry"}
@@ -117,6 +166,8 @@ def test_label_selectors() -> None:
     assert _selects({"matchLabels": {"trainstack.io/tenant": "team"}}, labels)
     assert not _selects({"matchLabels": {"trainstack.io/tenant": "platform"}}, labels)
     assert _selects({"matchExpressions": [{"key": "team", "operator": "In", "values": ["a", "b"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "team", "operator": "In", "values": ["b"]}]}, labels)
+    assert not _selects({"matchExpressions": [{"key": "x", "operator": "In", "values": ["a"]}]}, labels)
     assert not _selects({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}, labels)
     assert _selects({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
     assert not _selects({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
@@ -147,3 +198,312 @@ def test_a_release_value_replaces_its_span_of_the_image() -> None:
     both = {"global": {"imageRegistry": "mirror.example"}, "image": {"registry": "quay.io"}}
     assert image_of(KSM, both).startswith("mirror.example/")  # rank 0 wins
     assert image_of(KSM, {"image": {"sha": "abc", "registry": ""}}) == KSM.image  # no span, an empty value
+
+
+# ------------------------------------------------------------------------- what a release runs under its values
+
+
+def test_a_value_is_read_at_its_dotted_key_and_only_where_a_mapping_holds_it() -> None:
+    values = {"image": {"registry": "quay.io", "empty": None}, "flag": False}
+    assert value_at(values, "image.registry") == "quay.io"
+    assert value_at(values, "image.empty") is None and sets(values, "image.empty")  # set, to null
+    assert sets(values, "flag") and not sets(values, "image.tag") and not sets(values, "image.registry.x")
+    assert not sets(values, "missing.key")
+
+
+def workload(name: str, when: dict[str, Any], *containers: ContainerFacts, hook: str = "") -> WorkloadFacts:
+    return WorkloadFacts("Deployment", name, "{namespace}", "t.yaml", hook, {}, (), when, containers)
+
+
+def plain(name: str, when: dict[str, Any] | None = None) -> ContainerFacts:
+    return ContainerFacts(name, False, f"repo/{name}:1", (), (), when or {})
+
+
+FACTS = ChartWorkloads(
+    "chart", "1.0.0", "src",
+    (workload("always", {}, plain("main"), plain("metrics", {"metrics.enabled": True})),
+     workload("optional", {"extra.enabled": True}, plain("extra")),
+     workload("off-by-default", {"other.enabled": True}, plain("other")),
+     workload("only-when-off", {"legacy": False}, plain("legacy")),
+     workload("hook", {}, plain("migrate"), hook="pre-upgrade"),
+     workload("nothing-runs", {}, plain("gated", {"never": True}))),
+    {"extra.enabled": True, "metrics.enabled": False},
+    ({"name": "cert-manager", "version": "v1.15.0", "condition": "cert-manager.enabled"},
+     {"name": "mpi-operator", "version": "0.6.0", "condition": "mpi.enabled"},
+     {"name": "always-there", "version": "1.0.0"}),
+)  # fmt: skip
+
+
+def ran(values: dict[str, Any], hooks: bool = False) -> dict[str, list[str]]:
+    return {r.workload.name: [c.name for c, _ in r.containers] for r in running(FACTS, values, hooks)}
+
+
+def test_a_release_runs_the_workloads_and_containers_its_values_or_the_charts_defaults_turn_on() -> None:
+    assert ran({}) == {"always": ["main"], "optional": ["extra"], "only-when-off": ["legacy"]}
+    on = ran({"metrics": {"enabled": True}, "extra": {"enabled": False}, "other": {"enabled": "yes"}, "legacy": 1})
+    assert on == {"always": ["main", "metrics"], "off-by-default": ["other"]}
+    assert ran({}, hooks=True)["hook"] == ["migrate"]  # hooks only when asked
+    [always] = [r for r in running(FACTS, {}) if r.workload.name == "always"]
+    assert always.containers == ((FACTS.workloads[0].containers[0], "repo/main:1"),)
+
+
+def test_the_subcharts_without_facts_that_a_release_turns_on_are_named() -> None:
+    assert enabled_missing_subcharts(FACTS, {}) == [
+        "cert-manager v1.15.0 (cert-manager.enabled)",
+        "mpi-operator 0.6.0 (mpi.enabled)",
+        "always-there 1.0.0 (always)",
+    ]
+    defaults_off = dataclasses.replace(FACTS, condition_defaults={"cert-manager.enabled": False})
+    assert enabled_missing_subcharts(defaults_off, {"mpi": {"enabled": False}}) == ["always-there 1.0.0 (always)"]
+    assert enabled_missing_subcharts(defaults_off, {"cert-manager": {"enabled": True}})[0].startswith("cert-manager")
+
+
+def test_workload_facts_are_found_with_or_without_a_leading_v() -> None:
+    ksm = chart_workloads("kube-state-metrics", "8.4.0")
+    assert ksm is not None and ksm.version.removeprefix("v") == "8.4.0" and ksm.workloads
+    assert chart_workloads("kube-state-metrics", "v8.4.0") == ksm
+    gpu = chart_workloads("gpu-operator", "25.3.4")  # the file is gpu-operator@v25.3.4.json
+    assert gpu is not None and gpu == chart_workloads("gpu-operator", "v25.3.4")
+    assert chart_workloads("kube-state-metrics", "0.0.1") is None and chart_workloads("no-such-chart", "1") is None
+    assert "kube-state-metrics" in ksm.source and "rendered with" in ksm.source
+
+
+def test_values_on_two_spans_both_land_and_only_non_empty_text_replaces() -> None:
+    both = {"image": {"registry": "quay.io", "tag": "v2.21.0"}}  # the registry is shorter: offsets must not shift
+    assert image_of(KSM, both) == "quay.io/kube-state-metrics/kube-state-metrics:v2.21.0"
+    assert image_of(KSM, {"image": {"tag": 2.21, "registry": None}}) == KSM.image  # not text: the chart's default
+
+
+def test_no_two_values_of_one_image_span_share_a_rank_in_the_facts() -> None:
+    """scripts/chart_workloads.py ranks values on one span by which one Helm renders: one rank 0, the others 1."""
+    for path in sorted(WORKLOADS_DIR.glob("*.json")):
+        chart, version = path.stem.split("@")
+        facts = chart_workloads(chart, version)
+        assert facts is not None
+        for w in facts.workloads:
+            for c in w.containers:
+                ranks = [(p.start, p.end, p.rank) for p in c.parts if p.replaces]
+                assert len(ranks) == len(set(ranks)), (path.name, c.name)
+
+
+def test_a_workloads_name_namespace_and_labels_take_the_release() -> None:
+    facts = WorkloadFacts("DaemonSet", "{release}-exporter", "{namespace}", "t", "", {"app": "{release}", "x": "y"},
+                          (), {}, ())  # fmt: skip
+    assert facts.resolved("gpu", "monitoring") == ("gpu-exporter", "monitoring", {"app": "gpu", "x": "y"})
+
+
+# ------------------------------------------------------------------- the network, admission and pulls, by hand
+
+REGION = "us-east-1"
+
+
+def res(type_: str, name: str, inputs: dict[str, Any], **deps: tuple[str, ...]) -> RecordedResource:
+    return RecordedResource(type_, name, f"urn::{name}", "", True, inputs, (), deps, False, False, "")
+
+
+def vpc(
+    *,
+    nat: bool = True,
+    gateway_tables: tuple[str, ...] = ("urn::rt-private",),
+    policy: Any = None,
+    service: str = f"com.amazonaws.{REGION}.s3",
+    extra: tuple[RecordedResource, ...] = (),
+) -> Recording:
+    """Two subnets (one private), the private one's route table, its NAT route, and the S3 gateway endpoint."""
+    found = [
+        res(SUBNET, "private-a", {"tags": {PRIVATE_SUBNET_TAG: "1"}}),
+        res(SUBNET, "public-a", {"tags": {"kubernetes.io/role/elb": "1"}}),
+        res(ROUTE_TABLE_ASSOCIATION, "a1", {}, subnetId=("urn::private-a",), routeTableId=("urn::rt-private",)),
+        res(ROUTE_TABLE_ASSOCIATION, "a2", {}, subnetId=("urn::public-a",), routeTableId=("urn::rt-public",)),
+        res(
+            ROUTE, "to-igw", {"destinationCidrBlock": "0.0.0.0/0", "gatewayId": "igw"}, routeTableId=("urn::rt-public",)
+        ),
+        res(
+            VPC_ENDPOINT, "ecr-api", {"serviceName": f"com.amazonaws.{REGION}.ecr.api", "vpcEndpointType": "Interface"}
+        ),
+        res(
+            VPC_ENDPOINT,
+            "s3",
+            {
+                "serviceName": service,
+                "vpcEndpointType": "Gateway",
+                **({"policy": policy} if policy is not None else {}),
+            },
+            routeTableIds=gateway_tables,
+        ),
+        *extra,
+    ]
+    if nat:
+        found.append(
+            res(
+                ROUTE,
+                "to-nat",
+                {"destinationCidrBlock": "0.0.0.0/0", "natGatewayId": "nat"},
+                routeTableId=("urn::rt-private",),
+            )
+        )
+    return Recording("s", False, tuple(found), {})
+
+
+def test_the_network_is_what_the_private_subnets_route_tables_reach() -> None:
+    full = network(vpc(policy=json.dumps(policy(statement()))), REGION, "aws")
+    assert (full.built, full.nat, full.s3_gateway, full.interface) == (True, True, True, frozenset({"ecr.api"}))
+    assert full.s3_policy == policy(statement())
+    assert not network(vpc(nat=False), REGION, "aws").nat  # the public table's internet route does not count
+    assert network(vpc(policy=UNKNOWN), REGION, "aws").s3_policy == UNKNOWN
+    plain = network(vpc(), REGION, "aws")
+    assert plain.s3_gateway and plain.s3_policy is None  # no policy: full access
+    assert not network(vpc(gateway_tables=("urn::rt-public",)), REGION, "aws").s3_gateway
+    other_region = network(vpc(service="com.amazonaws.us-west-2.s3"), REGION, "aws")
+    assert not other_region.s3_gateway and other_region.s3_policy is None
+    assert network(Recording("s", False, (), {}), REGION, "aws") == Network(REGION, "aws", False, False, False, None)
+    no_private = Recording("s", False, tuple(r for r in vpc().resources if r.name != "private-a"), {})
+    assert (network(no_private, REGION, "aws").nat, network(no_private, REGION, "aws").s3_gateway) == (False, False)
+
+
+def binding(name: str, actions: list[str], selector: dict[str, Any]) -> RecordedResource:
+    spec = {"policyName": name, "validationActions": actions, "matchResources": {"namespaceSelector": selector}}
+    return res(VALIDATING_ADMISSION_POLICY_BINDING, f"b-{name}-{len(actions)}", {"spec": spec})
+
+
+def namespace(name: str, **labels: str) -> RecordedResource:
+    return res(NAMESPACE, name, {"metadata": {"name": name, "labels": labels}})
+
+
+VAP = res(VALIDATING_ADMISSION_POLICY, "p", {"metadata": {"name": REGISTRY_POLICY_NAME}, "spec": {}})
+TEAMS = {"matchLabels": {"trainstack.io/tenant": "team"}}
+NO_GATE = Admission(None, frozenset())
+
+
+def test_admission_binds_the_registry_policy_where_it_denies_in_the_selected_namespaces() -> None:
+    namespaces = (namespace("a", **{"trainstack.io/tenant": "team"}), namespace("kube-system"))
+    bound = admission(Recording("s", False, (VAP, binding(REGISTRY_POLICY_NAME, ["Deny"], TEAMS), *namespaces), {}))
+    assert bound.policy == VAP.inputs and bound.namespaces == {"a"}
+    for other in (binding(REGISTRY_POLICY_NAME, ["Audit"], TEAMS), binding("device-access", ["Deny"], TEAMS)):
+        assert admission(Recording("s", False, (VAP, other, *namespaces), {})) == Admission(None, frozenset())
+    unbuilt = Recording("s", False, (binding(REGISTRY_POLICY_NAME, ["Deny"], TEAMS), *namespaces), {})
+    assert admission(unbuilt) == Admission(None, frozenset())  # a binding to a policy the plan does not build
+
+
+def test_the_stacks_own_pods_pull_in_the_namespaces_that_run_them() -> None:
+    def runtime(name: str, image: str) -> RecordedResource:
+        spec = {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "node", "image": image}],
+                    "initContainers": [{"name": "i", "image": image}],
+                }
+            }
+        }
+        return res(CLUSTER_TRAINING_RUNTIME, name, {"metadata": {"name": name}, "spec": spec})
+
+    train_job = res(
+        TRAIN_JOB, "tj", {"metadata": {"namespace": "validation"}, "spec": {"runtimeRef": {"name": "nccl"}}}
+    )
+    job = res(
+        K8S_JOB,
+        "j",
+        {
+            "metadata": {"name": "check", "namespace": "ops"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x/check:1"}]}}},
+        },
+    )
+    rec = Recording("s", False, (runtime("nccl", "x/nccl:1"), runtime("torch", "x/torch:1"), train_job, job), {})
+    found = {w.subject: [(p.image, p.namespace) for p in w.pulls] for w in _object_workloads(rec, ("b", "a"))}
+    assert found == {
+        "ClusterTrainingRuntime nccl (in validation)": [("x/nccl:1", "validation")],
+        "ClusterTrainingRuntime torch (in a, b)": [("x/torch:1", "a"), ("x/torch:1", "b")],
+        "Job check (namespace ops)": [("x/check:1", "ops")],
+    }
+
+
+def test_a_pull_is_admitted_then_routed_and_a_registry_without_facts_stops_it() -> None:
+    gate = Admission({"spec": {}}, frozenset({"a"}), {"registry.example.com/x:1": (False, "not approved")})
+    net = network(vpc(), REGION, "aws")
+    steps = _pull_steps(Pull("registry.example.com/x:1", "a", "s"), net, gate)
+    assert [(s.name, s.holds) for s in steps] == [
+        ("a: registry admission admits registry.example.com/x:1", False),
+        ("registry.example.com/x:1: where registry.example.com serves layers from is known", False),
+    ]
+    unbound = _pull_steps(Pull("registry.k8s.io/kueue/kueue:v0.14.8", "kube-system", "s"), net, gate)
+    assert unbound[0].name.endswith("registry API reachable through the NAT gateway") and all(s.holds for s in unbound)
+
+
+def test_no_add_ons_no_add_on_workload() -> None:
+    assert list(_addon_workloads(Recording("s", False, (), {}), REGION)) == []
+
+
+def test_a_layer_outside_this_regions_s3_or_without_a_gateway_goes_through_nat_and_says_why() -> None:
+    no_gateway = dataclasses.replace(network(vpc(), REGION, "aws"), s3_gateway=False)
+    here = _pull_steps(Pull(f"111122223333.dkr.ecr.{REGION}.amazonaws.com/x:1", "a", "s"), no_gateway, NO_GATE)
+    assert here[-1].detail.startswith("no S3 gateway endpoint: every private route table")
+    there = _pull_steps(Pull("111122223333.dkr.ecr.us-west-2.amazonaws.com/x:1", "a", "s"), no_gateway, NO_GATE)
+    assert there[-1].detail.startswith("outside this region's S3: every private route table")
+
+
+def test_only_a_chart_that_picks_its_registry_by_region_pulls_from_this_regions_copy() -> None:
+    net = network(vpc(), REGION, "aws")
+    image = "111122223333.dkr.ecr.us-west-2.amazonaws.com/x:1"
+    fixed = _pull_steps(Pull(image, "a", "s"), net, NO_GATE)
+    assert "(us-west-2)" in fixed[-1].name  # the image as written: another region's layer bucket
+    regional = _pull_steps(Pull(image, "a", "s", regional=True), net, NO_GATE)
+    assert f"({REGION})" in regional[-1].name and regional[-1].detail.startswith("through the S3 gateway endpoint")
+
+
+def test_hyperpod_nodes_must_use_the_private_subnets() -> None:
+    def cluster(*subnets: str) -> RecordedResource:
+        return res(HYPERPOD_CLUSTER, "hp", {}, vpcConfig=tuple(f"urn::{s}" for s in subnets))
+
+    assert _hyperpod_step(Recording("s", False, (), {})) is None
+    same = _hyperpod_step(Recording("s", False, (*vpc().resources, cluster("private-a")), {}))
+    assert same is not None and same.holds
+    public = _hyperpod_step(Recording("s", False, (*vpc().resources, cluster("private-a", "public-a")), {}))
+    assert public is not None and not public.holds and "['public-a']" in public.detail
+
+
+def test_no_route_to_show_in_a_vpc_the_stack_does_not_build() -> None:
+    assert _route(Network(REGION, "aws", False, False, False, None), "x") is None
+
+
+def test_only_hyperpod_workloads_carry_the_hyperpod_subnet_step() -> None:
+    def job(name: str) -> RecordedResource:
+        template = {"template": {"spec": {"containers": [{"name": "c", "image": "public.ecr.aws/x/y:1"}]}}}
+        return res(K8S_JOB, name, {"metadata": {"name": name, "namespace": "ops"}, "spec": template})
+
+    cluster = res(HYPERPOD_CLUSTER, "hp", {}, vpcConfig=("urn::private-a",))
+    rec = Recording("s", False, (*vpc().resources, cluster, job("hyperpod-health"), job("nccl-test")), {})
+    found = {j.subject: [s.name for s in j.steps] for j in walk(Trip(rec, stack_config("dev")))}
+    assert "HyperPod nodes pull through the same private subnets" in found["Job hyperpod-health (namespace ops)"]
+    assert "HyperPod nodes pull through the same private subnets" not in found["Job nccl-test (namespace ops)"]
+
+
+def test_this_regions_ecr_needs_both_interface_endpoints_or_a_nat_route_and_a_preview_policy_breaks_nothing() -> None:
+    image = f"111122223333.dkr.ecr.{REGION}.amazonaws.com/x:1"
+    private = dataclasses.replace(network(vpc(nat=False), REGION, "aws"), interface=frozenset({"ecr.api", "ecr.dkr"}))
+    api = _pull_steps(Pull(image, "a", "s"), private, NO_GATE)[0]
+    assert api.holds and api.detail.endswith("through the interface endpoints ecr.api and ecr.dkr")
+    half = dataclasses.replace(private, interface=frozenset({"ecr.api"}))
+    assert not _pull_steps(Pull(image, "a", "s"), half, NO_GATE)[0].holds  # no NAT either
+    preview = network(vpc(policy=UNKNOWN), REGION, "aws")
+    layers = _pull_steps(Pull(image, "a", "s"), preview, NO_GATE)[-1]
+    assert layers.holds and layers.detail == "the S3 gateway endpoint's policy is unknown in preview"
+
+
+def test_only_a_default_route_through_nat_counts() -> None:
+    narrow = res(ROUTE, "to-peer", {"destinationCidrBlock": "10.8.0.0/16", "natGatewayId": "nat"},
+                 routeTableId=("urn::rt-private",))  # fmt: skip
+    assert not network(vpc(nat=False, extra=(narrow,)), REGION, "aws").nat
+
+
+def test_a_release_pulls_the_images_its_own_values_name_besides_the_charts() -> None:
+    values = {
+        "sidecars": [{"name": "efa-counters", "image": "public.ecr.aws/docker/library/busybox:1.37.0"}],
+        "extraManifests": [{"kind": "ConfigMap", "image": "example.com/not-a-container:1"}],  # not a container list
+    }
+    release = res(HELM_RELEASE, "ne", {"chart": "prometheus-node-exporter", "version": "4.56.1", "name": "ne",
+                                       "namespace": "mon", "values": values})  # fmt: skip
+    [workload] = _release_workloads(Recording("s", False, (release,), {}))
+    images = [p.image for p in workload.pulls]
+    assert "public.ecr.aws/docker/library/busybox:1.37.0" in images
+    assert "example.com/not-a-container:1" not in images
+    assert any("node-exporter" in i for i in images) and all(p.namespace == "mon" for p in workload.pulls)

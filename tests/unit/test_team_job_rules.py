@@ -803,6 +803,17 @@ def test_for_team_changes_only_namespace_queue_runtime_and_size() -> None:
     assert job["metadata"]["namespace"] == "research" and job["spec"]["runtimeRef"]["name"] == "trainstack-mpi-g5"
     assert job["spec"]["trainer"]["command"] == examples.MPI["spec"]["trainer"]["command"]
     assert examples.MPI["spec"]["trainer"]["numNodes"] == 4  # the example itself is untouched
+    torch = examples.for_team("torch", "vision", "g6", "trainstack-torch-g6", 3)
+    assert torch == {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "llama-pretrain", "namespace": "vision", "labels": {"kueue.x-k8s.io/queue-name": "g6"}},
+        "spec": {
+            "runtimeRef": {"name": "trainstack-torch-g6"},
+            "trainer": {"numNodes": 3, "args": ["train.py", "--config", "llama.yaml"]},
+        },
+    }
+    assert examples.TORCH["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "p5-train"}  # untouched
 
 
 def test_a_restricted_team_beside_the_mpi_runtime_is_refused_with_the_reason() -> None:
