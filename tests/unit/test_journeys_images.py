@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.tenancy import REGISTRY_POLICY_NAME
+from components.k8s.tenancy import REGISTRY_POLICY_NAME
 from tests.conftest import stack_config
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 from trainstack.journeys import Trip
