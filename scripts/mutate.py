@@ -512,8 +512,10 @@ def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str], st
     (tests added since are not in it, so they kill nothing: a lower bound)."""
     deselect = config.get("deselect", [])
     source_hash, test_files = tree_state(tests, deselect)
-    path = CACHE / f"coverage-{source_hash}.json"
-    if stale and not path.exists() and (older := sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)):
+    # A partial map (`--tests`) is named apart, so the quick runs that make them never push out the whole suite's.
+    kind = "coverage-" if tests == config["tests"] else "coverage-partial-"
+    path = CACHE / f"{kind}{source_hash}.json"
+    if stale and not path.exists() and (older := sorted(CACHE.glob(f"{kind}[0-9a-f]*.json"), key=os.path.getmtime)):
         path = older[-1]
         print(f"coverage map: {path.name} is of another tree; tests added since kill nothing", flush=True)
         return _load_map(json.loads(path.read_text()))
@@ -535,7 +537,9 @@ def cached_coverage_map(work: Path, config: dict[str, Any], tests: list[str], st
     if not found.durations:
         raise SystemExit("coverage map: the suite recorded no tests (see the pytest output above)")
     CACHE.mkdir(exist_ok=True)
-    for old in sorted(CACHE.glob("coverage-*.json"), key=os.path.getmtime)[:-2]:  # keep a few (partial maps)
+    for old in sorted(CACHE.glob(f"{kind}[0-9a-f]*.json"), key=os.path.getmtime)[
+        :-2
+    ]:  # with the new one, the newest three of its kind
         old.unlink()
     data = {
         "test_files": selected,

@@ -4,6 +4,11 @@ that result was made inside another one (a committed stack's cached review reads
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from scripts import mutate
 from scripts.mutate import PHASE_TESTS, CoverageMap, Mutant, phases_of
 
 CONTEXTS = [
@@ -92,3 +97,29 @@ def test_the_recording_probe_calls_run_program_as_it_is_declared() -> None:
     keywords = {k.arg: None for k in call.keywords if k.arg}
     inspect.signature(run_program).bind(*[None] * len(call.args), **keywords)
     assert keywords == {"stack_name": None}
+
+
+def test_quick_partial_maps_never_push_out_the_whole_suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole suite's map costs half an hour on this machine; `--tests` runs make a map each, and must not
+    evict it (the cache keeps the newest three of each kind)."""
+    monkeypatch.setattr(mutate, "CACHE", tmp_path)
+    monkeypatch.setattr(mutate, "ROOT", tmp_path)
+    monkeypatch.setattr(mutate, "measurable", lambda sources: [])
+    made: list[list[str]] = []
+
+    def fake_map(modules: list[str], work: Path, tests: list[str], deselect: list[str]) -> CoverageMap:
+        made.append(tests)
+        return _map({1: [0]})
+
+    monkeypatch.setattr(mutate, "coverage_map", fake_map)
+    config = {"tests": ["tests"], "sources": ["stacks"]}
+    for number in range(5):  # a whole map, then four partial ones, each of another tree
+        monkeypatch.setattr(mutate, "tree_state", lambda tests, deselect, n=number: (f"{n:024x}", {}))
+        mutate.cached_coverage_map(tmp_path, config, ["tests"] if number == 0 else [f"tests/unit/t{number}.py"])
+    names = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert f"coverage-{0:024x}.json" in names  # the whole suite's survives
+    assert f"coverage-partial-{1:024x}.json" not in names  # the oldest partial one went
+    assert len([n for n in names if n.startswith("coverage-partial-")]) == 3
+    monkeypatch.setattr(mutate, "tree_state", lambda tests, deselect: (f"{0:024x}", {}))
+    mutate.cached_coverage_map(tmp_path, config, ["tests"])
+    assert len(made) == 5  # the whole suite's map was reused, not made again
