@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import json
 import os
 import platform
@@ -360,10 +361,14 @@ def floor_worker() -> Callable[[int], tuple[int, float]]:
 
 
 def serve(kind: str) -> int:
-    """A worker: reads one size a line from stdin, runs it, answers `[resources, CPU seconds]` a line."""
+    """A worker: reads one size a line from stdin, runs it, answers `[resources, CPU seconds]` a line. It runs as
+    the command does, without cyclic collection and exiting with a frozen heap (trainstack/entry.py), so a floor's
+    whole process is held to the same settings as the plan's."""
+    gc.disable()
     action = {"plan": plan_worker, "floor": floor_worker, "shaped": shaped_worker}[kind]()
     for line in sys.stdin:
         print(json.dumps(action(int(line))), flush=True)
+    gc.freeze()  # as the command exits (trainstack/entry.py)
     return 0
 
 

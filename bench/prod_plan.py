@@ -75,7 +75,8 @@ def floor_run(count: int) -> tuple[float, float]:
 
 # Run in a fresh interpreter: the program, then one tier timed alone (its lazy imports included, the program not).
 _TIER_DRIVER = """
-import json, sys, time
+import gc, json, sys, time
+gc.disable()  # as the command runs (trainstack/entry.py)
 sys.path.insert(0, sys.argv[1])
 from stacks.load import load_file
 from trainstack.engine import run_program
