@@ -307,3 +307,228 @@ def test_an_expiry_reads_only_as_a_quoted_day() -> None:
     for text in ("2027-6-30", "30/06/2027", "2027-06-30T00:00:00Z", "20270630"):
         with pytest.raises(ValidationError, match="is not a day as YYYY-MM-DD"):
             WaiverSpec.model_validate(_waiver_entry(expires=text))
+
+
+# ------------------------------------------------------------------------------------ reading a config's waivers
+
+
+def test_the_waivers_of_a_config_object_are_read_as_well_as_of_its_json() -> None:
+    """The offline review and a config map whose value is already an object read the same waivers as the JSON the
+    CLI hands over; an entry that is no mapping is skipped, the rest still read."""
+    entry = _waiver_entry(reason="  approved   by the platform\nteam for the quarter ")
+    cluster = {"waivers": ["not a waiver", entry]}
+    from_object = waivers.from_stack_config({waivers.STACK_CONFIG_KEY: cluster})
+    assert from_object == waivers.from_stack_config({waivers.STACK_CONFIG_KEY: json.dumps(cluster)})
+    assert from_object == (
+        waivers.Waiver(
+            "nat-per-az",
+            "network-private-us-east-1b",
+            "approved by the platform team for the quarter",
+            OWNER,
+            SOON,
+            "staging",
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        pytest.param({}, id="no-waivers-key"),
+        pytest.param({"waivers": {"0": "x"}}, id="waivers-not-a-list"),
+        pytest.param(["waivers"], id="cluster-not-an-object"),
+        pytest.param({"waivers": [{}]}, id="an-empty-entry"),
+    ],
+)
+def test_a_config_without_a_list_of_whole_waivers_waives_nothing(cluster: object) -> None:
+    assert waivers.from_stack_config({waivers.STACK_CONFIG_KEY: cluster}) == ()
+    assert waivers.from_stack_config({}) == ()
+
+
+@pytest.mark.parametrize("field", ["rule", "resource", "reason", "owner", "environment"])
+def test_a_waiver_with_a_text_field_that_is_not_text_exempts_nothing(field: str) -> None:
+    assert waivers.from_stack_config({waivers.STACK_CONFIG_KEY: {"waivers": [_waiver_entry(**{field: 7})]}}) == ()
+
+
+def test_the_day_waivers_are_judged_on_is_todays_date_in_utc() -> None:
+    from datetime import UTC, datetime
+
+    before = datetime.now(UTC).date()
+    judged = waivers.today()
+    assert isinstance(judged, date) and before <= judged <= datetime.now(UTC).date()
+
+
+@pytest.mark.parametrize(
+    ("urn", "resource"),
+    [
+        ("urn:pulumi:prod::trainstack::aws:ec2/subnet:Subnet::network-private-a", "network-private-a"),
+        (
+            "urn:pulumi:prod::trainstack::trainstack:network:Network$aws:ec2/subnet:Subnet::network-private-a",
+            "network-private-a",
+        ),
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_a_violation_names_the_resource_by_the_last_part_of_its_urn(urn: str | None, resource: str) -> None:
+    assert waivers.resource_of(urn) == resource
+
+
+def test_the_first_waiver_of_a_rule_on_a_resource_is_the_one_that_matches() -> None:
+    given = (waiver("nat-per-az", "b"), waiver("log-retention-floor", "a"), waiver("nat-per-az", "a"), waiver("x", "a"))
+    assert waivers.match(given, "nat-per-az", "a") == 2
+    assert waivers.match(given, "log-retention-floor", "a") == 1
+    assert waivers.match(given, "nat-per-az", "c") is None
+    assert waivers.match(given, "nat-per-az", "") is None
+
+
+def test_a_waiver_naming_no_resource_never_exempts_a_stack_wide_violation() -> None:
+    """The pack reads PULUMI_CONFIG itself, unvalidated: an entry with an empty resource must not match the empty
+    resource of a violation that names none (a stack rule's)."""
+    [read] = waivers.from_stack_config({waivers.STACK_CONFIG_KEY: {"waivers": [_waiver_entry(resource="")]}})
+    assert waivers.match((read,), "nat-per-az", "") is None
+    assert not _ledger(read).screen("nat-per-az", "", "one NAT gateway for the stack")
+
+
+# --------------------------------------------------------------------------- what a ledger judges, one case each
+
+
+def _ledger(
+    *given: waivers.Waiver, environment: str | None = "staging", used: set[int] | None = None
+) -> waivers.Ledger:
+    """A ledger of `given`, judged on ON with the pack's own floors and high-severity rules; `used` the indexes
+    that exempted a violation in this run."""
+    floors, severe = enforcement.prod_never_waived()
+    return waivers.Ledger(tuple(given), environment, ON, floors, severe, used=set(used or ()))
+
+
+SEVERITY = {
+    "nat-per-az": "medium",
+    "fsx-team-isolation": "high",
+    "k8s-image-tag-pinned": "medium",
+    "sg-no-world-ingress": "critical",
+}
+
+
+def _problems(ledger: waivers.Ledger) -> list[tuple[int, str, str]]:
+    return [(p.index, p.key, p.value) for p in ledger.problems(SEVERITY)]
+
+
+def test_a_used_waiver_of_its_own_environment_within_a_year_is_no_problem() -> None:
+    """A floor of prod waived in staging, exempting a violation, expiring in a year to the day: it stands."""
+    assert _problems(_ledger(waiver("nat-per-az", "a", expires=date(2027, 12, 1)), used={0})) == []
+    assert _problems(_ledger(waiver("k8s-image-tag-pinned", "a", "prod"), environment="prod", used={0})) == []
+
+
+def test_a_waiver_expiring_a_day_past_a_year_is_refused_for_its_expiry() -> None:
+    ledger = _ledger(waiver("nat-per-az", "a", expires=date(2027, 12, 2)), used={0})
+    [problem] = ledger.problems(SEVERITY)
+    assert (problem.index, problem.key, problem.value) == (0, "expires", "2027-12-02")
+    assert "more than 365 days ahead (after 2027-12-01)" in problem.message
+
+
+def test_a_waiver_that_exempts_nothing_is_refused_unless_it_lapsed() -> None:
+    """Unused and current: stale, refused; unused and expired: not a problem (`waiver-expired` names it)."""
+    ledger = _ledger(waiver("nat-per-az", "a"), waiver("nat-per-az", "b", expires=date(2026, 11, 30)), used=set())
+    assert _problems(ledger) == [(0, "resource", "a")]
+    assert ledger.problems(SEVERITY)[0].message.startswith("waives nothing: nat-per-az reports no violation")
+
+
+def test_a_waiver_of_no_rule_of_the_pack_is_refused_first() -> None:
+    [problem] = _ledger(waiver("no-such-rule", "a", "prod"), used={0}).problems(SEVERITY)
+    assert (problem.key, problem.value) == ("rule", "no-such-rule") and "no such policy rule" in problem.message
+
+
+def test_a_critical_rule_is_refused_in_every_environment() -> None:
+    for environment in ("dev", "staging", "prod"):
+        ledger = _ledger(waiver("sg-no-world-ingress", "a", environment), environment=environment, used={0})
+        [problem] = ledger.problems(SEVERITY)
+        assert (problem.key, problem.message) == ("rule", "a critical rule cannot be waived: fix the resource instead")
+
+
+@pytest.mark.parametrize("environment", ["prod", None])
+def test_prod_and_an_unknown_environment_refuse_a_floor_or_a_high_rule_waiver(environment: str | None) -> None:
+    given = (waiver("nat-per-az", "a", "prod"), waiver("fsx-team-isolation", "b", "prod"))
+    ledger = _ledger(*given, environment=environment, used={0, 1})
+    found = ledger.problems(SEVERITY)
+    assert [(p.index, p.key) for p in found] == [(0, "rule"), (1, "rule")]
+    assert "nat-per-az is a floor, which prod never waives" in found[0].message
+    assert "fsx-team-isolation is a rule of high severity, which prod never waives" in found[1].message
+
+
+def test_staging_and_dev_may_waive_a_prod_floor_and_a_high_rule() -> None:
+    for environment in ("dev", "staging"):
+        given = (waiver("nat-per-az", "a", environment), waiver("fsx-team-isolation", "b", environment))
+        assert _problems(_ledger(*given, environment=environment, used={0, 1})) == []
+
+
+@pytest.mark.parametrize(
+    ("granted", "environment", "in_words"),
+    [
+        ("staging", "dev", "this stack is dev:"),
+        ("staging", "prod", "this stack is prod:"),
+        ("staging", None, "this stack is of no known environment (held to prod's rules):"),
+    ],
+)
+def test_another_environments_waiver_is_refused_naming_both(
+    granted: str, environment: str | None, in_words: str
+) -> None:
+    [problem] = _ledger(waiver("k8s-image-tag-pinned", "a", granted), environment=environment, used={0}).problems(
+        SEVERITY
+    )
+    assert (problem.key, problem.value) == ("environment", granted)
+    assert f"this waiver was granted for {granted}, and {in_words}" in problem.message
+
+
+def test_a_prod_waiver_is_the_own_waiver_of_a_stack_of_no_known_environment() -> None:
+    ledger = _ledger(waiver("k8s-image-tag-pinned", "a", "prod"), environment=None, used={0})
+    assert _problems(ledger) == [] and ledger.own() == [(0, ledger.waivers[0])] and ledger.applies(0)
+
+
+def test_each_waiver_is_judged_and_named_by_its_index() -> None:
+    ledger = _ledger(
+        waiver("no-such-rule", "a"),
+        waiver("nat-per-az", "b"),
+        waiver("nat-per-az", "c", "dev"),
+        waiver("nat-per-az", "d", expires=date(2028, 1, 1)),
+        used={1, 3},
+    )
+    assert _problems(ledger) == [(0, "rule", "no-such-rule"), (2, "environment", "dev"), (3, "expires", "2028-01-01")]
+    assert str(ledger.problems(SEVERITY)[1]) == (
+        f"{FULL_KEY}.waivers.2.environment ('dev'): this waiver was granted for dev, and this stack is staging: a "
+        "waiver applies only in its own environment, so it exempts nothing here; grant it again for this "
+        "environment or remove it"
+    )
+
+
+def test_the_expired_waivers_are_this_environments_past_their_day() -> None:
+    lapsed = waiver("nat-per-az", "a", expires=date(2026, 11, 30))
+    ledger = _ledger(
+        waiver("nat-per-az", "b", expires=ON), lapsed, waiver("nat-per-az", "c", "prod", expires=date(2026, 1, 1))
+    )
+    assert ledger.expired() == [(1, lapsed)]
+
+
+def test_prod_never_waives_a_floor_or_a_high_rule_and_says_which() -> None:
+    ledger = _ledger()
+    assert ledger.prod_never_waives("nat-per-az") == "a floor"
+    assert ledger.prod_never_waives("fsx-team-isolation") == "a rule of high severity"
+    assert ledger.prod_never_waives("k8s-image-tag-pinned") is None
+
+
+def test_a_screened_violation_is_recorded_with_its_waiver() -> None:
+    urn = "urn:pulumi:staging::trainstack::aws:ec2/subnet:Subnet::a"
+    ledger = _ledger(waiver("log-retention-floor", "b"), waiver("nat-per-az", "a"))
+    assert ledger.screen("nat-per-az", urn, "one NAT gateway") is True
+    assert ledger.used == {1}
+    assert ledger.waived == [waivers.WaivedViolation("nat-per-az", "a", urn, "one NAT gateway", REASON, OWNER, SOON)]
+
+
+def test_a_review_within_a_review_gives_the_ledger_back_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waivers, "_ACTIVE", [])
+    outer, inner = _ledger(), _ledger(environment="dev")
+    with waivers.in_force(outer):
+        with waivers.in_force(inner) as given:
+            assert given is inner and waivers.active() is inner
+        assert waivers.active() is outer
+    assert waivers._ACTIVE == []

@@ -92,3 +92,15 @@ def test_replace_paths_match_whole_properties_only() -> None:
     assert not replaces("aws:ec2/subnet:Subnet", "availabilityZoneIdSuffix")
     assert not replaces("aws:ec2/subnet:Subnet", "tags.Name")
     assert not replaces("aws:not/a:Type", "name")
+
+
+def test_a_key_that_is_not_a_plain_name_is_quoted_in_the_path_as_pulumi_writes_it() -> None:
+    """Tags such as `kubernetes.io/role` name their change `tags["kubernetes.io/role"]`, a `"` escaped, as
+    Pulumi's PropertyPath.String writes them; a plain key stays dotted."""
+    old = {"tags": {"kubernetes.io/role": "a", 'say "hi"': "x", "Name_1": "n"}}
+    new = {"tags": {"kubernetes.io/role": "b", 'say "hi"': "y", "Name_1": "m"}}
+    assert [c.path for c in input_changes(old, new)] == [
+        "tags.Name_1",
+        'tags["kubernetes.io/role"]',
+        'tags["say \\"hi\\""]',
+    ]

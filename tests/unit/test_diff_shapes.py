@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from tests.recorded import recorded
 from trainstack.engine import RecordedResource, Recording
 from trainstack.model.diff import MISSING, apply_ignore_changes, diff_recordings, input_changes
@@ -68,3 +70,45 @@ def test_ignore_changes_keeps_a_nested_value_and_leaves_missing_parents_alone() 
     bare = replace(before, inputs={"scalingConfig": {"maxSize": 4}})
     applied, skipped = apply_ignore_changes(Recording("s", False, [bare], {}), Recording("s", False, [after], {}))
     assert applied.resources[0].inputs == after.inputs and skipped == ()
+
+
+def _ignored(before: dict[str, Any], after: dict[str, Any], path: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The inputs `pulumi up` would send for `after` over a deployed `before` with `path` under ignoreChanges, and
+    the changes it reports as not applied."""
+    old = resource(NODE_GROUP, before, (path,))
+    applied, skipped = apply_ignore_changes(
+        Recording("s", False, [old], {}), Recording("s", False, [replace(old, inputs=after)], {})
+    )
+    return applied.resources[0].inputs, tuple((c.path, c.old, c.new) for s in skipped for c in s.changes)
+
+
+def test_an_ignored_list_item_is_kept_at_its_deployed_value() -> None:
+    kept, skipped = _ignored({"subnetIds": ["a", "b"]}, {"subnetIds": ["a", "c"]}, "subnetIds[1]")
+    assert kept == {"subnetIds": ["a", "b"]} and skipped == (("subnetIds[1]", "b", "c"),)
+
+
+def test_an_ignored_index_the_deployed_list_lacks_keeps_nothing() -> None:
+    """The index one past the deployed list's end: no deployed value to keep (the engine cannot add a location to
+    a list either: properties_path.go Reset), so the program's list is sent as it is."""
+    kept, skipped = _ignored({"subnetIds": ["a"]}, {"subnetIds": ["a", "b"]}, "subnetIds[1]")
+    assert kept == {"subnetIds": ["a", "b"]} and skipped == ()
+
+
+def test_an_ignored_index_the_new_list_lacks_leaves_the_new_list_as_it_is() -> None:
+    """The program's list got shorter than the ignored index: no location to put the deployed value back into (the
+    engine does not grow a list: pulumi/pulumi v3.259.0 sdk/go/common/resource/properties_path.go Reset)."""
+    kept, _ = _ignored({"subnetIds": ["a", "b"]}, {"subnetIds": ["a"]}, "subnetIds[1]")
+    assert kept == {"subnetIds": ["a"]}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="apply_ignore_changes sends the program's value of an ignored input the deployment never had; the engine "
+    "deletes it (pulumi/pulumi v3.259.0 pkg/resource/deploy/step_generator.go processIgnoreChanges -> "
+    "sdk/go/common/resource/properties_path.go PropertyPath.Reset: a path old lacks is deleted from new)",
+)
+def test_an_ignored_input_the_deployment_never_had_stays_absent() -> None:
+    """ignoreChanges keeps the deployed value, and "absent" is a deployed value: `pulumi up` does not add it."""
+    after = {"scalingConfig": {"desiredSize": 3, "maxSize": 5}}
+    kept, _ = _ignored({"scalingConfig": {"maxSize": 4}}, after, "scalingConfig.desiredSize")
+    assert kept == {"scalingConfig": {"maxSize": 5}}

@@ -3,12 +3,14 @@ from that environment on (policies/enforcement.py): the sets each environment ho
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 from pulumi_policy import Severity
 
+from policies import enforcement, waivers
 from policies.enforcement import FLOORS, MANDATORY_FLOORS, floor_level, floor_settings, mandatory_floors
 from policies.facts import ENVIRONMENTS
 from policies.rules import BY_NAME, DOMAINS, POLICIES
@@ -89,3 +91,67 @@ def test_the_rules_modules_are_the_components_areas_and_the_stack() -> None:
 
 def test_stack_waivers_runs_last_to_judge_what_every_other_rule_reported() -> None:
     assert POLICIES[-1].name == "stack-waivers"
+
+
+# --------------------------------------------------------------------------------------------- floor thresholds
+
+
+def _config_dir(tmp_path: Path, environment: str, text: str) -> Path:
+    (tmp_path / f"{environment}.json").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_floors_thresholds_are_its_environments_without_the_level(tmp_path: Path) -> None:
+    entry = {"enforcementLevel": "advisory", "minRetentionDays": 30, "classes": ["a"]}
+    config_dir = _config_dir(tmp_path, "staging", json.dumps({"log-retention-floor": entry}))
+    assert floor_settings("log-retention-floor", "staging", config_dir) == {"minRetentionDays": 30, "classes": ["a"]}
+
+
+def test_an_unknown_environment_reads_prods_committed_thresholds(tmp_path: Path) -> None:
+    config_dir = _config_dir(tmp_path, "prod", json.dumps({"log-retention-floor": {"minRetentionDays": 365}}))
+    assert floor_settings("log-retention-floor", None, config_dir) == {"minRetentionDays": 365}
+    assert floor_settings("log-retention-floor", None) == floor_settings("log-retention-floor", "prod")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(None, id="no-config-file"),
+        pytest.param("{", id="not-json"),
+        pytest.param("[]", id="not-an-object"),
+        pytest.param("{}", id="the-floor-not-set"),
+        pytest.param(json.dumps({"log-retention-floor": "mandatory"}), id="the-entry-not-an-object"),
+    ],
+)
+def test_a_config_that_does_not_set_a_floor_gives_no_thresholds(tmp_path: Path, text: str | None) -> None:
+    config_dir = tmp_path if text is None else _config_dir(tmp_path, "staging", text)
+    assert floor_settings("log-retention-floor", "staging", config_dir) is None
+
+
+def test_a_rule_that_is_no_floor_takes_no_thresholds_even_where_a_config_sets_some(tmp_path: Path) -> None:
+    config_dir = _config_dir(tmp_path, "prod", json.dumps({"sg-no-world-ingress": {"allowedPorts": [443]}}))
+    assert floor_settings("sg-no-world-ingress", "prod", config_dir) is None
+
+
+# ------------------------------------------------------------------------------------------- the pack's stack
+
+
+@pytest.mark.parametrize(
+    ("stack", "environment"), [("prod", "prod"), ("staging-eu", "staging"), ("qa", None), (None, None)]
+)
+def test_the_pack_knows_its_environment_from_the_stack_it_serves(stack: str | None, environment: str | None) -> None:
+    environ = {} if stack is None else {"PULUMI_STACK": stack}
+    assert enforcement.environment(environ) == environment
+
+
+def test_prod_never_waives_its_floors_or_any_rule_of_high_severity() -> None:
+    floors, severe = enforcement.prod_never_waived()
+    assert floors == MANDATORY_FLOORS["prod"]
+    assert severe and severe == {name for name, policy in BY_NAME.items() if policy.severity == Severity.HIGH}
+
+
+def test_a_review_without_a_day_judges_waivers_on_today() -> None:
+    before = waivers.today()
+    with enforcement.applying([], "dev") as ledger:
+        assert before <= ledger.on <= waivers.today() and waivers.active() is ledger
+    assert waivers.active() is not ledger
