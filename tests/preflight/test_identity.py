@@ -32,10 +32,10 @@ def context(stack: StackConfig, iam: Any = None, caller: str = ADMIN_SESSION) ->
 
 def role(arn: str) -> dict[str, Any]:
     """GetRole's answer (IAM API Reference, Role): the path is the ARN's between `role/` and the name."""
-    path = "/" + arn.split(":role/", 1)[1].rpartition("/")[0] + "/" if arn.count("/") > 1 else "/"
+    resource = arn.split(":role/", 1)[1]
     return {
         "Role": {
-            "Path": path.replace("//", "/"),
+            "Path": "/" + resource.rpartition("/")[0] + "/" if "/" in resource else "/",
             "RoleName": arn.rsplit("/", 1)[-1],
             "RoleId": "AROAEXAMPLEROLEID0001",
             "Arn": arn,
