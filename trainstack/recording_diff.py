@@ -185,24 +185,42 @@ def _lookup(tree: Any, parts: list[str | int]) -> Any:
     return tree
 
 
-def _with_value(tree: Any, parts: list[str | int], value: Any) -> Any:
-    """A copy of `tree` with `value` at `parts` (containers along the path copied, the rest shared)."""
-    if not parts:
-        return value
+def _reset(old: Any, new: Any, parts: list[str | int]) -> tuple[Any, bool]:
+    """Pulumi's `PropertyPath.Reset` (sdk/go/common/resource/properties_path.go at v3.259.0), which `pulumi up` runs
+    for each ignoreChanges path of a resource that exists: `new` with the value at `parts` put back to `old`'s,
+    and deleted where `old` has none (absent is a deployed value too). False, with `new` as it was, when only one
+    side has a container on the path: the engine then says "cannot ignore changes in added or removed elements
+    of the path" and sends the program's value. Containers along the path are copied, the rest shared."""
     head, rest = parts[0], parts[1:]
-    if isinstance(head, int) and isinstance(tree, list) and head < len(tree):
-        return [*tree[:head], _with_value(tree[head], rest, value), *tree[head + 1 :]]
-    if isinstance(head, str) and isinstance(tree, dict):
-        return {**tree, head: _with_value(tree.get(head, {}), rest, value)}
-    return tree
+    if isinstance(head, int):
+        if not isinstance(old, list) or not isinstance(new, list):
+            return new, not isinstance(old, list) and not isinstance(new, list)
+        in_old, in_new = head < len(old), head < len(new)
+        if not rest and not in_old and not in_new:
+            return new, True
+        if not (in_old and in_new):
+            return new, False  # an index one side lacks: the engine neither adds nor removes list items
+        child, ok = (old[head], True) if not rest else _reset(old[head], new[head], rest)
+        return ([*new[:head], child, *new[head + 1 :]], True) if ok else (new, False)
+    if not rest:
+        if isinstance(old, dict) and head in old:
+            return ({**new, head: old[head]}, True) if isinstance(new, dict) else (new, False)
+        return ({k: v for k, v in new.items() if k != head}, True) if isinstance(new, dict) else (new, True)
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new, not isinstance(old, dict) and not isinstance(new, dict)
+    if head not in new:
+        return new, head not in old  # neither has it: nothing to do; only the deployment has it: a path error
+    child, ok = _reset(old.get(head), new[head], rest)
+    return ({**new, head: child}, True) if ok else (new, False)
 
 
 def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Recording, tuple[ResourceChange, ...]]:
     """`proposed` as `pulumi up` would leave it over `baseline`, and the config changes it would not apply.
 
-    For a resource that exists in both, every input under its `ignoreChanges` keeps the baseline's value, as the
-    engine does (a new resource takes its inputs as they are). Sizes the cluster autoscaler owns
-    (`scalingConfig.desiredSize`) are the usual case: editing them in the stack file changes nothing in AWS.
+    For a resource that exists in both, every input under its `ignoreChanges` keeps the baseline's value, absent
+    included, as the engine does (`_reset`; a new resource takes its inputs as they are). Sizes the cluster
+    autoscaler owns (`scalingConfig.desiredSize`) are the usual case: editing them in the stack file changes
+    nothing in AWS.
     """
     old = matched_baseline(baseline, proposed)
     resources: list[RecordedResource] = []
@@ -216,11 +234,10 @@ def apply_ignore_changes(baseline: Recording, proposed: Recording) -> tuple[Reco
         skipped: list[InputChange] = []
         for path in resource.ignore_changes:
             parts = path_parts(path)
-            was, now = _lookup(before.inputs, parts), _lookup(inputs, parts)
-            if was is MISSING or was == now:
-                continue
-            skipped.append(InputChange(path, was, now))
-            inputs = _with_value(inputs, parts, was)
+            kept, ok = _reset(before.inputs, inputs, parts)
+            if ok and kept != inputs:
+                skipped.append(InputChange(path, _lookup(before.inputs, parts), _lookup(inputs, parts)))
+                inputs = kept
         if skipped:
             ignored.append(ResourceChange(resource.urn, resource.type, tuple(skipped), protected=resource.protect))
             resource = replace(resource, inputs=inputs)

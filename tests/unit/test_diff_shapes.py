@@ -66,10 +66,11 @@ def test_ignore_changes_keeps_a_nested_value_and_leaves_missing_parents_alone() 
     assert applied.resources[0].inputs == {"scalingConfig": {"desiredSize": 2, "maxSize": 5}}
     ((path, was, now),) = [(c.path, c.old, c.new) for c in skipped[0].changes]
     assert (path, was, now) == ("scalingConfig.desiredSize", 2, 3)
-    # the baseline lacks the ignored input: nothing to keep, the new value is applied and nothing is skipped
-    bare = replace(before, inputs={"scalingConfig": {"maxSize": 4}})
-    applied, skipped = apply_ignore_changes(Recording("s", False, [bare], {}), Recording("s", False, [after], {}))
-    assert applied.resources[0].inputs == after.inputs and skipped == ()
+    # the deployment lacks the parent: a path error, so the engine sends the program's value and skips nothing
+    bare = replace(before, inputs={"scalingConfig": {"maxSize": 4}, "tags": {}})
+    dropped = replace(after, inputs={"tags": {}})
+    applied, skipped = apply_ignore_changes(Recording("s", False, [bare], {}), Recording("s", False, [dropped], {}))
+    assert applied.resources[0].inputs == {"tags": {}} and skipped == ()
 
 
 def _ignored(before: dict[str, Any], after: dict[str, Any], path: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
@@ -101,14 +102,33 @@ def test_an_ignored_index_the_new_list_lacks_leaves_the_new_list_as_it_is() -> N
     assert kept == {"subnetIds": ["a"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="apply_ignore_changes sends the program's value of an ignored input the deployment never had; the engine "
-    "deletes it (pulumi/pulumi v3.259.0 pkg/resource/deploy/step_generator.go processIgnoreChanges -> "
-    "sdk/go/common/resource/properties_path.go PropertyPath.Reset: a path old lacks is deleted from new)",
-)
 def test_an_ignored_input_the_deployment_never_had_stays_absent() -> None:
-    """ignoreChanges keeps the deployed value, and "absent" is a deployed value: `pulumi up` does not add it."""
+    """ignoreChanges keeps the deployed value, and "absent" is a deployed value: `pulumi up` does not add it, and
+    the plan says so (an ignored add)."""
     after = {"scalingConfig": {"desiredSize": 3, "maxSize": 5}}
-    kept, _ = _ignored({"scalingConfig": {"maxSize": 4}}, after, "scalingConfig.desiredSize")
+    kept, skipped = _ignored({"scalingConfig": {"maxSize": 4}}, after, "scalingConfig.desiredSize")
     assert kept == {"scalingConfig": {"maxSize": 5}}
+    assert skipped == (("scalingConfig.desiredSize", MISSING, 3),)
+
+
+# pulumi/pulumi v3.259.0, pkg/resource/deploy/step_generator_test.go TestIgnoreChanges: deployed inputs, the
+# program's, the path, and what the engine sends (None: a path error, so the program's inputs as they are).
+ENGINE_CASES = [
+    ({"a": {"b": "foo"}}, {"a": {"b": "bar"}, "c": 42}, "a.b", {"a": {"b": "foo"}, "c": 42}),
+    ({"a": {"b": "foo"}}, {"a": {}, "c": 42}, "a.b", {"a": {"b": "foo"}, "c": 42}),
+    ({"a": {"b": {"c": "foo"}}}, {"a": {"b": {"c": "bar"}}, "c": 42}, 'a.b["c"]', {"a": {"b": {"c": "foo"}}, "c": 42}),
+    ({"a": {"b": {"c": "foo"}}}, {"a": {"b": {}}, "c": 42}, 'a.b["c"]', {"a": {"b": {"c": "foo"}}, "c": 42}),
+    ({}, {"a": {"b": "foo"}, "c": 42}, "a.b", {"a": {}, "c": 42}),
+    ({}, {}, "a", {}),
+    ({}, {}, "a.b", {}),
+    ({}, {}, "a.c[0]", {}),
+    ({"a": {"b": "foo"}}, {}, "a.b", None),
+]
+
+
+@pytest.mark.parametrize(("deployed", "program", "path", "sent"), ENGINE_CASES)
+def test_ignore_changes_sends_what_the_engine_sends(
+    deployed: dict[str, Any], program: dict[str, Any], path: str, sent: dict[str, Any] | None
+) -> None:
+    kept, _ = _ignored(deployed, program, path)
+    assert kept == (program if sent is None else sent)
