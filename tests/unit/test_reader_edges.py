@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from ruamel.yaml.error import YAMLError
 
 from stacks import reader
 
@@ -274,3 +275,15 @@ def test_each_kind_of_file_that_is_not_regular_is_named(mode: int, kind: str) ->
 def test_an_explicit_core_tag_on_a_value_it_cannot_read_is_refused_with_its_line(text: str) -> None:
     (refusal,) = reader.parse(text).refusals
     assert refusal.message.startswith("cannot read this value") and refusal.origin == reader.Origin(1, 4)
+
+
+def test_any_other_yaml_error_is_a_refusal_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ruamel.yaml's errors without a place (its base YAMLError) end in a refusal too."""
+
+    class Broken:
+        def compose(self, text: str) -> None:
+            raise YAMLError("the stream broke")
+
+    monkeypatch.setattr(reader, "_yaml", Broken)
+    refused = _refused("a: 1\n")
+    assert (refused.message, refused.origin) == ("YAML error: the stream broke", None)
