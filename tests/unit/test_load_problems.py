@@ -267,19 +267,14 @@ def test_a_secret_in_the_file_where_the_schema_wants_text_is_one_problem() -> No
     assert [(p.key, p.message.startswith(SECRET)) for p in refused.value.problems] == [(f"{FULL_KEY}.region", True)]
 
 
-@pytest.mark.parametrize(
-    "source",
-    ["yaml", "json"],
-)
-def test_a_cluster_that_is_one_secret_is_one_problem(source: str) -> None:
-    if source == "yaml":
-        parsed = parse(f"config:\n  {FULL_KEY}:\n    secure: AAAB\n")
-        call = lambda: validate_document(parsed.document, "test", parsed)  # noqa: E731
-    else:
-        call = lambda: validate_object('{"secure": "AAAB"}', "test")  # noqa: E731
-    with pytest.raises(ConfigError) as refused:
-        call()
-    assert [(p.key, p.message.startswith(SECRET)) for p in refused.value.problems] == [(FULL_KEY, True)]
+def test_a_cluster_that_is_one_secret_is_one_problem_in_the_file_and_in_pulumis_json() -> None:
+    parsed = parse(f"config:\n  {FULL_KEY}:\n    secure: AAAB\n")
+    with pytest.raises(ConfigError) as from_file:
+        validate_document(parsed.document, "test", parsed)
+    with pytest.raises(ConfigError) as from_json:
+        validate_object('{"secure": "AAAB"}', "test")
+    for refused in (from_file, from_json):
+        assert [(p.key, p.message.startswith(SECRET)) for p in refused.value.problems] == [(FULL_KEY, True)]
 
 
 def test_a_secret_is_one_problem_whatever_it_holds_and_is_refused_where_the_schema_would_take_it() -> None:
@@ -459,7 +454,7 @@ def test_a_plain_scalar_read_as_another_type_where_text_belongs_is_told_to_quote
     before: str, after: str, hint: str
 ) -> None:
     _, (problem,) = _parsed_problems(_dev_with(before, after))
-    assert problem.message.endswith(hint) or hint in problem.message
+    assert hint in problem.message
     assert problem.message.count("YAML reads") == 1
 
 
