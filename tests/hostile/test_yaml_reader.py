@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML, YAMLError
 
 from stacks import reader
 from stacks.load import FULL_KEY, ConfigError, Problem, load_file, short
@@ -245,6 +246,31 @@ def test_the_reader_reads_every_plain_scalar_as_pulumi_does_or_refuses_it(case: 
     expected = json.loads(case["json"])
     assert (value == expected and type(value) is not bool) or value is expected, (case, value)
     assert isinstance(value, str) == isinstance(expected, str), (case, value)
+
+
+def test_the_reader_refuses_exactly_the_plain_scalars_pulumi_reads_otherwise() -> None:
+    """Not one refusal more than needed: a scalar is refused when yaml.v3 hands Pulumi another value than YAML 1.2
+    reads, or one it cannot pass on, or YAML 1.2 reads it as no plain value (`=`), and only then; a YAML 1.2 date
+    is read and left to the schema."""
+    plain = YAML(typ="safe", pure=True)
+    wrong: list[tuple[str, bool]] = []
+    for case in YAML_V3:
+        text = f"v: {case['yaml']}\n"
+        try:
+            value = plain.load(text)["v"]
+        except YAMLError:
+            differs = True
+        else:
+            differs = "error" in case or (not isinstance(value, datetime.date) and not _same(value, case["json"]))
+        if bool(reader.parse(text).refusals) != differs:
+            wrong.append((case["yaml"], differs))
+    assert not wrong, f"refused wrongly (scalar, whether yaml.v3 reads it otherwise): {wrong}"
+
+
+def _same(value: object, pulumi_json: str) -> bool:
+    expected = json.loads(pulumi_json)
+    kinds = (isinstance(value, bool), isinstance(value, str)) == (isinstance(expected, bool), isinstance(expected, str))
+    return kinds and value == expected
 
 
 def test_yaml_1_1_readings_are_gone() -> None:

@@ -6,8 +6,18 @@ from typing import Any
 import pytest
 import yaml
 
-from stacks.load import FULL_KEY, ConfigError, load_file, stack_file
-from tests.conftest import stack_document
+from stacks.load import (
+    FULL_KEY,
+    ConfigError,
+    Problem,
+    check_stack,
+    environment_of_stack,
+    load_file,
+    stack_file,
+    stack_problem,
+)
+from stacks.schema import Environment
+from tests.conftest import stack_config, stack_document
 
 
 def write(tmp_path: Path, document: Any) -> Path:
@@ -135,3 +145,60 @@ def test_render_is_one_line_per_problem(tmp_path: Path) -> None:
     lines = caught.value.render().splitlines()
     assert lines[0].endswith("2 problem(s)")
     assert all(line.startswith("  - trainstack:cluster.") for line in lines[1:])
+
+
+@pytest.mark.parametrize(
+    ("stack", "environment"),
+    [
+        ("dev", Environment.DEV),
+        ("staging-bench", Environment.STAGING),
+        ("prod-eu-west-1", Environment.PROD),
+        ("prod", Environment.PROD),
+        ("prod2", None),
+        ("development", None),
+        ("qa", None),
+    ],
+)
+def test_a_stack_name_maps_to_its_environment_or_to_none(stack: str, environment: Environment | None) -> None:
+    assert environment_of_stack(stack) is environment
+
+
+@pytest.mark.parametrize("stack", ["dev", "dev-bench"])
+def test_a_stack_of_the_files_environment_has_no_problem(stack: str) -> None:
+    assert stack_problem(stack, stack_config("dev")) is None
+    assert check_stack(stack, stack_config("dev"), "test") is stack_config("dev")
+
+
+@pytest.mark.parametrize(
+    ("stack", "says"),
+    [
+        ("prod-eu-west-1", "stack 'prod-eu-west-1' is a prod stack: its environment must be 'prod'"),
+        ("qa", "stack 'qa' maps to no environment"),
+    ],
+)
+def test_a_stack_whose_name_does_not_give_the_files_environment_is_refused(stack: str, says: str) -> None:
+    problem = stack_problem(stack, stack_config("dev"))
+    assert problem is not None
+    assert (problem.key, problem.value) == (f"{FULL_KEY}.environment", "dev") and problem.message.startswith(says)
+    with pytest.raises(ConfigError) as refused:
+        check_stack(stack, stack_config("dev"), "test")
+    assert refused.value.problems == [problem]
+
+
+def test_a_named_stack_is_its_file_and_every_other_name_lists_the_stacks(tmp_path: Path) -> None:
+    for name in ("a", "b.c"):
+        (tmp_path / f"Pulumi.{name}.yaml").write_text("config: {}\n")
+    (tmp_path / "Pulumi.d.yaml").mkdir()  # a directory is no stack file
+    assert stack_file("b.c", tmp_path) == tmp_path / "Pulumi.b.c.yaml"
+    for missing in ("e", "d"):
+        with pytest.raises(ConfigError) as refused:
+            stack_file(missing, tmp_path)
+        assert refused.value.problems == [Problem("--stack", missing, "no such stack; valid: a, b.c, d")]
+    for bad in ("../a", "a\n", "x" * 101, ""):
+        with pytest.raises(ConfigError) as refused:
+            stack_file(bad, tmp_path)
+        (problem,) = refused.value.problems
+        assert (refused.value.source, problem.value) == ("--stack", bad)
+        assert problem.message.startswith("not a Pulumi stack name") and problem.message.endswith(
+            "stacks here: a, b.c, d"
+        )

@@ -87,3 +87,49 @@ def test_the_offline_engine_is_recognised() -> None:
 )
 def test_a_documentation_range_is_found_however_its_cidr_is_written(value: str, placeholder: bool) -> None:
     assert (_kind(value) is not None) is placeholder
+
+
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        ('"ops@home"@example.com', True),  # a quoted local part may hold `@`: the domain follows the last one
+        ("ops@example.com@acme.io", False),
+        ("ops@EXAMPLE.NET", True),
+        ("example.com", False),  # a domain alone is no address
+    ],
+)
+def test_an_address_is_judged_by_the_domain_after_its_last_at_sign(value: str, placeholder: bool) -> None:
+    assert (_kind(value) is not None) is placeholder
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="stacks/placeholders.py _kind matches the domain with endswith('example.com'), so a real domain that "
+    "merely ends in those letters (notexample.com) is taken for RFC 2606's and a real deployment is refused",
+)
+def test_a_real_domain_ending_in_the_letters_of_an_example_domain_is_not_a_placeholder() -> None:
+    assert _kind("ops@notexample.com") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        ("arn:aws:iam::111122223333:role/x", True),
+        ("arn:aws-us-gov:kms:us-gov-west-1:444455556666:key/k", True),
+        ("arn:aws:iam::210987654321:role/x", False),
+        ("cr-0a1b2c3d4e5f67890", True),
+        ("cr-0123456789abcdef0", False),
+    ],
+)
+def test_documentation_accounts_and_the_example_reservation_are_found_and_nothing_else(
+    value: str, placeholder: bool
+) -> None:
+    assert (_kind(value) is not None) is placeholder
+
+
+def test_a_placeholder_renders_its_key_value_and_what_to_put() -> None:
+    (found,) = [p for p in find(stack_config("prod")) if p.path == "gpu_node_groups[0].capacity.reservation_id"]
+    assert found.render() == (
+        "gpu_node_groups[0].capacity.reservation_id = 'cr-0a1b2c3d4e5f67890' is an example value: put your "
+        "reservation's ID (`aws ec2 describe-capacity-reservations`)"
+    )
