@@ -118,9 +118,13 @@ def test_the_shortest_and_longest_blocks_are_searched(days: int) -> None:
     assert found.notes == ("nothing found for 2 x p5.48xlarge; try another count, length or type",)
 
 
-def test_a_search_less_than_a_week_ahead_is_refused() -> None:
+def test_a_search_less_than_a_week_ahead_is_refused_and_one_week_is_searched() -> None:
     with pytest.raises(BadInput, match="--weeks 0: search at least 1 week ahead"):
         capacity.search(stack_config("staging"), "staging", Account("us-east-1"), "p5", None, 7, 0)
+    account = _Account(stack_config("staging")).offered().held().blocks()
+    capacity.search(stack_config("staging"), "staging", account.account, "p5", None, 7, 1)
+    (asked,) = account.asked
+    assert asked["EndDateRange"] - asked["StartDateRange"] == datetime.timedelta(weeks=1, days=7)
 
 
 def test_a_count_below_one_is_refused_and_one_is_searched() -> None:
@@ -146,6 +150,7 @@ def test_the_count_defaults_to_the_groups_max_size_and_the_window_to_weeks_plus_
     assert asked["InstanceCount"] == 2 and asked["CapacityDurationHours"] == 72
     assert asked["EndDateRange"] - asked["StartDateRange"] == datetime.timedelta(weeks=4, days=3)
     assert abs(asked["StartDateRange"] - datetime.datetime.now(datetime.UTC)) < datetime.timedelta(minutes=1)
+    assert asked["StartDateRange"].microsecond == 0  # from now, to the whole second
 
 
 def _two_groups() -> StackConfig:
@@ -321,7 +326,7 @@ def test_the_markdown_rendering_puts_each_edit_in_a_yaml_block() -> None:
 
 def test_the_json_rendering_is_every_field() -> None:
     text = capacity.render(FOUND, "json")
-    assert text.endswith("}\n")
+    assert text.endswith("}\n") and text.splitlines()[1] == '  "stack": "staging",'  # indented by two
     assert json.loads(text) == {
         "stack": "staging",
         "group": "p5",
