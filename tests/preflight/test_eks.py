@@ -126,6 +126,9 @@ def test_offered_builds_are_this_add_ons_builds_for_this_version_in_eks_order() 
     client, stub = h.stubbed("eks", stack.region)
     answer = _builds("coredns", ("v1.14.3-eksbuild.16", "1.36"), ("v1.14.2-eksbuild.1", "1.35"), ("v1.13.0", "1.36"))
     answer["addons"].append(_builds("vpc-cni", ("v1.22.4-eksbuild.3", "1.36"))["addons"][0])
+    # EKS lists one compatibility per cluster version: a build for 1.35 and 1.36 is offered for 1.36.
+    both = {"clusterVersion": "1.35", "platformVersions": ["*"], "defaultVersion": False}
+    answer["addons"][0]["addonVersions"][2]["compatibilities"].insert(0, both)
     params = {"addonName": "coredns", "kubernetesVersion": "1.36"}
     stub.add_response("describe_addon_versions", answer, params)
     stub.add_response("describe_addon_versions", {"addons": [{"addonName": "coredns"}]}, params)
