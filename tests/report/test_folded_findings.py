@@ -7,10 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 from tests.report.helpers import report, scenario
-from trainstack.journeys import ALERTS, DEPLOY, TEAM_JOB, Journey, Step
+from trainstack.journeys import ALERTS, DEPLOY, DESTROY, TEAM_JOB, Journey, Step
 from trainstack.model import verdict
+from trainstack.model.names import urn_name
 from trainstack.report import markdown, text
-from trainstack.report.findings import journey_kinds, rule_groups
+from trainstack.report.findings import journey_kinds, rule_groups, where
+from trainstack.review import Review, Violation
 
 PLAIN = text.Style(color=False)
 HOLDS = Step("Kueue admits the workload", True, "ClusterQueue p5-train covers every resource", "kueue v0.14.8 a.go")
@@ -97,3 +99,85 @@ def test_figure_rows_fold_teams_only_where_they_get_the_same() -> None:
         ("torch TrainJob on p5", "CPU per rank 7.4"),
         ("Helm release kueue", "images 1"),
     ]
+
+
+# ------------------------------------------------------------------- the folding itself, over hand-made findings
+
+URN = "urn:pulumi:prod::trainstack::trainstack:k8s:Platform$kubernetes:helm.sh/v3:Release::trainstack-prod-kueue"
+
+
+def _violation(policy: str, level: str, message: str, urn: str = URN) -> Violation:
+    return Violation(policy, level, "medium", urn, "kubernetes:helm.sh/v3:Release", urn_name(urn), message)
+
+
+def _review(*violations: Violation) -> Review:
+    return Review("prod", "prod", True, 40, violations)
+
+
+def test_a_mandatory_rule_comes_first_even_when_an_advisory_is_more_frequent() -> None:
+    groups = rule_groups(
+        _review(
+            _violation("k8s-image-digest", "advisory", "no digest"),
+            _violation("k8s-image-digest", "advisory", "no digest"),
+            _violation("k8s-image-digest", "advisory", "no digest"),
+            _violation("eks-private-endpoint", "mandatory", "public endpoint"),
+            _violation("b-rule", "advisory", "b"),
+            _violation("a-rule", "advisory", "a"),
+        )
+    )
+    # mandatory first; then the most frequent; rules of one count by name
+    assert [(g.level, g.policy, g.count) for g in groups] == [
+        ("mandatory", "eks-private-endpoint", 1),
+        ("advisory", "k8s-image-digest", 3),
+        ("advisory", "a-rule", 1),
+        ("advisory", "b-rule", 1),
+    ]
+
+
+def test_one_rule_at_two_levels_is_two_groups_and_its_messages_are_counted_most_frequent_first() -> None:
+    first = _violation("k8s-image-digest", "advisory", "kueue: no digest")
+    groups = rule_groups(
+        _review(
+            first,
+            _violation("k8s-image-digest", "advisory", "gpu-operator: no digest"),
+            _violation("k8s-image-digest", "advisory", "gpu-operator: no digest"),
+            _violation("k8s-image-digest", "mandatory", "trainer: no digest"),
+        )
+    )
+    assert [(g.level, g.count) for g in groups] == [("mandatory", 1), ("advisory", 3)]
+    advisory = groups[1]
+    assert advisory.messages == (("gpu-operator: no digest", 2), ("kueue: no digest", 1))
+    assert advisory.example is first
+    assert rule_groups(_review()) == ()
+
+
+def test_a_finding_is_placed_at_its_resource_short_or_on_the_stack() -> None:
+    on_resource = _violation("k8s-image-digest", "advisory", "no digest")
+    on_stack = _violation("stack-example-values", "advisory", "example account id", urn="")
+    assert where(on_resource, "trainstack-prod") == "kueue"
+    assert where(on_stack, "trainstack-prod") == "stack"
+    [resource_group, stack_group] = sorted(rule_groups(_review(on_resource, on_stack)), key=lambda g: g.policy)
+    assert resource_group.where("trainstack-prod") == "kueue"
+    assert stack_group.where("trainstack-prod") == "stack"
+
+
+def test_journeys_fold_in_the_reports_order_of_kinds_with_unknown_kinds_last_by_name() -> None:
+    journeys = (
+        Journey("zeta", "z", (HOLDS,)),
+        Journey(DESTROY, "destroy the stack", (FAILS,)),
+        Journey("alpha", "a", (FAILS,)),
+        Journey(TEAM_JOB, "team a", (HOLDS,)),
+        Journey(DEPLOY, "Helm release kueue", (HOLDS, FAILS)),
+        Journey(TEAM_JOB, "team b", (HOLDS, FAILS)),
+        Journey(TEAM_JOB, "team c", (HOLDS,)),
+    )
+    kinds = journey_kinds(journeys)
+    assert [k.kind for k in kinds] == [DEPLOY, TEAM_JOB, DESTROY, "alpha", "zeta"]
+    by_kind = {k.kind: k for k in kinds}
+    team = by_kind[TEAM_JOB]
+    assert [j.subject for j in team.holding] == ["team a", "team c"]
+    assert [j.subject for j in team.broken] == ["team b"]
+    assert team.total == 3
+    assert (len(by_kind[DEPLOY].holding), len(by_kind[DEPLOY].broken), by_kind[DEPLOY].total) == (0, 1, 1)
+    assert (len(by_kind["zeta"].holding), by_kind["zeta"].total) == (1, 1)
+    assert journey_kinds(()) == ()

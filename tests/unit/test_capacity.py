@@ -3,6 +3,7 @@ values and IAM policy, and a Capacity Block's window (components/k8s/autoscaling
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,9 @@ from components.k8s.autoscaling import (
 )
 from components.k8s.scheduling import cluster_queue_spec, node_group_target
 from stacks.catalog import CATALOG
-from stacks.schema import CapacityType, ClusterAutoscalerSpec, GpuNodeGroupSpec, ReservationWindow
+from stacks.schema import CapacityType, ClusterAutoscalerSpec, GpuNodeGroupSpec, ReservationWindow, StackConfig
+from tests.conftest import edited_config
+from trainstack.model.capacity import GroupCapacity, capacity_plan, group_capacity
 
 NT = "k8s.io/cluster-autoscaler/node-template"
 START = "2026-10-01T11:30:00Z"
@@ -348,3 +351,119 @@ def test_the_autoscaler_policy_scales_its_own_groups_and_nothing_else() -> None:
     assert not may("eks:DescribeNodegroup", f"arn:aws:eks:us-east-1:{account}:nodegroup/trainstack-prod/p5/abc")
     assert not may("autoscaling:UpdateAutoScalingGroup", asg, own)  # min/max stay Pulumi's
     assert not may("ec2:RunInstances", f"arn:aws:ec2:us-east-1:{account}:instance/i-0123456789abcdef0")
+
+
+# ------------------------------------------------------------------------ the capacity plan (trainstack/model)
+
+PROVISION = timedelta(seconds=600)  # the stack below: --max-node-provision-time 600s
+ATTEMPT = timedelta(seconds=10) + PROVISION  # one scan interval, then one provisioning attempt
+P5_USD = CATALOG["p5.48xlarge"].on_demand_usd_per_hour
+WINDOW = {"starts_at": START, "ends_at": END}
+WINDOW_START = datetime(2026, 10, 1, 11, 30, tzinfo=UTC)
+
+
+def plan_stack() -> StackConfig:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["kubernetes"]["cluster_autoscaler"] = {"max_node_provision_time_s": 600}
+
+    return edited_config("dev", edit)
+
+
+def line(spec: GpuNodeGroupSpec, now: datetime = WINDOW_START) -> GroupCapacity:
+    return group_capacity(plan_stack(), spec, now)
+
+
+def test_a_group_from_zero_is_scaled_by_the_autoscaler_and_waits_one_attempt() -> None:
+    plan = line(group(sizes=(0, 0, 2)))
+    assert (plan.name, plan.scaler, plan.admission) == ("p5", "cluster-autoscaler", Admission.ATOMIC_SCALE_UP)
+    assert (plan.min_size, plan.max_size) == (0, 2)
+    assert plan.scale_up_needs == "2 x p5.48xlarge On-Demand in us-east-1a, one cluster placement group"
+    assert plan.wait == ATTEMPT
+    # Kueue gives up after the first attempt and its three retries, each an attempt after its backoff.
+    assert plan.gives_up_after == 4 * ATTEMPT + SCALE_UP_RETRY.span()
+    assert plan.window == ""
+    assert (plan.usd_per_hour_min, plan.usd_per_hour_max) == (0, 2 * P5_USD)
+
+
+def test_a_scale_up_needs_only_the_nodes_past_the_minimum() -> None:
+    plan = line(group(sizes=(1, 1, 3)))
+    assert plan.scale_up_needs.startswith("2 x p5.48xlarge On-Demand")
+    assert (plan.usd_per_hour_min, plan.usd_per_hour_max) == (P5_USD, 3 * P5_USD)
+
+
+def test_a_group_without_a_placement_group_says_only_its_zone_and_how_it_buys() -> None:
+    plan = line(spot())
+    assert plan.scale_up_needs == "2 x g5.2xlarge Spot in us-east-1a"
+    assert line(odcr((8, 8, 16))).scale_up_needs == "8 x p5.48xlarge from reservation in us-east-1a"
+
+
+def test_a_fixed_group_needs_nothing_and_never_waits_or_gives_up() -> None:
+    plan = line(odcr((16, 16, 16)))
+    assert (plan.scaler, plan.admission) == ("fixed", Admission.NODES_EXIST)
+    assert plan.scale_up_needs == "nothing: the nodes exist"
+    assert plan.wait == timedelta(0) and plan.gives_up_after is None and plan.window == ""
+    assert plan.usd_per_hour_min == plan.usd_per_hour_max == 16 * P5_USD
+
+
+def test_a_block_before_its_window_waits_for_the_start_then_one_attempt_and_one_retry() -> None:
+    plan = line(block(window=WINDOW), now=WINDOW_START - timedelta(days=1))
+    assert (plan.scaler, plan.admission) == ("Capacity Block window", Admission.CHECK_CAPACITY)
+    assert plan.scale_up_needs == "the block's start (2 nodes)"
+    assert plan.wait == timedelta(days=1) + ATTEMPT + timedelta(seconds=WINDOW_RETRY.max_s)
+    assert plan.gives_up_after == (WINDOW_RETRY.limit + 1) * ATTEMPT + WINDOW_RETRY.span()
+    assert plan.window == "2026-10-01T11:30:00+00:00 to 2026-10-08T11:30:00+00:00 (future)"
+
+
+def test_a_block_inside_its_window_waits_one_attempt_and_one_retry() -> None:
+    plan = line(block(window=WINDOW), now=WINDOW_START + timedelta(hours=1))
+    assert plan.wait == ATTEMPT + timedelta(seconds=WINDOW_RETRY.max_s)
+    assert plan.window.endswith("(active)")
+
+
+def test_a_block_past_its_window_or_without_one_has_no_wait() -> None:
+    ended = line(block(window=WINDOW), now=WINDOW_START + timedelta(days=7))
+    assert ended.wait is None and ended.window.endswith("(ended)")
+    assert ended.gives_up_after is not None  # Kueue still asks, and still gives up
+    unknown = line(block())
+    assert unknown.wait is None
+    assert unknown.window.startswith("window not recorded (capacity.window)")
+
+
+def test_a_block_that_can_grow_scales_up_and_still_waits_for_its_start() -> None:
+    plan = line(block((0, 0, 2), window=WINDOW), now=WINDOW_START - timedelta(hours=2))
+    assert (plan.scaler, plan.admission) == ("cluster-autoscaler", Admission.ATOMIC_SCALE_UP)
+    assert plan.scale_up_needs == "2 x p5.48xlarge from Capacity Block in us-east-1a"
+    assert plan.wait == timedelta(hours=2) + ATTEMPT
+    assert plan.gives_up_after == (WINDOW_RETRY.limit + 1) * ATTEMPT + WINDOW_RETRY.span()
+
+
+def test_the_plan_has_one_line_per_group_in_the_stacks_order() -> None:
+    stack = plan_stack()
+    plan = capacity_plan(stack, WINDOW_START)
+    assert [p.name for p in plan] == [g.name for g in stack.gpu_node_groups]
+    assert plan == [group_capacity(stack, g, WINDOW_START) for g in stack.gpu_node_groups]
+
+
+def test_the_json_line_gives_seconds_and_dollars_to_a_hundredth_of_a_cent() -> None:
+    plan = dataclasses.replace(
+        line(group(sizes=(0, 0, 2))),
+        wait=timedelta(seconds=610, microseconds=900_000),
+        usd_per_hour_min=1.234567,
+        usd_per_hour_max=2.345678,
+    )
+    assert plan.to_dict() == {
+        "name": "p5",
+        "scaler": "cluster-autoscaler",
+        "admission": Admission.ATOMIC_SCALE_UP.value,
+        "minSize": 0,
+        "maxSize": 2,
+        "scaleUpNeeds": "2 x p5.48xlarge On-Demand in us-east-1a, one cluster placement group",
+        "worstCaseWaitS": 610,
+        "givesUpAfterS": int((4 * ATTEMPT + SCALE_UP_RETRY.span()).total_seconds()),
+        "window": "",
+        "usdPerHourMin": 1.2346,
+        "usdPerHourMax": 2.3457,
+    }
+    unknown = line(block()).to_dict()
+    assert unknown["worstCaseWaitS"] is None and unknown["givesUpAfterS"] is not None
+    assert line(odcr((16, 16, 16))).to_dict()["givesUpAfterS"] is None

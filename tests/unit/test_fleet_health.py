@@ -11,6 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.fleet_metrics import (
+    EFA_TEXTFILE_DIR,
     scrape_configuration,
     scrape_configuration_yaml,
     scraped_metric_names,
@@ -21,6 +22,13 @@ from components.gpu.gpu_nodes import node_repair_config
 from components.health.alert_rules import REFERENCE_FSX_THROUGHPUT_MB_S, alerts, rule_groups, rules_yaml
 from components.health.checkpoints import checkpoint_env
 from components.health.dashboards import DATASOURCE_UID, dashboards
+from components.health.observability import (
+    DASHBOARD_LABEL,
+    GRAFANA_SERVICE_ACCOUNT,
+    grafana_values,
+    node_exporter_values,
+    workspace_endpoint,
+)
 from components.storage.lustre import file_system_name
 from stacks.schema import HealthSpec, NodeRepairSpec
 from tests.conftest import edited_config
@@ -164,3 +172,40 @@ def test_checkpoint_env_leaves_the_job_directory_to_the_runtime() -> None:
     assert env["TRAINSTACK_CHECKPOINT_S3_URI"] == "s3://ckpt/research/"
     assert "TRAINSTACK_CHECKPOINT_DIR" not in env
     assert env["TRAINSTACK_SERVICE_ACCOUNT"] == "training"  # the account team_storage gives that prefix
+
+
+# ------------------------------------------------------------------------------------ the charts' values
+
+
+def test_node_exporter_reads_the_counters_its_sidecar_writes_and_the_host_sys_read_only() -> None:
+    values = node_exporter_values(HealthSpec())
+    assert values["tolerations"] == [{"operator": "Exists"}]  # every node, whatever its taints
+    [sidecar] = values["sidecars"]
+    script = sidecar["command"][-1]
+    assert f"out={EFA_TEXTFILE_DIR}/efa.prom" in script and "/host/sys/class/infiniband/" in script
+    assert values["extraArgs"] == [f"--collector.textfile.directory={EFA_TEXTFILE_DIR}"]
+    # The sidecar writes the textfile into the volume it shares with node-exporter ...
+    assert values["sidecarVolumeMount"] == [{"name": "efa-textfile", "mountPath": EFA_TEXTFILE_DIR, "readOnly": False}]
+    # ... and reads the host's /sys, which it must never be able to change.
+    assert values["sidecarHostVolumeMounts"] == [
+        {"name": "host-sys", "hostPath": "/sys", "mountPath": "/host/sys", "readOnly": True}
+    ]
+
+
+def test_grafana_queries_the_workspace_by_default_with_sigv4_and_loads_the_labelled_dashboards() -> None:
+    endpoint = workspace_endpoint("us-east-1", "ws-0123")
+    values = grafana_values(endpoint, "us-east-1")
+    # the service account the Pod Identity association names, created by the chart
+    assert values["serviceAccount"] == {"create": True, "name": GRAFANA_SERVICE_ACCOUNT}
+    assert values["rbac"] == {"namespaced": True}  # a Role in its namespace, not a ClusterRole on every Secret
+    assert values["grafana.ini"]["auth"]["sigv4_auth_enabled"] is True  # else the SigV4 data source is refused
+    provisioning = values["datasources"]["datasources.yaml"]
+    assert provisioning["apiVersion"] == 1  # Grafana's data source provisioning file format
+    [source] = provisioning["datasources"]
+    assert source["uid"] == DATASOURCE_UID and source["type"] == "prometheus"  # what the dashboards query
+    assert source["url"] == "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-0123"
+    assert source["isDefault"] is True
+    assert source["jsonData"] == {"sigV4Auth": True, "sigV4AuthType": "default", "sigV4Region": "us-east-1"}
+    # the sidecar loads every ConfigMap labelled as FleetHealth labels the dashboards
+    sidecar = values["sidecar"]["dashboards"]
+    assert sidecar["enabled"] is True and {sidecar["label"]: sidecar["labelValue"]} == {DASHBOARD_LABEL: "1"}

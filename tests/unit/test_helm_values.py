@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
+from components.fleet_metrics import DCGM_CONFIG_MAP, dcgm_metrics_csv
 from components.k8s.efa_device_plugin import efa_device_plugin_values
 from components.k8s.gpu_operator import gpu_operator_values, operand_opt_out_labels
 from components.k8s.scheduling import kueue_frameworks, kueue_values
 from components.k8s_common import EFA_NODE_LABEL, INSTANCE_TYPE_LABEL, hyperpod_health_toleration
+from components.sagemaker.hyperpod_dependencies import hyperpod_dependencies_values
 from stacks.schema import AmiFamily, MigStrategy
 from stacks.schema.gpu import effective_ami_family
 
@@ -87,6 +89,32 @@ def test_operands_tolerate_the_gpu_taint_and_follow_the_spec(family: AmiFamily, 
     assert values["dcgmExporter"]["enabled"] is dcgm
     assert values["mig"]["strategy"] == mig.value
     assert values["migManager"]["enabled"] is (mig is not MigStrategy.NONE)
+
+
+def test_dcgm_exporter_gets_the_fleets_field_list_as_a_config_map_the_chart_creates() -> None:
+    csv = dcgm_metrics_csv()
+    values = gpu_operator_values(AmiFamily.AL2023_NVIDIA, MigStrategy.NONE, True, dcgm_metrics_csv=csv)
+    assert values["dcgmExporter"] == {
+        "enabled": True,
+        "config": {"name": DCGM_CONFIG_MAP, "create": True, "data": csv},
+    }
+    # No list: the chart's own default fields. No exporter: no ConfigMap for it either.
+    assert gpu_operator_values(AmiFamily.AL2023_NVIDIA, MigStrategy.NONE, True)["dcgmExporter"] == {"enabled": True}
+    off = gpu_operator_values(AmiFamily.AL2023_NVIDIA, MigStrategy.NONE, False, dcgm_metrics_csv=csv)
+    assert off["dcgmExporter"] == {"enabled": False}
+
+
+def test_hyperpod_dependencies_leave_trainstacks_components_alone_and_keep_resilience_on() -> None:
+    values = hyperpod_dependencies_values()
+    # trainstack installs these itself: a second copy from the HyperPod chart would fight it for the nodes
+    for plugin in ("nvidia-device-plugin", "neuron-device-plugin", "aws-efa-k8s-device-plugin"):
+        assert values[plugin] == {"devicePlugin": {"enabled": False}}
+    assert values["gpu-operator"] == {"enabled": False}
+    assert values["trainingOperators"] == {"enabled": False}
+    # what NodeRecovery: Automatic and the deep health checks rely on
+    for agent in ("health-monitoring-agent", "deep-health-check", "job-auto-restart"):
+        assert values[agent] == {"enabled": True}
+    assert len(values) == 8
 
 
 def test_neuron_nodes_get_no_gpu_operator() -> None:
