@@ -45,7 +45,8 @@ def _kind(value: str) -> str | None:
         return "an ARN in your own AWS account (the documentation account IDs exist for examples only)"
     if value in EXAMPLE_RESERVATIONS:
         return "your reservation's ID (`aws ec2 describe-capacity-reservations`)"
-    if "@" in value and value.rsplit("@", 1)[1].lower().endswith(DOCUMENTATION_DOMAINS):
+    domain = value.rsplit("@", 1)[1].lower() if "@" in value else None
+    if domain is not None and any(domain == d or domain.endswith(f".{d}") for d in DOCUMENTATION_DOMAINS):
         return "a real, monitored address"
     try:
         network = ipaddress.ip_network(value, strict=False)

@@ -278,8 +278,9 @@ class _Builder:
         try:
             # The tag's constructor, as construct_object() picks it for a scalar.
             value = constructor.yaml_constructors[node.tag](constructor, node)
-        except (ValueError, OverflowError, YAMLError) as error:  # e.g. an integer of 5,000 digits
-            self.refuse(path, node, f"cannot read this value: {str(error).splitlines()[0][:120]}")
+        except Exception as error:  # an integer of 5,000 digits; KeyError for `!!bool maybe`, IndexError for `!!int ''`
+            why = str(error).splitlines()[0][:120] if str(error) else ""
+            self.refuse(path, node, f"cannot read this value as {_tag(node.tag)}: {why or type(error).__name__}")
             return node.value
         if isinstance(value, float) and not math.isfinite(value):
             self.refuse(

@@ -126,20 +126,24 @@ def seed(
 
 
 class KeyedStubber(Stubber):
-    """botocore's Stubber, each operation answered from its own queue (FIFO per operation)."""
+    """botocore's Stubber, each operation answered from its own queue (FIFO per operation): the first answer queued
+    for exactly these parameters, else the first queued without any (so an answer for any call never takes one
+    meant for a particular call)."""
 
     def _assert_expected_call_order(self, model: Any, params: Any) -> None:
-        for index, item in enumerate(self._queue):
-            if item["operation_name"] == model.name and _matches(item["expected_params"], params):
-                del self._queue[index]
-                self._queue.appendleft(item)
-                break
+        mine = [(i, item) for i, item in enumerate(self._queue) if item["operation_name"] == model.name]
+        exact = [(i, item) for i, item in mine if _matches(item["expected_params"], params)]
+        found = exact or [(i, item) for i, item in mine if item["expected_params"] is None]
+        if found:
+            index, item = found[0]
+            del self._queue[index]
+            self._queue.appendleft(item)
         super()._assert_expected_call_order(model, params)
 
 
 def _matches(expected: dict[str, Any] | None, params: dict[str, Any]) -> bool:
     if expected is None:
-        return True
+        return False
     return expected.keys() == params.keys() and all(v is ANY or params[k] == v for k, v in expected.items())
 
 

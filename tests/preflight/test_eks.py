@@ -309,16 +309,11 @@ def _system_copy(release: str, kubernetes_version: str | None = None) -> StackCo
 def test_an_al2023_release_for_another_kubernetes_fails_without_asking() -> None:
     (found,) = eks.ami_checks(_context(_system_copy("1.35.4-20260915")))  # no SSM client: asking would fail
     assert found.status is Status.FAILED and found.answer == (
-        "eks.system_node_group.ami_release_version = 1.35.4-20260915 is a release for Kubernetes 1.35, the cluster "
+        "eks.system_node_group.ami_release_version = 1.35.4-20260915 is a release for Kubernetes 1.35, the group "
         "runs 1.36"
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: eks.ami_checks judges and looks up every pinned release against eks.version, not the group's own "
-    "kubernetes_version, so a group kept on 1.35 while the control plane moved to 1.36 (docs/day2.md) fails preflight",
-)
 def test_a_group_kept_on_an_older_kubernetes_is_judged_by_its_own_version() -> None:
     stack = edited_config(
         "prod",

@@ -102,13 +102,10 @@ def test_an_address_is_judged_by_the_domain_after_its_last_at_sign(value: str, p
     assert (_kind(value) is not None) is placeholder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stacks/placeholders.py _kind matches the domain with endswith('example.com'), so a real domain that "
-    "merely ends in those letters (notexample.com) is taken for RFC 2606's and a real deployment is refused",
-)
 def test_a_real_domain_ending_in_the_letters_of_an_example_domain_is_not_a_placeholder() -> None:
+    """RFC 2606 reserves example.com and its subdomains, not every name that ends in those letters."""
     assert _kind("ops@notexample.com") is None
+    assert _kind("ops@team.example.com") == _kind("ops@EXAMPLE.org") == "a real, monitored address"
 
 
 @pytest.mark.parametrize(

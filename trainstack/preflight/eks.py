@@ -117,17 +117,33 @@ def ami_parameter(ami_type: str, kubernetes_version: str, release: str) -> str:
 
 
 def ami_checks(ctx: Context) -> list[Check]:
-    version = ctx.stack.eks.version
-    pinned: list[tuple[str, str, str, str]] = [
-        (f"gpu_node_groups[{i}].ami_release_version", group.name, group.ami_family.value, group.ami_release_version)
+    """Each pinned AMI release exists for the Kubernetes version its group runs: the group's own
+    `kubernetes_version` when it stays behind the control plane (docs/day2.md), else the cluster's."""
+    eks = ctx.stack.eks
+    pinned: list[tuple[str, str, str, str, str]] = [
+        (
+            f"gpu_node_groups[{i}].ami_release_version",
+            group.name,
+            group.ami_family.value,
+            group.ami_release_version,
+            group.kubernetes_version or eks.version,
+        )
         for i, group in enumerate(ctx.stack.gpu_node_groups)
         if group.ami_release_version is not None
     ]
-    system = ctx.stack.eks.system_node_group.ami_release_version
-    if system is not None:
-        pinned.append(("eks.system_node_group.ami_release_version", "system", SYSTEM_AMI, system))
+    system = eks.system_node_group
+    if system.ami_release_version is not None:
+        pinned.append(
+            (
+                "eks.system_node_group.ami_release_version",
+                "system",
+                SYSTEM_AMI,
+                system.ami_release_version,
+                system.kubernetes_version or eks.version,
+            )
+        )
     checks: list[Check] = []
-    for key, who, ami_type, release in pinned:
+    for key, who, ami_type, release, version in pinned:
         parameter = ami_parameter(ami_type, version, release)
         asked = f"ssm:GetParameter {parameter}"
         title = f"AMI release {release} ({ami_type}) exists for Kubernetes {version} ({who})"
@@ -137,6 +153,7 @@ def ami_checks(ctx: Context) -> list[Check]:
             who: str = who,
             ami_type: str = ami_type,
             release: str = release,
+            version: str = version,
             parameter: str = parameter,
             asked: str = asked,
             title: str = title,
@@ -144,7 +161,7 @@ def ami_checks(ctx: Context) -> list[Check]:
             problem, image = None, ""
             if not ami_type.startswith("BOTTLEROCKET_") and not release.startswith(f"{version}."):
                 built_for = release.rsplit(".", 1)[0]
-                problem = f"{key} = {release} is a release for Kubernetes {built_for}, the cluster runs {version}"
+                problem = f"{key} = {release} is a release for Kubernetes {built_for}, the group runs {version}"
             else:
                 try:
                     image = ctx.ask(FAMILY, "ssm", "GetParameter", Name=parameter)["Parameter"]["Value"]
