@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from tests.recorded import recorded
+from trainstack import recording_diff
 from trainstack.engine import RecordedResource, Recording
 from trainstack.model.diff import MISSING, apply_ignore_changes, diff_recordings, input_changes
+from trainstack.recording_diff import path_parts
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -132,3 +134,46 @@ def test_ignore_changes_sends_what_the_engine_sends(
 ) -> None:
     kept, _ = _ignored(deployed, program, path)
     assert kept == (program if sent is None else sent)
+
+
+# Each branch of the engine's Reset (pulumi/pulumi v3.259.0 sdk/go/common/resource/properties_path.go), one at a
+# time: deployed, program, path, the program's inputs after it, and whether the path was valid.
+RESET_BRANCHES = [
+    # a list index at the leaf
+    ({"l": ["a", "b"]}, {"l": ["a", "c"]}, "l[1]", {"l": ["a", "b"]}, True),
+    ({"l": ["a"]}, {"l": ["a"]}, "l[3]", {"l": ["a"]}, True),  # neither list has the index: the same
+    ({"l": ["a", "b"]}, {"l": ["a"]}, "l[1]", {"l": ["a"]}, False),  # only one has it: no item added
+    ({"l": ["a"]}, {"l": ["a", "b"]}, "l[1]", {"l": ["a", "b"]}, False),  # nor removed
+    ({"l": "x"}, {"l": "y"}, "l[0]", {"l": "y"}, True),  # neither is a list: nothing to reset
+    ({"l": ["x"]}, {"l": "y"}, "l[0]", {"l": "y"}, False),  # one is a list, the other not
+    # a list index on the way
+    ({"l": [{"k": 1}]}, {"l": [{"k": 2}]}, "l[0].k", {"l": [{"k": 1}]}, True),
+    ({"l": [{"k": 1}]}, {"l": []}, "l[0].k", {"l": []}, False),
+    ({"l": []}, {"l": [{"k": 2}]}, "l[0].k", {"l": [{"k": 2}]}, False),
+    ({"l": [{"k": 1}]}, {"l": [{}]}, "l[0].k", {"l": [{"k": 1}]}, True),
+    ({"l": [{"m": {"k": 1}}]}, {"l": [{}]}, "l[0].m.k", {"l": [{}]}, False),  # the failure deeper down
+    ({"l": [{"k": 1}]}, {"l": {"0": 1}}, "l[0].k", {"l": {"0": 1}}, False),  # one is a list, the other not
+    ({"l": "x"}, {"l": "y"}, "l[0].k", {"l": "y"}, True),
+    # a key at the leaf
+    ({"m": {"k": 1}}, {"m": "flat"}, "m.k", {"m": "flat"}, False),  # deployed has it, the program's is no map
+    ({"m": "flat"}, {"m": "flat2"}, "m.k", {"m": "flat2"}, True),  # neither is a map
+    ({"m": "flat"}, {"m": {"k": 2, "j": 3}}, "m.k", {"m": {"j": 3}}, True),  # deployed is no map: deleted
+    # a key on the way
+    ({"m": {"n": {"k": 1}}}, {"m": "flat"}, "m.n.k", {"m": "flat"}, False),
+    ({"m": {"n": {"k": 1}}}, {"m": ["n"]}, "m.n.k", {"m": ["n"]}, False),  # a list where the map was
+    ({"m": ["n"]}, {"m": {"n": {"k": 2}}}, "m.n.k", {"m": {"n": {"k": 2}}}, False),
+    ({"m": "flat"}, {"m": "flat2"}, "m.n.k", {"m": "flat2"}, True),
+    ({"m": ["n"]}, {"m": ["n", "o"]}, "m.n.k", {"m": ["n", "o"]}, True),
+    ({"m": {"n": {"k": 1}}}, {"m": {}}, "m.n.k", {"m": {}}, False),  # only the deployment has the parent
+    ({"m": {}}, {"m": {}}, "m.n.k", {"m": {}}, True),  # nobody has it
+]
+
+
+@pytest.mark.parametrize(("deployed", "program", "path", "sent", "valid"), RESET_BRANCHES)
+def test_each_branch_of_the_engines_reset(
+    deployed: dict[str, Any], program: dict[str, Any], path: str, sent: dict[str, Any], valid: bool
+) -> None:
+    assert recording_diff._reset(deployed, program, path_parts(path)) == (sent, valid)
+    kept, skipped = _ignored(deployed, program, path)
+    assert kept == sent  # an invalid path sends the program's inputs as they are, and nothing is said ignored
+    assert bool(skipped) == (valid and sent != program)
