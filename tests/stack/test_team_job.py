@@ -777,3 +777,13 @@ def test_an_unknown_launcher_or_a_restart_rule_first_keeps_the_job_restarting() 
     assert not step.holds and step.detail == (
         "node/node runs /opt/launch.sh: trainstack cannot tell whether it passes a rank's exit code on"
     )
+
+
+def test_only_the_containers_that_mount_lustre_must_write_it() -> None:
+    cluster, stack, job, sets = prod_job()
+    outsider = {"name": "metrics", "image": "x", "securityContext": {"runAsUser": 1000, "runAsGroup": 1000}}
+    sets[0].pod["containers"].append(outsider)
+    assert team_job.lustre_step(cluster, stack, job, sets).holds  # it never touches /fsx
+    outsider["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx/scratch"}]
+    step = team_job.lustre_step(cluster, stack, job, sets)
+    assert not step.holds and step.detail.startswith("node/metrics runs as 1000:1000 and cannot write")

@@ -936,3 +936,18 @@ def test_a_jobset_rule_applies_only_when_its_reason_and_a_pattern_match() -> Non
     assert jobset_action({"template": {"spec": {}}}, "PodFailurePolicy", "") == (
         "RestartJobSet (no rule: counted against maxRestarts)"
     )
+
+
+def test_only_the_provisioning_request_crd_counts_as_installed() -> None:
+    from trainstack.engine import RecordedResource, Recording
+    from trainstack.journeys.team_job import Cluster
+    from trainstack.tokens import CONFIG_FILE
+
+    def config_file(url: str) -> RecordedResource:
+        return RecordedResource(CONFIG_FILE, "crd", "urn::crd", "", True, {"file": url}, (), {}, False, False, "")
+
+    crds = "https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-1.36.1/cluster-autoscaler/apis/config/crd/"
+    other = Recording("s", False, (config_file(crds + "autoscaling.x-k8s.io_capacitybuffers.yaml"),), {})
+    assert not Cluster.of(other).capacity.provisioning_crd
+    installed = Recording("s", False, (config_file(crds + "autoscaling.x-k8s.io_provisioningrequests.yaml"),), {})
+    assert Cluster.of(installed).capacity.provisioning_crd
