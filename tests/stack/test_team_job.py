@@ -787,3 +787,27 @@ def test_only_the_containers_that_mount_lustre_must_write_it() -> None:
     outsider["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx/scratch"}]
     step = team_job.lustre_step(cluster, stack, job, sets)
     assert not step.holds and step.detail.startswith("node/metrics runs as 1000:1000 and cannot write")
+
+
+def test_the_torch_entrypoint_creates_the_checkpoint_directory() -> None:
+    cluster, stack, job, sets = prod_job()
+    step = team_job.lustre_step(cluster, stack, job, sets)
+    assert step.holds and step.detail.endswith(
+        "(mode 770); the torchrun entrypoint creates $TRAINSTACK_CHECKPOINT_DIR under /fsx/checkpoints"
+    )
+
+
+def test_a_rank_pod_fits_a_node_exactly_up_to_the_daemonsets_headroom() -> None:
+    from components.k8s.training_runtimes import DAEMONSET_HEADROOM_MIB, DAEMONSET_HEADROOM_MILLICORES
+
+    cluster, _, job, sets = prod_job()
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    room = {
+        "cpu": ranks.allocatable["cpu"] - Fraction(DAEMONSET_HEADROOM_MILLICORES, 1000),
+        "memory": ranks.allocatable["memory"] - DAEMONSET_HEADROOM_MIB * 2**20,
+    }
+    assert dataclasses.replace(ranks, node_requests=room).step().holds
+    for resource in room:
+        over = dataclasses.replace(ranks, node_requests={**room, resource: room[resource] + Fraction(1, 1000)})
+        step = over.step()
+        assert not step.holds and f"cannot hold the rank pod, the DaemonSets' headroom: {resource}" in step.detail
