@@ -811,3 +811,12 @@ def test_a_rank_pod_fits_a_node_exactly_up_to_the_daemonsets_headroom() -> None:
         over = dataclasses.replace(ranks, node_requests={**room, resource: room[resource] + Fraction(1, 1000)})
         step = over.step()
         assert not step.holds and f"cannot hold the rank pod, the DaemonSets' headroom: {resource}" in step.detail
+
+
+def test_without_the_trainjob_api_no_team_job_is_walked() -> None:
+    stack = stack_config("prod")
+    operator = stack.kubernetes.training_operator.model_copy(update={"kind": "mpi_operator"})
+    mpi_only = stack.model_copy(
+        update={"kubernetes": stack.kubernetes.model_copy(update={"training_operator": operator})}
+    )
+    assert list(team_job.walk(team_job.Trip(recording=recording("prod"), stack=mpi_only))) == []
