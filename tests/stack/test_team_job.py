@@ -820,3 +820,15 @@ def test_without_the_trainjob_api_no_team_job_is_walked() -> None:
         update={"kubernetes": stack.kubernetes.model_copy(update={"training_operator": operator})}
     )
     assert list(team_job.walk(team_job.Trip(recording=recording("prod"), stack=mpi_only))) == []
+
+
+def test_a_rank_without_limits_is_counted_as_getting_nothing() -> None:
+    cluster, _, job, sets = prod_job()
+    cluster.limit_ranges.clear()
+    pod = sets[0].pod
+    for container in [*pod["containers"], *pod.get("initContainers", [])]:
+        container.get("resources", {}).pop("limits", None)
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    assert (ranks.cpu, ranks.memory) == (0, 0)
+    step = ranks.step()
+    assert not step.holds and "CPU 0 vCPU < floor 2 vCPU" in step.detail and "memory 0" in step.detail, step.detail

@@ -951,3 +951,8 @@ def test_only_the_provisioning_request_crd_counts_as_installed() -> None:
     assert not Cluster.of(other).capacity.provisioning_crd
     installed = Recording("s", False, (config_file(crds + "autoscaling.x-k8s.io_provisioningrequests.yaml"),), {})
     assert Cluster.of(installed).capacity.provisioning_crd
+
+
+def test_an_expression_that_fails_to_evaluate_refuses_as_failure_policy_fail_does() -> None:
+    missing_field = {"validations": [{"expression": "object.spec.nodeName == 'x'", "message": "never shown"}]}
+    assert registry_refusal(missing_field, pod_object("x"), None) == "the expression failed to evaluate (CELEvalError)"
