@@ -807,8 +807,9 @@ def test_a_rank_pod_fits_a_node_exactly_up_to_the_daemonsets_headroom() -> None:
         "memory": ranks.allocatable["memory"] - DAEMONSET_HEADROOM_MIB * 2**20,
     }
     assert dataclasses.replace(ranks, node_requests=room).step().holds
+    smallest = {"cpu": Fraction(1, 10**9), "memory": Fraction(1)}  # a nanocore, a byte
     for resource in room:
-        over = dataclasses.replace(ranks, node_requests={**room, resource: room[resource] + Fraction(1, 1000)})
+        over = dataclasses.replace(ranks, node_requests={**room, resource: room[resource] + smallest[resource]})
         step = over.step()
         assert not step.holds and f"cannot hold the rank pod, the DaemonSets' headroom: {resource}" in step.detail
 
