@@ -833,3 +833,12 @@ def test_a_rank_without_limits_is_counted_as_getting_nothing() -> None:
     assert (ranks.cpu, ranks.memory) == (0, 0)
     step = ranks.step()
     assert not step.holds and "CPU 0 vCPU < floor 2 vCPU" in step.detail and "memory 0" in step.detail, step.detail
+
+
+@pytest.mark.parametrize(("asked", "ranks"), [(1, 1), (0, 1)], ids=["one-process", "zero-counts-as-one"])
+def test_a_trainjobs_processes_per_node_set_the_ranks_and_never_fewer_than_one(asked: int, ranks: int) -> None:
+    cluster, _, job, sets = prod_job()
+    job.trainjob["spec"]["trainer"]["numProcPerNode"] = asked
+    found = team_job.Ranks.of(cluster, job, sets)
+    assert found.procs == ranks and found.figures["ranks per node"] == str(ranks)
+    assert found.cpu > 180  # one rank takes the node's CPU limit (about 191 of the p5's 192 vCPU)
