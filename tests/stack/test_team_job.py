@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -13,8 +14,8 @@ import yaml
 
 from stacks.load import load_file
 from tests.conftest import ROOT, STACKS, edited_config, program_recording, recording, stack_config
-from trainstack.engine import Recording
-from trainstack.journeys import Journey, examples, team_job
+from trainstack.engine import UNKNOWN, Recording
+from trainstack.journeys import Journey, examples, team_job, trainer
 
 pytestmark = pytest.mark.usefixtures("shared_recordings")
 
@@ -447,3 +448,397 @@ def test_prod_team_https_to_anywhere_breaks_the_internet_step() -> None:
     broken = [j for j in journeys(rec) if j.subject.startswith("team research") and not j.holds]
     assert broken and all(j.broken_step.name == "no pod reaches the internet" for j in broken)
     assert "203.0.113.10" in broken[0].broken_step.detail
+
+
+# ---------------------------------------------------------------- each step on its own, on the prod plan's index
+
+
+def prod_job(
+    kind: str = "torch", team: str = "pretraining"
+) -> tuple[team_job.Cluster, Any, team_job.Submission, list[Any]]:
+    """The prod plan's index (a fresh one: a test may edit it), the stack, a team's submission and its pod sets."""
+    stack = stack_config("prod")
+    cluster = team_job.Cluster.of(recording("prod"))
+    found = next(t for t in stack.kubernetes.teams if t.name == team)
+    group = stack.gpu_node_groups[0]
+    runtime_name = team_job.runtime_names(group, stack.kubernetes.training_operator.runtimes.mpi)[kind]
+    job = team_job.submission(found, group, kind, runtime_name)
+    return cluster, stack, job, trainer.pod_sets(job.trainjob, cluster.runtimes[runtime_name])
+
+
+def test_the_index_holds_each_kind_of_object_the_plan_built() -> None:
+    from components.k8s.tenancy import DEVICE_POLICY_NAME, REGISTRY_POLICY_NAME
+
+    cluster = team_job.Cluster.of(recording("prod"))
+    assert set(cluster.runtimes) == {
+        "trainstack-mpi-p5-train", "trainstack-torch-p5-train", "trainstack-nccl-all-reduce-p5-train"
+    }  # fmt: skip
+    assert cluster.namespaces["pretraining"]["trainstack.io/tenant"] == "team"
+    assert set(cluster.limit_ranges) == {"pretraining", "research", "trainstack-validation"}
+    assert [sorted(q["hard"]) for q in cluster.quotas["research"]][:2] == [["requests.nvidia.com/gpu"], ["pods"]]
+    assert cluster.local_queues[("research", "p5-train")] == "p5-train" and set(cluster.cluster_queues) == {"p5-train"}
+    assert cluster.flavors["p5-train"]["nodeLabels"] == {"trainstack.io/node-group": "p5-train"}
+    assert [(name, taints) for name, _, taints in cluster.node_groups] == [
+        ("eks-system", []),
+        ("p5-train", [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
+    ]
+    assert sorted(p.name for p in cluster.network_policies if p.namespace == "research") == [
+        "allow-dns", "allow-https", "allow-pod-identity", "allow-same-namespace", "default-deny"
+    ]  # fmt: skip
+    assert ("research", "fsx-lustre") in cluster.claims and cluster.kueue_excluded == ("ephemeral-storage",)
+    assert cluster.registry_binding is not None and cluster.registry_binding["policyName"] == REGISTRY_POLICY_NAME
+    assert cluster.device_binding is not None and cluster.device_binding["policyName"] == DEVICE_POLICY_NAME
+    assert cluster.registry_policy is not None and cluster.device_policy is not None
+    assert cluster.registry_policy != cluster.device_policy
+    assert (cluster.lustre, cluster.root_squash, cluster.vpc_cidr) == (True, (65534, 65534), "10.0.0.0/16")
+
+
+def test_the_index_holds_what_provisions_a_groups_nodes() -> None:
+    capacity = team_job.Cluster.of(recording("staging")).capacity
+    assert set(capacity.admission_checks) == {"p5-capacity"} and set(capacity.provisioning_configs) == {"p5-capacity"}
+    assert capacity.autoscaler_args is not None and capacity.autoscaler_args["enable-provisioning-requests"] == "true"
+    assert capacity.provisioning_crd and set(capacity.asg_tags) == {"p5"}
+    assert capacity.asg_tags["p5"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "8"
+    assert team_job.Cluster.of(recording("prod")).capacity == team_job.cap.Capacity()  # a fixed group: none
+
+
+def test_a_runtime_unknown_in_preview_is_the_only_step() -> None:
+    cluster, stack, job, _ = prod_job()
+    cluster.runtimes[job.runtime] = {"template": {"spec": {"replicatedJobs": [UNKNOWN]}}}
+    journey = team_job.team_job(cluster, stack, job)
+    assert [(s.name, s.holds) for s in journey.steps] == [(TRAINER, False)]
+    assert journey.steps[0].detail == f"ClusterTrainingRuntime {job.runtime} is unknown in preview"
+
+
+def test_the_trainer_step_wants_the_hugepages_of_an_efa_group_and_nothing_of_efa_elsewhere() -> None:
+    cluster, _, job, sets = prod_job()
+    runtime = cluster.runtimes[job.runtime]
+    holds = team_job.trainer_step(job, sets, runtime)
+    assert holds.holds
+    assert holds.detail == "JobSet of 16 node pod(s), 8 processes per node pod; each node pod requests a whole node"
+    container = sets[0].container()
+    container["resources"]["requests"]["hugepages-2Mi"] = "10254Mi"  # 5128 pages of 2 MiB are 10256Mi
+    short = team_job.trainer_step(job, sets, runtime)
+    assert not short.holds and "no longer request hugepages-2Mi (wants" in short.detail
+    no_efa = dataclasses.replace(job, group=job.group.model_copy(update={"efa_enabled": False}))
+    del container["resources"]["requests"]["vpc.amazonaws.com/efa"]
+    assert team_job.trainer_step(no_efa, sets, runtime).holds
+
+
+def test_the_limit_range_step_says_what_it_defaulted_or_that_there_is_none() -> None:
+    cluster, _, job, sets = prod_job()
+    step = team_job.limit_range_step(cluster, job, sets)
+    assert step.holds and step.detail == (
+        "defaulted: node/restart-wait limits.ephemeral-storage, node/restart-wait requests.ephemeral-storage"
+    )
+    cluster.limit_ranges.clear()
+    none = team_job.limit_range_step(cluster, job, sets)
+    assert none.holds and none.detail == "namespace pretraining has no LimitRange: nothing defaulted"
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda c: c.local_queues.clear(), "no LocalQueue 'p5-train' in namespace pretraining"),
+        (lambda c: c.cluster_queues.clear(), "LocalQueue p5-train points at ClusterQueue p5-train, not in the plan"),
+    ],
+    ids=["no-local-queue", "no-cluster-queue"],
+)
+def test_every_kueue_step_stops_at_a_missing_queue(edit: Callable[[team_job.Cluster], None], why: str) -> None:
+    cluster, _, job, sets = prod_job()
+    edit(cluster)
+    for step in (
+        team_job.coverage_step(cluster, job, sets),
+        team_job.placement_step(cluster, job, sets),
+        team_job.nominal_step(cluster, job, sets, sets),
+    ):
+        assert (step.holds, step.detail) == (False, why)
+
+
+def test_the_cluster_queue_must_select_the_teams_namespace() -> None:
+    cluster, _, job, sets = prod_job()
+    step = team_job.coverage_step(cluster, job, sets)
+    assert step.holds and step.detail == (
+        "ClusterQueue p5-train covers cpu, hugepages-2Mi, memory, nvidia.com/gpu, vpc.amazonaws.com/efa; "
+        "excluded by Kueue's configuration: ephemeral-storage"
+    )
+    del cluster.namespaces["pretraining"]["trainstack.io/team"]  # the queue selects namespaces with this key
+    step = team_job.coverage_step(cluster, job, sets)
+    assert not step.holds and step.detail == "ClusterQueue p5-train's namespaceSelector does not select pretraining"
+
+
+def test_placement_needs_every_named_flavor_and_at_least_one() -> None:
+    cluster, _, job, sets = prod_job()
+    step = team_job.placement_step(cluster, job, sets)
+    assert step.holds and step.detail == (
+        "ClusterQueue p5-train's flavor(s) p5-train reach only p5-train and tolerate its taints"
+    )
+    flavors = dict(cluster.flavors)
+    cluster.flavors.clear()
+    missing = team_job.placement_step(cluster, job, sets)
+    assert (missing.holds, missing.detail) == (False, "ResourceFlavor p5-train is not in the plan")
+    cluster.flavors.update(flavors)
+    cluster.flavors["p5-train"]["nodeLabels"] = {"trainstack.io/node-group": "other"}
+    conflict = team_job.placement_step(cluster, job, sets)
+    assert not conflict.holds and conflict.detail.startswith("node pods conflict with flavor p5-train: trainstack.io")
+    cluster.cluster_queues["p5-train"]["resourceGroups"] = []
+    none = team_job.placement_step(cluster, job, sets)
+    assert (none.holds, none.detail) == (False, "ClusterQueue p5-train names no flavor")
+
+
+def test_the_nominal_quota_must_hold_a_job_of_the_whole_group_not_only_the_teams() -> None:
+    cluster, _, job, sets = prod_job(team="research")  # 32 GPUs: a job of 4 nodes of the group's 16
+    whole = trainer.pod_sets(
+        examples.for_team(job.kind, job.namespace, job.group.name, job.runtime, job.group.max_size),
+        cluster.runtimes[job.runtime],
+    )
+    assert team_job.nominal_step(cluster, job, sets, whole).holds
+    for group in cluster.cluster_queues["p5-train"]["resourceGroups"]:
+        for resource in group["flavors"][0]["resources"]:
+            if resource["name"] == "nvidia.com/gpu":
+                resource["nominalQuota"] = 64
+    step = team_job.nominal_step(cluster, job, sets, whole)
+    assert not step.holds and step.detail.startswith(
+        "a job of the whole group, 16 node(s) needs more than ClusterQueue p5-train holds: nvidia.com/gpu 128 > 64"
+    )
+
+
+def test_a_quota_unknown_in_preview_is_skipped_and_a_quota_below_one_node_says_so() -> None:
+    cluster, _, job, sets = prod_job()
+    assert team_job.quota_step(cluster, job, sets).detail == "4 quota(s) admit a job of 16 node(s)"
+    cluster.quotas["pretraining"] = [{"hard": {"requests.nvidia.com/gpu": UNKNOWN}}]
+    assert team_job.quota_step(cluster, job, sets).holds
+    small = dataclasses.replace(job, team=job.team.model_copy(update={"gpu_quota": 4}))
+    cluster.quotas["pretraining"] = [{"hard": {"requests.nvidia.com/gpu": "4"}}]
+    step = team_job.quota_step(cluster, small, sets)
+    assert not step.holds and step.detail.endswith("; gpu_quota 4 holds no whole p5.48xlarge node (8 per node)"), (
+        step.detail
+    )
+
+
+def test_a_quota_naming_a_resource_a_pod_leaves_unset_refuses_it() -> None:
+    cluster, _, job, sets = prod_job()
+    cluster.limit_ranges.clear()  # nothing fills in what the rank container leaves out
+    del sets[0].container()["resources"]["limits"]["cpu"]
+    step = team_job.quota_step(cluster, job, sets)
+    assert (step.holds, step.detail) == (False, "node pods must specify limits.cpu (the quota names them)")
+
+
+def test_a_namespace_without_a_pod_security_label_is_privileged() -> None:
+    cluster, _, job, sets = prod_job()
+    del cluster.namespaces["pretraining"]["pod-security.kubernetes.io/enforce"]
+    step = team_job.pod_security_step(cluster, job, sets)
+    assert step.name == "Pod Security 'privileged' admits the pods"
+    assert step.holds and step.detail == "namespace pretraining enforces privileged; every pod passes"
+
+
+def test_the_registry_step_without_a_policy_unknown_or_unbound_judges_nothing() -> None:
+    cluster, _, job, sets = prod_job()
+    assert team_job.registry_step(cluster, job, sets).detail == (
+        "2 image(s) approved; an unapproved image volume is refused; metadata-only updates pass"
+    )
+    unbound = copy.deepcopy(cluster)
+    del unbound.namespaces["pretraining"]["trainstack.io/tenant"]
+    step = team_job.registry_step(unbound, job, sets)
+    assert step.holds and step.detail == "the policy is not bound to namespace pretraining"
+    preview = copy.deepcopy(cluster)
+    assert preview.registry_binding is not None
+    preview.registry_binding["matchResources"] = UNKNOWN
+    step = team_job.registry_step(preview, job, sets)
+    assert step.holds and step.detail.startswith("the policy's approved registries are unknown in preview")
+    for field in ("registry_policy", "registry_binding"):
+        missing = dataclasses.replace(cluster, **{field: None})
+        assert team_job.registry_step(missing, job, sets).detail == "no registry policy in the plan"
+
+
+def test_the_device_policy_must_be_bound_refuse_the_thief_and_admit_the_ranks() -> None:
+    cluster, _, job, sets = prod_job(kind="mpi")
+    step = team_job.device_step(cluster, job, sets)
+    assert step.holds and step.detail == (
+        "node, launcher pods admitted; a pod naming every GPU without a request is refused"
+    ), step.detail
+    for field in ("device_policy", "device_binding"):
+        missing = dataclasses.replace(cluster, **{field: None})
+        step = team_job.device_step(missing, job, sets)
+        assert step.holds and step.detail == "no device access policy in the plan"
+    unbound = copy.deepcopy(cluster)
+    del unbound.namespaces["pretraining"]["trainstack.io/tenant"]
+    step = team_job.device_step(unbound, job, sets)
+    assert (step.holds, step.detail) == (False, "the policy is not bound to namespace pretraining")
+    refuses = dataclasses.replace(cluster, device_policy={"validations": [{"expression": "false", "message": "no"}]})
+    step = team_job.device_step(refuses, job, sets)
+    assert (step.holds, step.detail) == (False, "node pods refused on CREATE: no")
+    admits = dataclasses.replace(cluster, device_policy={"validations": [{"expression": "true"}]})
+    step = team_job.device_step(admits, job, sets)
+    assert not step.holds and step.detail.startswith("a pod with the ranks' tolerations and NVIDIA_VISIBLE_DEVICES")
+
+
+def test_an_efa_nodes_allocatable_holds_its_devices_and_hugepages() -> None:
+    cluster, _, job, sets = prod_job()
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    assert ranks.allocatable["vpc.amazonaws.com/efa"] == 32 and ranks.allocatable["nvidia.com/gpu"] == 8
+    assert ranks.allocatable["hugepages-2Mi"] == 5128 * 2 * 2**20
+    assert ranks.beside == {} and ranks.procs == 8
+
+
+def test_without_a_memory_backed_dev_shm_a_rank_gets_the_runtimes_64_mib() -> None:
+    cluster, _, job, sets = prod_job()
+    pod = sets[0].pod
+    pod["volumes"] = [v for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") != "Memory"]
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    assert ranks.shm == Fraction(8 * 2**20)  # 64 MiB shared by 8 ranks
+    step = ranks.step()
+    assert not step.holds and "/dev/shm" in step.detail and "< floor 1 GiB" in step.detail
+
+
+def test_the_mpi_launcher_counts_beside_a_worker_on_its_node() -> None:
+    cluster, _, job, sets = prod_job(kind="mpi")
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    assert ranks.beside["cpu"] > 0 and ranks.step().holds
+    crowded = dataclasses.replace(ranks, beside={"cpu": ranks.allocatable["cpu"]})
+    step = crowded.step()
+    assert not step.holds and "the DaemonSets' headroom and the launcher: cpu" in step.detail
+
+
+def test_the_mpi_runtimes_flows_are_ssh_and_open_mpi() -> None:
+    cluster, stack, job, sets = prod_job(kind="mpi")
+    step = team_job.network_step(cluster, stack, job, sets)
+    assert step.holds and step.detail.startswith("13 flows allowed (ssh 22, Open MPI and NCCL 32768-60999, DNS")
+    cluster.network_policies = [p for p in cluster.network_policies if p.name != "allow-same-namespace"]
+    step = team_job.network_step(cluster, stack, job, sets)
+    assert not step.holds and step.detail.startswith("launcher to worker ssh: TCP 22 is not allowed")
+
+
+def test_a_range_of_ports_refused_is_named_as_a_range() -> None:
+    cluster, stack, job, sets = prod_job()
+    for policy in cluster.network_policies:  # the same-namespace rule keeps only the c10d port
+        if policy.namespace == "pretraining" and policy.name == "allow-same-namespace":
+            for rule in policy.spec.get("ingress", []):
+                rule["ports"] = [{"protocol": "TCP", "port": 29500}]
+    step = team_job.network_step(cluster, stack, job, sets)
+    assert not step.holds and "TCP 32768-60999 is not allowed" in step.detail, step.detail
+
+
+def test_the_internet_step_is_not_asked_where_teams_may_reach_the_internet() -> None:
+    cluster, stack, job, sets = prod_job()
+    step = team_job.internet_step(cluster, stack, job, sets)
+    assert step.holds and step.detail.startswith("HTTPS to 203.0.113.10 is refused for every pod")
+    open_stack = stack.model_copy(update={"security": stack.security.model_copy(update={"team_internet_egress": True})})
+    step = team_job.internet_step(cluster, open_stack, job, sets)
+    assert step.holds and step.detail.startswith("not asked: security.team_internet_egress is on")
+
+
+def test_the_lustre_step_needs_the_file_system_the_mount_and_the_claim() -> None:
+    cluster, stack, job, sets = prod_job()
+    assert team_job.lustre_step(dataclasses.replace(cluster, lustre=False), stack, job, sets).detail == (
+        "no FSx for Lustre in this stack"
+    )
+    no_claim = dataclasses.replace(cluster, claims={c for c in cluster.claims if c[0] != "pretraining"})
+    step = team_job.lustre_step(no_claim, stack, job, sets)
+    assert (step.holds, step.detail) == (False, "no claim fsx-lustre in namespace pretraining")
+    unsquashed = team_job.lustre_step(dataclasses.replace(cluster, root_squash=None), stack, job, sets)
+    assert unsquashed.holds and "as its own UID (no root squash)" in unsquashed.detail  # root, not squashed
+    pod = sets[0].pod
+    pod["volumes"] = [v for v in pod["volumes"] if "persistentVolumeClaim" not in v]
+    step = team_job.lustre_step(cluster, stack, job, sets)
+    assert (step.holds, step.detail) == (False, "the node pods do not mount the team claim fsx-lustre")
+
+
+def test_the_mpi_workers_create_the_checkpoint_directory_as_the_squash_identity() -> None:
+    cluster, stack, job, sets = prod_job(kind="mpi")
+    step = team_job.lustre_step(cluster, stack, job, sets)
+    assert step.holds and step.detail.startswith(
+        "the ranks reach Lustre as 65534:65534, the owner of /teams/pretraining"
+    )
+    assert "the workers' command creates" in step.detail
+
+
+def test_a_runtime_without_fatal_exit_codes_has_nothing_to_fail_on() -> None:
+    cluster, _, job, sets = prod_job()
+    runtime = copy.deepcopy(cluster.runtimes[job.runtime])
+    for replicated in runtime["template"]["spec"]["replicatedJobs"]:
+        replicated["template"]["spec"].pop("podFailurePolicy", None)
+    step = team_job.exit_code_step(job, sets, runtime)
+    assert (step.holds, step.detail) == (True, "no fatal exit codes are configured")
+
+
+def test_an_unknown_launcher_or_a_restart_rule_first_keeps_the_job_restarting() -> None:
+    cluster, _, job, sets = prod_job()
+    runtime = cluster.runtimes[job.runtime]
+    held = team_job.exit_code_step(job, sets, runtime)
+    assert held.holds and held.detail == "a rank exiting 2: python3 -c exits 2, FailJob rule 1, JobSet FailJobSet"
+    restart_first = copy.deepcopy(runtime)
+    rules = restart_first["template"]["spec"]["failurePolicy"]["rules"]
+    rules.insert(0, {"action": "RestartJobSet", "onJobFailureReasons": ["PodFailurePolicy"]})
+    step = team_job.exit_code_step(job, sets, restart_first)
+    assert not step.holds and step.detail.endswith("but JobSet's first matching rule does RestartJobSet")
+    sets[0].container()["command"] = ["/opt/launch.sh"]
+    step = team_job.exit_code_step(job, sets, runtime)
+    assert not step.holds and step.detail == (
+        "node/node runs /opt/launch.sh: trainstack cannot tell whether it passes a rank's exit code on"
+    )
+
+
+def test_only_the_containers_that_mount_lustre_must_write_it() -> None:
+    cluster, stack, job, sets = prod_job()
+    outsider = {"name": "metrics", "image": "x", "securityContext": {"runAsUser": 1000, "runAsGroup": 1000}}
+    sets[0].pod["containers"].append(outsider)
+    assert team_job.lustre_step(cluster, stack, job, sets).holds  # it never touches /fsx
+    outsider["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx/scratch"}]
+    step = team_job.lustre_step(cluster, stack, job, sets)
+    assert not step.holds and step.detail.startswith("node/metrics runs as 1000:1000 and cannot write")
+
+
+def test_the_torch_entrypoint_creates_the_checkpoint_directory() -> None:
+    cluster, stack, job, sets = prod_job()
+    step = team_job.lustre_step(cluster, stack, job, sets)
+    assert step.holds and step.detail.endswith(
+        "(mode 770); the torchrun entrypoint creates $TRAINSTACK_CHECKPOINT_DIR under /fsx/checkpoints"
+    )
+
+
+def test_a_rank_pod_fits_a_node_exactly_up_to_the_daemonsets_headroom() -> None:
+    from components.k8s.training_runtimes import DAEMONSET_HEADROOM_MIB, DAEMONSET_HEADROOM_MILLICORES
+
+    cluster, _, job, sets = prod_job()
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    room = {
+        "cpu": ranks.allocatable["cpu"] - Fraction(DAEMONSET_HEADROOM_MILLICORES, 1000),
+        "memory": ranks.allocatable["memory"] - DAEMONSET_HEADROOM_MIB * 2**20,
+    }
+    assert dataclasses.replace(ranks, node_requests=room).step().holds
+    smallest = {"cpu": Fraction(1, 10**9), "memory": Fraction(1)}  # a nanocore, a byte
+    for resource in room:
+        over = dataclasses.replace(ranks, node_requests={**room, resource: room[resource] + smallest[resource]})
+        step = over.step()
+        assert not step.holds and f"cannot hold the rank pod, the DaemonSets' headroom: {resource}" in step.detail
+
+
+def test_without_the_trainjob_api_no_team_job_is_walked() -> None:
+    stack = stack_config("prod")
+    operator = stack.kubernetes.training_operator.model_copy(update={"kind": "mpi_operator"})
+    mpi_only = stack.model_copy(
+        update={"kubernetes": stack.kubernetes.model_copy(update={"training_operator": operator})}
+    )
+    assert list(team_job.walk(team_job.Trip(recording=recording("prod"), stack=mpi_only))) == []
+
+
+def test_a_rank_without_limits_is_counted_as_getting_nothing() -> None:
+    cluster, _, job, sets = prod_job()
+    cluster.limit_ranges.clear()
+    pod = sets[0].pod
+    for container in [*pod["containers"], *pod.get("initContainers", [])]:
+        container.get("resources", {}).pop("limits", None)
+    ranks = team_job.Ranks.of(cluster, job, sets)
+    assert (ranks.cpu, ranks.memory) == (0, 0)
+    step = ranks.step()
+    assert not step.holds and "CPU 0 vCPU < floor 2 vCPU" in step.detail and "memory 0" in step.detail, step.detail
+
+
+@pytest.mark.parametrize(("asked", "ranks"), [(1, 1), (0, 1)], ids=["one-process", "zero-counts-as-one"])
+def test_a_trainjobs_processes_per_node_set_the_ranks_and_never_fewer_than_one(asked: int, ranks: int) -> None:
+    cluster, _, job, sets = prod_job()
+    job.trainjob["spec"]["trainer"]["numProcPerNode"] = asked
+    found = team_job.Ranks.of(cluster, job, sets)
+    assert found.procs == ranks and found.figures["ranks per node"] == str(ranks)
+    assert found.cpu > 180  # one rank takes the node's CPU limit (about 191 of the p5's 192 vCPU)

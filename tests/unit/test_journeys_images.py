@@ -46,6 +46,7 @@ from trainstack.journeys.workload_facts import (
 )
 from trainstack.tokens import (
     CLUSTER_TRAINING_RUNTIME,
+    EKS_ADDON,
     HELM_RELEASE,
     HYPERPOD_CLUSTER,
     K8S_JOB,
@@ -507,3 +508,171 @@ def test_a_release_pulls_the_images_its_own_values_name_besides_the_charts() -> 
     assert "public.ecr.aws/docker/library/busybox:1.37.0" in images
     assert "example.com/not-a-container:1" not in images
     assert any("node-exporter" in i for i in images) and all(p.namespace == "mon" for p in workload.pulls)
+
+
+# ------------------------------------------------------------------- each branch of a pull, one at a time
+
+ECR_HERE = f"111122223333.dkr.ecr.{REGION}.amazonaws.com/x:1"
+
+
+def test_in_a_vpc_the_stack_does_not_build_every_route_is_its_owners_and_still_shown() -> None:
+    existing = Network(REGION, "aws", built=False, nat=False, s3_gateway=False, s3_policy=None)
+    api, layers = _pull_steps(Pull(ECR_HERE, "a", "s"), existing, NO_GATE)
+    assert (api.name, api.holds) == (f"{ECR_HERE}: registry API reachable", True)
+    assert "the existing VPC's owner routes it" in api.detail and api.source.startswith("network.existing_vpc")
+    assert layers.holds and layers.detail == "the existing VPC's owner routes it; the plan cannot show the route"
+    assert layers.name == f"{ECR_HERE}: layers arrive from S3 bucket prod-{REGION}-starport-layer-bucket ({REGION})"
+
+
+def test_the_gateway_endpoints_policy_decides_each_layer_bucket_on_its_own() -> None:
+    k8s_only = policy(statement(Resource="arn:aws:s3:::prod-registry-k8s-io-us-east-1/*"))
+    net = network(vpc(nat=False, policy=json.dumps(k8s_only)), REGION, "aws")
+    ecr = _pull_steps(Pull(ECR_HERE, "a", "s"), net, NO_GATE)[-1]
+    assert not ecr.holds
+    assert ecr.detail == (
+        f"through the S3 gateway endpoint: s3:GetObject on arn:aws:s3:::prod-{REGION}-starport-layer-bucket/sha256:0 "
+        "without credentials: no statement allows it"
+    )
+    k8s = _pull_steps(Pull("registry.k8s.io/kueue/kueue:v0.14.8", "a", "s"), net, NO_GATE)[-1]
+    assert k8s.holds and k8s.detail.endswith("allowed by statement S")
+
+
+def test_a_layer_store_outside_s3_needs_nat_even_beside_a_gateway_endpoint() -> None:
+    no_nat = network(vpc(nat=False), REGION, "aws")  # the S3 gateway endpoint is there
+    assert no_nat.s3_gateway and not no_nat.nat
+    cdn = _pull_steps(Pull("public.ecr.aws/x/y:1", "a", "s"), no_nat, NO_GATE)[-1]
+    assert not cdn.holds and cdn.detail.startswith("outside this region's S3: a private route table has no default")
+    there = _pull_steps(Pull("111122223333.dkr.ecr.us-west-2.amazonaws.com/x:1", "a", "s"), no_nat, NO_GATE)[-1]
+    assert not there.holds and there.detail.startswith("outside this region's S3")
+
+
+def test_admission_is_judged_on_the_image_once_and_remembered_for_the_next_namespace() -> None:
+    gate = Admission(REGISTRY_POLICY, frozenset({"a", "b"}))
+    net = network(vpc(), REGION, "aws")
+    allowed = _pull_steps(Pull("public.ecr.aws/x/y:1", "a", "s"), net, gate)[0]
+    assert (allowed.name, allowed.holds, allowed.detail) == (
+        "a: registry admission admits public.ecr.aws/x/y:1",
+        True,
+        "every validation holds",
+    )
+    refused = _pull_steps(Pull("docker.io/library/z:3", "b", "s"), net, gate)[0]
+    assert not refused.holds and refused.detail == "images must come from the allowed registries"
+    assert gate.decided == {
+        "public.ecr.aws/x/y:1": (True, "every validation holds"),
+        "docker.io/library/z:3": (False, "images must come from the allowed registries"),
+    }
+    outside = _pull_steps(Pull("docker.io/library/z:3", "kube-system", "s"), net, gate)
+    assert not outside[0].name.startswith("kube-system: registry admission")  # not bound there: not judged
+
+
+def test_the_device_access_policy_is_not_taken_for_the_registry_policy() -> None:
+    from components.k8s.tenancy import DEVICE_POLICY_NAME
+
+    device = res(VALIDATING_ADMISSION_POLICY, "d", {"metadata": {"name": DEVICE_POLICY_NAME}, "spec": {"x": 1}})
+    teams = (namespace("a", **{"trainstack.io/tenant": "team"}),)
+    alone = Recording("s", False, (device, binding(DEVICE_POLICY_NAME, ["Deny"], TEAMS), *teams), {})
+    assert admission(alone) == Admission(None, frozenset())
+    both = Recording(
+        "s",
+        False,
+        (
+            device,
+            VAP,
+            binding(DEVICE_POLICY_NAME, ["Deny"], TEAMS),
+            binding(REGISTRY_POLICY_NAME, ["Deny"], TEAMS),
+            *teams,
+        ),
+        {},
+    )
+    assert admission(both).policy == VAP.inputs
+
+
+def test_does_not_exist_refuses_a_namespace_that_has_the_key() -> None:
+    labels = {"team": "a"}
+    assert not _selects({"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}, labels)
+    assert _selects({"matchExpressions": [{"key": "team", "operator": "Exists"}]}, labels)
+
+
+def test_add_ons_pull_from_the_regions_eks_registry_account() -> None:
+    def addon(name: str, version: str) -> RecordedResource:
+        return res(EKS_ADDON, name, {"addonName": name, "addonVersion": version})
+
+    rec = Recording("s", False, (addon("vpc-cni", "v1.20.0"), addon("coredns", "v1.11.4")), {})
+    [here] = _addon_workloads(rec, REGION)
+    assert here.subject == "EKS add-ons (vpc-cni, coredns)"
+    assert [(p.image, p.namespace) for p in here.pulls] == [
+        (f"602401143452.dkr.ecr.{REGION}.amazonaws.com/eks/vpc-cni:v1.20.0", "kube-system"),
+        (f"602401143452.dkr.ecr.{REGION}.amazonaws.com/eks/coredns:v1.11.4", "kube-system"),
+    ]
+    [cape_town] = _addon_workloads(rec, "af-south-1")
+    assert cape_town.pulls[0].image.startswith("877085696533.dkr.ecr.af-south-1.amazonaws.com/eks/vpc-cni:")
+
+
+def test_a_chart_without_workload_facts_stops_at_its_own_step_and_keeps_the_releases_images() -> None:
+    values = {"sidecars": [{"name": "s", "image": "public.ecr.aws/x/s:1"}]}
+    release = res(HELM_RELEASE, "r", {"chart": "no-such-chart", "version": "1.0.0", "name": "n", "values": values})
+    [found] = _release_workloads(Recording("s", False, (release,), {}))
+    assert found.subject == "Helm release n (no-such-chart 1.0.0, namespace default)"
+    [check] = found.checks
+    assert not check.holds and check.detail.startswith("no workload facts for no-such-chart 1.0.0")
+    assert [(p.image, p.namespace) for p in found.pulls] == [("public.ecr.aws/x/s:1", "default")]
+
+
+def test_a_release_that_turns_on_a_subchart_without_facts_says_which() -> None:
+    def hyperpod(values: dict[str, Any]) -> RecordedResource:
+        inputs = {
+            "chart": "charts/hyperpod-helm-chart",
+            "version": "0.1.0",
+            "namespace": "kube-system",
+            "values": values,
+        }
+        return res(HELM_RELEASE, "hp-release", inputs)
+
+    [defaults] = _release_workloads(Recording("s", False, (hyperpod({}),), {}))
+    assert defaults.subject.startswith("Helm release hp-release (hyperpod-helm-chart 0.1.0")  # no name: the resource's
+    [check] = defaults.checks
+    assert not check.holds
+    assert check.detail == (
+        "the release turns on subcharts whose images are not recorded: nvidia-device-plugin 0.16.1 "
+        "(nvidia-device-plugin.devicePlugin.enabled), aws-efa-k8s-device-plugin 0.5.20 "
+        "(aws-efa-k8s-device-plugin.devicePlugin.enabled)"
+    )
+    off = {name: {"devicePlugin": {"enabled": False}} for name in ("nvidia-device-plugin", "aws-efa-k8s-device-plugin")}
+    [known] = _release_workloads(Recording("s", False, (hyperpod(off),), {}))
+    assert known.checks[0].holds and known.checks[0].detail.endswith("the release's values decide which run")
+
+
+def test_a_release_is_named_by_its_name_input_before_its_resource_name() -> None:
+    release = res(HELM_RELEASE, "resource-name", {"chart": "prometheus-node-exporter", "version": "4.56.1",
+                                                  "name": "ne", "namespace": "mon"})  # fmt: skip
+    [found] = _release_workloads(Recording("s", False, (release,), {}))
+    assert found.subject == "Helm release ne (prometheus-node-exporter 4.56.1, namespace mon)"
+    assert found.checks[0].holds
+
+
+def test_images_are_found_under_lists_and_only_as_text() -> None:
+    replicated = {
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {"name": "node", "template": {"spec": {"template": {"spec": {
+                        "containers": [{"name": "node", "image": "x/node:1"}, {"name": "no-image"}],
+                        "initContainers": [{"name": "chart-style", "image": {"repository": "x/r", "tag": "1"}}],
+                    }}}}},
+                ]
+            }
+        }
+    }  # fmt: skip
+    runtime = res(CLUSTER_TRAINING_RUNTIME, "rt", {"metadata": {"name": "rt"}, "spec": replicated})
+    [found] = _object_workloads(Recording("s", False, (runtime,), {}), ("a",))
+    assert [(p.image, p.namespace) for p in found.pulls] == [("x/node:1", "a")]
+
+
+def test_every_pull_of_a_workload_is_walked_in_its_journey() -> None:
+    pod = {"template": {"spec": {"containers": [{"name": "c", "image": "public.ecr.aws/x/y:1"}]}}}
+    job = res(K8S_JOB, "j", {"metadata": {"name": "check", "namespace": "ops"}, "spec": pod})
+    found = {j.subject: j for j in walk(Trip(Recording("s", False, (*vpc().resources, job), {}), stack_config("dev")))}
+    assert [s.name for s in found["Job check (namespace ops)"].steps] == [
+        "public.ecr.aws/x/y:1: registry API reachable through the NAT gateway",
+        "public.ecr.aws/x/y:1: layers arrive from ECR Public's CloudFront distributions",
+    ]

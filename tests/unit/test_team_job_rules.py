@@ -18,11 +18,22 @@ from components.k8s.tenancy import device_policy_spec, registry_policy_spec
 from components.k8s.training_runtimes import TORCHRUN_COMMAND, TORCHRUN_ENTRYPOINT, jobset_failure_policy
 from stacks.load import ConfigError
 from stacks.schema import TrainerRuntimesSpec
-from tests.conftest import ROOT, edited_config
+from tests.conftest import ROOT, edited_config, stack_config
+from trainstack.engine import UNKNOWN
 from trainstack.journeys import examples, kueue, pod_security, quantity
 from trainstack.journeys import network_policy as netpol
 from trainstack.journeys import resources as res
-from trainstack.journeys.team_job import jobset_action, pod_failure_rule, rank_exit_code, registry_refusal, writable
+from trainstack.journeys.team_job import (
+    _hosts,
+    _identity,
+    _known,
+    jobset_action,
+    pod_failure_rule,
+    rank_exit_code,
+    registry_refusal,
+    submission,
+    writable,
+)
 
 # ---------------------------------------------------------------------------------------------- quantities
 
@@ -838,3 +849,110 @@ def test_the_team_directory_is_writable_by_its_owner_and_group_only() -> None:
     assert not writable(1000, 1000, (65534, 65534), 0o770)
     assert not writable(65534, 1, (65534, 65534), 0o570)  # owner without write
     assert writable(0, 0, (65534, 65534), 0o700)  # root, not squashed
+
+
+def test_each_permission_class_is_chosen_by_the_owners_uid_then_its_gid() -> None:
+    owner = (65534, 2000)
+    assert writable(1000, 2000, owner, 0o070) and not writable(1000, 2000, owner, 0o700)  # group class
+    assert not writable(1000, 65534, owner, 0o070)  # the owner's uid is not its gid
+    assert writable(65534, 1, owner, 0o300) and not writable(65534, 1, owner, 0o100)  # write needs search too
+    assert writable(1, 1, owner, 0o003) and not writable(1, 1, owner, 0o002) and not writable(1, 1, owner, 0o001)
+
+
+def test_a_submission_takes_the_most_whole_nodes_the_quota_and_the_group_allow() -> None:
+    stack = stack_config("prod")
+    team, group = stack.kubernetes.teams[0], stack.gpu_node_groups[0]  # p5.48xlarge: 8 GPUs a node, 16 nodes
+
+    def nodes(quota: int, max_size: int = 16) -> int:
+        sized = team.model_copy(update={"gpu_quota": quota})
+        return submission(sized, group.model_copy(update={"max_size": max_size}), "torch", "rt").nodes
+
+    assert (nodes(4), nodes(8), nodes(15), nodes(16), nodes(512), nodes(512, max_size=2)) == (1, 1, 1, 2, 16, 2)
+    job = submission(team, group, "mpi", "rt")
+    assert job.namespace == team.name and job.trainjob["spec"]["runtimeRef"]["name"] == "rt"
+
+
+def test_a_validation_must_yield_true_and_a_variable_sees_the_ones_before_it() -> None:
+    chained = {
+        "variables": [
+            {"name": "names", "expression": "object.spec.containers.map(c, c.name)"},
+            {"name": "count", "expression": "size(variables.names)"},
+        ],
+        "validations": [{"expression": "variables.count == 1", "message": "one container"}],
+    }
+    assert registry_refusal(chained, pod_object("x"), None) is None
+    assert registry_refusal(chained, pod_object("x", "y"), None) == "one container"
+    not_bool = {"validations": [{"expression": "size(object.spec.containers)"}]}  # 1: truthy, but not true
+    assert registry_refusal(not_bool, pod_object("x"), None) == "size(object.spec.containers)"
+    update_only = {
+        "validations": [
+            {"expression": "request.operation == 'UPDATE' && oldObject.metadata.name == object.metadata.name"}
+        ]
+    }
+    assert registry_refusal(update_only, pod_object("x"), pod_object("x")) is None
+    assert registry_refusal(update_only, pod_object("x"), None) is not None
+
+
+def test_a_value_is_known_only_when_nothing_inside_it_is_unknown() -> None:
+    assert _known({"a": [1, {"b": "x"}], "c": None}) and _known([])
+    assert not _known(UNKNOWN) and not _known({"a": {"b": UNKNOWN}}) and not _known({"a": [1, UNKNOWN]})
+
+
+def test_the_example_address_of_a_network_is_its_tenth_host() -> None:
+    assert list(_hosts("10.0.0.0/16")) == ["10.0.0.10"] and list(_hosts("10.1.2.3/24")) == ["10.1.2.10"]
+
+
+def test_a_container_runs_as_its_own_identity_else_the_pods_else_root() -> None:
+    pod = {"securityContext": {"runAsUser": 1000, "runAsGroup": 2000}, "containers": []}
+    assert _identity(pod, {"securityContext": {"runAsUser": 7}}) == (7, 2000)
+    assert _identity(pod, {"securityContext": {"runAsGroup": 8}}) == (1000, 8)
+    assert _identity({"containers": []}, {}) == (0, 0)
+
+
+def test_a_rule_for_another_container_or_without_exit_codes_is_passed_over() -> None:
+    def rule(action: str, container: str, code: int | str) -> dict[str, Any]:
+        return {"action": action, "onExitCodes": {"containerName": container, "operator": "In", "values": [code]}}
+
+    rules = [{"action": "FailJob"}, rule("Ignore", "sidecar", 2), rule("FailJob", "node", "2")]
+    assert pod_failure_rule(rules, "node", 2) == 2 and pod_failure_rule(rules, "sidecar", 2) == 1
+    assert pod_failure_rule(rules, "node", 3) is None
+
+
+def test_a_jobset_rule_applies_only_when_its_reason_and_a_pattern_match() -> None:
+    runtime = {"template": {"spec": {"failurePolicy": {"rules": [
+        {"action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"],
+         "onJobFailureMessagePatterns": ["code 2 "]},
+        {"action": "RestartJobSetAndIgnoreMaxRestarts", "onJobFailureMessagePatterns": ["DisruptionTarget"]},
+        {"action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]},
+    ]}}}}  # fmt: skip
+    assert jobset_action(runtime, "PodFailurePolicy", "exit code 2 matching") == "FailJobSet"
+    assert jobset_action(runtime, "PodFailurePolicy", "exit code 3 matching") == (
+        "RestartJobSet (no rule: counted against maxRestarts)"
+    )
+    assert jobset_action(runtime, "BackoffLimitExceeded", "code 2 DisruptionTarget") == (
+        "RestartJobSetAndIgnoreMaxRestarts"
+    )
+    assert jobset_action(runtime, "DeadlineExceeded", "") == "FailJobSet"
+    assert jobset_action({"template": {"spec": {}}}, "PodFailurePolicy", "") == (
+        "RestartJobSet (no rule: counted against maxRestarts)"
+    )
+
+
+def test_only_the_provisioning_request_crd_counts_as_installed() -> None:
+    from trainstack.engine import RecordedResource, Recording
+    from trainstack.journeys.team_job import Cluster
+    from trainstack.tokens import CONFIG_FILE
+
+    def config_file(url: str) -> RecordedResource:
+        return RecordedResource(CONFIG_FILE, "crd", "urn::crd", "", True, {"file": url}, (), {}, False, False, "")
+
+    crds = "https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-1.36.1/cluster-autoscaler/apis/config/crd/"
+    other = Recording("s", False, (config_file(crds + "autoscaling.x-k8s.io_capacitybuffers.yaml"),), {})
+    assert not Cluster.of(other).capacity.provisioning_crd
+    installed = Recording("s", False, (config_file(crds + "autoscaling.x-k8s.io_provisioningrequests.yaml"),), {})
+    assert Cluster.of(installed).capacity.provisioning_crd
+
+
+def test_an_expression_that_fails_to_evaluate_refuses_as_failure_policy_fail_does() -> None:
+    missing_field = {"validations": [{"expression": "object.spec.nodeName == 'x'", "message": "never shown"}]}
+    assert registry_refusal(missing_field, pod_object("x"), None) == "the expression failed to evaluate (CELEvalError)"
