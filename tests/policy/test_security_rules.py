@@ -70,3 +70,26 @@ def test_a_log_group_encrypted_with_a_key_from_outside_the_stack_is_named_as_suc
     assert verdict.messages == [
         "log group /x/logs: its key is not a key of this stack, so no key policy here says who may read it."
     ]
+
+
+def test_a_key_statement_naming_the_logs_service_among_other_services_lets_it_use_the_key() -> None:
+    """A key policy statement may name several service principals; the log group's service among them is enough."""
+    name = "/aws/eks/prod/cluster"
+    allow = {
+        "Effect": "Allow",
+        "Principal": {"Service": ["delivery.logs.amazonaws.com", "logs.us-east-1.amazonaws.com"]},
+        "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:GenerateDataKey*"],
+        "Resource": "*",
+        "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:us-east-1:1:log-group:{name}"}},
+    }
+    key = resource(KMS_KEY, "key", {"policy": _policy(allow)})
+    group = resource(
+        LOG_GROUP, "logs", {"name": name, "kmsKeyId": "arn:aws:kms:us-east-1:1:key/k"}, {"kmsKeyId": [key]}
+    )
+    assert judge_stack(telemetry_encrypted, [key, group]).reports == []
+    allow["Principal"] = {"Service": ["delivery.logs.amazonaws.com"]}  # the logs service itself is not named
+    key = resource(KMS_KEY, "key", {"policy": _policy(allow)})
+    group = resource(
+        LOG_GROUP, "logs", {"name": name, "kmsKeyId": "arn:aws:kms:us-east-1:1:key/k"}, {"kmsKeyId": [key]}
+    )
+    assert len(judge_stack(telemetry_encrypted, [key, group]).reports) == 1
