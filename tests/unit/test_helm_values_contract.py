@@ -142,11 +142,6 @@ def test_a_chart_version_without_facts_is_refused() -> None:
     assert rule.startswith("no recorded values contract for chart gpu-operator v0.0.1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="helm_values.check names CHARTS_DIR relative to trainstack/ (parents[2]), not to the repository root as "
-    "crds.check does (trainstack/contracts/facts/crds): the source reads contracts/facts/charts",
-)
 def test_a_missing_chart_names_the_facts_directory_from_the_repository_root() -> None:
     ((_, _, _, source),) = _check(_release("gpu-operator", "v0.0.1"))
     assert source == "trainstack/contracts/facts/charts"

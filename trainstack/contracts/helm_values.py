@@ -90,7 +90,7 @@ def check(recording: Recording) -> Iterator[ContractViolation]:
                 f"{name}@{version}",
                 f"no recorded values contract for chart {name} {version}: add its row to "
                 "scripts/extract_contract_facts.py (CHARTS) and extract its facts before pinning it",
-                str(CHARTS_DIR.relative_to(CHARTS_DIR.parents[2])),
+                str(CHARTS_DIR.relative_to(CHARTS_DIR.parents[3])),  # from the repository root, as crds names its facts
             )
             continue
         values = release.inputs.get("values") or {}
