@@ -311,8 +311,9 @@ IMAGES_EXPRESSION = images_expression("object")
 PREVIOUS_IMAGES_EXPRESSION = f"oldObject == null ? [] : ({images_expression('oldObject')})"
 
 
-def registry_policy_spec(prefixes: Sequence[str]) -> dict[str, Any]:
-    """The ValidatingAdmissionPolicy: pods (and their ephemeral containers) with an unapproved image are refused."""
+def _refusing_pod_writes() -> dict[str, Any]:
+    """What both admission policies judge, failing closed: every pod created or updated, and every ephemeral
+    container added to one (`kubectl debug` writes pods/ephemeralcontainers, not the pod)."""
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -325,6 +326,13 @@ def registry_policy_spec(prefixes: Sequence[str]) -> dict[str, Any]:
                 }
             ]
         },
+    }
+
+
+def registry_policy_spec(prefixes: Sequence[str]) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy: pods (and their ephemeral containers) with an unapproved image are refused."""
+    return {
+        **_refusing_pod_writes(),
         "variables": [
             {"name": "images", "expression": IMAGES_EXPRESSION},
             {"name": "previousImages", "expression": PREVIOUS_IMAGES_EXPRESSION},
@@ -427,17 +435,7 @@ def device_policy_spec() -> dict[str, Any]:
         },
     ]
     return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "operations": ["CREATE", "UPDATE"],
-                    "resources": ["pods", "pods/ephemeralcontainers"],
-                }
-            ]
-        },
+        **_refusing_pod_writes(),
         "validations": validations,
     }
 
