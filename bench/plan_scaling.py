@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import importlib
 import json
 import os
 import platform
@@ -360,11 +361,18 @@ def floor_worker() -> Callable[[int], tuple[int, float]]:
     return floor
 
 
-def serve(kind: str) -> int:
+def load_modules(names: Sequence[str]) -> None:
+    """Imports each module and runs it: the providers import their service modules lazily, on first use."""
+    for name in names:
+        getattr(importlib.import_module(name), "__file__", None)  # any attribute of a lazy module loads it
+
+
+def serve(kind: str, modules: Sequence[str] = ()) -> int:
     """A worker: reads one size a line from stdin, runs it, answers `[resources, CPU seconds]` a line. It runs as
     the command does, without cyclic collection and exiting with a frozen heap (trainstack/entry.py), so a floor's
-    whole process is held to the same settings as the plan's."""
+    whole process is held to the same settings as the plan's. `modules` are imported first (a typed floor)."""
     gc.disable()
+    load_modules(modules)
     action = {"plan": plan_worker, "floor": floor_worker, "shaped": shaped_worker}[kind]()
     for line in sys.stdin:
         print(json.dumps(action(int(line))), flush=True)
@@ -429,11 +437,12 @@ def measure(repeats: int) -> list[Row]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", choices=("plan", "floor", "shaped"), help=argparse.SUPPRESS)
+    parser.add_argument("--import", dest="modules", default="", help=argparse.SUPPRESS)  # comma-separated
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--no-write", action="store_true", help="print the table, leave docs/bench.md as it is")
     args = parser.parse_args(argv)
     if args.worker:
-        return serve(args.worker)
+        return serve(args.worker, [m for m in args.modules.split(",") if m])
     with tempfile.TemporaryDirectory(prefix="trainstack-bench-") as handover:
         os.environ["TRAINSTACK_BENCH_DIR"] = handover  # the plan worker leaves its registrations there
         rows = measure(args.repeats)

@@ -13,7 +13,10 @@ printing everything, when the plan / floor ratio or a tier's budget is missed.
 
 Beside the plan it times the floor the same way, whole process, in turn with each plan run: a fresh interpreter
 registering as many bare resources as the plan recorded (a provider and `aws.ec2.Vpc`s) under the same engine
-and mocks (`bench/plan_scaling.py --worker floor`), and prints plan / floor CPU (target: at most 2).
+and mocks (`bench/plan_scaling.py --worker floor`), and prints plan / floor CPU (target: at most 2). Beside that,
+a typed floor: the same bare resources after importing the provider SDK modules the plan's resource types come
+from (`provider_modules`), which a program keeping the providers' typed Args must import: what those imports
+alone cost, and the plan against it.
 
     .venv/bin/python bench/prod_plan.py [--stack NAME] [--baseline DIR] [--repeats N]
 
@@ -23,6 +26,7 @@ Figures measured so far: docs/bench.md.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import statistics
@@ -60,16 +64,57 @@ def one_run(tree: Path, stack: str = STACK) -> tuple[float, float]:
     return wall, cpu
 
 
-def resource_count(tree: Path, stack: str = STACK) -> int:
-    """How many resources the plan of `stack` registers (its steps but the stack itself, as the floor counts)."""
+def resource_types(tree: Path, stack: str = STACK) -> list[str]:
+    """The type of each resource the plan of `stack` registers (its steps but the stack itself, as the floor
+    counts)."""
     _, _, out = timed_process([sys.executable, *command(stack)], tree)
-    return sum(1 for step in json.loads(out)["steps"] if step["type"] != "pulumi:pulumi:Stack")
+    return [step["type"] for step in json.loads(out)["steps"] if step["type"] != "pulumi:pulumi:Stack"]
 
 
-def floor_run(count: int) -> tuple[float, float]:
-    """Wall and CPU seconds of a whole process registering `count` bare resources under the same engine."""
+# A type token's package (pulumi/pulumi `sdk/go/common/tokens`: package:module:Type) and the provider SDK that
+# generates its Python module from the module part.
+_SDKS = {"aws": "pulumi_aws", "aws-native": "pulumi_aws_native", "kubernetes": "pulumi_kubernetes"}
+
+
+def provider_modules(types: list[str]) -> list[str]:
+    """The provider SDK modules the resource `types` come from, in first-seen order, the ones that exist: what a
+    program using the providers' typed Args for them must import. `aws:ec2/vpc:Vpc` is pulumi_aws.ec2,
+    `kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy` pulumi_kubernetes.admissionregistration.v1,
+    a provider itself its SDK's top module, a CRD's kind pulumi_kubernetes.apiextensions (its CustomResource);
+    components have none."""
+    found: dict[str, None] = {}
+    for token in types:
+        package, module, _ = token.split(":", 2)
+        if package == "pulumi" and module == "providers":
+            package, module = token.rsplit(":", 1)[1], "index"
+        if package not in _SDKS:
+            continue
+        if package == "kubernetes":
+            group, _, version = module.partition("/")
+            parts = [group.split(".")[0], version]
+        else:
+            parts = [module.split("/")[0]]
+        name = ".".join([_SDKS[package], *(p for p in parts if p and p != "index")])
+        if not _exists(name) and package == "kubernetes":
+            name = "pulumi_kubernetes.apiextensions"  # a CRD's kind, registered as a CustomResource
+        if _exists(name):
+            found[name] = None
+    return list(found)
+
+
+def _exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing (a CRD group no SDK module types)
+        return False
+
+
+def floor_run(count: int, modules: list[str] | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of a whole process registering `count` bare resources under the same engine; with
+    `modules`, after importing them (the typed floor)."""
+    typed = ["--import", ",".join(modules)] if modules else []
     wall, cpu, _ = timed_process(
-        [sys.executable, str(ROOT / "bench" / "plan_scaling.py"), "--worker", "floor"], ROOT, f"{count}\n"
+        [sys.executable, str(ROOT / "bench" / "plan_scaling.py"), "--worker", "floor", *typed], ROOT, f"{count}\n"
     )
     return wall, cpu
 
@@ -123,15 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack", default=STACK, help="the stack to plan (default: prod)")
     args = parser.parse_args(argv)
     trees = {"this tree": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in [*trees, "floor"]}
-    count = resource_count(ROOT, args.stack)  # also warms the file cache and .pyc files; not counted
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in [*trees, "floor", "typed floor"]}
+    types = resource_types(ROOT, args.stack)  # also warms the file cache and .pyc files; not counted
+    count, modules = len(types), provider_modules(types)
     for tree in trees.values():
         one_run(tree, args.stack)
-    floor_run(count)
+    floor_run(count, modules)
     for _ in range(args.repeats):
         for name, tree in trees.items():
             samples[name].append(one_run(tree, args.stack))
         samples["floor"].append(floor_run(count))
+        samples["typed floor"].append(floor_run(count, modules))
     print(
         f"{args.stack} plan, median of {args.repeats} runs "
         f"(`python -m trainstack plan --stack {args.stack} --format json`):"
@@ -141,11 +188,20 @@ def main(argv: list[str] | None = None) -> int:
     medians = {}
     for name, runs in samples.items():
         medians[name] = (median([w for w, _ in runs]), median([c for _, c in runs]))
-        shown = f"SDK floor ({count} bare resources, same engine)" if name == "floor" else name
+        shown = {
+            "floor": f"SDK floor ({count} bare resources, same engine)",
+            "typed floor": f"typed floor (the same, after importing the {len(modules)} provider modules the plan's "
+            "resource types come from)",
+        }.get(name, name)
         print(f"| {shown} | {medians[name][0]:.2f} | {medians[name][1]:.2f} |")
     ratio = medians["this tree"][1] / medians["floor"][1]
     verdict = "within" if ratio <= FLOOR_RATIO else "NOT within"
     print(f"plan / floor, whole process CPU: {ratio:.2f} ({verdict} the target of {FLOOR_RATIO})")
+    typed = medians["typed floor"][1]
+    print(
+        f"plan / typed floor: {medians['this tree'][1] / typed:.2f}; typed floor / floor: "
+        f"{typed / medians['floor'][1]:.2f} (what importing the providers' typed Args alone costs)"
+    )
     if args.baseline:
         wall = medians["this tree"][0] / medians["baseline"][0] - 1
         cpu = medians["this tree"][1] / medians["baseline"][1] - 1

@@ -286,7 +286,6 @@ class ProgramFailed(Exception):
 
 def plan(args: argparse.Namespace) -> int:
     from trainstack.model.plan import plan as assemble
-    from trainstack.report import json_report, markdown, text
 
     path = args.config if args.config is not None else stack_file(args.stack if args.stack is not None else "dev")
     inputs = [("--stack" if args.config is None else "--config", path)]
@@ -314,11 +313,18 @@ def plan(args: argparse.Namespace) -> int:
     planned = assemble(stack, recording, against)
     report, diff, before = planned.report, planned.diff, planned.before
 
+    # Only the asked format's renderer is imported: each costs its own imports (Mermaid, tables, the JSON schema).
     if args.format == "json":
+        from trainstack.report import json_report
+
         rendered = json_report.render(report, planned.baseline, diff, before)
     elif args.format == "markdown":
+        from trainstack.report import markdown
+
         rendered = markdown.render(report, diff, before, limit=limit)
     else:
+        from trainstack.report import text
+
         color = not args.no_color and "NO_COLOR" not in os.environ and output is None and isatty(sys.stdout)
         # The terminal's width (COLUMNS, else the tty's, else 100 for a pipe or a file).
         width = shutil.get_terminal_size((100, 50)).columns if output is None else 100

@@ -116,3 +116,30 @@ def test_the_tier_driver_calls_only_what_the_tiers_export() -> None:
     }
     assert called == {("contracts", "check"), ("journeys", "walk")}
     assert all(callable(getattr(modules[module], name, None)) for module, name in called)
+
+
+def test_the_typed_floor_imports_the_sdk_module_of_each_type_once_in_first_seen_order() -> None:
+    types = [
+        "pulumi:providers:aws",
+        "aws:ec2/vpc:Vpc",
+        "aws:ec2/subnet:Subnet",
+        "trainstack:network:Network",  # a component: no module
+        "aws:iam/role:Role",
+        "pulumi:providers:kubernetes",
+        "kubernetes:core/v1:Namespace",
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+        "kubernetes:helm.sh/v3:Release",
+        "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue",  # a CRD's kind: a CustomResource
+        "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+        "aws:index/provider:Provider",
+    ]
+    assert _prod_plan().provider_modules(types) == [
+        "pulumi_aws",
+        "pulumi_aws.ec2",
+        "pulumi_aws.iam",
+        "pulumi_kubernetes",
+        "pulumi_kubernetes.core.v1",
+        "pulumi_kubernetes.admissionregistration.v1",
+        "pulumi_kubernetes.helm.v3",
+        "pulumi_kubernetes.apiextensions",
+    ]

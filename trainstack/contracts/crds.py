@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trainstack import cel
 from trainstack.contracts import ContractViolation, render_value
 from trainstack.contracts.facts import ANY_KEY, ITEM, CrdFacts, child, crd_facts, join, json_type
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
@@ -108,11 +109,8 @@ def _type_ok(expected: str, value: Any) -> bool:
 @functools.cache
 def _cel_program(rule: str) -> Any:
     """The compiled CEL program of `rule`, or None when cel-python cannot compile it."""
-    import celpy  # imported on first use: most plans need it once, tests of other tiers never
-
     try:
-        env = celpy.Environment()
-        return env.program(env.compile(rule))
+        return cel.program(rule)
     except Exception:  # a dialect feature cel-python lacks: the rule is not evaluated offline
         return None
 

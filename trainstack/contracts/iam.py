@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import importlib.resources
 import json
 import re
+import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from trainstack.contracts import ContractViolation, render_value
@@ -58,6 +62,25 @@ MAX_CHARACTERS: dict[str, tuple[int, bool, str]] = {
 }
 
 GRAMMAR = "IAM User Guide, IAM JSON policy element reference"
+# parliament's IAM definitions of SERVICES, the action prefixes of the shipped stacks' policies (dev, staging,
+# prod, stacks/examples/), as parliament has them (recorded by `python -m trainstack.contracts.record_iam_definitions`;
+# tests keep the file equal to the installed parliament's and SERVICES covering every shipped stack).
+DEFINITIONS = Path(__file__).resolve().parent / "facts" / "iam_definitions.json"
+SERVICES = (
+    "aps",
+    "autoscaling",
+    "cloudwatch",
+    "ec2",
+    "ecr",
+    "eks",
+    "eks-auth",
+    "fsx",
+    "kms",
+    "logs",
+    "s3",
+    "sts",
+    "tag",
+)
 VERSIONS = ("2012-10-17", "2008-10-17")
 TOP_LEVEL = {"Version", "Id", "Statement"}
 STATEMENT = {
@@ -163,11 +186,65 @@ def size_problem(text: str, quota_key: str) -> tuple[str, str] | None:
 
 @functools.cache
 def _parliament() -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pkg_resources' deprecation notice, from parliament's import
-        import parliament  # about a second: it loads every service's IAM definition
-
+    """parliament, knowing the services of the recorded IAM definitions (DEFINITIONS): parliament 1.6.4 reads its
+    definitions, every service's (10 MB of JSON, 0.06 CPU-s), through `pkg_resources.resource_filename` (0.03 CPU-s
+    more to import) when it is imported; here that one call names the recorded file instead."""
+    saved = sys.modules.get("pkg_resources")
+    sys.modules["pkg_resources"] = _package_data()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # parliament leaves its config file open (a ResourceWarning)
+            import parliament
+    finally:
+        if saved is None:
+            del sys.modules["pkg_resources"]
+        else:
+            sys.modules["pkg_resources"] = saved
     return parliament
+
+
+def _package_data() -> ModuleType:
+    """What parliament's import asks of pkg_resources: its data files' paths, the IAM definitions recorded here."""
+
+    def resource_filename(package: str, name: str) -> str:
+        if (package, name) == ("parliament", "iam_definition.json"):
+            return str(DEFINITIONS)
+        return str(importlib.resources.files(package) / name)
+
+    module = ModuleType("pkg_resources")
+    module.resource_filename = resource_filename  # pyrefly: ignore[missing-attribute]
+    return module
+
+
+def _covered(text: str) -> bool:
+    """Whether every action of the document names a recorded service (SERVICES): parliament looks a
+    service up by its prefix only (`expand_action`, `statement.get_privilege_info`), so for such a document the
+    recorded ones answer exactly as all of them would. "*" and other unprefixed actions expand over every service."""
+    try:
+        statements = json.loads(text).get("Statement")
+    except (json.JSONDecodeError, AttributeError):
+        return False
+    actions: list[Any] = []
+    for statement in _listed(statements):
+        if not isinstance(statement, Mapping):
+            return False
+        actions += [a for key in ("Action", "NotAction") if key in statement for a in _listed(statement[key])]
+    return all(isinstance(a, str) and ":" in a and a.partition(":")[0].lower() in SERVICES for a in actions)
+
+
+@functools.cache
+def _widened() -> Any:
+    """parliament with every service's definitions: they replace the recorded ones in place, once a document
+    names a service not recorded (parliament's modules share that one list)."""
+    linter = _parliament()
+    every = importlib.resources.files("parliament") / "iam_definition.json"
+    linter.iam_definition[:] = json.loads(every.read_bytes())
+    return linter
+
+
+def linter_for(text: str) -> Any:
+    """parliament knowing every service `text` names."""
+    return _parliament() if _covered(text) else _widened()
 
 
 @functools.cache
@@ -177,7 +254,7 @@ def parliament_source() -> str:
 
 def linter_problems(text: str, kind: PolicyKind) -> Iterator[tuple[str, str]]:
     """(location, problem) for each parliament finding AWS would refuse."""
-    policy = _parliament().analyze_policy_string(text, ignore_private_auditors=True)
+    policy = linter_for(text).analyze_policy_string(text, ignore_private_auditors=True)
     for finding in policy.findings:
         if finding.issue not in REFUSED:
             continue

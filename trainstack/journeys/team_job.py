@@ -23,7 +23,6 @@ Values unknown in preview never break a step: the step says what it could not se
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import re
 import shlex
@@ -58,6 +57,7 @@ from components.storage.lustre import LUSTRE_PORT_RANGES
 from components.storage.lustre_volume import CLAIM_NAME, TEAM_DIRECTORY_MODE
 from stacks.catalog import CATALOG
 from stacks.schema import GpuNodeGroupSpec, StackConfig, TeamSpec
+from trainstack import cel
 from trainstack.contracts.crds import _ints
 from trainstack.engine import UNKNOWN, RecordedResource, Recording
 from trainstack.journeys import (
@@ -693,15 +693,6 @@ def device_step(cluster: Cluster, job: Submission, sets: Sequence[PodSet]) -> St
     )
 
 
-@functools.cache
-def _cel(expression: str) -> Any:
-    """The compiled CEL program of an admission policy expression (compiled once per process)."""
-    import celpy  # first use only: most tests of other tiers never evaluate CEL
-
-    env = celpy.Environment()
-    return env.program(env.compile(expression))
-
-
 def registry_refusal(policy: Mapping[str, Any], pod: Mapping[str, Any], old: Mapping[str, Any] | None) -> str | None:
     """The policy's message when it refuses `pod` (an UPDATE from `old`, or a CREATE), None when it admits it.
     An expression cel-python cannot evaluate refuses: the policy's failurePolicy is Fail."""
@@ -719,12 +710,12 @@ def registry_refusal(policy: Mapping[str, Any], pod: Mapping[str, Any], old: Map
             activation["variables"] = celpy.celtypes.MapType(
                 {celpy.celtypes.StringType(k): v for k, v in variables.items()}
             )
-            variables[variable["name"]] = _cel(variable["expression"]).evaluate(activation)
+            variables[variable["name"]] = cel.program(variable["expression"]).evaluate(activation)
         activation["variables"] = celpy.celtypes.MapType(
             {celpy.celtypes.StringType(k): v for k, v in variables.items()}
         )
         for validation in policy.get("validations") or []:
-            result = _cel(validation["expression"]).evaluate(activation)
+            result = cel.program(validation["expression"]).evaluate(activation)
             if not isinstance(result, bool | celpy.celtypes.BoolType) or not bool(result):
                 return str(validation.get("message") or validation["expression"])
     except Exception as error:

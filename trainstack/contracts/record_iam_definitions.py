@@ -1,0 +1,60 @@
+"""Record, from the installed parliament, the IAM definitions of the services the shipped stacks' policies name.
+
+    .venv/bin/python -m trainstack.contracts.record_iam_definitions          # rewrite facts/iam_definitions.json
+    .venv/bin/python -m trainstack.contracts.record_iam_definitions --check  # exit 1 if the file is stale
+
+The file is parliament's own list (`iam_definition.json`, from the AWS Service Authorization Reference) cut to
+SERVICES, every entry whole and in parliament's order, so the IAM contract loads 0.9 MB instead of 10 MB and
+parliament answers as it would with all of them (trainstack/contracts/iam.py, `_covered`). A test keeps SERVICES
+covering every action prefix of the shipped stacks' policies; a document naming another service is linted with
+every service's definitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainstack.contracts.iam import DEFINITIONS, SERVICES
+
+
+def every_service() -> Path:
+    """parliament's own definitions file, found without importing parliament (its import loads that file)."""
+    spec = importlib.util.find_spec("parliament")
+    assert spec is not None and spec.origin is not None, "parliament is a dependency (pyproject.toml)"
+    return Path(spec.origin).parent / "iam_definition.json"
+
+
+def record() -> list[dict[str, Any]]:
+    every = json.loads(every_service().read_bytes())
+    return [service for service in every if service["prefix"] in SERVICES]
+
+
+def render(definitions: list[dict[str, Any]]) -> str:
+    return json.dumps(definitions, indent=1) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the recorded file differs")
+    args = parser.parse_args(argv)
+    text = render(record())
+    if args.check:
+        current = DEFINITIONS.read_text(encoding="utf-8") if DEFINITIONS.exists() else ""
+        if current != text:
+            print(f"{DEFINITIONS} is stale: run python -m trainstack.contracts.record_iam_definitions", file=sys.stderr)
+            return 1
+        return 0
+    DEFINITIONS.write_text(text, encoding="utf-8")
+    version = importlib.metadata.version("parliament")
+    print(f"wrote {DEFINITIONS} ({len(text)} bytes, {len(SERVICES)} services, parliament {version})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
