@@ -91,3 +91,17 @@ def test_a_program_is_compiled_once_and_a_bad_expression_raises() -> None:
     assert bool(cel.program("self == 1").evaluate({"self": celpy.json_to_cel(1)}))
     with pytest.raises(celpy.CELParseError):
         cel.program("self >")
+
+
+def test_missing_parent_directories_of_the_cache_are_made(no_parser: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nested = no_parser.parent.parent / "not" / "yet"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(nested))
+    cel._install_parser()
+    assert (nested / "trainstack" / cel.CACHE_NAME).is_file()
+
+
+def test_compiling_a_program_installs_the_cached_parser(no_parser: Path) -> None:
+    program = cel.program("self == 'compiled with the cached parser'")
+    assert CELParser.CEL_PARSER is not None and CELParser.CEL_PARSER.options.cache == str(no_parser)
+    assert no_parser.is_file()
+    assert bool(program.evaluate({"self": celpy.json_to_cel("compiled with the cached parser")}))
