@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from stacks.load import load_file  # noqa: E402
-from trainstack.contracts.iam import DOCUMENTS  # noqa: E402
+from trainstack.contracts.iam import DOCUMENTS, linter_for  # noqa: E402
 from trainstack.engine import Recording, run_program  # noqa: E402
 
 # Modules whose Terraform names carry no module prefix, or another one (terraform-provider-aws names).
@@ -93,15 +93,14 @@ def export(recording: Recording, out: Path) -> dict[str, int]:
 
 
 def parliament_findings(recording: Recording) -> list[dict[str, str]]:
-    from parliament import analyze_policy_string
-
     found: list[dict[str, str]] = []
     for r in recording.resources:
         entry = DOCUMENTS.get(r.type)
         if entry is None or not isinstance(document := r.inputs.get(entry[0]), str):
             continue
         kind = entry[1].value
-        for finding in analyze_policy_string(document, ignore_private_auditors=True).findings:
+        # The contract's parliament (its recorded definitions, or every service's when the document needs them).
+        for finding in linter_for(document).analyze_policy_string(document, ignore_private_auditors=True).findings:
             found.append({"resource": r.name, "kind": kind, "issue": finding.issue, "detail": str(finding.detail)})
     return found
 
