@@ -10,7 +10,6 @@ members are required), not botocore's files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
@@ -19,9 +18,11 @@ import botocore
 from botocore.loaders import Loader
 from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
 
+from trainstack.contracts import recorder
 from trainstack.contracts.aws_models import API_MAP, FACTS_FILE, ApiCall, _split, member_key, operation_key
 
 _BOUNDS = ("min", "max", "pattern")
+MODULE = "trainstack.contracts.record_aws_api"
 
 
 def shape_fact(shape: Shape) -> dict[str, Any]:
@@ -82,7 +83,7 @@ def record() -> dict[str, Any]:
                 members[member_key(call, member_path)] = resolve(model, call, member_path)
     return {
         "botocore": botocore.__version__,
-        "recorded_by": "python -m trainstack.contracts.record_aws_api",
+        "recorded_by": f"python -m {MODULE}",
         "members": dict(sorted(members.items())),
         "required": dict(sorted(required.items())),
     }
@@ -93,20 +94,8 @@ def render(facts: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the recorded file differs")
-    args = parser.parse_args(argv)
-    text = render(record())
-    if args.check:
-        current = FACTS_FILE.read_text(encoding="utf-8") if FACTS_FILE.exists() else ""
-        if current != text:
-            print(f"{FACTS_FILE} is stale: run python -m trainstack.contracts.record_aws_api", file=sys.stderr)
-            return 1
-        return 0
-    FACTS_FILE.parent.mkdir(parents=True, exist_ok=True)
-    FACTS_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {FACTS_FILE} ({len(text)} bytes, botocore {botocore.__version__})")
-    return 0
+    origin = f"botocore {botocore.__version__}"
+    return recorder.main(argv, __doc__ or "", FACTS_FILE, lambda: render(record()), MODULE, origin)
 
 
 if __name__ == "__main__":

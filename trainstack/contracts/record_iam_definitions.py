@@ -12,7 +12,6 @@ every service's definitions.
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import importlib.util
 import json
@@ -20,7 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainstack.contracts import recorder
 from trainstack.contracts.iam import DEFINITIONS, SERVICES
+
+MODULE = "trainstack.contracts.record_iam_definitions"
 
 
 def every_service() -> Path:
@@ -40,20 +42,8 @@ def render(definitions: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the recorded file differs")
-    args = parser.parse_args(argv)
-    text = render(record())
-    if args.check:
-        current = DEFINITIONS.read_text(encoding="utf-8") if DEFINITIONS.exists() else ""
-        if current != text:
-            print(f"{DEFINITIONS} is stale: run python -m trainstack.contracts.record_iam_definitions", file=sys.stderr)
-            return 1
-        return 0
-    DEFINITIONS.write_text(text, encoding="utf-8")
-    version = importlib.metadata.version("parliament")
-    print(f"wrote {DEFINITIONS} ({len(text)} bytes, {len(SERVICES)} services, parliament {version})")
-    return 0
+    origin = f"{len(SERVICES)} services, parliament {importlib.metadata.version('parliament')}"
+    return recorder.main(argv, __doc__ or "", DEFINITIONS, lambda: render(record()), MODULE, origin)
 
 
 if __name__ == "__main__":
