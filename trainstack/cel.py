@@ -20,11 +20,12 @@ from typing import Any
 CACHE_NAME = "cel-parser.lark"
 
 
-def cache_dir() -> Path:
-    """Where trainstack keeps what it can rebuild: $XDG_CACHE_HOME/trainstack, else ~/.cache/trainstack (the XDG
-    Base Directory Specification's default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trainstack"
+def cache_dir() -> Path | None:
+    """Where trainstack keeps what it can rebuild: $XDG_CACHE_HOME/trainstack, else ~/.cache/trainstack. By the XDG
+    Base Directory Specification a relative $XDG_CACHE_HOME is ignored; None when no home can be found either."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path(os.path.expanduser("~")) / ".cache"
+    return base / "trainstack" if base.is_absolute() else None  # expanduser leaves "~" when it finds no home
 
 
 def parser_options() -> dict[str, Any]:
@@ -54,11 +55,13 @@ def _install_parser() -> None:
     if CELParser.CEL_PARSER is not None:
         return
     folder = cache_dir()
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # the XDG spec's mode: it holds a pickle
-        cache: str | bool = str(folder / CACHE_NAME)
-    except OSError:  # a read-only home: build the parser each time, as cel-python does
-        cache = False
+    cache: str | bool = False  # no home, or a read-only one: build the parser each time, as cel-python does
+    if folder is not None:
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # the XDG spec's mode: it holds a pickle
+            cache = str(folder / CACHE_NAME)
+        except OSError:
+            pass
     grammar = (Path(celpy.__file__).parent / "cel.lark").read_text()
     # cel-python's singleton is a class attribute by its docs (CELParser), though typed as an instance's.
     CELParser.CEL_PARSER = lark.Lark(grammar, cache=cache, **parser_options())  # pyrefly: ignore[instance-var-assign]

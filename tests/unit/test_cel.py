@@ -4,6 +4,7 @@ unwritable)."""
 
 from __future__ import annotations
 
+import pwd
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,9 +82,24 @@ def test_an_unwritable_cache_directory_only_costs_the_build(no_parser: Path, mon
 def test_the_cache_directory_follows_xdg_then_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cel.cache_dir() == tmp_path / "xdg" / "trainstack"
-    monkeypatch.setenv("XDG_CACHE_HOME", "")  # set but empty: the spec's default
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cel.cache_dir() == tmp_path / "home" / ".cache" / "trainstack"
+    for ignored in ("", "relative/cache"):  # empty, or relative: the spec's default instead
+        monkeypatch.setenv("XDG_CACHE_HOME", ignored)
+        assert cel.cache_dir() == tmp_path / "home" / ".cache" / "trainstack"
+
+
+def test_without_a_home_there_is_no_cache_and_nothing_is_written_here(
+    no_parser: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("HOME")
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid)))  # an unnamed uid
+    monkeypatch.chdir(tmp_path)
+    assert cel.cache_dir() is None
+    cel._install_parser()
+    assert CELParser.CEL_PARSER is not None and CELParser.CEL_PARSER.options.cache is False
+    assert _evaluates()
+    assert list(tmp_path.iterdir()) == []  # no "~/.cache" made under the working directory
 
 
 def test_a_program_is_compiled_once_and_a_bad_expression_raises() -> None:
