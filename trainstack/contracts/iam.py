@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.resources
+import importlib.util
 import json
 import re
 import sys
@@ -237,9 +238,15 @@ def _widened() -> Any:
     """parliament with every service's definitions: they replace the recorded ones in place, once a document
     names a service not recorded (parliament's modules share that one list)."""
     linter = _parliament()
-    every = importlib.resources.files("parliament") / "iam_definition.json"
-    linter.iam_definition[:] = json.loads(every.read_bytes())
+    linter.iam_definition[:] = json.loads(every_service().read_bytes())
     return linter
+
+
+def every_service() -> Path:
+    """parliament's own definitions file, found without importing parliament (its import loads that file)."""
+    spec = importlib.util.find_spec("parliament")
+    assert spec is not None and spec.origin is not None, "parliament is a dependency (pyproject.toml)"
+    return Path(spec.origin).parent / "iam_definition.json"
 
 
 def linter_for(text: str) -> Any:

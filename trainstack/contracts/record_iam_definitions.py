@@ -13,23 +13,14 @@ every service's definitions.
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from trainstack.contracts import recorder
-from trainstack.contracts.iam import DEFINITIONS, SERVICES
+from trainstack.contracts.iam import DEFINITIONS, SERVICES, every_service
 
 MODULE = "trainstack.contracts.record_iam_definitions"
-
-
-def every_service() -> Path:
-    """parliament's own definitions file, found without importing parliament (its import loads that file)."""
-    spec = importlib.util.find_spec("parliament")
-    assert spec is not None and spec.origin is not None, "parliament is a dependency (pyproject.toml)"
-    return Path(spec.origin).parent / "iam_definition.json"
 
 
 def record() -> list[dict[str, Any]]:
