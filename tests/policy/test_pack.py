@@ -115,6 +115,8 @@ def test_pack_main_is_imported_nowhere() -> None:
         *(ROOT / "tests").rglob("*.py"),
         *(PACK / "rules").rglob("*.py"),
     ]:
+        if "__main__" not in path.read_text():  # no import of it can be spelled without the name: not parsed
+            continue
         for module, _ in _imports(path):
             assert module != "policies.__main__", f"{path} imports the pack entry point (it blocks forever)"
 

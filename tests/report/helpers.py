@@ -7,6 +7,7 @@ from typing import Any
 
 from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
+from tests.policy.helpers import shipped_review
 from tests.stack.test_plan_cli import add_p5_group
 from trainstack.engine import RecordedResource, Recording
 from trainstack.model.diff import PlanDiff, diff_reports
@@ -16,8 +17,9 @@ from trainstack.review import review
 
 @tiers.cache
 def report(stack: str) -> Report:
-    rec = recording(stack)
-    return build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
+    """A committed stack's report with its whole review (the review shared with the policy tests), once per
+    process: the report, JSON and Markdown tests all read it."""
+    return build_report(stack_config(stack), recording(stack), shipped_review(stack))
 
 
 @tiers.cache

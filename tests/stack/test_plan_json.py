@@ -12,10 +12,10 @@ import pytest
 
 from tests import tiers
 from tests.conftest import recording, stack_config
+from tests.report.helpers import report
 from trainstack.model.report import build_report
 from trainstack.report import json_report
 from trainstack.report.text import hyperpod_lines
-from trainstack.review import review
 
 
 @functools.cache
@@ -27,9 +27,7 @@ def schema_validator() -> jsonschema.Draft202012Validator:
 
 @tiers.cache
 def plan_json(stack: str) -> dict[str, Any]:
-    rec = recording(stack)
-    report = build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
-    return json.loads(json_report.render(report))
+    return json.loads(json_report.render(report(stack)))
 
 
 def test_json_parses_and_lists_every_recorded_resource(stack_name: str) -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests import tiers
 from tests.conftest import recording, stack_config
+from tests.report.helpers import report
 from trainstack.contracts import ContractViolation
 from trainstack.create_only import replaces
 from trainstack.engine import RecordedResource, Recording
@@ -36,12 +37,6 @@ KINDS = {"add", "add-replace", "delete", "delete-replace", "update", "update-rep
 # Keys whose values may be fractional: money, rates, ratios, durations and priced quantities. Counts, sizes in
 # GiB, sizes of groups and the like are integers.
 FRACTIONAL_KEY = re.compile(r"usd|Usd|Share|coverage|MbS|Gbps|minutes|hours|quantity")
-
-
-@tiers.cache
-def report(stack: str) -> Report:
-    rec = recording(stack)
-    return build_report(stack_config(stack), rec, review(rec, stack_config(stack).environment.value))
 
 
 def edited(rec: Recording, type_: str, edit: Callable[[RecordedResource], RecordedResource]) -> Recording:

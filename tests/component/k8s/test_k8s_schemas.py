@@ -10,6 +10,7 @@ covers their shape.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,19 @@ import pytest
 from tests.conftest import STACKS, recording, stack_config
 
 pytestmark = pytest.mark.slow  # every committed stack's whole-program recording
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _schema_files_read_once() -> Iterator[None]:
+    """kubernetes-validate parses the version's 1.6 MB definitions file again for every object it validates
+    (`utils.schema_contents`, read at 1.37.0); the files do not change, and the validator only reads what it
+    is given, so each is parsed once here."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            kubernetes_validate.utils, "schema_contents", functools.cache(kubernetes_validate.utils.schema_contents)
+        )
+        yield
+
 
 CORE_TYPES = {
     "kubernetes:core/v1:Namespace": ("v1", "Namespace"),
