@@ -255,7 +255,7 @@ def hold_floors(config: PackConfig, environment: str) -> PackConfig:
 
 class _NotApplicable(Exception):
     def __init__(self, reason: str | None) -> None:
-        super().__init__(reason or "")
+        super().__init__(reason)
         self.reason = reason or ""
 
 
@@ -461,9 +461,7 @@ def review(
         for w in ledger.waived
     ]
     _refuse(ledger.problems(_severities()), f"stack {recording.stack}")
-    kept = list(violations)
-    order = {"mandatory": 0, "advisory": 1}
-    kept.sort(key=lambda v: (order.get(v.level, 2), v.policy, v.urn))
+    kept = sorted(violations, key=lambda v: (v.level != "mandatory", v.policy, v.urn))  # mandatory first
     return Review(
         stack=recording.stack,
         environment=environment,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,6 +200,8 @@ def test_remediate_is_reported_as_mandatory() -> None:
         ({"gpu-budget": {"enforcementLevel": "mandatory", "maxGpu": 8}}, "gpu-budget"),
         ({"lt-imds-hop-limit": {"enforcementLevel": "mandatory", "maxHopLimit": 0}}, "lt-imds-hop-limit.maxHopLimit"),
         ({"eks-control-plane-logs": {"requiredLogTypes": ["kubelet"]}}, "eks-control-plane-logs.requiredLogTypes"),
+        ({"gpu-taint": 3}, "gpu-taint: expected a level or an object, got 3"),
+        ({"gpu-taint": ["mandatory"]}, r"gpu-taint: expected a level or an object, got \['mandatory'\]"),
     ],
 )
 def test_bad_config_is_refused(document: dict[str, Any], complaint: str) -> None:
@@ -210,6 +214,38 @@ def test_missing_environment_config_is_refused() -> None:
         load_config("qa")
 
 
+def test_a_config_file_cannot_lower_a_floor_or_its_thresholds(tmp_path: Path) -> None:
+    """What the served pack holds in code (policies/enforcement.py), the offline review holds too."""
+    from trainstack.review import config_path
+
+    document = json.loads(config_path("prod").read_text())
+    document["fsx-backup-floor"] = {"enforcementLevel": "advisory", "minBackupRetentionDays": 1}
+    document["gpu-budget"] = {"enforcementLevel": "advisory", "maxGpus": 4}
+    path = tmp_path / "prod.json"
+    path.write_text(json.dumps(document))
+    config = load_config("prod", path)
+    assert config.levels["fsx-backup-floor"] is EnforcementLevel.MANDATORY
+    assert config.properties["fsx-backup-floor"] == {"minBackupRetentionDays": 7, "requireFinalBackup": True}
+    assert config.properties["gpu-budget"] == {"maxGpus": 4}  # not a floor: the file decides
+
+
+@pytest.mark.parametrize(
+    ("content", "complaint"),
+    [
+        ('["all"]', "expected a JSON object"),
+        ("{", "Expecting property name"),
+        (b"\xff", "cannot read"),
+    ],
+)
+def test_a_config_file_that_is_not_a_json_object_is_refused_naming_it(
+    tmp_path: Path, content: str | bytes, complaint: str
+) -> None:
+    path = tmp_path / "prod.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(PolicyConfigError, match=rf"^policy config {re.escape(str(path))}: .*{complaint}"):
+        load_config("prod", path)
+
+
 def test_a_crashing_rule_fails_the_review() -> None:
     def broken(args: Any, report: Any) -> None:
         raise KeyError("oops")
@@ -217,6 +253,43 @@ def test_a_crashing_rule_fails_the_review() -> None:
     policy = ResourceValidationPolicy(name="broken", description="crashes", validate=broken, severity=Severity.LOW)
     with pytest.raises(PolicyRunError, match="broken"):
         run_policies(recording("dev"), resolve_config({}, [policy]), [policy])
+
+
+def _reporting(name: str, level: EnforcementLevel, *, asynchronous: bool = False) -> ResourceValidationPolicy:
+    """A rule reporting every VPC at `level`; `asynchronous`: as an async function, which the analyzer awaits."""
+
+    def validate(args: Any, report: Any) -> None:
+        if args.resource_type == "aws:ec2/vpc:Vpc":
+            report(f"{name} saw {args.name}")
+
+    async def validate_later(args: Any, report: Any) -> None:
+        validate(args, report)
+
+    return ResourceValidationPolicy(
+        name=name,
+        description=name,
+        validate=validate_later if asynchronous else validate,
+        enforcement_level=level,
+        severity=Severity.LOW,
+    )
+
+
+def test_mandatory_violations_come_first_whatever_their_rules_names() -> None:
+    policies = [
+        _reporting("a-advisory", EnforcementLevel.ADVISORY),
+        _reporting("z-mandatory", EnforcementLevel.MANDATORY),
+    ]
+    result = review(recording("dev"), "dev", policies=policies)
+    assert [(v.policy, v.level) for v in result.violations] == [
+        ("z-mandatory", "mandatory"),
+        ("a-advisory", "advisory"),
+    ]
+
+
+def test_an_async_rule_is_awaited() -> None:
+    policy = _reporting("later", EnforcementLevel.MANDATORY, asynchronous=True)
+    violations, _, ran = run_policies(recording("dev"), resolve_config({}, [policy]), [policy])
+    assert ran == 1 and [v.message for v in violations] == ["later saw network-vpc"]
 
 
 def test_disabled_rules_do_not_run() -> None:
@@ -230,6 +303,17 @@ def test_not_applicable_is_recorded_not_reported() -> None:
     reasons = {name: reason for name, _, reason in result.not_applicable}
     assert reasons["efa-cluster-placement"] == "no node group with EFA interfaces"
     assert not found(result, "efa-cluster-placement")
+
+
+def test_the_waivers_table_lists_each_committed_waiver_or_says_there_is_none(tmp_path: Path) -> None:
+    from trainstack.review import waivers_table
+
+    assert waivers_table(tmp_path) == "No committed stack waives a rule."
+    rows = waivers_table().splitlines()
+    assert rows[0] == "| Stack | Rule | Resource | Reason | Owner | Expires |"
+    assert any(
+        row.startswith("| `staging` | `nat-per-az` | `network-private-us-east-1b` | Staging runs") for row in rows
+    )
 
 
 def test_every_stack_has_a_config() -> None:

@@ -135,6 +135,8 @@ def test_every_format_shows_the_waivers() -> None:
     (waived,) = result.waived
     assert waived.violation.policy == "nat-per-az" and waived.reason.startswith("Staging runs one NAT gateway")
     assert waived.owner == "ml-platform@example.com" and waived.expires == date(2027, 6, 30) and waived.floor
+    subnet = recording("staging").by_urn()[waived.violation.urn]  # the waived violation names its resource whole
+    assert (waived.violation.type, waived.violation.name) == (subnet.type, "network-private-us-east-1b") != ("", "")
     report = build_report(cluster, recording("staging"), result)
     rendered = text.render(report, text.Style(color=False), tree=False)
     assert "waived    floor nat-per-az on network-private-us-east-1b" in rendered

@@ -36,6 +36,7 @@ def rule(groups: list[str], resources: list[str], verbs: list[str], names: list[
         (rule([""], ["secrets"], ["get"], ["a"]), Request("get", "", "secrets"), False),  # list-like, no name
         ({"verbs": ["get"]}, Request("get", "", "pods"), False),  # no groups, no resources
         ({"apiGroups": [""], "resources": "pods", "verbs": "get"}, Request("get", "", "pods"), False),  # not lists
+        ({"apiGroups": "*", "resources": "*", "verbs": "*"}, Request("get", "", "pods"), False),  # nor wildcards
     ],
 )
 def test_rule_matching(the_rule: dict, request_: Request, expected: bool) -> None:

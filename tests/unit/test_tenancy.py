@@ -139,6 +139,13 @@ def test_allocatable_is_below_capacity_and_leaves_the_hugepages_out() -> None:
     assert shape.ephemeral_gib == row.instance_store_gib  # containerd and pods live on the NVMe RAID0
 
 
+def test_allocatable_memory_is_capacity_less_the_amis_reservation_the_eviction_threshold_and_hugepages() -> None:
+    row = CATALOG["p5.48xlarge"]
+    shape = tenancy.node_shape(row, nodes=2, hugepages_mib=5120, disk_gib=200)
+    kube_reserved_mib = 11 * 250 + 255  # nodeadm: 11 MiB per pod at the largest max-pods the EKS AMIs set, + 255 MiB
+    assert shape.memory_mib == row.memory_gib * 1024 - kube_reserved_mib - 100 - 5120
+
+
 def test_each_accelerator_kind_adds_its_own_share() -> None:
     staging = stack_config("staging")
     hyperpod = staging.sagemaker.hyperpod.instance_groups
