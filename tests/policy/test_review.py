@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +203,7 @@ def test_remediate_is_reported_as_mandatory() -> None:
         ({"lt-imds-hop-limit": {"enforcementLevel": "mandatory", "maxHopLimit": 0}}, "lt-imds-hop-limit.maxHopLimit"),
         ({"eks-control-plane-logs": {"requiredLogTypes": ["kubelet"]}}, "eks-control-plane-logs.requiredLogTypes"),
         ({"gpu-taint": 3}, "gpu-taint: expected a level or an object, got 3"),
+        ({"gpu-taint": "blocking"}, "gpu-taint: level 'blocking'; valid: advisory, mandatory, remediate, disabled"),
         ({"gpu-taint": ["mandatory"]}, r"gpu-taint: expected a level or an object, got \['mandatory'\]"),
     ],
 )
@@ -286,10 +289,31 @@ def test_mandatory_violations_come_first_whatever_their_rules_names() -> None:
     ]
 
 
-def test_an_async_rule_is_awaited() -> None:
+def test_an_async_rule_is_awaited_on_a_loop_of_its_own_that_is_closed_after() -> None:
     policy = _reporting("later", EnforcementLevel.MANDATORY, asynchronous=True)
-    violations, _, ran = run_policies(recording("dev"), resolve_config({}, [policy]), [policy])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        violations, _, ran = run_policies(recording("dev"), resolve_config({}, [policy]), [policy])
+        gc.collect()  # an event loop collected unclosed says so (ResourceWarning)
     assert ran == 1 and [v.message for v in violations] == ["later saw network-vpc"]
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def test_a_rule_sees_each_resources_options_as_the_engine_gives_them() -> None:
+    seen: dict[str, Any] = {}
+
+    def record(args: Any, report: Any) -> None:
+        seen[args.urn] = args.opts
+
+    policy = ResourceValidationPolicy(name="options", description="records", validate=record, severity=Severity.LOW)
+    source = recording("prod")
+    run_policies(source, resolve_config({}, [policy]), [policy])
+    for resource in source.resources:
+        opts = seen[resource.urn]
+        assert opts.parent == (resource.parent or None) and opts.protect == resource.protect
+        timeouts = opts.custom_timeouts  # the recording has none: the engine sends zeros
+        assert (timeouts.create_seconds, timeouts.update_seconds, timeouts.delete_seconds) == (0, 0, 0)
+    assert all(any(getattr(o, flag) for o in seen.values()) for flag in ("parent", "protect"))  # both are seen
 
 
 def test_disabled_rules_do_not_run() -> None:

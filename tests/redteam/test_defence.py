@@ -104,7 +104,13 @@ def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
     violations = [_violation("nat-per-az", "a"), _violation("nat-per-az", "b"), _violation("log-retention-floor", "a")]
     kept, waived = apply_waivers(violations, [_waiver("nat-per-az", "a")], "staging", on=ON)
     assert [(v.policy, v.name) for v in kept] == [("nat-per-az", "b"), ("log-retention-floor", "a")]
-    assert [(w.violation.name, w.reason) for w in waived] == [("a", REASON)]
+    assert [(w.violation.name, w.reason, w.owner, w.expires, w.floor) for w in waived] == [
+        ("a", REASON, "ml@example.com", date(2027, 3, 1), True)  # nat-per-az is a floor
+    ]
+    _, [flow_logs] = apply_waivers(
+        [_violation("vpc-flow-logs", "a")], [_waiver("vpc-flow-logs", "a")], "staging", on=ON
+    )
+    assert not flow_logs.floor
 
 
 @pytest.mark.parametrize(

@@ -117,6 +117,20 @@ def test_a_missing_directory_is_named(tmp_path: Path) -> None:
         output_target(missing / "r.json", [])
 
 
+def test_a_path_the_system_cannot_stat_is_named_with_why(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match=r"^--output .*: cannot use it: File name too long$"):
+        output_target(tmp_path / ("x" * 300), [])
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o555, 0o400])
+def test_a_file_no_one_may_write_is_read_only_even_for_root(tmp_path: Path, mode: int) -> None:
+    """As root os.access says every file is writable: the mode bits decide."""
+    ours = _file(tmp_path, json.dumps(PLAN_JSON), "plan.json")
+    ours.chmod(mode)
+    with pytest.raises(BadInput, match=r"is read-only$"):
+        output_target(ours, [])
+
+
 def test_a_new_file_and_a_report_of_our_own_are_targets(tmp_path: Path) -> None:
     assert output_target(tmp_path / "new.json", []) == tmp_path / "new.json"
     ours = _file(tmp_path, json.dumps(PLAN_JSON), "plan.json")
@@ -127,6 +141,36 @@ def test_another_file_is_refused_naming_the_option(tmp_path: Path) -> None:
     notes = _file(tmp_path, "notes\n", "notes.md")
     with pytest.raises(BadInput, match=r"^--schema-output .*notes.md: exists and is not a schema trainstack wrote"):
         output_target(notes, [], kind="schema", option="--schema-output")
+
+
+# ------------------------------------------------------------------------------------------- writing
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_a_new_report_gets_the_modes_a_new_file_gets(tmp_path: Path, umask_022: None) -> None:
+    delivery.write("report\n", tmp_path / "new.txt", None)
+    assert (tmp_path / "new.txt").read_text() == "report\n"
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644  # 0o666 less the umask, as open() makes it
+
+
+def test_a_replaced_report_keeps_its_modes(tmp_path: Path, umask_022: None) -> None:
+    old = _file(tmp_path, "trainstack plan: dev\n", "plan.txt")
+    old.chmod(0o600)
+    delivery.write("trainstack plan: prod\n", old, None)
+    assert old.read_text() == "trainstack plan: prod\n" and stat.S_IMODE(old.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.txt"]  # no temporary file left beside it
+
+
+def test_a_directory_gone_before_the_write_is_one_line(tmp_path: Path) -> None:
+    gone = tmp_path / "gone" / "plan.json"
+    with pytest.raises(OutputFailed, match=rf"^--output {re.escape(str(gone))}: cannot write: No such file or dir"):
+        delivery.write("report", gone, None)
 
 
 # ----------------------------------------------------------------------------------------- streams
@@ -212,6 +256,32 @@ def test_a_full_disk_is_named_and_stdout_is_pointed_at_dev_null(stream_on_a_file
     stream.fail = OSError(errno.EIO, "Input/output error")
     with pytest.raises(OutputFailed, match=r"^cannot write the report to stdout: Input/output error$"):
         emit("report", stream)
+
+
+def test_an_encoding_failure_while_writing_is_the_encoding_message() -> None:
+    """A stream that says it replaces what it cannot show, and does not, fails like a strict one."""
+
+    class Lying(_Stream):
+        def write(self, text: str) -> int:
+            raise UnicodeEncodeError("ascii", text, 2, 3, "ordinal not in range(128)")
+
+    with pytest.raises(OutputFailed, match=r"^stdout's encoding ascii cannot show the report \(it has '→'\)"):
+        emit("a → b", Lying(encoding="ascii", errors="replace"))
+
+
+def test_only_a_terminal_is_a_tty() -> None:
+    leader, follower = os.openpty()
+    try:
+        with open(follower, "w", closefd=False) as terminal:
+            assert delivery.isatty(terminal) is True
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert delivery.isatty(io.StringIO()) is False
+    assert delivery.isatty(None) is False
+    closed = io.StringIO()
+    closed.close()
+    assert delivery.isatty(closed) is False  # a closed stream raises ValueError: not a terminal
 
 
 def test_a_closed_stream_is_a_closed_stdout() -> None:
