@@ -503,29 +503,6 @@ def _refuse(problems: Sequence[pack_waivers.Problem], source: str) -> None:
         )
 
 
-def apply_waivers(
-    violations: Iterable[Violation],
-    waivers: Sequence[WaiverSpec],
-    environment: str,
-    source: str = "waivers",
-    on: date | None = None,
-) -> tuple[list[Violation], list[Waived]]:
-    """Split collected `violations` into those that stand and those a waiver exempts, by the pack's own rule
-    (policies/waivers.py: one rule, one resource by its logical name); ConfigError for a waiver that cannot
-    stand. `review` applies the same rule while the rules run, as the served pack does."""
-    kept: list[Violation] = []
-    waived: list[Waived] = []
-    with applying([_pack_waiver(w) for w in waivers], environment, on) as ledger:
-        for violation in violations:
-            if ledger.screen(violation.policy, violation.urn or violation.name, violation.message):
-                w = ledger.waived[-1]
-                waived.append(Waived(violation, w.reason, w.owner, w.expires, w.rule in FLOORS))
-            else:
-                kept.append(violation)
-    _refuse(ledger.problems(_severities()), source)
-    return kept, waived
-
-
 # ---------------------------------------------------------------------------------------- rules table
 
 ENVIRONMENTS = ("dev", "staging", "prod")

@@ -11,7 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from pulumi_policy import Policy
 
+from policies.rules import BY_NAME
 from policies.rules.base import environment_of_stack as pack_environment_of_stack
 from stacks.load import FULL_KEY, PATTERNS, ConfigError, check_stack, environment_of_stack
 from stacks.schema import json_schema
@@ -21,7 +23,7 @@ from trainstack.cli import EXIT_BAD_INPUT, main
 from trainstack.engine import run_program
 from trainstack.model.report import build_report
 from trainstack.report import json_report, markdown, text
-from trainstack.review import Violation, apply_waivers, review
+from trainstack.review import review
 
 NAMES = ["dev", "staging", "prod", "prod-eu-west-1", "staging-bench", "dev-", "qa", "prod2", "production", "", "Prod"]
 
@@ -79,10 +81,6 @@ def test_every_schema_pattern_is_explained_in_words() -> None:
     assert all(" such as " in text for text in PATTERNS.values())
 
 
-def _violation(policy: str, name: str, level: str = "mandatory") -> Violation:
-    return Violation(policy, level, "high", f"urn:pulumi:prod::trainstack::t::{name}", "t", name, "m")
-
-
 REASON = "approved by the platform team for the evaluation quarter, with an owner"
 ON = date(2026, 12, 1)
 
@@ -100,17 +98,25 @@ def _waiver(rule: str, resource: str, reason: str = REASON) -> WaiverSpec:
     )
 
 
+def _rules(waivers: list[WaiverSpec]) -> list[Policy]:
+    """The rules the waivers name: the ledger judges every waiver whatever rules run."""
+    return [BY_NAME[w.rule] for w in waivers]
+
+
 def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
-    violations = [_violation("nat-per-az", "a"), _violation("nat-per-az", "b"), _violation("log-retention-floor", "a")]
-    kept, waived = apply_waivers(violations, [_waiver("nat-per-az", "a")], "staging", on=ON)
-    assert [(v.policy, v.name) for v in kept] == [("nat-per-az", "b"), ("log-retention-floor", "a")]
-    assert [(w.violation.name, w.reason, w.owner, w.expires, w.floor) for w in waived] == [
-        ("a", REASON, "ml@example.com", date(2027, 3, 1), True)  # nat-per-az is a floor
+    """The offline review screens violations with the served pack's own ledger (policies/waivers.py)."""
+    subnet, runtime = "network-private-us-east-1b", "training-runtimes-p5-torch"
+    waivers = [_waiver("nat-per-az", subnet), _waiver("k8s-image-digest", runtime)]
+    result = review(recording("staging"), "staging", waivers=waivers, on=ON, policies=_rules(waivers))
+    waived = [(w.violation.policy, w.violation.name, w.reason, w.owner, w.expires, w.floor) for w in result.waived]
+    assert waived == [
+        ("k8s-image-digest", runtime, REASON, "ml@example.com", date(2027, 3, 1), False),
+        ("k8s-image-digest", runtime, REASON, "ml@example.com", date(2027, 3, 1), False),
+        ("nat-per-az", subnet, REASON, "ml@example.com", date(2027, 3, 1), True),  # nat-per-az is a floor
     ]
-    _, [flow_logs] = apply_waivers(
-        [_violation("vpc-flow-logs", "a")], [_waiver("vpc-flow-logs", "a")], "staging", on=ON
-    )
-    assert not flow_logs.floor
+    exempted = {("nat-per-az", subnet), ("k8s-image-digest", runtime)}
+    assert not [v for v in result.violations if (v.policy, v.name) in exempted]
+    assert [v for v in result.violations if v.policy == "k8s-image-digest"]  # the rule still judges the others
 
 
 @pytest.mark.parametrize(
@@ -123,9 +129,7 @@ def test_a_waiver_exempts_one_rule_on_one_resource() -> None:
 )
 def test_a_waiver_that_cannot_stand_is_refused(waiver: WaiverSpec, key: str, says: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        apply_waivers(
-            [_violation("nat-per-az", "a"), _violation("sg-no-world-ingress", "a")], [waiver], "staging", on=ON
-        )
+        review(recording("staging"), "staging", waivers=[waiver], on=ON, policies=_rules([_waiver("nat-per-az", "a")]))
     assert any(p.key == f"{FULL_KEY}.{key}" and says in p.message for p in raised.value.problems)
 
 

@@ -131,10 +131,16 @@ def test_a_file_no_one_may_write_is_read_only_even_for_root(tmp_path: Path, mode
         output_target(ours, [])
 
 
-def test_a_new_file_and_a_report_of_our_own_are_targets(tmp_path: Path) -> None:
+def test_a_directory_is_named_as_one(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match=r"^--output .*: is a directory$"):
+        output_target(tmp_path, [])
+
+
+def test_a_new_file_and_a_report_of_our_own_are_targets_and_checking_leaves_nothing(tmp_path: Path) -> None:
     assert output_target(tmp_path / "new.json", []) == tmp_path / "new.json"
     ours = _file(tmp_path, json.dumps(PLAN_JSON), "plan.json")
     assert output_target(ours, [("--config", tmp_path / "Pulumi.dev.yaml")]) == ours
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # the probe for a writable directory is gone
 
 
 def test_another_file_is_refused_naming_the_option(tmp_path: Path) -> None:
@@ -165,6 +171,15 @@ def test_a_replaced_report_keeps_its_modes(tmp_path: Path, umask_022: None) -> N
     delivery.write("trainstack plan: prod\n", old, None)
     assert old.read_text() == "trainstack plan: prod\n" and stat.S_IMODE(old.stat().st_mode) == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["plan.txt"]  # no temporary file left beside it
+
+
+def test_a_target_swapped_for_a_fifo_while_the_plan_ran_is_left_alone(tmp_path: Path) -> None:
+    target = tmp_path / "plan.txt"
+    os.mkfifo(target)
+    with pytest.raises(BadInput, match=r"^--output .*plan.txt: is a FIFO now; --output writes regular files only$"):
+        delivery.write("report", target, None)
+    assert stat.S_ISFIFO(target.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.txt"]  # the temporary file is removed
 
 
 def test_a_directory_gone_before_the_write_is_one_line(tmp_path: Path) -> None:
