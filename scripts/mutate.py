@@ -28,6 +28,7 @@ import contextlib
 import datetime
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import random
@@ -718,6 +719,14 @@ Phase = tuple[list[str], float]  # the tests to run, and how long they may take
 PHASE_TESTS = 200
 
 
+def write_source(path: Path, text: str) -> None:
+    """`text` as the module at `path`, its cached bytecode dropped. Python trusts a .pyc whose recorded source
+    size and mtime (whole seconds) match the file's, so two mutants of one size written within the same second
+    would otherwise share the first one's bytecode, and the second's tests would run the first mutant."""
+    path.write_text(text)
+    Path(importlib.util.cache_from_source(str(path))).unlink(missing_ok=True)
+
+
 def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents: dict[str, str]) -> list[Outcome]:
     """Each mutant's phases run in turn in a forked child until one fails (killed) or all pass (survived)."""
     for name in PRELOAD:
@@ -756,7 +765,7 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
             slot = free.pop()
             target = slots[slot] / mutant.module
             original = target.read_text()
-            target.write_text(mutant.apply(original))
+            write_source(target, mutant.apply(original))
             now = time.monotonic()
             running[start(slot, mutant, phases[0])] = (slot, mutant, original, phases[1:], now, now, phases[0][1])
         time.sleep(0.05)
@@ -781,7 +790,7 @@ def run_mutants(plan: list[tuple[Mutant, list[Phase]]], work: Path, equivalents:
                     running[start(slot, mutant, rest[0])] = (slot, mutant, original, rest[1:], began, now, rest[0][1])
                     continue
                 verdict = "survived" if code == 0 else "killed"
-            (slots[slot] / mutant.module).write_text(original)
+            write_source(slots[slot] / mutant.module, original)
             free.append(slot)
             elapsed = time.monotonic() - began
             count = reached[mutant.id]

@@ -4,6 +4,7 @@ that result was made inside another one (a committed stack's cached review reads
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,25 @@ def test_quick_partial_maps_never_push_out_the_whole_suites(tmp_path: Path, monk
     monkeypatch.setattr(mutate, "tree_state", lambda tests, deselect: (f"{0:024x}", {}))
     mutate.cached_coverage_map(tmp_path, config, ["tests"])
     assert len(made) == 5  # the whole suite's map was reused, not made again
+
+
+def test_a_mutant_written_in_the_same_second_as_another_of_its_size_is_compiled_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import system trusts a .pyc whose source size and whole-second mtime match: each write drops it."""
+    import importlib.machinery
+    import sys
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    module = tmp_path / "m.py"
+
+    def value() -> int:
+        os.utime(module, (1_700_000_000, 1_700_000_000))  # every write in one and the same second
+        namespace: dict[str, int] = {}
+        exec(importlib.machinery.SourceFileLoader("m", str(module)).get_code("m"), namespace)  # writes the .pyc
+        return namespace["VALUE"]
+
+    mutate.write_source(module, "VALUE = 1\n")
+    assert value() == 1
+    mutate.write_source(module, "VALUE = 2\n")  # the next mutant: the same size
+    assert value() == 2
