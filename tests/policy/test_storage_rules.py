@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from policies.facts import DATASETS_CLAIM, FSX_CSI_DRIVER, READ_ONLY_MOUNT_OPTION
-from policies.facts_generated import BUCKET_LIFECYCLE_CONFIGURATION, PERSISTENT_VOLUME, S3_BUCKETS
-from policies.rules.storage import fsx_datasets_read_only, s3_abort_incomplete_uploads
+from policies.facts_generated import BUCKET_LIFECYCLE_CONFIGURATION, FSX_LUSTRE, PERSISTENT_VOLUME, S3_BUCKETS
+from policies.rules.storage import fsx_datasets_read_only, fsx_no_squash_breadth, s3_abort_incomplete_uploads
 from tests.policy.test_direct import judge_resource, judge_stack, resource
 
 
@@ -48,3 +48,10 @@ def test_a_lifecycle_rule_aborts_stale_uploads_after_a_day_or_more_not_after_non
     """DaysAfterInitiation counts whole days from 1 (S3 API Reference, AbortIncompleteMultipartUpload)."""
     assert judge_stack(s3_abort_incomplete_uploads, _bucket_with_rule(1)).reports == []
     assert len(judge_stack(s3_abort_incomplete_uploads, _bucket_with_rule(0)).reports) == 1
+
+
+def test_the_widest_exemption_named_is_a_readable_one_even_after_an_unreadable_one() -> None:
+    props = {"rootSquashConfiguration": {"noSquashNids": ["10.0.1.x@tcp", "10.0.1.6@tcp"]}}
+    [message] = judge_resource(fsx_no_squash_breadth, FSX_LUSTRE, props).messages
+    assert "exempts 1 client addresses (storage.fsx.no_squash_nids, widest 10.0.1.6@tcp)" in message
+    assert "unreadable NIDs ['10.0.1.x@tcp']" in message

@@ -65,6 +65,12 @@ def test_capacity_problem_names_the_rule_and_neighbours() -> None:
     assert fs.capacity_problem(124800) is None
 
 
+@pytest.mark.parametrize("tier", [None, 200])
+def test_an_efa_file_system_without_a_tier_leaves_the_capacity_to_the_throughput_rule(tier: int | None) -> None:
+    """No capacity step exists without an EFA tier: one problem (the tier's), not a crash or a second one."""
+    assert fs.capacity_problem(2400, efa_enabled=True, throughput_mb_s_per_tib=tier) is None
+
+
 def test_throughput_tiers() -> None:
     assert fs.valid_throughputs("PERSISTENT_2") == (125, 250, 500, 1000)
     assert fs.valid_throughputs("SCRATCH_2") == ()
