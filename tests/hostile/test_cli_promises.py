@@ -318,4 +318,6 @@ def test_the_plan_refuses_two_resources_of_one_type_with_one_physical_name() -> 
     ]
     found = list(unique_physical_names(Recording("dev", False, tuple(resources), {})))
     assert sorted(v.name for v in found) == ["b-lt", "b-ng", "q3"]
+    by_name = {v.name: (v.path, v.value) for v in found}  # the duplicated name itself, at the input that sets it
+    assert by_name == {"b-ng": ("nodeGroupName", "x"), "b-lt": ("name", "t"), "q3": ("metadata.name", "q")}
     assert all("already takes this name" in v.rule for v in found)

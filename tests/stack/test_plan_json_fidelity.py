@@ -288,3 +288,15 @@ def test_diagnostics_and_detailed_diffs_validate_against_the_schema() -> None:
     next(iter(step["detailedDiff"].values()))["kind"] = "change"
     broken["diagnostics"].append({"urn": step["urn"], "message": "x", "severity": "fatal"})
     assert len(list(jsonschema.Draft202012Validator(schema).iter_errors(broken))) == 2
+
+
+def test_only_the_protected_resources_a_change_removes_are_named_as_protected_removals() -> None:
+    before = report("prod")
+    resources = before.recording.resources
+    protected = next(r for r in resources if r.protect and r.custom)
+    plain = next(r for r in resources if not r.protect and r.custom and r.parent == protected.parent)
+    gone = {protected.urn, plain.urn}
+    rec = dataclasses.replace(before.recording, resources=tuple(r for r in resources if r.urn not in gone))
+    diff = diff_reports(before, build_report(stack_config("prod"), rec), "stacks/Pulumi.prod.yaml")
+    assert {urn for urn, _ in diff.removed} >= gone
+    assert diff.protected_removals == (protected.urn,)

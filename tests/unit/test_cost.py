@@ -311,6 +311,7 @@ def test_a_gpu_group_outside_the_file_systems_az_pays_for_its_reads_both_ways() 
     per_node = 8 * 200.0 * 3.6  # GB an hour: 8 GPUs at 200 MB/s
     assert (item.quantity_desired, item.quantity_max) == (per_node * 2, per_node * 4)
     assert item.usd_per_hour_max == pytest.approx(per_node * 4 * 0.02) and item.estimated
+    assert item.usd_per_hour_desired == pytest.approx(per_node * 2 * 0.02)
     assert "p5b (us-east-1b) from fs (us-east-1a)" in item.name
     assert any("Cross-AZ Lustre reads" in n for n in estimate.notes)
 
@@ -345,3 +346,14 @@ def test_every_metrics_cost_is_an_estimate() -> None:
     items = cost.observability_items(summary(node_groups=(group(),)), 60)
     assert [i.name for i in items] == ["AMP managed collector", "AMP samples collected", "AMP samples ingested"]
     assert all(i.estimated for i in items)
+
+
+def test_the_estimates_figures_are_rounded_for_reading_rates_to_4_places_months_to_cents() -> None:
+    fleet = summary(node_groups=(group(desired=1, maximum=3), group("g5", "g5.xlarge", desired=1, maximum=1)))
+    estimate = cost.estimate(fleet, 730)
+    document = estimate.to_dict()
+    shares = (estimate.gpu_share_desired, estimate.gpu_share_max)
+    assert all(round(x, 4) != x for x in shares)  # the raw shares have more places: the rounding shows
+    assert (document["gpuShareDesired"], document["gpuShareMax"]) == tuple(round(x, 4) for x in shares)
+    assert document["usdPerHourMax"] == round(estimate.usd_per_hour_max, 4)
+    assert document["usdPerMonthMax"] == round(estimate.usd_per_month_max, 2)

@@ -483,6 +483,21 @@ def test_a_login_group_on_the_workers_role_breaks_the_lifecycle_journey() -> Non
 
 
 @pytest.mark.e2e
+def test_the_login_role_is_walked_through_every_step_the_execution_role_is_and_one_more() -> None:
+    """Root on a login node holds the login role's credentials: each check of the execution role holds for it too."""
+    rec, stack = _slurm_example()
+    [journey] = [j for j in walked(rec, stack) if j.subject.startswith("HyperPod lifecycle scripts")]
+    names = [s.name for s in journey.steps]
+    workers = [n.removeprefix("the execution role ") for n in names if n.startswith("the execution role ")]
+    login = [n.removeprefix("the login role ") for n in names if n.startswith("the login role ")]
+    assert len(workers) == 4 and login == [
+        *workers,
+        "cannot decrypt with data-key directly (only S3 for the lifecycle bucket)",
+    ]
+    assert journey.holds
+
+
+@pytest.mark.e2e
 def test_a_login_role_that_decrypts_directly_breaks_the_lifecycle_journey() -> None:
     rec, stack = _slurm_example()
 
@@ -619,3 +634,33 @@ def test_an_unconditioned_grant_lets_the_execution_role_grant_the_key_to_anyone(
     assert "for any grantee, not through an AWS service: allowed" in detail
     holds = next(j for j in walked(recording("staging"), stack_config("staging")) if j.subject.startswith("HyperPod"))
     assert next(s for s in holds.steps if s.name == name).holds
+
+
+@pytest.mark.slow
+def test_the_endpoint_judged_is_the_s3_gateway_not_another_gateway_or_an_s3_interface() -> None:
+    def dynamodb_gateway(inputs: dict[str, Any]) -> None:
+        inputs.update(serviceName="com.amazonaws.us-east-1.dynamodb", vpcEndpointType="Gateway")
+
+    def s3_interface(inputs: dict[str, Any]) -> None:
+        inputs.update(serviceName="com.amazonaws.us-east-1.s3", vpcEndpointType="Interface")
+
+    rec = recording("prod")
+    [s3] = [e for e in rec.by_type("aws:ec2/vpcEndpoint:VpcEndpoint") if e.name == "network-s3"]
+    rec = edited(edited(rec, "network-ec2", dynamodb_gateway), "network-ecr-api", s3_interface)  # both listed first
+    world = access.World.read(Trip(recording=rec, stack=stack_config("prod")))
+    assert world is not None and world.endpoint_id == s3.id
+    assert world.endpoint is not None and world.endpoint.label == "S3 gateway endpoint policy of network-s3"
+
+
+@pytest.mark.slow
+def test_a_repository_that_exports_is_walked_for_fsx_writing_to_its_bucket() -> None:
+    def exports(inputs: dict[str, Any]) -> None:
+        inputs["s3"]["autoExportPolicy"] = {"events": ["NEW", "CHANGED"]}
+
+    steps = lambda rec: next(  # noqa: E731
+        [s.name for s in j.steps] for j in walked(rec, stack_config("prod")) if j.subject.startswith("FSx for Lustre")
+    )
+    reading = steps(recording("prod"))
+    writing = steps(edited(recording("prod"), "lustre-dra", exports))
+    assert not [n for n in reading if n.startswith("FSx writes")]
+    assert [n for n in writing if n.startswith("FSx writes")] and set(reading) < set(writing)

@@ -61,6 +61,12 @@ def test_kueue_merges_the_flavor_into_the_pod() -> None:
     assert pod == {"nodeSelector": {"a": "1"}, "tolerations": [{"key": "x", "operator": "Exists"}]}  # not mutated
 
 
+def test_the_pods_own_tolerations_stay_before_the_flavors() -> None:
+    pod = {"tolerations": [{"key": "z", "operator": "Exists"}]}
+    _, tolerations, _ = placement.admitted(pod, {"tolerations": [{"key": "x", "operator": "Exists"}]})
+    assert tolerations == [{"key": "z", "operator": "Exists"}, {"key": "x", "operator": "Exists"}]
+
+
 def test_a_flavor_that_contradicts_the_pods_selector_is_a_conflict() -> None:
     _, _, conflict = placement.admitted({"nodeSelector": {"a": "1"}}, {"nodeLabels": {"a": "2"}})
     assert conflict == "a: the pod selects '1', the flavor '2'"

@@ -262,3 +262,8 @@ def test_a_conditional_rule_guards_only_while_its_condition_holds() -> None:
 def test_every_probe_differs_from_the_value(value: Any) -> None:
     changed = crds._changed_values(value)
     assert changed and all(c != value and type(c) is type(value) for c in changed)
+
+
+def test_a_null_has_no_edit_of_its_own_and_a_field_holding_one_is_still_probed() -> None:
+    assert crds._changed_values(None) == []
+    assert crds._changed_values({"a": None}) == [{"a": None, crds._PROBE: True}]
