@@ -525,6 +525,18 @@ def test_the_trainer_step_wants_the_hugepages_of_an_efa_group_and_nothing_of_efa
     assert team_job.trainer_step(no_efa, sets, runtime).holds
 
 
+def test_a_rank_that_requests_no_gpu_on_a_one_gpu_group_is_short() -> None:
+    """Not requesting a resource is requesting none of it, also where the group has only one to give."""
+    cluster, _, job, sets = prod_job()
+    one_gpu = dataclasses.replace(
+        job, group=job.group.model_copy(update={"instance_type": "g5.2xlarge", "efa_enabled": False})
+    )
+    requests = sets[0].container()["resources"]["requests"]
+    del requests["nvidia.com/gpu"]
+    step = team_job.trainer_step(one_gpu, sets, cluster.runtimes[job.runtime])
+    assert not step.holds and "no longer request nvidia.com/gpu (wants 1" in step.detail
+
+
 def test_the_limit_range_step_says_what_it_defaulted_or_that_there_is_none() -> None:
     cluster, _, job, sets = prod_job()
     step = team_job.limit_range_step(cluster, job, sets)

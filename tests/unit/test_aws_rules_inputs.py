@@ -91,6 +91,10 @@ def test_an_efa_only_primary_is_refused_and_an_efa_primary_is_not() -> None:
     assert _template([{"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}]) == []
 
 
+def test_a_device_index_unknown_in_preview_is_not_judged_as_the_primary() -> None:
+    assert _template([{"deviceIndex": UNKNOWN, "interfaceType": "efa-only"}]) == []
+
+
 def test_an_unknown_interface_type_is_refused() -> None:
     assert _template([{"deviceIndex": 0, "interfaceType": "ena"}]) == ["networkInterfaces[0].interfaceType"]
 

@@ -349,11 +349,11 @@ def test_every_metrics_cost_is_an_estimate() -> None:
 
 
 def test_the_estimates_figures_are_rounded_for_reading_rates_to_4_places_months_to_cents() -> None:
-    fleet = summary(node_groups=(group(desired=1, maximum=3), group("g5", "g5.xlarge", desired=1, maximum=1)))
+    fleet = summary(node_groups=(group(desired=1, maximum=2), group("g5", "g5.xlarge", desired=2, maximum=3)))
     estimate = cost.estimate(fleet, 730)
     document = estimate.to_dict()
     shares = (estimate.gpu_share_desired, estimate.gpu_share_max)
-    assert all(round(x, 4) != x for x in shares)  # the raw shares have more places: the rounding shows
+    assert all(round(x, 4) != round(x, 5) for x in shares)  # a fifth place to lose: the rounding shows
     assert (document["gpuShareDesired"], document["gpuShareMax"]) == tuple(round(x, 4) for x in shares)
     assert document["usdPerHourMax"] == round(estimate.usd_per_hour_max, 4)
     assert document["usdPerMonthMax"] == round(estimate.usd_per_month_max, 2)
