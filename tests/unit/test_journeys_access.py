@@ -498,6 +498,21 @@ def test_the_login_role_is_walked_through_every_step_the_execution_role_is_and_o
 
 
 @pytest.mark.e2e
+def test_a_login_role_policy_the_evaluator_cannot_judge_stops_each_of_its_checks() -> None:
+    rec, stack = _slurm_example()
+
+    def unjudgeable(statements: list[dict[str, Any]]) -> None:
+        statements[0]["Condition"] = {"StringNotLike": {"aws:userid": "AROA*"}}
+
+    rec = edited(rec, "hyperpod-login-inline", policy_edit(unjudgeable))
+    [journey] = [j for j in walked(rec, stack) if j.subject.startswith("HyperPod lifecycle scripts")]
+    unjudged = [s for s in journey.steps if s.name == "the login role's policies"]
+    # the reads, the repointed source, the grant and the direct decrypt: each says it cannot be evaluated
+    assert len(unjudged) == 4 and all("condition operator StringNotLike" in s.detail for s in unjudged)
+    assert journey.broken_step is unjudged[0]
+
+
+@pytest.mark.e2e
 def test_a_login_role_that_decrypts_directly_breaks_the_lifecycle_journey() -> None:
     rec, stack = _slurm_example()
 
