@@ -109,7 +109,7 @@ schema: $(VENV)/.synced ## Regenerate stacks/cluster.schema.json for editors
 pack-facts: $(VENV)/.synced ## Regenerate policies/facts_generated.py and the stack thresholds in policies/config/*.json
 	$(VENV)/bin/python scripts/pack_facts.py
 
-docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), docs/plan-json.md and the policy tables in docs/policies.md
+docs: $(VENV)/.synced ## Regenerate docs/config.md (from the schema), the JSON field pages, the policy tables and the dev plan examples (README.md, docs/plan.md)
 	$(VENV)/bin/python scripts/docs.py
 
 # Every file generated from a home in the code, in dependency order: the pack's facts and thresholds, the editor

@@ -8,6 +8,8 @@
   descriptions (scripts/preflight_json_fields.py).
 - docs/policies.md, between `<!-- generated:policies -->` markers: the environment tie, the rules, the floors
   and the waivers, from the policy pack, its three config files and the committed stacks (trainstack/review.py).
+- README.md and docs/plan.md, between `<!-- generated:plan-example -->` markers: the dev stack's text plan, cut
+  (scripts/plan_example.py).
 
 With `--check` nothing is written; the exit code is 1 and the stale files are named when a page differs from
 what the code renders (tests/unit/test_docs.py asserts the same).
@@ -16,6 +18,7 @@ what the code renders (tests/unit/test_docs.py asserts the same).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +30,9 @@ POLICIES_PAGE = DOCS / "policies.md"
 PLAN_JSON_PAGE = DOCS / "plan-json.md"
 PREFLIGHT_JSON_PAGE = DOCS / "preflight-json.md"
 POLICIES_BLOCK = "policies"
+README = ROOT / "README.md"
+PLAN_PAGE = DOCS / "plan.md"
+PLAN_EXAMPLE_BLOCK = "plan-example"
 
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -68,11 +74,30 @@ def policies_page(current: str) -> str:
     return replace_block(current, POLICIES_BLOCK, policy_tables())
 
 
+@functools.cache
+def dev_plan_text() -> str:
+    """The dev plan both pages cut from, run once however many pages ask."""
+    from scripts.plan_example import dev_plan_text
+
+    return dev_plan_text()
+
+
+def plan_example(sections: tuple[str, ...], footer: bool) -> Callable[[str], str]:
+    def page(current: str) -> str:
+        from scripts.plan_example import excerpt, fenced
+
+        return replace_block(current, PLAN_EXAMPLE_BLOCK, fenced(excerpt(dev_plan_text(), sections, footer)))
+
+    return page
+
+
 PAGES: dict[Path, Callable[[str], str]] = {
     CONFIG_PAGE: config_page,
     PLAN_JSON_PAGE: plan_json_page,
     PREFLIGHT_JSON_PAGE: preflight_json_page,
     POLICIES_PAGE: policies_page,
+    README: plan_example(("Compute",), footer=False),
+    PLAN_PAGE: plan_example(("Risks", "Compute"), footer=True),
 }
 
 

@@ -154,7 +154,8 @@ class _Throttling(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def throttling(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Throttling]]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Throttling)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # serve_forever polls for shutdown every 0.5 s by default: each teardown would wait that long.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
     _Throttling.seen = 0
@@ -165,21 +166,32 @@ def throttling(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Throttling]]:
         server.server_close()
 
 
+@pytest.fixture
+def backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits botocore's retry handler asks for between attempts (botocore/endpoint.py sleeps for what the
+    standard mode's handler returns), recorded instead of slept: up to a second each for a throttled first retry."""
+    waits: list[float] = []
+    monkeypatch.setattr("botocore.endpoint.time.sleep", waits.append)
+    return waits
+
+
 @pytest.mark.usefixtures("aws_env")
-def test_throttling_is_retried_with_backoff(throttling: type[_Throttling]) -> None:
+def test_throttling_is_retried_with_backoff(throttling: type[_Throttling], backoff: list[float]) -> None:
     throttling.throttle = 1
     account = Account("us-east-1", session=h.session(), max_attempts=2)
     assert runner.whoami(account)[0] == "111122223333"
     assert throttling.seen == 2  # throttled once, answered on the retry
+    assert len(backoff) == 1 and 0 <= backoff[0] <= 1  # standard mode: random up to base 1 s x 2^0 when throttled
 
 
 @pytest.mark.usefixtures("aws_env")
-def test_throttling_past_the_retries_is_one_line(throttling: type[_Throttling]) -> None:
+def test_throttling_past_the_retries_is_one_line(throttling: type[_Throttling], backoff: list[float]) -> None:
     throttling.throttle = 99
     account = Account("us-east-1", session=h.session(), max_attempts=2)
     with pytest.raises(AskFailed, match=r"still throttled \(Throttling\) after 2 attempts"):
         account.ask("identity", "sts", "GetCallerIdentity")
     assert throttling.seen == 2
+    assert len(backoff) == 1  # a wait between the two attempts, none after the last
 
 
 @pytest.mark.usefixtures("aws_env")

@@ -11,6 +11,7 @@ import pytest
 
 from scripts import docs
 from scripts.config_reference import Reference, render
+from scripts.plan_example import excerpt
 from stacks.schema import json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +25,6 @@ DOCS_PATH = re.compile(r"(?<![\w/.-])docs/([\w.-]+\.md)\b")
 
 def test_config_reference_is_current() -> None:
     assert docs.CONFIG_PAGE.read_text() == render() + "\n", "regenerate: make docs"
-
-
-def test_check_mode_finds_every_page_current() -> None:
-    assert docs.main(["--check"]) == 0
 
 
 def test_every_schema_field_has_a_description() -> None:
@@ -149,3 +146,23 @@ def test_every_docs_path_named_in_code_exists() -> None:
 
 def test_a_missing_page_named_in_code_is_found() -> None:
     assert DOCS_PATH.findall("see docs/aws.md, docs/k8s.md; cmd/x/docs/request-handling.md") == ["aws.md", "k8s.md"]
+
+
+# ------------------------------------------------------------------------------------- the plan examples
+
+PLAN = "head\n  verdict\n\nRisks (2)\n  low a\n\nTime to ready\n  x\n\nCompute\n  g5\n\nCost\n  $1\n\ndev: ok\n"
+
+
+def test_an_excerpt_keeps_the_head_the_named_sections_and_marks_each_gap_once() -> None:
+    assert excerpt(PLAN, ["Compute"]) == "head\n  verdict\n...\nCompute\n  g5\n..."
+    assert excerpt(PLAN, ["Risks", "Compute"], footer=True) == (
+        "head\n  verdict\nRisks (2)\n  low a\n...\nCompute\n  g5\n...\ndev: ok"
+    )
+    assert excerpt(PLAN, ["Time to ready", "Risks"]) == "head\n  verdict\nRisks (2)\n  low a\nTime to ready\n  x\n..."
+    assert excerpt("head\n\ndev: ok\n", [], footer=True) == "head\ndev: ok"
+
+
+@pytest.mark.parametrize(("title", "found"), [("Storage", "0 paragraphs"), ("", "6 paragraphs")])
+def test_a_section_the_plan_has_not_or_twice_is_refused_by_name(title: str, found: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{found} of the plan start with '{title}'; its paragraphs: head, Risks"):
+        excerpt(PLAN, ["Compute", title])
