@@ -19,12 +19,20 @@ def under_mock_engine() -> bool:
     return isinstance(settings.get_monitor(), MockMonitor)
 
 
+def placeholder_refusal(stack: StackConfig, stack_name: str) -> str | None:
+    """What `pulumi up` stops with while example values remain in the stack (docs/deploy.md shows it), or None."""
+    found = find(stack)
+    if not found:
+        return None
+    lines = "\n".join(f"  - {p.render()}" for p in found)
+    return (
+        f"stack {stack_name}: {len(found)} example value(s) must be replaced before a real deployment "
+        f"(stacks/Pulumi.{stack_name}.yaml):\n{lines}"
+    )
+
+
 def refuse_placeholders(stack: StackConfig, stack_name: str) -> None:
     """Raise a RunError that lists every example value left in the stack, unless under the mock engine."""
-    found = find(stack)
-    if found and not under_mock_engine():
-        lines = "\n".join(f"  - {p.render()}" for p in found)
-        raise pulumi.RunError(
-            f"stack {stack_name}: {len(found)} example value(s) must be replaced before a real deployment "
-            f"(stacks/Pulumi.{stack_name}.yaml):\n{lines}"
-        )
+    message = placeholder_refusal(stack, stack_name)
+    if message is not None and not under_mock_engine():
+        raise pulumi.RunError(message)

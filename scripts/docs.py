@@ -8,6 +8,8 @@
   descriptions (scripts/preflight_json_fields.py).
 - docs/policies.md, between `<!-- generated:policies -->` markers: the environment tie, the rules, the floors
   and the waivers, from the policy pack, its three config files and the committed stacks (trainstack/review.py).
+- docs/deploy.md, between `<!-- generated:example-refusal -->` markers: what `pulumi up` of prod says while example
+  values remain (components/deploy_guard.py).
 - README.md and docs/plan.md, between `<!-- generated:plan-example -->` markers: the dev stack's text plan, cut
   (scripts/plan_example.py).
 
@@ -33,6 +35,8 @@ POLICIES_BLOCK = "policies"
 README = ROOT / "README.md"
 PLAN_PAGE = DOCS / "plan.md"
 PLAN_EXAMPLE_BLOCK = "plan-example"
+DEPLOY_PAGE = DOCS / "deploy.md"
+REFUSAL_BLOCK = "example-refusal"
 
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -74,6 +78,18 @@ def policies_page(current: str) -> str:
     return replace_block(current, POLICIES_BLOCK, policy_tables())
 
 
+def deploy_page(current: str) -> str:
+    """The refusal `pulumi up` of prod stops with while its example values remain: its first lines, each cut to
+    the page's width."""
+    from components.deploy_guard import placeholder_refusal
+    from stacks.load import load_file, stack_file
+
+    message = placeholder_refusal(load_file(stack_file("prod")), "prod") or ""
+    lines = [line if len(line) <= 110 else line[:106] + " ..." for line in message.splitlines()]
+    shown = lines[:3] + (["  ..."] if len(lines) > 3 else [])
+    return replace_block(current, REFUSAL_BLOCK, "```\n" + "\n".join(shown) + "\n```")
+
+
 @functools.cache
 def dev_plan_text() -> str:
     """The dev plan both pages cut from, run once however many pages ask."""
@@ -96,6 +112,7 @@ PAGES: dict[Path, Callable[[str], str]] = {
     PLAN_JSON_PAGE: plan_json_page,
     PREFLIGHT_JSON_PAGE: preflight_json_page,
     POLICIES_PAGE: policies_page,
+    DEPLOY_PAGE: deploy_page,
     README: plan_example(("Compute",), footer=False),
     PLAN_PAGE: plan_example(("Risks", "Compute"), footer=True),
 }

@@ -717,7 +717,8 @@ class StackConfig(Spec):
 
     @property
     def gpu_availability_zone(self) -> str:
-        """The AZ of the EFA GPU groups (and of FSx): the first group's, or the first network AZ."""
+        """The GPU AZ, where FSx and HyperPod go: the first EFA group's AZ, else the first GPU group's, else the
+        first network AZ."""
         for group in self.gpu_node_groups:
             if group.efa_enabled:
                 return group.availability_zone

@@ -11,6 +11,7 @@ from tests.policy.helpers import shipped_review
 from tests.stack.test_plan_cli import add_p5_group
 from trainstack.engine import RecordedResource, Recording
 from trainstack.model.diff import PlanDiff, diff_reports
+from trainstack.model.plan import plan
 from trainstack.model.report import Report, build_report
 from trainstack.review import review
 
@@ -20,6 +21,13 @@ def report(stack: str) -> Report:
     """A committed stack's report with its whole review (the review shared with the policy tests), once per
     process: the report, JSON and Markdown tests all read it."""
     return build_report(stack_config(stack), recording(stack), shipped_review(stack))
+
+
+@tiers.cache
+def planned(stack: str) -> Report:
+    """A committed stack's report exactly as the command line renders it: the plan pipeline's, with the stack's
+    waivers and its example-value advisories (`report` has neither)."""
+    return plan(stack_config(stack), recording(stack)).report
 
 
 @tiers.cache

@@ -33,6 +33,7 @@ from stacks.catalog import CATALOG
 from stacks.schema import CapacityType, ClusterAutoscalerSpec, GpuNodeGroupSpec, ReservationWindow, StackConfig
 from tests.conftest import edited_config
 from trainstack.model.capacity import GroupCapacity, capacity_plan, group_capacity
+from trainstack.report.capacity import group_line
 
 NT = "k8s.io/cluster-autoscaler/node-template"
 START = "2026-10-01T11:30:00Z"
@@ -403,6 +404,7 @@ def test_a_fixed_group_needs_nothing_and_never_waits_or_gives_up() -> None:
     assert plan.scale_up_needs == "nothing: the nodes exist"
     assert plan.wait == timedelta(0) and plan.gives_up_after is None and plan.window == ""
     assert plan.usd_per_hour_min == plan.usd_per_hour_max == 16 * P5_USD
+    assert "a 16-node job starts without waiting for capacity;" in group_line(plan)
 
 
 def test_a_block_before_its_window_waits_for_the_start_then_one_attempt_and_one_retry() -> None:

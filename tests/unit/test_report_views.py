@@ -4,6 +4,7 @@ differ, paths named by their elements, figures written before → after, the pro
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from typing import cast
 
 import pytest
@@ -50,6 +51,26 @@ def test_fit_never_exceeds_the_width_and_keeps_every_character(
 def test_fit_never_splits_a_word_that_fits_a_line(words: list[str], width: int) -> None:
     lines = fmt.fit(" ".join(words), width, "  ")
     assert [w for line in lines for w in line.split()] == words  # every word whole, in order
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abc-/.=", min_size=1, max_size=30), min_size=1, max_size=12), st.integers(20, 100))
+def test_a_wrapped_command_is_still_the_same_command(words: list[str], width: int) -> None:
+    command = "  pulumi " + " ".join(words)
+    lines = fmt.fit_command(command, width, "      ")
+    assert all(line.endswith(" \\") for line in lines[:-1]) and not lines[-1].endswith("\\")
+    several_words = [line for line in lines if len(line.removesuffix(" \\").split()) > 1]  # one word may not fit
+    assert all(len(line) <= width for line in several_words)
+    assert lines[0].startswith("  pulumi")  # its own indent stays
+    # A shell removes each backslash-newline before it splits words (POSIX Shell Command Language, 2.2.1); shlex
+    # does not, so the test does it first.
+    assert shlex.split("\n".join(lines).replace("\\\n", "")) == shlex.split(command)
+
+
+def test_a_quoted_word_is_never_broken_and_a_short_command_is_one_line() -> None:
+    assert fmt.fit_command("trainstack preflight --stack prod", 100) == ["trainstack preflight --stack prod"]
+    lines = fmt.fit_command("echo 'two words' 'and three more'", 24, "  ")
+    assert lines == ["echo 'two words' \\", "  'and three more'"]
 
 
 def test_fit_breaks_a_token_too_long_for_any_line_after_a_separator() -> None:

@@ -65,7 +65,7 @@ def _repair_text(config: dict[str, Any] | None) -> str:
         else "EKS default"
     )
     stop = config.get("maxUnhealthyNodeThresholdPercentage")
-    stop_text = f"{stop}% of the group" if stop else (config.get("maxUnhealthyNodeThresholdCount") or "EKS default")
+    stop_text = f"{stop}%" if stop else (config.get("maxUnhealthyNodeThresholdCount") or "EKS default")
     return f"auto repair: {parallel} node(s) at a time, stops above {stop_text} unhealthy"
 
 

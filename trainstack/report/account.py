@@ -22,8 +22,8 @@ def lines(recording: Recording) -> list[str]:
         if status != NOT_CHECKED_OFFLINE
     ]
     found = [
-        f"{NOT_CHECKED_OFFLINE}: {len(offline)} checks that `pulumi preview` and `pulumi up` make through pulumi-aws "
-        f"before creating anything, and `python -m trainstack preflight` makes now: {', '.join(offline)}"
+        f"{NOT_CHECKED_OFFLINE}: {len(offline)} checks pulumi-aws makes before `pulumi preview` or `up` creates "
+        f"anything, and `trainstack preflight` makes now: {', '.join(offline)}"
     ]
     if others:
         found.append(f"preflight alone: {', '.join(others)}")

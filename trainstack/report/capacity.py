@@ -26,16 +26,14 @@ def duration(value: timedelta) -> str:
 
 def group_line(g: GroupCapacity) -> str:
     sizes = f"{g.min_size} to {g.max_size}" if g.min_size != g.max_size else f"{g.max_size}"
+    job = f"a {g.max_size}-node job"
     if g.wait is None:
-        wait = "never: the block has ended" if "ended" in g.window else "unknown: no window recorded"
+        wait = f"{job} waits {'never: the block has ended' if 'ended' in g.window else 'unknown: no window recorded'}"
     elif g.wait == timedelta(0):
-        wait = "none (the nodes exist)"
+        wait = f"{job} starts without waiting"  # the nodes exist (or are held for it)
     else:
-        wait = f"up to {duration(g.wait)}"
-    line = (
-        f"{g.name}: {g.scaler}, {sizes} node(s); a scale-up needs {g.scale_up_needs}; a {g.max_size}-node job waits "
-        f"{wait} for capacity"
-    )
+        wait = f"{job} waits up to {duration(g.wait)}"
+    line = f"{g.name}: {g.scaler}, {sizes} node(s); a scale-up needs {g.scale_up_needs}; {wait} for capacity"
     if g.gives_up_after is not None:
         line += f", deactivated after {duration(g.gives_up_after)} without it"
     if g.window:

@@ -4,6 +4,7 @@ quantity are the model's: trainstack/model/units.py)."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -70,6 +71,23 @@ def _cut(word: str, room: int) -> int:
     """Where to cut `word` to fit `room`: after the last break character that fits, else at `room`."""
     cut = max(word.rfind(sep, 1, room) for sep in _BREAKS)
     return cut + 1 if cut > 0 else room
+
+
+def fit_command(command: str, width: int, indent: str = "    ") -> list[str]:
+    """A shell command wrapped at spaces to `width` columns, every line but the last ending in ` \\`, so that the
+    lines, copied whole, are still the one command. A word is never split (that would change the command): a word
+    wider than a line gets a line of its own."""
+    words = shlex.split(command, posix=False)  # a quoted word with spaces stays one word
+    lines: list[str] = []
+    line = command[: len(command) - len(command.lstrip())]  # the command's own leading spaces stay
+    for i, word in enumerate(words):
+        rest_fits = len(line) + 1 + len(" ".join(words[i:])) <= width  # then no continuation is needed
+        if line.strip() and not rest_fits and len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    return [*lines, line]
 
 
 def fit(text: str, width: int, indent: str = "") -> list[str]:

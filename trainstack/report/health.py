@@ -15,9 +15,8 @@ def lines(health: HealthSummary) -> list[str]:
     ]
     out += [f"{r.path} {r.group}: {r.repair}" for r in health.repairs]
     if health.metrics_backend:
-        out.append(
-            f"Metrics: {health.metrics_backend}, every {health.scrape_interval_s}s; {', '.join(health.exporters)}"
-        )
+        charts = ", ".join(e.split(" ", 1)[0] for e in health.exporters)  # "chart version": the Helm line has versions
+        out.append(f"Metrics: {health.metrics_backend}, every {health.scrape_interval_s}s; {charts}")
         out.append(f"Alerts ({len(health.alerts)}) to {health.alert_destination}: {', '.join(health.alerts)}")
         out.append(f"Dashboards (Grafana in trainstack-monitoring): {', '.join(health.dashboards)}")
     else:

@@ -519,7 +519,9 @@ def next_step_lines(v: verdict.Verdict, stack: str, environment: str, width: int
         for fix in v.fixes:
             out += [style.bad("  " + line) for line in fmt.fit(f"- {fix}", width - 2, "    ")]
         return out
-    return out + ["  " + line for step in next_steps(stack, environment) for line in fmt.fit(step, width - 2, "    ")]
+    intro, *commands = next_steps(stack, environment)
+    out += ["  " + line for line in fmt.fit(intro, width - 2, "    ")]
+    return out + ["  " + line for command in commands for line in fmt.fit_command(command, width - 2, "      ")]
 
 
 def render(
