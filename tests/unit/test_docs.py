@@ -95,6 +95,31 @@ def test_relative_links_resolve(page: Path) -> None:
     assert broken == [], f"{page.name}: broken links"
 
 
+# A path of this repository in backticks, as the pages name files: `components/gpu/efa.py`, `stacks/catalog.py:42`.
+REPO_PATH = re.compile(
+    r"`((?:components|trainstack|stacks|policies|scripts|tests|bench|monitoring|docs|\.github|\.ci)/[^`\s]*)`"
+)
+
+
+def named_paths(text: str) -> list[str]:
+    """The repository paths a page names in backticks, without a `:line` or `#anchor` and without the ones that are
+    patterns (`<area>`, `*`, `{a,b}`)."""
+    paths = (re.split(r"[:#]", found, maxsplit=1)[0] for found in REPO_PATH.findall(text))
+    return [p for p in paths if not re.search(r"[<*{]", p)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_path_a_page_names_exists(page: Path) -> None:
+    missing = sorted({p for p in named_paths(page.read_text()) if not (ROOT / p).exists()})
+    assert missing == [], f"{page.name} names paths that do not exist (moved or removed?)"
+
+
+def test_named_paths_drop_lines_anchors_and_patterns() -> None:
+    text = "`stacks/catalog.py:42`, `docs/plan.md#diff`, `components/<area>/x.py`, `tests/*.py`, `README.md`, `x/y.py`"
+    assert named_paths(text) == ["stacks/catalog.py", "docs/plan.md"]
+    assert not [p for p in named_paths("`components/gpu/missing.py`") if (ROOT / p).exists()]
+
+
 def test_the_areas_are_the_component_folders() -> None:
     assert AREAS == ["eks", "gpu", "health", "k8s", "network", "sagemaker", "security", "storage"]
 
