@@ -30,9 +30,10 @@ pods that hold the GPUs waits `restart_backoff_s * 2^(attempt-1)` seconds, cappe
 
 What a rank gets (docs/validate.md, "What each rank gets"): the pod holding a node's accelerators requests, as
 requests = limits, the node's allocatable CPU, memory and half its ephemeral storage (`components/k8s/tenancy.py`
-`node_shape`: capacity less kube-reserved, the eviction threshold and the hugepages) less `DAEMONSET_HEADROOM` for the
-node's DaemonSets and, for MPI, the launcher that Kueue places on one of the group's nodes. Every rank's CPU and
-memory is therefore the runtime's, never the namespace LimitRange's default (1 CPU and 1 GiB for a whole pod).
+`node_shape`: capacity less kube-reserved, the eviction threshold and the hugepages) less the node's DaemonSets'
+headroom (`DAEMONSET_HEADROOM_MILLICORES`, `DAEMONSET_HEADROOM_MIB`) and, for MPI, the launcher that Kueue places
+on one of the group's nodes. Every rank's CPU and memory is therefore the runtime's, never the namespace
+LimitRange's default (1 CPU and 1 GiB for a whole pod).
 /dev/shm is a memory-backed emptyDir without a size limit: the kubelet sizes it to the pod's memory limit and its
 pages count against the container's memory (kubernetes pkg/volume/emptydir/empty_dir.go
 calculateEmptyDirMemorySize), so a rank's /dev/shm is bounded by the same memory. MPI workers are sized here and

@@ -1,8 +1,9 @@
 """The typed schema of a trainstack stack: one `trainstack:cluster` object per `stacks/Pulumi.<env>.yaml`.
 
 It describes the whole platform and decides what exists and how many. One module per area of the config
-(`network`, `eks`, `gpu`, `storage`, `kubernetes`, `sagemaker`), and `cluster` for the root object and the
-rules that span areas. Models are frozen and refuse unknown keys; units are in the field names; closed sets
+(`network`, `eks`, `gpu`, `storage`, `kubernetes`, `sagemaker`, `security`, `health`, `capacity`, `waivers`), and
+`stack` for the root object (`StackConfig`) and the rules that span areas; `base` and `values` hold the shared
+types. Models are frozen and refuse unknown keys; units are in the field names; closed sets
 are enums or Literals; rules that span fields are model validators, so a bad file fails with every problem
 listed at once, before any resource is registered.
 

@@ -150,7 +150,7 @@ LabelValue = Annotated[str, AfterValidator(_label_value)]
 
 # Namespaces trainstack itself installs into or creates (components/: efa_device_plugin, neuron_device_plugin,
 # lustre_volume and eks use kube-system; gpu_operator, scheduling, observability, validation_jobs their own),
-# plus the ones Kubernetes creates. tests/stack/test_hostile_values.py proves this list matches what the program
+# plus the ones Kubernetes creates. tests/hostile/test_value_rules.py proves this list matches what the program
 # records.
 PLATFORM_NAMESPACES: Final = (
     "default",

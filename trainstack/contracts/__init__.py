@@ -2,7 +2,7 @@
 
 The mock runtime accepts any input value, so a green plan means nothing until every input the program writes
 is held against the contract of the API it becomes. Each contract is a function from the recording to the
-violations it finds; `CONTRACTS` lists them all, and `check` runs every one on every plan. A violation names
+violations it finds; `_contracts()` lists them all, and `check` runs every one on every plan. A violation names
 the resource (URN), the input path (engine camelCase names, e.g. `launchTemplateData.networkInterfaces[0]`),
 the value, the rule that refuses it and where the rule comes from (a botocore shape, a CloudFormation schema,
 a chart's values at its pinned tag, a CRD, or the guide that states it).

@@ -10,7 +10,7 @@ guide that states it, and says what it found. A journey holds when every step ho
 its first failing step, and the plan exits 6 (`trainstack.cli`), as it exits 4 for a contract refusal.
 
 Each family lives in its own module and is a function from a `Trip` (the recording and the validated stack)
-to the journeys it walks; `FAMILIES` lists them and `walk` runs every one on every plan. Values a preview
+to the journeys it walks; `_families()` lists them and `walk` runs every one on every plan. Values a preview
 does not know (`trainstack.engine.UNKNOWN`) never break a step: a step that needs one is skipped, never
 guessed.
 """

@@ -1,6 +1,6 @@
 """The TrainJobs docs/validate.md shows a team, as data: the docs print them and the team-job journey walks
-them (`tests/unit/test_team_job.py` holds the two equal). Each is walked in every team namespace on every GPU group
-with the group's runtime, queue and as many nodes as the team may use (`for_team`)."""
+them (`tests/unit/test_team_job_rules.py` holds the two equal). Each is walked in every team namespace on every GPU
+group with the group's runtime, queue and as many nodes as the team may use (`for_team`)."""
 
 from __future__ import annotations
 

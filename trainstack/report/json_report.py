@@ -98,8 +98,8 @@ def _top(path: str) -> str:
 
 def detailed_diff(change: ResourceChange) -> dict[str, dict[str, Any]]:
     """Pulumi's `detailedDiff` of one update or replace: property path -> {kind, inputDiff}. A create-only
-    input (trainstack.model.diff.replaces) or one under the resource's `replace_on_changes` gets the `-replace` kind, as
-    the provider and the engine mark the keys that force it."""
+    input (trainstack.create_only.replaces) or one under the resource's `replace_on_changes` gets the `-replace`
+    kind, as the provider and the engine mark the keys that force it."""
     out: dict[str, dict[str, Any]] = {}
     for c in change.changes:
         if c.path in PSEUDO_PATHS:
