@@ -1,4 +1,5 @@
-"""Defence-in-depth rules (policies/rules/defence.py) at the edges their rule cases do not reach."""
+"""Defence-in-depth rules (docs/defence-in-depth.md; in policies/rules/<area>.py) at the edges their rule cases do not
+reach."""
 
 from __future__ import annotations
 

@@ -169,6 +169,43 @@ def test_every_docs_path_named_in_code_exists() -> None:
     assert sorted(missing) == []
 
 
+# A file of this repository as code and build files name it (`components/gpu/efa.py`, `stacks/catalog.py`).
+CODE_PATH = re.compile(
+    r"(?<![\w/.<-])((?:components|trainstack|stacks|policies|scripts|tests|bench|monitoring)/[\w./-]*\w"
+    r"\.(?:py|yaml|yml|json|toml|md|sh|txt))"
+)
+# The lifecycle scripts' text is frozen: their S3 prefix is a digest of the scripts (components/sagemaker/hyperpod.py
+# `bundle_digest`), so editing a comment would replace the bundle on a running HyperPod cluster. Their comments keep
+# the paths they were written with.
+FROZEN = ROOT / "components" / "sagemaker" / "lifecycle"
+
+
+def test_every_repository_file_named_in_code_exists() -> None:
+    """Tests are left out: their fixtures name files that must not exist."""
+    files = [
+        path
+        for top in (t for t in SOURCES if t != "tests")
+        for path in (ROOT / top).rglob("*")
+        if path.is_file()
+        and not {".venv", "__pycache__", "node_modules"} & set(path.parts)
+        and not path.is_relative_to(FROZEN)
+        and path.suffix in {".py", ".sh", ".yml", ".yaml", ".toml", ".json", ".txt", ""}
+    ]
+    files += [ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "__main__.py"]
+    missing = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in CODE_PATH.findall(path.read_text(errors="replace"))
+        if not (ROOT / name).exists()
+    }
+    assert sorted(missing) == []
+
+
+def test_a_moved_file_named_in_code_is_found() -> None:
+    text = "see components/hyperpod.py and stacks/catalog.py; not x/components/y.py nor components/<area>/z.py"
+    assert CODE_PATH.findall(text) == ["components/hyperpod.py", "stacks/catalog.py"]
+
+
 def test_a_missing_page_named_in_code_is_found() -> None:
     assert DOCS_PATH.findall("see docs/aws.md, docs/k8s.md; cmd/x/docs/request-handling.md") == ["aws.md", "k8s.md"]
 
