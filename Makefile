@@ -44,7 +44,7 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 # The static checks and the alert rules' tests are single-threaded: two at a time (about 2 s off), then the suite.
-test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format, workflow and shell script checks, the import contracts, the type checker, the alert rules' unit tests, then every test but the e2e tier (under a minute on two cores)
+test: $(VENV)/.synced $(POLICY_VENV)/.synced ## Lint, format, workflow and shell script checks, the import contracts, the type checker, the alert rules' unit tests, then every test but the e2e tier (about a minute on two cores: docs/testing.md)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target checks typecheck promtool
 	@$(MAKE) --no-print-directory suite
 
