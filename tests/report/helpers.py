@@ -7,37 +7,29 @@ from typing import Any
 
 from tests import tiers
 from tests.conftest import edited_config, program_recording, recording, stack_config
-from tests.policy.helpers import shipped_review
 from tests.stack.test_plan_cli import add_p5_group
 from trainstack.engine import RecordedResource, Recording
-from trainstack.model.diff import PlanDiff, diff_reports
+from trainstack.model.diff import PlanDiff
 from trainstack.model.plan import plan
-from trainstack.model.report import Report, build_report
-from trainstack.review import review
+from trainstack.model.report import Report
 
 
 @tiers.cache
 def report(stack: str) -> Report:
-    """A committed stack's report with its whole review (the review shared with the policy tests), once per
-    process: the report, JSON and Markdown tests all read it."""
-    return build_report(stack_config(stack), recording(stack), shipped_review(stack))
-
-
-@tiers.cache
-def planned(stack: str) -> Report:
-    """A committed stack's report exactly as the command line renders it: the plan pipeline's, with the stack's
-    waivers and its example-value advisories (`report` has neither)."""
+    """A committed stack's report exactly as the command line renders it (the plan pipeline: the stack's waivers
+    and its example-value advisories included), once per process: the report, JSON and Markdown tests read it."""
     return plan(stack_config(stack), recording(stack)).report
 
 
 @tiers.cache
 def added_group_diff() -> tuple[Report, PlanDiff, Report]:
-    """(after, diff, before): prod plus a 16-node p5 group on demand, the same config the CLI tests plan."""
+    """(after, diff, before): prod plus a 16-node p5 group on demand, the same config the CLI tests plan, as
+    `plan --against stacks/Pulumi.prod.yaml` builds them (the diff's own violations added to the review)."""
     config = edited_config("prod", add_p5_group)
-    rec = program_recording(config, "prod")
-    after = build_report(config, rec, review(rec, "prod"))
-    before = report("prod")
-    return after, diff_reports(before, after, "stacks/Pulumi.prod.yaml"), before
+    baseline = (stack_config("prod"), recording("prod"), "stacks/Pulumi.prod.yaml")
+    planned = plan(config, program_recording(config, "prod"), against=baseline)
+    assert planned.diff is not None and planned.before is not None
+    return planned.report, planned.diff, planned.before
 
 
 def _own_physical_name(inputs: dict[str, Any], i: int) -> dict[str, Any]:

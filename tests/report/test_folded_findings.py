@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.report.helpers import planned, report, scenario
+from tests.report.helpers import report, scenario
 from trainstack.journeys import ALERTS, DEPLOY, DESTROY, TEAM_JOB, Journey, Step
 from trainstack.model import verdict
 from trainstack.model.names import urn_name
@@ -33,7 +33,7 @@ def _team_jobs(teams: int, broken: int) -> tuple[Journey, ...]:
 
 
 def test_prod_fits_120_lines_at_100_columns_with_dozens_of_journeys() -> None:
-    shown = planned("prod")  # what `plan --stack prod` prints: its example values add a risk and an advisory
+    shown = report("prod")  # what `plan --stack prod` prints: its example values add a risk and an advisory
     r = dataclasses.replace(shown, journeys=_team_jobs(24, 0))
     lines = text.render(r, PLAIN, width=100).splitlines()
     assert len(lines) <= 120, len(lines)
