@@ -148,21 +148,24 @@ def test_extending_names_each_areas_files_and_they_exist() -> None:
         assert [path for path in named if not (ROOT / path).exists()] == [], f"docs/extending.md: {area}'s row"
 
 
-def test_every_docs_path_named_in_code_exists() -> None:
+def code_files(tops: tuple[str, ...] = SOURCES, skip: Path | None = None) -> list[Path]:
+    """The code and build files under `tops` (and at the root), without virtualenvs, caches and what `skip` holds."""
     files = [
         path
-        for top in SOURCES
+        for top in tops
         for path in (ROOT / top).rglob("*")
         if path.is_file()
-        and ".venv" not in path.parts
-        and "__pycache__" not in path.parts
-        and path != Path(__file__)  # its own example of a missing page
+        and not {".venv", "__pycache__", "node_modules"} & set(path.parts)
+        and not (skip is not None and path.is_relative_to(skip))
         and path.suffix in {".py", ".sh", ".yml", ".yaml", ".toml", ".json", ".txt", ""}
     ]
-    files += [ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "__main__.py"]
+    return [*files, ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "__main__.py"]
+
+
+def test_every_docs_path_named_in_code_exists() -> None:
     missing = {
         f"{path.relative_to(ROOT)}: docs/{name}"
-        for path in files
+        for path in code_files(skip=Path(__file__))  # its own example of a missing page
         for name in DOCS_PATH.findall(path.read_text(errors="replace"))
         if not (ROOT / "docs" / name).is_file()
     }
@@ -182,19 +185,9 @@ FROZEN = ROOT / "components" / "sagemaker" / "lifecycle"
 
 def test_every_repository_file_named_in_code_exists() -> None:
     """Tests are left out: their fixtures name files that must not exist."""
-    files = [
-        path
-        for top in (t for t in SOURCES if t != "tests")
-        for path in (ROOT / top).rglob("*")
-        if path.is_file()
-        and not {".venv", "__pycache__", "node_modules"} & set(path.parts)
-        and not path.is_relative_to(FROZEN)
-        and path.suffix in {".py", ".sh", ".yml", ".yaml", ".toml", ".json", ".txt", ""}
-    ]
-    files += [ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "__main__.py"]
     missing = {
         f"{path.relative_to(ROOT)}: {name}"
-        for path in files
+        for path in code_files(tuple(t for t in SOURCES if t != "tests"), skip=FROZEN)
         for name in CODE_PATH.findall(path.read_text(errors="replace"))
         if not (ROOT / name).exists()
     }
