@@ -281,7 +281,7 @@ if stack.needs_efa_plugin and not hyperpod_owns_device_plugins:
 if k8s_spec.metrics_server.enabled:
     MetricsServer(
         "metrics-server",
-        MetricsServerArgs(spec=k8s_spec.metrics_server, after=[eks]),
+        MetricsServerArgs(spec=k8s_spec.metrics_server, after=[eks], system_nodes=not stack.platform_only),
         opts=pulumi.ResourceOptions(provider=eks.k8s_provider, aliases=moved("metrics-server")),
     )
 # The schema requires kubernetes.neuron_device_plugin when a Neuron group exists.

@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from stacks.catalog import CATALOG, DEVICE_RESOURCE, Accelerator
-from stacks.schema import EFA_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL, GpuNodeGroupSpec, NodeTaintSpec
+from stacks.schema import (
+    EFA_PRESENT_LABEL,
+    HYPERPOD_HEALTH_LABEL,
+    HYPERPOD_INSTANCE_GROUP_LABEL,
+    HYPERPOD_SCHEDULABLE,
+    INSTANCE_TYPE_LABEL,
+    NODE_GROUP_LABEL,
+    GpuNodeGroupSpec,
+    NodeTaintSpec,
+)
 
 __all__ = [
     "EFA_NODE_LABEL",
@@ -66,16 +75,6 @@ IMMUTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     "LocalQueue": ("spec.clusterQueue",),
 }
 
-# SageMaker HyperPod (EKS orchestrator) node labels. `compute-type: hyperpod` and `instance-group-name` are not
-# in AWS's reference pages we could find; they are what the HyperPod training operator's add-on pods select on
-# and what AWS and community HyperPod EKS tooling filter nodes by (aws-samples and awslabs HyperPod repos).
-# `node-health-status` is documented (SageMaker developer guide, "Resilience-related Kubernetes labels by
-# SageMaker HyperPod": Schedulable, Unschedulable, UnschedulablePendingReplacement, UnschedulablePendingReboot).
-# HyperPod nodes also carry the well-known instance-type label with the ml.* name (ml.p5.48xlarge): the
-# HyperPod dependencies chart (aws/sagemaker-hyperpod-cli helm_chart) selects its device plugins on it.
-HYPERPOD_INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
-HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
-HYPERPOD_SCHEDULABLE = "Schedulable"
 
 Toleration = dict[str, str]
 

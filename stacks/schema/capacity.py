@@ -38,7 +38,8 @@ CAPACITY_BLOCK_MAX_DAYS = 182
 
 class ClusterAutoscalerSpec(Spec):
     """kubernetes/autoscaler's cluster-autoscaler (chart `cluster-autoscaler` from
-    https://kubernetes.github.io/autoscaler), installed when a GPU node group can grow (min_size < max_size)."""
+    https://kubernetes.github.io/autoscaler), installed when a GPU node group can grow (min_size < max_size) or runs on
+    a Capacity Block (whose queue's provisioning check it answers); never on an existing cluster."""
 
     chart_version: str = Field(
         default=CLUSTER_AUTOSCALER_CHART_VERSION,
@@ -52,7 +53,8 @@ class ClusterAutoscalerSpec(Spec):
         examples=["v1.36.1"],
         description="cluster-autoscaler image tag. Left out: the newest release of eks.version's minor ("
         + ", ".join(f"{k}: {v}" for k, v in CLUSTER_AUTOSCALER_RELEASES.items())
-        + "); set, its minor must equal eks.version's (the autoscaler's minor follows the Kubernetes minor).",
+        + "); set, its minor must equal eks.version's or be one behind while upgrading (the autoscaler's minor "
+        "follows the Kubernetes minor).",
     )
     max_node_provision_time_s: int = Field(
         default=900,

@@ -174,6 +174,16 @@ NVIDIA_GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what NVIDIA's GPU Operato
 EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"  # what the EFA device plugin selects on
 # Well-known label the kubelet sets itself on every node; selectors may use it, node groups may not set it.
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# SageMaker HyperPod (EKS orchestrator) node labels. `compute-type: hyperpod` and `instance-group-name` are not
+# in AWS's reference pages we could find; they are what the HyperPod training operator's add-on pods select on
+# and what AWS and community HyperPod EKS tooling filter nodes by (aws-samples and awslabs HyperPod repos).
+# `node-health-status` is documented (SageMaker developer guide, "Resilience-related Kubernetes labels by
+# SageMaker HyperPod": Schedulable, Unschedulable, UnschedulablePendingReplacement, UnschedulablePendingReboot).
+# HyperPod nodes also carry the well-known instance-type label with the ml.* name (ml.p5.48xlarge): the
+# HyperPod dependencies chart (aws/sagemaker-hyperpod-cli helm_chart) selects its device plugins on it.
+HYPERPOD_INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+HYPERPOD_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+HYPERPOD_SCHEDULABLE = "Schedulable"
 RESERVED_NODE_LABELS = (
     NODE_GROUP_LABEL,
     ACCELERATOR_LABEL,

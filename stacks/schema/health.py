@@ -71,7 +71,9 @@ class HealthSpec(Spec):
         default=30, ge=30, le=300, description="Managed collector scrape interval (AMP's minimum is 30 seconds)."
     )
     alert_emails: list[Email] = Field(
-        default_factory=list, description="E-mail addresses subscribed to the alerts' SNS topic."
+        default_factory=list,
+        description="E-mail addresses subscribed to the alerts' SNS topic (with health.metrics on: without "
+        "metrics there is no topic, and no subscription is made).",
     )
     node_exporter_chart: str = Field(
         default=NODE_EXPORTER_CHART,

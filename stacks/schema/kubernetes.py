@@ -73,7 +73,11 @@ class MetricsServerSpec(Spec):
     """Kubernetes metrics-server (chart `metrics-server` from https://kubernetes-sigs.github.io/metrics-server/):
     the resource metrics API behind `kubectl top` and the HorizontalPodAutoscaler. EKS does not run it by default."""
 
-    enabled: bool = Field(default=True, description="Install metrics-server (two replicas on the system nodes).")
+    enabled: bool = Field(
+        default=True,
+        description="Install metrics-server (two replicas; on the system nodes of a cluster trainstack creates). "
+        "On an existing cluster that runs one already, set false: two releases cannot own its APIService.",
+    )
     chart_version: str = Field(
         default=METRICS_SERVER_CHART_VERSION,
         pattern=CHART_VERSION,
@@ -207,7 +211,8 @@ class TeamSpec(Spec):
     gpu_quota: int = Field(
         ge=0,
         le=Limits.ACCELERATORS,
-        description="Accelerators (GPUs or Neuron devices) the namespace may request at once.",
+        description="Accelerators the namespace may request at once, per kind: up to this many GPUs and, on a "
+        "cluster with Trainium groups, up to this many Neuron devices too.",
     )
     pod_security: Literal["baseline", "restricted"] = Field(
         default="baseline",
@@ -217,8 +222,10 @@ class TeamSpec(Spec):
     member_role_arns: list[RoleArn] = Field(
         default_factory=list,
         max_length=Limits.ADMIN_ROLES,
-        description="IAM roles of the team's members: each gets an EKS access entry with the EKS edit policy "
-        "scoped to this namespace (and to the namespaces of any other team that lists it).",
+        description="IAM roles of the team's members: each gets an EKS access entry in the Kubernetes group "
+        "trainstack:team:<team>, which trainstack's team-member Role binds in this namespace (and in those of any "
+        "other team that lists it): narrower than `edit`, it cannot change NetworkPolicies, RBAC or quotas, nor "
+        "create LoadBalancer or NodePort Services (components/team_rbac.py).",
     )
 
 
@@ -226,7 +233,9 @@ class ValidationSpec(Spec):
     """Opt-in cluster validation jobs: multi-node NCCL all-reduce over EFA and a DCGM diagnostic."""
 
     enabled: bool = Field(default=False, description="Create the validation jobs.")
-    node_group: str | None = Field(default=None, description="GPU group to test; the first EFA group if unset.")
+    node_group: str | None = Field(
+        default=None, description="GPU group to test (an NVIDIA EFA group); the first NVIDIA EFA group if unset."
+    )
     nodes: int = Field(default=2, ge=2, le=Limits.NODES_PER_GROUP, description="Nodes the NCCL test spans.")
     nccl_tests_image: PinnedImage = Field(
         description="Container image with nccl-tests, aws-ofi-nccl, libfabric and Open MPI, pinned by tag or digest."

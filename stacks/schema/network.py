@@ -121,8 +121,9 @@ class NetworkSpec(Spec):
         default=18,
         ge=16,
         le=28,
-        description="Prefix length of each private subnet (nodes, pods, EFA IPs), /16 to /24; with existing_vpc, "
-        "that of the smallest existing private subnet (/16 to /28), for the address capacity check.",
+        description="Prefix length of each private subnet (nodes and their pods; efa-only interfaces take no "
+        "address), /16 to /24; with existing_vpc, that of the smallest existing private subnet (/16 to /28), for the "
+        "address capacity check.",
     )
     public_subnet_prefix_length: int = Field(
         default=24, ge=20, le=28, description="Prefix length of each public subnet (NAT gateways, load balancers)."

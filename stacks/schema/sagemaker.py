@@ -306,5 +306,7 @@ class SageMakerSpec(Spec):
 
     hyperpod: HyperPodSpec = Field(default_factory=HyperPodSpec, description="SageMaker HyperPod cluster.")
     training_job_role: bool = Field(
-        default=False, description="Create an execution role and VPC settings for SageMaker training jobs."
+        default=False,
+        description="Create an execution role per team (output sagemaker_training_role_arns, by team) and VPC "
+        "settings for SageMaker training jobs.",
     )

@@ -51,7 +51,8 @@ class CheckpointLockSpec(Spec):
 
     mode: ObjectLockMode = Field(
         default=ObjectLockMode.GOVERNANCE,
-        description="GOVERNANCE (key administrators can bypass with s3:BypassGovernanceRetention) or COMPLIANCE "
+        description="GOVERNANCE (a principal whose IAM allows s3:BypassGovernanceRetention can still delete a "
+        "locked version early: trainstack grants it to no role) or COMPLIANCE "
         "(no one can delete a locked version before its retention ends; cannot be shortened).",
     )
     retention_days: int = Field(

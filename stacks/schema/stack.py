@@ -13,7 +13,15 @@ from stacks.cfn_data import cfn_lint_version, sagemaker_cluster_instance_types
 from stacks.compatibility import efa_plugin_problem, kube_proxy_problem, kubelet_problem, kueue_trainer_problem
 from stacks.schema.base import Environment, Spec
 from stacks.schema.eks import EksSpec
-from stacks.schema.gpu import AmiFamily, CapacityType, GpuNodeGroupSpec, effective_ami_family
+from stacks.schema.gpu import (
+    HYPERPOD_HEALTH_LABEL,
+    HYPERPOD_INSTANCE_GROUP_LABEL,
+    HYPERPOD_SCHEDULABLE,
+    AmiFamily,
+    CapacityType,
+    GpuNodeGroupSpec,
+    effective_ami_family,
+)
 from stacks.schema.health import HealthSpec
 from stacks.schema.kubernetes import KubernetesSpec
 from stacks.schema.network import NetworkSpec
@@ -78,7 +86,8 @@ class CostSpec(Spec):
     max_gpus: int = Field(
         ge=0,
         le=Limits.ACCELERATORS,
-        description="GPU budget: the sum over GPU node groups of max nodes x GPUs per node may not exceed it.",
+        description="GPU budget: the accelerators of every GPU node group at max size, plus an enabled HyperPod "
+        "cluster's, may not exceed it.",
     )
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Hours in a billing month.")
 
@@ -93,8 +102,10 @@ class ExistingClusterSpec(Spec):
     hyperpod: bool = Field(
         default=False,
         description="The cluster orchestrates a SageMaker HyperPod cluster: HyperPod's dependencies chart already "
-        "runs the NVIDIA and EFA device plugins there, so trainstack installs neither, and its queues never "
-        "admit nodes HyperPod marks unschedulable (select sagemaker.amazonaws.com/node-health-status: Schedulable).",
+        "runs the NVIDIA and EFA device plugins there, so trainstack installs neither. A group whose selector names "
+        "a HyperPod instance group (sagemaker.amazonaws.com/instance-group-name) must also select "
+        "sagemaker.amazonaws.com/node-health-status: Schedulable (refused otherwise), so its queue never admits "
+        "a job onto a node HyperPod is checking, replacing or rebooting.",
     )
 
 
@@ -550,6 +561,24 @@ class StackConfig(Spec):
             )
         return problems
 
+    def _hyperpod_groups_select_schedulable(self) -> list[str]:
+        """On a HyperPod cluster, a group of HyperPod's nodes (its selector names an instance group) selects only the
+        nodes HyperPod marks Schedulable: its queue must not admit jobs onto a node under deep health checks or
+        pending replacement or reboot (SageMaker Developer Guide, "Resilience-related Kubernetes labels")."""
+        if self.existing_cluster is None or not self.existing_cluster.hyperpod:
+            return []
+        problems: list[str] = []
+        for i, g in enumerate(self.gpu_node_groups):
+            health = g.selector.get(HYPERPOD_HEALTH_LABEL)
+            if HYPERPOD_INSTANCE_GROUP_LABEL in g.selector and health != HYPERPOD_SCHEDULABLE:
+                problems.append(
+                    f"gpu_node_groups.{i} ({g.name}).selector['{HYPERPOD_HEALTH_LABEL}'] is "
+                    f"{repr(health) if health is not None else 'absent'} on HyperPod instance group "
+                    f"{g.selector[HYPERPOD_INSTANCE_GROUP_LABEL]!r}; valid: {HYPERPOD_SCHEDULABLE!r}, so its queue "
+                    "never admits a job onto a node HyperPod is checking, replacing or rebooting"
+                )
+        return problems
+
     @property
     def platform_only(self) -> bool:
         """Whether trainstack puts only its Kubernetes layer on an existing cluster."""
@@ -755,6 +784,7 @@ class StackConfig(Spec):
 # lists their problems in it.
 CROSS_FIELD_RULES: tuple[Callable[[StackConfig], list[str]], ...] = (
     StackConfig._platform_only_problems,
+    StackConfig._hyperpod_groups_select_schedulable,
     StackConfig._unique_group_names,
     StackConfig._group_zones_in_network,
     StackConfig._zones_in_region,

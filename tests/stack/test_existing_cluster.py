@@ -42,6 +42,7 @@ def test_the_platform_on_an_existing_cluster_creates_no_cluster_nodes_or_file_sy
     assert not [r.type for r in rec.resources if r.type in CREATED_BY_THE_OWNER]
     found = releases(rec)
     assert {"gpu-operator", "aws-efa-k8s-device-plugin", "kueue", "metrics-server"} <= set(found)
+    assert "nodeSelector" not in found["metrics-server"]  # no node here carries trainstack's system label
     # The owner's nodes carry no trainstack label: the EFA plugin picks them by instance type.
     assert found["aws-efa-k8s-device-plugin"]["supportedInstanceLabels"]["values"] == ["true", "p5.48xlarge"]
     flavors = {

@@ -822,6 +822,41 @@ def test_a_group_of_fixed_size_on_an_existing_cluster_is_accepted() -> None:
     assert group_.min_size == group_.max_size
 
 
+HEALTH = "sagemaker.amazonaws.com/node-health-status"
+
+
+@pytest.mark.parametrize(("value", "shown"), [(None, "absent"), ("Unschedulable", "'Unschedulable'")])
+def test_a_hyperpod_group_that_would_admit_unhealthy_nodes_is_refused(value: str | None, shown: str) -> None:
+    assert config("existing-hyperpod-eks").gpu_node_groups[0].selector[HEALTH] == "Schedulable"
+
+    def health(raw: dict[str, Any]) -> None:
+        selector = group(raw)["selector"]
+        selector.pop(HEALTH)
+        if value is not None:
+            selector[HEALTH] = value
+
+    assert only("existing-hyperpod-eks", health) == (
+        f"gpu_node_groups.0 (workers).selector['{HEALTH}'] is {shown} on HyperPod instance group 'worker-group-1'; "
+        "valid: 'Schedulable', so its queue never admits a job onto a node HyperPod is checking, replacing or "
+        "rebooting"
+    )
+
+
+def test_only_a_hyperpod_clusters_instance_groups_must_select_healthy_nodes() -> None:
+    def plain_cluster(raw: dict[str, Any]) -> None:
+        raw["existing_cluster"]["hyperpod"] = False
+        group(raw)["selector"].pop(HEALTH)
+
+    assert not config("existing-hyperpod-eks", plain_cluster).existing_cluster.hyperpod  # type: ignore[union-attr]
+
+    def eks_group(raw: dict[str, Any]) -> None:  # a managed node group beside HyperPod's: no HyperPod labels
+        group(raw)["selector"] = {"eks.amazonaws.com/nodegroup": "p5-efa"}
+
+    assert config("existing-hyperpod-eks", eks_group).gpu_node_groups[0].selector == {
+        "eks.amazonaws.com/nodegroup": "p5-efa"
+    }
+
+
 def test_the_json_schema_describes_the_root_object() -> None:
     from stacks.schema.stack import json_schema
 

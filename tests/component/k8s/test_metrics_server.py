@@ -13,9 +13,10 @@ from tests.conftest import run_component
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-def _build(spec: MetricsServerSpec) -> None:
+def _build(spec: MetricsServerSpec, system_nodes: bool = True) -> None:
     marker = pulumi.CustomResource("test:index:Marker", "cluster")
-    MetricsServer("metrics-server", MetricsServerArgs(spec=spec, after=[marker]), opts=k8s_opts())
+    args = MetricsServerArgs(spec=spec, after=[marker], system_nodes=system_nodes)
+    MetricsServer("metrics-server", args, opts=k8s_opts())
 
 
 def test_release_installs_the_pinned_chart_from_its_repository_in_kube_system() -> None:
@@ -40,6 +41,13 @@ def test_two_replicas_a_disruption_budget_and_the_system_nodes() -> None:
     assert values["replicas"] == 2
     assert values["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
     assert values["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
+
+
+def test_on_a_cluster_without_trainstacks_system_nodes_it_selects_no_node() -> None:
+    """No node of an existing cluster carries trainstack's system label: a selector on it would leave the pods
+    Pending."""
+    values = run_component(lambda: _build(MetricsServerSpec(), system_nodes=False)).one(RELEASE).inputs["values"]
+    assert values == {"replicas": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}}
 
 
 def test_release_is_a_child_on_the_k8s_provider_after_the_cluster() -> None:
