@@ -137,8 +137,9 @@ def eks_control_plane_logs(args: ResourceValidationArgs, report: Report) -> None
 
 @resource_rule(
     name="eks-access-entries",
-    description="Cluster access is managed with EKS access entries (authenticationMode API), not the "
-    "aws-auth ConfigMap, and in prod the creator gets no implicit cluster-admin (CIS EKS 5.5.1).",
+    description="Cluster access is managed with EKS access entries (authenticationMode API; API_AND_CONFIG_MAP "
+    "where allowConfigMap is set, as in dev and staging), and the creator gets no implicit cluster-admin where "
+    "forbidCreatorAdmin is set (staging and prod) (CIS EKS 5.5.1).",
     severity=Severity.MEDIUM,
     types=[EKS_CLUSTER],
     config={

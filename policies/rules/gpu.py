@@ -8,6 +8,8 @@ all traffic to and from itself, and an instance gets one EFA interface per EFA-c
 
 from __future__ import annotations
 
+from typing import Any
+
 from pulumi_policy import PolicyResource, Severity, StackValidationArgs
 
 from ..facts import ACCELERATED_AMI_TYPES, TAINT_KEYS, Instance, instance
@@ -358,8 +360,9 @@ def _nvidia_efa_groups(g: Graph) -> list[PolicyResource]:
 @stack_rule(
     name="fabric-validation",
     floor="staging",
-    description="A cluster with NVIDIA EFA node groups plans the multi-node NCCL all-reduce validation job "
-    "(kubernetes.validation): it is the only check that proves traffic goes over EFA and not TCP sockets before "
+    description="A cluster with NVIDIA EFA node groups plans a multi-node job over them, trainstack's NCCL "
+    "all-reduce validation job (kubernetes.validation) or another TrainJob or MPIJob: it is the only check that "
+    "proves traffic goes over EFA and not TCP sockets before "
     "a long run starts (AWS EFA on EKS guide, 'Run an NCCL test'; NVIDIA/nvcf #1349 'prove traffic actually "
     "goes over EFA').",
     severity=Severity.MEDIUM,
@@ -387,6 +390,27 @@ WORKLOAD_CONFIG_LABEL = "nvidia.com/gpu.workload.config"
 OPERAND_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 
 
+# The operands no group may opt out of; when a config leaves the list out, its schema default (what the policy
+# tables document) applies, never an empty list.
+_OPT_OUTS_CONFIG: dict[str, Any] = {
+    "guardedOperands": {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": [
+            "device-plugin",
+            "dcgm",
+            "dcgm-exporter",
+            "gpu-feature-discovery",
+            "operator-validator",
+            "node-status-exporter",
+        ],
+        "description": "Operands a node group may not switch off. Why: the device plugin makes the GPUs "
+        "requestable, DCGM and its exporter feed the GPU alerts, the validator holds pods until the stack "
+        "works. Source: NVIDIA/gpu-operator v25.3.4 controllers/state_manager.go gpuStateLabels.",
+    }
+}
+
+
 @stack_rule(
     name="gpu-operator-node-opt-outs",
     description="No NVIDIA node group on an AL2023 AMI carries the GPU Operator's per-node opt-outs "
@@ -395,23 +419,7 @@ OPERAND_LABEL_PREFIX = "nvidia.com/gpu.deploy."
     "opt-out label silently leaves the group's GPUs unschedulable or unwatched (no Xid or ECC alert). Bottlerocket's "
     "required device-plugin opt-out is gpu-operator-values' concern.",
     severity=Severity.HIGH,
-    config={
-        "guardedOperands": {
-            "type": "array",
-            "items": {"type": "string"},
-            "default": [
-                "device-plugin",
-                "dcgm",
-                "dcgm-exporter",
-                "gpu-feature-discovery",
-                "operator-validator",
-                "node-status-exporter",
-            ],
-            "description": "Operands a node group may not switch off. Why: the device plugin makes the GPUs "
-            "requestable, DCGM and its exporter feed the GPU alerts, the validator holds pods until the stack "
-            "works. Source: NVIDIA/gpu-operator v25.3.4 controllers/state_manager.go gpuStateLabels.",
-        }
-    },
+    config=_OPT_OUTS_CONFIG,
 )
 def gpu_operator_node_opt_outs(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
@@ -419,7 +427,8 @@ def gpu_operator_node_opt_outs(args: StackValidationArgs, report: Report) -> Non
     groups = [group for group, _ in accelerated_node_groups(g) if str(get(group.props, "amiType", "")) in al2023]
     if not groups:
         args.not_applicable("no NVIDIA node group on an AL2023 AMI")
-    guarded = {str(o) for o in args.get_config().get("guardedOperands", [])}
+    default = _OPT_OUTS_CONFIG["guardedOperands"]["default"]
+    guarded = {str(o) for o in args.get_config().get("guardedOperands", default)}
     for group in groups:
         labels = get(group.props, "labels", {})
         for key in sorted(labels) if hasattr(labels, "keys") else []:

@@ -638,6 +638,9 @@ def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
         # `object.` (the pod admitted), not `oldObject.` (what it had before an UPDATE): case-sensitive on purpose.
         if "object.spec.volumes" not in text or ".image.reference" not in text:
             report(f"{policy.name} does not judge image volumes (volumes[].image.reference): any image can be mounted.")
+        for field in POD_CONTAINER_LISTS:
+            if f"object.spec.{field}" not in text:
+                report(f"{policy.name} does not judge {field}: any image can run there.")
         for prefix in _quoted(_validations_text(policy)):
             host = prefix.split("/", 1)[0]
             if host in OPEN_REGISTRIES and not prefix.rstrip("/").count("/"):
@@ -645,6 +648,11 @@ def k8s_allowed_registries(args: StackValidationArgs, report: Report) -> None:
                     f"{policy.name} approves {prefix!r}: anyone can publish on {host}; name the publisher's path "
                     f"({host}/<namespace>/) or a mirror of the image in the account's ECR."
                 )
+
+
+# Every list of a pod spec whose entries run an image (core/v1 PodSpec): each is a way around a registry policy
+# that judges the others only.
+POD_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 
 def _quoted(text: str) -> list[str]:

@@ -226,9 +226,10 @@ def sg_rule_style_consistent(args: StackValidationArgs, report: Report) -> None:
 
 @resource_rule(
     name="vpc-endpoint-policy",
-    description="Every VPC endpoint has a policy narrower than the default full access (conditions on the "
-    "principal's or resource's account, or named resources): an endpoint is otherwise a path for copying "
-    "data to any account (AWS data perimeter guidance).",
+    description="Every VPC endpoint has a policy narrower than the default full access: no statement allows every "
+    "action (`*` or `<service>:*`) on every resource without a condition. An endpoint is otherwise a path for "
+    "copying data to any account (AWS data perimeter guidance); which conditions and resources make a statement "
+    "narrow enough is the endpoint policy's own review (components/network/network.py), not this rule's.",
     severity=Severity.MEDIUM,
     types=[VPC_ENDPOINT],
 )

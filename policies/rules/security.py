@@ -108,9 +108,15 @@ def irsa_trust_scoped(args: ResourceValidationArgs, report: Report) -> None:
                 report(f"the '{key}' condition uses a wildcard; name the service account.")
 
 
+# KMS rotates a key every rotationPeriodInDays (90 to 2560; 365 when unset): AWS KMS Developer Guide, "Rotate AWS
+# KMS keys", automatic key rotation.
+ROTATION_MAX_DAYS = 365
+
+
 @resource_rule(
     name="kms-rotation",
-    description="Customer KMS keys rotate yearly and never bypass the key-policy lockout check "
+    description="Customer KMS keys rotate at least yearly (enableKeyRotation, rotationPeriodInDays at most 365) and "
+    "never bypass the key-policy lockout check "
     "(CKV_AWS_7, CKV2_AWS_64).",
     severity=Severity.MEDIUM,
     types=[KMS_KEY],
@@ -122,6 +128,9 @@ def kms_rotation(args: ResourceValidationArgs, report: Report) -> None:
         return  # automatic rotation covers symmetric encryption keys only
     if get(args.props, "enableKeyRotation") is not True:
         report("enableKeyRotation is not true.")
+    period = number(get(args.props, "rotationPeriodInDays"))
+    if period is not None and period > ROTATION_MAX_DAYS:
+        report(f"rotationPeriodInDays {int(period)}: the key rotates less often than every {ROTATION_MAX_DAYS} days.")
 
 
 # Interface actions that act on an existing network interface: each takes ec2:Vpc on it (Service Authorization
@@ -156,7 +165,8 @@ def _condition(statement: Any, key: str) -> list[Any]:
     name="iam-grants-and-interfaces-scoped",
     description="An inline role policy grants kms:CreateGrant only for AWS resources (kms:GrantIsForAWSResource: a "
     "service such as EBS asking on the role's behalf), never to whoever holds the role's credentials; and network "
-    "interface actions only in the stack's VPC (ec2:Vpc on existing interfaces, named subnets for new ones), not on "
+    "interface actions only in the stack's VPC (ec2:Vpc naming a VPC, no pattern, on existing interfaces; named "
+    "subnets for new ones), not on "
     "every interface of the account.",
     severity=Severity.MEDIUM,
     types=[IAM_ROLE_POLICY],
@@ -176,8 +186,11 @@ def iam_grants_and_interfaces_scoped(args: ResourceValidationArgs, report: Repor
         ):
             report(f"{sid} allows kms:CreateGrant without kms:GrantIsForAWSResource: any grantee, any operation.")
         existing = [a for a in ENI_EXISTING_ACTIONS if _grants(statement, a)]
-        if existing and not _condition(statement, "ec2:Vpc"):
+        vpcs = [str(v) for v in _condition(statement, "ec2:Vpc")]
+        if existing and not vpcs:
             report(f"{sid} allows {', '.join(existing)} without an ec2:Vpc condition: every interface of the account.")
+        elif existing and (wildcards := [v for v in vpcs if "*" in v.split("vpc/")[-1] or "?" in v.split("vpc/")[-1]]):
+            report(f"{sid} allows {', '.join(existing)} with ec2:Vpc {', '.join(wildcards)}: a pattern, not the VPC.")
         if _grants(statement, "ec2:CreateNetworkInterface"):
             wide = [
                 str(r)
@@ -303,6 +316,33 @@ _LOG_KEYS = {
 }
 
 
+# The floor per kind of log group; a key a config leaves out falls back to its schema default (what the policy
+# tables document), never to one day.
+_LOG_RETENTION_CONFIG: dict[str, Any] = {
+    "controlPlaneMinDays": {
+        "type": "integer",
+        "minimum": 1,
+        "default": 90,
+        "description": "Fewest days EKS control-plane logs are kept. Why: the audit log is the record of who "
+        "did what through the API server. Source: CKV_AWS_338 (365 days); EKS best practices, auditing.",
+    },
+    "flowLogsMinDays": {
+        "type": "integer",
+        "minimum": 1,
+        "default": 30,
+        "description": "Fewest days VPC flow logs are kept. Why: a compromised node's connections are traced "
+        "from them after the fact. Source: CKV_AWS_338; CIS AWS Foundations 3.7 (flow logs).",
+    },
+    "otherMinDays": {
+        "type": "integer",
+        "minimum": 1,
+        "default": 14,
+        "description": "Fewest days any other log group (FSx data repository events) is kept. Why: failed "
+        "imports and exports are debugged from them. Source: CKV_AWS_338.",
+    },
+}
+
+
 @stack_rule(
     name="log-retention-floor",
     floor="staging",
@@ -311,29 +351,7 @@ _LOG_KEYS = {
     "after it happened, and expired logs cannot answer who did what (CKV_AWS_338: at least one year; CIS EKS "
     "2.1.1; EKS best practices, detective controls).",
     severity=Severity.MEDIUM,
-    config={
-        "controlPlaneMinDays": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 90,
-            "description": "Fewest days EKS control-plane logs are kept. Why: the audit log is the record of who "
-            "did what through the API server. Source: CKV_AWS_338 (365 days); EKS best practices, auditing.",
-        },
-        "flowLogsMinDays": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 30,
-            "description": "Fewest days VPC flow logs are kept. Why: a compromised node's connections are traced "
-            "from them after the fact. Source: CKV_AWS_338; CIS AWS Foundations 3.7 (flow logs).",
-        },
-        "otherMinDays": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 14,
-            "description": "Fewest days any other log group (FSx data repository events) is kept. Why: failed "
-            "imports and exports are debugged from them. Source: CKV_AWS_338.",
-        },
-    },
+    config=_LOG_RETENTION_CONFIG,
 )
 def log_retention_floor(args: StackValidationArgs, report: Report) -> None:
     g = graph(args)
@@ -343,7 +361,7 @@ def log_retention_floor(args: StackValidationArgs, report: Report) -> None:
     for log_group in groups:
         kind = _log_kind(g, log_group)
         key, stack_key, what = _LOG_KEYS[kind]
-        floor = int_config(args, key, 1)
+        floor = int_config(args, key, _LOG_RETENTION_CONFIG[key]["default"])
         days = number(get(log_group.props, "retentionInDays"))
         if days is not None and 0 < days < floor:  # unset or 0: never expire
             report(

@@ -285,7 +285,8 @@ def deletion_safeguards(args: StackValidationArgs, report: Report) -> None:
 @stack_rule(
     name="waiver-expired",
     description="A waiver whose expiry day is over exempts nothing any more: the violation it covered stands at its "
-    "rule's level (so prod refuses it by that rule), and this rule names the lapsed waiver and its owner, to be "
+    "rule's level (so prod refuses it where that rule is mandatory), and this rule names the lapsed waiver and its "
+    "owner, to be "
     "renewed or removed (docs/defence-in-depth.md, Waivers).",
     severity=Severity.MEDIUM,
 )
@@ -307,8 +308,9 @@ def waiver_expired(args: StackValidationArgs, report: Report) -> None:
     floor="dev",
     description="Every waiver in the stack file (`waivers:`) names a rule of the pack that is not critical, was "
     "granted for this stack's environment, expires within a year, and exempts a violation that rule reports on the "
-    "named resource; prod waives no floor. A waiver of a rule that does not exist, of a critical rule, of a floor in "
-    "prod, of another environment, without a near expiry, or that waives nothing is refused, so waivers cannot "
+    "named resource; prod waives no floor and no high-severity rule. A waiver of a rule that does not exist, of a "
+    "critical rule, of a floor or a high-severity rule in prod, of another environment, without a near expiry, or "
+    "that waives nothing is refused, so waivers cannot "
     "pile up unseen, follow a file into prod, or outlive what they excuse (cdk-nag's suppressions; "
     "docs/defence-in-depth.md, Waivers). Runs last: it judges what the others reported.",
     severity=Severity.CRITICAL,

@@ -30,6 +30,8 @@ from ..facts_generated import (
     BUCKET_PUBLIC_ACCESS_BLOCK,
     FSX_DATA_REPOSITORY_ASSOCIATION,
     FSX_LUSTRE,
+    IAM_POLICY,
+    IAM_ROLE,
     IAM_ROLE_POLICY,
     KMS_KEY,
     PERSISTENT_VOLUME,
@@ -249,7 +251,11 @@ def fsx_same_az_as_gpu(args: StackValidationArgs, report: Report) -> None:
             "type": "number",
             "exclusiveMinimum": 0,
             "default": 200,
-            "description": "Read throughput one GPU needs, MB/s (trainstack's sizing default).",
+            "description": "Read throughput one GPU needs, MB/s (trainstack's sizing default), as the environment's "
+            "config file says: `make pack-facts` writes the committed stack file's storage.fsx.per_gpu_read_mb_s "
+            "there. The pack reads no stack file, so a stack whose file differs from the committed one (an edit "
+            "under review, a `<env>-<suffix>` stack) is judged by the config's rate; the plan's storage line uses "
+            "the file's own.",
         }
     },
 )
@@ -573,9 +579,24 @@ def _whole_bucket_writes(statement: Mapping[str, Any], bucket_arn: str, teams: S
     ]
 
 
+def _identity_documents(g: Graph) -> list[tuple[PolicyResource, str, Any]]:
+    """Every identity policy document the stack creates, with its resource and where in it: role policies,
+    managed policies and a role's inline policies alike (each can grant a role the same writes)."""
+    found: list[tuple[PolicyResource, str, Any]] = [
+        (p, "", get(p.props, "policy")) for p in [*g.of_type(IAM_ROLE_POLICY), *g.of_type(IAM_POLICY)]
+    ]
+    for role in g.of_type(IAM_ROLE):
+        found += [
+            (role, f" inlinePolicies[{get(p, 'name', i)}]", get(p, "policy"))
+            for i, p in enumerate(items(get(role.props, "inlinePolicies")))
+        ]
+    return found
+
+
 @stack_rule(
     name="s3-checkpoints-per-prefix",
-    description="No role the stack creates writes or deletes across the whole checkpoints bucket: each team's "
+    description="No role the stack creates writes or deletes across the whole checkpoints bucket (role policies, "
+    "managed policies and roles' inline policies alike): each team's "
     "roles (Pod Identity, SageMaker training) write only under `<team>/`, so one team's job cannot overwrite "
     "another's checkpoints; and the bucket refuses uploads that name another encryption than its own key, so "
     "every checkpoint is readable with that key and under its policy.",
@@ -587,16 +608,15 @@ def s3_checkpoints_per_prefix(args: StackValidationArgs, report: Report) -> None
     if not buckets:
         args.not_applicable("no checkpoints bucket")
     teams = [str(get(ns.props, "metadata.name")) for ns in team_namespaces(g)]
-    role_policies = g.of_type(IAM_ROLE_POLICY)
     for bucket, statements in known_policies(args, g, buckets):
         for header in ENCRYPTION_HEADERS:
             if not any(denies(s, "s3:PutObject") and header in condition_keys(s) for s in statements):
                 report(f"{bucket.name}: uploads naming another {header} are not denied.", bucket.urn)
         # The bucket's ARN as its own policy names it (bucket-level resources): the plan's inputs carry no ARN.
         arns = {str(r) for s in statements for r in as_list(s.get("Resource")) if "/" not in str(r)}
-        for policy in role_policies:
+        for policy, where, document in _identity_documents(g):
             try:
-                found = policy_statements(get(policy.props, "policy"))
+                found = policy_statements(document)
             except UnknownValueError:
                 continue
             for statement in found:
@@ -606,8 +626,8 @@ def s3_checkpoints_per_prefix(args: StackValidationArgs, report: Report) -> None
                 )
                 if wide:
                     report(
-                        f"{policy.name} allows {', '.join(actions)} on {', '.join(wide)}: every team's checkpoints, "
-                        "not one team's prefix.",
+                        f"{policy.name}{where} allows {', '.join(actions)} on {', '.join(wide)}: every team's "
+                        "checkpoints, not one team's prefix.",
                         policy.urn,
                     )
 
@@ -867,9 +887,10 @@ def _demand(args: StackValidationArgs, g: Graph) -> tuple[float, float, list[Any
             "exclusiveMinimum": 0,
             "default": 200,
             "description": "Read throughput one GPU needs, MB/s: the committed fact of the environment "
-            "(stacks/fsx_sizing.py READ_MB_S_PER_ACCELERATOR_FLOOR, trainstack's sizing assumption) or the stack "
-            "file's per_gpu_read_mb_s where that is higher; `make pack-facts` writes it, and the rule never judges "
-            "by less than the fact, whatever the config says.",
+            "(stacks/fsx_sizing.py READ_MB_S_PER_ACCELERATOR_FLOOR, trainstack's sizing assumption) or the "
+            "committed stack file's per_gpu_read_mb_s where that is higher, as `make pack-facts` writes it into "
+            "the environment's config; the rule never judges by less than the fact, whatever the config says. The "
+            "pack reads no stack file: a rate raised in an edit under review counts once pack-facts has run.",
         },
     },
 )
@@ -898,7 +919,8 @@ def _first_accelerated(g: Graph) -> str | None:
 @stack_rule(
     name="object-lock-retention-floor",
     floor="staging",
-    description="The checkpoints bucket's Object Lock keeps each new version at least the environment's floor: "
+    description="Every bucket's Object Lock (trainstack locks the checkpoints bucket) keeps each new version at "
+    "least the environment's floor: "
     "a lock of a day protects a checkpoint only until the deletion is noticed, which takes longer than that "
     "(S3 User Guide, Object Lock default retention).",
     severity=Severity.HIGH,
@@ -926,7 +948,7 @@ def object_lock_retention_floor(args: StackValidationArgs, report: Report) -> No
         total = days + 365 * years
         if total < floor:
             report(
-                f"Object Lock on {lock.name} keeps each checkpoint version {total:g} days "
-                f"(security.checkpoint_lock.retention_days); the floor here is {floor} days.",
+                f"Object Lock on {lock.name} keeps each new version {total:g} days (trainstack's checkpoints lock: "
+                f"security.checkpoint_lock.retention_days); the floor here is {floor} days.",
                 lock.urn,
             )

@@ -331,8 +331,8 @@ def _over_capacity(key: str) -> str:
 
 def _locked_for(days: int) -> str:
     return (
-        f"Object Lock on data-checkpoints-object-lock keeps each checkpoint version {days} days "
-        "(security.checkpoint_lock.retention_days); the floor here is 7 days."
+        f"Object Lock on data-checkpoints-object-lock keeps each new version {days} days (trainstack's checkpoints "
+        "lock: security.checkpoint_lock.retention_days); the floor here is 7 days."
     )
 
 

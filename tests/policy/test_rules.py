@@ -9,6 +9,7 @@ rule's subject. `test_every_rule_has_all_three_cases` keeps the table complete a
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import json
 from collections.abc import Callable
@@ -287,6 +288,8 @@ na("irsa-trust-scoped", staging)  # trainstack uses EKS Pod Identity: no role tr
 
 ok("kms-rotation", prod)
 bad("kms-rotation", lambda: mutated(prod(), "-data-key", set_path("enableKeyRotation", False)))
+bad("kms-rotation", lambda: mutated(prod(), "-data-key", set_path("rotationPeriodInDays", 366)))  # 90 to 2560 valid
+ok("kms-rotation", lambda: mutated(prod(), "-data-key", set_path("rotationPeriodInDays", 365)))  # yearly: AWS's default
 na("kms-rotation", lambda: without(prod(), of_type("aws:kms/key:Key")))
 
 # -------------------------------------------------------------------------------------------- network
@@ -1010,6 +1013,20 @@ bad(  # blind to image volumes: any image can be mounted
         ),
     ),
 )
+for skipped in ("initContainers", "ephemeralContainers"):
+    bad(  # an image in an init or ephemeral container would run unjudged
+        "k8s-allowed-registries",
+        lambda skipped=skipped: mutated(
+            prod(),
+            REGISTRIES,
+            lambda i: i["spec"]["variables"][0].__setitem__(
+                "expression",
+                i["spec"]["variables"][0]["expression"].replace(
+                    f" + (has(object.spec.{skipped}) ? object.spec.{skipped}.map(c, c.image) : [])", ""
+                ),
+            ),
+        ),
+    )
 bad(  # the device policy's binding alone does not restrict images
     "k8s-allowed-registries", lambda: without(prod(), lambda r: r.name == "tenancy-registries-binding")
 )
@@ -1477,6 +1494,23 @@ bad(  # delete or re-point any network interface of the account
     "iam-grants-and-interfaces-scoped",
     lambda: mutated(staging(), HYPERPOD_INLINE, edit_policy(_drop_condition("VpcManageInterfaces"))),
 )
+
+
+def _vpc_condition(value: str) -> Callable[[list[dict[str, Any]]], None]:
+    def edit(statements: list[dict[str, Any]]) -> None:
+        for statement in statements:
+            if statement.get("Sid") == "VpcManageInterfaces":
+                statement["Condition"] = {"ArnLikeIfExists": {"ec2:Vpc": value}}
+
+    return edit
+
+
+for pattern in ("*", "arn:aws:ec2:us-east-1:123456789012:vpc/*", "arn:aws:ec2:*:*:vpc/vpc-?*"):
+    bad(  # a condition that names no VPC in particular is as wide as none
+        "iam-grants-and-interfaces-scoped",
+        lambda pattern=pattern: mutated(staging(), HYPERPOD_INLINE, edit_policy(_vpc_condition(pattern))),
+    )
+
 bad(  # new interfaces in any subnet
     "iam-grants-and-interfaces-scoped",
     lambda: mutated(
@@ -1520,20 +1554,33 @@ bad(  # the SageMaker role of one team writes every team's checkpoints (the sett
         ),
     ),
 )
-bad(  # a wildcard in the first segment reaches every team too
-    "s3-checkpoints-per-prefix",
-    lambda: mutated(
-        prod(),
-        "-team-storage-research-inline",
-        edit_policy(
-            lambda st: [
-                s.__setitem__("Resource", s["Resource"].replace("/research/", "/*/"))
-                for s in st
-                if s.get("Sid") == "OwnCheckpoints"
-            ]
-        ),
-    ),
+# The research team's checkpoint writes widened by a wildcard in the first segment: every team's prefix.
+WIDEN_TO_EVERY_TEAM = edit_policy(
+    lambda st: [
+        s.__setitem__("Resource", s["Resource"].replace("/research/", "/*/"))
+        for s in st
+        if s.get("Sid") == "OwnCheckpoints"
+    ]
 )
+bad(  # a wildcard in the first segment reaches every team too
+    "s3-checkpoints-per-prefix", lambda: mutated(prod(), "-team-storage-research-inline", WIDEN_TO_EVERY_TEAM)
+)
+
+
+def _every_teams_checkpoints(where: str) -> Recording:
+    """prod plus one more identity policy, `where` ("policy": a managed policy; "role": a role's inline policy),
+    holding the research team's checkpoint writes widened to every team's prefix: each grants a role the same."""
+    source = prod()
+    inputs = copy.deepcopy(next(r for r in source.resources if matches(r, "-team-storage-research-inline")).inputs)
+    WIDEN_TO_EVERY_TEAM(inputs)
+    if where == "policy":
+        return with_resource(source, "aws:iam/policy:Policy", "wide-checkpoints", {"policy": inputs["policy"]})
+    role = {"assumeRolePolicy": "{}", "inlinePolicies": [{"name": "wide", "policy": inputs["policy"]}]}
+    return with_resource(source, "aws:iam/role:Role", "wide-checkpoints", role)
+
+
+bad("s3-checkpoints-per-prefix", lambda: _every_teams_checkpoints("policy"))  # a managed policy grants it too
+bad("s3-checkpoints-per-prefix", lambda: _every_teams_checkpoints("role"))  # and a role's inline policy
 
 ok("s3-data-vpc-only", prod)
 ok("s3-data-vpc-only", staging)
